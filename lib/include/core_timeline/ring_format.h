@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_format.h - the one source of truth for the core-timeline ring layout.
+ *
+ * The writer (lib/), the reader (reader/), the fuzzers and docs/ring-format.md
+ * all follow this file.  Every offset and size below is pinned by a
+ * static_assert; changing one is an incompatible format change.
+ *
+ * Region layout (one memfd named "core-timeline", mapped MAP_SHARED):
+ *
+ *   offset 0                      struct tl_ring_header   (TL_HEADER_SIZE)
+ *   header.lane_table_offset      struct tl_lane_desc[lane_count]
+ *   header.lanes_offset           lane 0 slots, lane 1 slots, ... each
+ *                                 slots_per_lane * slot_size bytes
+ *   header.region_size            end of the region
+ *
+ * All fields are little-endian, fixed width; no pointers, no `long`.
+ * The last lane (index lane_count - 1) is the shared overflow lane.
+ *
+ * Compatibility rules (in the manner of systemd's journal-def.h):
+ *  - `version` changes only for a layout change an old reader cannot skip.
+ *  - New header fields are appended; `header_size` says how many bytes the
+ *    writer wrote.  A reader reads min(header_size, sizeof) and zero-fills
+ *    the rest, so it accepts a larger header it does not fully know.
+ *  - `incompat_flags` bits a reader does not know make it refuse the ring;
+ *    unknown `compat_flags` bits are ignored.
+ *
+ * This header is internal to the project: it is not installed and not part
+ * of libtimeline's ABI.  Third-party readers should follow
+ * docs/ring-format.md.
+ */
+#ifndef CORE_TIMELINE_RING_FORMAT_H
+#define CORE_TIMELINE_RING_FORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "core-timeline writes its ring in host order and supports little-endian hosts only"
+#endif
+
+namespace core_timeline::format {
+
+/* ---------------------------------------------------------------- constants */
+
+/** The four magic bytes at offset 0 of a ring: "CTLN". */
+inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
+/** Layout version this header describes. */
+inline constexpr std::uint16_t kVersion = 1;
+/** Written by the writer as 0x01020304 in host order; a reader that sees
+ *  anything else refuses the ring (byte-swapped or not a ring). */
+inline constexpr std::uint32_t kEndianMarker = 0x01020304u;
+
+/** Size in bytes of the version-1 header; header_size >= this. */
+inline constexpr std::uint32_t kHeaderSize = 512;
+/** Size in bytes of one lane descriptor. */
+inline constexpr std::uint32_t kLaneDescSize = 64;
+/** Size in bytes of one slot (version 1 fixes it; a reader checks it). */
+inline constexpr std::uint32_t kSlotSize = 128;
+/** Bytes of inline payload in a slot (pointer snapshots, thread names,
+ *  crash details). */
+inline constexpr std::uint32_t kInlineBytes = 64;
+/** Maximum build-id bytes stored in the header. */
+inline constexpr std::uint32_t kMaxBuildId = 64;
+/** Name the writer gives its memfd; the core's NT_FILE note lists it as
+ *  "/memfd:core-timeline (deleted)" (memfd_create(2), FACTS.md §1). */
+inline constexpr char kMemfdName[] = "core-timeline";
+
+/** Sanity bounds a reader enforces before trusting any offset. */
+inline constexpr std::uint32_t kMaxLanes = 4096;
+inline constexpr std::uint32_t kMinSlotsPerLane = 8;
+inline constexpr std::uint32_t kMaxSlotsPerLane = 1u << 20;
+inline constexpr std::uint64_t kMaxRegionSize = 1ull << 32; /* 4 GiB */
+
+/** Bit 63 of slot.begin_seq: the slot is being written (spec, "Slot write
+ *  protocol").  A slot whose begin_seq has it set is torn. */
+inline constexpr std::uint64_t kSeqWriting = 1ull << 63;
+
+/* incompat_flags: none defined in version 1. */
+inline constexpr std::uint32_t kIncompatKnown = 0;
+
+/* compat_flags */
+/** Slot timestamps are x86 TSC (rdtsc) ticks. */
+inline constexpr std::uint32_t kCompatClockTsc = 1u << 0;
+/** Slot timestamps are AArch64 CNTVCT_EL0 ticks. */
+inline constexpr std::uint32_t kCompatClockCntvct = 1u << 1;
+/** The crash handlers were installed (tl_options.install_handlers). */
+inline constexpr std::uint32_t kCompatHandlers = 1u << 2;
+/** A sidecar file mirrors this ring (degraded mode only). */
+inline constexpr std::uint32_t kCompatSidecar = 1u << 3;
+
+/** Event kinds (slot.kind).  Kinds < 0x100 are built in; the reader names
+ *  them itself.  User ids live in slot.id and are named by a .tlmap. */
+enum Kind : std::uint16_t {
+  kKindUser = 1,        /**< tl_mark / tl_mark2: id, arg0, arg1 */
+  kKindUserPtr = 2,     /**< tl_mark_ptr: id, arg0 = pointer, arg1 = bytes
+                             asked for, inline = bytes copied (inline_len) */
+  kKindThreadName = 3,  /**< tl_thread_name: inline = name (inline_len) */
+  kKindCrash = 4,       /**< crash handler: id = signo, arg0 = fault address
+                             (si_addr), arg1 = sp, return_address = pc,
+                             inline = struct CrashInfo */
+  kKindLaneClaim = 5,   /**< first event of a thread in a lane: arg0 = lane
+                             index, arg1 = previous owner tid (0 if none) */
+  kKindMalloc = 16,     /**< arg0 = pointer returned, arg1 = size */
+  kKindFree = 17,       /**< arg0 = pointer freed */
+  kKindCalloc = 18,     /**< arg0 = pointer returned, arg1 = total size */
+  kKindRealloc = 19,    /**< arg0 = new pointer, arg1 = size, inline[0..8) =
+                             old pointer */
+  kKindOpen = 32,       /**< arg0 = result (fd or -errno), inline = path
+                             prefix (untrusted bytes) */
+  kKindRead = 33,       /**< id = fd, arg0 = result, arg1 = count */
+  kKindWrite = 34,      /**< id = fd, arg0 = result, arg1 = count */
+  kKindConnect = 35,    /**< id = fd, arg0 = result, inline = sockaddr prefix */
+  kKindClose = 36,      /**< id = fd, arg0 = result */
+};
+
+/* lane_desc.flags */
+/** This is the shared overflow lane: several threads reserve slots in it
+ *  with an atomic fetch-add. */
+inline constexpr std::uint32_t kLaneShared = 1u << 0;
+
+/* ------------------------------------------------------------------ header */
+
+/**
+ * The ring header, at offset 0 of the region.
+ *
+ * Bytes [0, kCrcEnd) are immutable after tl_init and covered by `header_crc`
+ * (CRC-32C, Castagnoli, over those bytes with `header_crc` itself read as
+ * zero).  Bytes from kMutableStart on are updated while the process runs and
+ * are NOT covered by the CRC: a reader cross-checks them instead.
+ */
+struct RingHeader {
+  /* --- immutable part (CRC-covered) --- */
+  char magic[4];                   /**< "CTLN" */
+  std::uint16_t version;           /**< kVersion */
+  std::uint16_t header_size;       /**< bytes of header written (>= 512) */
+  std::uint32_t endian_marker;     /**< kEndianMarker */
+  std::uint32_t incompat_flags;    /**< unknown bits: refuse */
+  std::uint32_t compat_flags;      /**< unknown bits: ignore */
+  std::uint32_t slot_size;         /**< kSlotSize */
+  std::uint32_t slots_per_lane;    /**< power of two, [8, 2^20] */
+  std::uint32_t lane_count;        /**< including the overflow lane, [2, 4096] */
+  std::uint32_t lane_table_offset; /**< from region start */
+  std::uint32_t header_crc;        /**< CRC-32C of [0, kCrcEnd), this field as 0 */
+  std::uint64_t lanes_offset;      /**< first slot of lane 0, from region start */
+  std::uint64_t region_size;       /**< bytes of the whole mapping */
+  std::uint64_t process_start_ticks; /**< /proc/self/stat field 22 (starttime,
+                                        clock ticks after boot; proc(5)) */
+  std::uint32_t pid;               /**< getpid() at tl_init, in the process's
+                                        own pid namespace */
+  std::uint32_t writer_version;    /**< libtimeline version, 0xMMmmpp */
+  std::uint64_t pid_ns_inode;      /**< st_ino of /proc/self/ns/pid, 0 if unknown */
+  std::uint64_t pid_ns_dev;        /**< st_dev of /proc/self/ns/pid */
+  std::uint32_t build_id_len;      /**< bytes valid in build_id, <= 64 */
+  std::uint32_t reserved0;
+  std::uint8_t build_id[kMaxBuildId]; /**< NT_GNU_BUILD_ID of the executable */
+  std::uint64_t sidecar_dev;       /**< st_dev of the sidecar file, 0 if none */
+  std::uint64_t sidecar_ino;       /**< st_ino of the sidecar file, 0 if none */
+  /* Clock anchor taken at tl_init: the same instant read on three clocks, so
+   * slot timestamps (ticks) can be placed on CLOCK_REALTIME (the journal's
+   * __REALTIME_TIMESTAMP) and CLOCK_MONOTONIC. */
+  std::uint64_t anchor_ticks;      /**< slot clock (TSC) at tl_init */
+  std::uint64_t anchor_realtime_ns;  /**< CLOCK_REALTIME at tl_init, ns */
+  std::uint64_t anchor_monotonic_ns; /**< CLOCK_MONOTONIC at tl_init, ns */
+  std::uint64_t ticks_per_second;  /**< slot clock rate if the writer knew it
+                                        at init (0: derive from the anchors) */
+  std::uint8_t reserved1[176];     /**< zero; room for immutable fields */
+
+  /* --- mutable part (not CRC-covered), each group on its own cache line --- */
+  /* Latest clock anchor, refreshed by the helper thread every interval.
+   * Seqlock: `latest_anchor_seq` is odd while being updated. */
+  std::uint64_t latest_anchor_seq;
+  std::uint64_t latest_ticks;
+  std::uint64_t latest_realtime_ns;
+  std::uint64_t latest_monotonic_ns;
+  std::uint64_t reserved2[4];
+
+  std::uint64_t dropped;           /**< events not recorded while enabled
+                                        (no lane could be had) */
+  std::uint64_t mmap_generation;   /**< dl_iterate_phdr adds + subs, refreshed
+                                        by the helper thread; copied into slots */
+  std::uint64_t sync_count;        /**< sidecar syncs completed */
+  std::uint32_t enabled_sources;   /**< last tl_set_enabled() mask, for the
+                                        reader's summary */
+  std::uint32_t reserved3;
+  std::uint64_t reserved4[4];
+};
+
+inline constexpr std::size_t kCrcEnd = 384;      /**< end of the CRC-covered part */
+inline constexpr std::size_t kMutableStart = 384;
+
+static_assert(sizeof(RingHeader) == kHeaderSize);
+static_assert(offsetof(RingHeader, magic) == 0);
+static_assert(offsetof(RingHeader, version) == 4);
+static_assert(offsetof(RingHeader, header_size) == 6);
+static_assert(offsetof(RingHeader, endian_marker) == 8);
+static_assert(offsetof(RingHeader, incompat_flags) == 12);
+static_assert(offsetof(RingHeader, compat_flags) == 16);
+static_assert(offsetof(RingHeader, slot_size) == 20);
+static_assert(offsetof(RingHeader, slots_per_lane) == 24);
+static_assert(offsetof(RingHeader, lane_count) == 28);
+static_assert(offsetof(RingHeader, lane_table_offset) == 32);
+static_assert(offsetof(RingHeader, header_crc) == 36);
+static_assert(offsetof(RingHeader, lanes_offset) == 40);
+static_assert(offsetof(RingHeader, region_size) == 48);
+static_assert(offsetof(RingHeader, process_start_ticks) == 56);
+static_assert(offsetof(RingHeader, pid) == 64);
+static_assert(offsetof(RingHeader, writer_version) == 68);
+static_assert(offsetof(RingHeader, pid_ns_inode) == 72);
+static_assert(offsetof(RingHeader, pid_ns_dev) == 80);
+static_assert(offsetof(RingHeader, build_id_len) == 88);
+static_assert(offsetof(RingHeader, build_id) == 96);
+static_assert(offsetof(RingHeader, sidecar_dev) == 160);
+static_assert(offsetof(RingHeader, sidecar_ino) == 168);
+static_assert(offsetof(RingHeader, anchor_ticks) == 176);
+static_assert(offsetof(RingHeader, anchor_realtime_ns) == 184);
+static_assert(offsetof(RingHeader, anchor_monotonic_ns) == 192);
+static_assert(offsetof(RingHeader, ticks_per_second) == 200);
+static_assert(offsetof(RingHeader, reserved1) == 208);
+static_assert(offsetof(RingHeader, latest_anchor_seq) == kMutableStart);
+static_assert(offsetof(RingHeader, latest_ticks) == 392);
+static_assert(offsetof(RingHeader, latest_realtime_ns) == 400);
+static_assert(offsetof(RingHeader, latest_monotonic_ns) == 408);
+static_assert(offsetof(RingHeader, dropped) == 448);
+static_assert(offsetof(RingHeader, mmap_generation) == 456);
+static_assert(offsetof(RingHeader, sync_count) == 464);
+static_assert(offsetof(RingHeader, enabled_sources) == 472);
+
+/* -------------------------------------------------------------- lane table */
+
+/**
+ * One lane descriptor (64 bytes, one cache line).  A lane is a ring of
+ * slots_per_lane slots written by one thread at a time (or by many, for the
+ * overflow lane).  Sequence numbers are per lane, start at 1 and never reset
+ * when a lane changes owner; 0 means "never written".
+ */
+struct LaneDesc {
+  std::uint32_t owner_tid;     /**< current owner's tid; 0 = free */
+  std::uint32_t flags;         /**< kLaneShared */
+  std::uint64_t write_index;   /**< sequences reserved so far: the last
+                                    reserved sequence is write_index */
+  std::uint64_t synced_index;  /**< write_index at the last sidecar sync */
+  std::uint64_t claims;        /**< times the lane has been claimed */
+  char owner_name[16];         /**< current owner's name (tl_thread_name or
+                                    /proc comm at claim), NUL-padded, untrusted */
+  std::uint64_t reserved[2];
+};
+static_assert(sizeof(LaneDesc) == kLaneDescSize);
+static_assert(offsetof(LaneDesc, owner_tid) == 0);
+static_assert(offsetof(LaneDesc, flags) == 4);
+static_assert(offsetof(LaneDesc, write_index) == 8);
+static_assert(offsetof(LaneDesc, synced_index) == 16);
+static_assert(offsetof(LaneDesc, claims) == 24);
+static_assert(offsetof(LaneDesc, owner_name) == 32);
+
+/* -------------------------------------------------------------------- slot */
+
+/**
+ * One event (128 bytes, two cache lines).  Sequence `seq` of a lane lives in
+ * slot (seq - 1) % slots_per_lane.
+ *
+ * Write protocol (spec, "Slot write protocol"):
+ *   begin_seq = seq | kSeqWriting; store the fields; release fence;
+ *   end_seq = seq; begin_seq = seq (release).
+ * A reader accepts a slot only when begin_seq == end_seq == the sequence the
+ * slot's position and the lane's window imply.
+ */
+struct Slot {
+  std::uint64_t begin_seq;       /**< seq, or seq | kSeqWriting mid-write */
+  std::uint64_t timestamp;       /**< slot clock ticks (see compat_flags),
+                                      0 if the writer had no safe clock */
+  std::uint32_t tid;             /**< gettid() of the writer */
+  std::uint16_t kind;            /**< enum Kind */
+  std::uint16_t inline_len;      /**< bytes valid in inline_data, <= 64 */
+  std::uint32_t id;              /**< user event id (kKindUser*), signo, fd */
+  std::uint32_t mmap_generation; /**< header.mmap_generation when written */
+  std::uint64_t return_address;  /**< caller of the tl_ function; pc for CRASH */
+  std::uint64_t arg0;
+  std::uint64_t arg1;
+  std::uint8_t inline_data[kInlineBytes];
+  std::uint64_t end_seq;         /**< seq once the slot is complete */
+};
+static_assert(sizeof(Slot) == kSlotSize);
+static_assert(offsetof(Slot, begin_seq) == 0);
+static_assert(offsetof(Slot, timestamp) == 8);
+static_assert(offsetof(Slot, tid) == 16);
+static_assert(offsetof(Slot, kind) == 20);
+static_assert(offsetof(Slot, inline_len) == 22);
+static_assert(offsetof(Slot, id) == 24);
+static_assert(offsetof(Slot, mmap_generation) == 28);
+static_assert(offsetof(Slot, return_address) == 32);
+static_assert(offsetof(Slot, arg0) == 40);
+static_assert(offsetof(Slot, arg1) == 48);
+static_assert(offsetof(Slot, inline_data) == 56);
+static_assert(offsetof(Slot, end_seq) == 120);
+
+/** Inline payload of a kKindCrash slot (siginfo_t fields, sigaction(2)). */
+struct CrashInfo {
+  std::int32_t si_code;
+  std::int32_t si_errno;
+  std::int32_t si_pid;      /**< sender, for SI_USER / SI_TKILL */
+  std::uint32_t si_uid;
+  std::uint32_t handler_flags; /**< kCrashChained... */
+  std::uint32_t reserved;
+};
+static_assert(sizeof(CrashInfo) == 24);
+static_assert(sizeof(CrashInfo) <= kInlineBytes);
+static_assert(offsetof(CrashInfo, si_code) == 0);
+static_assert(offsetof(CrashInfo, si_errno) == 4);
+static_assert(offsetof(CrashInfo, si_pid) == 8);
+static_assert(offsetof(CrashInfo, si_uid) == 12);
+static_assert(offsetof(CrashInfo, handler_flags) == 16);
+
+/* CrashInfo.handler_flags */
+/** A handler installed before libtimeline's was called first and returned. */
+inline constexpr std::uint32_t kCrashChained = 1u << 0;
+/** The fault repeated at the same pc after the chained handler returned. */
+inline constexpr std::uint32_t kCrashRepeated = 1u << 1;
+
+/* ---------------------------------------------------------------- helpers */
+
+/** Byte offset of lane `lane`'s slot array within the region. */
+constexpr std::uint64_t lane_slots_offset(const RingHeader &h, std::uint32_t lane) {
+  return h.lanes_offset + std::uint64_t(lane) * h.slots_per_lane * h.slot_size;
+}
+
+/** Region size for a given geometry (header, lane table, slots), page
+ *  aligned.  Used by the writer to size the memfd and by the reader to check
+ *  header.region_size. */
+constexpr std::uint64_t region_size_for(std::uint32_t lanes, std::uint32_t slots_per_lane,
+                                        std::uint64_t page = 4096) {
+  std::uint64_t table = kHeaderSize;
+  std::uint64_t lanes_off = table + std::uint64_t(lanes) * kLaneDescSize;
+  lanes_off = (lanes_off + 127) & ~std::uint64_t(127);
+  std::uint64_t end = lanes_off + std::uint64_t(lanes) * slots_per_lane * kSlotSize;
+  return (end + page - 1) & ~(page - 1);
+}
+/** Offset of the first slot for a given lane count (after the lane table,
+ *  128-byte aligned). */
+constexpr std::uint64_t lanes_offset_for(std::uint32_t lanes) {
+  return (kHeaderSize + std::uint64_t(lanes) * kLaneDescSize + 127) & ~std::uint64_t(127);
+}
+
+/** CRC-32C (Castagnoli, reflected, init/xorout 0xFFFFFFFF) of `len` bytes.
+ *  Bitwise and table-free: async-signal-safe, used once at init by the
+ *  writer and once per ring by the reader.  Check value: crc32c("123456789")
+ *  == 0xE3069283. */
+constexpr std::uint32_t crc32c(const std::uint8_t *p, std::size_t len,
+                               std::uint32_t crc = 0) {
+  /* `crc` is a previous result, so crc32c(b, m, crc32c(a, n)) is the CRC of
+   * a followed by b. */
+  crc = ~crc;
+  for (std::size_t i = 0; i < len; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+/** The header CRC: CRC-32C over [0, kCrcEnd) with the header_crc field
+ *  taken as zero.  `bytes` must hold at least kCrcEnd bytes. */
+inline std::uint32_t header_crc(const std::uint8_t *bytes) {
+  constexpr std::size_t at = offsetof(RingHeader, header_crc);
+  const std::uint8_t zero[4] = {0, 0, 0, 0};
+  std::uint32_t crc = crc32c(bytes, at);
+  crc = crc32c(zero, 4, crc);
+  crc = crc32c(bytes + at + 4, kCrcEnd - at - 4, crc);
+  return crc;
+}
+
+}  // namespace core_timeline::format
+
+#endif  // CORE_TIMELINE_RING_FORMAT_H

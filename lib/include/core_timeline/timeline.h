@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * timeline.h - libtimeline, the core-timeline writer library (C ABI).
+ *
+ * A process that links or preloads libtimeline keeps its last events in a
+ * ring inside a memfd mapping named "core-timeline".  The kernel includes
+ * that mapping in the process's core dump under the default
+ * coredump_filter (0x33, core(5)), so `core-timeline-read CORE` can print
+ * how the process reached its crash from the core alone.
+ *
+ * Every function here is safe to call from any thread.  The recording
+ * functions (tl_mark, tl_mark2, tl_mark_ptr, tl_record, tl_thread_name,
+ * tl_set_enabled, tl_enabled) are also async-signal-safe: they never
+ * allocate, lock, format or block, and they preserve errno.  Recording
+ * before tl_init (or after it failed) does nothing.
+ *
+ * Errors are returned as negative errno values, in the manner of systemd's
+ * sd-* libraries.
+ */
+#ifndef CORE_TIMELINE_TIMELINE_H
+#define CORE_TIMELINE_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Sources of events, for tl_set_enabled().  A disabled source costs one
+ *  predictable branch per call. */
+#define TL_SOURCE_USER  0x1u /**< tl_mark, tl_mark2, tl_mark_ptr, tl_thread_name */
+#define TL_SOURCE_ALLOC 0x2u /**< malloc/free wrappers (libtimeline-alloc.so) */
+#define TL_SOURCE_IO    0x4u /**< open/read/write/connect/close wrappers
+                                  (libtimeline-io.so) */
+#define TL_SOURCE_CRASH 0x8u /**< the CRASH event written by the signal handlers */
+#define TL_SOURCE_ALL   0xFu
+
+/** Built-in event kinds accepted by tl_record().  The reader names them
+ *  (MALLOC, FREE, ...); docs/ring-format.md gives each one's arguments. */
+#define TL_KIND_MALLOC  16u
+#define TL_KIND_FREE    17u
+#define TL_KIND_CALLOC  18u
+#define TL_KIND_REALLOC 19u
+#define TL_KIND_OPEN    32u
+#define TL_KIND_READ    33u
+#define TL_KIND_WRITE   34u
+#define TL_KIND_CONNECT 35u
+#define TL_KIND_CLOSE   36u
+
+/**
+ * Options for tl_init().  Zero-initialise the struct and set `size` to
+ * sizeof(struct tl_options); fields left 0 take their defaults.  New fields
+ * are only ever appended, so a program built against an older header keeps
+ * working.
+ */
+struct tl_options {
+  uint32_t size;            /**< sizeof(struct tl_options), required */
+  uint32_t slots_per_lane;  /**< events kept per thread; power of two in
+                                 [8, 1048576]; default 256 */
+  uint32_t lanes;           /**< per-thread lanes, plus one shared overflow
+                                 lane; [1, 4095]; default 64 */
+  uint32_t no_handlers;     /**< non-zero: do not install the crash handlers
+                                 (no CRASH event; the ring is still dumped) */
+  uint32_t no_helper_thread;/**< non-zero: start no helper thread; the sidecar
+                                 is then synced every `sync_every` events */
+  uint32_t sync_every;      /**< with no_helper_thread: sync the sidecar every
+                                 N events of a lane (0: never) */
+  uint32_t sync_interval_ms;/**< helper thread period; default 100 */
+  uint32_t enabled_sources; /**< initial TL_SOURCE_* mask; 0 means
+                                 TL_SOURCE_ALL */
+  const char *sidecar_dir;  /**< directory for the degraded-mode sidecar;
+                                 NULL: $TL_SIDECAR_DIR, else /run/core-timeline
+                                 if it exists; "" disables the sidecar */
+};
+
+/**
+ * tl_init - create the ring and install the crash handlers.
+ *
+ * @opts: NULL for defaults, or options as above.
+ *
+ * Maps a memfd named "core-timeline" (MAP_SHARED, placed at a low,
+ * randomised address so a core truncated at its size limit keeps it),
+ * installs handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT on an
+ * alternate stack (chaining any handler installed before), starts the helper
+ * thread, and registers fork handlers so a child gets its own ring.
+ *
+ * The shared library calls tl_init(NULL) from a constructor, unless the
+ * environment has TL_DISABLE=1; calling it again returns -EALREADY.  The
+ * static library does nothing until tl_init is called.
+ *
+ * Returns 0, -EALREADY if a ring exists, -EINVAL for bad options, or the
+ * -errno of the failed system call (memfd_create, ftruncate, mmap,
+ * sigaction).  Thread-safe; NOT async-signal-safe.
+ */
+int tl_init(const struct tl_options *opts);
+
+/**
+ * tl_mark - record event `id` with one argument.
+ *
+ * Records the caller's return address, the thread id and a timestamp.
+ * Cost when enabled: one slot reservation and 128 bytes of stores.
+ * Thread-safe, async-signal-safe, never blocks.
+ */
+void tl_mark(uint32_t id, uintptr_t arg);
+
+/** tl_mark2 - as tl_mark, with two arguments.  Thread- and async-signal-safe. */
+void tl_mark2(uint32_t id, uintptr_t arg0, uintptr_t arg1);
+
+/**
+ * tl_mark_ptr - record event `id` with a snapshot of up to 64 bytes at `ptr`.
+ *
+ * Copies min(len_cap, 64) bytes with process_vm_readv(2), so an invalid
+ * pointer records the event with no bytes instead of faulting.  The reader
+ * prints the bytes as bytes plus the mapping `ptr` points into, never as a
+ * trusted string.  Thread-safe and async-signal-safe (one system call).
+ */
+void tl_mark_ptr(uint32_t id, const void *ptr, uint32_t len_cap);
+
+/**
+ * tl_thread_name - name the calling thread in the timeline.
+ *
+ * Records a THREAD_NAME event holding the first 15 bytes of `name` and sets
+ * the name of the calling thread's lane.  NULL is ignored.
+ * Thread-safe, async-signal-safe.
+ */
+void tl_thread_name(const char *name);
+
+/**
+ * tl_record - record a built-in event kind (TL_KIND_*) with two arguments.
+ *
+ * For the preload wrappers, and for programs with their own allocator or I/O
+ * layer that want the reader to show MALLOC, FREE, READ... events.  Events of
+ * a kind whose source is disabled are not recorded.  Unknown kinds are
+ * ignored.  Thread-safe, async-signal-safe.
+ */
+void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1);
+
+/**
+ * tl_set_enabled - set the mask of recorded sources (TL_SOURCE_*).
+ * Returns the previous mask.  Thread-safe, async-signal-safe.
+ */
+uint32_t tl_set_enabled(uint32_t sources);
+
+/** tl_enabled - the current TL_SOURCE_* mask.  Thread- and
+ *  async-signal-safe. */
+uint32_t tl_enabled(void);
+
+/**
+ * tl_flush_async - ask for the sidecar to be brought up to date.
+ *
+ * Wakes the helper thread (or, without one, writes the lanes now with
+ * pwrite(2)).  The core never needs this: the ring is already in the
+ * process's memory.  Returns 0, -ENOENT if there is no sidecar, or -errno.
+ * Thread-safe and async-signal-safe.
+ */
+int tl_flush_async(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CORE_TIMELINE_TIMELINE_H */
