@@ -296,19 +296,21 @@ static_assert(offsetof(Slot, end_seq) == 120);
 
 /** Inline payload of a kKindCrash slot (siginfo_t fields, sigaction(2)). */
 struct CrashInfo {
-  std::int32_t si_code;
-  std::int32_t si_errno;
-  std::int32_t si_pid;      /**< sender, for SI_USER / SI_TKILL */
-  std::uint32_t si_uid;
-  std::uint32_t handler_flags; /**< kCrashChained... */
+  std::int32_t code;          /**< siginfo si_code (SEGV_MAPERR, SI_USER, ...) */
+  std::int32_t error;         /**< siginfo si_errno */
+  std::int32_t sender_pid;    /**< si_pid, for a signal sent by a process
+                                   (si_code <= 0), else 0 */
+  std::uint32_t sender_uid;   /**< si_uid, likewise */
+  std::uint32_t handler_flags;/**< kCrashChained, kCrashRepeated */
   std::uint32_t reserved;
 };
+/* (Field names avoid si_pid and friends: <signal.h> defines them as macros.) */
 static_assert(sizeof(CrashInfo) == 24);
 static_assert(sizeof(CrashInfo) <= kInlineBytes);
-static_assert(offsetof(CrashInfo, si_code) == 0);
-static_assert(offsetof(CrashInfo, si_errno) == 4);
-static_assert(offsetof(CrashInfo, si_pid) == 8);
-static_assert(offsetof(CrashInfo, si_uid) == 12);
+static_assert(offsetof(CrashInfo, code) == 0);
+static_assert(offsetof(CrashInfo, error) == 4);
+static_assert(offsetof(CrashInfo, sender_pid) == 8);
+static_assert(offsetof(CrashInfo, sender_uid) == 12);
 static_assert(offsetof(CrashInfo, handler_flags) == 16);
 
 /* CrashInfo.handler_flags */

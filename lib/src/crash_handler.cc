@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * crash_handler.cc - the crash path: one final CRASH event, then death by the
+ * original signal.
+ *
+ * ASYNC-SIGNAL-SAFE FILE.  crash_signal_handler() and everything it calls run
+ * on the crashing thread's alternate stack, possibly with a corrupt heap and
+ * with locks held by the interrupted code.
+ *
+ * Contract of the handler:
+ *  - may call: raw system calls (gettid, getpid, tgkill, rt_tgsigqueueinfo,
+ *    pwrite), sigaction (async-signal-safe per signal-safety(7)), lock-free __atomic builtins, record() (record.cc,
+ *    itself async-signal-safe), the previously installed handler;
+ *  - may not call: malloc/free, locks, stdio, clock_gettime, dladdr,
+ *    backtrace, open, msync, anything that formats, or anything from
+ *    libstdc++ (none of which is linked);
+ *  - preserves errno.
+ *
+ * Order of events for a handled signal:
+ *  1. If the program (or a runtime) installed a handler before tl_init, call
+ *     it first.  If it recovers (siglongjmp, or returns after fixing the
+ *     cause of a fault) nothing is recorded: a recovered fault is not a
+ *     crash.  If it returns and the same fault repeats at the same pc on the
+ *     same thread, that is a crash: record it (flag kCrashRepeated).
+ *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
+ *     address (si_addr), pc and sp from the ucontext, the tid.  Mirror it to
+ *     the sidecar with pwrite(2).
+ *  3. Die of the original signal with the kernel's own siginfo: restore
+ *     SIG_DFL; for a fault raised by an instruction (si_code > 0 and SIGSEGV,
+ *     SIGBUS, SIGILL or SIGFPE) simply return, so the instruction faults
+ *     again and the kernel delivers a fresh siginfo; for a signal sent by a
+ *     process (kill, abort's raise: si_code <= 0) queue the same siginfo to
+ *     this thread with rt_tgsigqueueinfo(2), which is delivered, with its
+ *     default action, as soon as the handler returns.
+ *
+ * A handler installed after tl_init replaces ours (sigaction semantics) and
+ * works as the program expects; if it chains to ours, ours runs as above.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+namespace core_timeline::lib {
+
+namespace {
+
+constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+constexpr int kMaxSignal = 65;
+
+/* The dispositions found at install time, indexed by signal number. */
+struct sigaction g_previous[kMaxSignal];
+
+/* Per-thread memory of the last fault handed to a previous handler, to tell
+ * a repeated fault (crash) from a recovered one. */
+struct LastFault {
+  int signo;
+  uint64_t pc;
+  uint64_t addr;
+};
+__thread LastFault t_last_fault TL_TLS;
+
+bool is_fault_signal(int signo) {
+  return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE;
+}
+
+/* A signal raised by the CPU executing an instruction (si_code > 0: the
+ * kernel's SEGV_MAPERR, BUS_ADRERR, ILL_ILLOPN, FPE_INTDIV...; siginfo(2)),
+ * as opposed to one sent with kill/tgkill/sigqueue (si_code <= 0). */
+bool raised_by_instruction(int signo, const siginfo_t *info) {
+  return is_fault_signal(signo) && info != nullptr && info->si_code > 0;
+}
+
+void ucontext_pc_sp(const void *uc_void, uint64_t *pc, uint64_t *sp) {
+  *pc = 0;
+  *sp = 0;
+  if (uc_void == nullptr) return;
+  const auto *uc = static_cast<const ucontext_t *>(uc_void);
+#if defined(__x86_64__)
+  *pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  *sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+  *pc = uc->uc_mcontext.pc;
+  *sp = uc->uc_mcontext.sp;
+#else
+  (void)uc;
+#endif
+}
+
+void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags) {
+  if ((__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) & TL_SOURCE_CRASH) == 0) return;
+  if (t_lane.lane == nullptr && claim_lane(true) == nullptr) return;
+  uint64_t pc, sp;
+  ucontext_pc_sp(uc, &pc, &sp);
+  fmt::CrashInfo ci;
+  memset(&ci, 0, sizeof ci);
+  uint64_t addr = 0;
+  if (info != nullptr) {
+    ci.code = info->si_code;
+    ci.error = info->si_errno;
+    if (info->si_code <= 0) { /* sent by a process: sender's pid and uid */
+      ci.sender_pid = info->si_pid;
+      ci.sender_uid = info->si_uid;
+    } else {
+      addr = reinterpret_cast<uint64_t>(info->si_addr);
+    }
+  }
+  ci.handler_flags = flags;
+  const fmt::Slot *slot = record(fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc,
+                                 &ci, sizeof ci, false);
+  if (slot != nullptr) sidecar_write_slot(slot);
+}
+
+/* Restore the default action and arrange to die of `signo` with `info`. */
+void die_of(int signo, siginfo_t *info) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(signo, &dfl, nullptr); /* async-signal-safe (signal-safety(7)) */
+  if (raised_by_instruction(signo, info)) return; /* the instruction faults again */
+  /* Sent by a process (or abort): queue the same siginfo to ourselves; the
+   * kernel allows any si_code when a thread signals its own process.  It is
+   * blocked until this handler returns, then kills with the default action
+   * and a core. */
+  if (info != nullptr &&
+      syscall(SYS_rt_tgsigqueueinfo, raw_getpid(), raw_gettid(), signo, info) == 0)
+    return;
+  syscall(SYS_tgkill, raw_getpid(), raw_gettid(), signo);
+}
+
+void call_previous(const struct sigaction &prev, int signo, siginfo_t *info, void *uc) {
+  if (prev.sa_flags & SA_SIGINFO)
+    prev.sa_sigaction(signo, info, uc);
+  else
+    prev.sa_handler(signo);
+}
+
+void crash_signal_handler(int signo, siginfo_t *info, void *uc) {
+  int saved_errno = errno;
+  uint32_t flags = 0;
+  const struct sigaction &prev = g_previous[signo];
+  bool prev_is_handler = (prev.sa_flags & SA_SIGINFO)
+                             ? prev.sa_sigaction != nullptr
+                             : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+  if (prev_is_handler) {
+    uint64_t pc, sp;
+    ucontext_pc_sp(uc, &pc, &sp);
+    uint64_t addr = info != nullptr ? reinterpret_cast<uint64_t>(info->si_addr) : 0;
+    LastFault &last = t_last_fault;
+    bool repeated = raised_by_instruction(signo, info) && last.signo == signo && last.pc == pc &&
+                    last.addr == addr;
+    if (!repeated) {
+      last.signo = signo;
+      last.pc = pc;
+      last.addr = addr;
+      call_previous(prev, signo, info, uc);
+      /* It returned.  A fault re-executes its instruction: if the previous
+       * handler fixed the cause, execution goes on and nothing was a crash;
+       * if not, we come back here with the same pc and record it. */
+      if (raised_by_instruction(signo, info)) {
+        errno = saved_errno;
+        return;
+      }
+      /* abort() and raise(SIGABRT): glibc's abort() kills the process with
+       * SIG_DFL once a handler returns, so this is the last chance. */
+      bool self_abort = signo == SIGABRT && info != nullptr && info->si_code <= 0 &&
+                        info->si_pid == raw_getpid();
+      if (!self_abort) { /* a signal from a process that the program handled */
+        errno = saved_errno;
+        return;
+      }
+      flags |= fmt::kCrashChained;
+    } else {
+      flags |= fmt::kCrashChained | fmt::kCrashRepeated;
+    }
+  } else if (prev.sa_handler == SIG_IGN && !(prev.sa_flags & SA_SIGINFO) &&
+             !raised_by_instruction(signo, info)) {
+    /* The program ignores this signal when sent by a process: keep it so. */
+    errno = saved_errno;
+    return;
+  }
+  write_crash_slot(signo, info, uc, flags);
+  die_of(signo, info);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+int install_crash_handlers() {
+  for (int signo : kSignals) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = crash_signal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int other : kSignals) sigaddset(&sa.sa_mask, other);
+    if (sigaction(signo, nullptr, &g_previous[signo]) != 0) return -errno;
+    if (g_previous[signo].sa_sigaction == crash_signal_handler) continue; /* already ours */
+    if (sigaction(signo, &sa, nullptr) != 0) return -errno;
+  }
+  return 0;
+}
+
+}  // namespace core_timeline::lib

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * helper.cc - the helper thread and the degraded-mode sidecar.
+ *
+ * The ring is in the process's memory, so the core never needs any of this.
+ * The sidecar is a file copy of the ring, for the case where the core lost
+ * the ring's mapping (coredump_filter, truncation): the helper thread writes
+ * it every sync_interval_ms (default 100 ms), or tl_mark writes a lane every
+ * `sync_every` events when the program refuses a thread.  The helper also
+ * refreshes the header's clock anchor and mmap generation.
+ *
+ * sidecar_write_slot() and sidecar_sync() are ASYNC-SIGNAL-SAFE (pwrite(2)
+ * and plain loads only): the crash handler and tl_mark call them.
+ */
+#include <errno.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+namespace core_timeline::lib {
+
+namespace {
+
+/* pwrite all of [buf, buf + len) at `offset`; errors are ignored (the
+ * sidecar is best-effort).  Preserves errno. */
+void pwrite_all(int fd, const void *buf, uint64_t len, uint64_t offset) {
+  int saved_errno = errno;
+  const uint8_t *p = static_cast<const uint8_t *>(buf);
+  while (len > 0) {
+    ssize_t n = pwrite(fd, p, len, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    len -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  errno = saved_errno;
+}
+
+int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
+  /* dlpi_adds / dlpi_subs: objects loaded and unloaded since start
+   * (dl_iterate_phdr(3)); their sum changes whenever the mappings do. */
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+    *static_cast<uint64_t *>(data) = info->dlpi_adds + info->dlpi_subs;
+  return 1;
+}
+
+int64_t now_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+/* Refresh the latest clock anchor (seqlock: odd while writing). */
+void refresh_anchor(fmt::RingHeader *h) {
+  uint64_t seq = __atomic_load_n(&h->latest_anchor_seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&h->latest_anchor_seq, seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  h->latest_realtime_ns = static_cast<uint64_t>(now_ns(CLOCK_REALTIME));
+  h->latest_ticks = read_ticks();
+  h->latest_monotonic_ns = static_cast<uint64_t>(now_ns(CLOCK_MONOTONIC));
+  __atomic_store_n(&h->latest_anchor_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+void *helper_main(void *) {
+  /* Crash signals and everything else go to the program's own threads. */
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  prctl(PR_SET_NAME, "tl-helper", 0, 0, 0);
+  for (;;) {
+    Ring &r = g_ring;
+    if (r.base == nullptr) return nullptr;
+    struct pollfd pfd = {r.wake_fd, POLLIN, 0};
+    int n = poll(&pfd, r.wake_fd >= 0 ? 1 : 0, static_cast<int>(r.sync_interval_ms));
+    if (n > 0) {
+      uint64_t v;
+      ssize_t got = read(r.wake_fd, &v, sizeof v);
+      (void)got;
+    }
+    uint64_t generation = 0;
+    dl_iterate_phdr(count_objects, &generation);
+    __atomic_store_n(&r.header->mmap_generation, generation, __ATOMIC_RELAXED);
+    refresh_anchor(r.header);
+    if (r.sidecar_fd >= 0) sidecar_sync();
+  }
+}
+
+}  // namespace
+
+void sidecar_write_slot(const fmt::Slot *slot) {
+  const Ring &r = g_ring;
+  if (r.sidecar_fd < 0 || slot == nullptr) return;
+  uint64_t offset = static_cast<uint64_t>(reinterpret_cast<const uint8_t *>(slot) - r.base);
+  pwrite_all(r.sidecar_fd, slot, sizeof *slot, offset);
+}
+
+void sidecar_sync() {
+  Ring &r = g_ring;
+  if (r.sidecar_fd < 0 || r.base == nullptr) return;
+  for (uint32_t i = 0; i < r.lane_count; ++i) {
+    fmt::LaneDesc *lane = &r.lanes[i];
+    uint64_t written = __atomic_load_n(&lane->write_index, __ATOMIC_ACQUIRE);
+    uint64_t synced = __atomic_load_n(&lane->synced_index, __ATOMIC_RELAXED);
+    if (written == synced) continue;
+    uint64_t lane_bytes = uint64_t(r.slots_per_lane) * fmt::kSlotSize;
+    uint64_t offset = fmt::lane_slots_offset(*r.header, i);
+    pwrite_all(r.sidecar_fd, r.base + offset, lane_bytes, offset);
+    __atomic_store_n(&lane->synced_index, written, __ATOMIC_RELEASE);
+  }
+  __atomic_add_fetch(&r.header->sync_count, 1, __ATOMIC_RELAXED);
+  /* Header and lane table last, so their indexes never run ahead of the
+   * slots already in the file. */
+  pwrite_all(r.sidecar_fd, r.base, r.header->lanes_offset, 0);
+}
+
+int helper_start() {
+  Ring &r = g_ring;
+  r.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  /* The helper must not inherit a blocked-everything mask from nowhere, nor
+   * run crash handlers: it blocks all signals itself. */
+  pthread_t thread;
+  int rc = pthread_create(&thread, &attr, helper_main, nullptr);
+  pthread_attr_destroy(&attr);
+  return -rc;
+}
+
+}  // namespace core_timeline::lib
+
+extern "C" TL_EXPORT int tl_flush_async(void) {
+  using core_timeline::lib::g_ring;
+  if (g_ring.base == nullptr || g_ring.sidecar_fd < 0) return -ENOENT;
+  if (g_ring.wake_fd >= 0) {
+    int saved_errno = errno;
+    uint64_t one = 1;
+    ssize_t n = write(g_ring.wake_fd, &one, sizeof one);
+    int rc = n == sizeof one || errno == EAGAIN ? 0 : -errno;
+    errno = saved_errno;
+    return rc;
+  }
+  core_timeline::lib::sidecar_sync();
+  return 0;
+}

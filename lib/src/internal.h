@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - libtimeline's private state, shared by its translation units.
+ *
+ * Nothing here is exported (the version script exports tl_* only).  The
+ * library is C++ compiled without exceptions or RTTI and linked as C: it
+ * must not use anything from libstdc++ that is not header-only and inline
+ * (no operator new, no function-local statics with guards, no iostreams).
+ */
+#ifndef CORE_TIMELINE_LIB_INTERNAL_H
+#define CORE_TIMELINE_LIB_INTERNAL_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core_timeline/ring_format.h"
+#include "core_timeline/timeline.h"
+
+#define TL_HIDDEN __attribute__((visibility("hidden")))
+/* On the definitions of the tl_* functions: the only exported symbols. */
+#define TL_EXPORT __attribute__((visibility("default")))
+#define TL_TLS __attribute__((tls_model("initial-exec")))
+
+namespace core_timeline::lib {
+
+namespace fmt = core_timeline::format;
+
+/** The process's one ring.  Written once by ring_create() (and again in a
+ *  forked child), read by everyone. */
+struct Ring {
+  uint8_t *base;            /* start of the MAP_SHARED memfd mapping */
+  uint64_t size;            /* bytes mapped */
+  fmt::RingHeader *header;
+  fmt::LaneDesc *lanes;     /* lane table */
+  fmt::Slot *slots;         /* lane 0's first slot */
+  uint32_t lane_count;      /* including the overflow lane */
+  uint32_t slots_per_lane;
+  uint32_t slot_mask;       /* slots_per_lane - 1 */
+  int memfd;
+  int sidecar_fd;           /* -1 without a sidecar */
+  int wake_fd;              /* eventfd that wakes the helper, -1 if none */
+  uint32_t sync_every;      /* pwrite a lane every N events (no helper) */
+  uint32_t sync_interval_ms;
+  bool helper_thread;
+  bool handlers;
+};
+
+/** Per-thread view of the lane the thread writes (initial-exec TLS, so
+ *  touching it never allocates and is async-signal-safe). */
+struct ThreadLane {
+  fmt::LaneDesc *lane;   /* NULL until the thread's first event */
+  fmt::Slot *slots;
+  uint32_t tid;
+  uint32_t index;        /* lane index */
+  bool shared;           /* the overflow lane: reserve with a locked add */
+  bool claiming;         /* re-entry guard for claim_lane() */
+  void *altstack;        /* this thread's alternate signal stack mapping */
+  size_t altstack_size;  /* bytes mapped at altstack, guard page included */
+};
+
+extern Ring g_ring TL_HIDDEN;
+/** TL_SOURCE_* mask; 0 until the ring is ready, so recording before tl_init
+ *  does nothing. */
+extern uint32_t g_enabled TL_HIDDEN;
+extern __thread ThreadLane t_lane TL_HIDDEN TL_TLS;
+
+/** Read the slot clock: TSC on x86-64, CNTVCT_EL0 on AArch64, else 0.
+ *  Async-signal-safe (one instruction). */
+static inline uint64_t read_ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return 0;
+#endif
+}
+
+/**
+ * Write one event into the calling thread's lane.  Claims a lane on the
+ * thread's first event.  Async-signal-safe; never blocks.  `inline_bytes`
+ * may be NULL; at most kInlineBytes are copied.  When `copy_from_ptr` is
+ * set, the inline bytes are read from (untrusted) `inline_bytes` with
+ * process_vm_readv(2) so a bad pointer records no bytes instead of faulting.
+ * Returns the slot written, or NULL if none could be had (counted in
+ * header.dropped).
+ */
+fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                  uint64_t return_address, const void *inline_bytes,
+                  uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
+
+/** Claim a lane for the calling thread (slow path of record()).  From a
+ *  signal handler pass in_signal = true: no alternate stack is mapped and no
+ *  thread-exit destructor is registered.  Async-signal-safe. */
+ThreadLane *claim_lane(bool in_signal) TL_HIDDEN;
+
+/** Map and install an alternate signal stack for the calling thread if it
+ *  has none.  Sized from getauxval(AT_MINSIGSTKSZ) (getauxval(3)) plus room
+ *  for chained handlers, with a guard page.  Async-signal-safe (mmap and
+ *  sigaltstack are system calls). */
+void ensure_altstack() TL_HIDDEN;
+
+/** Install the crash handlers (crash_handler.cc).  Not async-signal-safe.
+ *  Returns 0 or -errno. */
+int install_crash_handlers() TL_HIDDEN;
+
+/** pwrite(2) one slot into the sidecar at its offset.  Async-signal-safe. */
+void sidecar_write_slot(const fmt::Slot *slot) TL_HIDDEN;
+
+/** pwrite(2) the header, the lane table and every lane that changed since
+ *  the last sync.  Async-signal-safe (used by tl_mark with sync_every). */
+void sidecar_sync() TL_HIDDEN;
+
+/** Start the helper thread (helper.cc).  Returns 0 or -errno. */
+int helper_start() TL_HIDDEN;
+
+/** Raw gettid(2), getpid(2), tgkill(2): no libc caching, async-signal-safe. */
+pid_t raw_gettid() TL_HIDDEN;
+pid_t raw_getpid() TL_HIDDEN;
+
+}  // namespace core_timeline::lib
+
+#endif  // CORE_TIMELINE_LIB_INTERNAL_H

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record.cc - the hot path: reserving a slot and writing an event.
+ *
+ * ASYNC-SIGNAL-SAFE FILE.  Everything here may run inside a signal handler,
+ * including the crash handler on an alternate stack with a corrupt heap.
+ * Allowed: plain loads and stores, __atomic builtins that are lock-free,
+ * raw system calls (gettid, tgkill, prctl, mmap, sigaltstack,
+ * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, clock_gettime,
+ * anything from libstdc++ that is not inline, and changing errno without
+ * restoring it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+namespace core_timeline::lib {
+
+__thread ThreadLane t_lane TL_TLS;
+
+pid_t raw_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+pid_t raw_getpid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
+
+/* The key whose destructor releases a thread's lane at thread exit; set up
+ * by tl_init (ring.cc). */
+extern pthread_key_t g_lane_key TL_HIDDEN;
+extern bool g_lane_key_ok TL_HIDDEN;
+
+namespace {
+
+/* True if thread `tid` of this process no longer exists (tgkill(2) with
+ * signal 0 fails with ESRCH). */
+bool thread_is_dead(pid_t pid, uint32_t tid) {
+  long rc = syscall(SYS_tgkill, pid, static_cast<pid_t>(tid), 0);
+  return rc == -1 && errno == ESRCH;
+}
+
+/* Reserve the next sequence of the calling thread's lane.  An owned lane has
+ * one writer thread, but a signal handler on that thread may interrupt a
+ * reservation: a single read-modify-write instruction is atomic with respect
+ * to signals on the same CPU, so no LOCK prefix (and no cache-line transfer)
+ * is needed.  The shared overflow lane uses a locked fetch-add. */
+inline uint64_t reserve(ThreadLane *tl) {
+  if (__builtin_expect(tl->shared, 0))
+    return __atomic_add_fetch(&tl->lane->write_index, 1, __ATOMIC_RELAXED);
+#if defined(__x86_64__)
+  uint64_t v = 1;
+  __asm__ __volatile__("xaddq %0, %1" : "+r"(v), "+m"(tl->lane->write_index) : : "memory");
+  return v + 1;
+#else
+  return __atomic_add_fetch(&tl->lane->write_index, 1, __ATOMIC_RELAXED);
+#endif
+}
+
+}  // namespace
+
+void ensure_altstack() {
+  ThreadLane *tl = &t_lane;
+  if (tl->altstack != nullptr) return;
+  stack_t current;
+  if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE))
+    return; /* the program installed its own: leave it */
+  long page = 4096;
+#ifndef AT_MINSIGSTKSZ
+#define AT_MINSIGSTKSZ 51 /* include/uapi/linux/auxvec.h */
+#endif
+  /* The kernel's minimum signal frame for this CPU (AVX-512 and AMX make it
+   * large), getauxval(3); 0 on kernels before 4.18.  Not MINSIGSTKSZ, which
+   * glibc 2.34+ may define as a sysconf() call. */
+  unsigned long min = getauxval(AT_MINSIGSTKSZ);
+  if (min < 8192) min = 8192;
+  /* Room for our handler and for the handler we chain to. */
+  size_t usable = (min + 64 * 1024 + page - 1) & ~static_cast<size_t>(page - 1);
+  size_t total = usable + page; /* guard page below the stack */
+  void *map = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                   -1, 0);
+  if (map == MAP_FAILED) return;
+  if (mprotect(map, page, PROT_NONE) != 0) {
+    munmap(map, total);
+    return;
+  }
+  stack_t ss;
+  ss.ss_sp = static_cast<char *>(map) + page;
+  ss.ss_size = usable;
+  ss.ss_flags = 0;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    munmap(map, total);
+    return;
+  }
+  tl->altstack = map;
+  tl->altstack_size = total;
+}
+
+ThreadLane *claim_lane(bool in_signal) {
+  ThreadLane *tl = &t_lane;
+  Ring &r = g_ring;
+  if (r.base == nullptr || tl->claiming) return nullptr;
+  tl->claiming = true;
+  int saved_errno = errno;
+
+  uint32_t tid = static_cast<uint32_t>(raw_gettid());
+  pid_t pid = raw_getpid();
+  uint32_t owned = r.lane_count - 1; /* per-thread lanes; the last is shared */
+  uint32_t chosen = UINT32_MAX;
+  uint32_t previous_owner = 0;
+  for (uint32_t i = 0; i < owned && chosen == UINT32_MAX; ++i) {
+    uint32_t expected = 0;
+    if (__atomic_load_n(&r.lanes[i].owner_tid, __ATOMIC_RELAXED) == 0 &&
+        __atomic_compare_exchange_n(&r.lanes[i].owner_tid, &expected, tid, false,
+                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      chosen = i;
+  }
+  /* Table full: take over a lane whose owner died without releasing it
+   * (killed thread, or a thread whose exit destructor could not run). */
+  for (uint32_t i = 0; i < owned && chosen == UINT32_MAX; ++i) {
+    uint32_t owner = __atomic_load_n(&r.lanes[i].owner_tid, __ATOMIC_RELAXED);
+    if (owner != 0 && owner != tid && thread_is_dead(pid, owner) &&
+        __atomic_compare_exchange_n(&r.lanes[i].owner_tid, &owner, tid, false,
+                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      chosen = i;
+      previous_owner = owner;
+    }
+  }
+
+  tl->tid = tid;
+  if (chosen == UINT32_MAX) {
+    chosen = r.lane_count - 1;
+    tl->shared = true;
+  } else {
+    tl->shared = false;
+    fmt::LaneDesc *lane = &r.lanes[chosen];
+    __atomic_add_fetch(&lane->claims, 1, __ATOMIC_RELAXED);
+    char name[16] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0); /* the kernel's comm; 16 bytes, NUL-terminated */
+    memcpy(lane->owner_name, name, sizeof name);
+  }
+  tl->index = chosen;
+  tl->lane = &r.lanes[chosen];
+  tl->slots = reinterpret_cast<fmt::Slot *>(r.base + fmt::lane_slots_offset(*r.header, chosen));
+
+  if (!in_signal) {
+    if (r.handlers) ensure_altstack();
+    /* Release the lane at thread exit.  Keys below PTHREAD_KEY_2NDLEVEL_SIZE
+     * (32) live in the thread descriptor, so setting one never allocates;
+     * for a later key we skip it and rely on the dead-owner takeover. */
+    if (g_lane_key_ok && g_lane_key < 32) pthread_setspecific(g_lane_key, tl);
+  }
+  tl->claiming = false;
+  errno = saved_errno;
+  record(fmt::kKindLaneClaim, 0, chosen, previous_owner, 0, nullptr, 0, false);
+  return tl;
+}
+
+fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                  uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                  bool copy_from_ptr) {
+  ThreadLane *tl = &t_lane;
+  if (__builtin_expect(tl->lane == nullptr, 0)) {
+    tl = claim_lane(false);
+    if (tl == nullptr) {
+      if (g_ring.header != nullptr)
+        __atomic_add_fetch(&g_ring.header->dropped, 1, __ATOMIC_RELAXED);
+      return nullptr;
+    }
+  }
+  uint64_t seq = reserve(tl);
+  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
+
+  __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  s->timestamp = read_ticks();
+  s->tid = tl->tid;
+  s->kind = kind;
+  s->id = id;
+  s->mmap_generation = static_cast<uint32_t>(
+      __atomic_load_n(&g_ring.header->mmap_generation, __ATOMIC_RELAXED));
+  s->return_address = return_address;
+  s->arg0 = arg0;
+  s->arg1 = arg1;
+  uint32_t n = inline_len < fmt::kInlineBytes ? inline_len : fmt::kInlineBytes;
+  if (n != 0 && inline_bytes != nullptr) {
+    if (copy_from_ptr) {
+      int saved_errno = errno;
+      struct iovec local = {s->inline_data, n};
+      struct iovec remote = {const_cast<void *>(inline_bytes), n};
+      ssize_t got = process_vm_readv(raw_getpid(), &local, 1, &remote, 1, 0);
+      n = got > 0 ? static_cast<uint32_t>(got) : 0;
+      errno = saved_errno;
+    } else {
+      memcpy(s->inline_data, inline_bytes, n);
+    }
+  } else {
+    n = 0;
+  }
+  s->inline_len = static_cast<uint16_t>(n);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&s->end_seq, seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->begin_seq, seq, __ATOMIC_RELEASE);
+
+  if (__builtin_expect(g_ring.sync_every != 0, 0) && seq % g_ring.sync_every == 0)
+    sidecar_sync();
+  return s;
+}
+
+}  // namespace core_timeline::lib
+
+using core_timeline::lib::g_enabled;
+using core_timeline::lib::record;
+namespace fmt = core_timeline::format;
+
+#define TL_ENABLED(source) \
+  __builtin_expect((__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) & (source)) != 0, 1)
+
+extern "C" {
+
+TL_EXPORT void tl_mark(uint32_t id, uintptr_t arg) {
+  if (!TL_ENABLED(TL_SOURCE_USER)) return;
+  record(fmt::kKindUser, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+         nullptr, 0, false);
+}
+
+TL_EXPORT void tl_mark2(uint32_t id, uintptr_t arg0, uintptr_t arg1) {
+  if (!TL_ENABLED(TL_SOURCE_USER)) return;
+  record(fmt::kKindUser, id, arg0, arg1,
+         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+}
+
+TL_EXPORT void tl_mark_ptr(uint32_t id, const void *ptr, uint32_t len_cap) {
+  if (!TL_ENABLED(TL_SOURCE_USER)) return;
+  record(fmt::kKindUserPtr, id, reinterpret_cast<uintptr_t>(ptr), len_cap,
+         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), ptr, len_cap, true);
+}
+
+TL_EXPORT void tl_thread_name(const char *name) {
+  if (name == nullptr || !TL_ENABLED(TL_SOURCE_USER)) return;
+  char buf[16] = {0};
+  uint32_t n = 0;
+  while (n < 15 && name[n] != '\0') {
+    buf[n] = name[n];
+    ++n;
+  }
+  core_timeline::lib::ThreadLane *tl = &core_timeline::lib::t_lane;
+  if (tl->lane == nullptr) tl = core_timeline::lib::claim_lane(false);
+  if (tl != nullptr && !tl->shared) memcpy(tl->lane->owner_name, buf, sizeof buf);
+  record(fmt::kKindThreadName, 0, 0, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+         buf, n, false);
+}
+
+TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
+  uint32_t source;
+  switch (kind) {
+    case fmt::kKindMalloc:
+    case fmt::kKindFree:
+    case fmt::kKindCalloc:
+    case fmt::kKindRealloc:
+      source = TL_SOURCE_ALLOC;
+      break;
+    case fmt::kKindOpen:
+    case fmt::kKindRead:
+    case fmt::kKindWrite:
+    case fmt::kKindConnect:
+    case fmt::kKindClose:
+      source = TL_SOURCE_IO;
+      break;
+    default:
+      return;
+  }
+  if (!TL_ENABLED(source)) return;
+  record(static_cast<uint16_t>(kind), id, arg0, arg1,
+         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+}
+
+TL_EXPORT uint32_t tl_set_enabled(uint32_t sources) {
+  sources &= TL_SOURCE_ALL;
+  if (core_timeline::lib::g_ring.header == nullptr) return 0; /* no ring: stays off */
+  __atomic_store_n(&core_timeline::lib::g_ring.header->enabled_sources, sources,
+                   __ATOMIC_RELAXED);
+  return __atomic_exchange_n(&g_enabled, sources, __ATOMIC_RELAXED);
+}
+
+TL_EXPORT uint32_t tl_enabled(void) { return __atomic_load_n(&g_enabled, __ATOMIC_RELAXED); }
+
+}  // extern "C"

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.cc - creating the ring: tl_init, the memfd mapping, the header, fork
+ * and thread-exit handling, the sidecar file.
+ *
+ * tl_init runs in normal context.  The fork child handler (on_fork_child)
+ * runs in a child of a possibly multithreaded parent, where only
+ * async-signal-safe calls are allowed; it uses the same ring_create path,
+ * which is built from system calls only (memfd_create, ftruncate, mmap, open,
+ * read, fstat, clock_gettime) plus pthread_create for the helper thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+namespace core_timeline::lib {
+
+Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, 0, 0, 0, -1, -1, -1, 0, 0, false, false};
+uint32_t g_enabled = 0;
+pthread_key_t g_lane_key;
+bool g_lane_key_ok = false;
+
+namespace {
+
+constexpr uint32_t kDefaultSlots = 256;
+constexpr uint32_t kDefaultLanes = 64;
+constexpr uint32_t kDefaultIntervalMs = 100;
+constexpr uint32_t kWriterVersion = 0x000100; /* 0.1.0 */
+constexpr char kDefaultSidecarDir[] = "/run/core-timeline";
+
+/* Settings kept so a forked child can build a ring of the same shape. */
+struct Settings {
+  uint32_t lanes;          /* per-thread lanes, without the overflow lane */
+  uint32_t slots_per_lane;
+  uint32_t enabled;
+  uint32_t sync_every;
+  uint32_t sync_interval_ms;
+  bool handlers;
+  bool helper_thread;
+  bool sidecar;
+  char sidecar_dir[256];
+};
+Settings g_settings;
+int g_init_state = 0; /* 0 none, 1 in progress, 2 done (atomic) */
+
+/* Read a whole small file from /proc with open/read only. */
+ssize_t read_small_file(const char *path, char *buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  size_t used = 0;
+  while (used + 1 < cap) {
+    ssize_t n = read(fd, buf + used, cap - 1 - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      close(fd);
+      return -e;
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  close(fd);
+  buf[used] = '\0';
+  return static_cast<ssize_t>(used);
+}
+
+/* Field 22 of /proc/self/stat, "starttime" in clock ticks after boot
+ * (proc(5)).  Fields are counted after the last ')' so a comm holding
+ * spaces or parentheses cannot shift them.  Returns 0 if unreadable. */
+uint64_t process_start_ticks() {
+  char buf[1024];
+  if (read_small_file("/proc/self/stat", buf, sizeof buf) <= 0) return 0;
+  const char *p = strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  ++p;
+  /* After ')' comes field 3 (state); starttime is field 22. */
+  int field = 2;
+  while (*p != '\0' && field < 22) {
+    while (*p == ' ') ++p;
+    ++field;
+    if (field == 22) break;
+    while (*p != '\0' && *p != ' ') ++p;
+  }
+  uint64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+  return v;
+}
+
+/* NT_GNU_BUILD_ID of the main program, from its program headers
+ * (dl_iterate_phdr(3): the first object reported is the main program). */
+struct BuildIdSearch {
+  uint8_t *out;
+  uint32_t len;
+};
+int find_main_build_id(struct dl_phdr_info *info, size_t, void *data) {
+  auto *search = static_cast<BuildIdSearch *>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const uint8_t *p = reinterpret_cast<const uint8_t *>(info->dlpi_addr + ph.p_vaddr);
+    const uint8_t *end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto *nh = reinterpret_cast<const ElfW(Nhdr) *>(p);
+      size_t name_sz = (nh->n_namesz + 3u) & ~3u;
+      size_t desc_sz = (nh->n_descsz + 3u) & ~3u;
+      const uint8_t *name = p + sizeof(ElfW(Nhdr));
+      const uint8_t *desc = name + name_sz;
+      if (desc + desc_sz > end) break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        uint32_t n = nh->n_descsz < fmt::kMaxBuildId ? nh->n_descsz : fmt::kMaxBuildId;
+        memcpy(search->out, desc, n);
+        search->len = n;
+        return 1;
+      }
+      p = desc + desc_sz;
+    }
+  }
+  return 1; /* only the first object (the main program) */
+}
+
+/* A low, randomised address for the ring: [1 TiB, 2 TiB).  Below a PIE
+ * executable (0x55...), the heap and the libraries, so the ring's PT_LOAD
+ * comes early in the core and survives a core truncated at its size limit
+ * (systemd-coredump's ProcessSizeMax keeps the low addresses). */
+void *ring_address_hint(uint64_t size) {
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = 0;
+  uint64_t span = (1ull << 40) - size;
+  uint64_t addr = (1ull << 40) + ((r % span) & ~uint64_t(0xFFFF));
+  return reinterpret_cast<void *>(addr);
+}
+
+int64_t now_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+/* Open the sidecar: a new file in `dir`, never following a symlink and never
+ * opening a file that already exists (O_CREAT | O_EXCL | O_NOFOLLOW), so in
+ * a world-writable sticky directory it cannot be steered to another
+ * process's file.  Returns the fd or -errno. */
+/* The sidecar's file name, "core-timeline.<pid>.<starttime>.ring": pid plus
+ * start time is unique for the boot.  Writes at most 64 bytes. */
+void sidecar_name(char *out, uint32_t pid, uint64_t start_ticks) {
+  char *p = out;
+  auto put = [&p](const char *text) {
+    while (*text != '\0') *p++ = *text++;
+  };
+  auto put_u64 = [&p](uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    while (n > 0) *p++ = tmp[--n];
+  };
+  put("core-timeline.");
+  put_u64(pid);
+  put(".");
+  put_u64(start_ticks);
+  put(".ring");
+  *p = '\0';
+}
+
+/* Open the sidecar: a new file in `dir`, never following a symlink and never
+ * opening a file that already exists (O_CREAT | O_EXCL | O_NOFOLLOW), so in
+ * a world-writable sticky directory it cannot be steered to another
+ * process's file; a stale file from an earlier boot makes it fail.  Returns
+ * the fd or -errno. */
+int sidecar_open(const char *dir, uint32_t pid, uint64_t start_ticks) {
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dirfd < 0) return -errno;
+  char name[64];
+  sidecar_name(name, pid, start_ticks);
+  int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int e = errno;
+  close(dirfd);
+  return fd < 0 ? -e : fd;
+}
+
+/* Build a ring of the configured shape in a new memfd and make it current.
+ * `build_id` may be NULL (a fork child copies the parent's).  Returns 0 or
+ * -errno; on error nothing is mapped. */
+int ring_create(const uint8_t *build_id, uint32_t build_id_len) {
+  const Settings &st = g_settings;
+  uint32_t lane_count = st.lanes + 1;
+  uint64_t size = fmt::region_size_for(lane_count, st.slots_per_lane);
+  int memfd = static_cast<int>(syscall(SYS_memfd_create, fmt::kMemfdName, MFD_CLOEXEC));
+  if (memfd < 0) return -errno;
+  if (ftruncate(memfd, static_cast<off_t>(size)) != 0) {
+    int e = errno;
+    close(memfd);
+    return -e;
+  }
+  void *hint = ring_address_hint(size);
+  void *base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, memfd, 0);
+  if (base == MAP_FAILED || base != hint) {
+    if (base != MAP_FAILED) munmap(base, size);
+    base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  }
+  if (base == MAP_FAILED) {
+    int e = errno;
+    close(memfd);
+    return -e;
+  }
+  /* Undo any MADV_DONTDUMP a caller's policy might apply to new mappings;
+   * the filter bits still decide (FACTS.md §1). */
+  madvise(base, size, MADV_DODUMP);
+
+  auto *h = static_cast<fmt::RingHeader *>(base);
+  memcpy(h->magic, fmt::kMagic, 4);
+  h->version = fmt::kVersion;
+  h->header_size = fmt::kHeaderSize;
+  h->endian_marker = fmt::kEndianMarker;
+  h->incompat_flags = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  h->compat_flags = fmt::kCompatClockTsc;
+#elif defined(__aarch64__)
+  h->compat_flags = fmt::kCompatClockCntvct;
+#else
+  h->compat_flags = 0;
+#endif
+  if (st.handlers) h->compat_flags |= fmt::kCompatHandlers;
+  h->slot_size = fmt::kSlotSize;
+  h->slots_per_lane = st.slots_per_lane;
+  h->lane_count = lane_count;
+  h->lane_table_offset = fmt::kHeaderSize;
+  h->lanes_offset = fmt::lanes_offset_for(lane_count);
+  h->region_size = size;
+  uint32_t pid = static_cast<uint32_t>(raw_getpid());
+  h->pid = pid;
+  h->writer_version = kWriterVersion;
+  h->process_start_ticks = process_start_ticks();
+  struct stat ns;
+  if (stat("/proc/self/ns/pid", &ns) == 0) {
+    h->pid_ns_inode = ns.st_ino;
+    h->pid_ns_dev = ns.st_dev;
+  }
+  if (build_id != nullptr) {
+    h->build_id_len = build_id_len;
+    memcpy(h->build_id, build_id, build_id_len);
+  } else {
+    BuildIdSearch search = {h->build_id, 0};
+    dl_iterate_phdr(find_main_build_id, &search);
+    h->build_id_len = search.len;
+  }
+
+  int sidecar = -1;
+  if (st.sidecar) {
+    sidecar = sidecar_open(st.sidecar_dir, pid, h->process_start_ticks);
+    struct stat sb;
+    if (sidecar >= 0 && fstat(sidecar, &sb) == 0) {
+      h->sidecar_dev = sb.st_dev;
+      h->sidecar_ino = sb.st_ino;
+      h->compat_flags |= fmt::kCompatSidecar;
+    }
+  }
+
+  h->anchor_realtime_ns = static_cast<uint64_t>(now_ns(CLOCK_REALTIME));
+  h->anchor_ticks = read_ticks();
+  h->anchor_monotonic_ns = static_cast<uint64_t>(now_ns(CLOCK_MONOTONIC));
+  h->ticks_per_second = 0;
+  h->header_crc = fmt::header_crc(static_cast<const uint8_t *>(base));
+  h->latest_ticks = h->anchor_ticks;
+  h->latest_realtime_ns = h->anchor_realtime_ns;
+  h->latest_monotonic_ns = h->anchor_monotonic_ns;
+  h->enabled_sources = st.enabled;
+
+  auto *lanes = reinterpret_cast<fmt::LaneDesc *>(static_cast<uint8_t *>(base) + h->lane_table_offset);
+  lanes[lane_count - 1].flags = fmt::kLaneShared;
+
+  Ring r;
+  r.base = static_cast<uint8_t *>(base);
+  r.size = size;
+  r.header = h;
+  r.lanes = lanes;
+  r.slots = reinterpret_cast<fmt::Slot *>(static_cast<uint8_t *>(base) + h->lanes_offset);
+  r.lane_count = lane_count;
+  r.slots_per_lane = st.slots_per_lane;
+  r.slot_mask = st.slots_per_lane - 1;
+  r.memfd = memfd;
+  r.sidecar_fd = sidecar;
+  r.wake_fd = -1;
+  r.sync_every = st.helper_thread ? 0 : st.sync_every;
+  r.sync_interval_ms = st.sync_interval_ms;
+  r.helper_thread = st.helper_thread;
+  r.handlers = st.handlers;
+  g_ring = r;
+  if (sidecar >= 0) sidecar_sync();
+  return 0;
+}
+
+/* Thread exit (pthread key destructor): release the lane and the alternate
+ * stack.  The TLS view is cleared first so a signal arriving now does not
+ * write into a lane another thread may already own. */
+void on_thread_exit(void *) {
+  ThreadLane *tl = &t_lane;
+  fmt::LaneDesc *lane = tl->lane;
+  bool shared = tl->shared;
+  tl->lane = nullptr;
+  tl->slots = nullptr;
+  if (tl->altstack != nullptr) {
+    stack_t off;
+    memset(&off, 0, sizeof off);
+    off.ss_flags = SS_DISABLE;
+    if (sigaltstack(&off, nullptr) == 0) munmap(tl->altstack, tl->altstack_size);
+    tl->altstack = nullptr;
+  }
+  if (lane != nullptr && !shared) __atomic_store_n(&lane->owner_tid, 0, __ATOMIC_RELEASE);
+}
+
+/* In a child of fork(2): the parent's ring is MAP_SHARED, so writing to it
+ * would put the child's events in the parent's ring.  Unmap it and build a
+ * ring of the child's own.  Only the forking thread exists in the child. */
+void on_fork_child() {
+  if (g_ring.base == nullptr) return;
+  __atomic_store_n(&g_enabled, 0, __ATOMIC_RELAXED);
+  Ring old = g_ring;
+  uint8_t build_id[fmt::kMaxBuildId];
+  uint32_t build_id_len = old.header->build_id_len;
+  memcpy(build_id, old.header->build_id, build_id_len);
+  uint32_t enabled = __atomic_load_n(&old.header->enabled_sources, __ATOMIC_RELAXED);
+  g_ring.base = nullptr;
+  g_ring.header = nullptr;
+  munmap(old.base, old.size);
+  close(old.memfd);
+  if (old.sidecar_fd >= 0) close(old.sidecar_fd);
+  if (old.wake_fd >= 0) close(old.wake_fd);
+  ThreadLane *tl = &t_lane;
+  tl->lane = nullptr;
+  tl->slots = nullptr;
+  tl->shared = false;
+  tl->claiming = false;
+  g_settings.enabled = enabled;
+  if (ring_create(build_id, build_id_len) != 0) return; /* child records nothing */
+  if (g_ring.helper_thread) helper_start();
+  __atomic_store_n(&g_enabled, enabled, __ATOMIC_RELEASE);
+}
+
+/* At normal exit the sidecar has no use: a sidecar is only for a crash whose
+ * core lost the ring.  Remove it. */
+void on_exit_remove_sidecar() {
+  if (g_ring.sidecar_fd < 0 || g_ring.header == nullptr) return;
+  int dirfd = open(g_settings.sidecar_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dirfd < 0) return;
+  char name[64];
+  sidecar_name(name, g_ring.header->pid, g_ring.header->process_start_ticks);
+  struct stat sb;
+  /* Only unlink the file if it is still ours (same inode). */
+  if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+      sb.st_ino == g_ring.header->sidecar_ino && sb.st_dev == g_ring.header->sidecar_dev &&
+      static_cast<uint32_t>(raw_getpid()) == g_ring.header->pid)
+    unlinkat(dirfd, name, 0);
+  close(dirfd);
+}
+
+#ifdef TL_SHARED_CONSTRUCTOR
+bool env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v != nullptr && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+uint32_t env_u32(const char *name, uint32_t fallback) {
+  const char *v = getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char *end = nullptr;
+  unsigned long n = strtoul(v, &end, 0);
+  if (end == v || *end != '\0' || n > UINT32_MAX) return fallback;
+  return static_cast<uint32_t>(n);
+}
+#endif
+
+bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+}  // namespace core_timeline::lib
+
+using namespace core_timeline::lib;
+
+extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&g_init_state, &expected, 1, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return -EALREADY;
+
+  struct tl_options o;
+  memset(&o, 0, sizeof o);
+  if (opts != nullptr) {
+    /* Read min(size, sizeof) and leave the rest zero (Crashpad's rule), so
+     * callers built against an older or newer header both work. */
+    if (opts->size < sizeof(uint32_t)) {
+      __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
+      return -EINVAL;
+    }
+    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+  }
+
+  Settings &st = g_settings;
+  st.slots_per_lane = o.slots_per_lane ? o.slots_per_lane : kDefaultSlots;
+  st.lanes = o.lanes ? o.lanes : kDefaultLanes;
+  st.handlers = o.no_handlers == 0;
+  st.helper_thread = o.no_helper_thread == 0;
+  st.sync_every = o.sync_every;
+  st.sync_interval_ms = o.sync_interval_ms ? o.sync_interval_ms : kDefaultIntervalMs;
+  st.enabled = (o.enabled_sources ? o.enabled_sources : TL_SOURCE_ALL) & TL_SOURCE_ALL;
+  if (!is_power_of_two(st.slots_per_lane) || st.slots_per_lane < fmt::kMinSlotsPerLane ||
+      st.slots_per_lane > fmt::kMaxSlotsPerLane || st.lanes < 1 || st.lanes + 1 > fmt::kMaxLanes ||
+      fmt::region_size_for(st.lanes + 1, st.slots_per_lane) > fmt::kMaxRegionSize) {
+    __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
+    return -EINVAL;
+  }
+  const char *dir = o.sidecar_dir;
+  if (dir == nullptr) {
+    const char *env = getenv("TL_SIDECAR_DIR");
+    if (env != nullptr) {
+      dir = env;
+    } else {
+      struct stat sb;
+      dir = (stat(kDefaultSidecarDir, &sb) == 0 && S_ISDIR(sb.st_mode)) ? kDefaultSidecarDir : "";
+    }
+  }
+  size_t dir_len = strlen(dir);
+  st.sidecar = dir_len != 0 && dir_len < sizeof st.sidecar_dir;
+  if (st.sidecar) memcpy(st.sidecar_dir, dir, dir_len + 1);
+
+  if (pthread_key_create(&g_lane_key, on_thread_exit) == 0) g_lane_key_ok = true;
+
+  int rc = ring_create(nullptr, 0);
+  if (rc != 0) {
+    __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
+    return rc;
+  }
+  if (st.handlers) {
+    rc = install_crash_handlers();
+    if (rc != 0) st.handlers = false; /* the ring still works without them */
+    ensure_altstack();
+  }
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+  if (st.sidecar) atexit(on_exit_remove_sidecar);
+  if (st.helper_thread) helper_start();
+  __atomic_store_n(&g_enabled, st.enabled, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_init_state, 2, __ATOMIC_RELEASE);
+  return 0;
+}
+
+#ifdef TL_SHARED_CONSTRUCTOR
+/* The shared library sets up a default ring when loaded (also under
+ * LD_PRELOAD), unless TL_DISABLE is set.  TL_NO_HANDLERS, TL_SLOTS,
+ * TL_LANES and TL_SIDECAR_DIR adjust it. */
+__attribute__((constructor(101))) static void tl_constructor() {
+  if (env_flag("TL_DISABLE")) return;
+  struct tl_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.no_handlers = env_flag("TL_NO_HANDLERS") ? 1 : 0;
+  o.slots_per_lane = env_u32("TL_SLOTS", 0);
+  o.lanes = env_u32("TL_LANES", 0);
+  tl_init(&o);
+}
+#endif
