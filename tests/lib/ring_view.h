@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// ring_view.h - a test-only view of a ring's bytes, decoded with the format
+// header (lib/include/core_timeline/ring_format.h).
+//
+// The writer's tests check what libtimeline put in memory and in real cores
+// independently of the reader (reader/), so a bug shared by both cannot hide.
+// It validates only what the tests need; the reader does the full job.
+#pragma once
+
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core_timeline/ring_format.h"
+
+namespace ct_test {
+
+namespace fmt = core_timeline::format;
+
+struct Event {
+  uint32_t lane;
+  uint64_t seq;
+  fmt::Slot slot;
+};
+
+struct RingView {
+  std::vector<uint8_t> bytes;  // a copy of the region
+  fmt::RingHeader header{};
+  uint64_t torn = 0;           // slots in the retained window not committed
+
+  const fmt::LaneDesc &lane(uint32_t i) const {
+    return *reinterpret_cast<const fmt::LaneDesc *>(bytes.data() + header.lane_table_offset +
+                                                    uint64_t(i) * fmt::kLaneDescSize);
+  }
+
+  // Every committed slot of every lane, lane by lane, oldest first.
+  std::vector<Event> events() {
+    std::vector<Event> out;
+    torn = 0;
+    for (uint32_t l = 0; l < header.lane_count; ++l) {
+      uint64_t wi = lane(l).write_index;
+      uint64_t first = wi > header.slots_per_lane ? wi - header.slots_per_lane + 1 : 1;
+      for (uint64_t seq = first; seq <= wi && wi != 0; ++seq) {
+        fmt::Slot s;
+        std::memcpy(&s,
+                    bytes.data() + fmt::lane_slots_offset(header, l) +
+                        ((seq - 1) % header.slots_per_lane) * fmt::kSlotSize,
+                    sizeof s);
+        if (s.begin_seq == seq && s.end_seq == seq)
+          out.push_back({l, seq, s});
+        else
+          ++torn;
+      }
+    }
+    return out;
+  }
+
+  // Decode `region`; nullopt unless magic, version, CRC and geometry hold.
+  static std::optional<RingView> from_bytes(std::vector<uint8_t> region) {
+    if (region.size() < fmt::kHeaderSize) return std::nullopt;
+    RingView v;
+    std::memcpy(&v.header, region.data(), sizeof v.header);
+    const auto &h = v.header;
+    if (std::memcmp(h.magic, fmt::kMagic, 4) != 0 || h.version != fmt::kVersion ||
+        h.slot_size != fmt::kSlotSize || h.header_crc != fmt::header_crc(region.data()))
+      return std::nullopt;
+    if (h.lane_count < 2 || h.lane_count > fmt::kMaxLanes || h.slots_per_lane < 8 ||
+        h.slots_per_lane > fmt::kMaxSlotsPerLane ||
+        fmt::region_size_for(h.lane_count, h.slots_per_lane) > region.size())
+      return std::nullopt;
+    v.bytes = std::move(region);
+    return v;
+  }
+};
+
+// The ring of this process, read from its own memory (/proc/self/maps names
+// the mapping "/memfd:core-timeline (deleted)").
+inline std::optional<RingView> own_ring() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:core-timeline") == std::string::npos) continue;
+    uint64_t lo = 0, hi = 0;
+    char dash;
+    std::istringstream in(line);
+    in >> std::hex >> lo >> dash >> hi;
+    const auto *p = reinterpret_cast<const uint8_t *>(lo);
+    return RingView::from_bytes(std::vector<uint8_t>(p, p + (hi - lo)));
+  }
+  return std::nullopt;
+}
+
+// Every ring in an ELF core: PT_LOAD segments whose bytes start with a
+// header that validates.  Also reports, through `empty_ring_segments`, the
+// PT_LOAD segments NT_FILE names "/memfd:core-timeline" whose p_filesz is 0
+// (the mapping was excluded from the dump).
+struct CoreRings {
+  std::vector<RingView> rings;
+  int nt_file_ring_mappings = 0;
+  int empty_ring_segments = 0;
+  int signo = 0;       // NT_SIGINFO si_signo
+  int si_code = 0;     // NT_SIGINFO si_code
+};
+
+inline CoreRings rings_in_core(const std::string &path) {
+  CoreRings out;
+  std::ifstream f(path, std::ios::binary);
+  std::vector<uint8_t> d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (d.size() < sizeof(Elf64_Ehdr)) return out;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, d.data(), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_type != ET_CORE) return out;
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (eh.e_phoff + uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr) > d.size()) return out;
+  std::memcpy(ph.data(), d.data() + eh.e_phoff, ph.size() * sizeof(Elf64_Phdr));
+  std::vector<uint64_t> ring_starts;  // vaddrs NT_FILE names as the ring
+  for (const auto &p : ph) {
+    if (p.p_type != PT_NOTE || p.p_offset + p.p_filesz > d.size()) continue;
+    uint64_t off = p.p_offset, end = p.p_offset + p.p_filesz;
+    while (off + sizeof(Elf64_Nhdr) <= end) {
+      Elf64_Nhdr nh;
+      std::memcpy(&nh, d.data() + off, sizeof nh);
+      uint64_t desc = off + sizeof nh + ((nh.n_namesz + 3) & ~3u);
+      uint64_t next = desc + ((nh.n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (nh.n_type == NT_SIGINFO && nh.n_descsz >= 12) {
+        std::memcpy(&out.signo, d.data() + desc, 4);
+        std::memcpy(&out.si_code, d.data() + desc + 8, 4);
+      }
+      if (nh.n_type == NT_FILE && nh.n_descsz >= 16) {
+        uint64_t count, page;
+        std::memcpy(&count, d.data() + desc, 8);
+        std::memcpy(&page, d.data() + desc + 8, 8);
+        uint64_t names = desc + 16 + count * 24;
+        if (names <= desc + nh.n_descsz) {
+          uint64_t q = names;
+          for (uint64_t i = 0; i < count && q < desc + nh.n_descsz; ++i) {
+            std::string name(reinterpret_cast<const char *>(d.data() + q));
+            uint64_t start;
+            std::memcpy(&start, d.data() + desc + 16 + i * 24, 8);
+            if (name.rfind("/memfd:core-timeline", 0) == 0) ring_starts.push_back(start);
+            q += name.size() + 1;
+          }
+        }
+      }
+      off = next;
+    }
+  }
+  out.nt_file_ring_mappings = static_cast<int>(ring_starts.size());
+  for (const auto &p : ph) {
+    if (p.p_type != PT_LOAD) continue;
+    bool named = false;
+    for (uint64_t s : ring_starts) named |= s == p.p_vaddr;
+    if (named && p.p_filesz == 0) ++out.empty_ring_segments;
+    if (p.p_filesz < fmt::kHeaderSize || p.p_offset + p.p_filesz > d.size()) continue;
+    if (std::memcmp(d.data() + p.p_offset, fmt::kMagic, 4) != 0) continue;
+    auto v = RingView::from_bytes(std::vector<uint8_t>(d.begin() + long(p.p_offset),
+                                                       d.begin() + long(p.p_offset + p.p_filesz)));
+    if (v) out.rings.push_back(std::move(*v));
+  }
+  return out;
+}
+
+}  // namespace ct_test
