@@ -102,8 +102,14 @@ inline std::optional<RingView> own_ring() {
 // header that validates.  Also reports, through `empty_ring_segments`, the
 // PT_LOAD segments NT_FILE names "/memfd:core-timeline" whose p_filesz is 0
 // (the mapping was excluded from the dump).
+struct FileMapping {
+  uint64_t start, end, page_offset;
+  std::string name;
+};
+
 struct CoreRings {
   std::vector<RingView> rings;
+  std::vector<FileMapping> files;  // the NT_FILE note
   int nt_file_ring_mappings = 0;
   int empty_ring_segments = 0;
   int signo = 0;       // NT_SIGINFO si_signo
@@ -144,8 +150,11 @@ inline CoreRings rings_in_core(const std::string &path) {
           uint64_t q = names;
           for (uint64_t i = 0; i < count && q < desc + nh.n_descsz; ++i) {
             std::string name(reinterpret_cast<const char *>(d.data() + q));
-            uint64_t start;
+            uint64_t start, fend, pgoff;
             std::memcpy(&start, d.data() + desc + 16 + i * 24, 8);
+            std::memcpy(&fend, d.data() + desc + 16 + i * 24 + 8, 8);
+            std::memcpy(&pgoff, d.data() + desc + 16 + i * 24 + 16, 8);
+            out.files.push_back({start, fend, pgoff, name});
             if (name.rfind("/memfd:core-timeline", 0) == 0) ring_starts.push_back(start);
             q += name.size() + 1;
           }

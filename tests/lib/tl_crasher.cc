@@ -19,8 +19,8 @@
 //   recover-after     the same handler installed after tl_init; then abort()
 //   exec              record EXEC_BEFORE, then exec itself as after-exec
 //   after-exec        record AFTER_EXEC, then segv-null
-//   hammer            8 threads mark without pause; after a while one of
-//                     them writes through NULL
+//   hammer            8 threads mark without pause; once each has written
+//                     1000 events, thread 0 writes through NULL
 //   no-handlers       tl_init without handlers, then segv-null
 #include <fcntl.h>
 #include <pthread.h>
@@ -90,13 +90,24 @@ void *overflow_thread(void *) {
 }
 
 std::atomic<bool> g_go{false};
+std::atomic<uint64_t> g_progress[kHammerThreads];
+
+// Thread 0 crashes once every writer has written at least 1000 events, while
+// they all keep writing.
+bool all_writers_busy() {
+  for (auto &p : g_progress)
+    if (p.load(std::memory_order_relaxed) < 1000) return false;
+  return true;
+}
+
 void *hammer_thread(void *arg) {
   uintptr_t index = reinterpret_cast<uintptr_t>(arg);
   while (!g_go.load()) {
   }
   for (uint64_t i = 0;; ++i) {
     tl_mark2(kHammer + static_cast<uint32_t>(index), i, hammer_check(index, i));
-    if (index == 0 && i == 200000) segv_null();
+    g_progress[index].store(i + 1, std::memory_order_relaxed);
+    if (index == 0 && i > 20000 && all_writers_busy()) segv_null();
   }
   return nullptr;
 }

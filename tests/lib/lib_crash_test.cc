@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+// libtimeline on real kernel cores from the real systemd-coredump pipeline:
+// what each way of dying leaves in the core (signal, NT_SIGINFO, the ring,
+// the CRASH slot), the fixture's two paths, the coredump_filter control, the
+// fork/exec rules, and 8 writers racing a crash.
+//
+// The ring is decoded with the format header alone (ring_view.h).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "crash_harness.h"
+#include "crasher_ids.h"
+#include "ring_view.h"
+
+namespace {
+
+namespace fmt = core_timeline::format;
+using ct_test::CoreRings;
+using ct_test::Event;
+
+std::string g_bin_dir;  // build/bin, from argv[0]
+
+struct Crash {
+  pid_t pid = 0;
+  int wait_status = 0;
+  CoreRings core;
+  std::vector<Event> events;  // of the one ring, if there is exactly one
+};
+
+Crash decode(pid_t pid, int status, const std::string &core_path) {
+  Crash c;
+  c.pid = pid;
+  c.wait_status = status;
+  c.core = ct_test::rings_in_core(core_path);
+  if (c.core.rings.size() == 1) c.events = c.core.rings[0].events();
+  return c;
+}
+
+Crash crash(const std::string &program, std::vector<std::string> args,
+            std::optional<unsigned> coredump_filter = std::nullopt) {
+  args.insert(args.begin(), g_bin_dir + "/" + program);
+  ct::test::CrashOptions opts;
+  opts.coredump_filter = coredump_filter;
+  ct::test::CrashRun run = ct::test::run_and_collect_core(args, opts);
+  return decode(run.pid, run.wait_status, run.core_path);
+}
+
+std::vector<Event> of_kind(const std::vector<Event> &events, uint16_t kind) {
+  std::vector<Event> out;
+  for (const auto &e : events)
+    if (e.slot.kind == kind) out.push_back(e);
+  return out;
+}
+
+std::vector<Event> user(const std::vector<Event> &events, uint32_t id) {
+  std::vector<Event> out;
+  for (const auto &e : of_kind(events, fmt::kKindUser))
+    if (e.slot.id == id) out.push_back(e);
+  return out;
+}
+
+fmt::CrashInfo crash_info(const Event &e) {
+  fmt::CrashInfo ci;
+  std::memcpy(&ci, e.slot.inline_data, sizeof ci);
+  return ci;
+}
+
+// Each way of dying: the process dies of the original signal, the core's
+// NT_SIGINFO has the kernel's si_code, and the ring holds one CRASH slot
+// saying the same.
+struct Death {
+  const char *mode;
+  int signo;
+  int si_code;
+};
+
+class DeathInCore : public ::testing::TestWithParam<Death> {};
+
+TEST_P(DeathInCore, CoreAndCrashSlotAgreeWithTheKernel) {
+  const Death d = GetParam();
+  Crash c = crash("tl_crasher", {d.mode});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status)) << "status " << c.wait_status;
+  EXPECT_EQ(WTERMSIG(c.wait_status), d.signo);
+  EXPECT_EQ(c.core.signo, d.signo) << "NT_SIGINFO si_signo";
+  EXPECT_EQ(c.core.si_code, d.si_code) << "NT_SIGINFO si_code";
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  EXPECT_EQ(user(c.events, kMarkStart).size(), 1u);
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crashes[0].slot.id, static_cast<uint32_t>(d.signo));
+  EXPECT_EQ(crash_info(crashes[0]).code, d.si_code);
+  EXPECT_EQ(crashes[0].slot.tid, static_cast<uint32_t>(c.pid)) << "the main thread crashed";
+  EXPECT_NE(crashes[0].slot.return_address, 0u) << "pc";
+  EXPECT_NE(crashes[0].slot.arg1, 0u) << "sp";
+  // CRASH is the newest event of its lane.
+  EXPECT_EQ(crashes[0].seq, c.core.rings[0].lane(crashes[0].lane).write_index);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachHandledSignal, DeathInCore,
+    ::testing::Values(Death{"segv-null", SIGSEGV, SEGV_MAPERR}, Death{"abort", SIGABRT, SI_TKILL},
+                      Death{"bus-mmap", SIGBUS, BUS_ADRERR}, Death{"ill", SIGILL, ILL_ILLOPN},
+                      Death{"fpe", SIGFPE, FPE_INTDIV}),
+    [](const auto &param_info) {
+      std::string n = param_info.param.mode;
+      for (auto &ch : n)
+        if (ch == '-') ch = '_';
+      return n;
+    });
+
+TEST(CrashSlot, NullWriteRecordsFaultAddressZero) {
+  Crash c = crash("tl_crasher", {"segv-null"});
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crashes[0].slot.arg0, 0u);
+}
+
+TEST(CrashSlot, KillFromAnotherProcessKeepsTheSendersSiginfo) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  auto not_before = std::chrono::system_clock::now();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    std::string exe = g_bin_dir + "/tl_crasher";
+    execl(exe.c_str(), exe.c_str(), "wait-for-kill", static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  char buf[6] = {0};
+  ASSERT_EQ(read(out[0], buf, 6), 6) << "tl_crasher never said ready";
+  close(out[0]);
+  ASSERT_EQ(kill(pid, SIGSEGV), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+  Crash c = decode(pid, status, ct::test::fetch_core_for_pid(pid, not_before));
+  EXPECT_EQ(c.core.signo, SIGSEGV);
+  EXPECT_EQ(c.core.si_code, SI_USER) << "the core keeps kill()'s siginfo";
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crash_info(crashes[0]).code, SI_USER);
+  EXPECT_EQ(crash_info(crashes[0]).sender_pid, getpid());
+}
+
+TEST(CrashSlot, StackOverflowInASecondThreadIsRecordedOnItsAlternateStack) {
+  Crash c = crash("tl_crasher", {"overflow-thread"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  auto started = user(c.events, kThreadStarted);
+  ASSERT_EQ(started.size(), 1u);
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crashes[0].slot.tid, started[0].slot.arg0) << "the overflowing thread";
+  EXPECT_NE(crashes[0].slot.tid, static_cast<uint32_t>(c.pid));
+}
+
+TEST(Chaining, AHandlerInstalledBeforeRunsFirstAndTheCrashIsStillRecorded) {
+  Crash c = crash("tl_crasher", {"handler-before"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  EXPECT_EQ(c.core.si_code, SEGV_MAPERR);
+  EXPECT_EQ(user(c.events, kHandlerRan).size(), 1u) << "the program's handler ran once";
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crash_info(crashes[0]).handler_flags, fmt::kCrashChained | fmt::kCrashRepeated);
+}
+
+class RecoveredFault : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RecoveredFault, LeavesNoCrashSlot) {
+  Crash c = crash("tl_crasher", {GetParam()});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGABRT) << "it recovered, then aborted";
+  EXPECT_EQ(user(c.events, kRecovered).size(), 1u);
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u) << "only the abort is a crash";
+  EXPECT_EQ(crashes[0].slot.id, static_cast<uint32_t>(SIGABRT));
+}
+
+INSTANTIATE_TEST_SUITE_P(HandlerInstalledBeforeOrAfterTlInit, RecoveredFault,
+                         ::testing::Values("recover-before", "recover-after"),
+                         [](const auto &param_info) {
+                           return std::string(param_info.param) == "recover-before" ? "before"
+                                                                              : "after";
+                         });
+
+TEST(Exec, TheNewImageStartsWithACleanRing) {
+  Crash c = crash("tl_crasher", {"exec"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  ASSERT_EQ(c.core.rings.size(), 1u) << "one ring after exec";
+  EXPECT_EQ(user(c.events, kAfterExec).size(), 1u);
+  EXPECT_TRUE(user(c.events, kExecBefore).empty()) << "an event from before exec";
+}
+
+TEST(Contention, EightWritersAndACrashLeaveOnlyFullyWrittenSlots) {
+  Crash c = crash("tl_crasher", {"hammer"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  std::set<uint32_t> lanes;
+  size_t checked = 0;
+  for (const auto &e : of_kind(c.events, fmt::kKindUser)) {
+    if (e.slot.id < kHammer || e.slot.id >= kHammer + kHammerThreads) continue;
+    ++checked;
+    lanes.insert(e.lane);
+    ASSERT_EQ(e.slot.arg1, hammer_check(e.slot.id - kHammer, e.slot.arg0))
+        << "accepted slot lane " << e.lane << " seq " << e.seq << " was not fully written";
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_EQ(lanes.size(), kHammerThreads) << "each writer had its own lane";
+  EXPECT_EQ(of_kind(c.events, fmt::kKindCrash).size(), 1u);
+}
+
+// The spec's two-path fixture (Differential Test): the NT_FILE note lists the
+// memfd, its PT_LOAD has bytes, and each path's events are in them.
+struct PathExpect {
+  const char *path;
+  uint32_t first_id;
+  uint64_t first_arg;
+  uint16_t heap_kind;
+  uint64_t before_die_arg;
+};
+
+class CrashDemo : public ::testing::TestWithParam<PathExpect> {};
+
+TEST_P(CrashDemo, RingInTheCoreHoldsThePathsEvents) {
+  const PathExpect p = GetParam();
+  Crash c = crash("crash_demo", {std::string("--path=") + p.path});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  EXPECT_EQ(c.core.nt_file_ring_mappings, 1) << "NT_FILE lists /memfd:core-timeline";
+  EXPECT_EQ(c.core.empty_ring_segments, 0);
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  // The events in order, built-in lane claim excluded.
+  std::vector<Event> seq;
+  for (const auto &e : c.events)
+    if (e.slot.kind != fmt::kKindLaneClaim) seq.push_back(e);
+  ASSERT_EQ(seq.size(), 4u);
+  EXPECT_EQ(seq[0].slot.kind, fmt::kKindUser);
+  EXPECT_EQ(seq[0].slot.id, p.first_id);
+  EXPECT_EQ(seq[0].slot.arg0, p.first_arg);
+  EXPECT_EQ(seq[1].slot.kind, p.heap_kind);
+  if (p.heap_kind == fmt::kKindMalloc) {
+    EXPECT_EQ(seq[1].slot.arg1, 128u);
+  }
+  EXPECT_EQ(seq[2].slot.id, 0x1003u);  // BEFORE_DIE
+  EXPECT_EQ(seq[2].slot.arg0, p.before_die_arg);
+  EXPECT_EQ(seq[3].slot.kind, fmt::kKindCrash);
+  EXPECT_EQ(seq[3].slot.id, static_cast<uint32_t>(SIGSEGV));
+  EXPECT_EQ(seq[3].slot.arg0, 0u) << "fault address";
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, CrashDemo,
+                         ::testing::Values(PathExpect{"a", 0x1001, 41, fmt::kKindFree, 1001},
+                                           PathExpect{"b", 0x1002, 7, fmt::kKindMalloc, 2002}),
+                         [](const auto &param_info) { return std::string("path_") + param_info.param.path; });
+
+TEST(CrashDemo, BothPathsDieAtTheSameInstruction) {
+  Crash a = crash("crash_demo", {"--path=a"});
+  Crash b = crash("crash_demo", {"--path=b"});
+  auto ca = of_kind(a.events, fmt::kKindCrash), cb = of_kind(b.events, fmt::kKindCrash);
+  ASSERT_EQ(ca.size(), 1u);
+  ASSERT_EQ(cb.size(), 1u);
+  // The pc relative to the executable's load base (NT_FILE, file offset 0)
+  // is the same in both cores, although the paths differ before it.
+  auto base = [](const Crash &c) {
+    for (const auto &f : c.core.files)
+      if (f.page_offset == 0 && f.name.size() >= 10 &&
+          f.name.compare(f.name.size() - 10, 10, "crash_demo") == 0)
+        return f.start;
+    return uint64_t(0);
+  };
+  ASSERT_NE(base(a), 0u);
+  ASSERT_NE(base(b), 0u);
+  EXPECT_EQ(ca[0].slot.return_address - base(a), cb[0].slot.return_address - base(b))
+      << "not the same crashing instruction";
+  EXPECT_NE(user(a.events, 0x1003)[0].slot.return_address - base(a),
+            user(b.events, 0x1003)[0].slot.return_address - base(b))
+      << "BEFORE_DIE was recorded from two different places";
+}
+
+TEST(CrashDemo, WithoutHandlersThePreCrashMarkersSurviveAndCrashIsAbsent) {
+  Crash c = crash("crash_demo", {"--path=a", "--no-handlers"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  EXPECT_EQ(user(c.events, 0x1001).size(), 1u);
+  EXPECT_EQ(user(c.events, 0x1003).size(), 1u);
+  EXPECT_TRUE(of_kind(c.events, fmt::kKindCrash).empty());
+}
+
+TEST(CrashDemo, CoredumpFilterWithoutSharedAnonymousBitLeavesAnEmptyRingSegment) {
+  Crash c = crash("crash_demo", {"--path=a"}, 0x31);
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(c.core.nt_file_ring_mappings, 1) << "NT_FILE still lists the memfd";
+  EXPECT_EQ(c.core.empty_ring_segments, 1) << "its PT_LOAD has p_filesz 0";
+  EXPECT_TRUE(c.core.rings.empty());
+}
+
+TEST(CrashDemo, WithoutTheLibraryThereIsNoRing) {
+  Crash c = crash("crash_demo_nolib", {"--path=a"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  EXPECT_EQ(c.core.nt_file_ring_mappings, 0);
+  EXPECT_TRUE(c.core.rings.empty());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::string self = argv[0];
+  g_bin_dir = self.substr(0, self.rfind('/'));
+  return RUN_ALL_TESTS();
+}
