@@ -1,0 +1,43 @@
+# CtTest.cmake - register gtest executables that need real cores.
+#
+#   ct_add_pipeline_test(TARGET <gtest executable>
+#                        [LABELS <label>...]
+#                        [TIMEOUT <seconds>]
+#                        [ENVIRONMENT <NAME=VALUE>...]
+#                        [ARGS <arg>...])
+#
+# Adds one ctest test named after the target that runs the whole executable
+# (its gtest output is shown on failure with --output-on-failure).  The test
+#  - requires the ctest fixture "pipeline" (tests/support/pipeline start before,
+#    stop after), so real crashes reach systemd-coredump and the journal;
+#  - holds RESOURCE_LOCK ct_coredump_pipeline, so tests that crash never run
+#    at the same time as each other: a test may change machine-wide crash
+#    settings (core_pattern, coredump.conf drop-ins such as ProcessSizeMax),
+#    and it must restore them before it ends;
+#  - gets CT_TEST_CORE_DIR=<build>/test-cores, where the crash harness
+#    (ct::test::default_core_dir()) writes the decompressed cores;
+#  - is labelled "pipeline" plus LABELS.
+include_guard(GLOBAL)
+
+function(ct_add_pipeline_test)
+  cmake_parse_arguments(PARSE_ARGV 0 CT "" "TARGET;TIMEOUT" "LABELS;ENVIRONMENT;ARGS")
+  if(NOT CT_TARGET)
+    message(FATAL_ERROR "ct_add_pipeline_test: TARGET is required")
+  endif()
+  if(NOT TARGET ${CT_TARGET})
+    message(FATAL_ERROR "ct_add_pipeline_test: ${CT_TARGET} is not a target")
+  endif()
+  if(CT_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "ct_add_pipeline_test: unknown arguments ${CT_UNPARSED_ARGUMENTS}")
+  endif()
+
+  add_test(NAME ${CT_TARGET} COMMAND $<TARGET_FILE:${CT_TARGET}> ${CT_ARGS})
+  set_tests_properties(${CT_TARGET} PROPERTIES
+    FIXTURES_REQUIRED pipeline
+    RESOURCE_LOCK ct_coredump_pipeline
+    LABELS "pipeline;${CT_LABELS}"
+    ENVIRONMENT "CT_TEST_CORE_DIR=${PROJECT_BINARY_DIR}/test-cores;${CT_ENVIRONMENT}")
+  if(CT_TIMEOUT)
+    set_tests_properties(${CT_TARGET} PROPERTIES TIMEOUT ${CT_TIMEOUT})
+  endif()
+endfunction()

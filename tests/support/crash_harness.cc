@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: MIT
+//
+// crash_harness.cc - see crash_harness.h.
+#include "crash_harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4frame.h>
+#include <lzma.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace ct::test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using std::chrono::system_clock;
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+
+std::string errno_text(int err) { return std::string(strerror(err)); }
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// ---- files ----------------------------------------------------------------
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Reads a stored core in chunks.
+class Input {
+ public:
+  explicit Input(const std::string& path) : path_(path), fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_.fd < 0) fail("cannot open stored core " + path + ": " + errno_text(errno));
+  }
+  // Returns the number of bytes read into buf; 0 at end of file.
+  size_t read(void* buf, size_t len) {
+    for (;;) {
+      ssize_t n = ::read(fd_.fd, buf, len);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) fail("cannot read stored core " + path_ + ": " + errno_text(errno));
+    }
+  }
+
+ private:
+  std::string path_;
+  Fd fd_;
+};
+
+// Writes the decompressed core to a temporary name, renamed on commit().
+class Output {
+ public:
+  explicit Output(const std::string& path)
+      : path_(path), tmp_(path + ".part"),
+        fd_(open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) {
+    if (fd_.fd < 0) fail("cannot create " + tmp_ + ": " + errno_text(errno));
+  }
+  ~Output() {
+    if (!committed_) unlink(tmp_.c_str());
+  }
+  void write(const void* buf, size_t len) {
+    const char* p = static_cast<const char*>(buf);
+    while (len > 0) {
+      ssize_t n = ::write(fd_.fd, p, len);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("cannot write " + tmp_ + ": " + errno_text(errno));
+      p += n;
+      len -= static_cast<size_t>(n);
+    }
+  }
+  void commit() {
+    if (rename(tmp_.c_str(), path_.c_str()) < 0)
+      fail("cannot rename " + tmp_ + " to " + path_ + ": " + errno_text(errno));
+    committed_ = true;
+  }
+
+ private:
+  std::string path_, tmp_;
+  Fd fd_;
+  bool committed_ = false;
+};
+
+constexpr size_t kChunk = 1 << 17;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void decompress_zstd(const std::string& path, Input& in, Output& out) {
+  std::unique_ptr<ZSTD_DStream, decltype(&ZSTD_freeDStream)> ds(ZSTD_createDStream(), ZSTD_freeDStream);
+  if (!ds) fail("ZSTD_createDStream failed for " + path);
+  ZSTD_initDStream(ds.get());
+  std::vector<char> ibuf(ZSTD_DStreamInSize()), obuf(ZSTD_DStreamOutSize());
+  size_t last = 1;  // 0 once a frame is complete
+  bool any = false;
+  for (;;) {
+    size_t n = in.read(ibuf.data(), ibuf.size());
+    if (n == 0) break;
+    any = true;
+    ZSTD_inBuffer ib{ibuf.data(), n, 0};
+    while (ib.pos < ib.size) {
+      ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
+      last = ZSTD_decompressStream(ds.get(), &ob, &ib);
+      if (ZSTD_isError(last)) fail("zstd error in " + path + ": " + ZSTD_getErrorName(last));
+      out.write(obuf.data(), ob.pos);
+    }
+  }
+  // Flush what the decoder still holds.
+  for (;;) {
+    ZSTD_inBuffer ib{nullptr, 0, 0};
+    ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
+    if (last == 0) break;
+    last = ZSTD_decompressStream(ds.get(), &ob, &ib);
+    if (ZSTD_isError(last)) fail("zstd error in " + path + ": " + ZSTD_getErrorName(last));
+    out.write(obuf.data(), ob.pos);
+    if (ob.pos == 0) break;
+  }
+  if (!any || last != 0) fail("zstd stream in " + path + " is truncated (no complete frame)");
+}
+
+void decompress_lz4(const std::string& path, Input& in, Output& out) {
+  LZ4F_dctx* raw = nullptr;
+  size_t r = LZ4F_createDecompressionContext(&raw, LZ4F_VERSION);
+  if (LZ4F_isError(r)) fail("LZ4F_createDecompressionContext failed for " + path);
+  std::unique_ptr<LZ4F_dctx, decltype(&LZ4F_freeDecompressionContext)> dctx(raw, LZ4F_freeDecompressionContext);
+  std::vector<char> ibuf(kChunk), obuf(4 * kChunk);
+  size_t hint = 1;  // 0 once a frame is complete
+  bool any = false;
+  for (;;) {
+    size_t n = in.read(ibuf.data(), ibuf.size());
+    if (n == 0) break;
+    any = true;
+    size_t pos = 0;
+    while (pos < n) {
+      size_t src = n - pos, dst = obuf.size();
+      hint = LZ4F_decompress(dctx.get(), obuf.data(), &dst, ibuf.data() + pos, &src, nullptr);
+      if (LZ4F_isError(hint)) fail("lz4 error in " + path + ": " + LZ4F_getErrorName(hint));
+      out.write(obuf.data(), dst);
+      pos += src;
+    }
+  }
+  // Drain output the decoder holds back for lack of space.
+  for (;;) {
+    size_t src = 0, dst = obuf.size();
+    if (hint == 0) break;
+    hint = LZ4F_decompress(dctx.get(), obuf.data(), &dst, nullptr, &src, nullptr);
+    if (LZ4F_isError(hint)) fail("lz4 error in " + path + ": " + LZ4F_getErrorName(hint));
+    out.write(obuf.data(), dst);
+    if (dst == 0) break;
+  }
+  if (!any || hint != 0) fail("lz4 frame in " + path + " is truncated");
+}
+
+void decompress_xz(const std::string& path, Input& in, Output& out) {
+  lzma_stream strm = LZMA_STREAM_INIT;
+  lzma_ret ret = lzma_stream_decoder(&strm, UINT64_MAX, LZMA_CONCATENATED);
+  if (ret != LZMA_OK) fail("lzma_stream_decoder failed for " + path + ": code " + std::to_string(ret));
+  std::unique_ptr<lzma_stream, decltype(&lzma_end)> guard(&strm, lzma_end);
+  std::vector<uint8_t> ibuf(kChunk), obuf(kChunk);
+  lzma_action action = LZMA_RUN;
+  for (;;) {
+    if (strm.avail_in == 0 && action == LZMA_RUN) {
+      strm.next_in = ibuf.data();
+      strm.avail_in = in.read(ibuf.data(), ibuf.size());
+      if (strm.avail_in == 0) action = LZMA_FINISH;
+    }
+    strm.next_out = obuf.data();
+    strm.avail_out = obuf.size();
+    ret = lzma_code(&strm, action);
+    out.write(obuf.data(), obuf.size() - strm.avail_out);
+    if (ret == LZMA_STREAM_END) return;
+    if (ret != LZMA_OK)
+      fail("xz error in " + path + ": code " + std::to_string(ret) +
+           (ret == LZMA_BUF_ERROR ? " (truncated)" : ""));
+  }
+}
+
+void copy_plain(Input& in, Output& out) {
+  std::vector<char> buf(kChunk);
+  for (size_t n; (n = in.read(buf.data(), buf.size())) > 0;) out.write(buf.data(), n);
+}
+
+// ---- journal --------------------------------------------------------------
+
+struct Journal {
+  sd_journal* j = nullptr;
+  ~Journal() { sd_journal_close(j); }
+};
+
+std::string field(const std::map<std::string, std::string>& fields, const std::string& name) {
+  auto it = fields.find(name);
+  return it == fields.end() ? std::string() : it->second;
+}
+
+std::optional<uint64_t> parse_u64(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return std::nullopt;
+  return v;
+}
+
+// Uids that systemd-coredump writes its entries as: root, or the
+// systemd-coredump user it drops to.  Any local user can send a look-alike.
+bool trusted_uid(const std::string& uid) {
+  auto v = parse_u64(uid);
+  if (!v) return false;
+  if (*v == 0) return true;
+  struct passwd* pw = getpwnam("systemd-coredump");
+  return pw && pw->pw_uid == *v;
+}
+
+std::map<std::string, std::string> read_entry(sd_journal* j, bool with_core, std::string* core) {
+  std::map<std::string, std::string> fields;
+  const void* data;
+  size_t len;
+  int r;
+  SD_JOURNAL_FOREACH_DATA(j, data, len) {
+    std::string kv(static_cast<const char*>(data), len);
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = kv.substr(0, eq);
+    if (name == "COREDUMP") continue;  // fetched below only when needed
+    fields.emplace(std::move(name), kv.substr(eq + 1));
+  }
+  if (with_core && core) {
+    r = sd_journal_get_data(j, "COREDUMP", &data, &len);
+    if (r >= 0 && len > 9) core->assign(static_cast<const char*>(data) + 9, len - 9);
+  }
+  return fields;
+}
+
+uint64_t usec_since_epoch(system_clock::time_point t) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+}
+
+std::string describe_query(pid_t pid, uint64_t min_ts) {
+  return "MESSAGE_ID=" + std::string(kCoredumpMessageId) + " COREDUMP_PID=" + std::to_string(pid) +
+         " COREDUMP_TIMESTAMP>=" + std::to_string(min_ts);
+}
+
+// Finds the entry; when `core` is not null and the entry carries the core
+// in its COREDUMP= field (Storage=journal), stores it there.
+std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_point not_before,
+                                              milliseconds timeout, std::string* core) {
+  if (pid <= 0) fail("wait_for_coredump_entry: invalid pid " + std::to_string(pid));
+  const auto deadline = steady_clock::now() + timeout;
+  // COREDUMP_TIMESTAMP is the kernel's %t (whole seconds) times 10^6.
+  const uint64_t min_ts = usec_since_epoch(not_before) / 1000000 * 1000000;
+
+  Journal jr;
+  int r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
+  if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_open failed: " + errno_text(-r));
+  sd_journal* j = jr.j;
+  r = sd_journal_set_data_threshold(j, 0);  // whole fields, COREDUMP= included
+  if (r < 0) fail("sd_journal_set_data_threshold: " + errno_text(-r));
+  std::string m1 = std::string("MESSAGE_ID=") + kCoredumpMessageId;
+  std::string m2 = "COREDUMP_PID=" + std::to_string(pid);
+  if ((r = sd_journal_add_match(j, m1.data(), m1.size())) < 0 ||
+      (r = sd_journal_add_match(j, m2.data(), m2.size())) < 0)
+    fail("sd_journal_add_match: " + errno_text(-r));
+  if ((r = sd_journal_seek_head(j)) < 0) fail("sd_journal_seek_head: " + errno_text(-r));
+
+  int older = 0, untrusted = 0;
+  for (;;) {
+    while ((r = sd_journal_next(j)) > 0) {
+      auto fields = read_entry(j, false, nullptr);
+      if (!trusted_uid(field(fields, "_UID"))) {
+        ++untrusted;
+        continue;
+      }
+      auto ts = parse_u64(field(fields, "COREDUMP_TIMESTAMP"));
+      if (!ts || *ts < min_ts) {
+        ++older;
+        continue;
+      }
+      if (core) read_entry(j, true, core);
+      return fields;
+    }
+    if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_next: " + errno_text(-r));
+    auto now = steady_clock::now();
+    if (now >= deadline) break;
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();
+    r = sd_journal_wait(j, static_cast<uint64_t>(left));
+    if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_wait: " + errno_text(-r));
+  }
+  std::string msg = "pid " + std::to_string(pid) + ": no systemd-coredump journal entry (" +
+                    describe_query(pid, min_ts) + ") within " + std::to_string(timeout.count()) + " ms";
+  if (older) msg += "; " + std::to_string(older) + " older entr" + (older == 1 ? "y" : "ies") + " of that pid ignored";
+  if (untrusted) msg += "; " + std::to_string(untrusted) + " entr" + (untrusted == 1 ? "y" : "ies") + " not written by systemd-coredump ignored";
+  msg += ". Is the pipeline running? (tests/support/pipeline status; journalctl -n 20)";
+  fail(msg);
+}
+
+std::string strip_compression_suffix(const std::string& name) {
+  for (const char* s : {".zst", ".lz4", ".xz"})
+    if (ends_with(name, s)) return name.substr(0, name.size() - strlen(s));
+  return name;
+}
+
+std::string ensure_dir(const std::string& dir_in) {
+  std::string dir = dir_in.empty() ? default_core_dir() : dir_in;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail("cannot create core directory " + dir + ": " + ec.message());
+  return dir;
+}
+
+std::string store_core(pid_t pid, const std::map<std::string, std::string>& fields,
+                       const std::string& journal_core, const std::string& output_dir) {
+  std::string dir = ensure_dir(output_dir);
+  std::string stored = field(fields, "COREDUMP_FILENAME");
+  if (!stored.empty()) {
+    std::string out = dir + "/" + strip_compression_suffix(std::filesystem::path(stored).filename().string());
+    decompress_core_file(stored, out);
+    return out;
+  }
+  if (!journal_core.empty()) {
+    std::string out = dir + "/core." + field(fields, "COREDUMP_COMM") + "." + std::to_string(pid) + "." +
+                      field(fields, "COREDUMP_TIMESTAMP") + ".journal";
+    Output o(out);
+    o.write(journal_core.data(), journal_core.size());
+    o.commit();
+    return out;
+  }
+  fail("pid " + std::to_string(pid) + ": the systemd-coredump entry has neither COREDUMP_FILENAME nor a COREDUMP " +
+       "field (core not stored: larger than ProcessSizeMax/ExternalSizeMax, or Storage=none?)" +
+       (fields.count("COREDUMP_TRUNCATED") ? " COREDUMP_TRUNCATED=" + field(fields, "COREDUMP_TRUNCATED") : ""));
+}
+
+}  // namespace
+
+std::string default_core_dir() {
+  const char* env = getenv("CT_TEST_CORE_DIR");
+  return env && *env ? env : "/tmp/core-timeline-test-cores";
+}
+
+void decompress_core_file(const std::string& stored_path, const std::string& out_path) {
+  Input in(stored_path);
+  Output out(out_path);
+  if (ends_with(stored_path, ".zst"))
+    decompress_zstd(stored_path, in, out);
+  else if (ends_with(stored_path, ".lz4"))
+    decompress_lz4(stored_path, in, out);
+  else if (ends_with(stored_path, ".xz"))
+    decompress_xz(stored_path, in, out);
+  else
+    copy_plain(in, out);
+  out.commit();
+}
+
+std::map<std::string, std::string> wait_for_coredump_entry(pid_t pid, system_clock::time_point not_before,
+                                                           milliseconds timeout) {
+  return find_entry(pid, not_before, timeout, nullptr);
+}
+
+std::string fetch_core_for_pid(pid_t pid, system_clock::time_point not_before, const std::string& output_dir,
+                               milliseconds timeout, std::map<std::string, std::string>* journal_fields) {
+  std::string journal_core;
+  auto fields = find_entry(pid, not_before, timeout, &journal_core);
+  std::string path = store_core(pid, fields, journal_core, output_dir);
+  if (journal_fields) *journal_fields = std::move(fields);
+  return path;
+}
+
+CrashRun run_and_collect_core(const std::vector<std::string>& argv, const CrashOptions& opts) {
+  if (argv.empty()) fail("run_and_collect_core: empty argv");
+  const std::string& exe = argv[0];
+
+  // Everything the child needs is built before fork: after it, only
+  // async-signal-safe calls.
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    std::string name = kv.substr(0, kv.find('='));
+    bool drop = opts.env.count(name) > 0;
+    for (const auto& u : opts.unset_env) drop = drop || u == name;
+    if (!drop) env_strings.push_back(std::move(kv));
+  }
+  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> cenv;
+  for (auto& s : env_strings) cenv.push_back(s.data());
+  cenv.push_back(nullptr);
+
+  char filter[32] = "";
+  if (opts.coredump_filter) snprintf(filter, sizeof filter, "0x%x", *opts.coredump_filter);
+
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) < 0) fail("pipe2: " + errno_text(errno));
+
+  const auto not_before = system_clock::now();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close(pfd[0]);
+    close(pfd[1]);
+    fail("fork: " + errno_text(err));
+  }
+  if (pid == 0) {
+    // Child.  Report a failure as {stage, errno} on the pipe.
+    close(pfd[0]);
+    auto die = [&](int stage) {
+      int msg[2] = {stage, errno};
+      ssize_t ignored = write(pfd[1], msg, sizeof msg);
+      (void)ignored;
+      _exit(127);
+    };
+    // Default dispositions and an empty mask for the signals that make cores.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGQUIT, SIGPIPE})
+      signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    // RLIMIT_CORE 1 is the one value that stops a piped core (core(5)).
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_CORE, &rl) == 0 && rl.rlim_cur == 1) {
+      rl.rlim_cur = rl.rlim_max == 1 ? 0 : rl.rlim_max;
+      setrlimit(RLIMIT_CORE, &rl);
+    }
+    if (filter[0]) {
+      int fd = open("/proc/self/coredump_filter", O_WRONLY | O_CLOEXEC);
+      if (fd < 0) die(1);
+      if (write(fd, filter, strlen(filter)) < 0) die(1);
+      close(fd);
+    }
+    execve(cargv[0], cargv.data(), cenv.data());
+    die(2);
+  }
+  close(pfd[1]);
+
+  auto reap = [&](int* status) {
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    }
+  };
+  int msg[2];
+  ssize_t n;
+  do n = read(pfd[0], msg, sizeof msg);
+  while (n < 0 && errno == EINTR);
+  close(pfd[0]);
+  if (n == static_cast<ssize_t>(sizeof msg)) {
+    int status;
+    reap(&status);
+    if (msg[0] == 1)
+      fail("child pid " + std::to_string(pid) + ": cannot write " + filter + " to /proc/self/coredump_filter: " +
+           errno_text(msg[1]));
+    fail("child pid " + std::to_string(pid) + ": cannot exec " + exe + ": " + errno_text(msg[1]));
+  }
+
+  // Wait for the child, no longer than the timeout.
+  CrashRun run;
+  run.pid = pid;
+  const auto deadline = steady_clock::now() + opts.timeout;
+  for (;;) {
+    pid_t w = waitpid(pid, &run.wait_status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) fail("waitpid " + std::to_string(pid) + ": " + errno_text(errno));
+    if (steady_clock::now() >= deadline) {
+      kill(pid, SIGKILL);
+      reap(&run.wait_status);
+      fail("pid " + std::to_string(pid) + " (" + exe + ") did not die within " +
+           std::to_string(opts.timeout.count()) + " ms; killed it");
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+
+  const int st = run.wait_status;
+  if (WIFEXITED(st))
+    fail("pid " + std::to_string(pid) + " (" + exe + ") exited with status " + std::to_string(WEXITSTATUS(st)) +
+         " instead of crashing");
+  if (!WIFSIGNALED(st)) fail("pid " + std::to_string(pid) + ": unexpected wait status " + std::to_string(st));
+  if (!WCOREDUMP(st))
+    fail("pid " + std::to_string(pid) + " (" + exe + ") was killed by " + signal_name(WTERMSIG(st)) +
+         " but the kernel dumped no core (a signal without a core, RLIMIT_CORE 1, not dumpable, or core_pattern "
+         "not the systemd-coredump pipe: see tests/support/pipeline status)");
+
+  run.core_path = fetch_core_for_pid(pid, not_before, opts.output_dir, opts.timeout, &run.journal_fields);
+  return run;
+}
+
+}  // namespace ct::test

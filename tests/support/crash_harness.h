@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+//
+// crash_harness.h - real crashes, real cores, for the tests.
+//
+// Runs a program until it crashes and fetches its core the way production
+// does: from systemd-coredump, through the journal (FACTS.md §2).  Needs the
+// pipeline to be running (ctest fixture "pipeline", or
+// `tests/support/pipeline start`) and root, to read the stored cores.
+//
+// Test-only code: errors are thrown as std::runtime_error whose message names
+// the pid and what was missing.  Nothing here is async-signal-safe.
+#ifndef CORE_TIMELINE_TESTS_SUPPORT_CRASH_HARNESS_H
+#define CORE_TIMELINE_TESTS_SUPPORT_CRASH_HARNESS_H
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ct::test {
+
+// MESSAGE_ID of the journal entry systemd-coredump writes for each crash.
+inline constexpr const char kCoredumpMessageId[] = "fc2e22bc6ee647b6b90729ab34a250b1";
+
+struct CrashOptions {
+  // Set in the child's environment on top of (or replacing) the parent's.
+  std::map<std::string, std::string> env;
+  // Removed from the child's environment (applied before `env`).
+  std::vector<std::string> unset_env;
+  // Written (as hex) to /proc/self/coredump_filter in the child before exec;
+  // it is inherited across exec and changes only that process.
+  std::optional<unsigned> coredump_filter;
+  // How long to wait for the child to die; then, again, how long to wait for
+  // its journal entry (systemd-coredump writes it after storing the core).
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);
+  // Where the decompressed core is written; created if missing.
+  // Empty: default_core_dir().
+  std::string output_dir;
+};
+
+struct CrashRun {
+  pid_t pid = -1;
+  int wait_status = 0;       // as from waitpid(2): WTERMSIG, WCOREDUMP...
+  std::string core_path;     // the decompressed core (an ELF ET_CORE file)
+  // Every field of the systemd-coredump journal entry (COREDUMP_SIGNAL,
+  // COREDUMP_EXE, COREDUMP_FILENAME, COREDUMP_TRUNCATED, _UID, ...), except
+  // the COREDUMP= field itself (the core is in core_path).  A field that
+  // occurs twice keeps its first value.
+  std::map<std::string, std::string> journal_fields;
+};
+
+// Fork, exec argv (argv[0] is a path, not looked up in $PATH), wait for the
+// child to die of a signal with a core, then fetch that core as
+// fetch_core_for_pid does.  The child gets default dispositions and an empty
+// mask for the core-dumping signals.  Throws if exec fails, if the child
+// exits or is killed without a core, if it outlives opts.timeout (it is then
+// killed), or if its core cannot be found and decompressed within a further
+// opts.timeout.
+CrashRun run_and_collect_core(const std::vector<std::string>& argv,
+                              const CrashOptions& opts = {});
+
+// For tests that start the child themselves: waits (up to `timeout`) for the
+// systemd-coredump journal entry of `pid` whose COREDUMP_TIMESTAMP is not
+// before `not_before` (take it just before the fork: pids are reused; the
+// kernel's timestamp has whole seconds, so the comparison does too), writes
+// the decompressed core into `output_dir` (empty: default_core_dir()) and
+// returns its path.  Fills *journal_fields when it is not null.
+std::string fetch_core_for_pid(
+    pid_t pid, std::chrono::system_clock::time_point not_before,
+    const std::string& output_dir = "",
+    std::chrono::milliseconds timeout = std::chrono::seconds(30),
+    std::map<std::string, std::string>* journal_fields = nullptr);
+
+// Only the journal entry, without touching the core (for tests of code that
+// reads the core itself, e.g. the daemon).  Same matching and errors as
+// fetch_core_for_pid.
+std::map<std::string, std::string> wait_for_coredump_entry(
+    pid_t pid, std::chrono::system_clock::time_point not_before,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// Decompress a core stored by systemd-coredump (suffix .zst, .lz4, .xz, or
+// none: copied) into `out_path`.  Throws naming the file on any error.
+void decompress_core_file(const std::string& stored_path,
+                          const std::string& out_path);
+
+// $CT_TEST_CORE_DIR (ct_add_pipeline_test sets it to <build>/test-cores),
+// else /tmp/core-timeline-test-cores.
+std::string default_core_dir();
+
+}  // namespace ct::test
+
+#endif  // CORE_TIMELINE_TESTS_SUPPORT_CRASH_HARNESS_H
