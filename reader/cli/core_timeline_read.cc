@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core-timeline-read - print the timeline a libtimeline process left in its
+ * own core dump.
+ *
+ *   core-timeline-read [--core-only] [--json] [--sidecar PATH] [--tlmap FILE]
+ *                      [--unverified-symbols] [--no-symbols] CORE [EXECUTABLE]
+ *
+ * Exit codes (docs/timeline-json.md):
+ *   0 timeline printed          1 no CTLN mapping found
+ *   2 timeline mapping absent   3 core unreadable / not an ELF core
+ *   4 ring invalid              5 EXECUTABLE refused (build-id mismatch)
+ *   6 sidecar identity mismatch 7 usage error / unreadable --tlmap
+ * A failure prints one line "core-timeline-read: REASON" on stderr.
+ */
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/render.h"
+#include "core_timeline/reader/tlmap.h"
+
+namespace ctr = core_timeline::reader;
+
+int main(int argc, char **argv) {
+  CLI::App app{"Print the timeline that a process using libtimeline left in its core dump.\n"
+               "Exit codes: 0 timeline printed, 1 no CTLN mapping found, 2 timeline mapping absent,\n"
+               "3 core unreadable or not an ELF core, 4 ring invalid, 5 EXECUTABLE refused,\n"
+               "6 sidecar identity mismatch, 7 usage error.",
+               "core-timeline-read"};
+  bool core_only = false, as_json = false, unverified = false, no_symbols = false;
+  std::string sidecar, tlmap_path, core_path, exe_path;
+  app.add_flag("--core-only", core_only, "Use the core alone; ignore any sidecar");
+  app.add_flag("--json", as_json, "Print one JSON document (docs/timeline-json.md)");
+  app.add_option("--sidecar", sidecar, "Sidecar file (byte copy of the ring) to merge, degraded mode");
+  app.add_option("--tlmap", tlmap_path, "File naming user event ids (\"0x1001 REQ_PARSE\" lines)");
+  app.add_flag("--unverified-symbols", unverified,
+               "Symbolize modules the core records no build-id for; tagged unverified");
+  app.add_flag("--no-symbols", no_symbols, "Do not symbolize (raw module+offset only)");
+  app.add_option("CORE", core_path, "The core file (uncompressed ELF core)")->required();
+  app.add_option("EXECUTABLE", exe_path, "The crashed executable; refused unless its build-id matches the core");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : ctr::exit_code(ctr::Status::kUsage);
+  }
+
+  std::optional<ctr::TlMap> tlmap;
+  if (!tlmap_path.empty()) {
+    auto m = ctr::TlMap::load(tlmap_path);
+    if (!m) {
+      std::fprintf(stderr, "core-timeline-read: --tlmap: %s\n", m.error().message.c_str());
+      return ctr::exit_code(ctr::Status::kUsage);
+    }
+    tlmap = std::move(*m);
+  }
+
+  ctr::ReadOptions opts;
+  opts.core_only = core_only;
+  if (!sidecar.empty()) opts.sidecar_path = sidecar;
+  if (!exe_path.empty()) opts.executable = exe_path;
+  opts.unverified_symbols = unverified;
+  opts.symbolize = !no_symbols;
+  opts.tlmap = tlmap ? &*tlmap : nullptr;
+
+  auto core = ctr::CoreFile::open(core_path);
+  ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(core_path, core.error());
+  const std::string out = as_json ? ctr::render_json(a) : ctr::render_text(a);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (a.status != ctr::Status::kOk) {
+    std::string reason = a.reason;
+    for (auto &c : reason)
+      if (c == '\n') c = ' ';
+    std::fprintf(stderr, "core-timeline-read: %s\n", reason.c_str());
+  }
+  return ctr::exit_code(a.status);
+}

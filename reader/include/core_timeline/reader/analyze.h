@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * analyze.h - the timeline of a core: find every ring, validate it, check
+ * it belongs to the dead process, merge its lanes, name and place events.
+ *
+ * This is the reader library's main entry point (ct::reader), used by
+ * core-timeline-read, the daemon and ctl-query:
+ *
+ *     auto core = CoreFile::open(path);          // or CoreFile::from_bytes
+ *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error());
+ *     std::string text = render_text(a);          // render.h
+ *     std::string json = render_json(a);
+ *     return exit_code(a.status);
+ *
+ * analyze() never throws and never fails as a whole: what it could not do
+ * is in `status`, `reason` and `warnings`.  Facts and their sources:
+ *  - rings: NT_FILE entries for /memfd:core-timeline* (memfd_create(2); the
+ *    kernel lists them as "/memfd:NAME (deleted)"), other memfds whose bytes
+ *    validate, and every page-aligned "CTLN" in the dumped PT_LOAD bytes
+ *    whose header validates (ring.h).
+ *  - process: NT_PRPSINFO (pid, comm, args), NT_AUXV AT_PHDR -> the
+ *    executable's NT_FILE mapping -> its NT_GNU_BUILD_ID in the dumped first
+ *    page (coredump_filter bit 4, "ELF headers", on by default; core(5)).
+ *  - crash: NT_SIGINFO and the first NT_PRSTATUS (the thread that took the
+ *    signal; fs/binfmt_elf.c).
+ *
+ * Thread-safety: analyze() only reads the CoreFile; several analyses may run
+ * at once.  With symbolization isolated (default) it forks (symbolize.h).
+ */
+#ifndef CORE_TIMELINE_READER_ANALYZE_H
+#define CORE_TIMELINE_READER_ANALYZE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/result.h"
+#include "core_timeline/reader/ring.h"
+#include "core_timeline/reader/tlmap.h"
+
+namespace core_timeline::reader {
+
+/** The outcome, one per exit code of core-timeline-read. */
+enum class Status {
+  kOk,                /**< 0: a timeline was recovered */
+  kNoRing,            /**< 1: no CTLN mapping found (library never there) */
+  kMappingAbsent,     /**< 2: NT_FILE lists the ring, its bytes are not in
+                           the core (excluded, or cut off by truncation) */
+  kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty */
+  kRingInvalid,       /**< 4: a ring is there but none validates or belongs
+                           to this process */
+  kExecutableRefused, /**< 5: the EXECUTABLE's build-id contradicts the core */
+  kSidecarMismatch,   /**< 6: the sidecar's pid/build-id/header contradict
+                           the core (normal mode only) */
+  kUsage,             /**< 7: bad command line or unreadable --tlmap (CLI) */
+};
+
+/** Process exit code for a status (0..7, as listed above). */
+int exit_code(Status s) noexcept;
+/** Stable name: "ok", "no_ring", "mapping_absent", "core_unreadable",
+ *  "ring_invalid", "executable_refused", "sidecar_mismatch", "usage". */
+std::string_view status_name(Status s) noexcept;
+
+struct ReadOptions {
+  bool core_only = false;                   /**< ignore any sidecar */
+  std::optional<std::string> sidecar_path;  /**< --sidecar */
+  std::optional<std::string> executable;    /**< EXECUTABLE */
+  bool unverified_symbols = false;          /**< --unverified-symbols */
+  bool symbolize = true;                    /**< false: no libdwfl at all */
+  bool isolate_symbolizer = true;           /**< see symbolize.h */
+  const TlMap *tlmap = nullptr;             /**< names for user ids */
+};
+
+enum class Check { kMatch, kMismatch, kUnchecked };
+std::string_view check_name(Check c) noexcept;  /* "match", ... */
+
+struct IdentityCheck {
+  Check result = Check::kUnchecked;
+  std::string detail;
+};
+
+/** Where a code address lies, from the core; plus symbols when verified. */
+struct Location {
+  std::uint64_t address = 0;
+  bool in_module = false;        /**< inside a file mapping (NT_FILE) */
+  std::string module;            /**< that mapping's path (untrusted bytes) */
+  std::vector<std::uint8_t> build_id; /**< the module's build-id per the core */
+  std::uint64_t file_offset = 0; /**< (address - mapping start) + its offset */
+  std::string function;          /**< "" when not symbolized */
+  std::uint64_t function_offset = 0;
+  std::string source_file;
+  int line = 0;
+  /** "verified" (symbols from a file whose build-id equals the core's),
+   *  "unverified-no-core-buildid" (--unverified-symbols), or "raw" (no
+   *  symbols: see note). */
+  std::string verification = "raw";
+  std::string note;
+  bool mapping_changed = false;  /**< the event's mmap_generation differs
+                                      from the ring's at the crash */
+};
+
+/** What an address (a pointer argument) points into, from the core. */
+struct AddressMapping {
+  std::string kind;         /**< "file", "anonymous", "unmapped" */
+  std::string path;         /**< for "file" (untrusted bytes) */
+  std::string note;         /**< e.g. "stack of tid 7124" */
+  std::uint64_t start = 0, end = 0;
+  std::string perms;        /**< "rwx" letters from p_flags, '-' if absent */
+  bool dumped = false;      /**< its bytes are in the core */
+};
+
+/** The CRASH slot's payload (ring_format.h kKindCrash / CrashInfo). */
+struct CrashSlot {
+  std::int32_t signo = 0;
+  std::string signal_name;
+  std::int32_t si_code = 0;
+  std::string si_code_name;
+  std::int32_t si_errno = 0;
+  std::int32_t si_pid = 0;
+  std::uint32_t si_uid = 0;
+  std::uint64_t fault_address = 0;
+  std::uint64_t sp = 0;
+  std::uint32_t handler_flags = 0;
+  bool chained = false;
+  bool repeated = false;
+};
+
+struct Event {
+  std::uint32_t ring = 0;
+  std::uint32_t lane = 0;
+  std::uint64_t seq = 0;
+  std::uint32_t tid = 0;
+  std::string thread;            /**< name, from THREAD_NAME events or the
+                                      lane owner name (untrusted) */
+  bool tid_in_core = false;      /**< tid has an NT_PRSTATUS in the core */
+  std::uint16_t kind = 0;
+  std::string kind_name;         /**< USER, MALLOC, ..., KIND_<n> */
+  std::string name;              /**< display name: .tlmap name, "id=0x..."
+                                      for unnamed user ids, else kind_name */
+  bool named = false;            /**< name came from the .tlmap */
+  std::uint32_t id = 0;
+  std::uint64_t arg0 = 0, arg1 = 0;
+  std::uint64_t timestamp = 0;   /**< slot clock ticks */
+  std::optional<std::int64_t> realtime_ns;
+  std::uint64_t return_address = 0;
+  std::optional<Location> location;
+  std::vector<std::uint8_t> inline_bytes;  /**< inline_len bytes */
+  std::optional<AddressMapping> pointer;   /**< for pointer arguments */
+  std::optional<CrashSlot> crash;          /**< kind CRASH */
+  std::string source = "core";   /**< "core" or "sidecar" */
+};
+
+struct RingReport {
+  enum class State { kValid, kAbsent, kInvalid, kForeign };
+  std::uint32_t index = 0;
+  std::string found_by;          /**< "nt_file", "magic_scan", "sidecar" */
+  std::uint64_t address = 0;
+  std::uint64_t mapping_size = 0;
+  std::string mapping_name;      /**< NT_FILE path, "" if none */
+  State state = State::kInvalid;
+  std::string reason;            /**< why absent/invalid/foreign */
+  std::optional<DecodedRing> ring;
+  IdentityCheck pid, build_id, start_time;
+};
+std::string_view ring_state_name(RingReport::State s) noexcept;
+
+struct CrashFacts {
+  std::int32_t signo = 0;
+  std::string signal_name;
+  std::int32_t si_code = 0;
+  std::string si_code_name;
+  std::optional<std::uint64_t> fault_address;  /**< when si_code says so */
+  std::optional<std::int32_t> sender_pid;      /**< SI_USER, SI_TKILL, ... */
+  std::uint32_t tid = 0;
+  bool has_regs = false;
+  std::uint64_t pc = 0, sp = 0;
+  std::optional<Location> location;            /**< of pc */
+  bool ring_slot = false;        /**< a CRASH event is in a ring */
+  std::string source;            /**< "NT_SIGINFO", "NT_PRSTATUS" */
+};
+
+struct ProcessFacts {
+  std::optional<std::uint32_t> pid;   /**< NT_PRPSINFO */
+  std::uint32_t ppid = 0, uid = 0;
+  std::string comm, args;
+  std::string exe;                    /**< NT_FILE path of the executable */
+  std::string exe_rule;               /**< how it was picked */
+  std::vector<std::uint8_t> build_id; /**< of the executable, from the core */
+  std::string build_id_note;          /**< why it is empty */
+  std::vector<std::uint32_t> threads; /**< tids with an NT_PRSTATUS */
+};
+
+struct MagicMiss {
+  std::uint64_t address = 0;
+  std::string reason;
+};
+
+struct Analysis {
+  Status status = Status::kCoreUnreadable;
+  std::string reason;            /**< one line for stderr when status != ok */
+  std::string source;            /**< "core-only", "core+sidecar",
+                                      "degraded-sidecar", "" (none) */
+  std::string core_path;
+  std::uint64_t core_size = 0;
+  bool core_truncated = false;
+  std::uint16_t machine = 0;
+  ProcessFacts process;
+  std::optional<CrashFacts> crash;
+  std::vector<RingReport> rings;
+  std::vector<Event> events;     /**< merged order (docs/timeline-json.md) */
+  std::vector<MagicMiss> magic_rejected;  /**< "CTLN" that did not validate */
+  std::uint64_t magic_rejected_total = 0;
+  std::optional<std::string> sidecar_path;
+  std::string sidecar_status;    /**< "", "ignored", "merged", "degraded",
+                                      "unusable", "refused" */
+  std::string sidecar_detail;
+  /** True when events were dropped, overwritten, torn, lost to truncation
+   *  or a counter is inconsistent: then the absence of an event proves
+   *  nothing. */
+  bool absence_proves_nothing = false;
+  std::vector<std::string> warnings;
+};
+
+/** Analyzes an opened core.  Never throws. */
+Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept;
+
+/** The Analysis for a core that could not be opened (status
+ *  kCoreUnreadable, reason from `error`). */
+Analysis analysis_of_error(const std::string &path, const Error &error);
+
+/** Signal name ("SIGSEGV") for Linux signal numbers, or "SIG<n>". */
+std::string signal_name(int signo);
+/** si_code name for a signal ("SEGV_MAPERR", "SI_USER"), or the number. */
+std::string si_code_name(int signo, int code);
+
+}  // namespace core_timeline::reader
+
+#endif  // CORE_TIMELINE_READER_ANALYZE_H

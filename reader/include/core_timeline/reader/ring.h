@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.h - validating and decoding one core-timeline ring from its bytes.
+ *
+ * The layout is lib/include/core_timeline/ring_format.h (docs/ring-format.md).
+ * These functions are pure: they look only at the bytes given, never at the
+ * core or the host, so the fuzzer and the sidecar path use them as they are.
+ *
+ * Validation follows the spec's "Reader validation steps" and the format's
+ * rules, in this order, before any offset from the header is used:
+ *   magic "CTLN"; 512 header bytes present; endian_marker; version 1;
+ *   header CRC-32C over [0, 384); header_size; unknown incompat_flags;
+ *   slot_size 128; slots_per_lane a power of two in [8, 2^20]; lane_count in
+ *   [2, 4096]; lane table after the header and before the slots; slots
+ *   inside region_size; region_size <= 4 GiB and <= the mapping.
+ * Then every lane is scanned slot by slot (never by trusting write_index):
+ *   a slot is accepted only if begin_seq == end_seq == a sequence whose
+ *   position (seq - 1) % slots_per_lane is this slot, with inline_len <= 64,
+ *   a known-nonzero kind and a nonzero tid; a slot with the WRITING bit, or
+ *   begin_seq != end_seq, is torn; other nonzero slots are invalid.  Both
+ *   are listed, never rendered.  The lane's write_index is then compared
+ *   with what the slots show (counter_inconsistent).
+ *
+ * Memory: decoding allocates per accepted event; the work is bounded by the
+ * bytes present (at most 4 GiB / 128 slots), whatever the counters say.
+ * Thread-safety: pure functions; safe from any thread.
+ */
+#ifndef CORE_TIMELINE_READER_RING_H
+#define CORE_TIMELINE_READER_RING_H
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core_timeline/reader/result.h"
+#include "core_timeline/ring_format.h"
+
+namespace core_timeline::reader {
+
+/** The header fields, as read (the CRC-covered ones are verified). */
+struct RingHeaderInfo {
+  std::uint16_t version = 0;
+  std::uint16_t header_size = 0;
+  std::uint32_t incompat_flags = 0;
+  std::uint32_t compat_flags = 0;
+  std::uint32_t slot_size = 0;
+  std::uint32_t slots_per_lane = 0;
+  std::uint32_t lane_count = 0;
+  std::uint32_t lane_table_offset = 0;
+  std::uint32_t header_crc = 0;
+  std::uint64_t lanes_offset = 0;
+  std::uint64_t region_size = 0;
+  std::uint64_t process_start_ticks = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t writer_version = 0;
+  std::uint64_t pid_ns_inode = 0;
+  std::uint64_t pid_ns_dev = 0;
+  std::vector<std::uint8_t> build_id;
+  std::uint64_t sidecar_dev = 0;
+  std::uint64_t sidecar_ino = 0;
+  std::uint64_t anchor_ticks = 0;
+  std::uint64_t anchor_realtime_ns = 0;
+  std::uint64_t anchor_monotonic_ns = 0;
+  std::uint64_t ticks_per_second = 0;
+  /* mutable part (not CRC-covered; untrusted) */
+  bool latest_anchor_valid = false;  /**< seqlock even and values plausible */
+  std::uint64_t latest_ticks = 0;
+  std::uint64_t latest_realtime_ns = 0;
+  std::uint64_t latest_monotonic_ns = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t mmap_generation = 0;
+  std::uint64_t sync_count = 0;
+  std::uint32_t enabled_sources = 0;
+  /** The CRC-covered bytes [0, 384), to compare a sidecar with a ring. */
+  std::array<std::uint8_t, format::kCrcEnd> immutable{};
+};
+
+/** One accepted (committed) slot. */
+struct RingEvent {
+  std::uint32_t lane = 0;
+  std::uint32_t slot = 0;
+  std::uint64_t seq = 0;
+  std::uint64_t timestamp = 0;   /**< slot clock ticks; 0: none */
+  std::uint32_t tid = 0;
+  std::uint16_t kind = 0;        /**< format::Kind */
+  std::uint16_t inline_len = 0;  /**< <= 64 */
+  std::uint32_t id = 0;
+  std::uint32_t mmap_generation = 0;
+  std::uint64_t return_address = 0;
+  std::uint64_t arg0 = 0;
+  std::uint64_t arg1 = 0;
+  std::array<std::uint8_t, format::kInlineBytes> inline_data{};
+};
+
+/** A slot that was not accepted. */
+struct RejectedSlot {
+  std::uint32_t lane = 0;
+  std::uint32_t slot = 0;
+  std::uint64_t seq = 0;       /**< the sequence it claims (begin_seq without
+                                    the WRITING bit) */
+  bool torn = false;           /**< true: torn (mid-write or begin != end);
+                                    false: invalid contents */
+  std::string reason;
+};
+
+/** What one lane holds and how it compares with its counters. */
+struct LaneSummary {
+  std::uint32_t index = 0;
+  std::uint32_t owner_tid = 0;
+  std::uint32_t flags = 0;
+  bool shared = false;           /**< the overflow lane (kLaneShared) */
+  std::uint64_t write_index = 0; /**< as written (untrusted) */
+  std::uint64_t synced_index = 0;
+  std::uint64_t claims = 0;
+  std::string owner_name;        /**< raw bytes up to the first NUL */
+  std::uint64_t committed = 0;   /**< accepted slots */
+  std::uint64_t first_seq = 0;   /**< lowest accepted seq, 0 if none */
+  std::uint64_t last_seq = 0;    /**< highest accepted seq, 0 if none */
+  std::uint64_t overwritten = 0; /**< sequences before first_seq: recorded,
+                                      then overwritten by newer events */
+  std::uint64_t missing = 0;     /**< sequences in [first_seq, last_seq] not
+                                      accepted (torn, invalid, never
+                                      finished) */
+  std::uint64_t torn = 0;
+  std::uint64_t invalid = 0;
+  std::uint64_t in_flight = 0;   /**< write_index beyond last_seq that the
+                                      slots explain (reserved, being written) */
+  std::uint64_t slots_absent = 0;/**< slots whose bytes are not present
+                                      (truncated core) */
+  bool counter_inconsistent = false;
+  std::string counter_reason;
+};
+
+struct DecodedRing {
+  RingHeaderInfo header;
+  std::vector<LaneSummary> lanes;
+  std::vector<RingEvent> events;        /**< by lane, then seq */
+  std::vector<RejectedSlot> rejected;   /**< torn and invalid slots */
+  std::uint64_t bytes_present = 0;      /**< bytes of the region available */
+  bool truncated = false;               /**< bytes_present < region_size */
+  bool counter_inconsistent = false;    /**< any lane's */
+  std::uint64_t overwritten = 0;        /**< sum over lanes */
+  std::uint64_t torn = 0;
+  std::uint64_t invalid = 0;
+  std::uint64_t missing = 0;
+  /** Slot-clock ticks per second, from the header or derived from the two
+   *  clock anchors; 0 if unknown. */
+  double ticks_per_second = 0;
+  std::vector<std::string> warnings;
+};
+
+/** Slack allowed between write_index and the highest committed sequence for
+ *  sequences reserved but not yet begun: a private lane's owner plus a
+ *  signal handler that interrupted it; the shared lane's concurrent users. */
+inline constexpr std::uint64_t kPrivateLaneSlack = 2;
+inline constexpr std::uint64_t kSharedLaneSlack = 64;
+
+/** True if `bytes` starts with "CTLN". */
+bool has_ring_magic(std::span<const std::uint8_t> bytes) noexcept;
+
+/**
+ * Validates the header of the ring whose region starts at bytes[0].
+ * @bytes: the bytes of the region that are available (may be fewer than
+ *         region_size: a truncated core).
+ * @mapping_size: the bytes of address space the mapping holding the ring
+ *         spans (region_size may not exceed it).
+ * Errors: kNotFound (no magic), kTruncated (header or lane table not all
+ * present), kUnsupported (version, incompat flags), kBadData (anything else),
+ * each naming the field and its offset in the region.
+ */
+Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
+                                            std::uint64_t mapping_size);
+
+/** validate_ring_header, then decode every lane as described above. */
+Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size);
+
+/** Slot-clock ticks as CLOCK_REALTIME nanoseconds, from the ring's anchor;
+ *  nullopt if the clock rate is unknown or ticks is 0. */
+std::optional<std::int64_t> ticks_to_realtime_ns(const DecodedRing &ring, std::uint64_t ticks);
+
+/** The name the reader gives a built-in kind ("MALLOC"), or nullptr. */
+const char *kind_name(std::uint16_t kind) noexcept;
+
+}  // namespace core_timeline::reader
+
+#endif  // CORE_TIMELINE_READER_RING_H

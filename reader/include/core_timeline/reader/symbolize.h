@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbolize.h - code addresses to function+offset with elfutils libdwfl.
+ *
+ * The modules and their build-ids come from the core itself, in the order
+ * of elfutils' src/stack.c: dwfl_begin -> dwfl_core_file_report ->
+ * dwfl_report_end -> dwfl_core_file_attach.  ELF files are found by
+ * build-id (dwfl_build_id_find_elf: /usr/lib/debug/.build-id/xx/yyyy, then
+ * the NT_FILE path), debug info by dwfl_standard_find_debuginfo, which also
+ * asks debuginfod when DEBUGINFOD_URLS is set (elfutils >= 0.178).
+ *
+ * This layer does not decide what is trustworthy: it reports the build-id
+ * of the file it used for each address, and the caller compares it with the
+ * build-id the core attests (core_timeline::reader::analyze does).
+ *
+ * libdwfl parses the untrusted core too.  With `isolate` (the default) the
+ * lookups run in a forked child, so a crash or hang inside libdwfl costs the
+ * symbols and never the caller: the child's results come back over a pipe.
+ * The child only runs libdwfl and writes to the pipe; glibc's malloc is
+ * fork-safe, but callers with threads holding other locks at the time of
+ * the call should know the child does not touch them.
+ *
+ * Thread-safety: symbolize() may be called from several threads; each call
+ * has its own Dwfl.
+ */
+#ifndef CORE_TIMELINE_READER_SYMBOLIZE_H
+#define CORE_TIMELINE_READER_SYMBOLIZE_H
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/result.h"
+
+namespace core_timeline::reader {
+
+struct SymbolizeOptions {
+  /** Handed to dwfl_core_file_report as the executable; only a file whose
+   *  build-id was checked against the core (or, with no build-id in the
+   *  core, one the user vouched for with --unverified-symbols). */
+  std::optional<std::string> executable;
+  /** Run libdwfl in a forked child (see above). */
+  bool isolate = true;
+  /** Give up on the child after this long (debuginfod downloads count). */
+  int timeout_ms = 120000;
+};
+
+/** What libdwfl says about one address. */
+struct Symbol {
+  std::string function;            /**< "" if no symbol covers the address */
+  std::uint64_t function_offset = 0;
+  std::string source_file;         /**< "" without line info */
+  int line = 0;
+  std::string module_file;         /**< the ELF file libdwfl read */
+  std::vector<std::uint8_t> file_build_id; /**< that file's NT_GNU_BUILD_ID */
+};
+
+/** A code address to look up. */
+struct SymbolQuery {
+  std::uint64_t address = 0;
+  /** A return address: look up address - 1 (the call instruction), report
+   *  the offset of `address` itself. */
+  bool is_return_address = false;
+};
+
+/**
+ * Looks up every query.  Returns one entry per query (nullopt where libdwfl
+ * knows nothing), or an Error if libdwfl could not report the core at all,
+ * or the isolated child failed (the message says how).
+ */
+Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                                     const SymbolizeOptions &options);
+
+/** The NT_GNU_BUILD_ID of the ELF file at `path` (libelf).  kIo, kNotElf,
+ *  kNotFound (the file has no build-id). */
+Result<std::vector<std::uint8_t>> file_build_id(const std::string &path);
+
+}  // namespace core_timeline::reader
+
+#endif  // CORE_TIMELINE_READER_SYMBOLIZE_H

@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/reader/analyze.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <new>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core_timeline/reader/symbolize.h"
+
+namespace core_timeline::reader {
+
+namespace f = core_timeline::format;
+
+int exit_code(Status s) noexcept {
+  switch (s) {
+    case Status::kOk: return 0;
+    case Status::kNoRing: return 1;
+    case Status::kMappingAbsent: return 2;
+    case Status::kCoreUnreadable: return 3;
+    case Status::kRingInvalid: return 4;
+    case Status::kExecutableRefused: return 5;
+    case Status::kSidecarMismatch: return 6;
+    case Status::kUsage: return 7;
+  }
+  return 3;
+}
+
+std::string_view status_name(Status s) noexcept {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kNoRing: return "no_ring";
+    case Status::kMappingAbsent: return "mapping_absent";
+    case Status::kCoreUnreadable: return "core_unreadable";
+    case Status::kRingInvalid: return "ring_invalid";
+    case Status::kExecutableRefused: return "executable_refused";
+    case Status::kSidecarMismatch: return "sidecar_mismatch";
+    case Status::kUsage: return "usage";
+  }
+  return "core_unreadable";
+}
+
+std::string_view check_name(Check c) noexcept {
+  switch (c) {
+    case Check::kMatch: return "match";
+    case Check::kMismatch: return "mismatch";
+    case Check::kUnchecked: return "unchecked";
+  }
+  return "unchecked";
+}
+
+std::string_view ring_state_name(RingReport::State s) noexcept {
+  switch (s) {
+    case RingReport::State::kValid: return "valid";
+    case RingReport::State::kAbsent: return "absent";
+    case RingReport::State::kInvalid: return "invalid";
+    case RingReport::State::kForeign: return "foreign";
+  }
+  return "invalid";
+}
+
+/* Linux signal numbers (include/uapi/asm-generic/signal.h; x86-64 and
+ * AArch64 agree for 1..31). */
+std::string signal_name(int signo) {
+  static const char *const kNames[] = {
+      nullptr,   "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",  "SIGTRAP", "SIGABRT", "SIGBUS",
+      "SIGFPE",  "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
+      "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG",
+      "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR",  "SIGSYS"};
+  if (signo > 0 && signo < 32) return kNames[signo];
+  if (signo >= 34 && signo <= 64) return fmt::format("SIGRTMIN+{}", signo - 34);
+  return fmt::format("SIG{}", signo);
+}
+
+/* include/uapi/asm-generic/siginfo.h */
+std::string si_code_name(int signo, int code) {
+  switch (code) {
+    case 0: return "SI_USER";
+    case 0x80: return "SI_KERNEL";
+    case -1: return "SI_QUEUE";
+    case -2: return "SI_TIMER";
+    case -3: return "SI_MESGQ";
+    case -4: return "SI_ASYNCIO";
+    case -5: return "SI_SIGIO";
+    case -6: return "SI_TKILL";
+    default: break;
+  }
+  static const char *const kSegv[] = {nullptr, "SEGV_MAPERR", "SEGV_ACCERR", "SEGV_BNDERR", "SEGV_PKUERR",
+                                      "SEGV_ACCADI", "SEGV_ADIDERR", "SEGV_ADIPERR", "SEGV_MTEAERR",
+                                      "SEGV_MTESERR", "SEGV_CPERR"};
+  static const char *const kBus[] = {nullptr, "BUS_ADRALN", "BUS_ADRERR", "BUS_OBJERR", "BUS_MCEERR_AR",
+                                     "BUS_MCEERR_AO"};
+  static const char *const kIll[] = {nullptr, "ILL_ILLOPC", "ILL_ILLOPN", "ILL_ILLADR", "ILL_ILLTRP",
+                                     "ILL_PRVOPC", "ILL_PRVREG", "ILL_COPROC", "ILL_BADSTK", "ILL_BADIADDR"};
+  static const char *const kFpe[] = {nullptr, "FPE_INTDIV", "FPE_INTOVF", "FPE_FLTDIV", "FPE_FLTOVF",
+                                     "FPE_FLTUND", "FPE_FLTRES", "FPE_FLTINV", "FPE_FLTSUB", nullptr,
+                                     nullptr, nullptr, nullptr, nullptr, "FPE_FLTUNK", "FPE_CONDTRAP"};
+  auto pick = [&](const char *const *t, std::size_t n) -> std::string {
+    if (code > 0 && static_cast<std::size_t>(code) < n && t[code] != nullptr) return t[code];
+    return std::to_string(code);
+  };
+  switch (signo) {
+    case 11: return pick(kSegv, std::size(kSegv));
+    case 7: return pick(kBus, std::size(kBus));
+    case 4: return pick(kIll, std::size(kIll));
+    case 8: return pick(kFpe, std::size(kFpe));
+    default: return std::to_string(code);
+  }
+}
+
+namespace {
+
+bool fault_signal(int signo) { return signo == 11 || signo == 7 || signo == 4 || signo == 8 || signo == 5; }
+
+std::string perms(std::uint32_t flags) {
+  std::string p = "---";
+  if (flags & PF_R) p[0] = 'r';
+  if (flags & PF_W) p[1] = 'w';
+  if (flags & PF_X) p[2] = 'x';
+  return p;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+constexpr std::string_view kRingMemfdPrefix = "/memfd:core-timeline";
+constexpr std::size_t kMaxMagicMisses = 16;
+
+class Analyzer {
+ public:
+  Analyzer(const CoreFile &core, const ReadOptions &opts) : core_(core), opts_(opts) {}
+  Analysis run();
+
+ private:
+  void process_facts();
+  void crash_facts();
+  void find_rings();
+  void probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, bool ring_named);
+  void check_identity(RingReport &rep);
+  bool handle_sidecar();
+  void build_events();
+  Event make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e, std::string source);
+  void symbolize_all();
+  Location locate(std::uint64_t addr) const;
+  AddressMapping describe(std::uint64_t addr) const;
+  void decide_status();
+
+  const CoreFile &core_;
+  const ReadOptions &opts_;
+  Analysis a_;
+  bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
+  bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
+};
+
+void Analyzer::process_facts() {
+  const auto &n = core_.notes();
+  auto &p = a_.process;
+  if (n.process) {
+    p.pid = n.process->pid;
+    p.ppid = n.process->ppid;
+    p.uid = n.process->uid;
+    p.comm = n.process->fname;
+    p.args = n.process->psargs;
+  } else {
+    a_.warnings.push_back("the core has no NT_PRPSINFO: the ring's pid cannot be checked against it");
+  }
+  for (const auto &t : n.threads) p.threads.push_back(t.tid);
+  if (!n.has_file_note)
+    a_.warnings.push_back("the core has no NT_FILE note: rings are found by scanning for validated headers, "
+                          "and code addresses cannot be tied to files");
+  std::string how;
+  if (const Module *exe = core_.executable(&how)) {
+    p.exe = exe->name;
+    p.exe_rule = how;
+    p.build_id = exe->build_id;
+    p.build_id_note = exe->build_id_note;
+  } else {
+    p.build_id_note = "no executable mapping is known (no NT_FILE)";
+  }
+  for (const auto &w : n.warnings) a_.warnings.push_back(w);
+}
+
+Location Analyzer::locate(std::uint64_t addr) const {
+  Location l;
+  l.address = addr;
+  if (const FileMapping *fm = core_.file_for(addr)) {
+    l.in_module = true;
+    l.module = fm->name;
+    l.file_offset = addr - fm->start + fm->file_offset;
+    if (const Module *m = core_.module_for(addr)) l.build_id = m->build_id;
+  }
+  return l;
+}
+
+AddressMapping Analyzer::describe(std::uint64_t addr) const {
+  AddressMapping m;
+  const Segment *s = core_.segment_for(addr);
+  const FileMapping *fm = core_.file_for(addr);
+  if (s == nullptr && fm == nullptr) {
+    m.kind = "unmapped";
+    return m;
+  }
+  if (fm != nullptr) {
+    m.kind = "file";
+    m.path = fm->name;
+    m.start = fm->start;
+    m.end = fm->end;
+  } else {
+    m.kind = "anonymous";
+    m.start = s->vaddr;
+    m.end = s->end();
+  }
+  if (s != nullptr) {
+    m.perms = perms(s->flags);
+    m.dumped = addr - s->vaddr < s->present;
+  }
+  for (const auto &t : core_.notes().threads)
+    if (t.has_regs && t.sp >= m.start && t.sp < m.end && m.kind == "anonymous")
+      m.note = fmt::format("stack of tid {}", t.tid);
+  return m;
+}
+
+void Analyzer::crash_facts() {
+  const auto &n = core_.notes();
+  if (!n.signal && n.threads.empty()) return;
+  CrashFacts c;
+  if (n.signal) {
+    c.signo = n.signal->signo;
+    c.si_code = n.signal->code;
+    c.source = "NT_SIGINFO";
+    if (c.si_code > 0 && fault_signal(c.signo)) c.fault_address = n.signal->addr;
+    if (c.si_code <= 0) c.sender_pid = n.signal->sender_pid;
+  } else {
+    c.signo = n.threads.front().cursig != 0 ? n.threads.front().cursig : n.threads.front().signo;
+    c.si_code = n.threads.front().code;
+    c.source = "NT_PRSTATUS";
+  }
+  c.signal_name = signal_name(c.signo);
+  c.si_code_name = si_code_name(c.signo, c.si_code);
+  if (!n.threads.empty()) {
+    const auto &t = n.threads.front();
+    c.tid = t.tid;
+    c.has_regs = t.has_regs;
+    c.pc = t.pc;
+    c.sp = t.sp;
+    if (t.has_regs) c.location = locate(t.pc);
+  }
+  a_.crash = std::move(c);
+}
+
+void Analyzer::check_identity(RingReport &rep) {
+  const auto &h = rep.ring->header;
+  const auto &p = a_.process;
+  if (!p.pid) {
+    rep.pid = {Check::kUnchecked, "the core has no NT_PRPSINFO"};
+  } else if (h.pid == *p.pid) {
+    rep.pid = {Check::kMatch, fmt::format("ring pid {} = NT_PRPSINFO pid", h.pid)};
+  } else {
+    rep.pid = {Check::kMismatch, fmt::format("ring written by pid {}, the core is of pid {}", h.pid, *p.pid)};
+  }
+  if (h.build_id.empty()) {
+    rep.build_id = {Check::kUnchecked, "the ring records no executable build-id"};
+  } else if (p.build_id.empty()) {
+    rep.build_id = {Check::kUnchecked, fmt::format("the core does not attest the executable's build-id ({})",
+                                                   p.build_id_note)};
+  } else if (h.build_id == p.build_id) {
+    rep.build_id = {Check::kMatch, "ring build-id = the core's executable build-id"};
+  } else {
+    rep.build_id = {Check::kMismatch, fmt::format("ring build-id {} but the core's executable {} has {}",
+                                                  hex_bytes(h.build_id), p.exe, hex_bytes(p.build_id))};
+  }
+  rep.start_time = {Check::kUnchecked,
+                    "an ELF core does not record the process start time; it is checked against a sidecar"};
+  if (rep.pid.result == Check::kMismatch || rep.build_id.result == Check::kMismatch) {
+    rep.state = RingReport::State::kForeign;
+    rep.reason = rep.pid.result == Check::kMismatch ? rep.pid.detail : rep.build_id.detail;
+  }
+}
+
+void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, bool ring_named) {
+  auto view = core_.read_memory(addr, extent);
+  std::vector<std::uint8_t> copy;
+  auto hdr = validate_ring_header(view, extent);
+  if (hdr && view.size() < hdr->region_size) {
+    /* The region continues in the next PT_LOAD (a split mapping): copy the
+     * contiguous dumped bytes, at most region_size (<= 4 GiB, and never more
+     * than the file holds). */
+    copy = core_.copy_memory(addr, hdr->region_size);
+    if (copy.size() > view.size()) view = copy;
+  }
+  auto dec = decode_ring(view, extent);
+  if (!dec) {
+    rep.state = RingReport::State::kInvalid;
+    rep.reason = dec.error().message;
+    if (dec.error().code == Errc::kTruncated && core_.truncated()) {
+      rep.state = RingReport::State::kAbsent;
+      rep.reason = fmt::format("cut off by truncation: the core file ends ({} bytes) inside the ring at {:#x} "
+                               "({}); systemd-coredump truncates cores over its size limit "
+                               "(COREDUMP_TRUNCATED)", core_.file_size(), addr, dec.error().message);
+    } else if (dec.error().code == Errc::kNotFound && ring_named) {
+      rep.reason = fmt::format("the mapping at {:#x} is named like a ring but does not start with \"CTLN\"", addr);
+    }
+    return;
+  }
+  rep.state = RingReport::State::kValid;
+  rep.ring = std::move(*dec);
+  check_identity(rep);
+}
+
+void Analyzer::find_rings() {
+  const auto &n = core_.notes();
+  std::set<std::uint64_t> seen;
+  /* 1. NT_FILE: memfd mappings at file offset 0. */
+  for (std::size_t i = 0; i < n.files.size(); ++i) {
+    const FileMapping &fm = n.files[i];
+    if (fm.file_offset != 0 || !starts_with(fm.name, "/memfd:")) continue;
+    if (seen.count(fm.start)) continue;
+    const bool named = starts_with(fm.name, kRingMemfdPrefix);
+    /* The mapping's extent: this entry plus entries of the same file that
+     * continue it (a VMA split by mprotect/madvise). */
+    std::uint64_t end = fm.end, next_off = fm.end - fm.start;
+    for (std::size_t j = i + 1; j < n.files.size(); ++j) {
+      const FileMapping &g = n.files[j];
+      if (g.path != fm.path || g.start != end || g.file_offset != next_off) break;
+      end = g.end;
+      next_off += g.end - g.start;
+    }
+    std::uint64_t extent = end - fm.start;
+    RingReport rep;
+    rep.found_by = "nt_file";
+    rep.address = fm.start;
+    rep.mapping_size = extent;
+    rep.mapping_name = fm.path;
+    const Segment *seg = core_.segment_for(fm.start);
+    if (seg != nullptr) extent = std::min(extent, core_.mapped_extent(fm.start));
+    if (named && seg == nullptr) {
+      rep.state = RingReport::State::kAbsent;
+      rep.reason = fmt::format("NT_FILE lists {} at {:#x} but no PT_LOAD segment covers it", fm.path, fm.start);
+    } else if (named && seg->filesz == 0) {
+      rep.state = RingReport::State::kAbsent;
+      rep.reason = fmt::format(
+          "excluded from the core: NT_FILE lists {} at {:#x} but its PT_LOAD (program header {}) has p_filesz 0; "
+          "the kernel left it out (coredump_filter bit 1, shared anonymous memory, is clear, or the mapping "
+          "has MADV_DONTDUMP)", fm.path, fm.start, seg->index);
+    } else if (named && fm.start - seg->vaddr >= seg->present && seg->present < seg->filesz) {
+      rep.state = RingReport::State::kAbsent;
+      rep.reason = fmt::format(
+          "cut off by truncation: the ring's bytes start at file offset {:#x} but the core file ends at {:#x}; "
+          "systemd-coredump truncates cores over its size limit (COREDUMP_TRUNCATED)",
+          seg->offset + (fm.start - seg->vaddr), core_.file_size());
+    } else if (seg == nullptr || fm.start - seg->vaddr >= seg->present) {
+      continue; /* an unnamed memfd without bytes: not ours to judge */
+    } else {
+      probe(rep, fm.start, extent, named);
+      if (!named && rep.state != RingReport::State::kValid && rep.state != RingReport::State::kForeign) {
+        /* A memfd of another name: only a validated header makes it a ring. */
+        if (has_ring_magic(core_.read_memory(fm.start, 4))) {
+          a_.magic_rejected_total++;
+          if (a_.magic_rejected.size() < kMaxMagicMisses) a_.magic_rejected.push_back({fm.start, rep.reason});
+        }
+        seen.insert(fm.start);
+        continue;
+      }
+      if (!named) rep.reason = fmt::format("found in a memfd named {}", fm.path);
+    }
+    seen.insert(fm.start);
+    rep.index = static_cast<std::uint32_t>(a_.rings.size());
+    a_.rings.push_back(std::move(rep));
+  }
+  /* 2. Every page-aligned "CTLN" in the dumped bytes whose header validates
+   * (the only way when NT_FILE is missing; also finds rings in mappings
+   * NT_FILE does not name as memfds). */
+  const auto data = core_.bytes();
+  for (const Segment &s : core_.segments()) {
+    if (s.present < 4) continue;
+    std::uint64_t a = (s.vaddr + 4095) & ~std::uint64_t{4095};
+    if (a < s.vaddr) continue; /* wrapped */
+    for (; a - s.vaddr <= s.present - 4; a += 4096) {
+      const std::uint64_t off = s.offset + (a - s.vaddr);
+      if (std::memcmp(data.data() + off, f::kMagic, 4) != 0) continue;
+      if (seen.count(a)) continue;
+      seen.insert(a);
+      RingReport rep;
+      rep.found_by = "magic_scan";
+      rep.address = a;
+      rep.mapping_size = core_.mapped_extent(a);
+      if (const FileMapping *fm = core_.file_for(a)) rep.mapping_name = fm->path;
+      probe(rep, a, rep.mapping_size, false);
+      if (rep.state == RingReport::State::kValid || rep.state == RingReport::State::kForeign) {
+        rep.index = static_cast<std::uint32_t>(a_.rings.size());
+        a_.rings.push_back(std::move(rep));
+      } else {
+        a_.magic_rejected_total++;
+        if (a_.magic_rejected.size() < kMaxMagicMisses) a_.magic_rejected.push_back({a, rep.reason});
+      }
+      if (a > UINT64_MAX - 4096) break;
+    }
+  }
+}
+
+std::string sanitize_name(std::span<const std::uint8_t> b) {
+  std::string s;
+  for (auto c : b) {
+    if (c == 0) break;
+    if (c >= 0x20 && c < 0x7f && c != '\\') s.push_back(static_cast<char>(c));
+    else s += fmt::format("\\x{:02x}", c);
+  }
+  return s;
+}
+
+Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e,
+                           std::string source) {
+  Event ev;
+  ev.ring = ring_index;
+  ev.lane = e.lane;
+  ev.seq = e.seq;
+  ev.tid = e.tid;
+  ev.kind = e.kind;
+  ev.id = e.id;
+  ev.arg0 = e.arg0;
+  ev.arg1 = e.arg1;
+  ev.timestamp = e.timestamp;
+  ev.realtime_ns = ticks_to_realtime_ns(ring, e.timestamp);
+  ev.return_address = e.return_address;
+  ev.inline_bytes.assign(e.inline_data.begin(), e.inline_data.begin() + e.inline_len);
+  ev.source = std::move(source);
+  const char *kn = kind_name(e.kind);
+  ev.kind_name = kn != nullptr ? kn : fmt::format("KIND_{}", e.kind);
+  ev.name = ev.kind_name;
+  if (e.kind == f::kKindUser || e.kind == f::kKindUserPtr) {
+    const std::string *nm = opts_.tlmap != nullptr ? opts_.tlmap->find(e.id) : nullptr;
+    ev.named = nm != nullptr;
+    ev.name = nm != nullptr ? *nm : fmt::format("id={:#x}", e.id);
+  }
+  for (auto t : a_.process.threads)
+    if (t == e.tid) ev.tid_in_core = true;
+  switch (e.kind) {
+    case f::kKindUserPtr:
+    case f::kKindMalloc:
+    case f::kKindFree:
+    case f::kKindCalloc:
+    case f::kKindRealloc:
+      ev.pointer = describe(e.arg0);
+      break;
+    case f::kKindCrash: {
+      CrashSlot c;
+      c.signo = static_cast<std::int32_t>(e.id);
+      c.signal_name = signal_name(c.signo);
+      c.fault_address = e.arg0;
+      c.sp = e.arg1;
+      if (e.inline_len >= sizeof(f::CrashInfo)) {
+        f::CrashInfo ci;
+        std::memcpy(&ci, e.inline_data.data(), sizeof ci);
+        c.si_code = ci.code;
+        c.si_errno = ci.error;
+        c.si_pid = ci.sender_pid;
+        c.si_uid = ci.sender_uid;
+        c.handler_flags = ci.handler_flags;
+        c.chained = (ci.handler_flags & f::kCrashChained) != 0;
+        c.repeated = (ci.handler_flags & f::kCrashRepeated) != 0;
+      }
+      c.si_code_name = si_code_name(c.signo, c.si_code);
+      ev.crash = std::move(c);
+      break;
+    }
+    default: break;
+  }
+  if (e.return_address != 0 || e.kind == f::kKindCrash) {
+    ev.location = locate(e.return_address);
+    ev.location->mapping_changed = e.mmap_generation != static_cast<std::uint32_t>(ring.header.mmap_generation);
+  }
+  return ev;
+}
+
+bool Analyzer::handle_sidecar() {
+  if (!opts_.sidecar_path) return true;
+  a_.sidecar_path = opts_.sidecar_path;
+  if (opts_.core_only) {
+    a_.sidecar_status = "ignored";
+    a_.sidecar_detail = "--core-only: the sidecar was not read";
+    return true;
+  }
+  const std::string &path = *opts_.sidecar_path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st {};
+  std::vector<std::uint8_t> bytes;
+  std::string err;
+  if (fd < 0) err = fmt::format("cannot open: {}", std::strerror(errno));
+  else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) err = "not a regular file";
+  else if (static_cast<std::uint64_t>(st.st_size) > f::kMaxRegionSize) err = "larger than any ring (4 GiB)";
+  else {
+    bytes.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+      ssize_t r = pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    bytes.resize(got);
+  }
+  if (fd >= 0) close(fd);
+  if (!err.empty()) {
+    a_.sidecar_status = "unusable";
+    a_.sidecar_detail = err;
+    a_.warnings.push_back(fmt::format("sidecar {}: {}, ignoring it", path, err));
+    return true;
+  }
+  auto dec = decode_ring(bytes, f::kMaxRegionSize);
+  if (!dec) {
+    a_.sidecar_status = "unusable";
+    a_.sidecar_detail = dec.error().message;
+    a_.warnings.push_back(fmt::format("sidecar {}: {}, ignoring it", path, dec.error().message));
+    return true;
+  }
+  const auto &sh = dec->header;
+  const auto &p = a_.process;
+  auto refuse = [&](std::string why) {
+    a_.sidecar_status = "refused";
+    a_.sidecar_detail = why;
+    a_.status = Status::kSidecarMismatch;
+    a_.reason = fmt::format("sidecar identity mismatch: {} ({}); rerun with --core-only to ignore it", why, path);
+    return false;
+  };
+  /* The facts the core itself attests: the pid (NT_PRPSINFO) and the
+   * executable build-id (its dumped ELF header).  inode/device are advisory. */
+  if (p.pid && sh.pid != *p.pid)
+    return refuse(fmt::format("the sidecar was written by pid {}, the core is of pid {}", sh.pid, *p.pid));
+  if (!p.build_id.empty() && !sh.build_id.empty() && sh.build_id != p.build_id)
+    return refuse(fmt::format("the sidecar's build-id {} differs from the core's executable {}",
+                              hex_bytes(sh.build_id), hex_bytes(p.build_id)));
+  const bool attested = (p.pid && sh.pid == *p.pid) || (!p.build_id.empty() && sh.build_id == p.build_id);
+  if (!attested) return refuse("the core attests neither a pid nor a build-id to check the sidecar against");
+  if (sh.sidecar_ino != 0 && (sh.sidecar_ino != st.st_ino || sh.sidecar_dev != st.st_dev))
+    a_.warnings.push_back(fmt::format("sidecar {}: inode/device {}/{} differ from the ring's record {}/{} "
+                                      "(advisory only: copies and some file systems change them)",
+                                      path, st.st_ino, st.st_dev, sh.sidecar_ino, sh.sidecar_dev));
+  RingReport *target = nullptr;
+  bool any_valid = false;
+  for (auto &r : a_.rings) {
+    if (r.state != RingReport::State::kValid) continue;
+    any_valid = true;
+    if (r.ring->header.immutable == sh.immutable) target = &r;
+  }
+  if (any_valid && target == nullptr) {
+    std::string starts;
+    for (auto &r : a_.rings)
+      if (r.state == RingReport::State::kValid)
+        starts += fmt::format(" {}", r.ring->header.process_start_ticks);
+    return refuse(fmt::format("the sidecar's ring header (process start {} ticks) matches no ring in the core "
+                              "(start{})", sh.process_start_ticks, starts));
+  }
+  if (target != nullptr) {
+    target->start_time = {Check::kMatch, fmt::format("ring and sidecar agree: process start {} ticks",
+                                                     sh.process_start_ticks)};
+    std::set<std::pair<std::uint32_t, std::uint64_t>> have;
+    std::map<std::pair<std::uint32_t, std::uint64_t>, const RingEvent *> core_ev;
+    for (const auto &e : target->ring->events) core_ev[{e.lane, e.seq}] = &e;
+    std::uint64_t added = 0, conflicts = 0;
+    std::vector<RingEvent> extra;
+    for (const auto &e : dec->events) {
+      auto it = core_ev.find({e.lane, e.seq});
+      if (it == core_ev.end()) {
+        extra.push_back(e);
+        added++;
+      } else if (it->second->tid != e.tid || it->second->kind != e.kind || it->second->id != e.id ||
+                 it->second->arg0 != e.arg0 || it->second->arg1 != e.arg1 ||
+                 it->second->timestamp != e.timestamp) {
+        conflicts++;
+      }
+    }
+    for (const auto &e : extra) a_.events.push_back(make_event(target->index, *target->ring, e, "sidecar"));
+    a_.source = "core+sidecar";
+    a_.sidecar_status = "merged";
+    a_.sidecar_detail = fmt::format("{} events recovered from the sidecar that the core's ring no longer held",
+                                    added);
+    if (conflicts > 0)
+      a_.warnings.push_back(fmt::format("sidecar {}: {} events differ from the core's at the same lane and "
+                                        "sequence; the core's were kept", path, conflicts));
+    return true;
+  }
+  /* No valid ring in the core: degraded mode, said loudly. */
+  RingReport rep;
+  rep.index = static_cast<std::uint32_t>(a_.rings.size());
+  rep.found_by = "sidecar";
+  rep.mapping_name = path;
+  rep.mapping_size = bytes.size();
+  rep.state = RingReport::State::kValid;
+  rep.ring = std::move(*dec);
+  check_identity(rep);
+  rep.start_time = {Check::kUnchecked, "no ring in the core to compare the sidecar's start time with"};
+  a_.rings.push_back(std::move(rep));
+  a_.source = "degraded-sidecar";
+  a_.sidecar_status = "degraded";
+  a_.sidecar_detail = "the core holds no ring; the events come from the sidecar, an older copy";
+  a_.warnings.push_back(fmt::format("DEGRADED: the timeline comes from the sidecar {}, not the core; it is as "
+                                    "old as its last sync and the newest events may be missing", path));
+  return true;
+}
+
+void Analyzer::build_events() {
+  std::map<std::uint32_t, std::string> names;  /* tid -> thread name */
+  for (const auto &r : a_.rings) {
+    if (r.state != RingReport::State::kValid || r.found_by == "sidecar") continue;
+    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, "core"));
+  }
+  for (const auto &r : a_.rings) {
+    if (r.state != RingReport::State::kValid || r.found_by != "sidecar") continue;
+    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, "sidecar"));
+  }
+  /* Merge order: within a lane, seq order is exact; across lanes and rings,
+   * by slot timestamp.  A timestamp of 0 (none) or one earlier than its lane
+   * predecessor's inherits the predecessor's, so the lane order holds. */
+  std::sort(a_.events.begin(), a_.events.end(), [](const Event &x, const Event &y) {
+    if (x.ring != y.ring) return x.ring < y.ring;
+    if (x.lane != y.lane) return x.lane < y.lane;
+    return x.seq < y.seq;
+  });
+  std::vector<std::uint64_t> key(a_.events.size());
+  for (std::size_t i = 0; i < a_.events.size(); ++i) {
+    const auto &e = a_.events[i];
+    std::uint64_t k = e.timestamp;
+    if (i > 0 && a_.events[i - 1].ring == e.ring && a_.events[i - 1].lane == e.lane) k = std::max(k, key[i - 1]);
+    key[i] = k;
+  }
+  std::vector<std::size_t> order(a_.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (key[x] != key[y]) return key[x] < key[y];
+    const auto &ex = a_.events[x], &ey = a_.events[y];
+    if (ex.lane != ey.lane) return ex.lane < ey.lane;
+    if (ex.ring != ey.ring) return ex.ring < ey.ring;
+    return ex.seq < ey.seq;
+  });
+  std::vector<Event> sorted;
+  sorted.reserve(order.size());
+  for (auto i : order) sorted.push_back(std::move(a_.events[i]));
+  a_.events = std::move(sorted);
+
+  /* Thread names: THREAD_NAME events (the latest before each event wins),
+   * else the lane owner's name. */
+  std::map<std::uint32_t, std::string> owner;
+  for (const auto &r : a_.rings)
+    if (r.ring)
+      for (const auto &l : r.ring->lanes)
+        if (l.owner_tid != 0 && !l.owner_name.empty())
+          owner[l.owner_tid] = sanitize_name({reinterpret_cast<const std::uint8_t *>(l.owner_name.data()),
+                                              l.owner_name.size()});
+  for (auto &e : a_.events) {
+    if (e.kind == f::kKindThreadName) names[e.tid] = sanitize_name(e.inline_bytes);
+    auto it = names.find(e.tid);
+    if (it != names.end()) e.thread = it->second;
+    else if (auto o = owner.find(e.tid); o != owner.end()) e.thread = o->second;
+  }
+  for (const auto &e : a_.events)
+    if (e.kind == f::kKindCrash && a_.crash) a_.crash->ring_slot = true;
+}
+
+void Analyzer::symbolize_all() {
+  std::vector<SymbolQuery> q;
+  std::vector<Location *> dest;
+  for (auto &e : a_.events) {
+    if (!e.location || !e.location->in_module) continue;
+    q.push_back({e.return_address, e.kind != f::kKindCrash});
+    dest.push_back(&*e.location);
+  }
+  if (a_.crash && a_.crash->location && a_.crash->location->in_module) {
+    q.push_back({a_.crash->pc, false});
+    dest.push_back(&*a_.crash->location);
+  }
+  std::set<std::string> raw_modules;
+  for (auto *l : dest)
+    if (l->build_id.empty() && !opts_.unverified_symbols) {
+      l->note = "the core has no build-id for this module: raw address (--unverified-symbols to symbolize)";
+      raw_modules.insert(l->module);
+    }
+  for (const auto &m : raw_modules)
+    a_.warnings.push_back(fmt::format("NO BUILD-ID: the core records no build-id for {}; its addresses are shown "
+                                      "raw because no file can be verified to be the one that ran "
+                                      "(--unverified-symbols symbolizes them, tagged unverified)", m));
+  if (q.empty() || !opts_.symbolize) return;
+  SymbolizeOptions so;
+  so.isolate = opts_.isolate_symbolizer;
+  if (use_executable_) so.executable = opts_.executable;
+  auto res = symbolize(core_, q, so);
+  if (!res) {
+    a_.warnings.push_back(fmt::format("symbols unavailable ({}); the timeline is complete, with raw addresses",
+                                      res.error().message));
+    return;
+  }
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    Location &l = *dest[i];
+    const auto &s = (*res)[i];
+    if (!s) {
+      if (l.note.empty()) l.note = "no symbol or file found for this address";
+      continue;
+    }
+    if (!l.build_id.empty()) {
+      if (s->file_build_id != l.build_id) {
+        l.note = s->file_build_id.empty()
+                     ? fmt::format("{} has no build-id; not used", s->module_file)
+                     : fmt::format("{} has build-id {}, not the core's; not used", s->module_file,
+                                   hex_bytes(s->file_build_id));
+        continue;
+      }
+      l.verification = "verified";
+    } else {
+      if (!opts_.unverified_symbols) continue;
+      l.verification = "unverified-no-core-buildid";
+      l.note = fmt::format("symbols from {}, which cannot be verified against the core", s->module_file);
+    }
+    l.function = s->function;
+    l.function_offset = s->function_offset;
+    l.source_file = s->source_file;
+    l.line = s->line;
+  }
+}
+
+void Analyzer::decide_status() {
+  if (a_.status == Status::kSidecarMismatch || a_.status == Status::kExecutableRefused) return;
+  bool valid = false, absent = false, invalid = false;
+  const RingReport *first_absent = nullptr, *first_invalid = nullptr;
+  for (const auto &r : a_.rings) {
+    if (r.state == RingReport::State::kValid && r.found_by != "sidecar") valid = true;
+    if (r.state == RingReport::State::kAbsent) { absent = true; if (!first_absent) first_absent = &r; }
+    if (r.state == RingReport::State::kInvalid || r.state == RingReport::State::kForeign) {
+      invalid = true;
+      if (!first_invalid) first_invalid = &r;
+    }
+  }
+  if (valid) {
+    a_.status = Status::kOk;
+    if (a_.source.empty()) a_.source = "core-only";
+  } else if (absent) {
+    a_.status = Status::kMappingAbsent;
+    a_.reason = fmt::format("timeline mapping absent: {}", first_absent->reason);
+  } else if (invalid) {
+    a_.status = Status::kRingInvalid;
+    a_.reason = fmt::format("ring invalid: {}", first_invalid->reason);
+  } else {
+    a_.status = Status::kNoRing;
+    a_.reason = a_.magic_rejected_total > 0
+                    ? fmt::format("no CTLN mapping found ({} \"CTLN\" byte runs in the core, none a valid ring "
+                                  "header)", a_.magic_rejected_total)
+                    : "no CTLN mapping found: the process did not run with libtimeline";
+  }
+}
+
+Analysis Analyzer::run() {
+  a_.core_path = core_.path();
+  a_.core_size = core_.file_size();
+  a_.core_truncated = core_.truncated();
+  a_.machine = core_.machine();
+  if (a_.core_truncated)
+    a_.warnings.push_back("the core file is truncated: some segments end past the end of the file");
+  process_facts();
+  crash_facts();
+
+  if (opts_.executable) {
+    auto fid = file_build_id(*opts_.executable);
+    const auto &cid = a_.process.build_id;
+    if (!cid.empty()) {
+      if (!fid || *fid != cid) {
+        a_.status = Status::kExecutableRefused;
+        a_.reason = fmt::format("{} is not the executable of this core: its build-id is {}, the core's {} is {}",
+                                *opts_.executable, fid ? hex_bytes(*fid) : fid.error().message, a_.process.exe,
+                                hex_bytes(cid));
+        return std::move(a_);
+      }
+      exe_verified_ = use_executable_ = true;
+    } else if (opts_.unverified_symbols) {
+      use_executable_ = true;
+      a_.warnings.push_back(fmt::format("UNVERIFIED: the core has no build-id for its executable; {} is used "
+                                        "for symbols because of --unverified-symbols", *opts_.executable));
+    } else {
+      a_.warnings.push_back(fmt::format("the core has no build-id for its executable, so {} cannot be verified "
+                                        "and is not used (--unverified-symbols uses it anyway)",
+                                        *opts_.executable));
+    }
+  }
+
+  find_rings();
+  if (!handle_sidecar()) return std::move(a_);
+  build_events();
+  decide_status();
+
+  for (const auto &r : a_.rings) {
+    if (!r.ring || r.state != RingReport::State::kValid) continue;
+    const auto &d = *r.ring;
+    if (d.header.dropped > 0 || d.overwritten > 0 || d.torn > 0 || d.invalid > 0 || d.missing > 0 ||
+        d.truncated || d.counter_inconsistent)
+      a_.absence_proves_nothing = true;
+    for (const auto &w : d.warnings) a_.warnings.push_back(fmt::format("ring {}: {}", r.index, w));
+    for (const auto &l : d.lanes)
+      if (l.counter_inconsistent)
+        a_.warnings.push_back(fmt::format("ring {}: COUNTER INCONSISTENT in lane {}: {}; the timeline shows the "
+                                          "slots actually committed", r.index, l.index, l.counter_reason));
+    if (d.torn + d.invalid > 0)
+      a_.warnings.push_back(fmt::format("ring {}: {} torn and {} invalid slots skipped (listed in the ring report)",
+                                        r.index, d.torn, d.invalid));
+  }
+  for (const auto &r : a_.rings)
+    if (r.state == RingReport::State::kForeign || (r.state != RingReport::State::kValid && a_.status == Status::kOk))
+      a_.warnings.push_back(fmt::format("ring {} at {:#x} not used: {}", r.index, r.address, r.reason));
+  if (a_.crash && !a_.crash->ring_slot && a_.status == Status::kOk)
+    a_.warnings.push_back("no CRASH event in the ring: the crash handler was not installed or did not run; the "
+                          "crash facts shown come from the core's notes");
+  if (a_.absence_proves_nothing)
+    a_.warnings.push_back("events were dropped, overwritten, torn or lost: the absence of an event from this "
+                          "timeline proves nothing");
+  if (a_.status == Status::kOk || a_.source == "degraded-sidecar") symbolize_all();
+  return std::move(a_);
+}
+
+}  // namespace
+
+Analysis analysis_of_error(const std::string &path, const Error &error) {
+  Analysis a;
+  a.status = Status::kCoreUnreadable;
+  a.core_path = path;
+  a.reason = fmt::format("cannot read the core: {}", error.message);
+  return a;
+}
+
+Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept {
+  try {
+    return Analyzer(core, options).run();
+  } catch (const std::bad_alloc &) {
+    Analysis a;
+    a.status = Status::kCoreUnreadable;
+    a.core_path = core.path();
+    a.reason = "out of memory while reading the core";
+    return a;
+  } catch (const std::exception &e) {
+    Analysis a;
+    a.status = Status::kCoreUnreadable;
+    a.core_path = core.path();
+    a.reason = fmt::format("internal error: {}", e.what());
+    return a;
+  }
+}
+
+}  // namespace core_timeline::reader

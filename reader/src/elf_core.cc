@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/reader/elf_core.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core_timeline/reader/cursor.h"
+#include "try.h"
+
+namespace core_timeline::reader {
+
+namespace {
+
+/* Bounds that keep a hostile core from making us loop or allocate without
+ * limit.  Real cores stay far below them. */
+constexpr std::uint64_t kMaxPhdrs = 1u << 22;        /* 4M mappings */
+constexpr std::uint64_t kMaxFileEntries = 1u << 22;
+constexpr std::size_t kMaxEmbeddedPhdrs = 256;        /* in a module's header */
+constexpr std::uint64_t kMaxBuildId = 64;
+
+/* Offsets in struct elf_prstatus (include/uapi/linux/elfcore.h, 64-bit):
+ * pr_info {si_signo, si_code, si_errno} at 0, pr_cursig at 12, pr_pid at 32,
+ * pr_reg at 112. */
+constexpr std::size_t kPrstatusPid = 32;
+constexpr std::size_t kPrstatusReg = 112;
+/* struct elf_prpsinfo, 64-bit: pr_sname 1, pr_uid 16, pr_gid 20, pr_pid 24,
+ * pr_ppid 28, pr_fname 40 [16], pr_psargs 56 [80]; 136 bytes. */
+constexpr std::size_t kPrpsinfoSize = 136;
+
+std::string bounded_cstr(std::span<const std::uint8_t> b) {
+  std::size_t n = 0;
+  while (n < b.size() && b[n] != 0) ++n;
+  return std::string(reinterpret_cast<const char *>(b.data()), n);
+}
+
+void parse_prstatus(std::span<const std::uint8_t> d, std::uint16_t machine, CoreNotes &out) {
+  if (d.size() < kPrstatusPid + 4) {
+    out.warnings.push_back(fmt::format("NT_PRSTATUS of {} bytes is too short, ignoring", d.size()));
+    return;
+  }
+  ThreadStatus t;
+  load_at(d, 0, t.signo);
+  load_at(d, 4, t.code);
+  load_at(d, 12, t.cursig);
+  load_at(d, kPrstatusPid, t.tid);
+  std::size_t pc_idx = 0, sp_idx = 0, nregs = 0;
+  if (machine == EM_X86_64) {
+    pc_idx = 16; sp_idx = 19; nregs = 27;   /* user_regs_struct: rip, rsp */
+  } else if (machine == EM_AARCH64) {
+    pc_idx = 32; sp_idx = 31; nregs = 34;   /* user_pt_regs: pc, sp */
+  }
+  if (nregs != 0 && d.size() >= kPrstatusReg + nregs * 8) {
+    load_at(d, kPrstatusReg + pc_idx * 8, t.pc);
+    load_at(d, kPrstatusReg + sp_idx * 8, t.sp);
+    t.has_regs = true;
+  }
+  out.threads.push_back(t);
+}
+
+void parse_prpsinfo(std::span<const std::uint8_t> d, CoreNotes &out) {
+  if (d.size() < kPrpsinfoSize) {
+    out.warnings.push_back(fmt::format("NT_PRPSINFO of {} bytes is shorter than {}, ignoring",
+                                       d.size(), kPrpsinfoSize));
+    return;
+  }
+  ProcessInfo p;
+  p.state = static_cast<char>(d[1]);
+  load_at(d, 16, p.uid);
+  load_at(d, 20, p.gid);
+  load_at(d, 24, p.pid);
+  load_at(d, 28, p.ppid);
+  p.fname = bounded_cstr(d.subspan(40, 16));
+  p.psargs = bounded_cstr(d.subspan(56, 80));
+  out.process = std::move(p);
+}
+
+void parse_siginfo(std::span<const std::uint8_t> d, CoreNotes &out) {
+  if (d.size() < 24) {
+    out.warnings.push_back(fmt::format("NT_SIGINFO of {} bytes is too short, ignoring", d.size()));
+    return;
+  }
+  SignalInfo s;
+  load_at(d, 0, s.signo);
+  load_at(d, 4, s.err);
+  load_at(d, 8, s.code);
+  load_at(d, 16, s.addr);       /* _sigfault.si_addr */
+  load_at(d, 16, s.sender_pid); /* _kill.si_pid (same union) */
+  load_at(d, 20, s.sender_uid);
+  out.signal = s;
+}
+
+void parse_auxv(std::span<const std::uint8_t> d, CoreNotes &out) {
+  for (std::size_t off = 0; off + 16 <= d.size(); off += 16) {
+    std::uint64_t type = 0, val = 0;
+    load_at(d, off, type);
+    load_at(d, off + 8, val);
+    if (type == AT_NULL) break;
+    out.auxv.emplace_back(type, val);
+  }
+}
+
+Result<void> parse_file_note(std::span<const std::uint8_t> d, std::uint64_t base, CoreNotes &out) {
+  Cursor c(d, base, "NT_FILE note");
+  CT_TRY(count, c.u64("count"));
+  CT_TRY(page_size, c.u64("page_size"));
+  if (page_size == 0 || (page_size & (page_size - 1)) != 0 || page_size > (1u << 30))
+    return c.error(Errc::kBadData, "page_size", fmt::format("{:#x} is not a sane page size", page_size));
+  if (count > kMaxFileEntries || count > c.remaining() / 24)
+    return c.error(Errc::kBadData, "count",
+                   fmt::format("{} entries do not fit in the {} bytes left", count, c.remaining()));
+  std::vector<FileMapping> files(count);
+  for (auto &f : files) {
+    CT_TRY(start, c.u64("start"));
+    CT_TRY(end, c.u64("end"));
+    CT_TRY(pgoff, c.u64("file_ofs"));
+    if (end < start)
+      return c.error(Errc::kBadData, "end", fmt::format("end {:#x} < start {:#x}", end, start));
+    if (pgoff > UINT64_MAX / page_size)
+      return c.error(Errc::kBadData, "file_ofs", "page offset overflows");
+    f.start = start;
+    f.end = end;
+    f.file_offset = pgoff * page_size;
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto s = c.cstring("filename");
+    if (!s) {
+      out.warnings.push_back(fmt::format("NT_FILE: only {} of {} file names present, ignoring the rest",
+                                         i, files.size()));
+      files.resize(i);
+      break;
+    }
+    files[i].path = std::string(*s);
+    constexpr std::string_view kDeleted = " (deleted)";
+    files[i].name = files[i].path;
+    if (files[i].name.size() >= kDeleted.size() &&
+        files[i].name.compare(files[i].name.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
+      files[i].deleted = true;
+      files[i].name.resize(files[i].name.size() - kDeleted.size());
+    }
+  }
+  out.has_file_note = true;
+  out.file_note_page_size = page_size;
+  out.files = std::move(files);
+  return {};
+}
+
+/* Parses the ELF notes in `d`, calling fn(name, type, desc, desc_offset). */
+template <class Fn>
+Result<void> for_each_note(std::span<const std::uint8_t> d, std::uint64_t base, std::size_t align,
+                           std::string_view what, Fn &&fn) {
+  Cursor c(d, base, what);
+  while (c.remaining() >= 12) {
+    CT_TRY(namesz, c.u32("n_namesz"));
+    CT_TRY(descsz, c.u32("n_descsz"));
+    CT_TRY(type, c.u32("n_type"));
+    CT_TRY(name, c.bytes(namesz, "name"));
+    if (c.remaining() > 0) CT_TRY_VOID(c.align(align, "name padding"));
+    std::uint64_t desc_off = c.offset();
+    CT_TRY(desc, c.bytes(descsz, "desc"));
+    if (c.remaining() > 0) CT_TRY_VOID(c.align(align, "desc padding"));
+    std::string_view n(reinterpret_cast<const char *>(name.data()), name.size());
+    while (!n.empty() && n.back() == '\0') n.remove_suffix(1);
+    fn(n, type, desc, desc_off);
+  }
+  return {};
+}
+
+}  // namespace
+
+void parse_core_notes(std::span<const std::uint8_t> data, std::uint64_t base, std::uint16_t machine,
+                      CoreNotes &out) {
+  auto r = for_each_note(data, base, 4, "PT_NOTE",
+                         [&](std::string_view name, std::uint32_t type,
+                             std::span<const std::uint8_t> desc, std::uint64_t desc_off) {
+    if (name != "CORE") return;
+    switch (type) {
+      case NT_PRSTATUS: parse_prstatus(desc, machine, out); break;
+      case NT_PRPSINFO:
+        if (out.process)
+          out.warnings.push_back(fmt::format("second NT_PRPSINFO at offset {:#x}, ignoring", desc_off));
+        else
+          parse_prpsinfo(desc, out);
+        break;
+      case NT_SIGINFO:
+        if (!out.signal) parse_siginfo(desc, out);
+        break;
+      case NT_AUXV:
+        if (out.auxv.empty()) parse_auxv(desc, out);
+        break;
+      case NT_FILE:
+        if (out.has_file_note) {
+          out.warnings.push_back(fmt::format("second NT_FILE at offset {:#x}, ignoring", desc_off));
+        } else if (auto fr = parse_file_note(desc, desc_off, out); !fr) {
+          out.warnings.push_back(fr.error().message + ", ignoring NT_FILE");
+        }
+        break;
+      default: break;
+    }
+  });
+  if (!r) out.warnings.push_back(r.error().message + ", ignoring the rest of this PT_NOTE");
+}
+
+std::string hex_bytes(std::span<const std::uint8_t> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (auto b : bytes) {
+    s.push_back(kDigits[b >> 4]);
+    s.push_back(kDigits[b & 15]);
+  }
+  return s;
+}
+
+/* ------------------------------------------------------------------ Impl */
+
+struct CoreFile::Impl {
+  std::string path;
+  int fd = -1;
+  void *map = nullptr;
+  std::size_t map_len = 0;
+  std::vector<std::uint8_t> owned;
+  std::span<const std::uint8_t> data;
+  std::uint16_t machine = 0;
+  std::vector<Segment> loads;
+  std::vector<Segment> notes_segs;
+  std::vector<std::size_t> by_vaddr;  /* indexes into loads, sorted by vaddr */
+  std::vector<std::size_t> files_by_start;
+  CoreNotes notes;
+  std::vector<Module> modules;
+  bool truncated = false;
+
+  ~Impl() {
+    if (map != nullptr) munmap(map, map_len);
+    if (fd >= 0) close(fd);
+  }
+
+  Result<void> parse();
+  void build_modules();
+};
+
+namespace {
+Error not_core(const std::string &path, std::string_view why) {
+  return Error{Errc::kUnsupported, fmt::format("{}: {}", path, why)};
+}
+}  // namespace
+
+Result<void> CoreFile::Impl::parse() {
+  const auto &d = data;
+  if (d.empty()) return Error{Errc::kNotElf, fmt::format("{}: empty file (0 bytes), not an ELF core", path)};
+  if (d.size() < 4 || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0)
+    return Error{Errc::kNotElf, fmt::format("{}: no ELF magic at offset 0, not an ELF core", path)};
+  if (d.size() < sizeof(Elf64_Ehdr)) {
+    if (d.size() > EI_CLASS && d[EI_CLASS] != ELFCLASS64) return not_core(path, "not a 64-bit ELF file");
+    return Error{Errc::kTruncated, fmt::format("{}: ELF header cut off ({} of {} bytes)", path, d.size(),
+                                               sizeof(Elf64_Ehdr))};
+  }
+  if (d[EI_CLASS] != ELFCLASS64) return not_core(path, "not a 64-bit ELF file (EI_CLASS), unsupported");
+  if (d[EI_DATA] != ELFDATA2LSB) return not_core(path, "not a little-endian ELF file (EI_DATA), unsupported");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, d.data(), sizeof eh);
+  if (eh.e_type != ET_CORE)
+    return not_core(path, fmt::format("ELF type {} is not ET_CORE (4): not a core dump", eh.e_type));
+  machine = eh.e_machine;
+  if (eh.e_phentsize != sizeof(Elf64_Phdr))
+    return Error{Errc::kBadData, fmt::format("{}: e_phentsize {} at offset 0x36 is not {}", path,
+                                             eh.e_phentsize, sizeof(Elf64_Phdr))};
+  std::uint64_t phnum = eh.e_phnum;
+  if (phnum == PN_XNUM) {
+    /* More than 65534 program headers: the count is in section 0's sh_info
+     * (elf(5)). */
+    Elf64_Shdr sh0;
+    if (eh.e_shoff == 0 || !load_at(d, eh.e_shoff, sh0))
+      return Error{Errc::kTruncated, fmt::format("{}: e_phnum is PN_XNUM but section header 0 at {:#x} "
+                                                 "is not in the file", path, eh.e_shoff)};
+    phnum = sh0.sh_info;
+  }
+  if (phnum > kMaxPhdrs)
+    return Error{Errc::kBadData, fmt::format("{}: {} program headers is more than {}", path, phnum, kMaxPhdrs)};
+  if (eh.e_phoff > d.size() || (d.size() - eh.e_phoff) / sizeof(Elf64_Phdr) < phnum)
+    return Error{Errc::kTruncated,
+                 fmt::format("{}: program header table ({} entries at offset {:#x}) runs past the end of "
+                             "the file ({} bytes)", path, phnum, eh.e_phoff, d.size())};
+  for (std::uint64_t i = 0; i < phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, d.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_LOAD && ph.p_type != PT_NOTE) continue;
+    Segment s;
+    s.index = static_cast<std::uint32_t>(i);
+    s.vaddr = ph.p_vaddr;
+    s.memsz = ph.p_memsz;
+    s.offset = ph.p_offset;
+    s.filesz = ph.p_filesz;
+    s.flags = ph.p_flags;
+    if (s.memsz > UINT64_MAX - s.vaddr) s.memsz = UINT64_MAX - s.vaddr; /* wrap: clamp */
+    if (s.offset >= d.size()) s.present = 0;
+    else s.present = std::min<std::uint64_t>(s.filesz, d.size() - s.offset);
+    if (s.present < s.filesz) truncated = true;
+    if (ph.p_type == PT_LOAD) loads.push_back(s);
+    else notes_segs.push_back(s);
+  }
+  by_vaddr.resize(loads.size());
+  for (std::size_t i = 0; i < loads.size(); ++i) by_vaddr[i] = i;
+  std::stable_sort(by_vaddr.begin(), by_vaddr.end(),
+                   [&](std::size_t a, std::size_t b) { return loads[a].vaddr < loads[b].vaddr; });
+
+  for (const auto &ns : notes_segs) {
+    if (ns.present < ns.filesz)
+      notes.warnings.push_back(fmt::format("PT_NOTE at offset {:#x} is cut off at {} of {} bytes "
+                                           "(truncated core)", ns.offset, ns.present, ns.filesz));
+    if (ns.present == 0) continue;
+    parse_core_notes(d.subspan(ns.offset, ns.present), ns.offset, machine, notes);
+  }
+  files_by_start.resize(notes.files.size());
+  for (std::size_t i = 0; i < files_by_start.size(); ++i) files_by_start[i] = i;
+  std::stable_sort(files_by_start.begin(), files_by_start.end(), [&](std::size_t a, std::size_t b) {
+    return notes.files[a].start < notes.files[b].start;
+  });
+  return {};
+}
+
+CoreFile::CoreFile(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+CoreFile::CoreFile(CoreFile &&) noexcept = default;
+CoreFile &CoreFile::operator=(CoreFile &&) noexcept = default;
+CoreFile::~CoreFile() = default;
+
+Result<CoreFile> CoreFile::open(const std::string &path) noexcept try {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl->fd < 0)
+    return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  struct stat st;
+  if (fstat(impl->fd, &st) != 0)
+    return Error{Errc::kIo, fmt::format("{}: cannot stat: {}", path, std::strerror(errno))};
+  if (!S_ISREG(st.st_mode))
+    return Error{Errc::kIo, fmt::format("{}: not a regular file", path)};
+  if (st.st_size > 0) {
+    impl->map_len = static_cast<std::size_t>(st.st_size);
+    impl->map = mmap(nullptr, impl->map_len, PROT_READ, MAP_PRIVATE, impl->fd, 0);
+    if (impl->map == MAP_FAILED) {
+      impl->map = nullptr;
+      return Error{Errc::kIo, fmt::format("{}: cannot mmap {} bytes: {}", path, impl->map_len,
+                                          std::strerror(errno))};
+    }
+    impl->data = {static_cast<const std::uint8_t *>(impl->map), impl->map_len};
+  }
+  CT_TRY_VOID(impl->parse());
+  impl->build_modules();
+  CoreFile core(std::move(impl));
+  core.fill_build_ids();
+  return core;
+} catch (const std::bad_alloc &) {
+  return Error{Errc::kNoMemory, "out of memory"};
+}
+
+Result<CoreFile> CoreFile::from_bytes(std::vector<std::uint8_t> bytes, std::string name) noexcept try {
+  auto impl = std::make_unique<Impl>();
+  impl->path = std::move(name);
+  impl->owned = std::move(bytes);
+  impl->data = impl->owned;
+  CT_TRY_VOID(impl->parse());
+  impl->build_modules();
+  CoreFile core(std::move(impl));
+  core.fill_build_ids();
+  return core;
+} catch (const std::bad_alloc &) {
+  return Error{Errc::kNoMemory, "out of memory"};
+}
+
+std::span<const std::uint8_t> CoreFile::bytes() const noexcept { return impl_->data; }
+const std::string &CoreFile::path() const noexcept { return impl_->path; }
+int CoreFile::fd() const noexcept { return impl_->fd; }
+std::uint16_t CoreFile::machine() const noexcept { return impl_->machine; }
+const std::vector<Segment> &CoreFile::segments() const noexcept { return impl_->loads; }
+const std::vector<Segment> &CoreFile::note_segments() const noexcept { return impl_->notes_segs; }
+const CoreNotes &CoreFile::notes() const noexcept { return impl_->notes; }
+const std::vector<Module> &CoreFile::modules() const noexcept { return impl_->modules; }
+bool CoreFile::truncated() const noexcept { return impl_->truncated; }
+
+const Segment *CoreFile::segment_for(std::uint64_t addr) const noexcept {
+  const auto &idx = impl_->by_vaddr;
+  const auto &loads = impl_->loads;
+  /* Last segment with vaddr <= addr. */
+  auto it = std::upper_bound(idx.begin(), idx.end(), addr,
+                             [&](std::uint64_t a, std::size_t i) { return a < loads[i].vaddr; });
+  while (it != idx.begin()) {
+    --it;
+    const Segment &s = loads[*it];
+    if (addr - s.vaddr < s.memsz) return &s;
+    /* Overlapping segments do not occur in kernel cores; look back a little
+     * in case a crafted core has them. */
+    if (idx.begin() + 4 <= it) break;
+  }
+  return nullptr;
+}
+
+const FileMapping *CoreFile::file_for(std::uint64_t addr) const noexcept {
+  const auto &idx = impl_->files_by_start;
+  const auto &files = impl_->notes.files;
+  auto it = std::upper_bound(idx.begin(), idx.end(), addr,
+                             [&](std::uint64_t a, std::size_t i) { return a < files[i].start; });
+  if (it == idx.begin()) return nullptr;
+  --it;
+  const FileMapping &f = files[*it];
+  return addr < f.end ? &f : nullptr;
+}
+
+const Module *CoreFile::module_for(std::uint64_t addr) const noexcept {
+  const FileMapping *f = file_for(addr);
+  if (f == nullptr) return nullptr;
+  for (const auto &m : impl_->modules)
+    if (m.path == f->path) return &m;
+  return nullptr;
+}
+
+const Module *CoreFile::executable(std::string *how) const noexcept {
+  const auto &n = impl_->notes;
+  for (std::uint64_t at : {std::uint64_t{AT_PHDR}, std::uint64_t{AT_ENTRY}}) {
+    for (const auto &[type, val] : n.auxv) {
+      if (type != at) continue;
+      if (const Module *m = module_for(val)) {
+        if (how) *how = at == AT_PHDR ? "NT_FILE mapping holding AT_PHDR" : "NT_FILE mapping holding AT_ENTRY";
+        return m;
+      }
+    }
+  }
+  if (!impl_->modules.empty()) {
+    if (how) *how = "first NT_FILE entry (no usable NT_AUXV)";
+    for (const auto &m : impl_->modules)
+      if (!n.files.empty() && m.path == n.files.front().path) return &m;
+  }
+  return nullptr;
+}
+
+std::span<const std::uint8_t> CoreFile::read_memory(std::uint64_t addr, std::uint64_t len) const noexcept {
+  const Segment *s = segment_for(addr);
+  if (s == nullptr) return {};
+  std::uint64_t in = addr - s->vaddr;
+  if (in >= s->present) return {};
+  std::uint64_t n = std::min(len, s->present - in);
+  return impl_->data.subspan(s->offset + in, n);
+}
+
+std::vector<std::uint8_t> CoreFile::copy_memory(std::uint64_t addr, std::uint64_t len) const {
+  std::vector<std::uint8_t> out;
+  while (len > 0) {
+    auto part = read_memory(addr, len);
+    if (part.empty()) break;
+    out.insert(out.end(), part.begin(), part.end());
+    len -= part.size();
+    if (part.size() > UINT64_MAX - addr) break;
+    addr += part.size();
+    /* Continue only into the next segment if this one was fully present. */
+    const Segment *s = segment_for(addr - 1);
+    if (s == nullptr || addr != s->end()) break;
+  }
+  return out;
+}
+
+std::uint64_t CoreFile::mapped_extent(std::uint64_t addr) const noexcept {
+  const Segment *s = segment_for(addr);
+  if (s == nullptr) return 0;
+  std::uint64_t end = s->end();
+  /* Follow vaddr-contiguous segments; bounded by the segment count. */
+  for (std::size_t guard = 0; guard < impl_->loads.size(); ++guard) {
+    const Segment *next = segment_for(end);
+    if (next == nullptr || next->vaddr != end || next->memsz == 0) break;
+    end = next->end();
+  }
+  return end - addr;
+}
+
+Result<std::vector<std::uint8_t>> CoreFile::build_id_at(std::uint64_t base) const {
+  auto page = read_memory(base, 1u << 16);
+  if (page.empty())
+    return Error{Errc::kNotFound, fmt::format("the ELF header at {:#x} is not in the core", base)};
+  if (page.size() < sizeof(Elf64_Ehdr) || std::memcmp(page.data(), ELFMAG, SELFMAG) != 0)
+    return Error{Errc::kNotFound, fmt::format("no ELF header at {:#x} in the core", base)};
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, page.data(), sizeof eh);
+  if (page[EI_CLASS] != ELFCLASS64 || page[EI_DATA] != ELFDATA2LSB || eh.e_phentsize != sizeof(Elf64_Phdr))
+    return Error{Errc::kNotFound, fmt::format("ELF header at {:#x} is not 64-bit little-endian", base)};
+  if (eh.e_phnum > kMaxEmbeddedPhdrs || eh.e_phoff > page.size() ||
+      (page.size() - eh.e_phoff) / sizeof(Elf64_Phdr) < eh.e_phnum)
+    return Error{Errc::kNotFound,
+                 fmt::format("program headers of the ELF image at {:#x} are not in the dumped bytes", base)};
+  bool saw_note = false;
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, page.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_NOTE) continue;
+    saw_note = true;
+    if (ph.p_offset > page.size() || page.size() - ph.p_offset < ph.p_filesz) continue;
+    std::vector<std::uint8_t> id;
+    auto r = for_each_note(page.subspan(ph.p_offset, ph.p_filesz), base + ph.p_offset,
+                           ph.p_align == 8 ? 8 : 4, "module note",
+                           [&](std::string_view name, std::uint32_t type,
+                               std::span<const std::uint8_t> desc, std::uint64_t) {
+      if (name == "GNU" && type == NT_GNU_BUILD_ID && id.empty() && !desc.empty() &&
+          desc.size() <= kMaxBuildId)
+        id.assign(desc.begin(), desc.end());
+    });
+    (void)r; /* a malformed note ends the walk; an id found before it counts */
+    if (!id.empty()) return id;
+  }
+  return Error{Errc::kNotFound, saw_note ? fmt::format("no NT_GNU_BUILD_ID note in the ELF image at {:#x}", base)
+                                         : fmt::format("the ELF image at {:#x} has no PT_NOTE", base)};
+}
+
+void CoreFile::Impl::build_modules() {
+  std::unordered_map<std::string_view, std::size_t> index;
+  modules.reserve(std::min<std::size_t>(notes.files.size(), 4096));
+  for (const auto &f : notes.files) {
+    auto [it, fresh] = index.try_emplace(f.path, modules.size());
+    if (fresh) {
+      Module m;
+      m.path = f.path;
+      m.name = f.name;
+      m.base = UINT64_MAX;
+      m.end = f.end;
+      modules.push_back(std::move(m));
+    }
+    Module &m = modules[it->second];
+    if (f.file_offset == 0 && f.start < m.base) m.base = f.start;
+    m.end = std::max(m.end, f.end);
+  }
+}
+
+void CoreFile::fill_build_ids() {
+  for (auto &m : impl_->modules) {
+    if (m.base == UINT64_MAX) {
+      m.build_id_note = "no mapping at file offset 0 (ELF header not mapped)";
+      for (const auto &f : impl_->notes.files)
+        if (f.path == m.path) { m.base = f.start; break; }
+      continue;
+    }
+    auto id = build_id_at(m.base);
+    auto head = read_memory(m.base, 4);
+    m.is_elf = head.size() == 4 && std::memcmp(head.data(), ELFMAG, SELFMAG) == 0;
+    if (id) m.build_id = std::move(*id);
+    else m.build_id_note = id.error().message;
+  }
+}
+
+}  // namespace core_timeline::reader

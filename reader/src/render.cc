@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/reader/render.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core_timeline/ring_format.h"
+
+namespace core_timeline::reader {
+
+namespace f = core_timeline::format;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+/* Printable ASCII as is, everything else \xNN: untrusted bytes never reach
+ * a terminal raw. */
+std::string esc(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) o.push_back(static_cast<char>(c));
+    else o += fmt::format("\\x{:02x}", c);
+  }
+  return o;
+}
+
+std::string basename_of(std::string_view p) {
+  auto slash = p.rfind('/');
+  return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
+}
+
+std::string spaced_hex(const std::vector<std::uint8_t> &b) {
+  std::string s;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i) s.push_back(' ');
+    s += fmt::format("{:02x}", b[i]);
+  }
+  return s;
+}
+
+std::string location_text(const Location &l) {
+  std::string s;
+  if (!l.function.empty()) {
+    s = fmt::format("{}+{:#x}", esc(l.function), l.function_offset);
+    if (!l.source_file.empty()) s += fmt::format(" ({}:{})", esc(basename_of(l.source_file)), l.line);
+    s += fmt::format(" in {}", esc(basename_of(l.module)));
+  } else if (l.in_module) {
+    s = fmt::format("{}+{:#x}", esc(basename_of(l.module)), l.file_offset);
+  } else {
+    s = fmt::format("{:#x} (in no file mapping)", l.address);
+  }
+  if (l.verification == "unverified-no-core-buildid") s += " [UNVERIFIED: no build-id in core]";
+  if (l.mapping_changed) s += " [mappings changed since]";
+  return s;
+}
+
+std::string mapping_text(const AddressMapping &m) {
+  if (m.kind == "unmapped") return "-> unmapped";
+  std::string s = m.kind == "file" ? fmt::format("-> {} {}", esc(m.path), m.perms)
+                                   : fmt::format("-> anon {} {:#x}-{:#x}", m.perms, m.start, m.end);
+  if (!m.note.empty()) s += fmt::format(" ({})", m.note);
+  if (!m.dumped) s += " (not in core)";
+  return s;
+}
+
+std::string args_text(const Event &e) {
+  const auto ptr = [&]() { return e.pointer ? " " + mapping_text(*e.pointer) : std::string(); };
+  switch (e.kind) {
+    case f::kKindUser:
+      return e.arg1 != 0 ? fmt::format("arg={} arg1={}", e.arg0, e.arg1) : fmt::format("arg={}", e.arg0);
+    case f::kKindUserPtr:
+      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, e.inline_bytes.size(), e.arg1,
+                         spaced_hex(e.inline_bytes), ptr());
+    case f::kKindThreadName: {
+      std::string n(e.inline_bytes.begin(), e.inline_bytes.end());
+      return fmt::format("name=\"{}\"", esc(n.substr(0, n.find('\0'))));
+    }
+    case f::kKindCrash: {
+      const auto &c = *e.crash;
+      std::string s = fmt::format("sig={} code={} addr={:#x} pc={:#x}", c.signal_name, c.si_code_name,
+                                  c.fault_address, e.return_address);
+      if (c.si_code <= 0) s += fmt::format(" from pid {}", c.si_pid);
+      if (c.chained) s += " (after chained handler)";
+      return s;
+    }
+    case f::kKindLaneClaim: return fmt::format("lane={} prev_owner={}", e.arg0, e.arg1);
+    case f::kKindMalloc: return fmt::format("ptr={:#x} size={}{}", e.arg0, e.arg1, ptr());
+    case f::kKindFree: return fmt::format("ptr={:#x}{}", e.arg0, ptr());
+    case f::kKindCalloc: return fmt::format("ptr={:#x} size={}{}", e.arg0, e.arg1, ptr());
+    case f::kKindRealloc: {
+      std::uint64_t old = 0;
+      if (e.inline_bytes.size() >= 8) std::memcpy(&old, e.inline_bytes.data(), 8);
+      return fmt::format("ptr={:#x} size={} old={:#x}{}", e.arg0, e.arg1, old, ptr());
+    }
+    case f::kKindOpen:
+      return fmt::format("result={} path-bytes=[{}]", static_cast<std::int64_t>(e.arg0), spaced_hex(e.inline_bytes));
+    case f::kKindRead:
+    case f::kKindWrite:
+      return fmt::format("fd={} result={} count={}", e.id, static_cast<std::int64_t>(e.arg0), e.arg1);
+    case f::kKindConnect:
+      return fmt::format("fd={} result={} addr-bytes=[{}]", e.id, static_cast<std::int64_t>(e.arg0),
+                         spaced_hex(e.inline_bytes));
+    case f::kKindClose: return fmt::format("fd={} result={}", e.id, static_cast<std::int64_t>(e.arg0));
+    default:
+      return fmt::format("id={:#x} arg0={:#x} arg1={:#x} inline=[{}]", e.id, e.arg0, e.arg1,
+                         spaced_hex(e.inline_bytes));
+  }
+}
+
+std::string ring_summary(const RingReport &r) {
+  if (r.state != RingReport::State::kValid)
+    return fmt::format("ring {} at {:#x} {}: {}", r.index, r.address, ring_state_name(r.state), r.reason);
+  const auto &d = *r.ring;
+  std::string lanes;
+  std::size_t used = 0;
+  for (const auto &l : d.lanes) {
+    if (l.committed == 0) continue;
+    if (used++ < 8) lanes += fmt::format("{} lane {} seq {}..{}", used > 1 ? "," : "", l.index, l.first_seq, l.last_seq);
+  }
+  if (used > 8) lanes += fmt::format(", and {} more lanes", used - 8);
+  if (used == 0) lanes = " no events";
+  return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots):{}, dropped={} overwritten={} torn={}{}{}",
+                     r.index, r.address, r.found_by == "sidecar" ? "from sidecar" : r.found_by, d.header.lane_count,
+                     d.header.slots_per_lane, lanes, d.header.dropped, d.overwritten, d.torn + d.invalid,
+                     d.counter_inconsistent ? " COUNTER_INCONSISTENT" : "", d.truncated ? " TRUNCATED" : "");
+}
+
+json location_json(const Location &l) {
+  json j;
+  j["address"] = fmt::format("{:#x}", l.address);
+  j["module"] = l.in_module ? json(l.module) : json(nullptr);
+  j["build_id"] = l.build_id.empty() ? json(nullptr) : json(hex_bytes(l.build_id));
+  j["file_offset"] = l.in_module ? json(fmt::format("{:#x}", l.file_offset)) : json(nullptr);
+  j["function"] = l.function.empty() ? json(nullptr) : json(l.function);
+  j["offset"] = l.function.empty() ? json(nullptr) : json(fmt::format("{:#x}", l.function_offset));
+  j["source"] = l.source_file.empty() ? json(nullptr) : json({{"file", l.source_file}, {"line", l.line}});
+  j["verified"] = l.verification == "verified";
+  j["verification"] = l.verification;
+  j["mapping_changed"] = l.mapping_changed;
+  if (!l.note.empty()) j["note"] = l.note;
+  return j;
+}
+
+json mapping_json(const AddressMapping &m) {
+  json j;
+  j["kind"] = m.kind;
+  j["path"] = m.kind == "file" ? json(m.path) : json(nullptr);
+  j["start"] = fmt::format("{:#x}", m.start);
+  j["end"] = fmt::format("{:#x}", m.end);
+  j["perms"] = m.perms;
+  j["dumped"] = m.dumped;
+  if (!m.note.empty()) j["note"] = m.note;
+  return j;
+}
+
+json check_json(const IdentityCheck &c) {
+  return json{{"result", std::string(check_name(c.result))}, {"detail", c.detail}};
+}
+
+}  // namespace
+
+std::string render_text(const Analysis &a) {
+  std::string out;
+  if (a.status != Status::kOk && a.events.empty()) {
+    out += fmt::format("core-timeline: {}\n", esc(a.reason));
+  } else {
+    std::string who = a.process.pid ? fmt::format("pid {} ({})", *a.process.pid, esc(a.process.comm))
+                                    : std::string("pid unknown");
+    out += fmt::format("core-timeline: {}, {}, {} events\n", a.source, who, a.events.size());
+    for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
+    for (const auto &e : a.events) {
+      std::string line = fmt::format("tid {:<7} {:<15} {:<16} {}", e.tid, e.thread.empty() ? "-" : e.thread,
+                                     esc(e.name), args_text(e));
+      if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash))
+        line += "  at " + location_text(*e.location);
+      if (e.source != "core") line += fmt::format("  [from {}]", e.source);
+      if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
+      out += line + "\n";
+    }
+  }
+  if (a.crash) {
+    const auto &c = *a.crash;
+    std::string s = fmt::format("crash: {} ({})", c.signal_name, c.si_code_name);
+    if (c.fault_address) s += fmt::format(" addr={:#x}", *c.fault_address);
+    if (c.sender_pid) s += fmt::format(" sent by pid {}", *c.sender_pid);
+    s += fmt::format(" in tid {}", c.tid);
+    if (c.has_regs) s += fmt::format(" pc={:#x}", c.pc);
+    if (c.location) s += " at " + location_text(*c.location);
+    if (a.status == Status::kOk || !a.events.empty())
+      s += c.ring_slot ? "; CRASH slot present in the ring" : "; no CRASH slot in the ring";
+    out += s + "\n";
+  }
+  for (const auto &w : a.warnings) out += "warning: " + esc(w) + "\n";
+  return out;
+}
+
+json to_json(const Analysis &a) {
+  json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["status"] = std::string(status_name(a.status));
+  j["exit_code"] = exit_code(a.status);
+  j["reason"] = a.status == Status::kOk ? json(nullptr) : json(a.reason);
+  j["source"] = a.source.empty() ? json(nullptr) : json(a.source);
+  j["core"] = {{"path", a.core_path}, {"size", a.core_size}, {"truncated", a.core_truncated},
+               {"machine", a.machine}};
+  json p;
+  p["pid"] = a.process.pid ? json(*a.process.pid) : json(nullptr);
+  p["ppid"] = a.process.pid ? json(a.process.ppid) : json(nullptr);
+  p["comm"] = a.process.pid ? json(a.process.comm) : json(nullptr);
+  p["args"] = a.process.pid ? json(a.process.args) : json(nullptr);
+  p["exe"] = a.process.exe.empty() ? json(nullptr) : json(a.process.exe);
+  p["build_id"] = a.process.build_id.empty() ? json(nullptr) : json(hex_bytes(a.process.build_id));
+  if (!a.process.build_id_note.empty()) p["build_id_note"] = a.process.build_id_note;
+  p["threads"] = a.process.threads;
+  j["process"] = std::move(p);
+  if (a.crash) {
+    const auto &c = *a.crash;
+    json cj;
+    cj["signal"] = c.signo;
+    cj["signal_name"] = c.signal_name;
+    cj["si_code"] = c.si_code;
+    cj["si_code_name"] = c.si_code_name;
+    cj["fault_address"] = c.fault_address ? json(fmt::format("{:#x}", *c.fault_address)) : json(nullptr);
+    cj["sender_pid"] = c.sender_pid ? json(*c.sender_pid) : json(nullptr);
+    cj["tid"] = c.tid;
+    cj["pc"] = c.has_regs ? json(fmt::format("{:#x}", c.pc)) : json(nullptr);
+    cj["sp"] = c.has_regs ? json(fmt::format("{:#x}", c.sp)) : json(nullptr);
+    cj["location"] = c.location ? location_json(*c.location) : json(nullptr);
+    cj["ring_slot"] = c.ring_slot;
+    cj["from"] = c.source;
+    j["crash"] = std::move(cj);
+  } else {
+    j["crash"] = nullptr;
+  }
+  json rings = json::array();
+  for (const auto &r : a.rings) {
+    json rj;
+    rj["index"] = r.index;
+    rj["state"] = std::string(ring_state_name(r.state));
+    rj["reason"] = r.reason.empty() ? json(nullptr) : json(r.reason);
+    rj["found_by"] = r.found_by;
+    rj["address"] = fmt::format("{:#x}", r.address);
+    rj["mapping"] = r.mapping_name.empty() ? json(nullptr) : json(r.mapping_name);
+    rj["mapping_size"] = r.mapping_size;
+    if (r.ring) {
+      const auto &d = *r.ring;
+      const auto &h = d.header;
+      rj["identity"] = {{"pid", check_json(r.pid)}, {"build_id", check_json(r.build_id)},
+                        {"start_time", check_json(r.start_time)}};
+      rj["header"] = {{"version", h.version},
+                      {"writer_version", fmt::format("{}.{}.{}", h.writer_version >> 16,
+                                                     (h.writer_version >> 8) & 0xff, h.writer_version & 0xff)},
+                      {"pid", h.pid},
+                      {"build_id", h.build_id.empty() ? json(nullptr) : json(hex_bytes(h.build_id))},
+                      {"process_start_ticks", h.process_start_ticks},
+                      {"region_size", h.region_size},
+                      {"lane_count", h.lane_count},
+                      {"slots_per_lane", h.slots_per_lane},
+                      {"compat_flags", h.compat_flags},
+                      {"handlers_installed", (h.compat_flags & f::kCompatHandlers) != 0},
+                      {"clock", (h.compat_flags & f::kCompatClockTsc) ? "tsc"
+                                : (h.compat_flags & f::kCompatClockCntvct) ? "cntvct" : "unknown"},
+                      {"ticks_per_second", d.ticks_per_second > 0 ? json(d.ticks_per_second) : json(nullptr)},
+                      {"mmap_generation", h.mmap_generation},
+                      {"enabled_sources", h.enabled_sources}};
+      rj["dropped"] = h.dropped;
+      rj["overwritten"] = d.overwritten;
+      rj["missing"] = d.missing;
+      rj["counter_inconsistent"] = d.counter_inconsistent;
+      rj["truncated"] = d.truncated;
+      rj["bytes_present"] = d.bytes_present;
+      json lanes = json::array();
+      for (const auto &l : d.lanes) {
+        if (l.committed == 0 && l.write_index == 0 && l.torn == 0 && l.invalid == 0 && !l.counter_inconsistent &&
+            l.slots_absent == 0)
+          continue; /* never used: left out to keep documents small */
+        json lj;
+        lj["lane"] = l.index;
+        lj["shared"] = l.shared;
+        lj["owner_tid"] = l.owner_tid;
+        lj["owner_name"] = l.owner_name;
+        lj["write_index"] = l.write_index;
+        lj["committed"] = l.committed;
+        lj["first_seq"] = l.committed ? json(l.first_seq) : json(nullptr);
+        lj["last_seq"] = l.committed ? json(l.last_seq) : json(nullptr);
+        lj["overwritten"] = l.overwritten;
+        lj["missing"] = l.missing;
+        lj["torn"] = l.torn;
+        lj["invalid"] = l.invalid;
+        lj["in_flight"] = l.in_flight;
+        lj["slots_absent"] = l.slots_absent;
+        lj["counter_inconsistent"] = l.counter_inconsistent;
+        lj["counter_reason"] = l.counter_inconsistent ? json(l.counter_reason) : json(nullptr);
+        lanes.push_back(std::move(lj));
+      }
+      rj["lanes"] = std::move(lanes);
+      json torn = json::array();
+      for (const auto &t : d.rejected)
+        torn.push_back({{"lane", t.lane}, {"slot", t.slot}, {"seq", t.seq},
+                        {"kind", t.torn ? "torn" : "invalid"}, {"reason", t.reason}});
+      rj["torn"] = std::move(torn);
+    }
+    rings.push_back(std::move(rj));
+  }
+  j["rings"] = std::move(rings);
+  json events = json::array();
+  for (const auto &e : a.events) {
+    json ej;
+    ej["ring"] = e.ring;
+    ej["lane"] = e.lane;
+    ej["seq"] = e.seq;
+    ej["tid"] = e.tid;
+    ej["thread"] = e.thread.empty() ? json(nullptr) : json(e.thread);
+    ej["tid_in_core"] = e.tid_in_core;
+    ej["kind"] = e.kind_name;
+    ej["name"] = e.name;
+    ej["named"] = e.named;
+    ej["id"] = e.id;
+    ej["args"] = {e.arg0, e.arg1};
+    ej["timestamp"] = e.timestamp;
+    ej["time_ns"] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
+    ej["return_address"] = fmt::format("{:#x}", e.return_address);
+    ej["location"] = e.location ? location_json(*e.location) : json(nullptr);
+    ej["inline_bytes"] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
+    ej["pointer"] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
+    if (e.crash) {
+      const auto &c = *e.crash;
+      ej["crash"] = {{"signal", c.signo},           {"signal_name", c.signal_name},
+                     {"si_code", c.si_code},        {"si_code_name", c.si_code_name},
+                     {"si_errno", c.si_errno},      {"si_pid", c.si_pid},
+                     {"fault_address", fmt::format("{:#x}", c.fault_address)},
+                     {"sp", fmt::format("{:#x}", c.sp)},
+                     {"chained", c.chained},        {"repeated", c.repeated}};
+    } else {
+      ej["crash"] = nullptr;
+    }
+    ej["source"] = e.source;
+    events.push_back(std::move(ej));
+  }
+  j["events"] = std::move(events);
+  json mr = json::array();
+  for (const auto &m : a.magic_rejected) mr.push_back({{"address", fmt::format("{:#x}", m.address)}, {"reason", m.reason}});
+  j["magic_rejected"] = {{"total", a.magic_rejected_total}, {"first", std::move(mr)}};
+  j["sidecar"] = a.sidecar_path ? json{{"path", *a.sidecar_path}, {"status", a.sidecar_status},
+                                       {"detail", a.sidecar_detail}}
+                                : json(nullptr);
+  j["absence_proves_nothing"] = a.absence_proves_nothing;
+  j["warnings"] = a.warnings;
+  return j;
+}
+
+std::string render_json(const Analysis &a) {
+  return to_json(a).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace core_timeline::reader

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/reader/ring.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core_timeline/reader/cursor.h"
+#include "try.h"
+
+namespace core_timeline::reader {
+
+namespace f = core_timeline::format;
+
+namespace {
+
+Error header_error(Errc code, std::string_view field, std::size_t offset, std::string detail) {
+  return Error{code, fmt::format("ring header: {} at offset {:#x}: {}", field, offset, detail)};
+}
+
+#define CT_FIELD(name) #name, offsetof(f::RingHeader, name)
+
+constexpr std::uint64_t kAbsentSlot = ~std::uint64_t{0};
+
+}  // namespace
+
+bool has_ring_magic(std::span<const std::uint8_t> bytes) noexcept {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), f::kMagic, 4) == 0;
+}
+
+const char *kind_name(std::uint16_t kind) noexcept {
+  switch (kind) {
+    case f::kKindUser: return "USER";
+    case f::kKindUserPtr: return "USER_PTR";
+    case f::kKindThreadName: return "THREAD_NAME";
+    case f::kKindCrash: return "CRASH";
+    case f::kKindLaneClaim: return "LANE_CLAIM";
+    case f::kKindMalloc: return "MALLOC";
+    case f::kKindFree: return "FREE";
+    case f::kKindCalloc: return "CALLOC";
+    case f::kKindRealloc: return "REALLOC";
+    case f::kKindOpen: return "OPEN";
+    case f::kKindRead: return "READ";
+    case f::kKindWrite: return "WRITE";
+    case f::kKindConnect: return "CONNECT";
+    case f::kKindClose: return "CLOSE";
+    default: return nullptr;
+  }
+}
+
+Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
+                                            std::uint64_t mapping_size) {
+  if (!has_ring_magic(bytes))
+    return Error{Errc::kNotFound, "ring header: no \"CTLN\" magic at offset 0x0"};
+  if (bytes.size() < f::kHeaderSize)
+    return Error{Errc::kTruncated, fmt::format("ring header: only {} of its {} bytes are present",
+                                               bytes.size(), f::kHeaderSize)};
+  f::RingHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.endian_marker != f::kEndianMarker)
+    return header_error(Errc::kBadData, CT_FIELD(endian_marker),
+                        fmt::format("{:#010x} is not {:#010x} (byte-swapped or not a ring)",
+                                    h.endian_marker, f::kEndianMarker));
+  if (h.version != f::kVersion)
+    return header_error(Errc::kUnsupported, CT_FIELD(version),
+                        fmt::format("version {} is not supported (this reader knows {})", h.version,
+                                    f::kVersion));
+  const std::uint32_t crc = f::header_crc(bytes.data());
+  if (crc != h.header_crc)
+    return header_error(Errc::kBadData, CT_FIELD(header_crc),
+                        fmt::format("stored {:#010x}, computed {:#010x} over [0, {:#x}): header corrupt",
+                                    h.header_crc, crc, f::kCrcEnd));
+  if (h.header_size < f::kHeaderSize)
+    return header_error(Errc::kBadData, CT_FIELD(header_size),
+                        fmt::format("{} is smaller than {}", h.header_size, f::kHeaderSize));
+  if ((h.incompat_flags & ~f::kIncompatKnown) != 0)
+    return header_error(Errc::kUnsupported, CT_FIELD(incompat_flags),
+                        fmt::format("unknown incompatible flags {:#x}", h.incompat_flags & ~f::kIncompatKnown));
+  if (h.slot_size != f::kSlotSize)
+    return header_error(Errc::kBadData, CT_FIELD(slot_size),
+                        fmt::format("{} is not {}", h.slot_size, f::kSlotSize));
+  if (h.slots_per_lane < f::kMinSlotsPerLane || h.slots_per_lane > f::kMaxSlotsPerLane ||
+      (h.slots_per_lane & (h.slots_per_lane - 1)) != 0)
+    return header_error(Errc::kBadData, CT_FIELD(slots_per_lane),
+                        fmt::format("{} is not a power of two in [{}, {}]", h.slots_per_lane,
+                                    f::kMinSlotsPerLane, f::kMaxSlotsPerLane));
+  if (h.lane_count < 2 || h.lane_count > f::kMaxLanes)
+    return header_error(Errc::kBadData, CT_FIELD(lane_count),
+                        fmt::format("{} is not in [2, {}]", h.lane_count, f::kMaxLanes));
+  if (h.lane_table_offset < h.header_size || h.lane_table_offset % 8 != 0)
+    return header_error(Errc::kBadData, CT_FIELD(lane_table_offset),
+                        fmt::format("{:#x} is inside the header ({} bytes) or not 8-byte aligned",
+                                    h.lane_table_offset, h.header_size));
+  const std::uint64_t table_end =
+      std::uint64_t{h.lane_table_offset} + std::uint64_t{h.lane_count} * f::kLaneDescSize;
+  if (h.lanes_offset < table_end)
+    return header_error(Errc::kBadData, CT_FIELD(lanes_offset),
+                        fmt::format("{:#x} overlaps the lane table, which ends at {:#x}", h.lanes_offset,
+                                    table_end));
+  if (h.region_size > f::kMaxRegionSize)
+    return header_error(Errc::kBadData, CT_FIELD(region_size),
+                        fmt::format("{:#x} is larger than the {:#x} limit", h.region_size, f::kMaxRegionSize));
+  const std::uint64_t slot_bytes =
+      std::uint64_t{h.lane_count} * h.slots_per_lane * std::uint64_t{h.slot_size};
+  if (h.lanes_offset > h.region_size || h.region_size - h.lanes_offset < slot_bytes)
+    return header_error(Errc::kBadData, CT_FIELD(region_size),
+                        fmt::format("{:#x} cannot hold {} lanes of {} slots after offset {:#x}",
+                                    h.region_size, h.lane_count, h.slots_per_lane, h.lanes_offset));
+  if (h.region_size > mapping_size)
+    return header_error(Errc::kBadData, CT_FIELD(region_size),
+                        fmt::format("{:#x} exceeds the {:#x} bytes of the mapping that holds the ring",
+                                    h.region_size, mapping_size));
+  if (h.build_id_len > f::kMaxBuildId)
+    return header_error(Errc::kBadData, CT_FIELD(build_id_len),
+                        fmt::format("{} is more than {}", h.build_id_len, f::kMaxBuildId));
+  if (bytes.size() < table_end)
+    return Error{Errc::kTruncated,
+                 fmt::format("ring lane table: ends at offset {:#x}, but only {:#x} bytes of the ring are "
+                             "present", table_end, bytes.size())};
+
+  RingHeaderInfo info;
+  info.version = h.version;
+  info.header_size = h.header_size;
+  info.incompat_flags = h.incompat_flags;
+  info.compat_flags = h.compat_flags;
+  info.slot_size = h.slot_size;
+  info.slots_per_lane = h.slots_per_lane;
+  info.lane_count = h.lane_count;
+  info.lane_table_offset = h.lane_table_offset;
+  info.header_crc = h.header_crc;
+  info.lanes_offset = h.lanes_offset;
+  info.region_size = h.region_size;
+  info.process_start_ticks = h.process_start_ticks;
+  info.pid = h.pid;
+  info.writer_version = h.writer_version;
+  info.pid_ns_inode = h.pid_ns_inode;
+  info.pid_ns_dev = h.pid_ns_dev;
+  info.build_id.assign(h.build_id, h.build_id + h.build_id_len);
+  info.sidecar_dev = h.sidecar_dev;
+  info.sidecar_ino = h.sidecar_ino;
+  info.anchor_ticks = h.anchor_ticks;
+  info.anchor_realtime_ns = h.anchor_realtime_ns;
+  info.anchor_monotonic_ns = h.anchor_monotonic_ns;
+  info.ticks_per_second = h.ticks_per_second;
+  info.latest_anchor_valid = (h.latest_anchor_seq & 1) == 0 && h.latest_ticks > h.anchor_ticks &&
+                             h.latest_monotonic_ns > h.anchor_monotonic_ns;
+  info.latest_ticks = h.latest_ticks;
+  info.latest_realtime_ns = h.latest_realtime_ns;
+  info.latest_monotonic_ns = h.latest_monotonic_ns;
+  info.dropped = h.dropped;
+  info.mmap_generation = h.mmap_generation;
+  info.sync_count = h.sync_count;
+  info.enabled_sources = h.enabled_sources;
+  std::memcpy(info.immutable.data(), bytes.data(), f::kCrcEnd);
+  return info;
+}
+
+namespace {
+
+double derive_ticks_per_second(const RingHeaderInfo &h) {
+  if (h.ticks_per_second != 0) return static_cast<double>(h.ticks_per_second);
+  if (!h.latest_anchor_valid) return 0;
+  const std::uint64_t dns = h.latest_monotonic_ns - h.anchor_monotonic_ns;
+  const std::uint64_t dt = h.latest_ticks - h.anchor_ticks;
+  if (dns < 1'000'000) return 0; /* under 1 ms apart: too coarse */
+  const double tps = static_cast<double>(dt) * 1e9 / static_cast<double>(dns);
+  /* A tick rate outside 1 MHz..100 GHz is not a clock; ignore it. */
+  if (tps < 1e6 || tps > 1e11) return 0;
+  return tps;
+}
+
+std::string bounded_name(const char *p, std::size_t n) {
+  std::size_t len = 0;
+  while (len < n && p[len] != '\0') ++len;
+  return std::string(p, len);
+}
+
+}  // namespace
+
+Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size) {
+  CT_TRY(h, validate_ring_header(bytes, mapping_size));
+  DecodedRing r;
+  r.header = std::move(h);
+  const auto &hd = r.header;
+  r.bytes_present = std::min<std::uint64_t>(bytes.size(), hd.region_size);
+  r.truncated = bytes.size() < hd.region_size;
+  r.ticks_per_second = derive_ticks_per_second(hd);
+  const std::uint64_t S = hd.slots_per_lane;
+
+  /* begin_seq of each slot of the lane being decoded, for the in-flight
+   * check; reused across lanes (at most 2^20 entries). */
+  std::vector<std::uint64_t> begins(S);
+  for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
+    f::LaneDesc d;
+    std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
+    LaneSummary ls;
+    ls.index = lane;
+    ls.owner_tid = d.owner_tid;
+    ls.flags = d.flags;
+    ls.shared = (d.flags & f::kLaneShared) != 0;
+    ls.write_index = d.write_index;
+    ls.synced_index = d.synced_index;
+    ls.claims = d.claims;
+    ls.owner_name = bounded_name(d.owner_name, sizeof d.owner_name);
+
+    const std::uint64_t base = hd.lanes_offset + std::uint64_t{lane} * S * f::kSlotSize;
+    const std::size_t lane_first_event = r.events.size();
+    std::uint64_t backwards = 0;
+    for (std::uint64_t i = 0; i < S; ++i) {
+      const std::uint64_t off = base + i * f::kSlotSize;
+      if (off > bytes.size() || bytes.size() - off < f::kSlotSize) {
+        ls.slots_absent++;
+        begins[i] = kAbsentSlot;
+        continue;
+      }
+      f::Slot s;
+      std::memcpy(&s, bytes.data() + off, sizeof s);
+      begins[i] = s.begin_seq;
+      if (s.begin_seq == 0 && s.end_seq == 0) continue; /* never written */
+      RejectedSlot rej;
+      rej.lane = lane;
+      rej.slot = static_cast<std::uint32_t>(i);
+      rej.seq = s.begin_seq & ~f::kSeqWriting;
+      if ((s.begin_seq & f::kSeqWriting) != 0) {
+        rej.torn = true;
+        rej.reason = fmt::format("begin_seq has the WRITING bit: seq {} was being written", rej.seq);
+      } else if (s.begin_seq != s.end_seq) {
+        rej.torn = true;
+        rej.reason = fmt::format("begin_seq {} != end_seq {}", s.begin_seq, s.end_seq);
+      } else if (s.begin_seq == 0 || (s.begin_seq - 1) % S != i) {
+        rej.reason = fmt::format("seq {} does not belong in slot {} (expected slot {})", s.begin_seq, i,
+                                 s.begin_seq == 0 ? 0 : (s.begin_seq - 1) % S);
+      } else if (s.inline_len > f::kInlineBytes) {
+        rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len, f::kInlineBytes);
+      } else if (s.kind == 0) {
+        rej.reason = "kind 0 is never written";
+      } else if (s.tid == 0) {
+        rej.reason = "tid 0 (a writer always stores its gettid())";
+      } else {
+        RingEvent e;
+        e.lane = lane;
+        e.slot = static_cast<std::uint32_t>(i);
+        e.seq = s.begin_seq;
+        e.timestamp = s.timestamp;
+        e.tid = s.tid;
+        e.kind = s.kind;
+        e.inline_len = s.inline_len;
+        e.id = s.id;
+        e.mmap_generation = s.mmap_generation;
+        e.return_address = s.return_address;
+        e.arg0 = s.arg0;
+        e.arg1 = s.arg1;
+        std::memcpy(e.inline_data.data(), s.inline_data, f::kInlineBytes);
+        r.events.push_back(e);
+        continue;
+      }
+      if (rej.torn) ls.torn++;
+      else ls.invalid++;
+      r.rejected.push_back(std::move(rej));
+    }
+    auto first = r.events.begin() + static_cast<std::ptrdiff_t>(lane_first_event);
+    std::sort(first, r.events.end(), [](const RingEvent &a, const RingEvent &b) { return a.seq < b.seq; });
+    ls.committed = static_cast<std::uint64_t>(r.events.end() - first);
+    for (auto it = first; it != r.events.end(); ++it)
+      if (it != first && it->timestamp != 0 && (it - 1)->timestamp > it->timestamp) backwards++;
+    if (ls.committed > 0) {
+      ls.first_seq = first->seq;
+      ls.last_seq = (r.events.end() - 1)->seq;
+      ls.overwritten = ls.first_seq - 1;
+      ls.missing = (ls.last_seq - ls.first_seq + 1) - ls.committed;
+    }
+
+    /* Cross-check the untrusted write_index with what the slots show
+     * (spec, Honest Limitations: integrity by cross-check, not by CRC). */
+    const std::uint64_t W = ls.write_index;
+    if (ls.committed > 0 && W == 0) {
+      ls.counter_inconsistent = true;
+      ls.counter_reason = fmt::format("write_index is 0 but {} slots hold events up to seq {} (zeroed counter)",
+                                      ls.committed, ls.last_seq);
+    } else if (W < ls.last_seq) {
+      ls.counter_inconsistent = true;
+      ls.counter_reason = fmt::format("write_index {} is below seq {}, which is committed (deflated counter)",
+                                      W, ls.last_seq);
+    } else if (W > ls.last_seq) {
+      const std::uint64_t gap = W - ls.last_seq;
+      if (gap > S) {
+        ls.counter_inconsistent = true;
+        ls.counter_reason = fmt::format(
+            "write_index {} is more than a lane ({} slots) beyond the highest committed seq {} "
+            "(inflated counter)", W, S, ls.last_seq);
+      } else {
+        std::uint64_t writing = 0;
+        for (std::uint64_t s = ls.last_seq + 1; s <= W; ++s)
+          if (begins[(s - 1) % S] == (s | f::kSeqWriting)) writing++;
+        const std::uint64_t not_begun = gap - writing;
+        const std::uint64_t slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
+        ls.in_flight = gap;
+        if (not_begun > slack) {
+          ls.counter_inconsistent = true;
+          ls.counter_reason = fmt::format(
+              "write_index {} claims {} events after seq {} that no slot shows begun (at most {} can be "
+              "reserved and not yet begun; inflated counter)", W, not_begun, ls.last_seq, slack);
+        }
+      }
+    }
+    if (backwards > 0)
+      r.warnings.push_back(fmt::format("lane {}: {} events have an earlier timestamp than the event before "
+                                       "them in the lane (slot clock not monotonic across owners/CPUs)",
+                                       lane, backwards));
+    if (ls.slots_absent > 0)
+      r.warnings.push_back(fmt::format("lane {}: {} of {} slots are not in the core (truncated)", lane,
+                                       ls.slots_absent, S));
+    r.counter_inconsistent |= ls.counter_inconsistent;
+    r.overwritten += ls.overwritten;
+    r.torn += ls.torn;
+    r.invalid += ls.invalid;
+    r.missing += ls.missing;
+    r.lanes.push_back(std::move(ls));
+  }
+  return r;
+}
+
+std::optional<std::int64_t> ticks_to_realtime_ns(const DecodedRing &ring, std::uint64_t ticks) {
+  if (ticks == 0 || ring.ticks_per_second <= 0 || ring.header.anchor_realtime_ns == 0) return std::nullopt;
+  const long double delta = static_cast<long double>(static_cast<std::int64_t>(ticks - ring.header.anchor_ticks));
+  const long double ns = static_cast<long double>(ring.header.anchor_realtime_ns) +
+                         delta * 1e9L / static_cast<long double>(ring.ticks_per_second);
+  if (ns < 0 || ns > 9.2e18L) return std::nullopt;
+  return static_cast<std::int64_t>(ns);
+}
+
+}  // namespace core_timeline::reader

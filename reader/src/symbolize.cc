@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/reader/symbolize.h"
+
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core_timeline/reader/cursor.h"
+#include "try.h"
+
+namespace core_timeline::reader {
+
+namespace {
+
+struct DwflDeleter {
+  void operator()(Dwfl *d) const { dwfl_end(d); }
+};
+struct ElfDeleter {
+  void operator()(Elf *e) const { elf_end(e); }
+};
+
+Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
+                                                          std::span<const SymbolQuery> queries,
+                                                          const SymbolizeOptions &options) {
+  static char *debuginfo_path = nullptr; /* libdwfl default: ":.debug:/usr/lib/debug" */
+  static const Dwfl_Callbacks callbacks = {
+      .find_elf = dwfl_build_id_find_elf,
+      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .section_address = dwfl_offline_section_address,
+      .debuginfo_path = &debuginfo_path,
+  };
+  elf_version(EV_CURRENT);
+  std::vector<char> copy;
+  std::unique_ptr<Elf, ElfDeleter> elf;
+  if (core.fd() >= 0) {
+    elf.reset(elf_begin(core.fd(), ELF_C_READ_MMAP, nullptr));
+  } else {
+    copy.assign(core.bytes().begin(), core.bytes().end());
+    elf.reset(elf_memory(copy.data(), copy.size()));
+  }
+  if (!elf) return Error{Errc::kBadData, fmt::format("libelf cannot read the core: {}", elf_errmsg(-1))};
+  std::unique_ptr<Dwfl, DwflDeleter> dwfl(dwfl_begin(&callbacks));
+  if (!dwfl) return Error{Errc::kInternal, fmt::format("dwfl_begin: {}", dwfl_errmsg(-1))};
+  const char *exe = options.executable ? options.executable->c_str() : nullptr;
+  if (dwfl_core_file_report(dwfl.get(), elf.get(), exe) < 0)
+    return Error{Errc::kBadData, fmt::format("dwfl_core_file_report: {}", dwfl_errmsg(-1))};
+  if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0)
+    return Error{Errc::kBadData, fmt::format("dwfl_report_end: {}", dwfl_errmsg(-1))};
+  /* Threads are not needed for address lookups; a failure here is fine. */
+  (void)dwfl_core_file_attach(dwfl.get(), elf.get());
+
+  std::vector<std::optional<Symbol>> out(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const auto &q = queries[i];
+    if (q.is_return_address && q.address == 0) continue;
+    const Dwarf_Addr look = q.is_return_address ? q.address - 1 : q.address;
+    Dwfl_Module *mod = dwfl_addrmodule(dwfl.get(), look);
+    if (mod == nullptr) continue;
+    Symbol s;
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(mod, look, &off, &sym, nullptr, nullptr, nullptr);
+    if (name != nullptr) {
+      s.function = name;
+      s.function_offset = off + (q.is_return_address ? 1 : 0);
+    }
+    GElf_Addr bias = 0;
+    if (Elf *melf = dwfl_module_getelf(mod, &bias)) {
+      const void *bid = nullptr;
+      ssize_t n = dwelf_elf_gnu_build_id(melf, &bid);
+      if (n > 0 && n <= 64) {
+        const auto *p = static_cast<const std::uint8_t *>(bid);
+        s.file_build_id.assign(p, p + n);
+      }
+    }
+    const char *mainfile = nullptr, *debugfile = nullptr;
+    dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, &mainfile, &debugfile);
+    if (mainfile != nullptr) s.module_file = mainfile;
+    if (Dwfl_Line *line = dwfl_module_getsrc(mod, look)) {
+      int lineno = 0;
+      if (const char *src = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+        s.source_file = src;
+        s.line = lineno;
+      }
+    }
+    if (s.function.empty() && s.module_file.empty()) continue;
+    out[i] = std::move(s);
+  }
+  return out;
+}
+
+/* ---- a tiny length-prefixed encoding for the child's answer ---- */
+
+void put_u64(std::string &b, std::uint64_t v) { b.append(reinterpret_cast<const char *>(&v), 8); }
+void put_str(std::string &b, std::string_view s) {
+  put_u64(b, s.size());
+  b.append(s);
+}
+
+std::string encode(const Result<std::vector<std::optional<Symbol>>> &r) {
+  std::string b;
+  if (!r) {
+    b.push_back('E');
+    put_u64(b, static_cast<std::uint64_t>(r.error().code));
+    put_str(b, r.error().message);
+    return b;
+  }
+  b.push_back('R');
+  put_u64(b, r->size());
+  for (const auto &s : *r) {
+    b.push_back(s ? '1' : '0');
+    if (!s) continue;
+    put_str(b, s->function);
+    put_u64(b, s->function_offset);
+    put_str(b, s->source_file);
+    put_u64(b, static_cast<std::uint64_t>(static_cast<std::int64_t>(s->line)));
+    put_str(b, s->module_file);
+    put_str(b, std::string_view(reinterpret_cast<const char *>(s->file_build_id.data()), s->file_build_id.size()));
+  }
+  return b;
+}
+
+Result<std::string> get_str(Cursor &c) {
+  CT_TRY(n, c.u64("length"));
+  CT_TRY(b, c.bytes(n, "string"));
+  return std::string(reinterpret_cast<const char *>(b.data()), b.size());
+}
+
+Result<std::vector<std::optional<Symbol>>> decode(std::span<const std::uint8_t> data, std::size_t expected) {
+  Cursor c(data, 0, "symbolizer answer");
+  CT_TRY(tag, c.u8("tag"));
+  if (tag == 'E') {
+    CT_TRY(code, c.u64("code"));
+    CT_TRY(msg, get_str(c));
+    return Error{static_cast<Errc>(code), msg};
+  }
+  CT_TRY(n, c.u64("count"));
+  if (tag != 'R' || n != expected) return Error{Errc::kInternal, "symbolizer answer is malformed"};
+  std::vector<std::optional<Symbol>> out(n);
+  for (auto &o : out) {
+    CT_TRY(present, c.u8("present"));
+    if (present != '1') continue;
+    Symbol s;
+    CT_TRY(fn, get_str(c));
+    CT_TRY(off, c.u64("offset"));
+    CT_TRY(src, get_str(c));
+    CT_TRY(line, c.u64("line"));
+    CT_TRY(modf, get_str(c));
+    CT_TRY(bid, get_str(c));
+    s.function = std::move(fn);
+    s.function_offset = off;
+    s.source_file = std::move(src);
+    s.line = static_cast<int>(static_cast<std::int64_t>(line));
+    s.module_file = std::move(modf);
+    s.file_build_id.assign(bid.begin(), bid.end());
+    o = std::move(s);
+  }
+  return out;
+}
+
+bool write_all(int fd, const char *p, std::size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+std::int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                                     const SymbolizeOptions &options) {
+  if (!options.isolate) return symbolize_here(core, queries, options);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return Error{Errc::kIo, fmt::format("symbolizer: pipe: {}", std::strerror(errno))};
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return Error{Errc::kIo, fmt::format("symbolizer: fork: {}", std::strerror(errno))};
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::string b;
+    try {
+      b = encode(symbolize_here(core, queries, options));
+    } catch (...) {
+      _exit(3);
+    }
+    _exit(write_all(fds[1], b.data(), b.size()) ? 0 : 2);
+  }
+  close(fds[1]);
+  std::string buf;
+  const std::int64_t deadline = now_ms() + options.timeout_ms;
+  bool timed_out = false;
+  for (;;) {
+    const std::int64_t left = deadline - now_ms();
+    if (left <= 0) { timed_out = true; break; }
+    pollfd p{fds[0], POLLIN, 0};
+    int pr = poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left, 1000)));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0) break;
+    if (pr == 0) continue;
+    char tmp[65536];
+    ssize_t n = read(fds[0], tmp, sizeof tmp);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf.append(tmp, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    return Error{Errc::kInternal, fmt::format("libdwfl did not finish within {} ms", options.timeout_ms)};
+  if (WIFSIGNALED(status))
+    return Error{Errc::kInternal, fmt::format("libdwfl crashed on this core (signal {})", WTERMSIG(status))};
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Error{Errc::kInternal, fmt::format("symbolizer child failed (exit status {})", WEXITSTATUS(status))};
+  return decode({reinterpret_cast<const std::uint8_t *>(buf.data()), buf.size()}, queries.size());
+}
+
+Result<std::vector<std::uint8_t>> file_build_id(const std::string &path) {
+  elf_version(EV_CURRENT);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+    if (elf) elf_end(elf);
+    close(fd);
+    return Error{Errc::kNotElf, fmt::format("{}: not an ELF file", path)};
+  }
+  const void *bid = nullptr;
+  ssize_t n = dwelf_elf_gnu_build_id(elf, &bid);
+  std::vector<std::uint8_t> id;
+  if (n > 0) {
+    const auto *p = static_cast<const std::uint8_t *>(bid);
+    id.assign(p, p + n);
+  }
+  elf_end(elf);
+  close(fd);
+  if (id.empty()) return Error{Errc::kNotFound, fmt::format("{}: has no NT_GNU_BUILD_ID note", path)};
+  return id;
+}
+
+}  // namespace core_timeline::reader

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/reader/tlmap.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace core_timeline::reader {
+
+namespace {
+constexpr std::size_t kMaxFile = 16u << 20;
+constexpr std::size_t kMaxName = 64;
+
+bool name_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '-';
+}
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+}  // namespace
+
+Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
+  TlMap m;
+  std::size_t lineno = 0;
+  while (!text.empty()) {
+    ++lineno;
+    std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    line = trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    std::size_t sp = line.find_first_of(" \t");
+    if (sp == std::string_view::npos)
+      return Error{Errc::kBadData, fmt::format("{}:{}: expected \"ID NAME\"", origin, lineno)};
+    std::string_view id_s = line.substr(0, sp);
+    std::string_view name = trim(line.substr(sp));
+    int base = 10;
+    if (id_s.size() > 2 && id_s[0] == '0' && (id_s[1] == 'x' || id_s[1] == 'X')) {
+      id_s.remove_prefix(2);
+      base = 16;
+    }
+    std::uint32_t id = 0;
+    auto [p, ec] = std::from_chars(id_s.data(), id_s.data() + id_s.size(), id, base);
+    if (ec != std::errc() || p != id_s.data() + id_s.size())
+      return Error{Errc::kBadData, fmt::format("{}:{}: id \"{}\" is not a 32-bit decimal or 0x-hex number",
+                                               origin, lineno, line.substr(0, sp))};
+    if (name.empty() || name.size() > kMaxName)
+      return Error{Errc::kBadData, fmt::format("{}:{}: name must be 1 to {} characters", origin, lineno, kMaxName)};
+    for (char c : name)
+      if (!name_char(c))
+        return Error{Errc::kBadData,
+                     fmt::format("{}:{}: name \"{}\" has a character outside [A-Za-z0-9_.:-]", origin, lineno,
+                                 name)};
+    if (!m.names_.emplace(id, std::string(name)).second)
+      return Error{Errc::kBadData, fmt::format("{}:{}: id {:#x} is named twice", origin, lineno, id)};
+  }
+  return m;
+}
+
+Result<TlMap> TlMap::load(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFile)
+      return Error{Errc::kBadData, fmt::format("{}: larger than {} bytes", path, kMaxFile)};
+  }
+  if (in.bad()) return Error{Errc::kIo, fmt::format("{}: read error", path)};
+  return parse(text, path);
+}
+
+const std::string *TlMap::find(std::uint32_t id) const {
+  auto it = names_.find(id);
+  return it == names_.end() ? nullptr : &it->second;
+}
+
+}  // namespace core_timeline::reader
