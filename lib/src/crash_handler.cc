@@ -23,8 +23,8 @@
  *     crash.  If it returns and the same fault repeats at the same pc on the
  *     same thread, that is a crash: record it (flag kCrashRepeated).
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
- *     address (si_addr), pc and sp from the ucontext, the tid.  Mirror it to
- *     the sidecar with pwrite(2).
+ *     address (si_addr), pc and sp from the ucontext, the tid.  Bring the
+ *     sidecar up to date with pwrite(2).
  *  3. Die of the original signal with the kernel's own siginfo: restore
  *     SIG_DFL; for a fault raised by an instruction (si_code > 0 and SIGSEGV,
  *     SIGBUS, SIGILL or SIGFPE) simply return, so the instruction faults
@@ -110,9 +110,10 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
     }
   }
   ci.handler_flags = flags;
-  const fmt::Slot *slot = record(fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc,
-                                 &ci, sizeof ci, false);
-  if (slot != nullptr) sidecar_write_slot(slot);
+  record(fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false);
+  /* Bring the sidecar up to date (the lanes that changed, then the header
+   * and lane table): pwrite(2) only. */
+  sidecar_sync();
 }
 
 /* Restore the default action and arrange to die of `signo` with `info`. */

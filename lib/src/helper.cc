@@ -9,7 +9,7 @@
  * `sync_every` events when the program refuses a thread.  The helper also
  * refreshes the header's clock anchor and mmap generation.
  *
- * sidecar_write_slot() and sidecar_sync() are ASYNC-SIGNAL-SAFE (pwrite(2)
+ * sidecar_sync() is ASYNC-SIGNAL-SAFE (pwrite(2)
  * and plain loads only): the crash handler and tl_mark call them.
  */
 #include <errno.h>
@@ -96,13 +96,6 @@ void *helper_main(void *) {
 }
 
 }  // namespace
-
-void sidecar_write_slot(const fmt::Slot *slot) {
-  const Ring &r = g_ring;
-  if (r.sidecar_fd < 0 || slot == nullptr) return;
-  uint64_t offset = static_cast<uint64_t>(reinterpret_cast<const uint8_t *>(slot) - r.base);
-  pwrite_all(r.sidecar_fd, slot, sizeof *slot, offset);
-}
 
 void sidecar_sync() {
   Ring &r = g_ring;

@@ -107,9 +107,6 @@ void ensure_altstack() TL_HIDDEN;
  *  Returns 0 or -errno. */
 int install_crash_handlers() TL_HIDDEN;
 
-/** pwrite(2) one slot into the sidecar at its offset.  Async-signal-safe. */
-void sidecar_write_slot(const fmt::Slot *slot) TL_HIDDEN;
-
 /** pwrite(2) the header, the lane table and every lane that changed since
  *  the last sync.  Async-signal-safe (used by tl_mark with sync_every). */
 void sidecar_sync() TL_HIDDEN;

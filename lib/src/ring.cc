@@ -262,6 +262,11 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len) {
   if (st.sidecar) {
     sidecar = sidecar_open(st.sidecar_dir, pid, h->process_start_ticks);
     struct stat sb;
+    /* Full size up front, so the file always holds a whole region. */
+    if (sidecar >= 0 && ftruncate(sidecar, static_cast<off_t>(size)) != 0) {
+      close(sidecar);
+      sidecar = -1;
+    }
     if (sidecar >= 0 && fstat(sidecar, &sb) == 0) {
       h->sidecar_dev = sb.st_dev;
       h->sidecar_ino = sb.st_ino;

@@ -7,11 +7,15 @@
 // The ring is decoded with the format header alone (ring_view.h).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <map>
 #include <set>
@@ -47,10 +51,12 @@ Crash decode(pid_t pid, int status, const std::string &core_path) {
 }
 
 Crash crash(const std::string &program, std::vector<std::string> args,
-            std::optional<unsigned> coredump_filter = std::nullopt) {
+            std::optional<unsigned> coredump_filter = std::nullopt,
+            std::map<std::string, std::string> env = {}) {
   args.insert(args.begin(), g_bin_dir + "/" + program);
   ct::test::CrashOptions opts;
   opts.coredump_filter = coredump_filter;
+  opts.env = std::move(env);
   ct::test::CrashRun run = ct::test::run_and_collect_core(args, opts);
   return decode(run.pid, run.wait_status, run.core_path);
 }
@@ -316,6 +322,111 @@ TEST(CrashDemo, WithoutTheLibraryThereIsNoRing) {
   EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
   EXPECT_EQ(c.core.nt_file_ring_mappings, 0);
   EXPECT_TRUE(c.core.rings.empty());
+}
+
+// The shared library under LD_PRELOAD sets up a default ring from its
+// constructor: a program that never heard of libtimeline still gets its
+// CRASH event in the core.
+TEST(Preload, SharedLibraryConstructorGivesAnUnmodifiedProgramARing) {
+  Crash c = crash("crash_demo_nolib", {"--path=a"}, std::nullopt,
+                  {{"LD_PRELOAD", g_bin_dir + "/../lib/libtimeline.so"}});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  EXPECT_EQ(c.core.rings[0].header.pid, static_cast<uint32_t>(c.pid));
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crashes[0].slot.id, static_cast<uint32_t>(SIGSEGV));
+}
+
+TEST(Preload, TlDisableKeepsTheLibraryOut) {
+  Crash c = crash("crash_demo_nolib", {"--path=a"}, std::nullopt,
+                  {{"LD_PRELOAD", g_bin_dir + "/../lib/libtimeline.so"}, {"TL_DISABLE", "1"}});
+  EXPECT_EQ(c.core.nt_file_ring_mappings, 0);
+  EXPECT_TRUE(c.core.rings.empty());
+}
+
+// The sidecar: created fresh and private, holds the CRASH slot the handler
+// wrote with pwrite(2), and is never a file someone planted.
+class SidecarDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tl-sidecar-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 01777);  // world-writable and sticky, like /tmp
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  std::string dir_;
+};
+
+TEST_F(SidecarDir, HoldsTheRingAndItsCrashSlot) {
+  Crash c = crash("crash_demo_nolib", {"--path=a"}, std::nullopt,
+                  {{"LD_PRELOAD", g_bin_dir + "/../lib/libtimeline.so"},
+                   {"TL_SIDECAR_DIR", dir_}});
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  const auto &h = c.core.rings[0].header;
+  ASSERT_TRUE(h.compat_flags & fmt::kCompatSidecar);
+  std::string name = dir_ + "/core-timeline." + std::to_string(c.pid) + "." +
+                     std::to_string(h.process_start_ticks) + ".ring";
+  struct stat sb;
+  ASSERT_EQ(lstat(name.c_str(), &sb), 0) << name;
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  EXPECT_EQ(sb.st_ino, h.sidecar_ino);
+  std::ifstream f(name, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto side = ct_test::RingView::from_bytes(bytes);
+  ASSERT_TRUE(side) << "the sidecar does not hold a valid ring";
+  EXPECT_EQ(side->header.pid, static_cast<uint32_t>(c.pid));
+  // The helper had no time to sync before the crash; the handler's pwrite of
+  // the CRASH slot put it there.
+  auto crashes = of_kind(side->events(), fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crashes[0].slot.id, static_cast<uint32_t>(SIGSEGV));
+}
+
+TEST_F(SidecarDir, APlantedSymlinkIsNeverFollowed) {
+  // Start the child stopped before exec, so its pid and start time (which
+  // name the sidecar) are known, and plant a symlink under that name.
+  std::string victim = dir_ + "/victim";
+  { std::ofstream(victim) << "untouched"; }
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  auto not_before = std::chrono::system_clock::now();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(go[1]);
+    char x;
+    if (read(go[0], &x, 1) != 1) _exit(126);
+    std::string exe = g_bin_dir + "/crash_demo_nolib";
+    std::string preload = "LD_PRELOAD=" + g_bin_dir + "/../lib/libtimeline.so";
+    std::string sidecar = "TL_SIDECAR_DIR=" + dir_;
+    char *envp[] = {preload.data(), sidecar.data(), nullptr};
+    execle(exe.c_str(), exe.c_str(), "--path=a", static_cast<char *>(nullptr), envp);
+    _exit(127);
+  }
+  close(go[0]);
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat_line((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat_line.substr(stat_line.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) fields >> field;  // field 22: starttime
+  std::string name = dir_ + "/core-timeline." + std::to_string(pid) + "." + field + ".ring";
+  ASSERT_EQ(symlink(victim.c_str(), name.c_str()), 0);
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  close(go[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  Crash c = decode(pid, status, ct::test::fetch_core_for_pid(pid, not_before));
+  ASSERT_EQ(c.core.rings.size(), 1u) << "the ring works without its sidecar";
+  EXPECT_FALSE(c.core.rings[0].header.compat_flags & fmt::kCompatSidecar);
+  std::ifstream v(victim);
+  std::string content((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "untouched");
+  struct stat sb;
+  ASSERT_EQ(lstat(name.c_str(), &sb), 0);
+  EXPECT_TRUE(S_ISLNK(sb.st_mode)) << "the planted link was replaced";
 }
 
 }  // namespace
