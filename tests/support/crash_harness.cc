@@ -261,9 +261,9 @@ uint64_t usec_since_epoch(system_clock::time_point t) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
 
-std::string describe_query(pid_t pid, uint64_t min_ts) {
+std::string describe_query(pid_t pid, uint64_t min_ts, uint64_t not_before_us) {
   return "MESSAGE_ID=" + std::string(kCoredumpMessageId) + " COREDUMP_PID=" + std::to_string(pid) +
-         " COREDUMP_TIMESTAMP>=" + std::to_string(min_ts);
+         " COREDUMP_TIMESTAMP>=" + std::to_string(min_ts) + " written at or after " + std::to_string(not_before_us);
 }
 
 // Finds the entry; when `core` is not null and the entry carries the core
@@ -272,8 +272,13 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
                                               milliseconds timeout, std::string* core) {
   if (pid <= 0) fail("wait_for_coredump_entry: invalid pid " + std::to_string(pid));
   const auto deadline = steady_clock::now() + timeout;
-  // COREDUMP_TIMESTAMP is the kernel's %t (whole seconds) times 10^6.
-  const uint64_t min_ts = usec_since_epoch(not_before) / 1000000 * 1000000;
+  // COREDUMP_TIMESTAMP is the kernel's %t times 10^6: whole seconds from the
+  // coarse clock (ktime_get_real_seconds), which lags CLOCK_REALTIME by up to
+  // a tick, so a crash right after a fork at 12.001 s can carry 11 s.  Hence
+  // one second of slack here, and the precise check on the time the entry
+  // was written (__REALTIME_TIMESTAMP, necessarily after the crash).
+  const uint64_t not_before_us = usec_since_epoch(not_before);
+  const uint64_t min_ts = (not_before_us / 1000000 - 1) * 1000000;
 
   Journal jr;
   int r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
@@ -297,7 +302,9 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
         continue;
       }
       auto ts = parse_u64(field(fields, "COREDUMP_TIMESTAMP"));
-      if (!ts || *ts < min_ts) {
+      uint64_t written_us = 0;
+      if (sd_journal_get_realtime_usec(j, &written_us) < 0) written_us = 0;
+      if (!ts || *ts < min_ts || written_us < not_before_us) {
         ++older;
         continue;
       }
@@ -312,7 +319,7 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
     if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_wait: " + errno_text(-r));
   }
   std::string msg = "pid " + std::to_string(pid) + ": no systemd-coredump journal entry (" +
-                    describe_query(pid, min_ts) + ") within " + std::to_string(timeout.count()) + " ms";
+                    describe_query(pid, min_ts, not_before_us) + ") within " + std::to_string(timeout.count()) + " ms";
   if (older) msg += "; " + std::to_string(older) + " older entr" + (older == 1 ? "y" : "ies") + " of that pid ignored";
   if (untrusted) msg += "; " + std::to_string(untrusted) + " entr" + (untrusted == 1 ? "y" : "ies") + " not written by systemd-coredump ignored";
   msg += ". Is the pipeline running? (tests/support/pipeline status; journalctl -n 20)";

@@ -63,11 +63,16 @@ CrashRun run_and_collect_core(const std::vector<std::string>& argv,
                               const CrashOptions& opts = {});
 
 // For tests that start the child themselves: waits (up to `timeout`) for the
-// systemd-coredump journal entry of `pid` whose COREDUMP_TIMESTAMP is not
-// before `not_before` (take it just before the fork: pids are reused; the
-// kernel's timestamp has whole seconds, so the comparison does too), writes
-// the decompressed core into `output_dir` (empty: default_core_dir()) and
-// returns its path.  Fills *journal_fields when it is not null.
+// systemd-coredump journal entry of `pid` for a crash after `not_before`
+// (take it just before the fork: pids are reused), writes the decompressed
+// core into `output_dir` (empty: default_core_dir()) and returns its path.
+// Fills *journal_fields when it is not null.
+//
+// "After not_before" means: the entry was written at or after not_before
+// (__REALTIME_TIMESTAMP), and its COREDUMP_TIMESTAMP is at most one second
+// before it (the kernel stamps crashes in whole seconds from a clock that
+// lags the realtime clock by up to a tick).  Entries not written by root or
+// the systemd-coredump user are ignored.
 std::string fetch_core_for_pid(
     pid_t pid, std::chrono::system_clock::time_point not_before,
     const std::string& output_dir = "",
