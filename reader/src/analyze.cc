@@ -461,8 +461,8 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
         std::memcpy(&ci, e.inline_data.data(), sizeof ci);
         c.si_code = ci.code;
         c.si_errno = ci.error;
-        c.si_pid = ci.sender_pid;
-        c.si_uid = ci.sender_uid;
+        c.sender_pid = ci.sender_pid;
+        c.sender_uid = ci.sender_uid;
         c.handler_flags = ci.handler_flags;
         c.chained = (ci.handler_flags & f::kCrashChained) != 0;
         c.repeated = (ci.handler_flags & f::kCrashRepeated) != 0;

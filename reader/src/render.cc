@@ -81,7 +81,7 @@ std::string args_text(const Event &e) {
       const auto &c = *e.crash;
       std::string s = fmt::format("sig={} code={} addr={:#x} pc={:#x}", c.signal_name, c.si_code_name,
                                   c.fault_address, e.return_address);
-      if (c.si_code <= 0) s += fmt::format(" from pid {}", c.si_pid);
+      if (c.si_code <= 0) s += fmt::format(" from pid {}", c.sender_pid);
       if (c.chained) s += " (after chained handler)";
       return s;
     }
@@ -329,7 +329,7 @@ json to_json(const Analysis &a) {
       const auto &c = *e.crash;
       ej["crash"] = {{"signal", c.signo},           {"signal_name", c.signal_name},
                      {"si_code", c.si_code},        {"si_code_name", c.si_code_name},
-                     {"si_errno", c.si_errno},      {"si_pid", c.si_pid},
+                     {"si_errno", c.si_errno},      {"si_pid", c.sender_pid},
                      {"fault_address", fmt::format("{:#x}", c.fault_address)},
                      {"sp", fmt::format("{:#x}", c.sp)},
                      {"chained", c.chained},        {"repeated", c.repeated}};

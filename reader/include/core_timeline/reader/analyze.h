@@ -119,8 +119,8 @@ struct CrashSlot {
   std::int32_t si_code = 0;
   std::string si_code_name;
   std::int32_t si_errno = 0;
-  std::int32_t si_pid = 0;
-  std::uint32_t si_uid = 0;
+  std::int32_t sender_pid = 0;  /**< si_pid (named apart from <signal.h> macros) */
+  std::uint32_t sender_uid = 0;
   std::uint64_t fault_address = 0;
   std::uint64_t sp = 0;
   std::uint32_t handler_flags = 0;

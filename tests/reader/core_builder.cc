@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+#include "core_builder.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace ct::testing {
+
+RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t pid,
+                         std::vector<std::uint8_t> build_id)
+    : spl_(spl) {
+  bytes_.assign(fmtx::region_size_for(lanes, spl), 0);
+  auto &h = header();
+  std::memcpy(h.magic, fmtx::kMagic, 4);
+  h.version = fmtx::kVersion;
+  h.header_size = fmtx::kHeaderSize;
+  h.endian_marker = fmtx::kEndianMarker;
+  h.compat_flags = fmtx::kCompatClockTsc | fmtx::kCompatHandlers;
+  h.slot_size = fmtx::kSlotSize;
+  h.slots_per_lane = spl;
+  h.lane_count = lanes;
+  h.lane_table_offset = fmtx::kHeaderSize;
+  h.lanes_offset = fmtx::lanes_offset_for(lanes);
+  h.region_size = bytes_.size();
+  h.process_start_ticks = 777;
+  h.pid = pid;
+  h.writer_version = 0x000100;
+  h.build_id_len = static_cast<std::uint32_t>(build_id.size());
+  std::memcpy(h.build_id, build_id.data(), build_id.size());
+  h.anchor_ticks = 1'000'000;
+  h.anchor_realtime_ns = 1'700'000'000'000'000'000ull;
+  h.anchor_monotonic_ns = 5'000'000'000ull;
+  h.ticks_per_second = 1'000'000'000;  // 1 tick = 1 ns
+  lane(lanes - 1).flags = fmtx::kLaneShared;
+  seal();
+}
+
+void RingBuilder::seal() { header().header_crc = fmtx::header_crc(bytes_.data()); }
+
+fmtx::Slot &RingBuilder::add(std::uint32_t l, std::uint64_t seq, std::uint16_t kind, std::uint32_t id,
+                             std::uint64_t arg0, std::uint64_t arg1, std::uint32_t tid, std::uint64_t ts,
+                             std::uint64_t ra) {
+  fmtx::Slot &s = slot(l, (seq - 1) % spl_);
+  std::memset(&s, 0, sizeof s);
+  s.begin_seq = seq;
+  s.end_seq = seq;
+  s.timestamp = ts != 0 ? ts : 1'000'000 + seq * 1000 + l;
+  s.tid = tid;
+  s.kind = kind;
+  s.id = id;
+  s.return_address = ra;
+  s.arg0 = arg0;
+  s.arg1 = arg1;
+  if (lane(l).write_index < seq) lane(l).write_index = seq;
+  if (lane(l).owner_tid == 0) lane(l).owner_tid = tid;
+  return s;
+}
+
+void CoreBuilder::map(std::uint64_t vaddr, std::vector<std::uint8_t> data, const std::string &path,
+                      std::uint64_t memsz, std::uint32_t flags) {
+  Load l;
+  l.vaddr = vaddr;
+  l.memsz = memsz != 0 ? memsz : (data.size() + 4095) & ~std::uint64_t{4095};
+  l.data = std::move(data);
+  l.flags = flags;
+  if (!path.empty()) files.push_back({vaddr, vaddr + l.memsz, 0, path});
+  loads.push_back(std::move(l));
+}
+
+void CoreBuilder::map_excluded(std::uint64_t vaddr, std::uint64_t memsz, const std::string &path) {
+  Load l;
+  l.vaddr = vaddr;
+  l.memsz = memsz;
+  loads.push_back(std::move(l));
+  files.push_back({vaddr, vaddr + memsz, 0, path});
+}
+
+namespace {
+template <class T>
+void put(std::vector<std::uint8_t> &b, const T &v) {
+  const auto *p = reinterpret_cast<const std::uint8_t *>(&v);
+  b.insert(b.end(), p, p + sizeof v);
+}
+void pad4(std::vector<std::uint8_t> &b) {
+  while (b.size() % 4) b.push_back(0);
+}
+void note(std::vector<std::uint8_t> &b, const std::string &name, std::uint32_t type,
+          const std::vector<std::uint8_t> &desc) {
+  put(b, static_cast<std::uint32_t>(name.size() + 1));
+  put(b, static_cast<std::uint32_t>(desc.size()));
+  put(b, type);
+  b.insert(b.end(), name.begin(), name.end());
+  b.push_back(0);
+  pad4(b);
+  b.insert(b.end(), desc.begin(), desc.end());
+  pad4(b);
+}
+}  // namespace
+
+std::vector<std::uint8_t> CoreBuilder::build() const {
+  std::vector<std::uint8_t> notes;
+  for (const auto &t : threads) {
+    std::vector<std::uint8_t> d(336, 0);
+    std::memcpy(&d[0], &t.signo, 4);
+    std::int16_t cursig = static_cast<std::int16_t>(t.signo);
+    std::memcpy(&d[12], &cursig, 2);
+    std::memcpy(&d[32], &t.tid, 4);
+    std::memcpy(&d[112 + 16 * 8], &t.pc, 8);
+    std::memcpy(&d[112 + 19 * 8], &t.sp, 8);
+    note(notes, "CORE", NT_PRSTATUS, d);
+  }
+  if (prpsinfo_pid) {
+    std::vector<std::uint8_t> d(136, 0);
+    d[1] = 'R';
+    std::memcpy(&d[24], &*prpsinfo_pid, 4);
+    std::memcpy(&d[40], comm.data(), std::min<std::size_t>(comm.size(), 15));
+    std::memcpy(&d[56], comm.data(), std::min<std::size_t>(comm.size(), 79));
+    note(notes, "CORE", NT_PRPSINFO, d);
+  }
+  if (sig_signo) {
+    std::vector<std::uint8_t> d(128, 0);
+    std::memcpy(&d[0], &*sig_signo, 4);
+    std::memcpy(&d[8], &sig_code, 4);
+    std::memcpy(&d[16], &sig_addr, 8);
+    note(notes, "CORE", NT_SIGINFO, d);
+  }
+  if (!auxv.empty()) {
+    std::vector<std::uint8_t> d;
+    for (auto [k, v] : auxv) {
+      put(d, k);
+      put(d, v);
+    }
+    put(d, std::uint64_t{0});
+    put(d, std::uint64_t{0});
+    note(notes, "CORE", NT_AUXV, d);
+  }
+  if (with_file_note) {
+    std::vector<std::uint8_t> d;
+    put(d, static_cast<std::uint64_t>(files.size()));
+    put(d, std::uint64_t{4096});
+    for (const auto &f : files) {
+      put(d, f.start);
+      put(d, f.end);
+      put(d, f.pgoff);
+    }
+    for (const auto &f : files) {
+      d.insert(d.end(), f.path.begin(), f.path.end());
+      d.push_back(0);
+    }
+    note(notes, "CORE", NT_FILE, d);
+  }
+  for (const auto &n : extra_notes) note(notes, n.name, n.type, n.desc);
+
+  const std::size_t phnum = 1 + loads.size();
+  std::vector<std::uint8_t> out(sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr), 0);
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_CORE;
+  eh.e_machine = machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = static_cast<std::uint16_t>(phnum);
+  std::memcpy(out.data(), &eh, sizeof eh);
+  std::vector<Elf64_Phdr> ph(phnum);
+  ph[0].p_type = PT_NOTE;
+  ph[0].p_offset = out.size();
+  ph[0].p_filesz = notes.size();
+  ph[0].p_align = 4;
+  out.insert(out.end(), notes.begin(), notes.end());
+  for (std::size_t i = 0; i < loads.size(); ++i) {
+    while (out.size() % 4096) out.push_back(0);
+    auto &p = ph[i + 1];
+    p.p_type = PT_LOAD;
+    p.p_flags = loads[i].flags;
+    p.p_offset = loads[i].data.empty() ? 0 : out.size();
+    p.p_vaddr = loads[i].vaddr;
+    p.p_filesz = loads[i].data.size();
+    p.p_memsz = loads[i].memsz;
+    p.p_align = 4096;
+    out.insert(out.end(), loads[i].data.begin(), loads[i].data.end());
+  }
+  std::memcpy(out.data() + sizeof(Elf64_Ehdr), ph.data(), phnum * sizeof(Elf64_Phdr));
+  return out;
+}
+
+std::vector<std::uint8_t> fake_elf_page(const std::vector<std::uint8_t> &build_id) {
+  std::vector<std::uint8_t> page(4096, 0);
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_X86_64;
+  eh.e_phoff = sizeof eh;
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 1;
+  std::memcpy(page.data(), &eh, sizeof eh);
+  std::vector<std::uint8_t> n;
+  note(n, "GNU", NT_GNU_BUILD_ID, build_id);
+  Elf64_Phdr ph{};
+  ph.p_type = PT_NOTE;
+  ph.p_offset = 0x200;
+  ph.p_vaddr = 0x200;
+  ph.p_filesz = n.size();
+  ph.p_memsz = n.size();
+  ph.p_align = 4;
+  std::memcpy(page.data() + sizeof eh, &ph, sizeof ph);
+  std::memcpy(page.data() + 0x200, n.data(), n.size());
+  return page;
+}
+
+CoreBuilder standard_core(RingBuilder &ring) {
+  CoreBuilder c;
+  std::vector<std::uint8_t> bid(ring.header().build_id, ring.header().build_id + ring.header().build_id_len);
+  c.map(kExeAddr, fake_elf_page(bid), "/usr/bin/victim", 0x2000, 5);
+  c.map(kRingAddr, ring.bytes(), "/memfd:core-timeline (deleted)");
+  c.map(0x7ffd00000000, std::vector<std::uint8_t>(4096, 0x5a), "", 0x10000, 6);  // a stack
+  return c;
+}
+
+std::string write_temp(const std::vector<std::uint8_t> &bytes, const std::string &stem) {
+  const char *tmp = getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/ct-reader-" + stem + "-XXXXXX";
+  std::vector<char> buf(path.begin(), path.end());
+  buf.push_back(0);
+  int fd = mkstemp(buf.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed for " + path);
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t w = write(fd, bytes.data() + off, bytes.size() - off);
+    if (w <= 0) {
+      close(fd);
+      throw std::runtime_error("write failed for " + path);
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  close(fd);
+  return buf.data();
+}
+
+}  // namespace ct::testing

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+//
+// core_builder.h - test-only builders for rings and ELF cores.
+//
+// RingBuilder lays out a ring region exactly as ring_format.h says (header,
+// lane table, slots, CRC); CoreBuilder writes an ET_CORE ELF64 file with
+// PT_NOTE (NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV, NT_FILE) and
+// PT_LOAD segments, the way fs/binfmt_elf.c does, so malformed cores can be
+// made inside the tests.  Not for production: no input checking.
+#ifndef CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H
+#define CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core_timeline/ring_format.h"
+
+namespace ct::testing {
+
+namespace fmtx = core_timeline::format;
+
+class RingBuilder {
+ public:
+  RingBuilder(std::uint32_t lanes = 3, std::uint32_t slots_per_lane = 8, std::uint32_t pid = 4242,
+              std::vector<std::uint8_t> build_id = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04});
+
+  fmtx::RingHeader &header() { return *reinterpret_cast<fmtx::RingHeader *>(bytes_.data()); }
+  fmtx::LaneDesc &lane(std::uint32_t i) {
+    return *reinterpret_cast<fmtx::LaneDesc *>(bytes_.data() + header().lane_table_offset +
+                                               std::uint64_t{i} * fmtx::kLaneDescSize);
+  }
+  fmtx::Slot &slot(std::uint32_t lane, std::uint64_t index) {
+    return *reinterpret_cast<fmtx::Slot *>(bytes_.data() + fmtx::lane_slots_offset(header(), lane) +
+                                           index * fmtx::kSlotSize);
+  }
+  /** Commits event `seq` of `lane` (begin == end == seq), raising the lane's
+   *  write_index to seq if it is lower.  Returns the slot. */
+  fmtx::Slot &add(std::uint32_t lane, std::uint64_t seq, std::uint16_t kind, std::uint32_t id,
+                  std::uint64_t arg0, std::uint64_t arg1 = 0, std::uint32_t tid = 4242,
+                  std::uint64_t timestamp = 0, std::uint64_t return_address = 0x401234);
+  /** Recomputes header_crc (call after editing the immutable part). */
+  void seal();
+  std::vector<std::uint8_t> &bytes() { return bytes_; }
+  std::uint32_t slots_per_lane() const { return spl_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::uint32_t spl_;
+};
+
+struct NoteSpec {
+  std::string name;  // "CORE"
+  std::uint32_t type;
+  std::vector<std::uint8_t> desc;
+};
+
+class CoreBuilder {
+ public:
+  struct Load {
+    std::uint64_t vaddr = 0;
+    std::uint64_t memsz = 0;
+    std::vector<std::uint8_t> data;  // dumped bytes (p_filesz = data.size())
+    std::uint32_t flags = 6;         // PF_R | PF_W
+  };
+  struct File {
+    std::uint64_t start, end, pgoff;
+    std::string path;
+  };
+
+  std::uint16_t machine = 62;  // EM_X86_64
+  std::vector<Load> loads;
+  std::vector<File> files;
+  bool with_file_note = true;
+  std::optional<std::uint32_t> prpsinfo_pid = 4242;
+  std::string comm = "victim";
+  struct Thread {
+    std::uint32_t tid;
+    std::int32_t signo;
+    std::uint64_t pc, sp;
+  };
+  std::vector<Thread> threads = {{4242, 11, 0x401100, 0x7ffd0000f000}};
+  std::optional<std::int32_t> sig_signo = 11;
+  std::int32_t sig_code = 1;  // SEGV_MAPERR
+  std::uint64_t sig_addr = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> auxv = {{3, 0x400040}, {9, 0x401000}};
+  std::vector<NoteSpec> extra_notes;
+
+  /** A mapping with bytes, listed in NT_FILE under `path` if not empty. */
+  void map(std::uint64_t vaddr, std::vector<std::uint8_t> data, const std::string &path = "",
+           std::uint64_t memsz = 0, std::uint32_t flags = 6);
+  /** A mapping the kernel left out (p_filesz 0), listed in NT_FILE. */
+  void map_excluded(std::uint64_t vaddr, std::uint64_t memsz, const std::string &path);
+
+  std::vector<std::uint8_t> build() const;
+};
+
+/** The first page of an ELF executable with an NT_GNU_BUILD_ID note, as the
+ *  kernel dumps it (coredump_filter bit 4). */
+std::vector<std::uint8_t> fake_elf_page(const std::vector<std::uint8_t> &build_id);
+
+/** A core with the usual process: executable /usr/bin/victim at 0x400000
+ *  (build-id aabbccdd01020304), one thread 4242 that died of SIGSEGV, and
+ *  the ring `ring` mapped at 0x7f0000000000 as "/memfd:core-timeline
+ *  (deleted)". */
+CoreBuilder standard_core(RingBuilder &ring);
+
+inline constexpr std::uint64_t kRingAddr = 0x7f0000000000;
+inline constexpr std::uint64_t kExeAddr = 0x400000;
+
+/** Writes bytes to a fresh file under $TMPDIR and returns its path. */
+std::string write_temp(const std::vector<std::uint8_t> &bytes, const std::string &stem);
+
+}  // namespace ct::testing
+
+#endif  // CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H

@@ -1,0 +1,667 @@
+// SPDX-License-Identifier: MIT
+//
+// Unit tests of ct::reader over rings and cores built in the test
+// (core_builder.h).  Each test names the rule it guards.
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "core_builder.h"
+#include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/cursor.h"
+#include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/render.h"
+#include "core_timeline/reader/ring.h"
+#include "core_timeline/reader/tlmap.h"
+#include "test_util.h"
+
+namespace ctr = core_timeline::reader;
+namespace fmtx = core_timeline::format;
+using ct::testing::CoreBuilder;
+using ct::testing::RingBuilder;
+
+namespace {
+
+ctr::Analysis analyze_bytes(const std::vector<std::uint8_t> &bytes, ctr::ReadOptions opts = {}) {
+  auto core = ctr::CoreFile::from_bytes(bytes, "test-core");
+  if (!core) return ctr::analysis_of_error("test-core", core.error());
+  opts.symbolize = false;
+  return ctr::analyze(*core, opts);
+}
+
+std::vector<std::string> names(const ctr::Analysis &a) {
+  std::vector<std::string> n;
+  for (const auto &e : a.events) n.push_back(e.name);
+  return n;
+}
+
+/* Every Analysis a test produces also goes through the JSON schema. */
+void expect_schema_valid(const ctr::Analysis &a) {
+  EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(a)), "");
+}
+
+RingBuilder three_events() {
+  RingBuilder r;
+  r.add(0, 1, fmtx::kKindUser, 0x1001, 41);
+  r.add(0, 2, fmtx::kKindFree, 0, 0x7ffd00000100);
+  r.add(0, 3, fmtx::kKindUser, 0x1003, 1001);
+  return r;
+}
+
+}  // namespace
+
+/* ------------------------------------------------------------------ cursor */
+
+TEST(Cursor, ReadsLittleEndianAndFailsWithoutAdvancing) {
+  const std::uint8_t b[] = {1, 0, 0, 0, 2, 0};
+  ctr::Cursor c(b, 0x100, "thing");
+  auto v = c.u32("first");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v, 1u);
+  auto w = c.u32("second");
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().code, ctr::Errc::kTruncated);
+  EXPECT_NE(w.error().message.find("second at offset 0x104"), std::string::npos) << w.error().message;
+  EXPECT_EQ(c.pos(), 4u);  // a failed read does not advance
+  auto h = c.u16("third");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(*h, 2u);
+}
+
+TEST(Cursor, UnterminatedStringIsBadData) {
+  const std::uint8_t b[] = {'a', 'b'};
+  ctr::Cursor c(b, 0, "strings");
+  auto s = c.cstring("name");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ctr::Errc::kBadData);
+}
+
+/* ------------------------------------------------------------ ring decoder */
+
+TEST(Ring, HealthyRingDecodesInSequenceOrder) {
+  RingBuilder r = three_events();
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->events.size(), 3u);
+  EXPECT_EQ(d->events[0].id, 0x1001u);
+  EXPECT_EQ(d->events[2].arg0, 1001u);
+  EXPECT_EQ(d->lanes[0].first_seq, 1u);
+  EXPECT_EQ(d->lanes[0].last_seq, 3u);
+  EXPECT_FALSE(d->counter_inconsistent);
+  EXPECT_EQ(d->torn, 0u);
+}
+
+TEST(Ring, BadCrcIsRefused) {
+  RingBuilder r = three_events();
+  r.header().pid ^= 1;  // edit the immutable part without resealing
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, ctr::Errc::kBadData);
+  EXPECT_NE(d.error().message.find("header_crc"), std::string::npos) << d.error().message;
+}
+
+TEST(Ring, UnknownVersionAndIncompatFlagsAreRefused) {
+  RingBuilder r = three_events();
+  r.header().version = 2;
+  r.seal();
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, ctr::Errc::kUnsupported);
+  RingBuilder r2 = three_events();
+  r2.header().incompat_flags = 1u << 5;
+  r2.seal();
+  auto d2 = ctr::decode_ring(r2.bytes(), r2.bytes().size());
+  ASSERT_FALSE(d2);
+  EXPECT_EQ(d2.error().code, ctr::Errc::kUnsupported);
+}
+
+TEST(Ring, OversizeGeometryIsRefusedBeforeAnyOffsetIsUsed) {
+  struct Case {
+    const char *field;
+    void (*edit)(fmtx::RingHeader &);
+  } cases[] = {
+      {"slots_per_lane", [](fmtx::RingHeader &h) { h.slots_per_lane = 1u << 21; }},
+      {"slots_per_lane", [](fmtx::RingHeader &h) { h.slots_per_lane = 12; }},
+      {"lane_count", [](fmtx::RingHeader &h) { h.lane_count = 5000; }},
+      {"lane_count", [](fmtx::RingHeader &h) { h.lane_count = 0xffffffffu; }},
+      {"slot_size", [](fmtx::RingHeader &h) { h.slot_size = 4096; }},
+      {"region_size", [](fmtx::RingHeader &h) { h.region_size = 1ull << 40; }},
+      {"region_size", [](fmtx::RingHeader &h) { h.slots_per_lane = 1024; }},  // slots no longer fit
+      {"lanes_offset", [](fmtx::RingHeader &h) { h.lanes_offset = 520; }},
+      {"lane_table_offset", [](fmtx::RingHeader &h) { h.lane_table_offset = 16; }},
+      {"build_id_len", [](fmtx::RingHeader &h) { h.build_id_len = 65; }},
+      {"header_size", [](fmtx::RingHeader &h) { h.header_size = 100; }},
+  };
+  for (const auto &c : cases) {
+    RingBuilder r = three_events();
+    c.edit(r.header());
+    r.seal();  // a consistent CRC: only geometry checks can catch it
+    auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+    ASSERT_FALSE(d) << c.field;
+    EXPECT_NE(d.error().message.find(c.field), std::string::npos) << c.field << ": " << d.error().message;
+  }
+}
+
+TEST(Ring, RegionLargerThanItsMappingIsRefused) {
+  RingBuilder r = three_events();
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size() - 4096);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("exceeds"), std::string::npos) << d.error().message;
+}
+
+TEST(Ring, TornSlotIsSkippedAndListed) {
+  RingBuilder r = three_events();
+  r.slot(0, 1).begin_seq = 2 | fmtx::kSeqWriting;  // seq 2 mid-write
+  r.add(0, 4, fmtx::kKindUser, 0x1003, 5);
+  r.slot(0, 3).end_seq = 3;  // seq 4: begin 4, end stale 3
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->events.size(), 2u);  // seqs 1 and 3 only
+  EXPECT_EQ(d->events[0].seq, 1u);
+  EXPECT_EQ(d->events[1].seq, 3u);
+  ASSERT_EQ(d->rejected.size(), 2u);
+  EXPECT_TRUE(d->rejected[0].torn);
+  EXPECT_EQ(d->rejected[0].seq, 2u);
+  EXPECT_TRUE(d->rejected[1].torn);
+  EXPECT_EQ(d->torn, 2u);
+  EXPECT_EQ(d->lanes[0].missing, 1u);  // seq 2 inside [1, 3]
+}
+
+TEST(Ring, SlotsThatCannotBeRealAreInvalidNotRendered) {
+  RingBuilder r = three_events();
+  r.slot(0, 0).inline_len = 200;  // a length beyond the slot
+  r.add(1, 3, fmtx::kKindUser, 1, 1);
+  r.slot(1, 2).begin_seq = r.slot(1, 2).end_seq = 5;  // seq 5 belongs in slot 4
+  r.add(2, 1, fmtx::kKindUser, 1, 1).tid = 0;       // no writer stores tid 0
+  r.add(2, 2, fmtx::kKindUser, 1, 1).kind = 0;
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->events.size(), 2u);  // lane 0 seqs 2, 3
+  EXPECT_EQ(d->invalid, 4u);
+  for (const auto &rej : d->rejected) EXPECT_FALSE(rej.torn) << rej.reason;
+}
+
+TEST(Ring, InflatedIndexIsFlaggedAndTimelineKept) {
+  RingBuilder r = three_events();
+  r.lane(0).write_index = 3 + 8 + 5;  // more than a lane beyond seq 3
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->lanes[0].counter_inconsistent);
+  EXPECT_NE(d->lanes[0].counter_reason.find("inflated"), std::string::npos);
+  EXPECT_EQ(d->events.size(), 3u);
+
+  RingBuilder r2 = three_events();
+  r2.lane(0).write_index = 6;  // 3 sequences reserved, none begun: too many for a private lane
+  auto d2 = ctr::decode_ring(r2.bytes(), r2.bytes().size());
+  ASSERT_TRUE(d2);
+  EXPECT_TRUE(d2->lanes[0].counter_inconsistent);
+
+  RingBuilder r3 = three_events();
+  r3.lane(0).write_index = UINT64_MAX;  // loops stay bounded whatever it says
+  auto t0 = std::chrono::steady_clock::now();
+  auto d3 = ctr::decode_ring(r3.bytes(), r3.bytes().size());
+  ASSERT_TRUE(d3);
+  EXPECT_TRUE(d3->counter_inconsistent);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+}
+
+TEST(Ring, InFlightReservationsAreNotInconsistent) {
+  RingBuilder r = three_events();
+  r.lane(0).write_index = 5;                         // 4 being written, 5 reserved
+  r.slot(0, 3).begin_seq = 4 | fmtx::kSeqWriting;
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->lanes[0].counter_inconsistent) << d->lanes[0].counter_reason;
+  EXPECT_EQ(d->lanes[0].in_flight, 2u);
+  EXPECT_EQ(d->events.size(), 3u);
+}
+
+TEST(Ring, DeflatedIndexNeverHidesCommittedSlots) {
+  RingBuilder r = three_events();
+  r.lane(0).write_index = 1;
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->lanes[0].counter_inconsistent);
+  EXPECT_NE(d->lanes[0].counter_reason.find("deflated"), std::string::npos);
+  EXPECT_EQ(d->events.size(), 3u);
+}
+
+TEST(Ring, ZeroedIndexOnPopulatedRingIsFlagged) {
+  RingBuilder r;
+  r.add(0, 1, fmtx::kKindUser, 0x1001, 41);  // even a single event
+  r.lane(0).write_index = 0;
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->lanes[0].counter_inconsistent);
+  EXPECT_NE(d->lanes[0].counter_reason.find("zeroed"), std::string::npos);
+  EXPECT_EQ(d->events.size(), 1u);
+}
+
+TEST(Ring, EmptyRingHasNoPhantomEvents) {
+  RingBuilder r;
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->events.empty());
+  EXPECT_FALSE(d->counter_inconsistent);
+}
+
+TEST(Ring, OverwrittenSequencesAreCounted) {
+  RingBuilder r;
+  for (std::uint64_t s = 1; s <= 12; ++s) r.add(0, s, fmtx::kKindUser, 7, s);
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->lanes[0].first_seq, 5u);
+  EXPECT_EQ(d->lanes[0].last_seq, 12u);
+  EXPECT_EQ(d->lanes[0].overwritten, 4u);
+  EXPECT_EQ(d->overwritten, 4u);
+  ASSERT_EQ(d->events.size(), 8u);
+  EXPECT_EQ(d->events.front().arg0, 5u);
+}
+
+TEST(Ring, TruncatedRegionKeepsWhatIsPresent) {
+  RingBuilder r = three_events();
+  r.add(2, 1, fmtx::kKindUser, 9, 9);
+  std::span<const std::uint8_t> part(r.bytes().data(), fmtx::lane_slots_offset(r.header(), 1) + 3 * 128);
+  auto d = ctr::decode_ring(part, r.bytes().size());
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_TRUE(d->truncated);
+  EXPECT_EQ(d->events.size(), 3u);  // lane 2's event is past the cut
+  EXPECT_EQ(d->lanes[1].slots_absent, 5u);
+  EXPECT_EQ(d->lanes[2].slots_absent, 8u);
+
+  std::span<const std::uint8_t> header_only(r.bytes().data(), 300);
+  auto h = ctr::decode_ring(header_only, r.bytes().size());
+  ASSERT_FALSE(h);
+  EXPECT_EQ(h.error().code, ctr::Errc::kTruncated);
+}
+
+/* ---------------------------------------------------------------- ELF core */
+
+TEST(CoreFile, EmptyAndNonElfAndNonCoreAreRefused) {
+  auto e = ctr::CoreFile::from_bytes({}, "empty");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, ctr::Errc::kNotElf);
+  auto t = ctr::CoreFile::from_bytes({'h', 'e', 'l', 'l', 'o'}, "text");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, ctr::Errc::kNotElf);
+  RingBuilder r;
+  auto bytes = ct::testing::standard_core(r).build();
+  bytes[16] = ET_EXEC;
+  auto x = ctr::CoreFile::from_bytes(bytes, "exec");
+  ASSERT_FALSE(x);
+  EXPECT_EQ(x.error().code, ctr::Errc::kUnsupported);
+  auto a = analyze_bytes({});
+  EXPECT_EQ(ctr::exit_code(a.status), 3);
+  expect_schema_valid(a);
+}
+
+TEST(CoreFile, ProgramHeadersPastEndOfFileAreTruncated) {
+  RingBuilder r;
+  auto bytes = ct::testing::standard_core(r).build();
+  bytes.resize(sizeof(Elf64_Ehdr) + 10);
+  auto c = ctr::CoreFile::from_bytes(bytes, "cut");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, ctr::Errc::kTruncated);
+}
+
+TEST(CoreFile, NotesAreParsed) {
+  RingBuilder r;
+  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "core");
+  ASSERT_TRUE(core) << core.error().message;
+  const auto &n = core->notes();
+  ASSERT_TRUE(n.process);
+  EXPECT_EQ(n.process->pid, 4242u);
+  EXPECT_EQ(n.process->fname, "victim");
+  ASSERT_EQ(n.threads.size(), 1u);
+  EXPECT_EQ(n.threads[0].pc, 0x401100u);
+  ASSERT_TRUE(n.signal);
+  EXPECT_EQ(n.signal->signo, 11);
+  ASSERT_EQ(n.files.size(), 2u);
+  EXPECT_EQ(n.files[1].name, "/memfd:core-timeline");
+  EXPECT_TRUE(n.files[1].deleted);
+  std::string how;
+  const auto *exe = core->executable(&how);
+  ASSERT_NE(exe, nullptr);
+  EXPECT_EQ(exe->name, "/usr/bin/victim");
+  EXPECT_EQ(ctr::hex_bytes(exe->build_id), "aabbccdd01020304");
+}
+
+TEST(CoreFile, HostileNtFileCountIsIgnoredWithWarning) {
+  RingBuilder r;
+  CoreBuilder c = ct::testing::standard_core(r);
+  c.with_file_note = false;
+  std::vector<std::uint8_t> d(16 + 24, 0);
+  const std::uint64_t count = 1ull << 60, page = 4096;
+  std::memcpy(&d[0], &count, 8);
+  std::memcpy(&d[8], &page, 8);
+  c.extra_notes.push_back({"CORE", NT_FILE, d});
+  auto core = ctr::CoreFile::from_bytes(c.build(), "core");
+  ASSERT_TRUE(core);
+  EXPECT_FALSE(core->notes().has_file_note);
+  ASSERT_FALSE(core->notes().warnings.empty());
+  EXPECT_NE(core->notes().warnings[0].find("count"), std::string::npos);
+}
+
+/* ---------------------------------------------------------------- analysis */
+
+TEST(Analyze, HealthyCoreGivesNamedTimeline) {
+  RingBuilder r = three_events();
+  auto tl = ctr::TlMap::parse("0x1001 REQ_PARSE\n0x1003 BEFORE_DIE\n", "t");
+  ASSERT_TRUE(tl);
+  ctr::ReadOptions o;
+  o.tlmap = &*tl;
+  auto a = analyze_bytes(ct::testing::standard_core(r).build(), o);
+  EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_EQ(a.source, "core-only");
+  EXPECT_EQ(names(a), (std::vector<std::string>{"REQ_PARSE", "FREE", "BEFORE_DIE"}));
+  ASSERT_EQ(a.rings.size(), 1u);
+  EXPECT_EQ(a.rings[0].found_by, "nt_file");
+  EXPECT_EQ(a.rings[0].pid.result, ctr::Check::kMatch);
+  EXPECT_EQ(a.rings[0].build_id.result, ctr::Check::kMatch);
+  ASSERT_TRUE(a.events[1].pointer);
+  EXPECT_EQ(a.events[1].pointer->kind, "anonymous");
+  EXPECT_EQ(a.events[1].pointer->note, "stack of tid 4242");
+  ASSERT_TRUE(a.crash);
+  EXPECT_EQ(a.crash->signal_name, "SIGSEGV");
+  EXPECT_EQ(a.crash->si_code_name, "SEGV_MAPERR");
+  EXPECT_FALSE(a.crash->ring_slot);
+  ASSERT_TRUE(a.events[0].location);
+  EXPECT_EQ(a.events[0].location->module, "/usr/bin/victim");
+  EXPECT_EQ(a.events[0].location->file_offset, 0x1234u);
+  EXPECT_FALSE(a.absence_proves_nothing);
+  expect_schema_valid(a);
+  const std::string text = ctr::render_text(a);
+  EXPECT_NE(text.find("REQ_PARSE        arg=41"), std::string::npos) << text;
+  EXPECT_NE(text.find("core-timeline: core-only"), std::string::npos) << text;
+}
+
+TEST(Analyze, UnnamedUserIdsShowTheirId) {
+  RingBuilder r = three_events();
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  EXPECT_EQ(names(a), (std::vector<std::string>{"id=0x1001", "FREE", "id=0x1003"}));
+}
+
+TEST(Analyze, CrashSlotIsDecoded) {
+  RingBuilder r = three_events();
+  auto &s = r.add(0, 4, fmtx::kKindCrash, 11, 0, 0x7ffd0000f000, 4242, 0, 0x401100);
+  fmtx::CrashInfo ci{};
+  ci.code = 1;
+  std::memcpy(s.inline_data, &ci, sizeof ci);
+  s.inline_len = sizeof ci;
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  ASSERT_EQ(a.events.size(), 4u);
+  ASSERT_TRUE(a.events[3].crash);
+  EXPECT_EQ(a.events[3].crash->signal_name, "SIGSEGV");
+  EXPECT_EQ(a.events[3].crash->si_code_name, "SEGV_MAPERR");
+  EXPECT_TRUE(a.crash->ring_slot);
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, MissingNtFileFindsRingByValidatedMagic) {
+  RingBuilder r = three_events();
+  CoreBuilder c = ct::testing::standard_core(r);
+  c.with_file_note = false;
+  auto a = analyze_bytes(c.build());
+  EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  ASSERT_EQ(a.rings.size(), 1u);
+  EXPECT_EQ(a.rings[0].found_by, "magic_scan");
+  EXPECT_EQ(a.rings[0].address, ct::testing::kRingAddr);
+  EXPECT_EQ(a.events.size(), 3u);
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, MagicInOrdinaryDataIsNotARing) {
+  /* No library: a page that starts with "CTLN", and another with a whole
+   * copied header whose CRC no longer matches. */
+  RingBuilder r = three_events();
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
+  std::vector<std::uint8_t> data(8192, 0);
+  std::memcpy(data.data(), "CTLN and then some program text", 31);
+  std::memcpy(data.data() + 4096, r.bytes().data(), 1024);
+  data[4096 + 100] ^= 0xff;
+  c.map(0x600000, data);
+  auto a = analyze_bytes(c.build());
+  EXPECT_EQ(a.status, ctr::Status::kNoRing);
+  EXPECT_EQ(ctr::exit_code(a.status), 1);
+  EXPECT_EQ(a.magic_rejected_total, 2u);
+  EXPECT_TRUE(a.events.empty());
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, NoLibraryAtAllIsNoRing) {
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
+  auto a = analyze_bytes(c.build());
+  EXPECT_EQ(a.status, ctr::Status::kNoRing);
+  EXPECT_NE(a.reason.find("no CTLN mapping found"), std::string::npos);
+}
+
+TEST(Analyze, ExcludedMappingIsTimelineMappingAbsent) {
+  RingBuilder r = three_events();
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa}), "/usr/bin/victim", 0x2000, 5);
+  c.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+  auto a = analyze_bytes(c.build());
+  EXPECT_EQ(a.status, ctr::Status::kMappingAbsent);
+  EXPECT_EQ(ctr::exit_code(a.status), 2);
+  EXPECT_NE(a.reason.find("timeline mapping absent"), std::string::npos);
+  EXPECT_NE(a.reason.find("excluded"), std::string::npos) << a.reason;
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, TruncatedBeforeTheRingIsAbsentByTruncation) {
+  RingBuilder r = three_events();
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa}), "/usr/bin/victim", 0x2000, 5);
+  c.map(0x500000, std::vector<std::uint8_t>(16384, 1));
+  c.map(ct::testing::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
+  auto bytes = c.build();
+  bytes.resize(bytes.size() - r.bytes().size() - 100);  // ends before the ring
+  auto a = analyze_bytes(bytes);
+  EXPECT_TRUE(a.core_truncated);
+  EXPECT_EQ(a.status, ctr::Status::kMappingAbsent);
+  EXPECT_NE(a.reason.find("cut off by truncation"), std::string::npos) << a.reason;
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, TruncatedInsideTheRingKeepsThePresentLanes) {
+  RingBuilder r = three_events();
+  r.add(2, 1, fmtx::kKindUser, 9, 9);
+  auto bytes = ct::testing::standard_core(r).build();
+  /* The ring is the second PT_LOAD; the stack page follows it.  Cut the
+   * file in lane 1 of the ring. */
+  auto core = ctr::CoreFile::from_bytes(bytes, "x");
+  ASSERT_TRUE(core);
+  const auto *seg = core->segment_for(ct::testing::kRingAddr);
+  ASSERT_NE(seg, nullptr);
+  bytes.resize(seg->offset + fmtx::lane_slots_offset(r.header(), 1) + 128);
+  auto a = analyze_bytes(bytes);
+  EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_EQ(a.events.size(), 3u);
+  EXPECT_TRUE(a.rings[0].ring->truncated);
+  EXPECT_TRUE(a.absence_proves_nothing);
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, TwoRingsAreBothReportedAndMerged) {
+  RingBuilder r1, r2;
+  r1.add(0, 1, fmtx::kKindUser, 1, 1, 0, 4242, 1'000'100);
+  r1.add(0, 2, fmtx::kKindUser, 3, 3, 0, 4242, 1'000'300);
+  r2.add(0, 1, fmtx::kKindUser, 2, 2, 0, 4243, 1'000'200);
+  CoreBuilder c = ct::testing::standard_core(r1);
+  c.map(ct::testing::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
+  auto a = analyze_bytes(c.build());
+  EXPECT_EQ(a.status, ctr::Status::kOk);
+  ASSERT_EQ(a.rings.size(), 2u);
+  ASSERT_EQ(a.events.size(), 3u);
+  EXPECT_EQ(a.events[0].id, 1u);
+  EXPECT_EQ(a.events[1].id, 2u);  // merged by timestamp across rings
+  EXPECT_EQ(a.events[1].ring, 1u);
+  EXPECT_EQ(a.events[2].id, 3u);
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, LanesMergeByTimestampThenLaneThenSeq) {
+  RingBuilder r;
+  r.add(1, 1, fmtx::kKindUser, 10, 0, 0, 5001, 500);
+  r.add(0, 1, fmtx::kKindUser, 11, 0, 0, 4242, 400);
+  r.add(0, 2, fmtx::kKindUser, 12, 0, 0, 4242, 500);  // same tick as lane 1 seq 1
+  r.add(0, 3, fmtx::kKindUser, 13, 0, 0, 4242, 1);    // clock went back: stays after seq 2
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  std::vector<std::uint32_t> ids;
+  for (const auto &e : a.events) ids.push_back(e.id);
+  EXPECT_EQ(ids, (std::vector<std::uint32_t>{11, 12, 13, 10}));
+}
+
+TEST(Analyze, ForeignPidRingIsNotThisProcesssTimeline) {
+  RingBuilder r(3, 8, /*pid=*/999);
+  r.add(0, 1, fmtx::kKindUser, 1, 1);
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  EXPECT_EQ(a.status, ctr::Status::kRingInvalid);
+  EXPECT_EQ(ctr::exit_code(a.status), 4);
+  EXPECT_EQ(a.rings[0].state, ctr::RingReport::State::kForeign);
+  EXPECT_NE(a.reason.find("pid 999"), std::string::npos) << a.reason;
+  EXPECT_TRUE(a.events.empty());
+  expect_schema_valid(a);
+}
+
+TEST(Analyze, ForeignBuildIdRingIsRejected) {
+  RingBuilder r = three_events();
+  CoreBuilder c = ct::testing::standard_core(r);
+  c.loads[0].data = ct::testing::fake_elf_page({9, 9, 9, 9});
+  auto a = analyze_bytes(c.build());
+  EXPECT_EQ(a.status, ctr::Status::kRingInvalid);
+  EXPECT_EQ(a.rings[0].build_id.result, ctr::Check::kMismatch);
+}
+
+TEST(Analyze, CorruptRingInNamedMemfdIsRingInvalid) {
+  RingBuilder r = three_events();
+  r.header().lane_count = 3000;  // CRC now wrong
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  EXPECT_EQ(a.status, ctr::Status::kRingInvalid);
+  EXPECT_NE(a.reason.find("header_crc"), std::string::npos) << a.reason;
+}
+
+TEST(Analyze, SymbolizerFailureCostsSymbolsNotTheTimeline) {
+  RingBuilder r = three_events();
+  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "synthetic");
+  ASSERT_TRUE(core);
+  ctr::ReadOptions o;  // symbolize = true: libdwfl finds no files for /usr/bin/victim
+  auto a = ctr::analyze(*core, o);
+  EXPECT_EQ(a.status, ctr::Status::kOk);
+  EXPECT_EQ(a.events.size(), 3u);
+  for (const auto &e : a.events) {
+    if (e.location) {
+      EXPECT_EQ(e.location->verification, "raw");
+    }
+  }
+  expect_schema_valid(a);
+}
+
+/* ------------------------------------------------------------------ sidecar */
+
+class Sidecar : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const auto &p : files_) unlink(p.c_str());
+  }
+  std::string keep(const std::string &p) {
+    files_.push_back(p);
+    return p;
+  }
+  std::vector<std::string> files_;
+};
+
+TEST_F(Sidecar, SameRingMergesOlderEvents) {
+  RingBuilder old_copy;
+  for (std::uint64_t s = 1; s <= 8; ++s) old_copy.add(0, s, fmtx::kKindUser, 7, s);
+  RingBuilder now = old_copy;  // the core: 4 more events overwrote seqs 1..4
+  for (std::uint64_t s = 9; s <= 12; ++s) now.add(0, s, fmtx::kKindUser, 7, s);
+  const std::string sc = keep(ct::testing::write_temp(old_copy.bytes(), "sidecar"));
+  ctr::ReadOptions o;
+  o.sidecar_path = sc;
+  auto a = analyze_bytes(ct::testing::standard_core(now).build(), o);
+  EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_EQ(a.source, "core+sidecar");
+  ASSERT_EQ(a.events.size(), 12u);
+  EXPECT_EQ(a.events[0].source, "sidecar");
+  EXPECT_EQ(a.events[0].arg0, 1u);
+  EXPECT_EQ(a.events[11].source, "core");
+  EXPECT_EQ(a.rings[0].start_time.result, ctr::Check::kMatch);
+  expect_schema_valid(a);
+}
+
+TEST_F(Sidecar, ForeignPidIsRefusedUnlessCoreOnly) {
+  RingBuilder core_ring = three_events();
+  RingBuilder other(3, 8, /*pid=*/5555);
+  other.add(0, 1, fmtx::kKindUser, 0x1002, 7, 0, 5555);
+  const std::string sc = keep(ct::testing::write_temp(other.bytes(), "sidecar"));
+  ctr::ReadOptions o;
+  o.sidecar_path = sc;
+  auto bytes = ct::testing::standard_core(core_ring).build();
+  auto a = analyze_bytes(bytes, o);
+  EXPECT_EQ(a.status, ctr::Status::kSidecarMismatch);
+  EXPECT_EQ(ctr::exit_code(a.status), 6);
+  EXPECT_NE(a.reason.find("pid 5555"), std::string::npos) << a.reason;
+  expect_schema_valid(a);
+  o.core_only = true;
+  auto b = analyze_bytes(bytes, o);
+  EXPECT_EQ(b.status, ctr::Status::kOk);
+  EXPECT_EQ(b.sidecar_status, "ignored");
+  EXPECT_EQ(b.events.size(), 3u);
+  expect_schema_valid(b);
+}
+
+TEST_F(Sidecar, SamePidOtherStartTimeIsRefused) {
+  RingBuilder core_ring = three_events();
+  RingBuilder reused = three_events();  // pid reused by a later process
+  reused.header().process_start_ticks = 9999;
+  reused.seal();
+  ctr::ReadOptions o;
+  o.sidecar_path = keep(ct::testing::write_temp(reused.bytes(), "sidecar"));
+  auto a = analyze_bytes(ct::testing::standard_core(core_ring).build(), o);
+  EXPECT_EQ(a.status, ctr::Status::kSidecarMismatch);
+  EXPECT_NE(a.reason.find("start"), std::string::npos) << a.reason;
+}
+
+TEST_F(Sidecar, DegradedModeIsLoudAndKeepsExitTwo) {
+  RingBuilder r = three_events();
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+        "/usr/bin/victim", 0x2000, 5);
+  c.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+  ctr::ReadOptions o;
+  o.sidecar_path = keep(ct::testing::write_temp(r.bytes(), "sidecar"));
+  auto a = analyze_bytes(c.build(), o);
+  EXPECT_EQ(a.status, ctr::Status::kMappingAbsent);
+  EXPECT_EQ(a.source, "degraded-sidecar");
+  EXPECT_EQ(a.events.size(), 3u);
+  bool loud = false;
+  for (const auto &w : a.warnings) loud |= w.find("DEGRADED") != std::string::npos;
+  EXPECT_TRUE(loud);
+  expect_schema_valid(a);
+}
+
+/* -------------------------------------------------------------------- tlmap */
+
+TEST(TlMap, ParsesHexDecimalAndComments) {
+  auto m = ctr::TlMap::parse("# ids\n0x1001 REQ_PARSE\n\n4098\tCONFIG_RELOAD  \n", "x");
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_NE(m->find(0x1001), nullptr);
+  EXPECT_EQ(*m->find(0x1001), "REQ_PARSE");
+  EXPECT_EQ(*m->find(4098), "CONFIG_RELOAD");
+  EXPECT_EQ(m->find(1), nullptr);
+}
+
+TEST(TlMap, RejectsDuplicatesAndBadNames) {
+  auto d = ctr::TlMap::parse("1 A\n1 B\n", "f");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("f:2"), std::string::npos);
+  EXPECT_FALSE(ctr::TlMap::parse("1 bad name!\n", "f"));
+  EXPECT_FALSE(ctr::TlMap::parse("0x1ffffffff X\n", "f"));
+  EXPECT_FALSE(ctr::TlMap::parse("zz X\n", "f"));
+}
