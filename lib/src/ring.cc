@@ -374,12 +374,12 @@ void on_exit_remove_sidecar() {
 
 #ifdef TL_SHARED_CONSTRUCTOR
 bool env_flag(const char *name) {
-  const char *v = getenv(name);
+  const char *v = secure_getenv(name);
   return v != nullptr && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
 uint32_t env_u32(const char *name, uint32_t fallback) {
-  const char *v = getenv(name);
+  const char *v = secure_getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
   char *end = nullptr;
   unsigned long n = strtoul(v, &end, 0);
@@ -430,7 +430,7 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
   }
   const char *dir = o.sidecar_dir;
   if (dir == nullptr) {
-    const char *env = getenv("TL_SIDECAR_DIR");
+    const char *env = secure_getenv("TL_SIDECAR_DIR");
     if (env != nullptr) {
       dir = env;
     } else {
@@ -465,7 +465,8 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
 #ifdef TL_SHARED_CONSTRUCTOR
 /* The shared library sets up a default ring when loaded (also under
  * LD_PRELOAD), unless TL_DISABLE is set.  TL_NO_HANDLERS, TL_SLOTS,
- * TL_LANES and TL_SIDECAR_DIR adjust it. */
+ * TL_LANES and TL_SIDECAR_DIR adjust it.  All TL_* variables are read with
+ * secure_getenv(3): a set-user-ID program ignores them. */
 __attribute__((constructor(101))) static void tl_constructor() {
   if (env_flag("TL_DISABLE")) return;
   struct tl_options o;
