@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+// bench_overhead - the cost of recording one event (an id and two integers),
+// side by side with its peers, in one run:
+//
+//   BM_EmptyLoop          the loop alone
+//   BM_TlMarkDisabled     tl_mark2 with recording switched off
+//   BM_BareStores         the floor: the same slot stores and the same
+//                         timestamp read, without reservation or commit
+//   BM_TlMarkEnabled      tl_mark2, one thread
+//   BM_SpdlogBacktrace    spdlog logger->debug() into its enable_backtrace ring
+//   BM_LttngUst           an LTTng-UST tracepoint recorded by a snapshot
+//                         (flight-recorder) session that this program starts
+//   BM_TlMarkContended    tl_mark2 from 1, 2, 4, 8 threads: per-thread CPU
+//                         time per call, and p50/p95/p99 per call measured
+//                         over batches of 16 calls between fenced rdtsc reads
+//                         (the cost of an empty batch subtracted and reported)
+//
+// These machines are shared and noisy: compare within one run and quote
+// ratios (docs/performance.md).  Run: build/bin/bench_overhead
+// --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/null_sink.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core_timeline/ring_format.h"
+#include "core_timeline/timeline.h"
+#include "lttng_tp.h"
+
+namespace {
+
+namespace fmt_ = core_timeline::format;
+
+constexpr uint32_t kEventId = 0x77;
+double g_ns_per_tick = 0;
+double g_tsc_step_ns = 0;  // smallest non-zero step between two rdtsc reads
+std::string g_lttng_error;  // why BM_LttngUst cannot run; empty if it can
+std::string g_lttng_session;
+bool g_started_sessiond = false;
+
+inline uint64_t fenced_ticks() {
+  _mm_lfence();
+  uint64_t t = __rdtsc();
+  _mm_lfence();
+  return t;
+}
+
+int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// TSC rate against CLOCK_MONOTONIC over 100 ms.
+void calibrate_tsc() {
+  int64_t t0 = monotonic_ns();
+  uint64_t c0 = fenced_ticks();
+  while (monotonic_ns() - t0 < 100000000) {
+  }
+  int64_t t1 = monotonic_ns();
+  uint64_t c1 = fenced_ticks();
+  g_ns_per_tick = double(t1 - t0) / double(c1 - c0);
+  // A virtualised TSC may advance in steps of many ticks: that step bounds
+  // the resolution of the per-batch percentiles (a batch of 16 calls spreads
+  // it over 16).
+  uint64_t step = ~0ull;
+  for (int i = 0; i < 100000; ++i) {
+    uint64_t a = __rdtsc(), b = __rdtsc();
+    if (b > a && b - a < step) step = b - a;
+  }
+  g_tsc_step_ns = double(step) * g_ns_per_tick;
+}
+
+void BM_EmptyLoop(benchmark::State &state) {
+  uint64_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(i++);
+}
+BENCHMARK(BM_EmptyLoop);
+
+void BM_TlMarkDisabled(benchmark::State &state) {
+  uint32_t previous = tl_set_enabled(0);
+  uintptr_t i = 0;
+  for (auto _ : state) {
+    tl_mark2(kEventId, i, i);
+    ++i;
+  }
+  tl_set_enabled(previous);
+}
+BENCHMARK(BM_TlMarkDisabled);
+
+alignas(128) fmt_::Slot g_bare_slots[4096];
+
+__attribute__((noinline)) void bare_stores(uint64_t i, uint32_t tid) {
+  fmt_::Slot *s = &g_bare_slots[i & 4095];
+  s->timestamp = __rdtsc();
+  s->tid = tid;
+  s->kind = fmt_::kKindUser;
+  s->inline_len = 0;
+  s->id = kEventId;
+  s->mmap_generation = 0;
+  s->return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  s->arg0 = i;
+  s->arg1 = i;
+}
+
+void BM_BareStores(benchmark::State &state) {
+  uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  uint64_t i = 0;
+  for (auto _ : state) {
+    bare_stores(i++, tid);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_BareStores);
+
+void BM_TlMarkEnabled(benchmark::State &state) {
+  uintptr_t i = 0;
+  for (auto _ : state) {
+    tl_mark2(kEventId, i, i);
+    ++i;
+  }
+}
+BENCHMARK(BM_TlMarkEnabled);
+
+void BM_SpdlogBacktrace(benchmark::State &state) {
+  auto logger = std::make_shared<spdlog::logger>("bench",
+                                                 std::make_shared<spdlog::sinks::null_sink_mt>());
+  logger->set_level(spdlog::level::info);
+  logger->enable_backtrace(4096);  // debug messages go to the backtrace ring only
+  uint64_t i = 0;
+  for (auto _ : state) {
+    logger->debug("event {} {} {}", kEventId, i, i);
+    ++i;
+  }
+}
+BENCHMARK(BM_SpdlogBacktrace);
+
+void BM_LttngUst(benchmark::State &state) {
+  if (!g_lttng_error.empty()) {
+    state.SkipWithError(g_lttng_error.c_str());
+    return;
+  }
+  uint64_t i = 0;
+  for (auto _ : state) {
+    lttng_ust_tracepoint(core_timeline_bench, mark, kEventId, i, i);
+    ++i;
+  }
+}
+BENCHMARK(BM_LttngUst);
+
+// Samples of all threads of one BM_TlMarkContended run.
+struct Contended {
+  std::mutex mu;
+  std::vector<double> per_call_ns;
+  double empty_batch_ns = 0;
+  int finished = 0;
+} g_contended;
+
+constexpr int kBatch = 16;
+
+double percentile(std::vector<double> &v, double p) {
+  if (v.empty()) return 0;
+  size_t k = static_cast<size_t>(p * double(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + long(k), v.end());
+  return v[k];
+}
+
+void BM_TlMarkContended(benchmark::State &state) {
+  // The cost of an empty batch (two fenced rdtsc reads) on this thread.
+  std::vector<uint64_t> empty(2048);
+  for (auto &e : empty) {
+    uint64_t a = fenced_ticks();
+    uint64_t b = fenced_ticks();
+    e = b - a;
+  }
+  std::nth_element(empty.begin(), empty.begin() + 1024, empty.end());
+  uint64_t empty_ticks = empty[1024];
+  std::vector<double> local;
+  local.reserve(1 << 17);
+  if (state.thread_index() == 0) {
+    std::lock_guard<std::mutex> lock(g_contended.mu);
+    g_contended.per_call_ns.clear();
+    g_contended.finished = 0;
+    g_contended.empty_batch_ns = 0;
+  }
+  uintptr_t i = 0;
+  int64_t cpu0 = 0;
+  for (auto _ : state) {
+    if (i == 0) cpu0 = thread_cpu_ns();
+    uint64_t a = fenced_ticks();
+    for (int k = 0; k < kBatch; ++k) tl_mark2(kEventId, i, static_cast<uintptr_t>(k));
+    uint64_t b = fenced_ticks();
+    if (local.size() < local.capacity()) {
+      double ticks = double(b - a) - double(empty_ticks);
+      local.push_back(std::max(0.0, ticks) * g_ns_per_tick / kBatch);
+    }
+    ++i;
+  }
+  int64_t cpu = thread_cpu_ns() - cpu0;
+  state.SetItemsProcessed(int64_t(state.iterations()) * kBatch);
+  state.counters["cpu_ns_per_call"] = benchmark::Counter(
+      double(cpu) / double(std::max<int64_t>(1, int64_t(state.iterations()) * kBatch)),
+      benchmark::Counter::kAvgThreads);
+  // Merge; the last thread to finish computes the percentiles over all
+  // threads' batches (counters of the other threads are 0; they are summed).
+  double p50 = 0, p95 = 0, p99 = 0, empty_ns = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_contended.mu);
+    g_contended.per_call_ns.insert(g_contended.per_call_ns.end(), local.begin(), local.end());
+    g_contended.empty_batch_ns += double(empty_ticks) * g_ns_per_tick;
+    if (++g_contended.finished == state.threads()) {
+      auto &v = g_contended.per_call_ns;
+      p50 = percentile(v, 0.50);
+      p95 = percentile(v, 0.95);
+      p99 = percentile(v, 0.99);
+      empty_ns = g_contended.empty_batch_ns / state.threads();
+    }
+  }
+  state.counters["p50_ns"] = p50;
+  state.counters["p95_ns"] = p95;
+  state.counters["p99_ns"] = p99;
+  state.counters["empty_batch_ns"] = empty_ns;
+}
+BENCHMARK(BM_TlMarkContended)->Threads(1)->Threads(2)->Threads(4)->Threads(8)->UseRealTime();
+
+// ---------------------------------------------------------------- LTTng-UST
+
+int run(const std::string &cmd) {
+  int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+// Start lttng-sessiond if none runs, create a snapshot session with our
+// tracepoint enabled, and wait until this process sees it enabled.  Sets
+// g_lttng_error to exactly why not otherwise.
+void setup_lttng() {
+  if (run("command -v lttng && command -v lttng-sessiond") != 0) {
+    g_lttng_error = "lttng or lttng-sessiond not installed (Debian package lttng-tools)";
+    return;
+  }
+  if (run("lttng list") != 0) {
+    if (run("lttng-sessiond --daemonize") != 0) {
+      g_lttng_error = "lttng-sessiond --daemonize failed";
+      return;
+    }
+    g_started_sessiond = true;
+  }
+  g_lttng_session = "ct-bench-" + std::to_string(getpid());
+  if (run("lttng create " + g_lttng_session + " --snapshot") != 0 ||
+      run("lttng enable-event --userspace core_timeline_bench:mark -s " + g_lttng_session) != 0 ||
+      run("lttng start " + g_lttng_session) != 0) {
+    g_lttng_error = "lttng create/enable-event/start of a snapshot session failed";
+    return;
+  }
+  for (int i = 0; i < 100; ++i) {
+    if (lttng_ust_tracepoint_enabled(core_timeline_bench, mark)) return;
+    usleep(50000);
+  }
+  g_lttng_error =
+      "the tracepoint core_timeline_bench:mark was not enabled in this process within 5 s "
+      "(did liblttng-ust register with lttng-sessiond?)";
+}
+
+void teardown_lttng() {
+  if (!g_lttng_session.empty()) run("lttng destroy " + g_lttng_session);
+  if (g_started_sessiond) run("pkill -x lttng-sessiond");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  struct tl_options o;
+  std::memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.slots_per_lane = 4096;
+  o.lanes = 16;
+  o.sidecar_dir = "";
+  int rc = tl_init(&o);
+  if (rc != 0 && rc != -EALREADY) {
+    std::fprintf(stderr, "bench_overhead: tl_init: %s\n", std::strerror(-rc));
+    return 1;
+  }
+  calibrate_tsc();
+  setup_lttng();
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("tsc_ns_per_tick", std::to_string(g_ns_per_tick));
+  benchmark::AddCustomContext("tsc_step_ns", std::to_string(g_tsc_step_ns));
+  benchmark::AddCustomContext("lttng", g_lttng_error.empty() ? "snapshot session " + g_lttng_session
+                                                             : "unavailable: " + g_lttng_error);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  teardown_lttng();
+  return 0;
+}
