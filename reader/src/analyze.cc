@@ -676,16 +676,19 @@ void Analyzer::symbolize_all() {
     q.push_back({a_.crash->pc, false});
     dest.push_back(&*a_.crash->location);
   }
-  std::set<std::string> raw_modules;
+  std::map<std::string, std::string> raw_modules;  /* module -> why no build-id */
   for (auto *l : dest)
     if (l->build_id.empty() && !opts_.unverified_symbols) {
       l->note = "the core has no build-id for this module: raw address (--unverified-symbols to symbolize)";
-      raw_modules.insert(l->module);
+      std::string why;
+      for (const auto &m : core_.modules())
+        if (m.name == l->module) why = m.build_id_note;
+      raw_modules.emplace(l->module, why);
     }
-  for (const auto &m : raw_modules)
-    a_.warnings.push_back(fmt::format("NO BUILD-ID: the core records no build-id for {}; its addresses are shown "
-                                      "raw because no file can be verified to be the one that ran "
-                                      "(--unverified-symbols symbolizes them, tagged unverified)", m));
+  for (const auto &[m, why] : raw_modules)
+    a_.warnings.push_back(fmt::format("NO BUILD-ID: the core attests no build-id for {} ({}); its addresses are "
+                                      "shown raw because no file can be verified to be the one that ran "
+                                      "(--unverified-symbols symbolizes them, tagged unverified)", m, why));
   if (q.empty() || !opts_.symbolize) return;
   SymbolizeOptions so;
   so.isolate = opts_.isolate_symbolizer;

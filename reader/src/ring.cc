@@ -308,9 +308,6 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
       r.warnings.push_back(fmt::format("lane {}: {} events have an earlier timestamp than the event before "
                                        "them in the lane (slot clock not monotonic across owners/CPUs)",
                                        lane, backwards));
-    if (ls.slots_absent > 0)
-      r.warnings.push_back(fmt::format("lane {}: {} of {} slots are not in the core (truncated)", lane,
-                                       ls.slots_absent, S));
     r.counter_inconsistent |= ls.counter_inconsistent;
     r.overwritten += ls.overwritten;
     r.torn += ls.torn;
@@ -318,6 +315,16 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     r.missing += ls.missing;
     r.lanes.push_back(std::move(ls));
   }
+  std::uint64_t absent = 0, lanes_cut = 0, first_cut = 0;
+  for (const auto &l : r.lanes)
+    if (l.slots_absent > 0) {
+      if (lanes_cut++ == 0) first_cut = l.index;
+      absent += l.slots_absent;
+    }
+  if (absent > 0)
+    r.warnings.push_back(fmt::format("truncated: {} slots in {} lanes (from lane {} on) are not in the bytes "
+                                     "available ({} of {})", absent, lanes_cut, first_cut, r.bytes_present,
+                                     hd.region_size));
   return r;
 }
 

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+//
+// The acceptance gates of issue 3 on REAL kernel cores from the REAL
+// systemd-coredump pipeline (tests/support/crash_harness.h): the fixture is
+// crash_demo --path=a|b (fixtures/crash_demo.c) and crash_demo_nolib.
+// Every JSON document the reader prints here is validated against
+// docs/timeline.schema.json.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core_timeline/reader/elf_core.h"
+#include "core_timeline/ring_format.h"
+#include "crash_harness.h"
+#include "test_util.h"
+
+namespace ctr = core_timeline::reader;
+namespace fmtx = core_timeline::format;
+using json = nlohmann::json;
+using ct::testing::RunResult;
+
+namespace {
+
+const std::string kReader = CT_READER_BIN;
+const std::string kDemo = CT_CRASH_DEMO;
+const std::string kNolib = CT_CRASH_DEMO_NOLIB;
+const std::string kTlmap = CT_TLMAP;
+
+struct Read {
+  RunResult run;
+  json doc;
+};
+
+/* Runs core-timeline-read --json ARGS under a 1 GiB address-space limit
+ * (memory stays bounded whatever the core says), checks the document
+ * against the schema and that its exit_code is the process's. */
+Read read_json(std::vector<std::string> args) {
+  std::vector<std::string> argv = {kReader, "--json", "--tlmap", kTlmap};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Read r;
+  r.run = ct::testing::run(argv, 1ull << 30);
+  r.doc = json::parse(r.run.out, nullptr, false);
+  EXPECT_FALSE(r.doc.is_discarded()) << "not JSON: " << r.run.out << r.run.err;
+  if (r.doc.is_discarded()) return r;
+  EXPECT_EQ(ct::testing::schema_errors(r.run.out), "");
+  EXPECT_EQ(r.doc["exit_code"].get<int>(), r.run.exit_code);
+  return r;
+}
+
+/* (name, args[0] or args[1]) of the events, without lane bookkeeping. */
+std::vector<std::string> story(const json &doc) {
+  std::vector<std::string> s;
+  for (const auto &e : doc["events"]) {
+    const std::string kind = e["kind"];
+    if (kind == "LANE_CLAIM" || kind == "THREAD_NAME") continue;
+    std::string name = e["name"];
+    if (kind == "USER") name += "(" + std::to_string(e["args"][0].get<std::uint64_t>()) + ")";
+    if (kind == "MALLOC") name += "(" + std::to_string(e["args"][1].get<std::uint64_t>()) + ")";
+    if (kind == "CRASH") name += " " + e["crash"]["signal_name"].get<std::string>();
+    s.push_back(name);
+  }
+  return s;
+}
+
+std::string gdb_info_symbol_pc(const std::string &exe, const std::string &core) {
+  RunResult g = ct::testing::run({"/usr/bin/gdb", "-nx", "-batch", "-ex", "info symbol $pc", exe, core});
+  std::string line;
+  std::size_t at = g.out.find(" in section ");
+  if (at == std::string::npos) return "gdb said: " + g.out + g.err;
+  std::size_t start = g.out.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  return g.out.substr(start, g.out.find('\n', at) - start);
+}
+
+std::uint64_t hex_of(const json &v) { return std::stoull(v.get<std::string>(), nullptr, 16); }
+
+std::vector<std::uint8_t> read_file(const std::string &p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+class Gates : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    core_a_ = new ct::test::CrashRun(ct::test::run_and_collect_core({kDemo, "--path=a"}));
+    core_b_ = new ct::test::CrashRun(ct::test::run_and_collect_core({kDemo, "--path=b"}));
+  }
+  static void TearDownTestSuite() {
+    delete core_a_;
+    delete core_b_;
+  }
+  static ct::test::CrashRun *core_a_, *core_b_;
+};
+ct::test::CrashRun *Gates::core_a_ = nullptr;
+ct::test::CrashRun *Gates::core_b_ = nullptr;
+
+/* Gate A: the same crashing instruction, two different timelines. */
+TEST_F(Gates, A_TwoPathsSameInstructionDifferentTimelines) {
+  Read a = read_json({"--core-only", core_a_->core_path, kDemo});
+  Read b = read_json({"--core-only", core_b_->core_path, kDemo});
+  ASSERT_EQ(a.run.exit_code, 0) << a.run.err;
+  ASSERT_EQ(b.run.exit_code, 0) << b.run.err;
+  EXPECT_EQ(story(a.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+  EXPECT_EQ(story(b.doc),
+            (std::vector<std::string>{"CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
+  EXPECT_NE(story(a.doc), story(b.doc));
+  /* gdb names the same instruction in die() for both. */
+  const std::string ga = gdb_info_symbol_pc(kDemo, core_a_->core_path);
+  const std::string gb = gdb_info_symbol_pc(kDemo, core_b_->core_path);
+  EXPECT_NE(ga.find("die"), std::string::npos) << ga;
+  EXPECT_EQ(ga, gb);
+  /* The reader agrees: the crash pc is at the same file offset, in die,
+   * symbolized against a binary whose build-id the core attests. */
+  for (const json *d : {&a.doc, &b.doc}) {
+    const json &loc = (*d)["crash"]["location"];
+    EXPECT_EQ(loc["function"], "die");
+    EXPECT_EQ(loc["verified"], true);
+    EXPECT_TRUE((*d)["crash"]["ring_slot"].get<bool>());
+    EXPECT_EQ((*d)["rings"][0]["identity"]["pid"]["result"], "match");
+    EXPECT_EQ((*d)["rings"][0]["identity"]["build_id"]["result"], "match");
+    for (const auto &e : (*d)["events"]) EXPECT_EQ(e["tid"], (*d)["process"]["pid"]);
+  }
+  EXPECT_EQ(a.doc["crash"]["location"]["file_offset"], b.doc["crash"]["location"]["file_offset"]);
+  /* The text form tells them apart too. */
+  RunResult ta = ct::testing::run({kReader, "--core-only", "--tlmap", kTlmap, core_a_->core_path});
+  EXPECT_NE(ta.out.find("REQ_PARSE"), std::string::npos) << ta.out;
+  EXPECT_NE(ta.out.find("sig=SIGSEGV"), std::string::npos) << ta.out;
+  EXPECT_EQ(ta.out.find("CONFIG_RELOAD"), std::string::npos) << ta.out;
+}
+
+/* Gate B: the mapping excluded (coredump_filter without bit 1) is "timeline
+ * mapping absent" (2); no library at all is "no CTLN mapping found" (1). */
+TEST_F(Gates, B_ExcludedMappingAndNoLibrary) {
+  ct::test::CrashOptions o;
+  o.coredump_filter = 0x31;
+  auto ex = ct::test::run_and_collect_core({kDemo, "--path=a"}, o);
+  Read r = read_json({ex.core_path});
+  EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+  EXPECT_NE(r.run.err.find("timeline mapping absent"), std::string::npos) << r.run.err;
+  EXPECT_NE(r.run.err.find("excluded"), std::string::npos) << r.run.err;
+  EXPECT_EQ(r.doc["status"], "mapping_absent");
+  EXPECT_TRUE(r.doc["events"].empty());
+
+  auto nolib = ct::test::run_and_collect_core({kNolib, "--path=a"});
+  Read n = read_json({nolib.core_path});
+  EXPECT_EQ(n.run.exit_code, 1) << n.run.err;
+  EXPECT_NE(n.run.err.find("no CTLN mapping found"), std::string::npos) << n.run.err;
+  EXPECT_TRUE(n.doc["events"].empty());
+}
+
+/* Gate C: the heap metadata really was corrupted in these cores (the chunk
+ * header below the freed/allocated pointer holds the fixture's 0x41 bytes),
+ * and the markers were recovered all the same (Gate A). */
+TEST_F(Gates, C_MarkersSurviveCorruptedHeap) {
+  for (auto *run : {core_a_, core_b_}) {
+    Read r = read_json({"--core-only", "--no-symbols", run->core_path});
+    ASSERT_EQ(r.run.exit_code, 0);
+    std::uint64_t ptr = 0;
+    for (const auto &e : r.doc["events"])
+      if (e["kind"] == "FREE" || e["kind"] == "MALLOC") ptr = e["args"][0];
+    ASSERT_NE(ptr, 0u);
+    auto core = ctr::CoreFile::open(run->core_path);
+    ASSERT_TRUE(core);
+    auto bytes = core->read_memory(ptr - 8, 8);
+    ASSERT_EQ(bytes.size(), 8u) << "chunk header not in the core";
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes.data(), 8);
+    EXPECT_EQ(word, 0x4141414141414141ull);
+    EXPECT_GE(story(r.doc).size(), 4u);
+  }
+}
+
+/* Gate D: without the crash handlers the pre-crash markers are there and
+ * the CRASH event is not (the crash facts come from the core's notes). */
+TEST_F(Gates, D_NoHandlersNoCrashSlot) {
+  auto run = ct::test::run_and_collect_core({kDemo, "--path=a", "--no-handlers"});
+  Read r = read_json({"--core-only", run.core_path, kDemo});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)"}));
+  EXPECT_FALSE(r.doc["crash"]["ring_slot"].get<bool>());
+  EXPECT_EQ(r.doc["crash"]["signal_name"], "SIGSEGV");
+  EXPECT_EQ(r.doc["crash"]["location"]["function"], "die");
+  EXPECT_FALSE(r.doc["rings"][0]["header"]["handlers_installed"].get<bool>());
+}
+
+/* Gate E: cores edited so one slot is torn, the index is inflated, deflated
+ * or zeroed, a length exceeds its bounds. */
+class GateE : public Gates {
+ protected:
+  struct Layout {
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t ring_off = 0;  // file offset of the ring's first byte
+    fmtx::RingHeader header{};
+    json doc;
+  };
+  Layout layout() {
+    Layout l;
+    Read r = read_json({"--core-only", "--no-symbols", core_a_->core_path});
+    l.doc = r.doc;
+    auto core = ctr::CoreFile::open(core_a_->core_path);
+    EXPECT_TRUE(core);
+    const std::uint64_t addr = hex_of(r.doc["rings"][0]["address"]);
+    const ctr::Segment *seg = core->segment_for(addr);
+    EXPECT_NE(seg, nullptr);
+    l.ring_off = seg->offset + (addr - seg->vaddr);
+    l.bytes = read_file(core_a_->core_path);
+    std::memcpy(&l.header, l.bytes.data() + l.ring_off, sizeof l.header);
+    return l;
+  }
+  std::uint64_t lane_desc_off(const Layout &l, std::uint32_t lane) {
+    return l.ring_off + l.header.lane_table_offset + std::uint64_t{lane} * fmtx::kLaneDescSize;
+  }
+  std::uint64_t slot_off(const Layout &l, const json &ev) {
+    const std::uint64_t seq = ev["seq"], lane = ev["lane"];
+    return l.ring_off + l.header.lanes_offset + lane * l.header.slots_per_lane * fmtx::kSlotSize +
+           ((seq - 1) % l.header.slots_per_lane) * fmtx::kSlotSize;
+  }
+  const json &event(const Layout &l, const std::string &name) {
+    for (const auto &e : l.doc["events"])
+      if (e["name"] == name) return e;
+    ADD_FAILURE() << "no " << name;
+    return l.doc["events"][0];
+  }
+  Read read_edited(const Layout &l, const std::string &stem) {
+    const std::string p = ct::testing::write_temp(l.bytes, stem);
+    Read r = read_json({"--core-only", "--no-symbols", p});
+    unlink(p.c_str());
+    return r;
+  }
+};
+
+TEST_F(GateE, TornSlotIsSkippedAndReported) {
+  Layout l = layout();
+  const json &bd = event(l, "BEFORE_DIE");
+  const std::uint64_t seq = bd["seq"];
+  std::uint64_t torn = seq | fmtx::kSeqWriting;
+  std::memcpy(l.bytes.data() + slot_off(l, bd), &torn, 8);
+  Read r = read_edited(l, "torn");
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "CRASH SIGSEGV"}));
+  ASSERT_EQ(r.doc["rings"][0]["torn"].size(), 1u);
+  EXPECT_EQ(r.doc["rings"][0]["torn"][0]["seq"], seq);
+  EXPECT_EQ(r.doc["rings"][0]["torn"][0]["kind"], "torn");
+  EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+}
+
+TEST_F(GateE, InflatedDeflatedZeroedIndexFlaggedTimelineIntact) {
+  Layout l = layout();
+  const std::uint32_t lane = event(l, "BEFORE_DIE")["lane"];
+  const std::vector<std::string> want = {"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"};
+  for (std::uint64_t w : {std::uint64_t{1} << 62, std::uint64_t{1000}, std::uint64_t{2}, std::uint64_t{0}}) {
+    Layout e = l;
+    std::memcpy(e.bytes.data() + lane_desc_off(e, lane) + offsetof(fmtx::LaneDesc, write_index), &w, 8);
+    Read r = read_edited(e, "index");
+    ASSERT_EQ(r.run.exit_code, 0) << w << ": " << r.run.err;
+    EXPECT_EQ(story(r.doc), want) << "write_index " << w;
+    EXPECT_TRUE(r.doc["rings"][0]["counter_inconsistent"].get<bool>()) << "write_index " << w;
+    EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+  }
+  Read clean = read_edited(l, "clean");  // control: the unedited core is consistent
+  EXPECT_FALSE(clean.doc["rings"][0]["counter_inconsistent"].get<bool>());
+  EXPECT_EQ(story(clean.doc), want);
+}
+
+TEST_F(GateE, LengthsBeyondTheirBoundsAreRefused) {
+  Layout l = layout();
+  /* A slot's inline_len beyond the slot: that event is invalid, not shown. */
+  {
+    Layout e = l;
+    const std::uint16_t len = 200;
+    std::memcpy(e.bytes.data() + slot_off(e, event(e, "REQ_PARSE")) + offsetof(fmtx::Slot, inline_len), &len, 2);
+    Read r = read_edited(e, "inline");
+    ASSERT_EQ(r.run.exit_code, 0);
+    EXPECT_EQ(story(r.doc), (std::vector<std::string>{"FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+    EXPECT_EQ(r.doc["rings"][0]["torn"][0]["kind"], "invalid");
+  }
+  /* region_size beyond the segment, with a recomputed CRC: refused (4). */
+  {
+    Layout e = l;
+    fmtx::RingHeader h = e.header;
+    h.region_size = std::uint64_t{h.region_size} * 64;
+    std::memcpy(e.bytes.data() + e.ring_off, &h, sizeof h);
+    const std::uint32_t crc = fmtx::header_crc(e.bytes.data() + e.ring_off);
+    std::memcpy(e.bytes.data() + e.ring_off + offsetof(fmtx::RingHeader, header_crc), &crc, 4);
+    Read r = read_edited(e, "region");
+    EXPECT_EQ(r.run.exit_code, 4) << r.run.err;
+    EXPECT_NE(r.run.err.find("region_size"), std::string::npos) << r.run.err;
+    EXPECT_TRUE(r.doc["events"].empty());
+  }
+  /* slots_per_lane of 2^20 with 4096 lanes (CRC recomputed): refused before
+   * any slot offset is used. */
+  {
+    Layout e = l;
+    fmtx::RingHeader h = e.header;
+    h.slots_per_lane = 1u << 20;
+    h.lane_count = 4096;
+    std::memcpy(e.bytes.data() + e.ring_off, &h, sizeof h);
+    const std::uint32_t crc = fmtx::header_crc(e.bytes.data() + e.ring_off);
+    std::memcpy(e.bytes.data() + e.ring_off + offsetof(fmtx::RingHeader, header_crc), &crc, 4);
+    Read r = read_edited(e, "geometry");
+    EXPECT_EQ(r.run.exit_code, 4) << r.run.err;
+  }
+}
+
+/* A sidecar of run a next to core b: --core-only ignores it, normal mode
+ * refuses it (6); a's own sidecar with core a is accepted (control). */
+TEST_F(Gates, ForeignSidecarIsRefused) {
+  char tmpl[] = "/tmp/ct-reader-sidecar-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ct::test::CrashOptions o;
+  o.env["TL_SIDECAR_DIR"] = dir;
+  auto a = ct::test::run_and_collect_core({kDemo, "--path=a"}, o);
+  std::string sidecar;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *de = readdir(d))
+      if (de->d_name[0] != '.') sidecar = dir + "/" + de->d_name;
+    closedir(d);
+  }
+  ASSERT_FALSE(sidecar.empty()) << "crash_demo left no sidecar in " << dir;
+
+  Read own = read_json({"--sidecar", sidecar, a.core_path});
+  EXPECT_EQ(own.run.exit_code, 0) << own.run.err;
+  EXPECT_EQ(own.doc["sidecar"]["status"], "merged") << own.doc["sidecar"];
+  EXPECT_EQ(own.doc["source"], "core+sidecar");
+
+  Read ignored = read_json({"--core-only", "--sidecar", sidecar, core_b_->core_path});
+  EXPECT_EQ(ignored.run.exit_code, 0) << ignored.run.err;
+  EXPECT_EQ(ignored.doc["sidecar"]["status"], "ignored");
+  EXPECT_EQ(story(ignored.doc),
+            (std::vector<std::string>{"CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
+
+  Read refused = read_json({"--sidecar", sidecar, core_b_->core_path});
+  EXPECT_EQ(refused.run.exit_code, 6) << refused.run.err;
+  EXPECT_NE(refused.run.err.find("sidecar identity mismatch"), std::string::npos) << refused.run.err;
+  EXPECT_TRUE(refused.doc["events"].empty());
+
+  unlink(sidecar.c_str());
+  rmdir(dir.c_str());
+}
+
+/* A core truncated by systemd-coredump (a coredump.conf drop-in) gives a
+ * clear status, never garbage: cut before the ring, exit 2 "cut off by
+ * truncation"; cut inside the ring after lane 0, the timeline with the ring
+ * marked truncated.  systemd 252 stores up to MAX(ProcessSizeMax,
+ * ExternalSizeMax) bytes (src/coredump/coredump.c, save_external_coredump),
+ * so the drop-in lowers both: ProcessSizeMax alone (default ExternalSizeMax
+ * 2G) truncates nothing. */
+class DropIn {
+ public:
+  explicit DropIn(std::uint64_t max) {
+    mkdir("/etc/systemd/coredump.conf.d", 0755);
+    std::ofstream(kPath) << "# core-timeline reader_gates_test; removed when the test ends\n[Coredump]\n"
+                         << "ProcessSizeMax=" << max << "\nExternalSizeMax=" << max << "\n";
+  }
+  ~DropIn() { unlink(kPath); }
+  static constexpr const char *kPath = "/etc/systemd/coredump.conf.d/zz-ct-reader-gates-test.conf";
+};
+
+TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
+  auto core = ctr::CoreFile::open(core_a_->core_path);
+  ASSERT_TRUE(core);
+  Read full = read_json({"--core-only", "--no-symbols", core_a_->core_path});
+  const std::uint64_t addr = hex_of(full.doc["rings"][0]["address"]);
+  const ctr::Segment *seg = core->segment_for(addr);
+  ASSERT_NE(seg, nullptr);
+  const std::uint64_t ring_off = seg->offset + (addr - seg->vaddr);
+  fmtx::RingHeader h;
+  std::memcpy(&h, core->bytes().data() + ring_off, sizeof h);
+  std::uint64_t notes_end = 0;
+  for (const auto &n : core->note_segments()) notes_end = std::max(notes_end, n.offset + n.filesz);
+  ASSERT_LT(notes_end, ring_off) << "the ring is not after the notes; cannot cut between them";
+
+  {
+    DropIn cut(ring_off - 1);
+    auto run = ct::test::run_and_collect_core({kDemo, "--path=a"});
+    EXPECT_EQ(run.journal_fields["COREDUMP_TRUNCATED"], "1");
+    Read r = read_json({run.core_path});
+    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_NE(r.run.err.find("cut off by truncation"), std::string::npos) << r.run.err;
+    EXPECT_TRUE(r.doc["core"]["truncated"].get<bool>());
+    EXPECT_TRUE(r.doc["events"].empty());
+  }
+  {
+    /* Header, lane table and lane 0 (where the main thread writes). */
+    DropIn cut(ring_off + h.lanes_offset + std::uint64_t{h.slots_per_lane} * fmtx::kSlotSize);
+    auto run = ct::test::run_and_collect_core({kDemo, "--path=a"});
+    EXPECT_EQ(run.journal_fields["COREDUMP_TRUNCATED"], "1");
+    Read r = read_json({"--no-symbols", run.core_path});
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_TRUE(r.doc["rings"][0]["truncated"].get<bool>());
+    EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+    EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+  }
+}
+
+}  // namespace
