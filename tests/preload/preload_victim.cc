@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+// preload_victim - a program run under LD_PRELOAD of the wrappers.  It does
+// not link libtimeline: the preloaded wrapper brings it in (DT_NEEDED).
+//
+//   preload_victim DATA_FILE [--expect-alloc] [--expect-io] [--crash]
+//                  [--expect-out FILE]
+//   preload_victim --arena-check
+//
+// The first form makes a fixed sequence of heap and I/O calls (DATA_FILE
+// holds kDataBytes bytes), then reads its own ring (tests/lib/ring_view.h)
+// and checks, on its own thread's events:
+//   --expect-alloc  every heap call is there once, in order, with exact
+//                   pointers and sizes, and no other heap event among them;
+//                   without it, there is no heap event at all;
+//   --expect-io     the same for every I/O call, with exact fds and results;
+//                   without it, no I/O event at all.
+// It prints each problem (or "ok"), and with --expect-out writes the events
+// it expects and its tid to FILE (preload_expect.h), so a test can look for
+// the same events in its core.  Exit 0 if every check held, 1 if not, 2 if
+// it has no ring.  With --crash it then dies of SIGSEGV instead.
+//
+// --arena-check runs under LD_PRELOAD="libtimeline-alloc.so
+// libct_dlsym_allocates.so" (see dlsym_allocates.c): it checks that the
+// blocks dlsym allocated while the wrapper was looking up the next
+// allocator came from the wrapper's bootstrap arena, that freeing one was
+// harmless, and that realloc moves one out with its bytes.
+//
+// Compiled with -fno-builtin so every call below is made as written.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "preload_expect.h"
+#include "preload_victim.h"
+#include "ring_view.h"
+
+namespace {
+
+namespace fmt = core_timeline::format;
+using ct_test::Expected;
+
+uint64_t neg_errno(int e) { return static_cast<uint64_t>(-static_cast<int64_t>(e)); }
+uint64_t ptr(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+
+bool g_ok = true;
+void fail(const char *what, long got, long want) {
+  printf("FAIL %s: got %ld, want %ld\n", what, got, want);
+  g_ok = false;
+}
+
+volatile size_t g_impossible_size = SIZE_MAX / 4; /* volatile: no compile-time warning */
+
+__attribute__((noinline, noipa)) void heap_calls(std::vector<Expected> *want) {
+  void *a = malloc(4093);
+  want->push_back({{fmt::kKindMalloc, 0, ptr(a), 4093}, "malloc(4093)"});
+  void *c = calloc(7, 111);
+  want->push_back({{fmt::kKindCalloc, 0, ptr(c), 777}, "calloc(7, 111)"});
+  void *r = realloc(a, 8191);
+  want->push_back({{fmt::kKindRealloc, 0, ptr(r), 8191}, "realloc(a, 8191)"});
+  void *m = nullptr;
+  if (posix_memalign(&m, 64, 3001) != 0) fail("posix_memalign", -1, 0);
+  want->push_back({{fmt::kKindMalloc, 0, ptr(m), 3001}, "posix_memalign(64, 3001)"});
+  void *al = aligned_alloc(256, 2560);
+  want->push_back({{fmt::kKindMalloc, 0, ptr(al), 2560}, "aligned_alloc(256, 2560)"});
+  void *me = memalign(128, 1664);
+  want->push_back({{fmt::kKindMalloc, 0, ptr(me), 1664}, "memalign(128, 1664)"});
+  void *v = valloc(5000);
+  want->push_back({{fmt::kKindMalloc, 0, ptr(v), 5000}, "valloc(5000)"});
+  for (void *p : {c, r, m, al, me, v}) {
+    free(p);
+    want->push_back({{fmt::kKindFree, 0, ptr(p), 0}, "free"});
+  }
+  errno = 0;
+  void *none = malloc(g_impossible_size);
+  if (none != nullptr) fail("malloc(SIZE_MAX / 4) returned a block", 1, 0);
+  if (errno != ENOMEM) fail("errno after a failed malloc", errno, ENOMEM);
+  want->push_back({{fmt::kKindMalloc, 0, 0, g_impossible_size}, "failed malloc (pointer 0)"});
+}
+
+__attribute__((noinline, noipa)) void io_calls(const char *data_file,
+                                               std::vector<Expected> *want) {
+  char buf[8192];
+  int fd = open(data_file, O_RDONLY | O_CLOEXEC);
+  want->push_back({{fmt::kKindOpen, 0, static_cast<uint64_t>(fd), 0}, "open(DATA_FILE)"});
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n != kDataBytes) fail("read(DATA_FILE)", n, kDataBytes);
+  want->push_back({fmt::kKindRead, static_cast<uint32_t>(fd), kDataBytes, sizeof buf,
+                   "read(fd, buf, 8192)"});
+  if (close(fd) != 0) fail("close", -1, 0);
+  want->push_back({{fmt::kKindClose, static_cast<uint32_t>(fd), 0, 0}, "close(fd)"});
+
+  errno = 0;
+  n = read(fd, buf, 16); /* closed: EBADF, and errno must survive the wrapper */
+  if (n != -1 || errno != EBADF) fail("errno after read of a closed fd", errno, EBADF);
+  want->push_back({fmt::kKindRead, static_cast<uint32_t>(fd), neg_errno(EBADF), 16,
+                   "read(closed fd) = -EBADF"});
+
+  int at = openat(AT_FDCWD, data_file, O_RDONLY | O_CLOEXEC);
+  want->push_back({{fmt::kKindOpen, 0, static_cast<uint64_t>(at), 0}, "openat(DATA_FILE)"});
+  n = read_fortified(at);
+  want->push_back({{fmt::kKindRead, static_cast<uint32_t>(at), static_cast<uint64_t>(n),
+                   kFortifiedReadBytes}, "read under _FORTIFY_SOURCE (__read_chk)"});
+  close(at);
+  want->push_back({{fmt::kKindClose, static_cast<uint32_t>(at), 0, 0}, "close(openat fd)"});
+
+  int fo = open_fortified(data_file);
+  want->push_back({fmt::kKindOpen, 0, static_cast<uint64_t>(fo), 0,
+                   "open with run-time flags under _FORTIFY_SOURCE (__open_2)"});
+  close(fo);
+  want->push_back({{fmt::kKindClose, static_cast<uint32_t>(fo), 0, 0}, "close(__open_2 fd)"});
+
+  int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  want->push_back({{fmt::kKindOpen, 0, static_cast<uint64_t>(w), 0}, "open(/dev/null)"});
+  ssize_t wn = write(w, "core-timeline", 13);
+  want->push_back({fmt::kKindWrite, static_cast<uint32_t>(w), static_cast<uint64_t>(wn), 13,
+                   "write(/dev/null, 13)"});
+  close(w);
+  want->push_back({{fmt::kKindClose, static_cast<uint32_t>(w), 0, 0}, "close(/dev/null)"});
+
+  errno = 0;
+  int missing = open("/nonexistent/core-timeline-preload", O_RDONLY);
+  if (missing != -1 || errno != ENOENT) fail("errno after open of a missing file", errno, ENOENT);
+  want->push_back({{fmt::kKindOpen, 0, neg_errno(ENOENT), 0}, "open(missing) = -ENOENT"});
+
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sun;
+  memset(&sun, 0, sizeof sun);
+  sun.sun_family = AF_UNIX;
+  strcpy(sun.sun_path, "/nonexistent/core-timeline-preload.sock");
+  errno = 0;
+  int rc = connect(s, reinterpret_cast<struct sockaddr *>(&sun), sizeof sun);
+  if (rc != -1 || errno != ENOENT) fail("errno after connect to a missing socket", errno, ENOENT);
+  want->push_back({fmt::kKindConnect, static_cast<uint32_t>(s), neg_errno(ENOENT), 0,
+                   "connect(missing socket) = -ENOENT"});
+  close(s);
+  want->push_back({{fmt::kKindClose, static_cast<uint32_t>(s), 0, 0}, "close(socket)"});
+}
+
+void report(const std::vector<std::string> &problems) {
+  for (const auto &p : problems) printf("FAIL %s\n", p.c_str());
+  if (!problems.empty()) g_ok = false;
+}
+
+__attribute__((noinline, noipa)) void die() { *static_cast<volatile int *>(nullptr) = 1; }
+
+int run(const char *data_file, bool expect_alloc, bool expect_io, bool crash,
+        const char *expect_out) {
+  std::vector<Expected> heap, io;
+  heap.reserve(64); /* no allocation while the heap calls are recorded */
+  io.reserve(64);
+  heap_calls(&heap);
+  io_calls(data_file, &io);
+
+  auto ring = ct_test::own_ring();
+  if (!ring) {
+    printf("NO RING: no valid /memfd:core-timeline mapping\n");
+    return 2;
+  }
+  uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  std::vector<ct_test::Seen> mine;
+  for (const auto &e : ring->events())
+    if (e.slot.tid == tid) mine.push_back({e.slot.kind, e.slot.id, e.slot.arg0, e.slot.arg1});
+
+  report(expect_alloc ? check_exactly(heap, ct_test::is_alloc_kind, mine)
+                      : check_absent(ct_test::is_alloc_kind, "heap", mine));
+  report(expect_io ? check_exactly(io, ct_test::is_io_kind, mine)
+                   : check_absent(ct_test::is_io_kind, "I/O", mine));
+  if (g_ok) printf("ok %zu heap and %zu I/O events checked\n", expect_alloc ? heap.size() : 0,
+                   expect_io ? io.size() : 0);
+
+  if (expect_out != nullptr) {
+    std::vector<Expected> all;
+    if (expect_alloc) all.insert(all.end(), heap.begin(), heap.end());
+    if (expect_io) all.insert(all.end(), io.begin(), io.end());
+    if (!ct_test::write_expectations(expect_out, tid, all)) {
+      printf("FAIL cannot write %s\n", expect_out);
+      return 1;
+    }
+  }
+  fflush(stdout);
+  if (crash) die();
+  return g_ok ? 0 : 1;
+}
+
+/* The shared object that contains `p`, or "" (dladdr(3) covers .bss). */
+std::string object_of(const void *p) {
+  Dl_info info;
+  if (dladdr(p, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+void expect(bool held, const std::string &what) {
+  if (!held) {
+    printf("FAIL %s\n", what.c_str());
+    g_ok = false;
+  }
+}
+
+bool ends_with(const std::string &s, const char *suffix) {
+  size_t n = strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+int arena_check() {
+  using BlockFn = void *(*)(void);
+  auto block_fn = reinterpret_cast<BlockFn>(dlsym(RTLD_DEFAULT, "ct_dlsym_shim_block"));
+  auto freed_fn = reinterpret_cast<BlockFn>(dlsym(RTLD_DEFAULT, "ct_dlsym_shim_freed_block"));
+  if (block_fn == nullptr || freed_fn == nullptr) {
+    printf("FAIL libct_dlsym_allocates.so is not preloaded\n");
+    return 2;
+  }
+  auto *block = static_cast<char *>(block_fn());
+  if (block == nullptr) {
+    printf("FAIL the dlsym shim was never called, or its calloc failed\n");
+    return 1;
+  }
+  std::string owner = object_of(block);
+  expect(ends_with(owner, "/libtimeline-alloc.so"),
+         "the block calloc'ed inside dlsym lies in libtimeline-alloc.so's arena, not in [" +
+             owner + "]");
+  expect(ends_with(object_of(freed_fn()), "/libtimeline-alloc.so"),
+         "the block freed inside dlsym lies in the arena");
+  expect(strcmp(block, kShimPattern) == 0, "the arena block holds the shim's pattern");
+
+  char *moved = static_cast<char *>(realloc(block, 100000));
+  expect(moved != nullptr && moved != block, "realloc moves an arena block");
+  if (moved == nullptr || moved == block) return 1;
+  expect(!ends_with(object_of(moved), "/libtimeline-alloc.so"),
+         "realloc moves an arena block to the next allocator");
+  expect(strcmp(moved, kShimPattern) == 0, "realloc keeps the arena block's bytes");
+  memset(moved, 0x5a, 100000);
+  free(moved);
+  printf("%s bootstrap arena\n", g_ok ? "ok" : "FAIL");
+  return g_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 2 && strcmp(argv[1], "--arena-check") == 0) return arena_check();
+  if (argc < 2) {
+    fprintf(stderr,
+            "usage: %s DATA_FILE [--expect-alloc] [--expect-io] [--crash] [--expect-out FILE]\n",
+            argv[0]);
+    return 64;
+  }
+  bool expect_alloc = false, expect_io = false, crash = false;
+  const char *expect_out = nullptr;
+  for (int i = 2; i < argc; ++i) {
+    if (strcmp(argv[i], "--expect-alloc") == 0)
+      expect_alloc = true;
+    else if (strcmp(argv[i], "--expect-io") == 0)
+      expect_io = true;
+    else if (strcmp(argv[i], "--crash") == 0)
+      crash = true;
+    else if (strcmp(argv[i], "--expect-out") == 0 && i + 1 < argc)
+      expect_out = argv[++i];
+    else {
+      fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
+      return 64;
+    }
+  }
+  return run(argv[1], expect_alloc, expect_io, crash, expect_out);
+}
