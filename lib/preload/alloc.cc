@@ -117,16 +117,14 @@ size_t arena_block_size(const void *p) {
 
 /* ------------------------------------ forwarding, with the arena fallback */
 
-void *next_malloc(size_t size);
-
 void *arena_alloc_or_enomem(size_t size, size_t align) {
   void *p = arena_alloc(size, align);
   if (p == nullptr) errno = ENOMEM;
   return p;
 }
 
+/* `p` is neither NULL nor an arena block (free() checked). */
 void next_free(void *p) {
-  if (p == nullptr || in_arena(p)) return;
   if (FreeFn f = next<FreeFn>(g_next, kFree)) f(p);
   /* else this thread is inside dlsym looking up free itself: a block the
    * next allocator made cannot be returned to it now, and is leaked. */

@@ -23,9 +23,10 @@
  * before any constructor (libtimeline's own tl_init opens files), inside the
  * next allocator's initialisation and in signal handlers (read, write and
  * close are async-signal-safe, so their wrappers must be).  They never lock
- * or allocate; they touch only initial-exec TLS; they call dlsym (first use
- * only), tl_record, and, while the next definition cannot be looked up
- * (this thread is inside dlsym), the raw system call instead.
+ * or allocate; they touch only initial-exec TLS; they call tl_record, dlsym
+ * on the first call of the process (normally libtimeline's own open in
+ * tl_init, before main), and, while the next definition cannot be looked
+ * up (this thread is inside dlsym), the raw system call instead.
  */
 /* The wrappers define read and open themselves: the fortified inline
  * versions and the 64-bit-offset renames of <fcntl.h> must stay out. */
@@ -77,9 +78,10 @@ constinit NextSymbol g_next[kSymbolCount] = {
     {"write"},      {"connect"},    {"close"},
 };
 
-#ifndef __OPEN_NEEDS_MODE
-#define __OPEN_NEEDS_MODE(flags) (((flags) & O_CREAT) != 0 || ((flags) & O_TMPFILE) == O_TMPFILE)
-#endif
+/* open(2): the mode argument is there only with O_CREAT or O_TMPFILE. */
+inline bool needs_mode(int flags) {
+  return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+}
 
 /* The result as the format stores it: the value, or -errno on failure.
  * Call right after the wrapped function, before errno can change. */
@@ -111,7 +113,7 @@ int openat_and_record(std::size_t which, int dirfd, const char *path, int flags,
  * mode; the fallback keeps that check. */
 int open2_and_record(std::size_t which, const char *path, int flags) {
   Open2Fn f = next<Open2Fn>(g_next, which);
-  if (f == nullptr && __OPEN_NEEDS_MODE(flags)) abort();
+  if (f == nullptr && needs_mode(flags)) abort();
   int fd = f != nullptr ? f(path, flags) : raw_openat(AT_FDCWD, path, flags, 0);
   emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0);
   return fd;
@@ -119,14 +121,14 @@ int open2_and_record(std::size_t which, const char *path, int flags) {
 
 int openat2_and_record(std::size_t which, int dirfd, const char *path, int flags) {
   Openat2Fn f = next<Openat2Fn>(g_next, which);
-  if (f == nullptr && __OPEN_NEEDS_MODE(flags)) abort();
+  if (f == nullptr && needs_mode(flags)) abort();
   int fd = f != nullptr ? f(dirfd, path, flags) : raw_openat(dirfd, path, flags, 0);
   emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0);
   return fd;
 }
 
 mode_t mode_arg(int flags, va_list ap) {
-  return __OPEN_NEEDS_MODE(flags) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+  return needs_mode(flags) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
 }
 
 }  // namespace
