@@ -156,6 +156,7 @@ class Analyzer {
   const CoreFile &core_;
   const ReadOptions &opts_;
   Analysis a_;
+  std::set<std::uint32_t> core_tids_;  /* tids with an NT_PRSTATUS */
   bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
   bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
 };
@@ -172,7 +173,10 @@ void Analyzer::process_facts() {
   } else {
     a_.warnings.push_back("the core has no NT_PRPSINFO: the ring's pid cannot be checked against it");
   }
-  for (const auto &t : n.threads) p.threads.push_back(t.tid);
+  for (const auto &t : n.threads) {
+    p.threads.push_back(t.tid);
+    core_tids_.insert(t.tid);
+  }
   if (!n.has_file_note)
     a_.warnings.push_back("the core has no NT_FILE note: rings are found by scanning for validated headers, "
                           "and code addresses cannot be tied to files");
@@ -440,8 +444,7 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
     ev.named = nm != nullptr;
     ev.name = nm != nullptr ? *nm : fmt::format("id={:#x}", e.id);
   }
-  for (auto t : a_.process.threads)
-    if (t == e.tid) ev.tid_in_core = true;
+  ev.tid_in_core = core_tids_.count(e.tid) != 0;
   switch (e.kind) {
     case f::kKindUserPtr:
     case f::kKindMalloc:
@@ -831,6 +834,20 @@ Analysis analysis_of_error(const std::string &path, const Error &error) {
   a.core_path = path;
   a.reason = fmt::format("cannot read the core: {}", error.message);
   return a;
+}
+
+Analysis analyze_file(const std::string &path, const ReadOptions &options) noexcept {
+  try {
+    auto core = CoreFile::open(path);
+    if (!core) return analysis_of_error(path, core.error());
+    return analyze(*core, options);
+  } catch (const std::exception &e) {
+    Analysis a;
+    a.status = Status::kCoreUnreadable;
+    a.core_path = path;
+    a.reason = fmt::format("internal error: {}", e.what());
+    return a;
+  }
 }
 
 Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept {

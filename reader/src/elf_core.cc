@@ -395,13 +395,13 @@ const Segment *CoreFile::segment_for(std::uint64_t addr) const noexcept {
   /* Last segment with vaddr <= addr. */
   auto it = std::upper_bound(idx.begin(), idx.end(), addr,
                              [&](std::uint64_t a, std::size_t i) { return a < loads[i].vaddr; });
-  while (it != idx.begin()) {
+  /* Kernel cores have no overlapping segments, so the last segment starting
+   * at or below addr is the one; a crafted core may overlap them, so look
+   * back a few more (bounded: never a scan of every segment). */
+  for (int back = 0; back < 4 && it != idx.begin(); ++back) {
     --it;
     const Segment &s = loads[*it];
     if (addr - s.vaddr < s.memsz) return &s;
-    /* Overlapping segments do not occur in kernel cores; look back a little
-     * in case a crafted core has them. */
-    if (idx.begin() + 4 <= it) break;
   }
   return nullptr;
 }

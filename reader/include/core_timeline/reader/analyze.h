@@ -227,6 +227,10 @@ struct Analysis {
 /** Analyzes an opened core.  Never throws. */
 Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept;
 
+/** CoreFile::open(path), then analyze(); an unreadable core gives status
+ *  kCoreUnreadable with the reason.  Never throws. */
+Analysis analyze_file(const std::string &path, const ReadOptions &options) noexcept;
+
 /** The Analysis for a core that could not be opened (status
  *  kCoreUnreadable, reason from `error`). */
 Analysis analysis_of_error(const std::string &path, const Error &error);
