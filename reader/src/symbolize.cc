@@ -7,11 +7,13 @@
 #include <gelf.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -203,6 +205,13 @@ Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::
   }
   if (pid == 0) {
     close(fds[0]);
+    /* A crash of libdwfl in here must not leave a core of its own behind
+     * (prctl(2): not dumpable means no core, also to a core_pattern pipe). */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* Test hook: proves that a dying symbolizer costs only the symbols
+     * (tests/reader, SymbolizerCrashCostsOnlySymbols). */
+    if (const char *t = getenv("CT_READER_TEST_KILL_SYMBOLIZER"); t != nullptr && t[0] == '1')
+      kill(getpid(), SIGKILL);
     std::string b;
     try {
       b = encode(symbolize_here(core, queries, options));

@@ -562,6 +562,21 @@ TEST(Analyze, SymbolizerFailureCostsSymbolsNotTheTimeline) {
   expect_schema_valid(a);
 }
 
+TEST(Analyze, SymbolizerCrashCostsOnlySymbols) {
+  RingBuilder r = three_events();
+  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "synthetic");
+  ASSERT_TRUE(core);
+  setenv("CT_READER_TEST_KILL_SYMBOLIZER", "1", 1);
+  auto a = ctr::analyze(*core, ctr::ReadOptions{});
+  unsetenv("CT_READER_TEST_KILL_SYMBOLIZER");
+  EXPECT_EQ(a.status, ctr::Status::kOk);
+  EXPECT_EQ(a.events.size(), 3u);
+  bool said = false;
+  for (const auto &w : a.warnings) said |= w.find("symbols unavailable (libdwfl crashed") != std::string::npos;
+  EXPECT_TRUE(said) << ctr::render_text(a);
+  expect_schema_valid(a);
+}
+
 /* ------------------------------------------------------------------ sidecar */
 
 class Sidecar : public ::testing::Test {
