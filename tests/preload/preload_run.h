@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct Preload {
     return s;
   }
 };
+
+// For GoogleTest's test names and messages (and so ctest's).
+inline void PrintTo(const Preload &p, std::ostream *os) { *os << "LD_PRELOAD=" << p.ld_preload(); }
 
 // Every order the tests run.  With jemalloc preloaded BEFORE the wrapper,
 // the dynamic linker binds malloc and free to jemalloc's definitions, which
