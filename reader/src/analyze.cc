@@ -478,7 +478,11 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
   }
   if (e.return_address != 0 || e.kind == f::kKindCrash) {
     ev.location = locate(e.return_address);
-    ev.location->mapping_changed = e.mmap_generation != static_cast<std::uint32_t>(ring.header.mmap_generation);
+    /* 0 means "not known yet" (the writer's helper thread sets the
+     * generation on its first pass): only two known, different generations
+     * say the set of loaded objects changed after the event. */
+    const auto now_gen = static_cast<std::uint32_t>(ring.header.mmap_generation);
+    ev.location->mapping_changed = e.mmap_generation != 0 && now_gen != 0 && e.mmap_generation != now_gen;
   }
   return ev;
 }

@@ -378,6 +378,19 @@ TEST(Analyze, HealthyCoreGivesNamedTimeline) {
   EXPECT_NE(text.find("core-timeline: core-only"), std::string::npos) << text;
 }
 
+TEST(Analyze, MappingChangedOnlyBetweenKnownGenerations) {
+  RingBuilder r = three_events();
+  r.header().mmap_generation = 9;   // mutable part: no reseal needed
+  r.slot(0, 0).mmap_generation = 8;  // loaded objects changed after seq 1
+  r.slot(0, 1).mmap_generation = 9;
+  r.slot(0, 2).mmap_generation = 0;  // written before the writer knew
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  ASSERT_EQ(a.events.size(), 3u);
+  EXPECT_TRUE(a.events[0].location->mapping_changed);
+  EXPECT_FALSE(a.events[1].location->mapping_changed);
+  EXPECT_FALSE(a.events[2].location->mapping_changed);
+}
+
 TEST(Analyze, UnnamedUserIdsShowTheirId) {
   RingBuilder r = three_events();
   auto a = analyze_bytes(ct::testing::standard_core(r).build());

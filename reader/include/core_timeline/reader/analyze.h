@@ -98,8 +98,9 @@ struct Location {
    *  symbols: see note). */
   std::string verification = "raw";
   std::string note;
-  bool mapping_changed = false;  /**< the event's mmap_generation differs
-                                      from the ring's at the crash */
+  bool mapping_changed = false;  /**< the event's mmap_generation and the
+                                      ring's at the crash are both known
+                                      (non-zero) and differ */
 };
 
 /** What an address (a pointer argument) points into, from the core. */
