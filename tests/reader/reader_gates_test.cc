@@ -348,6 +348,42 @@ TEST_F(Gates, ForeignSidecarIsRefused) {
   rmdir(dir.c_str());
 }
 
+/* No build-id in the core for the executable: raw addresses and a loud
+ * note by default; symbols only with --unverified-symbols, tagged; the
+ * timeline itself is recovered either way. */
+TEST_F(Gates, NoBuildIdMeansRawAddressesUnlessUnverified) {
+  const std::string exe = CT_NOBUILDID_VICTIM;
+  auto run = ct::test::run_and_collect_core({exe});
+  Read plain = read_json({run.core_path, exe});
+  ASSERT_EQ(plain.run.exit_code, 0) << plain.run.err;
+  EXPECT_TRUE(plain.doc["process"]["build_id"].is_null());
+  EXPECT_EQ(plain.doc["rings"][0]["identity"]["build_id"]["result"], "unchecked");
+  bool loud = false;
+  for (const auto &w : plain.doc["warnings"]) loud |= w.get<std::string>().find("NO BUILD-ID") != std::string::npos;
+  EXPECT_TRUE(loud) << plain.doc["warnings"];
+  const json *mark = nullptr;
+  for (const auto &e : plain.doc["events"])
+    if (e["id"] == 0x1001) mark = &e;
+  ASSERT_NE(mark, nullptr);
+  EXPECT_EQ((*mark)["location"]["verification"], "raw");
+  EXPECT_TRUE((*mark)["location"]["function"].is_null());
+  EXPECT_EQ(plain.doc["crash"]["location"]["verification"], "raw");
+
+  Read unv = read_json({"--unverified-symbols", run.core_path, exe});
+  ASSERT_EQ(unv.run.exit_code, 0) << unv.run.err;
+  for (const auto &e : unv.doc["events"])
+    if (e["id"] == 0x1001) {
+      EXPECT_EQ(e["location"]["verification"], "unverified-no-core-buildid");
+      EXPECT_EQ(e["location"]["verified"], false);
+      EXPECT_EQ(e["location"]["function"], "victim_mark");
+    }
+  EXPECT_EQ(unv.doc["crash"]["location"]["function"], "victim_die");
+  EXPECT_EQ(unv.doc["crash"]["location"]["verification"], "unverified-no-core-buildid");
+  RunResult text = ct::testing::run({kReader, "--unverified-symbols", run.core_path, exe});
+  EXPECT_NE(text.out.find("victim_die+0x0"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("UNVERIFIED"), std::string::npos) << text.out;
+}
+
 /* A core truncated by systemd-coredump (a coredump.conf drop-in) gives a
  * clear status, never garbage: cut before the ring, exit 2 "cut off by
  * truncation"; cut inside the ring after lane 0, the timeline with the ring
