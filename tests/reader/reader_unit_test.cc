@@ -426,6 +426,21 @@ TEST(Analyze, MissingNtFileFindsRingByValidatedMagic) {
   expect_schema_valid(a);
 }
 
+TEST(Analyze, RenamedMemfdAndSharedAnonRingsAreFound) {
+  for (const char *path : {"/memfd:core-timeline", "/memfd:renamed-ring (deleted)", "/dev/zero (deleted)"}) {
+    RingBuilder r = three_events();
+    CoreBuilder c;
+    c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+          "/usr/bin/victim", 0x2000, 5);
+    c.map(ct::testing::kRingAddr, r.bytes(), path);
+    auto a = analyze_bytes(c.build());
+    EXPECT_EQ(a.status, ctr::Status::kOk) << path << ": " << a.reason;
+    ASSERT_EQ(a.rings.size(), 1u) << path;
+    EXPECT_EQ(a.rings[0].found_by, std::string(path).rfind("/memfd:", 0) == 0 ? "nt_file" : "magic_scan") << path;
+    EXPECT_EQ(a.events.size(), 3u) << path;
+  }
+}
+
 TEST(Analyze, MagicInOrdinaryDataIsNotARing) {
   /* No library: a page that starts with "CTLN", and another with a whole
    * copied header whose CRC no longer matches. */
