@@ -205,11 +205,12 @@ void *next_valloc(size_t size) {
  * interrupted a wrapper) is forwarded and not recorded: the guard is held
  * across the next allocator's call for that reason. */
 template <typename Call>
-inline void *allocate_and_record(uint32_t kind, size_t size, Call call) {
+inline void *allocate_and_record(uint32_t kind, size_t size, uintptr_t where, Call call,
+                                 const void *bytes = nullptr, uint32_t len = 0) {
   if (t_in_wrapper) return call();
   t_in_wrapper = 1;
   void *p = call();
-  emit(kind, 0, reinterpret_cast<uintptr_t>(p), size);
+  emit(kind, 0, reinterpret_cast<uintptr_t>(p), size, where, bytes, len);
   t_in_wrapper = 0;
   return p;
 }
@@ -220,7 +221,7 @@ inline void *allocate_and_record(uint32_t kind, size_t size, Call call) {
 using namespace core_timeline::preload;
 
 CT_PRELOAD_EXPORT void *malloc(size_t size) noexcept {
-  return allocate_and_record(TL_KIND_MALLOC, size, [=] { return next_malloc(size); });
+  return allocate_and_record(TL_KIND_MALLOC, size, CT_PRELOAD_CALLER, [=] { return next_malloc(size); });
 }
 
 CT_PRELOAD_EXPORT void free(void *p) noexcept {
@@ -232,7 +233,7 @@ CT_PRELOAD_EXPORT void free(void *p) noexcept {
   t_in_wrapper = 1;
   /* Recorded before the block is released: once it is, another thread may
    * be handed the same address, and its MALLOC must come after this FREE. */
-  emit(TL_KIND_FREE, 0, reinterpret_cast<uintptr_t>(p), 0);
+  emit(TL_KIND_FREE, 0, reinterpret_cast<uintptr_t>(p), 0, CT_PRELOAD_CALLER);
   next_free(p);
   t_in_wrapper = 0;
 }
@@ -240,33 +241,37 @@ CT_PRELOAD_EXPORT void free(void *p) noexcept {
 CT_PRELOAD_EXPORT void *calloc(size_t n, size_t size) noexcept {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) total = SIZE_MAX; /* the call fails */
-  return allocate_and_record(TL_KIND_CALLOC, total, [=] { return next_calloc(n, size); });
+  return allocate_and_record(TL_KIND_CALLOC, total, CT_PRELOAD_CALLER, [=] { return next_calloc(n, size); });
 }
 
-/* The old pointer is not recorded: the format keeps it in the slot's inline
- * bytes, which tl_record cannot write (README.md). */
+/* The old pointer goes in the slot's first 8 inline bytes
+ * (docs/ring-format.md). */
 CT_PRELOAD_EXPORT void *realloc(void *old, size_t size) noexcept {
-  return allocate_and_record(TL_KIND_REALLOC, size, [=] { return next_realloc(old, size); });
+  uint64_t old_value = reinterpret_cast<uintptr_t>(old);
+  return allocate_and_record(
+      TL_KIND_REALLOC, size, CT_PRELOAD_CALLER, [=] { return next_realloc(old, size); },
+      &old_value, sizeof old_value);
 }
 
 CT_PRELOAD_EXPORT int posix_memalign(void **out, size_t align, size_t size) noexcept {
   if (t_in_wrapper) return next_posix_memalign(out, align, size);
   t_in_wrapper = 1;
   int rc = next_posix_memalign(out, align, size);
-  emit(TL_KIND_MALLOC, 0, rc == 0 ? reinterpret_cast<uintptr_t>(*out) : 0, size);
+  emit(TL_KIND_MALLOC, 0, rc == 0 ? reinterpret_cast<uintptr_t>(*out) : 0, size,
+       CT_PRELOAD_CALLER);
   t_in_wrapper = 0;
   return rc;
 }
 
 CT_PRELOAD_EXPORT void *aligned_alloc(size_t align, size_t size) noexcept {
-  return allocate_and_record(TL_KIND_MALLOC, size,
+  return allocate_and_record(TL_KIND_MALLOC, size, CT_PRELOAD_CALLER,
                              [=] { return next_aligned_alloc(align, size); });
 }
 
 CT_PRELOAD_EXPORT void *memalign(size_t align, size_t size) noexcept {
-  return allocate_and_record(TL_KIND_MALLOC, size, [=] { return next_memalign(align, size); });
+  return allocate_and_record(TL_KIND_MALLOC, size, CT_PRELOAD_CALLER, [=] { return next_memalign(align, size); });
 }
 
 CT_PRELOAD_EXPORT void *valloc(size_t size) noexcept {
-  return allocate_and_record(TL_KIND_MALLOC, size, [=] { return next_valloc(size); });
+  return allocate_and_record(TL_KIND_MALLOC, size, CT_PRELOAD_CALLER, [=] { return next_valloc(size); });
 }

@@ -11,11 +11,13 @@
  *                                                   arg1 = count
  *   write                                   WRITE   id = fd, arg0 = bytes or -errno,
  *                                                   arg1 = count
- *   connect                                 CONNECT id = fd, arg0 = 0 or -errno
+ *   connect                                 CONNECT id = fd, arg0 = 0 or -errno,
+ *                                                   inline = the address's first
+ *                                                   64 bytes
  *   close                                   CLOSE   id = fd, arg0 = 0 or -errno
  *
- * The path and the socket address are not recorded: the format keeps them
- * in the slot's inline bytes, which tl_record cannot write.  Each call is
+ * OPEN keeps the path's first 64 bytes inline.  Every event is attributed
+ * to the program's call site (the wrapper's return address).  Each call is
  * forwarded to the next definition of the same name (dlsym(RTLD_NEXT)), and
  * recorded once it returns.
  *
@@ -23,7 +25,7 @@
  * before any constructor (libtimeline's own tl_init opens files), inside the
  * next allocator's initialisation and in signal handlers (read, write and
  * close are async-signal-safe, so their wrappers must be).  They never lock
- * or allocate; they touch only initial-exec TLS; they call tl_record, dlsym
+ * or allocate; they touch only initial-exec TLS; they call tl_record_bytes, dlsym
  * on the first call of the process (normally libtimeline's own open in
  * tl_init, before main), and, while the next definition cannot be looked
  * up (this thread is inside dlsym), the raw system call instead.
@@ -36,6 +38,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -95,35 +98,45 @@ int raw_openat(int dirfd, const char *path, int flags, mode_t mode) {
   return static_cast<int>(syscall(SYS_openat, dirfd, path, flags, mode));
 }
 
-int open_and_record(std::size_t which, const char *path, int flags, mode_t mode) {
+/* OPEN: the result, and the path's first bytes as inline bytes.  The path
+ * is read only when the kernel could read it (the call did not fail with
+ * EFAULT), and at most 64 bytes of it (strnlen). */
+void record_open(int fd, const char *path, uintptr_t where) {
+  uint32_t len = 0;
+  if (path != nullptr && !(fd == -1 && errno == EFAULT))
+    len = static_cast<uint32_t>(strnlen(path, 64));
+  emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0, where, len ? path : nullptr, len);
+}
+
+int open_and_record(std::size_t which, const char *path, int flags, mode_t mode, uintptr_t where) {
   OpenFn f = next<OpenFn>(g_next, which);
   int fd = f != nullptr ? f(path, flags, mode) : raw_openat(AT_FDCWD, path, flags, mode);
-  emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0);
+  record_open(fd, path, where);
   return fd;
 }
 
-int openat_and_record(std::size_t which, int dirfd, const char *path, int flags, mode_t mode) {
+int openat_and_record(std::size_t which, int dirfd, const char *path, int flags, mode_t mode, uintptr_t where) {
   OpenatFn f = next<OpenatFn>(g_next, which);
   int fd = f != nullptr ? f(dirfd, path, flags, mode) : raw_openat(dirfd, path, flags, mode);
-  emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0);
+  record_open(fd, path, where);
   return fd;
 }
 
 /* __open_2 and friends exist to abort on O_CREAT or O_TMPFILE without a
  * mode; the fallback keeps that check. */
-int open2_and_record(std::size_t which, const char *path, int flags) {
+int open2_and_record(std::size_t which, const char *path, int flags, uintptr_t where) {
   Open2Fn f = next<Open2Fn>(g_next, which);
   if (f == nullptr && needs_mode(flags)) abort();
   int fd = f != nullptr ? f(path, flags) : raw_openat(AT_FDCWD, path, flags, 0);
-  emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0);
+  record_open(fd, path, where);
   return fd;
 }
 
-int openat2_and_record(std::size_t which, int dirfd, const char *path, int flags) {
+int openat2_and_record(std::size_t which, int dirfd, const char *path, int flags, uintptr_t where) {
   Openat2Fn f = next<Openat2Fn>(g_next, which);
   if (f == nullptr && needs_mode(flags)) abort();
   int fd = f != nullptr ? f(dirfd, path, flags) : raw_openat(dirfd, path, flags, 0);
-  emit_guarded(TL_KIND_OPEN, 0, result_arg(fd), 0);
+  record_open(fd, path, where);
   return fd;
 }
 
@@ -141,7 +154,7 @@ CT_PRELOAD_EXPORT int open(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
-  return open_and_record(kOpen, path, flags, mode);
+  return open_and_record(kOpen, path, flags, mode, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int open64(const char *path, int flags, ...) {
@@ -149,7 +162,7 @@ CT_PRELOAD_EXPORT int open64(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
-  return open_and_record(kOpen64, path, flags, mode);
+  return open_and_record(kOpen64, path, flags, mode, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
@@ -157,7 +170,7 @@ CT_PRELOAD_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
-  return openat_and_record(kOpenat, dirfd, path, flags, mode);
+  return openat_and_record(kOpenat, dirfd, path, flags, mode, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
@@ -165,29 +178,29 @@ CT_PRELOAD_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
-  return openat_and_record(kOpenat64, dirfd, path, flags, mode);
+  return openat_and_record(kOpenat64, dirfd, path, flags, mode, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int __open_2(const char *path, int flags) {
-  return open2_and_record(kOpen2, path, flags);
+  return open2_and_record(kOpen2, path, flags, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int __open64_2(const char *path, int flags) {
-  return open2_and_record(kOpen64_2, path, flags);
+  return open2_and_record(kOpen64_2, path, flags, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-  return openat2_and_record(kOpenat2, dirfd, path, flags);
+  return openat2_and_record(kOpenat2, dirfd, path, flags, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-  return openat2_and_record(kOpenat64_2, dirfd, path, flags);
+  return openat2_and_record(kOpenat64_2, dirfd, path, flags, CT_PRELOAD_CALLER);
 }
 
 CT_PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count) {
   ReadFn f = next<ReadFn>(g_next, kRead);
   ssize_t n = f != nullptr ? f(fd, buf, count) : syscall(SYS_read, fd, buf, count);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count);
+  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
   return n;
 }
 
@@ -195,27 +208,31 @@ CT_PRELOAD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf
   ReadChkFn f = next<ReadChkFn>(g_next, kReadChk);
   if (f == nullptr && count > buflen) abort(); /* what glibc's __chk_fail ends in */
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen) : syscall(SYS_read, fd, buf, count);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count);
+  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
   WriteFn f = next<WriteFn>(g_next, kWrite);
   ssize_t n = f != nullptr ? f(fd, buf, count) : syscall(SYS_write, fd, buf, count);
-  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result_arg(n), count);
+  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
   return n;
 }
 
 CT_PRELOAD_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
   ConnectFn f = next<ConnectFn>(g_next, kConnect);
   int rc = f != nullptr ? f(fd, addr, len) : static_cast<int>(syscall(SYS_connect, fd, addr, len));
-  emit_guarded(TL_KIND_CONNECT, static_cast<uint32_t>(fd), result_arg(rc), 0);
+  /* The address's first bytes (at most 64), unless the kernel could not
+   * read it (EFAULT). */
+  uint32_t n = rc == -1 && errno == EFAULT ? 0 : (len < 64 ? len : 64);
+  emit_guarded(TL_KIND_CONNECT, static_cast<uint32_t>(fd), result_arg(rc), 0, CT_PRELOAD_CALLER,
+               addr, addr != nullptr ? n : 0);
   return rc;
 }
 
 CT_PRELOAD_EXPORT int close(int fd) {
   CloseFn f = next<CloseFn>(g_next, kClose);
   int rc = f != nullptr ? f(fd) : static_cast<int>(syscall(SYS_close, fd));
-  emit_guarded(TL_KIND_CLOSE, static_cast<uint32_t>(fd), result_arg(rc), 0);
+  emit_guarded(TL_KIND_CLOSE, static_cast<uint32_t>(fd), result_arg(rc), 0, CT_PRELOAD_CALLER);
   return rc;
 }

@@ -9,7 +9,7 @@
  * (dlsym allocates through the malloc wrapper), and in a signal handler that
  * interrupted a wrapper.  Allowed: plain loads and stores, lock-free atomics,
  * initial-exec TLS, dlsym (only from resolve_next, under the
- * per-thread resolving flag), tl_record (async-signal-safe by contract).
+ * per-thread resolving flag), tl_record_bytes (async-signal-safe by contract).
  * Forbidden: malloc and friends, stdio, locks, global- or local-dynamic TLS
  * (its first touch in a thread may allocate), C++ statics with guards,
  * exceptions, and leaving errno changed.
@@ -96,21 +96,29 @@ inline Fn next(NextSymbol (&table)[N], std::size_t i) {
   return reinterpret_cast<Fn>(address);
 }
 
-/* Write one event.  Keeps errno as the wrapped call left it, for the
- * program, without relying on tl_record's own promise to. */
-inline void emit(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
+/* The code address an event is attributed to: the program's call site,
+ * i.e. the return address of the exported wrapper.  Use it in the exported
+ * function itself and pass it down. */
+#define CT_PRELOAD_CALLER reinterpret_cast<uintptr_t>(__builtin_return_address(0))
+
+/* Write one event attributed to `where`, with up to 64 inline bytes (which
+ * must be readable).  Keeps errno as the wrapped call left it, for the
+ * program, without relying on tl_record_bytes's own promise to. */
+inline void emit(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1, uintptr_t where,
+                 const void *bytes = nullptr, uint32_t len = 0) {
   int saved_errno = errno;
-  tl_record(kind, id, arg0, arg1);
+  tl_record_bytes(kind, id, arg0, arg1, bytes, len, where);
   errno = saved_errno;
 }
 
 /* Write one event unless this thread is already inside a wrapper of this
- * library (tl_record does not call back into the wrappers today; the guard
- * keeps it so if it ever does, e.g. through a sidecar write). */
-inline void emit_guarded(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
+ * library (tl_record_bytes does not call back into the wrappers today; the
+ * guard keeps it so if it ever does, e.g. through a sidecar write). */
+inline void emit_guarded(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
+                         uintptr_t where, const void *bytes = nullptr, uint32_t len = 0) {
   if (t_in_wrapper) return;
   t_in_wrapper = 1;
-  emit(kind, id, arg0, arg1);
+  emit(kind, id, arg0, arg1, where, bytes, len);
   t_in_wrapper = 0;
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,14 +45,6 @@ void pwrite_all(int fd, const void *buf, uint64_t len, uint64_t offset) {
     offset += static_cast<uint64_t>(n);
   }
   errno = saved_errno;
-}
-
-int count_objects(struct dl_phdr_info *info, size_t size, void *data) {
-  /* dlpi_adds / dlpi_subs: objects loaded and unloaded since start
-   * (dl_iterate_phdr(3)); their sum changes whenever the mappings do. */
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-    *static_cast<uint64_t *>(data) = info->dlpi_adds + info->dlpi_subs;
-  return 1;
 }
 
 int64_t now_ns(clockid_t clock) {
@@ -84,12 +77,11 @@ void *helper_main(void *) {
     int n = poll(&pfd, r.wake_fd >= 0 ? 1 : 0, static_cast<int>(r.sync_interval_ms));
     if (n > 0) {
       uint64_t v;
-      ssize_t got = read(r.wake_fd, &v, sizeof v);
+      /* Raw read(2): libtimeline-io.so must not record our own I/O. */
+      long got = syscall(SYS_read, r.wake_fd, &v, sizeof v);
       (void)got;
     }
-    uint64_t generation = 0;
-    dl_iterate_phdr(count_objects, &generation);
-    __atomic_store_n(&r.header->mmap_generation, generation, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.header->mmap_generation, loader_generation(), __ATOMIC_RELAXED);
     refresh_anchor(r.header);
     if (r.sidecar_fd >= 0) sidecar_sync();
   }
@@ -139,8 +131,9 @@ extern "C" TL_EXPORT int tl_flush_async(void) {
   if (g_ring.wake_fd >= 0) {
     int saved_errno = errno;
     uint64_t one = 1;
-    ssize_t n = write(g_ring.wake_fd, &one, sizeof one);
-    int rc = n == sizeof one || errno == EAGAIN ? 0 : -errno;
+    /* Raw write(2): libtimeline-io.so must not record our own I/O. */
+    long n = syscall(SYS_write, g_ring.wake_fd, &one, sizeof one);
+    int rc = n == static_cast<long>(sizeof one) || errno == EAGAIN ? 0 : -errno;
     errno = saved_errno;
     return rc;
   }

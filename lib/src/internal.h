@@ -111,6 +111,11 @@ int install_crash_handlers() TL_HIDDEN;
  *  the last sync.  Async-signal-safe (used by tl_mark with sync_every). */
 void sidecar_sync() TL_HIDDEN;
 
+/** dlpi_adds + dlpi_subs (dl_iterate_phdr(3)): objects loaded and unloaded
+ *  since the process started, so it changes whenever the mapped objects do.
+ *  Takes the loader's lock: NOT async-signal-safe. */
+uint64_t loader_generation() TL_HIDDEN;
+
 /** Start the helper thread (helper.cc).  Returns 0 or -errno. */
 int helper_start() TL_HIDDEN;
 

@@ -254,28 +254,48 @@ TL_EXPORT void tl_thread_name(const char *name) {
          buf, n, false);
 }
 
-TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
-  uint32_t source;
+}  // extern "C"
+
+namespace {
+
+/* The TL_SOURCE_* bit that governs a built-in kind accepted by tl_record;
+ * 0 for a kind tl_record does not accept. */
+uint32_t source_of(uint32_t kind) {
   switch (kind) {
     case fmt::kKindMalloc:
     case fmt::kKindFree:
     case fmt::kKindCalloc:
     case fmt::kKindRealloc:
-      source = TL_SOURCE_ALLOC;
-      break;
+      return TL_SOURCE_ALLOC;
     case fmt::kKindOpen:
     case fmt::kKindRead:
     case fmt::kKindWrite:
     case fmt::kKindConnect:
     case fmt::kKindClose:
-      source = TL_SOURCE_IO;
-      break;
+      return TL_SOURCE_IO;
     default:
-      return;
+      return 0;
   }
-  if (!TL_ENABLED(source)) return;
+}
+
+}  // namespace
+
+extern "C" {
+
+TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
+  uint32_t source = source_of(kind);
+  if (source == 0 || !TL_ENABLED(source)) return;
   record(static_cast<uint16_t>(kind), id, arg0, arg1,
          reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+}
+
+TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
+                               const void *bytes, uint32_t len, uintptr_t return_address) {
+  uint32_t source = source_of(kind);
+  if (source == 0 || !TL_ENABLED(source)) return;
+  if (return_address == 0)
+    return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  record(static_cast<uint16_t>(kind), id, arg0, arg1, return_address, bytes, len, false);
 }
 
 TL_EXPORT uint32_t tl_set_enabled(uint32_t sources) {

@@ -129,6 +129,12 @@ int find_main_build_id(struct dl_phdr_info *info, size_t, void *data) {
   return 1; /* only the first object (the main program) */
 }
 
+int count_loads(struct dl_phdr_info *info, size_t size, void *data) {
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+    *static_cast<uint64_t *>(data) = info->dlpi_adds + info->dlpi_subs;
+  return 1; /* the counters are global: the first object is enough */
+}
+
 /* A low, randomised address for the ring: [1 TiB, 2 TiB).  Below a PIE
  * executable (0x55...), the heap and the libraries, so the ring's PT_LOAD
  * comes early in the core and survives a core truncated at its size limit
@@ -192,9 +198,11 @@ int sidecar_open(const char *dir, uint32_t pid, uint64_t start_ticks) {
 }
 
 /* Build a ring of the configured shape in a new memfd and make it current.
- * `build_id` may be NULL (a fork child copies the parent's).  Returns 0 or
+ * `build_id` may be NULL: then it and the mmap generation are read from the
+ * loader (a fork child passes the parent's instead of taking the loader's
+ * lock).  Returns 0 or
  * -errno; on error nothing is mapped. */
-int ring_create(const uint8_t *build_id, uint32_t build_id_len) {
+int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_generation) {
   const Settings &st = g_settings;
   uint32_t lane_count = st.lanes + 1;
   uint64_t size = fmt::region_size_for(lane_count, st.slots_per_lane);
@@ -256,7 +264,10 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len) {
     BuildIdSearch search = {h->build_id, 0};
     dl_iterate_phdr(find_main_build_id, &search);
     h->build_id_len = search.len;
+    mmap_generation = loader_generation();
   }
+  /* Slots written before the helper's first refresh carry this one. */
+  h->mmap_generation = mmap_generation;
 
   int sidecar = -1;
   if (st.sidecar) {
@@ -338,6 +349,7 @@ void on_fork_child() {
   uint32_t build_id_len = old.header->build_id_len;
   memcpy(build_id, old.header->build_id, build_id_len);
   uint32_t enabled = __atomic_load_n(&old.header->enabled_sources, __ATOMIC_RELAXED);
+  uint64_t generation = __atomic_load_n(&old.header->mmap_generation, __ATOMIC_RELAXED);
   g_ring.base = nullptr;
   g_ring.header = nullptr;
   munmap(old.base, old.size);
@@ -350,7 +362,7 @@ void on_fork_child() {
   tl->shared = false;
   tl->claiming = false;
   g_settings.enabled = enabled;
-  if (ring_create(build_id, build_id_len) != 0) return; /* child records nothing */
+  if (ring_create(build_id, build_id_len, generation) != 0) return; /* child records nothing */
   if (g_ring.helper_thread) helper_start();
   __atomic_store_n(&g_enabled, enabled, __ATOMIC_RELEASE);
 }
@@ -391,6 +403,12 @@ uint32_t env_u32(const char *name, uint32_t fallback) {
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
+
+uint64_t loader_generation() {
+  uint64_t generation = 0;
+  dl_iterate_phdr(count_loads, &generation);
+  return generation;
+}
 
 }  // namespace core_timeline::lib
 
@@ -444,7 +462,7 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
 
   if (pthread_key_create(&g_lane_key, on_thread_exit) == 0) g_lane_key_ok = true;
 
-  int rc = ring_create(nullptr, 0);
+  int rc = ring_create(nullptr, 0, 0);
   if (rc != 0) {
     __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
     return rc;

@@ -98,8 +98,9 @@ inline std::optional<RingView> own_ring() {
   return std::nullopt;
 }
 
-// Every ring in an ELF core: PT_LOAD segments whose bytes start with a
-// header that validates.  Also reports, through `empty_ring_segments`, the
+// Every ring in an ELF core: the PT_LOAD segments NT_FILE names
+// "/memfd:core-timeline" (or, in a core without that note, every PT_LOAD
+// whose bytes start with a header that validates).  Also reports, through `empty_ring_segments`, the
 // PT_LOAD segments NT_FILE names "/memfd:core-timeline" whose p_filesz is 0
 // (the mapping was excluded from the dump).
 struct FileMapping {
@@ -169,6 +170,10 @@ inline CoreRings rings_in_core(const std::string &path) {
     bool named = false;
     for (uint64_t s : ring_starts) named |= s == p.p_vaddr;
     if (named && p.p_filesz == 0) ++out.empty_ring_segments;
+    // When NT_FILE names the ring, only its segments are rings: a copy of a
+    // ring in the heap validates too (a program that reads its own ring,
+    // an allocator that hands out page-aligned blocks).
+    if (!ring_starts.empty() && !named) continue;
     if (p.p_filesz < fmt::kHeaderSize || p.p_offset + p.p_filesz > d.size()) continue;
     if (std::memcmp(d.data() + p.p_offset, fmt::kMagic, 4) != 0) continue;
     auto v = RingView::from_bytes(std::vector<uint8_t>(d.begin() + long(p.p_offset),

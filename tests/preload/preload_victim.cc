@@ -61,6 +61,10 @@ void fail(const char *what, long got, long want) {
   g_ok = false;
 }
 
+void *g_realloc_old;     // the pointer heap_calls passed to realloc
+int g_data_fd = -1;      // the fd io_calls got from open(DATA_FILE)
+int g_socket_fd = -1;    // the socket io_calls connected
+
 volatile size_t g_impossible_size = SIZE_MAX / 4; /* volatile: no compile-time warning */
 
 __attribute__((noinline, noipa)) void heap_calls(std::vector<Expected> *want) {
@@ -68,6 +72,7 @@ __attribute__((noinline, noipa)) void heap_calls(std::vector<Expected> *want) {
   want->push_back({{fmt::kKindMalloc, 0, ptr(a), 4093}, "malloc(4093)"});
   void *c = calloc(7, 111);
   want->push_back({{fmt::kKindCalloc, 0, ptr(c), 777}, "calloc(7, 111)"});
+  g_realloc_old = a;
   void *r = realloc(a, 8191);
   want->push_back({{fmt::kKindRealloc, 0, ptr(r), 8191}, "realloc(a, 8191)"});
   void *m = nullptr;
@@ -94,6 +99,7 @@ __attribute__((noinline, noipa)) void io_calls(const char *data_file,
                                                std::vector<Expected> *want) {
   char buf[8192];
   int fd = open(data_file, O_RDONLY | O_CLOEXEC);
+  g_data_fd = fd;
   want->push_back({{fmt::kKindOpen, 0, static_cast<uint64_t>(fd), 0}, "open(DATA_FILE)"});
   ssize_t n = read(fd, buf, sizeof buf);
   if (n != kDataBytes) fail("read(DATA_FILE)", n, kDataBytes);
@@ -136,6 +142,7 @@ __attribute__((noinline, noipa)) void io_calls(const char *data_file,
   want->push_back({{fmt::kKindOpen, 0, neg_errno(ENOENT), 0}, "open(missing) = -ENOENT"});
 
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_socket_fd = s;
   struct sockaddr_un sun;
   memset(&sun, 0, sizeof sun);
   sun.sun_family = AF_UNIX;
@@ -152,6 +159,62 @@ __attribute__((noinline, noipa)) void io_calls(const char *data_file,
 void report(const std::vector<std::string> &problems) {
   for (const auto &p : problems) printf("FAIL %s\n", p.c_str());
   if (!problems.empty()) g_ok = false;
+}
+
+/* The object (executable or library) that contains code address `pc`. */
+std::string object_of_code(uint64_t pc);
+
+/* What tl_record_bytes adds: REALLOC's old pointer, OPEN's path and
+ * CONNECT's address as inline bytes, and every event attributed to this
+ * program's call site rather than to the wrapper. */
+void check_inline_and_location(ct_test::RingView &ring, uint32_t tid, const char *data_file,
+                               bool expect_alloc, bool expect_io,
+                               const std::vector<Expected> &ours) {
+  std::string self = object_of_code(reinterpret_cast<uintptr_t>(&heap_calls));
+  bool realloc_seen = false, open_seen = false, connect_seen = false;
+  for (const auto &e : ring.events()) {
+    const auto &sl = e.slot;
+    if (sl.tid != tid) continue;
+    // Only the calls heap_calls and io_calls made themselves: startup code in
+    // libc and libstdc++ allocates and reads on this thread too.
+    ct_test::Seen seen{sl.kind, sl.id, sl.arg0, sl.arg1};
+    bool made_here = false;
+    for (const Expected &x : ours) made_here |= ct_test::same(x.event, seen);
+    if (!made_here) continue;
+    std::string where = object_of_code(sl.return_address);
+    if (where != self) {
+      printf("FAIL event kind %u attributed to [%s], not to this program [%s]\n", sl.kind,
+             where.c_str(), self.c_str());
+      g_ok = false;
+    }
+    if (sl.kind == fmt::kKindRealloc) {
+      uint64_t old = 0;
+      memcpy(&old, sl.inline_data, sizeof old);
+      realloc_seen |= sl.inline_len == 8 && old == reinterpret_cast<uintptr_t>(g_realloc_old);
+    }
+    if (sl.kind == fmt::kKindOpen && sl.arg0 == static_cast<uint64_t>(g_data_fd)) {
+      size_t n = strnlen(data_file, 64);
+      open_seen |= sl.inline_len == n && memcmp(sl.inline_data, data_file, n) == 0;
+    }
+    if (sl.kind == fmt::kKindConnect && sl.id == static_cast<uint32_t>(g_socket_fd)) {
+      const char path[] = "/nonexistent/core-timeline-preload.sock";
+      connect_seen |= sl.inline_len == 64 &&
+                     memcmp(sl.inline_data + offsetof(struct sockaddr_un, sun_path), path,
+                            std::min<size_t>(sizeof path, 64 - offsetof(struct sockaddr_un, sun_path))) == 0;
+    }
+  }
+  if (expect_alloc && !realloc_seen) {
+    printf("FAIL REALLOC does not carry the old pointer in its inline bytes\n");
+    g_ok = false;
+  }
+  if (expect_io && !open_seen) {
+    printf("FAIL OPEN of DATA_FILE does not carry the path in its inline bytes\n");
+    g_ok = false;
+  }
+  if (expect_io && !connect_seen) {
+    printf("FAIL CONNECT does not carry the socket address in its inline bytes\n");
+    g_ok = false;
+  }
 }
 
 __attribute__((noinline, noipa)) void die() { *static_cast<volatile int *>(nullptr) = 1; }
@@ -178,6 +241,9 @@ int run(const char *data_file, bool expect_alloc, bool expect_io, bool crash,
                       : check_absent(ct_test::is_alloc_kind, "heap", mine));
   report(expect_io ? check_exactly(io, ct_test::is_io_kind, mine)
                    : check_absent(ct_test::is_io_kind, "I/O", mine));
+  std::vector<Expected> ours(heap);
+  ours.insert(ours.end(), io.begin(), io.end());
+  check_inline_and_location(*ring, tid, data_file, expect_alloc, expect_io, ours);
   if (g_ok) printf("ok %zu heap and %zu I/O events checked\n", expect_alloc ? heap.size() : 0,
                    expect_io ? io.size() : 0);
 
@@ -193,6 +259,12 @@ int run(const char *data_file, bool expect_alloc, bool expect_io, bool crash,
   fflush(stdout);
   if (crash) die();
   return g_ok ? 0 : 1;
+}
+
+std::string object_of_code(uint64_t pc) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(pc), &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
 }
 
 /* The shared object that contains `p`, or "" (dladdr(3) covers .bss). */

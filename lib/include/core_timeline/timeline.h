@@ -137,6 +137,23 @@ void tl_thread_name(const char *name);
 void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1);
 
 /**
+ * tl_record_bytes - tl_record with inline bytes and an explicit location.
+ *
+ * @bytes, @len: up to 64 bytes copied into the event with memcpy (the
+ *   caller guarantees they are readable): the old pointer of a REALLOC, the
+ *   path prefix of an OPEN, the sockaddr prefix of a CONNECT
+ *   (docs/ring-format.md gives each kind's layout).  NULL or 0: none.
+ * @return_address: the code address the event is attributed to, for a
+ *   wrapper that records on behalf of its caller
+ *   (__builtin_return_address(0) in the wrapper); 0 means the caller of
+ *   tl_record_bytes.
+ *
+ * Thread-safe, async-signal-safe.
+ */
+void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
+                     const void *bytes, uint32_t len, uintptr_t return_address);
+
+/**
  * tl_set_enabled - set the mask of recorded sources (TL_SOURCE_*).
  * Returns the previous mask.  Thread-safe, async-signal-safe.
  */
