@@ -85,6 +85,12 @@ struct tl_options {
  * alternate stack (chaining any handler installed before), starts the helper
  * thread, and registers fork handlers so a child gets its own ring.
  *
+ * Every other thread gets its own alternate signal stack, and its lane, on
+ * its first event.  A thread that has recorded nothing has no alternate
+ * stack: if it overflows its stack it still dies with a core, but without a
+ * CRASH event.  Call tl_thread_name() first thing in a thread to cover it.
+ * (libtimeline does not interpose pthread_create: it exports tl_* only.)
+ *
  * The shared library calls tl_init(NULL) from a constructor, unless the
  * environment has TL_DISABLE=1; calling it again returns -EALREADY.  The
  * static library does nothing until tl_init is called.
