@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <climits>
+#include <set>
+
+#include <CLI/CLI.hpp>
+
+#include "text.h"
+#include "time_spec.h"
+
+#ifndef CT_VERSION
+#define CT_VERSION "unknown"
+#endif
+
+namespace core_timeline::ctlq {
+
+namespace {
+
+constexpr const char *kDescription =
+    "Find the timelines core-timelined stored for crashes, the way coredumpctl finds cores.\n"
+    "\n"
+    "Commands: list (default), show (the newest match, as core-timeline-read prints it),\n"
+    "events (events across timelines: --name, --kind, --arg, --id, --tid).\n"
+    "MATCH: a number is a PID, a path (with '/') an executable, FIELD=VALUE a stored journal\n"
+    "field (COREDUMP_UID=1000) or document value (status=ok), anything else a command name.\n"
+    "Exit codes: 0 found, 1 no match, 2 usage error, 3 no match among the readable timelines\n"
+    "but some could not be read, 4 a -D directory cannot be opened.  See docs/ctl-query.md.";
+
+/* Options that take a value, so that a value starting with '-' ("-1h")
+ * stays with its option, and "-1" can be told from a negative number. */
+const std::set<std::string> kShortWithValue{"-S", "-U", "-n", "-D"};
+const std::set<std::string> kLongWithValue{"--since", "--until", "--directory", "--max-size", "--name",
+                                           "--kind",  "--arg",   "--id",        "--tid",      "--jobs"};
+
+std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  bool options_done = false;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string &a = argv[i];
+    if (i == 0 || options_done) {
+      out.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      out.push_back(a);
+    } else if (a == "-1") {
+      out.emplace_back("--newest");
+    } else if (kShortWithValue.count(a) && i + 1 < argv.size()) {
+      out.push_back(a + argv[++i]);
+    } else if (kLongWithValue.count(a) && i + 1 < argv.size()) {
+      out.push_back(a + "=" + argv[++i]);
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::uint64_t> parse_u64(const std::string &text) {
+  std::string_view s = text;
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+    return Failure{"\"" + printable(text) + "\" is not an unsigned number (decimal or 0x-hexadecimal)"};
+  return v;
+}
+
+int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, std::ostream &err,
+                   std::int64_t now_usec) noexcept {
+  try {
+    CLI::App app{kDescription, "ctl-query"};
+    app.require_subcommand(0, 1);
+    app.fallthrough();
+
+    QueryOptions o;
+    std::string since, until, name, kind, arg, id, tid;
+    std::size_t lines = 0;
+    bool newest = false, version = false;
+    std::vector<std::string> list_matches, show_matches, events_matches;
+    app.add_option("-S,--since", since, "Only crashes at or after this time (\"2026-11-30 06:25:26\", today, -1h)");
+    app.add_option("-U,--until", until, "Only crashes at or before this time");
+    app.add_flag("-r,--reverse", o.reverse, "Newest first");
+    app.add_option("-n", lines, "Print at most this many lines (the oldest, or with -r the newest)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}));
+    app.add_flag("-1,--newest", newest, "Only the newest entry (same as -r -n 1)");
+    app.add_flag("--json", o.json, "JSON: one object per line (list, events); the stored document (show)");
+    app.add_option("-D,--directory", o.directories,
+                   "Read the timelines in this directory instead of /var/lib/systemd/coredump and "
+                   "/var/lib/core-timeline/timelines (may be repeated)")
+        ->allow_extra_args(false);
+    app.add_flag("-q,--quiet", o.quiet, "Do not name each timeline that cannot be read (the count stays)");
+    app.add_flag("--no-legend", o.no_legend, "Do not print the column header");
+    app.add_option("--max-size", o.max_bytes, "Skip (and report) documents larger than this (default 64MiB)")
+        ->transform(CLI::AsSizeValue(false));
+    app.add_option("--jobs", o.jobs, "Threads that read documents (default: up to 4)")
+        ->check(CLI::Range(1u, 64u));
+    app.add_flag("--version", version, "Print the version and exit");
+
+    auto *list = app.add_subcommand("list", "One line per crash: time, pid, uid, signal, executable, status, "
+                                            "event count, last event (default)");
+    list->add_option("MATCH", list_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    auto *show_cmd = app.add_subcommand("show", "Print the newest matching timeline as core-timeline-read does");
+    show_cmd->add_option("MATCH", show_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    auto *events = app.add_subcommand("events", "One line per matching event across timelines");
+    events->add_option("--name", name, "Event name (BEFORE_DIE, MALLOC...)");
+    events->add_option("--kind", kind, "Event kind (USER, MALLOC, CRASH...)");
+    events->add_option("--arg", arg, "One of the event's two arguments equals this (decimal or 0x-hex)");
+    events->add_option("--id", id, "Event id (decimal or 0x-hex)");
+    events->add_option("--tid", tid, "Thread id");
+    events->add_option("MATCH", events_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    for (auto *sub : {list, show_cmd, events}) sub->fallthrough();
+
+    const std::vector<std::string> args = preprocess(argv_in);
+    std::vector<const char *> cargs;
+    for (const auto &a : args) cargs.push_back(a.c_str());
+    try {
+      app.parse(static_cast<int>(cargs.size()), cargs.data());
+    } catch (const CLI::ParseError &e) {
+      const int rc = app.exit(e, out, err);
+      return rc == 0 ? 0 : kExitUsage;
+    }
+    if (version) {
+      out << "ctl-query " << CT_VERSION << '\n';
+      return 0;
+    }
+
+    if (show_cmd->parsed()) {
+      o.command = Command::kShow;
+      o.matches = show_matches;
+    } else if (events->parsed()) {
+      o.command = Command::kEvents;
+      o.matches = events_matches;
+    } else {
+      o.command = Command::kList;
+      o.matches = list_matches;
+    }
+    if (lines) o.max_entries = lines;
+    if (newest) {
+      o.reverse = true;
+      o.max_entries = 1;
+    }
+    if (!since.empty()) {
+      auto t = parse_time_spec(since, now_usec);
+      if (!t) {
+        err << "ctl-query: --since: " << t.error().message << '\n';
+        return kExitUsage;
+      }
+      o.since_usec = *t;
+    }
+    if (!until.empty()) {
+      auto t = parse_time_spec(until, now_usec);
+      if (!t) {
+        err << "ctl-query: --until: " << t.error().message << '\n';
+        return kExitUsage;
+      }
+      o.until_usec = *t;
+    }
+    if (o.since_usec && o.until_usec && *o.since_usec > *o.until_usec) {
+      err << "ctl-query: --since must not be after --until\n";
+      return kExitUsage;
+    }
+    struct U64Opt {
+      const char *flag;
+      const std::string &text;
+      std::optional<std::uint64_t> &dest;
+    };
+    for (const U64Opt &u : {U64Opt{"--arg", arg, o.event_filter.arg}, U64Opt{"--id", id, o.event_filter.id},
+                            U64Opt{"--tid", tid, o.event_filter.tid}}) {
+      if (u.text.empty()) continue;
+      auto v = parse_u64(u.text);
+      if (!v) {
+        err << "ctl-query: " << u.flag << ": " << v.error().message << '\n';
+        return kExitUsage;
+      }
+      u.dest = *v;
+    }
+    if (!name.empty()) o.event_filter.name = name;
+    if (!kind.empty()) o.event_filter.kind = kind;
+    if (o.max_bytes == 0) {
+      err << "ctl-query: --max-size must be at least 1 byte\n";
+      return kExitUsage;
+    }
+
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd)) o.cwd = cwd;
+    else o.cwd = "/";
+    return run_query(o, out, err);
+  } catch (const std::exception &e) {
+    err << "ctl-query: " << e.what() << '\n';
+    return kExitUsage;
+  }
+}
+
+}  // namespace core_timeline::ctlq

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * document.h - reading one timeline document (docs/ctl-query.md,
+ * "The stored document"), an untrusted file.
+ *
+ * A document is core-timeline-read's --json document plus "coredump",
+ * "daemon" and "text" (written by core-timelined).  Listing 10,000 of them
+ * must stay interactive, so ctl-query does not parse whole documents: a
+ * bounds-checked skimmer walks the document's structure (brackets, strings,
+ * nesting depth) and nlohmann::json parses only the values that are used:
+ * the small top-level ones (status, reason, process, crash, daemon...),
+ * coredump's own members, the coredump.fields asked for, and either every
+ * element of "events" (on_event) or only the last ones (last_event).  The
+ * rest ("rings", other journal fields, other events, "text" unless asked
+ * for) is skipped: its structure is checked, its values are not.  With
+ * validate_all the whole document is also checked to be valid JSON (show
+ * does this: it prints the document).
+ *
+ * Limits: a file larger than max_bytes is not read ("too large"); nesting
+ * deeper than kMaxDepth, a top level that is not an object, "events" that
+ * is not an array of objects, a missing "status" string or "coredump"
+ * object with a "fields" object, and any JSON error in what is read make
+ * the document "malformed".  Nothing in a document can make the reader
+ * throw or crash, or recurse deeper than kMaxDepth.
+ *
+ * Thread-safety: read_timeline() and parse_timeline() share no state; the
+ * on_event callback runs on the calling thread.
+ */
+#ifndef CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
+#define CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "expected.h"
+#include "timeline_name.h"
+
+namespace core_timeline::ctlq {
+
+/** Deepest nesting a document may have (the format needs 6). */
+inline constexpr int kMaxDepth = 64;
+/** Default size cap of one document (--max-size). */
+inline constexpr std::uint64_t kDefaultMaxBytes = 64ull << 20;
+
+/** The coredump.fields every read keeps (what list and events print). */
+inline constexpr const char *kListFields[] = {"COREDUMP_PID",    "COREDUMP_UID",         "COREDUMP_GID",
+                                              "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE",
+                                              "COREDUMP_COMM",   "COREDUMP_TIMESTAMP",   "_BOOT_ID"};
+
+/** Why a timeline file could not be used. */
+enum class Problem {
+  kPermissionDenied, /**< open(2) said EACCES or EPERM */
+  kVanished,         /**< it was listed, then gone (vacuumed): not reported */
+  kNotRegularFile,   /**< a symbolic link, directory, FIFO... */
+  kTooLarge,         /**< larger than max_bytes */
+  kMalformed,        /**< not JSON, or not a timeline document */
+  kIoError,          /**< any other open/read error */
+};
+
+/** "permission denied", "vanished", "not a regular file", "too large",
+ *  "malformed", "I/O error". */
+std::string_view problem_name(Problem p) noexcept;
+
+/** A problem with one file: the kind, and a message that names the file
+ *  and what was wrong (e.g. the byte offset of a syntax error). */
+struct ReadError {
+  Problem kind = Problem::kIoError;
+  std::string message;
+};
+
+/** What a read keeps besides the summary. */
+struct ReadRequest {
+  std::uint64_t max_bytes = kDefaultMaxBytes;
+  bool want_text = false;     /**< keep the stored "text" */
+  bool keep_raw = false;      /**< keep the file's bytes (show --json) */
+  bool validate_all = false;  /**< check the whole document is valid JSON */
+  /** The coredump.fields to keep; the others are skipped.  kListFields are
+   *  always kept. */
+  std::vector<std::string> fields;
+  bool all_fields = false;    /**< keep every coredump.fields member */
+  /** Called for each element of "events", in document order, with its
+   *  0-based index.  Each event is an object (else the document is
+   *  malformed and the read fails after the calls already made). */
+  std::function<void(const nlohmann::ordered_json &event, std::size_t index)> on_event;
+};
+
+/** One timeline, as far as ctl-query reads it. */
+struct Timeline {
+  std::string path;                  /**< as found (directory + name) */
+  std::optional<TimelineName> name;  /**< from the file name, if it parses */
+  /** The top-level values kept: "schema_version", "status", "exit_code",
+   *  "reason", "source", "process", "crash", "coredump", "daemon" (those
+   *  present).  "status" is a string and "coredump" an object whose
+   *  "fields" holds only the fields asked for (ReadRequest::fields). */
+  nlohmann::ordered_json top = nlohmann::ordered_json::object();
+  bool has_events = false;           /**< the document has "events" */
+  std::size_t event_count = 0;
+  /** The last event whose kind is not CRASH (the crash itself is in
+   *  "crash"); null when there is none. */
+  nlohmann::ordered_json last_event;
+  std::optional<std::string> text;   /**< with want_text, if a string */
+  std::string raw;                   /**< with keep_raw */
+
+  /** Crash time: COREDUMP_TIMESTAMP, else coredump.realtime_usec, else
+   *  the file name's usec, else 0 (unknown). */
+  std::uint64_t time_usec = 0;
+  /** The journal entry's time (coredump.realtime_usec), else time_usec. */
+  std::uint64_t realtime_usec = 0;
+
+  /** The document's "status". */
+  const std::string &status() const;
+  /** coredump.fields[key] when it is a string, else nullptr. */
+  const std::string *field(std::string_view key) const;
+  /** A value by dotted path below the kept top-level values
+   *  ("status", "coredump.boot_id", "process.exe"), or nullptr. */
+  const nlohmann::ordered_json *lookup(std::string_view dotted) const;
+};
+
+/** Parses a document held in memory; `path` names it in messages and is
+ *  stored in the result.  Never throws. */
+Expected<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
+                                             const ReadRequest &request) noexcept;
+
+/** Opens `name` in the directory `dirfd` (openat, O_NOFOLLOW: a symbolic
+ *  link is not followed), checks it is a regular file of at most
+ *  request.max_bytes, reads and parses it.  `dir` is used for the path in
+ *  messages.  Never throws. */
+Expected<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
+                                            const ReadRequest &request) noexcept;
+
+}  // namespace core_timeline::ctlq
+
+#endif  // CORE_TIMELINE_CTL_QUERY_DOCUMENT_H

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+#include "match.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <system_error>
+
+#include "text.h"
+
+namespace core_timeline::ctlq {
+
+namespace {
+
+bool all_digits(const std::string &s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+void add(std::vector<MatchGroup> &groups, const std::string &field, std::string value) {
+  for (auto &g : groups)
+    if (g.field == field) {
+      if (std::find(g.values.begin(), g.values.end(), value) == g.values.end()) g.values.push_back(std::move(value));
+      return;
+    }
+  groups.push_back(MatchGroup{field, {std::move(value)}});
+}
+
+/* The document value a group is about, as a string; nullopt if absent or
+ * not a scalar. */
+std::optional<std::string> value_of(const Timeline &t, const std::string &field) {
+  if (const std::string *f = t.field(field)) return *f;
+  const nlohmann::ordered_json *v = t.lookup(field);
+  if (!v || v->is_structured() || v->is_null()) return std::nullopt;
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_boolean()) return v->get<bool>() ? "true" : "false";
+  if (v->is_number_unsigned()) return std::to_string(v->get<std::uint64_t>());
+  if (v->is_number_integer()) return std::to_string(v->get<std::int64_t>());
+  return std::nullopt;
+}
+
+}  // namespace
+
+Expected<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const std::string &cwd) {
+  MatchSet m;
+  for (const auto &a : args) {
+    if (a.empty()) return Failure{"an empty match"};
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      if (eq == 0) return Failure{"match \"" + printable(a) + "\": no field name before '='"};
+      add(m.groups_, a.substr(0, eq), a.substr(eq + 1));
+    } else if (a.find('/') != std::string::npos) {
+      namespace fs = std::filesystem;
+      fs::path p(a);
+      if (p.is_relative()) p = fs::path(cwd) / p;
+      p = p.lexically_normal();
+      std::string s = p.string();
+      if (s.size() > 1 && s.back() == '/') s.pop_back();
+      add(m.groups_, "COREDUMP_EXE", s);
+      std::error_code ec;
+      fs::path canon = fs::canonical(p, ec);
+      if (!ec) add(m.groups_, "COREDUMP_EXE", canon.string());
+    } else if (all_digits(a)) {
+      unsigned long long pid = 0;
+      auto [ptr, ec] = std::from_chars(a.data(), a.data() + a.size(), pid);
+      if (ec != std::errc() || ptr != a.data() + a.size() || pid == 0 || pid > 4294967295ull)
+        return Failure{"match \"" + a + "\": not a valid PID"};
+      add(m.groups_, "COREDUMP_PID", std::to_string(pid));
+    } else {
+      add(m.groups_, "COREDUMP_COMM", a);
+    }
+  }
+  return m;
+}
+
+bool MatchSet::may_match(const TimelineName &n) const {
+  for (const auto &g : groups_) {
+    std::string fact;
+    if (g.field == "COREDUMP_PID") fact = std::to_string(n.pid);
+    else if (g.field == "COREDUMP_UID") fact = std::to_string(n.uid);
+    else if (g.field == "COREDUMP_COMM") fact = n.comm;
+    else if (g.field == "COREDUMP_TIMESTAMP") fact = std::to_string(n.usec);
+    else if (g.field == "_BOOT_ID" || g.field == "coredump.boot_id") fact = n.boot_id;
+    else continue;
+    if (std::find(g.values.begin(), g.values.end(), fact) == g.values.end()) return false;
+  }
+  return true;
+}
+
+bool MatchSet::matches(const Timeline &t) const {
+  for (const auto &g : groups_) {
+    auto v = value_of(t, g.field);
+    if (!v || std::find(g.values.begin(), g.values.end(), *v) == g.values.end()) return false;
+  }
+  return true;
+}
+
+}  // namespace core_timeline::ctlq

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * match.h - the MATCH arguments, as coredumpctl(1) takes them.
+ *
+ *   FIELD=VALUE   contains '=': the document's coredump.fields[FIELD]
+ *                 (COREDUMP_PID=, COREDUMP_UID=, _BOOT_ID=... any journal
+ *                 field the daemon stored) when FIELD is one of them, else a
+ *                 top-level document value by dotted path ("status=ok",
+ *                 "coredump.boot_id=...", "process.exe=...",
+ *                 "daemon.version=...")
+ *   /path, a/b    contains '/': COREDUMP_EXE, the path made absolute against
+ *                 the current directory and lexically normalized (and, when
+ *                 it exists, also its canonical path)
+ *   1234          a number: COREDUMP_PID
+ *   name          anything else: COREDUMP_COMM
+ *
+ * As in the journal's matching, several matches on the same field are
+ * alternatives (pid 1 or pid 2) and matches on different fields must all
+ * hold.  Values compare as exact strings; a number in the document compares
+ * by its decimal text, true/false by those words.
+ *
+ * Thread-safety: a MatchSet is immutable after parse(); its methods may be
+ * called from several threads.
+ */
+#ifndef CORE_TIMELINE_CTL_QUERY_MATCH_H
+#define CORE_TIMELINE_CTL_QUERY_MATCH_H
+
+#include <string>
+#include <vector>
+
+#include "document.h"
+#include "expected.h"
+#include "timeline_name.h"
+
+namespace core_timeline::ctlq {
+
+/** One field and the values any of which it may have. */
+struct MatchGroup {
+  std::string field;
+  std::vector<std::string> values;
+};
+
+class MatchSet {
+ public:
+  /** Parses the MATCH arguments; `cwd` makes relative paths absolute.
+   *  Fails on an empty argument or an empty FIELD. */
+  static Expected<MatchSet> parse(const std::vector<std::string> &args, const std::string &cwd);
+
+  /** False only when the facts of a timeline's file name prove that its
+   *  document cannot match (COREDUMP_PID, COREDUMP_UID, COREDUMP_COMM,
+   *  COREDUMP_TIMESTAMP and _BOOT_ID are in the name). */
+  bool may_match(const TimelineName &name) const;
+
+  /** Whether a read document matches every group. */
+  bool matches(const Timeline &t) const;
+
+  bool empty() const { return groups_.empty(); }
+  const std::vector<MatchGroup> &groups() const { return groups_; }
+
+ private:
+  std::vector<MatchGroup> groups_;
+};
+
+}  // namespace core_timeline::ctlq
+
+#endif  // CORE_TIMELINE_CTL_QUERY_MATCH_H

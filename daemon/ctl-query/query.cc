@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+#include "query.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "match.h"
+#include "text.h"
+#include "time_spec.h"
+
+namespace core_timeline::ctlq {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+/* An open timeline directory. */
+struct Directory {
+  std::string path;
+  int fd = -1;
+};
+
+/* A *.timeline.json file found in a directory. */
+struct Candidate {
+  std::size_t dir = 0;
+  std::string name;
+  std::optional<TimelineName> parsed;
+};
+
+/* What is printed of one matching timeline. */
+struct Row {
+  std::string path;
+  std::uint64_t time_usec = 0, realtime_usec = 0;
+  std::string pid, uid, gid, signal, signal_name, exe, comm, status, reason, boot_id, cursor;
+  bool has_events = false;
+  std::size_t event_count = 0;
+  json last_event;
+  std::vector<json> events;  /* the matching events (events command) */
+};
+
+/* The result of reading one candidate. */
+struct Slot {
+  std::optional<Row> row;
+  std::optional<ReadError> error;
+};
+
+std::string string_of(const Timeline &t, const char *field, const char *fallback_path = nullptr) {
+  if (const std::string *f = t.field(field)) return *f;
+  if (fallback_path) {
+    const json *v = t.lookup(fallback_path);
+    if (v && !v->is_null() && !v->is_structured()) return v->is_string() ? v->get<std::string>() : scalar_text(v);
+  }
+  return {};
+}
+
+Row make_row(Timeline &&t, std::vector<json> &&events) {
+  Row r;
+  r.path = std::move(t.path);
+  r.time_usec = t.time_usec;
+  r.realtime_usec = t.realtime_usec;
+  r.pid = string_of(t, "COREDUMP_PID", "process.pid");
+  r.uid = string_of(t, "COREDUMP_UID");
+  r.gid = string_of(t, "COREDUMP_GID");
+  r.signal = string_of(t, "COREDUMP_SIGNAL", "crash.signal");
+  r.signal_name = string_of(t, "COREDUMP_SIGNAL_NAME", "crash.signal_name");
+  r.exe = string_of(t, "COREDUMP_EXE", "process.exe");
+  r.comm = string_of(t, "COREDUMP_COMM", "process.comm");
+  r.status = t.status();
+  const json *reason = t.lookup("reason");
+  if (reason && reason->is_string()) r.reason = reason->get<std::string>();
+  r.boot_id = string_of(t, "_BOOT_ID", "coredump.boot_id");
+  if (const json *b = t.lookup("coredump.boot_id"); b && b->is_string()) r.boot_id = b->get<std::string>();
+  if (const json *c = t.lookup("coredump.journal_cursor"); c && c->is_string()) r.cursor = c->get<std::string>();
+  r.has_events = t.has_events;
+  r.event_count = t.event_count;
+  r.last_event = std::move(t.last_event);
+  r.events = std::move(events);
+  return r;
+}
+
+std::string or_dash(const std::string &s) { return s.empty() ? "-" : printable(s); }
+
+json number_or_null(const std::string &s) {
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return nullptr;
+  return v;
+}
+
+json string_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
+
+std::string dump_line(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string event_name(const json &e) {
+  auto it = e.find("name");
+  return it != e.end() && it->is_string() ? printable(it->get_ref<const std::string &>()) : "?";
+}
+
+std::string event_summary(const json &e) {
+  if (!e.is_object()) return "-";
+  return event_name(e) + " " + event_args_text(e);
+}
+
+std::string event_tid(const json &e) {
+  auto it = e.find("tid");
+  return it != e.end() ? scalar_text(&*it) : "-";
+}
+
+/* Columns padded to their widest cell; the last column is not padded. */
+void print_table(std::ostream &out, const std::vector<std::string> &header, const std::vector<bool> &right,
+                 const std::vector<std::vector<std::string>> &cells, bool legend) {
+  if (cells.empty()) return;  // like coredumpctl: no header over nothing
+  // Widths include the header's, with or without it, so --no-legend
+  // changes nothing but the header line.
+  std::vector<std::size_t> width(header.size(), 0);
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto &r : cells)
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  auto line = [&](const std::vector<std::string> &r) {
+    std::string s;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      const bool last = c + 1 == r.size();
+      const std::size_t pad = width[c] > r[c].size() ? width[c] - r[c].size() : 0;
+      if (right[c]) s.append(pad, ' ');
+      s += r[c];
+      if (!right[c] && !last) s.append(pad, ' ');
+      if (!last) s += ' ';
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << '\n';
+  };
+  if (legend) line(header);
+  for (const auto &r : cells) line(r);
+}
+
+void print_list(std::ostream &out, const std::vector<const Row *> &rows, const QueryOptions &o) {
+  if (o.json) {
+    for (const Row *r : rows) {
+      json j;
+      j["time_usec"] = r->time_usec;
+      j["realtime_usec"] = r->realtime_usec;
+      j["pid"] = number_or_null(r->pid);
+      j["uid"] = number_or_null(r->uid);
+      j["gid"] = number_or_null(r->gid);
+      j["signal"] = number_or_null(r->signal);
+      j["signal_name"] = string_or_null(r->signal_name);
+      j["exe"] = string_or_null(r->exe);
+      j["comm"] = string_or_null(r->comm);
+      j["status"] = r->status;
+      j["events"] = r->has_events ? json(r->event_count) : json(nullptr);
+      j["last_event"] = r->last_event;
+      j["boot_id"] = string_or_null(r->boot_id);
+      j["journal_cursor"] = string_or_null(r->cursor);
+      j["file"] = r->path;
+      out << dump_line(j) << '\n';
+    }
+    return;
+  }
+  std::vector<std::vector<std::string>> cells;
+  cells.reserve(rows.size());
+  for (const Row *r : rows) {
+    cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
+                     or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
+                     or_dash(r->exe), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
+                     event_summary(r->last_event)});
+  }
+  print_table(out, {"TIME", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"},
+              {false, true, true, false, false, false, true, false}, cells, !o.no_legend);
+}
+
+void print_events(std::ostream &out, const std::vector<std::pair<const Row *, const json *>> &lines,
+                  const QueryOptions &o) {
+  if (o.json) {
+    for (const auto &[r, e] : lines) {
+      json j;
+      j["time_usec"] = r->time_usec;
+      j["pid"] = number_or_null(r->pid);
+      j["uid"] = number_or_null(r->uid);
+      j["exe"] = string_or_null(r->exe);
+      j["comm"] = string_or_null(r->comm);
+      j["status"] = r->status;
+      j["file"] = r->path;
+      j["event"] = *e;
+      out << dump_line(j) << '\n';
+    }
+    return;
+  }
+  std::vector<std::vector<std::string>> cells;
+  cells.reserve(lines.size());
+  for (const auto &[r, e] : lines)
+    cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
+                     or_dash(r->exe), event_tid(*e), event_name(*e), event_args_text(*e), location_text(*e)});
+  print_table(out, {"TIME", "PID", "EXE", "TID", "EVENT", "ARGS", "LOCATION"},
+              {false, true, false, true, false, false, false}, cells, !o.no_legend);
+}
+
+int show(std::ostream &out, std::ostream &err, const Directory &dir, const std::string &name, const QueryOptions &o) {
+  ReadRequest req;
+  req.max_bytes = o.max_bytes;
+  req.want_text = !o.json;
+  req.keep_raw = o.json;
+  req.validate_all = true;  // it is printed: the whole document must be JSON
+  auto r = read_timeline(dir.fd, dir.path, name, req);
+  if (!r) {
+    err << "ctl-query: " << printable(r.error().message) << '\n';
+    return kExitIncomplete;
+  }
+  const Timeline &t = r.value();
+  if (o.json) {
+    out << t.raw;
+    if (t.raw.empty() || t.raw.back() != '\n') out << '\n';
+    return kExitFound;
+  }
+  if (t.text) {
+    out << printable(*t.text, true);
+    if (t.text->empty() || t.text->back() != '\n') out << '\n';
+    return kExitFound;
+  }
+  // No stored text (decoding did not happen): say what the document says.
+  const json *reason = t.lookup("reason");
+  out << "core-timeline: " << printable(t.status());
+  if (reason && reason->is_string()) out << ": " << printable(reason->get_ref<const std::string &>());
+  out << '\n';
+  return kExitFound;
+}
+
+bool u64_member_is(const json &e, const char *key, std::uint64_t want) {
+  auto it = e.find(key);
+  if (it == e.end()) return false;
+  if (it->is_number_unsigned()) return it->get<std::uint64_t>() == want;
+  if (it->is_number_integer()) return it->get<std::int64_t>() >= 0 && static_cast<std::uint64_t>(it->get<std::int64_t>()) == want;
+  return false;
+}
+
+}  // namespace
+
+bool EventFilter::matches(const json &e) const {
+  if (!e.is_object()) return false;
+  if (name) {
+    auto it = e.find("name");
+    if (it == e.end() || !it->is_string() || *it != *name) return false;
+  }
+  if (kind) {
+    auto it = e.find("kind");
+    if (it == e.end() || !it->is_string() || *it != *kind) return false;
+  }
+  if (id && !u64_member_is(e, "id", *id)) return false;
+  if (tid && !u64_member_is(e, "tid", *tid)) return false;
+  if (arg) {
+    auto it = e.find("args");
+    if (it == e.end() || !it->is_array()) return false;
+    bool any = false;
+    for (const auto &a : *it)
+      if ((a.is_number_unsigned() && a.get<std::uint64_t>() == *arg) ||
+          (a.is_number_integer() && a.get<std::int64_t>() >= 0 &&
+           static_cast<std::uint64_t>(a.get<std::int64_t>()) == *arg))
+        any = true;
+    if (!any) return false;
+  }
+  return true;
+}
+
+int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexcept {
+  std::vector<Directory> dirs;
+  auto close_dirs = [&]() {
+    for (auto &d : dirs)
+      if (d.fd >= 0) ::close(d.fd);
+  };
+  try {
+    auto matches = MatchSet::parse(o.matches, o.cwd);
+    if (!matches) {
+      err << "ctl-query: " << matches.error().message << '\n';
+      return kExitUsage;
+    }
+
+    // 1. The directories and their *.timeline.json files.
+    std::size_t problems = 0;
+    std::map<std::string, std::size_t> problem_kinds;
+    auto report = [&](const std::string &message, std::string_view kind) {
+      ++problems;
+      ++problem_kinds[std::string(kind)];
+      if (!o.quiet) err << "ctl-query: " << printable(message) << '\n';
+    };
+    const bool explicit_dirs = !o.directories.empty();
+    std::vector<std::string> paths = o.directories;
+    if (!explicit_dirs) paths.assign(std::begin(kDefaultDirectories), std::end(kDefaultDirectories));
+    std::vector<Candidate> candidates;
+    for (const auto &p : paths) {
+      int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) {
+        const int e = errno;
+        if (explicit_dirs) {
+          err << "ctl-query: " << printable(p) << ": cannot open the directory: " << std::strerror(e) << '\n';
+          close_dirs();
+          return kExitNoDirectory;
+        }
+        if (e == ENOENT) continue;  // no timeline stored there yet
+        report(p + ": cannot open the directory (" + std::strerror(e) + "); its timelines were not searched",
+               e == EACCES || e == EPERM ? problem_name(Problem::kPermissionDenied) : problem_name(Problem::kIoError));
+        continue;
+      }
+      dirs.push_back(Directory{p, fd});
+      int dup_fd = ::dup(fd);
+      DIR *d = dup_fd >= 0 ? ::fdopendir(dup_fd) : nullptr;
+      if (!d) {
+        if (dup_fd >= 0) ::close(dup_fd);
+        report(p + ": cannot list the directory: " + std::strerror(errno), problem_name(Problem::kIoError));
+        continue;
+      }
+      while (struct dirent *de = ::readdir(d)) {
+        std::string_view n = de->d_name;
+        if (!is_timeline_file_name(n)) continue;
+        candidates.push_back(Candidate{dirs.size() - 1, std::string(n), parse_timeline_name(n)});
+      }
+      ::closedir(d);
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
+      return std::tie(a.dir, a.name) < std::tie(b.dir, b.name);
+    });
+
+    // 2. Filter by the file name.
+    auto in_range = [&](std::uint64_t usec) {
+      const auto t = static_cast<std::int64_t>(std::min<std::uint64_t>(usec, INT64_MAX));
+      return (!o.since_usec || t >= *o.since_usec) && (!o.until_usec || t <= *o.until_usec);
+    };
+    std::vector<const Candidate *> todo;
+    todo.reserve(candidates.size());
+    for (const auto &c : candidates)
+      if (!c.parsed || (matches->may_match(*c.parsed) && in_range(c.parsed->usec))) todo.push_back(&c);
+
+    // 3. Read what is left, in parallel, keeping the fields the matches use.
+    std::vector<std::string> match_fields;
+    for (const auto &g : matches->groups()) match_fields.push_back(g.field);
+    std::vector<Slot> slots(todo.size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&]() {
+      for (;;) {
+        const std::size_t i = next.fetch_add(1);
+        if (i >= todo.size()) return;
+        const Candidate &c = *todo[i];
+        try {
+          std::vector<json> events;
+          ReadRequest req;
+          req.max_bytes = o.max_bytes;
+          req.fields = match_fields;
+          if (o.command == Command::kEvents)
+            req.on_event = [&](const json &e, std::size_t) {
+              if (o.event_filter.matches(e)) events.push_back(e);
+            };
+          auto r = read_timeline(dirs[c.dir].fd, dirs[c.dir].path, c.name, req);
+          if (!r) {
+            slots[i].error = r.error();
+            continue;
+          }
+          Timeline &t = r.value();
+          if (!in_range(t.time_usec) || !matches->matches(t)) continue;
+          if (o.command == Command::kEvents && events.empty()) continue;
+          slots[i].row = make_row(std::move(t), std::move(events));
+        } catch (const std::exception &e) {
+          slots[i].error = ReadError{Problem::kIoError, dirs[c.dir].path + "/" + c.name + ": " + e.what()};
+        }
+      }
+    };
+    unsigned jobs = o.jobs;
+    if (jobs == 0) jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    if (todo.size() < 64) jobs = 1;
+    std::vector<std::thread> threads;
+    for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
+    worker();
+    for (auto &th : threads) th.join();
+
+    // 4. Problems, in file order; then the matches, by crash time.
+    std::vector<const Row *> rows;
+    std::vector<const Candidate *> row_candidates;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].error) {
+        const ReadError &e = *slots[i].error;
+        if (e.kind == Problem::kVanished) continue;
+        std::string msg = e.message;
+        const Candidate &c = *todo[i];
+        if (e.kind == Problem::kPermissionDenied && c.parsed)
+          msg += fmt::format(" (the timeline of pid {} ({}), uid {}, by its name)", c.parsed->pid, c.parsed->comm,
+                             c.parsed->uid);
+        report(msg, problem_name(e.kind));
+      }
+    }
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].row) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const Row &x = *slots[a].row, &y = *slots[b].row;
+      return std::tie(x.time_usec, x.realtime_usec, x.path) < std::tie(y.time_usec, y.realtime_usec, y.path);
+    });
+    for (std::size_t i : order) {
+      rows.push_back(&*slots[i].row);
+      row_candidates.push_back(todo[i]);
+    }
+
+    auto summary = [&]() {
+      if (problems == 0) return;
+      std::string kinds;
+      for (const auto &[k, n] : problem_kinds) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
+      err << "ctl-query: " << problems << (problems == 1 ? " timeline or directory" : " timelines or directories")
+          << " could not be read (" << kinds << ")"
+          << (problem_kinds.count(std::string(problem_name(Problem::kPermissionDenied)))
+                  ? "; permission denied means they belong to another user: run as root to see them"
+                  : "")
+          << '\n';
+    };
+
+    std::size_t printed = 0;
+    if (o.command == Command::kShow) {
+      if (!rows.empty()) {
+        if (rows.size() > 1 && !o.quiet)
+          err << "ctl-query: " << rows.size() << " timelines match; showing the newest (" << printable(rows.back()->path)
+              << ")\n";
+        const Candidate &c = *row_candidates.back();
+        summary();
+        int rc = show(out, err, dirs[c.dir], c.name, o);
+        close_dirs();
+        return rc;
+      }
+    } else if (o.command == Command::kList) {
+      if (o.reverse) std::reverse(rows.begin(), rows.end());
+      if (o.max_entries && rows.size() > *o.max_entries) rows.resize(*o.max_entries);
+      print_list(out, rows, o);
+      printed = rows.size();
+    } else {
+      std::vector<std::pair<const Row *, const json *>> lines;
+      for (const Row *r : rows)
+        for (const auto &e : r->events) lines.emplace_back(r, &e);
+      if (o.reverse) std::reverse(lines.begin(), lines.end());
+      if (o.max_entries && lines.size() > *o.max_entries) lines.resize(*o.max_entries);
+      print_events(out, lines, o);
+      printed = lines.size();
+    }
+    out.flush();
+    summary();
+    close_dirs();
+    if (printed > 0) return kExitFound;
+    if (problems > 0) {
+      err << "ctl-query: no match among the timelines that could be read; "
+          << "a timeline that could not be read may match\n";
+      return kExitIncomplete;
+    }
+    if (!o.quiet)
+      err << "ctl-query: " << (candidates.empty() ? "no timelines found" : "no matching timelines") << '\n';
+    return kExitNoMatch;
+  } catch (const std::exception &e) {
+    close_dirs();
+    err << "ctl-query: " << e.what() << '\n';
+    return kExitIncomplete;
+  }
+}
+
+}  // namespace core_timeline::ctlq

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.h - ctl-query's three commands over a set of timeline directories
+ * (docs/ctl-query.md).
+ *
+ *   1. list the *.timeline.json files of each directory;
+ *   2. drop those whose file name proves they cannot match (pid, uid, comm,
+ *      boot id, crash time) -- without opening them;
+ *   3. read the rest (document.h: a SAX pass, a size cap), in parallel;
+ *      a file that cannot be read is reported, never taken as "no match";
+ *   4. keep the documents that match, sort them by crash time, apply -r
+ *      and -n, and print.
+ *
+ * Thread-safety: run_query() may be called from one thread at a time per
+ * output stream; it starts and joins its own worker threads.
+ */
+#ifndef CORE_TIMELINE_CTL_QUERY_QUERY_H
+#define CORE_TIMELINE_CTL_QUERY_QUERY_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "document.h"
+
+namespace core_timeline::ctlq {
+
+/** Where core-timelined writes timelines: next to the cores, and in its
+ *  state directory for cores that are not files (Storage=journal). */
+inline constexpr const char *kDefaultDirectories[] = {"/var/lib/systemd/coredump",
+                                                      "/var/lib/core-timeline/timelines"};
+
+/** Exit codes of ctl-query (docs/ctl-query.md). */
+enum ExitCode : int {
+  kExitFound = 0,       /**< something matched and was printed */
+  kExitNoMatch = 1,     /**< nothing matched, and every timeline was read */
+  kExitUsage = 2,       /**< bad command line (option, time, match) */
+  kExitIncomplete = 3,  /**< nothing matched among the timelines that could
+                             be read, and some could not (permission denied,
+                             malformed, too large...): a match may be there */
+  kExitNoDirectory = 4, /**< a -D directory cannot be opened */
+};
+
+enum class Command { kList, kShow, kEvents };
+
+/** The `events` command's conditions on one event; unset ones always hold. */
+struct EventFilter {
+  std::optional<std::string> name;  /**< the event's "name" (BEFORE_DIE) */
+  std::optional<std::string> kind;  /**< its "kind" (USER, MALLOC, CRASH) */
+  std::optional<std::uint64_t> arg; /**< one of its two "args" */
+  std::optional<std::uint64_t> id;  /**< its "id" */
+  std::optional<std::uint64_t> tid; /**< its "tid" */
+
+  /** Whether an event object (docs/timeline-json.md) meets every condition;
+   *  a missing or mistyped value does not. */
+  bool matches(const nlohmann::ordered_json &event) const;
+};
+
+struct QueryOptions {
+  Command command = Command::kList;
+  std::vector<std::string> matches;        /**< MATCH arguments (match.h) */
+  std::optional<std::int64_t> since_usec;  /**< inclusive, crash time */
+  std::optional<std::int64_t> until_usec;  /**< inclusive, crash time */
+  bool reverse = false;                    /**< newest first */
+  std::optional<std::size_t> max_entries;  /**< -n: lines of list/events */
+  bool json = false;
+  /** Directories to read; empty: kDefaultDirectories, where a missing
+   *  directory is normal (no timeline yet). */
+  std::vector<std::string> directories;
+  bool quiet = false;      /**< no per-file problem lines (the count stays) */
+  bool no_legend = false;  /**< no column header */
+  std::uint64_t max_bytes = kDefaultMaxBytes;
+  EventFilter event_filter;
+  std::string cwd;         /**< for relative executable paths in matches */
+  unsigned jobs = 0;       /**< reader threads; 0: up to 4, by CPU count */
+};
+
+/** Runs one command: results on `out`, problems and notes on `err`.
+ *  Returns an ExitCode.  Never throws. */
+int run_query(const QueryOptions &options, std::ostream &out, std::ostream &err) noexcept;
+
+}  // namespace core_timeline::ctlq
+
+#endif  // CORE_TIMELINE_CTL_QUERY_QUERY_H

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+#include "text.h"
+
+#include <cstdint>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace core_timeline::ctlq {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+const json *member(const json &o, const char *key) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+
+std::optional<std::uint64_t> u64_of(const json *v) {
+  if (v && v->is_number_unsigned()) return v->get<std::uint64_t>();
+  if (v && v->is_number_integer() && v->get<std::int64_t>() >= 0)
+    return static_cast<std::uint64_t>(v->get<std::int64_t>());
+  return std::nullopt;
+}
+
+std::string str_of(const json *v) { return v && v->is_string() ? printable(v->get_ref<const std::string &>()) : "?"; }
+
+std::string dec(const json *v) {
+  if (auto u = u64_of(v)) return std::to_string(*u);
+  if (v && v->is_number_integer()) return std::to_string(v->get<std::int64_t>());
+  return "?";
+}
+
+std::string hex(const json *v) {
+  if (auto u = u64_of(v)) return fmt::format("{:#x}", *u);
+  return "?";
+}
+
+/* A signed result stored as the u64 bit pattern (read/write results). */
+std::string sdec(const json *v) {
+  if (auto u = u64_of(v)) return std::to_string(static_cast<std::int64_t>(*u));
+  return dec(v);
+}
+
+std::string basename_of(std::string_view p) {
+  auto slash = p.rfind('/');
+  return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
+}
+
+}  // namespace
+
+std::string printable(std::string_view s, bool keep_lines) {
+  std::string o;
+  o.reserve(s.size());
+  for (unsigned char c : s) {
+    if ((c >= 0x20 && c < 0x7f) || (keep_lines && (c == '\n' || c == '\t'))) o.push_back(static_cast<char>(c));
+    else o += fmt::format("\\x{:02x}", c);
+  }
+  return o;
+}
+
+std::string scalar_text(const json *v) {
+  if (!v || v->is_null()) return "-";
+  if (v->is_string()) return printable(v->get_ref<const std::string &>());
+  if (v->is_boolean()) return v->get<bool>() ? "true" : "false";
+  if (v->is_number_unsigned()) return std::to_string(v->get<std::uint64_t>());
+  if (v->is_number_integer()) return std::to_string(v->get<std::int64_t>());
+  if (v->is_number_float()) return fmt::format("{}", v->get<double>());
+  return "?";
+}
+
+std::string event_args_text(const json &e) {
+  const json *args = member(e, "args");
+  const json *a0 = args && args->is_array() && args->size() > 0 ? &(*args)[0] : nullptr;
+  const json *a1 = args && args->is_array() && args->size() > 1 ? &(*args)[1] : nullptr;
+  const json *kindv = member(e, "kind");
+  const std::string kind = kindv && kindv->is_string() ? kindv->get<std::string>() : "";
+  const json *id = member(e, "id");
+  if (kind == "USER") {
+    auto v1 = u64_of(a1);
+    return v1 && *v1 != 0 ? fmt::format("arg={} arg1={}", dec(a0), dec(a1)) : fmt::format("arg={}", dec(a0));
+  }
+  if (kind == "CRASH") {
+    const json *c = member(e, "crash");
+    return fmt::format("sig={} code={} addr={}", str_of(c ? member(*c, "signal_name") : nullptr),
+                       str_of(c ? member(*c, "si_code_name") : nullptr), str_of(c ? member(*c, "fault_address") : nullptr));
+  }
+  if (kind == "LANE_CLAIM") return fmt::format("lane={} prev_owner={}", dec(a0), dec(a1));
+  if (kind == "MALLOC" || kind == "CALLOC" || kind == "REALLOC")
+    return fmt::format("ptr={} size={}", hex(a0), dec(a1));
+  if (kind == "FREE") return fmt::format("ptr={}", hex(a0));
+  if (kind == "USER_PTR") return fmt::format("ptr={} len={}", hex(a0), dec(a1));
+  if (kind == "READ" || kind == "WRITE") return fmt::format("fd={} result={} count={}", dec(id), sdec(a0), dec(a1));
+  if (kind == "CLOSE") return fmt::format("fd={} result={}", dec(id), sdec(a0));
+  if (kind == "OPEN" || kind == "CONNECT") return fmt::format("result={}", sdec(a0));
+  if (kind == "THREAD_NAME") {
+    const json *t = member(e, "thread");
+    return fmt::format("name=\"{}\"", str_of(t));
+  }
+  return fmt::format("id={} arg0={} arg1={}", hex(id), hex(a0), hex(a1));
+}
+
+std::string location_text(const json &e) {
+  const json *l = member(e, "location");
+  if (!l || !l->is_object()) return "-";
+  const json *fn = member(*l, "function");
+  const json *mod = member(*l, "module");
+  std::string s;
+  if (fn && fn->is_string()) {
+    s = fmt::format("{}+{}", printable(fn->get_ref<const std::string &>()), str_of(member(*l, "offset")));
+    const json *src = member(*l, "source");
+    if (src && src->is_object()) {
+      const json *file = member(*src, "file");
+      s += fmt::format(" ({}:{})", file && file->is_string() ? printable(basename_of(file->get<std::string>())) : "?",
+                       dec(member(*src, "line")));
+    }
+    if (mod && mod->is_string()) s += " in " + printable(basename_of(mod->get<std::string>()));
+  } else if (mod && mod->is_string()) {
+    s = fmt::format("{}+{}", printable(basename_of(mod->get<std::string>())), str_of(member(*l, "file_offset")));
+  } else {
+    s = str_of(member(*l, "address")) + " (in no file mapping)";
+  }
+  const json *ver = member(*l, "verification");
+  if (ver && ver->is_string() && *ver == "unverified-no-core-buildid") s += " [UNVERIFIED: no build-id in core]";
+  const json *changed = member(*l, "mapping_changed");
+  if (changed && changed->is_boolean() && changed->get<bool>()) s += " [mappings changed since]";
+  return s;
+}
+
+}  // namespace core_timeline::ctlq
