@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: MIT
+//
+// ctl_query_unit_test - ctl-query's parts in-process: times, file names,
+// matches, the document reader on documents built here (valid, malformed,
+// huge, truncated at every byte, mutated), and command-line errors.  The
+// command on real timelines is ctl_query_pipeline_test.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "document.h"
+#include "match.h"
+#include "query.h"
+#include "text.h"
+#include "time_spec.h"
+#include "timeline_name.h"
+
+namespace ctlq = core_timeline::ctlq;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::int64_t kSec = 1000000;
+
+// Runs every test in UTC so that local-time forms are predictable.
+class UtcEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+};
+const auto *const kUtc = ::testing::AddGlobalTestEnvironment(new UtcEnvironment);
+
+std::int64_t utc(int y, int mo, int d, int h, int mi, int s) {
+  struct tm tm {};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  return static_cast<std::int64_t>(timegm(&tm)) * kSec;
+}
+
+// A document of the shape core-timelined writes (docs/ctl-query.md), small
+// enough to mutate byte by byte.  Built here: these tests are about the
+// reader's handling of documents, not about real crashes.
+json sample_document() {
+  json d;
+  d["schema_version"] = 1;
+  d["status"] = "ok";
+  d["exit_code"] = 0;
+  d["reason"] = nullptr;
+  d["source"] = "core-only";
+  d["process"] = {{"pid", 4242}, {"comm", "demo"}, {"exe", "/usr/bin/demo"}};
+  d["crash"] = {{"signal", 11}, {"signal_name", "SIGSEGV"}};
+  d["rings"] = json::array({json{{"index", 0}, {"state", "valid"}, {"lanes", json::array({json{{"lane", 0}}})}}});
+  d["events"] = json::array();
+  d["events"].push_back({{"seq", 1}, {"tid", 4242}, {"kind", "USER"}, {"name", "REQ_PARSE"}, {"id", 4097},
+                         {"args", {41, 0}}, {"location", nullptr}});
+  d["events"].push_back({{"seq", 2}, {"tid", 4243}, {"kind", "USER"}, {"name", "BEFORE_DIE"}, {"id", 4099},
+                         {"args", {1001, 7}}, {"location", nullptr}});
+  d["events"].push_back({{"seq", 3}, {"tid", 4242}, {"kind", "CRASH"}, {"name", "CRASH"}, {"id", 0},
+                         {"args", {0, 0}}, {"crash", {{"signal_name", "SIGSEGV"}}}});
+  d["coredump"] = {{"journal_cursor", "s=1;i=2"},
+                   {"boot_id", "feac8a91104c4813a37419e2b9ab4803"},
+                   {"realtime_usec", 1796020111805641ull},
+                   {"core_file", nullptr},
+                   {"storage", "journal"},
+                   {"fields",
+                    {{"COREDUMP_PID", "4242"},
+                     {"COREDUMP_UID", "1000"},
+                     {"COREDUMP_GID", "1000"},
+                     {"COREDUMP_SIGNAL", "11"},
+                     {"COREDUMP_SIGNAL_NAME", "SIGSEGV"},
+                     {"COREDUMP_EXE", "/usr/bin/demo"},
+                     {"COREDUMP_COMM", "demo"},
+                     {"COREDUMP_CMDLINE", "demo --x"},
+                     {"COREDUMP_ENVIRON", "A=1\nB=2\n"},
+                     {"COREDUMP_TIMESTAMP", "1796020111000000"}}}};
+  d["daemon"] = {{"version", "0.1.0"}, {"decoded_usec", 1796020112000000ull}, {"duration_ms", 12}};
+  d["text"] = "core-timeline: core-only, pid 4242 (demo), 3 events\n";
+  return d;
+}
+
+ctlq::ReadRequest request() { return ctlq::ReadRequest{}; }
+
+// A scratch directory, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/ctlq-unit-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string &path() const { return path_; }
+  void write(const std::string &name, const std::string &bytes) const {
+    FILE *f = fopen((path_ + "/" + name).c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    fclose(f);
+  }
+
+ private:
+  std::string path_;
+};
+
+struct Cli {
+  int rc;
+  std::string out, err;
+};
+
+Cli cli(std::vector<std::string> args, std::int64_t now = utc(2026, 11, 30, 12, 0, 0)) {
+  args.insert(args.begin(), "ctl-query");
+  std::ostringstream out, err;
+  int rc = ctlq::ctl_query_main(args, out, err, now);
+  return Cli{rc, out.str(), err.str()};
+}
+
+std::vector<std::string> lines_of(const std::string &s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+}  // namespace
+
+// ---- times -----------------------------------------------------------------
+
+TEST(TimeSpec, AbsoluteFormsInLocalTimeAndUtc) {
+  const std::int64_t now = utc(2026, 11, 30, 12, 0, 0);
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30 06:25:26", now), utc(2026, 11, 30, 6, 25, 26));
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30T06:25:26", now), utc(2026, 11, 30, 6, 25, 26));
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30 06:25", now), utc(2026, 11, 30, 6, 25, 0));
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30", now), utc(2026, 11, 30, 0, 0, 0));
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30 06:25:26.250000", now), utc(2026, 11, 30, 6, 25, 26) + 250000);
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30 06:25:26 UTC", now), utc(2026, 11, 30, 6, 25, 26));
+  EXPECT_EQ(*ctlq::parse_time_spec("2026-11-30T06:25:26Z", now), utc(2026, 11, 30, 6, 25, 26));
+  EXPECT_EQ(*ctlq::parse_time_spec("06:25:26", now), utc(2026, 11, 30, 6, 25, 26));
+  EXPECT_EQ(*ctlq::parse_time_spec("@1796020111", now), 1796020111 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("  2026-11-30 06:25:26  ", now), utc(2026, 11, 30, 6, 25, 26));
+}
+
+TEST(TimeSpec, WhatListPrintsParsesBack) {
+  // So that a time copied from `ctl-query list` works with --since.
+  const std::int64_t t = utc(2026, 11, 30, 6, 25, 26);
+  const std::string printed = ctlq::format_time(t);
+  EXPECT_EQ(printed, "Mon 2026-11-30 06:25:26 UTC");
+  auto back = ctlq::parse_time_spec(printed, t);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, t);
+}
+
+TEST(TimeSpec, NamedDaysAreMidnights) {
+  const std::int64_t now = utc(2026, 11, 30, 12, 34, 56) + 789;
+  EXPECT_EQ(*ctlq::parse_time_spec("now", now), now);
+  EXPECT_EQ(*ctlq::parse_time_spec("today", now), utc(2026, 11, 30, 0, 0, 0));
+  EXPECT_EQ(*ctlq::parse_time_spec("yesterday", now), utc(2026, 11, 29, 0, 0, 0));
+  EXPECT_EQ(*ctlq::parse_time_spec("tomorrow", now), utc(2026, 12, 1, 0, 0, 0));
+  // Across a month boundary.
+  EXPECT_EQ(*ctlq::parse_time_spec("yesterday", utc(2026, 12, 1, 0, 30, 0)), utc(2026, 11, 30, 0, 0, 0));
+}
+
+TEST(TimeSpec, RelativeForms) {
+  const std::int64_t now = utc(2026, 11, 30, 12, 0, 0);
+  EXPECT_EQ(*ctlq::parse_time_spec("-1h", now), now - 3600 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("+30min", now), now + 1800 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("-1h30min", now), now - 5400 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("2d 3h ago", now), now - (2 * 86400 + 3 * 3600) * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("5min left", now), now + 300 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("-90", now), now - 90 * kSec);  // no unit: seconds
+  EXPECT_EQ(*ctlq::parse_time_spec("-1.5h", now), now - 5400 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("-2w", now), now - 14 * 86400 * kSec);
+  EXPECT_EQ(*ctlq::parse_time_spec("-500ms", now), now - 500000);
+  EXPECT_EQ(*ctlq::parse_time_spec("-1M", now), now - 2629800 * kSec);  // M: months
+  EXPECT_EQ(*ctlq::parse_time_spec("-1m", now), now - 60 * kSec);       // m: minutes
+}
+
+TEST(TimeSpec, RejectsWhatItCannotRead) {
+  const std::int64_t now = utc(2026, 11, 30, 12, 0, 0);
+  for (const char *bad : {"", "soon", "2026-02-30", "2026-13-01", "2026-11-30 25:00", "2026-11-30 10:61",
+                          "Tue 2026-11-30 06:25:26",  // 2026-11-30 is a Monday
+                          "-1 fortnight", "2026-11-30 06:25:26 Mars/Olympus", "@", "-", "1h", "2026/11/30",
+                          "-99999999999999999999h"}) {
+    auto r = ctlq::parse_time_spec(bad, now);
+    EXPECT_FALSE(r) << "accepted \"" << bad << "\"";
+    if (!r) {
+      EXPECT_NE(r.error().message.find("cannot parse time"), std::string::npos) << r.error().message;
+    }
+  }
+}
+
+// ---- file names --------------------------------------------------------------
+
+TEST(TimelineName, ParsesSystemdCoredumpNames) {
+  auto n = ctlq::parse_timeline_name(
+      "core.crash_demo.1000.feac8a91104c4813a37419e2b9ab4803.12659.1796020111000000.timeline.json");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->comm, "crash_demo");
+  EXPECT_EQ(n->uid, 1000u);
+  EXPECT_EQ(n->boot_id, "feac8a91104c4813a37419e2b9ab4803");
+  EXPECT_EQ(n->pid, 12659u);
+  EXPECT_EQ(n->usec, 1796020111000000u);
+  // systemd escapes '.', '/' and ' ' in comm as \xNN.
+  auto e = ctlq::parse_timeline_name(
+      "core.a\\x2eb\\x20c.0.feac8a91104c4813a37419e2b9ab4803.7.1796020111000000.timeline.json");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->comm, "a.b c");
+}
+
+TEST(TimelineName, OtherNamesAreNotParsed) {
+  for (const char *bad : {
+           "core.crash_demo.0.feac8a91104c4813a37419e2b9ab4803.12659.1796020111000000.zst",
+           "core.crash_demo.0.feac8a91104c4813a37419e2b9ab4803.12659.timeline.json",
+           "core.crash_demo.0.FEAC8A91104C4813A37419E2B9AB4803.12659.1796020111000000.timeline.json",
+           "core.crash_demo.0.feac8a91.12659.1796020111000000.timeline.json",
+           "core.crash_demo.x.feac8a91104c4813a37419e2b9ab4803.12659.1796020111000000.timeline.json",
+           "core.crash_demo.0.feac8a91104c4813a37419e2b9ab4803.0.1796020111000000.timeline.json",
+           "copied.timeline.json",
+       })
+    EXPECT_FALSE(ctlq::parse_timeline_name(bad)) << bad;
+  EXPECT_TRUE(ctlq::is_timeline_file_name("copied.timeline.json"));
+  EXPECT_FALSE(ctlq::is_timeline_file_name(".timeline.json"));
+  EXPECT_FALSE(ctlq::is_timeline_file_name("core.x.json"));
+}
+
+// ---- matches -----------------------------------------------------------------
+
+TEST(Matches, ClassifiedAsCoredumpctlDoes) {
+  auto m = ctlq::MatchSet::parse({"4242", "/usr/bin/../bin/demo", "bin/demo", "demo", "COREDUMP_UID=1000", "0042"},
+                                 "/usr");
+  ASSERT_TRUE(m) << m.error().message;
+  std::map<std::string, std::vector<std::string>> g;
+  for (const auto &grp : m->groups()) g[grp.field] = grp.values;
+  EXPECT_EQ(g["COREDUMP_PID"], (std::vector<std::string>{"4242", "42"}));
+  ASSERT_FALSE(g["COREDUMP_EXE"].empty());
+  EXPECT_EQ(g["COREDUMP_EXE"][0], "/usr/bin/demo");  // normalized, relative to cwd
+  EXPECT_EQ(g["COREDUMP_COMM"], (std::vector<std::string>{"demo"}));
+  EXPECT_EQ(g["COREDUMP_UID"], (std::vector<std::string>{"1000"}));
+  EXPECT_FALSE(ctlq::MatchSet::parse({"=x"}, "/"));
+  EXPECT_FALSE(ctlq::MatchSet::parse({""}, "/"));
+  EXPECT_FALSE(ctlq::MatchSet::parse({"0"}, "/"));
+  EXPECT_FALSE(ctlq::MatchSet::parse({"99999999999"}, "/"));
+}
+
+TEST(Matches, SameFieldIsOrDifferentFieldsAreAnd) {
+  const std::string doc = sample_document().dump();
+  auto t = ctlq::parse_timeline(doc, "x.timeline.json", request());
+  ASSERT_TRUE(t) << t.error().message;
+  auto matches = [&](std::vector<std::string> args) { return ctlq::MatchSet::parse(args, "/")->matches(*t); };
+  EXPECT_TRUE(matches({}));
+  EXPECT_TRUE(matches({"4242"}));
+  EXPECT_TRUE(matches({"1", "4242"}));
+  EXPECT_FALSE(matches({"1"}));
+  EXPECT_TRUE(matches({"4242", "demo"}));
+  EXPECT_FALSE(matches({"4242", "other"}));
+  EXPECT_TRUE(matches({"/usr/bin/demo"}));
+  EXPECT_FALSE(matches({"/usr/bin/demox"}));
+  EXPECT_TRUE(matches({"COREDUMP_SIGNAL_NAME=SIGSEGV"}));
+  EXPECT_TRUE(matches({"status=ok"}));
+  EXPECT_FALSE(matches({"status=no_ring"}));
+  EXPECT_TRUE(matches({"coredump.storage=journal"}));
+  EXPECT_TRUE(matches({"schema_version=1"}));
+  EXPECT_TRUE(matches({"process.comm=demo"}));
+  EXPECT_FALSE(matches({"NO_SUCH_FIELD=1"}));
+}
+
+TEST(Matches, FileNamePrefilterOnlyRejectsWhatCannotMatch) {
+  auto n = ctlq::parse_timeline_name(
+      "core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json");
+  ASSERT_TRUE(n);
+  auto may = [&](std::vector<std::string> args) { return ctlq::MatchSet::parse(args, "/")->may_match(*n); };
+  EXPECT_TRUE(may({}));
+  EXPECT_TRUE(may({"4242"}));
+  EXPECT_FALSE(may({"4243"}));
+  EXPECT_TRUE(may({"demo"}));
+  EXPECT_FALSE(may({"other"}));
+  EXPECT_FALSE(may({"COREDUMP_UID=0"}));
+  EXPECT_TRUE(may({"_BOOT_ID=feac8a91104c4813a37419e2b9ab4803"}));
+  EXPECT_TRUE(may({"/usr/bin/other"}));  // not in the name: must open the file
+  EXPECT_TRUE(may({"status=ok"}));
+  // The prefilter agrees with the document it names.
+  json d = sample_document();
+  auto t = ctlq::parse_timeline(d.dump(), "x", request());
+  for (const auto &args : std::vector<std::vector<std::string>>{{"4242"}, {"4243"}, {"demo"}, {"other"},
+                                                                  {"COREDUMP_UID=1000"}, {"COREDUMP_UID=0"}}) {
+    auto m = ctlq::MatchSet::parse(args, "/");
+    EXPECT_EQ(m->may_match(*n), m->matches(*t)) << args[0];
+  }
+}
+
+// ---- the document reader -------------------------------------------------------
+
+TEST(Document, SummaryAgreesWithTheFullDocument) {
+  const json d = sample_document();
+  for (int indent : {-1, 2}) {
+    const std::string bytes = d.dump(indent);
+    std::vector<json> seen;
+    ctlq::ReadRequest r;
+    r.want_text = true;
+    r.on_event = [&](const json &e, std::size_t i) {
+      EXPECT_EQ(i, seen.size());
+      seen.push_back(e);
+    };
+    auto t = ctlq::parse_timeline(bytes, "dir/x.timeline.json", r);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->status(), d["status"]);
+    EXPECT_EQ(t->top["process"], d["process"]);
+    EXPECT_EQ(t->top["crash"], d["crash"]);
+    EXPECT_EQ(t->top["daemon"], d["daemon"]);
+    EXPECT_EQ(t->top.count("rings"), 0u) << "rings are skipped, not kept";
+    EXPECT_TRUE(t->has_events);
+    EXPECT_EQ(t->event_count, d["events"].size());
+    EXPECT_EQ(seen, std::vector<json>(d["events"].begin(), d["events"].end()));
+    EXPECT_EQ(t->last_event, d["events"][1]) << "the last event that is not the CRASH slot";
+    EXPECT_EQ(*t->text, d["text"].get<std::string>());
+    EXPECT_EQ(*t->field("COREDUMP_PID"), "4242");
+    EXPECT_EQ(t->field("COREDUMP_ENVIRON"), nullptr) << "fields not asked for are skipped";
+    EXPECT_EQ(t->time_usec, 1796020111000000u);
+    EXPECT_EQ(t->realtime_usec, 1796020111805641u);
+    EXPECT_EQ(t->top["coredump"]["journal_cursor"], d["coredump"]["journal_cursor"]);
+  }
+  ctlq::ReadRequest all;
+  all.all_fields = true;
+  auto t = ctlq::parse_timeline(d.dump(), "x", all);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->top["coredump"]["fields"], d["coredump"]["fields"]);
+  ctlq::ReadRequest some;
+  some.fields = {"COREDUMP_CMDLINE"};
+  t = ctlq::parse_timeline(d.dump(), "x", some);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(*t->field("COREDUMP_CMDLINE"), "demo --x");
+}
+
+TEST(Document, StatusesWithoutDecodingHaveNoEvents) {
+  json d;
+  d["status"] = "core_missing";
+  d["reason"] = "the core was removed before it could be read";
+  d["coredump"] = sample_document()["coredump"];
+  d["daemon"] = sample_document()["daemon"];
+  auto t = ctlq::parse_timeline(d.dump(), "x", request());
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_FALSE(t->has_events);
+  EXPECT_EQ(t->event_count, 0u);
+  EXPECT_TRUE(t->last_event.is_null());
+  EXPECT_EQ(t->status(), "core_missing");
+}
+
+TEST(Document, MalformedDocumentsAreReportedWithWhatIsWrong) {
+  const json good = sample_document();
+  struct Case {
+    std::string bytes;
+    const char *says;
+  };
+  auto with = [&](const char *key, json v) {
+    json d = good;
+    d[key] = std::move(v);
+    return d.dump();
+  };
+  auto without = [&](const char *key) {
+    json d = good;
+    d.erase(key);
+    return d.dump();
+  };
+  json no_fields = good;
+  no_fields["coredump"].erase("fields");
+  std::vector<Case> cases = {
+      {"", "not a JSON object"},
+      {"[1,2]", "not a JSON object"},
+      {"\"text\"", "not a JSON object"},
+      {"{\"status\":\"ok\",", "member name"},
+      {with("events", "many"), "\"events\" is not an array"},
+      {with("events", json::array({1, 2})), "event 0 is not an object"},
+      {with("status", 3), "no \"status\" string"},
+      {without("status"), "no \"status\" string"},
+      {without("coredump"), "no \"coredump\" object"},
+      {with("coredump", "x"), "\"coredump\" is not an object"},
+      {no_fields.dump(), "coredump.fields"},
+      {good.dump() + "{}", "text after the document"},
+      {std::string(100000, '[') + std::string(100000, ']'), "not a JSON object"},
+      {"{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}", "nested deeper than 64"},
+      {"{\"status\":\"o\x01k\"}", "control character"},
+      {"{\"status\":\"ok", "unterminated string"},
+      {"{\"status\":tru}", "invalid literal"},
+      {"{\"status\":\"ok\" \"x\":1}", "expected ',' or '}'"},
+      {"{\"status\":\"\\q\"}", "invalid JSON in \"status\""},
+      {"{\"status\":01}", "invalid JSON in \"status\""},
+      {std::string("{\"st\0tus\":1}", 12), "control character"},
+  };
+  for (const auto &c : cases) {
+    auto t = ctlq::parse_timeline(c.bytes, "dir/bad.timeline.json", request());
+    ASSERT_FALSE(t) << "accepted: " << c.bytes.substr(0, 80);
+    EXPECT_EQ(t.error().kind, ctlq::Problem::kMalformed);
+    EXPECT_NE(t.error().message.find(c.says), std::string::npos)
+        << "message: " << t.error().message << "\nexpected to contain: " << c.says;
+    EXPECT_EQ(t.error().message.rfind("dir/bad.timeline.json: malformed: ", 0), 0u) << t.error().message;
+  }
+}
+
+TEST(Document, EveryTruncationIsMalformed) {
+  // A document cut short anywhere (a write interrupted, a copy cut off) is
+  // reported, never half-read.
+  const std::string bytes = sample_document().dump(2);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    // Trailing whitespace after the closing brace is not a truncation.
+    if (bytes.find_first_not_of(" \n", n) == std::string::npos) break;
+    auto t = ctlq::parse_timeline(std::string_view(bytes).substr(0, n), "x", request());
+    EXPECT_FALSE(t) << "a prefix of " << n << " bytes was accepted";
+  }
+}
+
+TEST(Document, MutatedDocumentsNeverCrashAndValidateAllAgreesWithNlohmann) {
+  const std::string base = sample_document().dump();
+  std::mt19937 rng(20261130);
+  const std::string alphabet = "{}[]\",:\\ \n0123456789-.eEtrufalsn\x01\xff";
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string m = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % m.size();
+      switch (rng() % 3) {
+        case 0: m[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: m.erase(at, 1 + rng() % 8); break;
+        default: m.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+      if (m.empty()) m = "{";
+    }
+    ctlq::ReadRequest r;
+    r.validate_all = true;
+    r.on_event = [](const json &e, std::size_t) { ASSERT_TRUE(e.is_object()); };
+    auto t = ctlq::parse_timeline(m, "x", r);
+    if (t) {
+      ++accepted;
+      EXPECT_TRUE(json::accept(m)) << "accepted invalid JSON: " << m;
+    } else {
+      ++rejected;
+      EXPECT_EQ(t.error().kind, ctlq::Problem::kMalformed);
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
+}
+
+TEST(Document, SkippedPartsAreCheckedOnlyForStructureUnlessValidateAll) {
+  // Documented: list does not validate values it skips ("rings", unused
+  // fields); show (validate_all) rejects the document.
+  std::string bytes = sample_document().dump();
+  const std::string from = "\"state\":\"valid\"";
+  auto at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, from.size(), "\"state\":01");
+  EXPECT_TRUE(ctlq::parse_timeline(bytes, "x", request()));
+  ctlq::ReadRequest r;
+  r.validate_all = true;
+  auto t = ctlq::parse_timeline(bytes, "x", r);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("JSON syntax error"), std::string::npos) << t.error().message;
+}
+
+TEST(Document, FilesThatAreNotDocumentsAreRefusedBeforeReading) {
+  TempDir dir;
+  const std::string good = sample_document().dump();
+  dir.write("good.timeline.json", good);
+  int dfd = open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dfd, 0);
+
+  auto ok = ctlq::read_timeline(dfd, dir.path(), "good.timeline.json", request());
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->path, dir.path() + "/good.timeline.json");
+
+  // 1 GiB, sparse: refused by its size, never read.
+  {
+    int fd = open((dir.path() + "/huge.timeline.json").c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 1ll << 30), 0);
+    close(fd);
+  }
+  auto huge = ctlq::read_timeline(dfd, dir.path(), "huge.timeline.json", request());
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().kind, ctlq::Problem::kTooLarge);
+  EXPECT_NE(huge.error().message.find("too large"), std::string::npos);
+
+  ctlq::ReadRequest small;
+  small.max_bytes = good.size() - 1;
+  auto capped = ctlq::read_timeline(dfd, dir.path(), "good.timeline.json", small);
+  ASSERT_FALSE(capped);
+  EXPECT_EQ(capped.error().kind, ctlq::Problem::kTooLarge);
+
+  ASSERT_EQ(symlink("good.timeline.json", (dir.path() + "/link.timeline.json").c_str()), 0);
+  auto link = ctlq::read_timeline(dfd, dir.path(), "link.timeline.json", request());
+  ASSERT_FALSE(link);
+  EXPECT_EQ(link.error().kind, ctlq::Problem::kNotRegularFile);
+  EXPECT_NE(link.error().message.find("symbolic link"), std::string::npos);
+
+  ASSERT_EQ(mkfifo((dir.path() + "/fifo.timeline.json").c_str(), 0644), 0);
+  auto fifo = ctlq::read_timeline(dfd, dir.path(), "fifo.timeline.json", request());  // must not block
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().kind, ctlq::Problem::kNotRegularFile);
+
+  ASSERT_EQ(mkdir((dir.path() + "/d.timeline.json").c_str(), 0755), 0);
+  auto d = ctlq::read_timeline(dfd, dir.path(), "d.timeline.json", request());
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().kind, ctlq::Problem::kNotRegularFile);
+
+  auto gone = ctlq::read_timeline(dfd, dir.path(), "gone.timeline.json", request());
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().kind, ctlq::Problem::kVanished);
+  close(dfd);
+}
+
+// ---- events, text ----------------------------------------------------------------
+
+TEST(EventFilter, EachConditionMustHold) {
+  const json d = sample_document();
+  const json &req = d["events"][0], &die = d["events"][1];
+  ctlq::EventFilter f;
+  EXPECT_TRUE(f.matches(req));
+  f.name = "BEFORE_DIE";
+  EXPECT_FALSE(f.matches(req));
+  EXPECT_TRUE(f.matches(die));
+  f.arg = 1001;
+  EXPECT_TRUE(f.matches(die));
+  f.arg = 7;  // the second argument counts too
+  EXPECT_TRUE(f.matches(die));
+  f.arg = 41;
+  EXPECT_FALSE(f.matches(die));
+  f = {};
+  f.id = 4099;
+  EXPECT_TRUE(f.matches(die));
+  f.tid = 4242;
+  EXPECT_FALSE(f.matches(die));
+  f = {};
+  f.kind = "CRASH";
+  EXPECT_TRUE(f.matches(d["events"][2]));
+  EXPECT_FALSE(f.matches(json("not an object")));
+}
+
+TEST(Text, UntrustedBytesNeverReachTheTerminalRaw) {
+  EXPECT_EQ(ctlq::printable("ok /usr/bin/x"), "ok /usr/bin/x");
+  EXPECT_EQ(ctlq::printable("a\x1b[2Jb"), "a\\x1b[2Jb");
+  EXPECT_EQ(ctlq::printable("a\nb\tc"), "a\\x0ab\\x09c");
+  EXPECT_EQ(ctlq::printable("a\nb\tc\x7f", true), "a\nb\tc\\x7f");
+  EXPECT_EQ(ctlq::printable("caf\xc3\xa9"), "caf\\xc3\\xa9");
+  const json d = sample_document();
+  EXPECT_EQ(ctlq::event_args_text(d["events"][0]), "arg=41");
+  EXPECT_EQ(ctlq::event_args_text(d["events"][1]), "arg=1001 arg1=7");
+  EXPECT_EQ(ctlq::location_text(d["events"][0]), "-");
+  json e = d["events"][0];
+  e["location"] = {{"address", "0x55"}, {"module", "/usr/bin/demo"}, {"function", "parse\x1b"},
+                   {"offset", "0x13"}, {"source", {{"file", "/src/demo.c"}, {"line", 62}}}};
+  EXPECT_EQ(ctlq::location_text(e), "parse\\x1b+0x13 (demo.c:62) in demo");
+  e["location"] = {{"address", "0x55"}, {"module", nullptr}, {"function", nullptr}};
+  EXPECT_EQ(ctlq::location_text(e), "0x55 (in no file mapping)");
+  e["args"] = "garbage";
+  EXPECT_EQ(ctlq::event_args_text(e), "arg=?");
+}
+
+// ---- the command line ----------------------------------------------------------------
+
+TEST(CommandLine, UsageErrorsExitTwo) {
+  TempDir dir;
+  for (const auto &args : std::vector<std::vector<std::string>>{
+           {"bogus"},
+           {"-D", dir.path(), "list", "--since", "soon"},
+           {"-D", dir.path(), "--until", "2026-02-30"},
+           {"-D", dir.path(), "--since", "today", "--until", "yesterday"},
+           {"-D", dir.path(), "-n", "0"},
+           {"-D", dir.path(), "-n", "x"},
+           {"-D", dir.path(), "events", "--arg", "x"},
+           {"-D", dir.path(), "events", "--id", "-1"},
+           {"-D", dir.path(), "list", "=x"},
+           {"-D", dir.path(), "--max-size", "0"},
+           {"--no-such-option"},
+       }) {
+    Cli r = cli(args);
+    EXPECT_EQ(r.rc, ctlq::kExitUsage) << args.back() << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+  EXPECT_EQ(cli({"--help"}).rc, 0);
+  EXPECT_NE(cli({"--help"}).out.find("list"), std::string::npos);
+  EXPECT_EQ(cli({"--version"}).rc, 0);
+}
+
+TEST(CommandLine, ParseU64TakesDecimalAndHex) {
+  EXPECT_EQ(*ctlq::parse_u64("1001"), 1001u);
+  EXPECT_EQ(*ctlq::parse_u64("0x3e9"), 1001u);
+  EXPECT_EQ(*ctlq::parse_u64("18446744073709551615"), UINT64_MAX);
+  EXPECT_FALSE(ctlq::parse_u64("18446744073709551616"));
+  EXPECT_FALSE(ctlq::parse_u64("0x"));
+  EXPECT_FALSE(ctlq::parse_u64("-1"));
+  EXPECT_FALSE(ctlq::parse_u64("12a"));
+}
+
+TEST(CommandLine, ExitCodesTellNoMatchFromUnreadable) {
+  TempDir dir;
+  // Nothing there: 1.
+  Cli empty = cli({"-D", dir.path(), "list"});
+  EXPECT_EQ(empty.rc, ctlq::kExitNoMatch);
+  EXPECT_NE(empty.err.find("no timelines found"), std::string::npos) << empty.err;
+  // A missing -D directory: 4.
+  EXPECT_EQ(cli({"-D", dir.path() + "/missing"}).rc, ctlq::kExitNoDirectory);
+
+  json d = sample_document();
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json", d.dump());
+  Cli found = cli({"-D", dir.path(), "list", "4242"});
+  EXPECT_EQ(found.rc, ctlq::kExitFound) << found.err;
+  Cli none = cli({"-D", dir.path(), "list", "4243"});
+  EXPECT_EQ(none.rc, ctlq::kExitNoMatch) << none.err;
+  EXPECT_NE(none.err.find("no matching timelines"), std::string::npos);
+
+  // A malformed document whose name says it may be pid 5: asking for pid 5
+  // is "cannot tell", 3, never "no match".
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.5.1796020112000000.timeline.json", "{\"status\":");
+  Cli unreadable = cli({"-D", dir.path(), "list", "5"});
+  EXPECT_EQ(unreadable.rc, ctlq::kExitIncomplete);
+  EXPECT_NE(unreadable.err.find(".5.1796020112000000.timeline.json: malformed"), std::string::npos)
+      << unreadable.err;
+  EXPECT_NE(unreadable.err.find("1 timeline or directory could not be read (1 malformed)"), std::string::npos)
+      << unreadable.err;
+  // Its name rules it out for pid 4242: not reported, found, 0.
+  Cli other = cli({"-D", dir.path(), "list", "4242"});
+  EXPECT_EQ(other.rc, ctlq::kExitFound);
+  EXPECT_EQ(other.err, "");
+  // Listing everything: the good one, the bad one reported, 0.
+  Cli all = cli({"-D", dir.path(), "list"});
+  EXPECT_EQ(all.rc, ctlq::kExitFound);
+  EXPECT_EQ(lines_of(all.out).size(), 2u) << all.out;
+  EXPECT_NE(all.err.find("malformed"), std::string::npos);
+  // -q drops the per-file line, keeps the count.
+  Cli quiet = cli({"-D", dir.path(), "-q", "list"});
+  EXPECT_EQ(quiet.err.find(".timeline.json"), std::string::npos) << quiet.err;
+  EXPECT_NE(quiet.err.find("could not be read"), std::string::npos) << quiet.err;
+}
