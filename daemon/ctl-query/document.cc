@@ -326,7 +326,7 @@ class Summarizer {
         if (!k_.peek('{')) return k_.fail(fmt::format("event {} is not an object", slices.size()));
         std::string_view v;
         if (!k_.skim(2, v)) return false;
-        if (r_.on_event) {
+        if (r_.on_event && (!r_.may_want_event || r_.may_want_event(v))) {
           auto e = parse_slice(v);
           if (!e) return k_.fail(fmt::format("invalid JSON in event {}", slices.size()));
           r_.on_event(*e, slices.size());

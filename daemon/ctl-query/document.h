@@ -89,6 +89,10 @@ struct ReadRequest {
    *  0-based index.  Each event is an object (else the document is
    *  malformed and the read fails after the calls already made). */
   std::function<void(const nlohmann::ordered_json &event, std::size_t index)> on_event;
+  /** When set, an event whose JSON text this returns false for is not
+   *  parsed nor passed to on_event (it must only reject events on_event
+   *  would ignore: a cheap pre-test on the text). */
+  std::function<bool(std::string_view event_json)> may_want_event;
 };
 
 /** One timeline, as far as ctl-query reads it. */

@@ -30,7 +30,9 @@ void add(std::vector<MatchGroup> &groups, const std::string &field, std::string 
  * not a scalar. */
 std::optional<std::string> value_of(const Timeline &t, const std::string &field) {
   if (const std::string *f = t.field(field)) return *f;
-  const nlohmann::ordered_json *v = t.lookup(field);
+  // The boot id is in the document itself; the daemon need not repeat the
+  // journal's _BOOT_ID among the fields.
+  const nlohmann::ordered_json *v = t.lookup(field == "_BOOT_ID" ? "coredump.boot_id" : field);
   if (!v || v->is_structured() || v->is_null()) return std::nullopt;
   if (v->is_string()) return v->get<std::string>();
   if (v->is_boolean()) return v->get<bool>() ? "true" : "false";

@@ -7,7 +7,8 @@
  *                 field the daemon stored) when FIELD is one of them, else a
  *                 top-level document value by dotted path ("status=ok",
  *                 "coredump.boot_id=...", "process.exe=...",
- *                 "daemon.version=...")
+ *                 "daemon.version=..."); _BOOT_ID falls back to
+ *                 coredump.boot_id
  *   /path, a/b    contains '/': COREDUMP_EXE, the path made absolute against
  *                 the current directory and lexically normalized (and, when
  *                 it exists, also its canonical path)

@@ -273,6 +273,16 @@ bool EventFilter::matches(const json &e) const {
   return true;
 }
 
+bool EventFilter::may_match_text(std::string_view text) const {
+  if (text.find('\\') != std::string_view::npos) return true;  // escapes: decide on the parsed value
+  for (const auto *want : {&name, &kind}) {
+    if (!*want) continue;
+    const std::string quoted = "\"" + **want + "\"";
+    if (text.find(quoted) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
 int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexcept {
   std::vector<Directory> dirs;
   auto close_dirs = [&]() {
@@ -356,10 +366,12 @@ int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexc
           ReadRequest req;
           req.max_bytes = o.max_bytes;
           req.fields = match_fields;
-          if (o.command == Command::kEvents)
+          if (o.command == Command::kEvents) {
             req.on_event = [&](const json &e, std::size_t) {
               if (o.event_filter.matches(e)) events.push_back(e);
             };
+            req.may_want_event = [&](std::string_view text) { return o.event_filter.may_match_text(text); };
+          }
           auto r = read_timeline(dirs[c.dir].fd, dirs[c.dir].path, c.name, req);
           if (!r) {
             slots[i].error = r.error();

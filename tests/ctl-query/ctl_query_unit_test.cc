@@ -281,6 +281,9 @@ TEST(Matches, SameFieldIsOrDifferentFieldsAreAnd) {
   EXPECT_TRUE(matches({"schema_version=1"}));
   EXPECT_TRUE(matches({"process.comm=demo"}));
   EXPECT_FALSE(matches({"NO_SUCH_FIELD=1"}));
+  // _BOOT_ID is coredump.boot_id when the fields do not carry it.
+  EXPECT_TRUE(matches({"_BOOT_ID=feac8a91104c4813a37419e2b9ab4803"}));
+  EXPECT_FALSE(matches({"_BOOT_ID=00000000000000000000000000000000"}));
 }
 
 TEST(Matches, FileNamePrefilterOnlyRejectsWhatCannotMatch) {
@@ -552,6 +555,35 @@ TEST(EventFilter, EachConditionMustHold) {
   f.kind = "CRASH";
   EXPECT_TRUE(f.matches(d["events"][2]));
   EXPECT_FALSE(f.matches(json("not an object")));
+}
+
+TEST(EventFilter, TextPretestNeverRejectsAMatch) {
+  // may_match_text() may say yes wrongly (the name elsewhere), never no.
+  const json d = sample_document();
+  const std::string escaped_text = "{\"name\":\"BEFORE_\\u0044IE\",\"kind\":\"USER\"}";  // "BEFORE_DIE"
+  std::vector<std::string> texts;
+  for (const auto &e : d["events"]) texts.push_back(e.dump());
+  texts.push_back(escaped_text);
+  texts.push_back("{\"name\":\"X\",\"thread\":\"BEFORE_DIE\"}");
+  for (const char *name : {"BEFORE_DIE", "REQ_PARSE", "CRASH", "NOPE"}) {
+    ctlq::EventFilter f;
+    f.name = name;
+    for (const auto &t : texts) {
+      if (f.matches(json::parse(t))) {
+        EXPECT_TRUE(f.may_match_text(t)) << name << " in " << t;
+      }
+    }
+  }
+  ctlq::EventFilter f;
+  f.name = "NOPE";
+  EXPECT_FALSE(f.may_match_text(texts[0]));
+  f = {};
+  f.kind = "CRASH";
+  EXPECT_FALSE(f.may_match_text(texts[0]));
+  EXPECT_TRUE(f.may_match_text(texts[2]));
+  f = {};
+  f.arg = 1;  // no text pre-test for numbers
+  EXPECT_TRUE(f.may_match_text(texts[0]));
 }
 
 TEST(Text, UntrustedBytesNeverReachTheTerminalRaw) {
