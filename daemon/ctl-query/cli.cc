@@ -94,7 +94,8 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
     app.add_option("-U,--until", until, "Only crashes at or before this time");
     app.add_flag("-r,--reverse", o.reverse, "Newest first");
     app.add_option("-n", lines, "Print at most this many lines (the oldest, or with -r the newest)")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}));
+        ->type_name("N")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}).description(""));
     app.add_flag("-1,--newest", newest, "Only the newest entry (same as -r -n 1)");
     app.add_flag("--json", o.json, "JSON: one object per line (list, events); the stored document (show)");
     app.add_option("-D,--directory", o.directories,
@@ -104,9 +105,11 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
     app.add_flag("-q,--quiet", o.quiet, "Do not name each timeline that cannot be read (the count stays)");
     app.add_flag("--no-legend", o.no_legend, "Do not print the column header");
     app.add_option("--max-size", o.max_bytes, "Skip (and report) documents larger than this (default 64MiB)")
-        ->transform(CLI::AsSizeValue(false));
+        ->type_name("SIZE")
+        ->transform(CLI::AsSizeValue(false).description(""));
     app.add_option("--jobs", o.jobs, "Threads that read documents (default: up to 4)")
-        ->check(CLI::Range(1u, 64u));
+        ->type_name("N")
+        ->check(CLI::Range(1u, 64u).description(""));
     app.add_flag("--version", version, "Print the version and exit");
 
     auto *list = app.add_subcommand("list", "One line per crash: time, pid, uid, signal, executable, status, "

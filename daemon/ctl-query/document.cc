@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <cerrno>
@@ -32,6 +33,9 @@ bool kept(std::string_view key) {
     if (k == key) return true;
   return false;
 }
+
+/* last_event is looked for among this many last events. */
+constexpr std::size_t kTailEvents = 64;
 
 /* A bounds-checked cursor over JSON text that checks and skips structure
  * without building values (the idea of drgn's binary_buffer: a failed step
@@ -320,28 +324,34 @@ class Summarizer {
     t_.has_events = true;
     t_.event_count = 0;
     t_.last_event = nullptr;
-    std::vector<std::string_view> slices;
+    // Only the last kTailEvents texts are kept (for last_event): memory
+    // does not grow with the number of events.
+    std::array<std::string_view, kTailEvents> tail;
+    std::size_t n = 0;
     if (!k_.empty_container(']')) {
       for (;;) {
-        if (!k_.peek('{')) return k_.fail(fmt::format("event {} is not an object", slices.size()));
+        if (n >= kMaxEvents) return k_.fail(fmt::format("more than {} events", kMaxEvents));
+        if (!k_.peek('{')) return k_.fail(fmt::format("event {} is not an object", n));
         std::string_view v;
         if (!k_.skim(2, v)) return false;
         if (r_.on_event && (!r_.may_want_event || r_.may_want_event(v))) {
           auto e = parse_slice(v);
-          if (!e) return k_.fail(fmt::format("invalid JSON in event {}", slices.size()));
-          r_.on_event(*e, slices.size());
+          if (!e) return k_.fail(fmt::format("invalid JSON in event {}", n));
+          r_.on_event(*e, n);
         }
-        slices.push_back(v);
+        tail[n % kTailEvents] = v;
+        ++n;
         bool more = false;
         if (!k_.next(']', more)) return false;
         if (!more) break;
       }
     }
-    t_.event_count = slices.size();
+    t_.event_count = n;
     // The last event that is not the CRASH slot (the crash is in "crash").
-    for (auto it = slices.rbegin(); it != slices.rend(); ++it) {
-      auto e = parse_slice(*it);
-      if (!e) return k_.fail(fmt::format("invalid JSON in event {}", slices.rend() - it - 1));
+    for (std::size_t back = 1; back <= std::min(n, kTailEvents); ++back) {
+      const std::size_t i = n - back;
+      auto e = parse_slice(tail[i % kTailEvents]);
+      if (!e) return k_.fail(fmt::format("invalid JSON in event {}", i));
       auto kind = e->find("kind");
       if (kind == e->end() || !kind->is_string() || *kind != "CRASH") {
         t_.last_event = std::move(*e);

@@ -17,11 +17,13 @@
  * does this: it prints the document).
  *
  * Limits: a file larger than max_bytes is not read ("too large"); nesting
- * deeper than kMaxDepth, a top level that is not an object, "events" that
- * is not an array of objects, a missing "status" string or "coredump"
- * object with a "fields" object, and any JSON error in what is read make
- * the document "malformed".  Nothing in a document can make the reader
- * throw or crash, or recurse deeper than kMaxDepth.
+ * deeper than kMaxDepth, more than kMaxEvents events, a top level that is
+ * not an object, "events" that is not an array of objects, a missing
+ * "status" string or "coredump" object with a "fields" object, and any
+ * JSON error in what is read make the document "malformed".  Nothing in a
+ * document can make the reader throw or crash, recurse deeper than
+ * kMaxDepth, or keep more than a bounded part of "events" (besides what
+ * on_event keeps).
  *
  * Thread-safety: read_timeline() and parse_timeline() share no state; the
  * on_event callback runs on the calling thread.
@@ -46,6 +48,9 @@ namespace core_timeline::ctlq {
 
 /** Deepest nesting a document may have (the format needs 6). */
 inline constexpr int kMaxDepth = 64;
+/** Most events a document may hold (a ring of 4096 lanes x 256 slots
+ *  holds at most 1048576; a 64 MiB document, about 200,000). */
+inline constexpr std::size_t kMaxEvents = 1u << 20;
 /** Default size cap of one document (--max-size). */
 inline constexpr std::uint64_t kDefaultMaxBytes = 64ull << 20;
 
@@ -107,7 +112,7 @@ struct Timeline {
   bool has_events = false;           /**< the document has "events" */
   std::size_t event_count = 0;
   /** The last event whose kind is not CRASH (the crash itself is in
-   *  "crash"); null when there is none. */
+   *  "crash"), among the last 64 events; null when there is none. */
   nlohmann::ordered_json last_event;
   std::optional<std::string> text;   /**< with want_text, if a string */
   std::string raw;                   /**< with keep_raw */

@@ -418,6 +418,35 @@ TEST(Document, MalformedDocumentsAreReportedWithWhatIsWrong) {
   }
 }
 
+TEST(Document, EventsAreBoundedAndTheLastEventIsFoundFromTheEnd) {
+  json d = sample_document();
+  const json user = d["events"][0], crash = d["events"][2];
+  // Many events: the count is exact, the last non-CRASH event is found.
+  d["events"] = json::array();
+  for (int i = 0; i < 5000; ++i) {
+    json e = user;
+    e["seq"] = i + 1;
+    d["events"].push_back(e);
+  }
+  for (int i = 0; i < 3; ++i) d["events"].push_back(crash);
+  auto t = ctlq::parse_timeline(d.dump(), "x", request());
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->event_count, 5003u);
+  EXPECT_EQ(t->last_event["seq"], 5000);
+  // Only CRASH events among the last 64: no last event (documented).
+  for (int i = 0; i < 64; ++i) d["events"].push_back(crash);
+  t = ctlq::parse_timeline(d.dump(), "x", request());
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->last_event.is_null());
+  // More than kMaxEvents (tiny ones): malformed, not a memory blow-up.
+  std::string many = "{\"status\":\"ok\",\"events\":[";
+  for (std::size_t i = 0; i <= ctlq::kMaxEvents; ++i) many += i ? ",{}" : "{}";
+  many += "],\"coredump\":{\"fields\":{}}}";
+  auto m = ctlq::parse_timeline(many, "x", request());
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("more than 1048576 events"), std::string::npos) << m.error().message;
+}
+
 TEST(Document, EveryTruncationIsMalformed) {
   // A document cut short anywhere (a write interrupted, a copy cut off) is
   // reported, never half-read.
