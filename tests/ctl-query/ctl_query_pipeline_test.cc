@@ -61,6 +61,16 @@ std::string make_temp_dir(const char *what) {
   return tmpl;
 }
 
+// Removes a directory made by make_temp_dir() when the test ends, also
+// when an assertion ends it early.
+struct RemoveAtExit {
+  std::string path;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 // Local time as "YYYY-MM-DD HH:MM:SS" (what --since takes).
 std::string local_time(std::uint64_t usec) {
   time_t t = static_cast<time_t>(usec / 1000000);
@@ -390,6 +400,7 @@ TEST_F(CtlQuery, ReverseAndLimitsAsCoredumpctl) {
 
 TEST_F(CtlQuery, DirectoryOption) {
   const std::string other = make_temp_dir("other");
+  RemoveAtExit cleanup{other};
   // A timeline copied from another machine under any name is still read.
   {
     std::ofstream o(other + "/copied.timeline.json");
@@ -412,7 +423,6 @@ TEST_F(CtlQuery, DirectoryOption) {
   ProcessResult empty = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", other, "list"});
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_TRUE(contains(empty.err, "no timelines found")) << empty.err;
-  fs::remove_all(other);
 }
 
 TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
@@ -424,6 +434,7 @@ TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
   // As core-timelined writes them: the crashed user's own timeline, 0640,
   // owned by them; another user's (root's), 0640, owned by root.
   const std::string d = make_temp_dir("perm");
+  RemoveAtExit cleanup{d};
   const std::string mine = ct::test::ctlq::write_test_timeline(d, timelines_[kPathA], 0640);
   const std::string theirs = ct::test::ctlq::write_test_timeline(d, timelines_[kPathB], 0640);
   ASSERT_EQ(chown(mine.c_str(), uid, gid), 0);
@@ -468,11 +479,11 @@ TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
   ProcessResult root = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", d, "list"});
   EXPECT_EQ(rows(root).size(), 2u);
   EXPECT_EQ(root.err, "");
-  fs::remove_all(d);
 }
 
 TEST_F(CtlQuery, MalformedAndHugeDocumentsAreReportedAndSkipped) {
   const std::string d = make_temp_dir("bad");
+  RemoveAtExit cleanup{d};
   ct::test::ctlq::write_test_timeline(d, timelines_[kPathA]);
   // b's document cut in half (a copy interrupted), under b's name.
   const std::string b = doc(kPathB).dump(2);
@@ -516,7 +527,6 @@ TEST_F(CtlQuery, MalformedAndHugeDocumentsAreReportedAndSkipped) {
   ProcessResult show_b = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", d, "show", "--json", pid(kPathA)});
   EXPECT_EQ(show_b.exit_code, 0) << show_b.err;
   EXPECT_EQ(json::parse(show_b.out), doc(kPathA));
-  fs::remove_all(d);
 }
 
 // Not a time limit (the machine may be busy): the time is printed and
@@ -525,6 +535,7 @@ TEST_F(CtlQuery, MalformedAndHugeDocumentsAreReportedAndSkipped) {
 TEST_F(CtlQuery, TenThousandTimelines) {
   constexpr int kCount = 10000;
   const std::string d = make_temp_dir("scale");
+  RemoveAtExit cleanup{d};
   json copy = doc(kPathA);
   const std::uint64_t base = crash_usec(kPathA) - 20000ull * 1000000;
   const std::string boot = field(kPathA, "_BOOT_ID");
@@ -575,7 +586,6 @@ TEST_F(CtlQuery, TenThousandTimelines) {
   EXPECT_EQ(events.exit_code, 0) << events.err;
   ASSERT_EQ(rows(events).size(), 1u);
   EXPECT_TRUE(contains(rows(events)[0], std::to_string(1000000 + kCount - 1))) << rows(events)[0];
-  fs::remove_all(d);
 }
 
 }  // namespace
