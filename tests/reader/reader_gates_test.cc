@@ -394,12 +394,18 @@ TEST_F(Gates, NoBuildIdMeansRawAddressesUnlessUnverified) {
 class DropIn {
  public:
   explicit DropIn(std::uint64_t max) {
-    mkdir("/etc/systemd/coredump.conf.d", 0755);
+    made_dir_ = mkdir("/etc/systemd/coredump.conf.d", 0755) == 0;
     std::ofstream(kPath) << "# core-timeline reader_gates_test; removed when the test ends\n[Coredump]\n"
                          << "ProcessSizeMax=" << max << "\nExternalSizeMax=" << max << "\n";
   }
-  ~DropIn() { unlink(kPath); }
+  ~DropIn() {
+    unlink(kPath);
+    if (made_dir_) rmdir("/etc/systemd/coredump.conf.d");  // leave the machine as found
+  }
   static constexpr const char *kPath = "/etc/systemd/coredump.conf.d/zz-ct-reader-gates-test.conf";
+
+ private:
+  bool made_dir_ = false;
 };
 
 TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
