@@ -431,8 +431,9 @@ TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
   ASSERT_NE(nobody, nullptr);
   const uid_t uid = nobody->pw_uid;
   const gid_t gid = nobody->pw_gid;
-  // As core-timelined writes them: the crashed user's own timeline, 0640,
-  // owned by them; another user's (root's), 0640, owned by root.
+  // One timeline nobody may read (here by owning it; core-timelined
+  // copies the core's root owner and the ACL systemd-coredump gives the
+  // crashed user, which ctl_query_daemon_test covers), one only root may.
   const std::string d = make_temp_dir("perm");
   RemoveAtExit cleanup{d};
   const std::string mine = ct::test::ctlq::write_test_timeline(d, timelines_[kPathA], 0640);
