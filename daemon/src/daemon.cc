@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/* daemon.cc - see daemon.h. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-id128.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include "decode.h"
+#include "document.h"
+#include "extract.h"
+#include "ids.h"
+#include "log.h"
+
+namespace ctd {
+
+namespace {
+
+std::string exe_basename(const std::string &exe) {
+  const auto slash = exe.rfind('/');
+  std::string b = slash == std::string::npos ? exe : exe.substr(slash + 1);
+  if (b.empty() || b == "." || b == ".." || b.size() > 200) return "";
+  for (unsigned char c : b)
+    if (c < 0x20 || c == 0x7f) return "";
+  return b;
+}
+
+std::string current_boot_id() {
+  sd_id128_t id;
+  char s[SD_ID128_STRING_MAX];
+  if (sd_id128_get_boot(&id) < 0) return "";
+  return sd_id128_to_string(id, s);
+}
+
+std::size_t event_count(const nlohmann::ordered_json &doc) {
+  return doc.contains("events") && doc["events"].is_array() ? doc["events"].size() : 0;
+}
+
+}  // namespace
+
+Daemon::Daemon(Options options, TrustPolicy policy) : opt_(std::move(options)), policy_(std::move(policy)) {
+  policy_.coredump_dir = opt_.coredump_dir;
+  if (!opt_.coredump_exes.empty()) policy_.coredump_exes = opt_.coredump_exes;
+}
+
+bool Daemon::keep_going() {
+  const std::uint64_t now = monotonic_usec();
+  if (watchdog_usec_ && now - last_ping_ >= watchdog_usec_ / 4) {
+    sd_notify(0, "WATCHDOG=1");
+    last_ping_ = now;
+  }
+  read_signals();
+  return !stop_;
+}
+
+void Daemon::read_signals() {
+  struct signalfd_siginfo si;
+  while (signal_fd_.valid()) {
+    ssize_t n = read(signal_fd_.get(), &si, sizeof si);
+    if (n != static_cast<ssize_t>(sizeof si)) break;
+    if (si.ssi_signo == SIGHUP) {
+      spdlog::info("SIGHUP: core-timelined does not reload its configuration; restart it to apply changes");
+      continue;
+    }
+    if (!stop_) spdlog::info("{} received: stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+    stop_ = true;
+  }
+}
+
+Result<void> Daemon::start() {
+  /* Descriptors 0-2 stay taken, so no pipe or file of ours becomes a
+   * child's stdin/stdout/stderr by accident (decode.cc). */
+  for (int fd = 0; fd < 3; ++fd)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = ::open("/dev/null", O_RDWR);
+      if (n >= 0 && n != fd) ::close(n);
+    }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) return errno_error(errno, "sigprocmask");
+  int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sfd < 0) return errno_error(errno, "signalfd");
+  signal_fd_.reset(sfd);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::uint64_t wd = 0;
+  if (!opt_.once && sd_watchdog_enabled(0, &wd) > 0) watchdog_usec_ = wd;
+
+  if (!opt_.output_dir.empty())
+    if (auto r = make_dirs(opt_.output_dir, 0755); !r) return r;
+  auto st = StateDir::open(opt_.state_dir);
+  if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
+  state_.emplace(std::move(*st));
+  auto j = Journal::open();
+  if (!j) return std::move(j).error();
+  journal_.emplace(std::move(*j));
+  return position();
+}
+
+Result<void> Daemon::position() {
+  auto saved = state_->load_cursor();
+  if (!saved) return std::move(saved).error();
+  if (*saved) {
+    auto r = journal_->seek_after_cursor(**saved);
+    if (!r) return std::move(r).error();
+    cursor_saved_ = true;
+    spdlog::info("resuming after the saved journal cursor{}",
+                 *r ? "" : " (its entry is gone from the journal: rotated or vacuumed; resuming at the next one)");
+    return {};
+  }
+  auto newest = journal_->newest_cursor();
+  if (!newest) return std::move(newest).error();
+  switch (opt_.first_start) {
+    case FirstStart::kNew:
+      if (*newest) {
+        auto r = journal_->seek_after_cursor(**newest);
+        if (!r) return std::move(r).error();
+        auto s = state_->save_cursor(**newest);
+        if (!s) return s;
+        cursor_saved_ = true;
+      } else if (auto r = journal_->seek_tail(); !r) {
+        return r;
+      }
+      spdlog::info("first start: handling crashes from now on (first-start=new)");
+      return {};
+    case FirstStart::kBoot: {
+      const std::string boot = current_boot_id();
+      if (auto r = boot.empty() ? journal_->seek_head() : journal_->seek_boot_start(boot); !r) return r;
+      pending_anchor_ = *newest;
+      spdlog::info("first start: handling the crashes of this boot ({}) (first-start=boot)", boot);
+      return {};
+    }
+    case FirstStart::kAll:
+      if (auto r = journal_->seek_head(); !r) return r;
+      pending_anchor_ = *newest;
+      spdlog::info("first start: handling every crash in the journal (first-start=all)");
+      return {};
+  }
+  return {};
+}
+
+int Daemon::run() {
+  if (auto r = start(); !r) {
+    spdlog::error("cannot start: {}", r.error().message);
+    return 1;
+  }
+  if (!opt_.once) sd_notifyf(0, "READY=1\nSTATUS=following the journal for systemd-coredump entries\nMAINPID=%d", getpid());
+  spdlog::info("core-timelined {} started: cores in {}, timelines {}, state in {}", version(), opt_.coredump_dir,
+               opt_.output_dir.empty() ? "next to the cores" : "in " + opt_.output_dir, opt_.state_dir);
+  last_ping_ = monotonic_usec();
+  int status = 0;
+  for (;;) {
+    auto more = drain();
+    if (!more) {
+      spdlog::error("reading the journal failed: {}; stopping (systemd restarts the service)", more.error().message);
+      status = 1;
+      break;
+    }
+    if (stop_) {
+      if (failed_) status = 1;
+      break;
+    }
+    if (pending_anchor_ && !cursor_saved_) {
+      /* The backlog of the first start is done and held no coredump entry:
+       * remember where the journal was, so a restart does not redo it. */
+      if (auto s = state_->save_cursor(*pending_anchor_); s) cursor_saved_ = true;
+      else spdlog::warn("cannot save the journal cursor: {}", s.error().message);
+    }
+    pending_anchor_.reset();
+    if (opt_.once) break;
+    struct pollfd p[2] = {{journal_->fd(), journal_->events(), 0}, {signal_fd_.get(), POLLIN, 0}};
+    int timeout = journal_->timeout_ms();
+    if (watchdog_usec_) {
+      const int wd_ms = static_cast<int>(watchdog_usec_ / 4000);
+      timeout = timeout < 0 ? wd_ms : std::min(timeout, wd_ms);
+    }
+    int r = poll(p, 2, timeout);
+    if (r < 0 && errno != EINTR) {
+      spdlog::error("poll: {}", strerrordesc_np(errno));
+      status = 1;
+      break;
+    }
+    if (!keep_going()) break;
+    auto pr = journal_->process();
+    if (!pr) {
+      spdlog::error("{}; stopping", pr.error().message);
+      status = 1;
+      break;
+    }
+    if (*pr == SD_JOURNAL_INVALIDATE) spdlog::debug("journal files were added or removed (rotation or vacuum)");
+  }
+  if (!opt_.once) sd_notify(0, "STOPPING=1");
+  spdlog::info("stopped after handling {} coredump entries", handled_);
+  return status;
+}
+
+Result<bool> Daemon::drain() {
+  RawEntry raw;
+  std::string warning;
+  while (keep_going()) {
+    auto n = journal_->next(raw, warning);
+    if (!n) return std::move(n).error();
+    if (!*n) return true;
+    if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
+    const Handled h = handle(raw);
+    /* A big document was parsed and built; give the memory back. */
+    malloc_trim(0);
+    if (h == Handled::kStop) return true;
+    auto s = state_->save_cursor(raw.cursor);
+    if (!s) {
+      /* The timeline is written; without the cursor it would be skipped as
+       * existing after a restart, so going on is safe. */
+      spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
+                    opt_.state_dir);
+    } else {
+      cursor_saved_ = true;
+    }
+  }
+  return true;
+}
+
+Daemon::Handled Daemon::handle(const RawEntry &raw) {
+  auto entry = validate_entry(raw, policy_);
+  if (!entry) {
+    const std::string pid(raw.single("_PID").value_or("?")), uid(raw.single("_UID").value_or("?")),
+        exe(raw.single("_EXE").value_or("?"));
+    log::event(LOG_WARNING, kMsgEntryRejected,
+               "ignoring a journal entry with systemd-coredump's MESSAGE_ID sent by pid " + pid + " (uid " + uid +
+                   ", " + printable(exe, 128) + "): " + entry.error().message,
+               {{"CORE_TIMELINE_COREDUMP_CURSOR", raw.cursor},
+                {"CORE_TIMELINE_SENDER_PID", pid},
+                {"CORE_TIMELINE_SENDER_UID", uid},
+                {"CORE_TIMELINE_SENDER_EXE", exe},
+                {"CORE_TIMELINE_REASON", entry.error().message}});
+    return Handled::kDone;
+  }
+  const CoredumpEntry &e = *entry;
+  log::Scope scope({{"CORE_TIMELINE_PID", std::to_string(e.pid)},
+                    {"CORE_TIMELINE_KEY", e.key()},
+                    {"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor}});
+  return handle_trusted(e);
+}
+
+Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
+  const std::uint64_t t0 = monotonic_usec();
+  const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
+  const std::string core_tl = e.core_timeline_name(), state_tl = e.state_timeline_name();
+  auto out_fd = open_directory(out_dir);
+
+  /* One timeline per crash: also after a restart that redoes this entry. */
+  if ((!core_tl.empty() && out_fd && file_exists(out_fd->get(), core_tl)) ||
+      file_exists(state_->timelines_fd(), state_tl)) {
+    spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
+    ++handled_;
+    return Handled::kDone;
+  }
+
+  ExtractOptions xo;
+  xo.keep_whole_below = opt_.keep_whole_below;
+  xo.max_kept = opt_.max_kept;
+  xo.keep_going = [this] { return keep_going(); };
+
+  std::optional<ExtractStats> stats;
+  std::optional<FileOwner> owner;  /* set when the timeline goes next to the core */
+  std::string status_without_core, reason_without_core, display;
+  Fd tmp;
+  std::uint64_t core_size = 0;
+
+  auto temp = make_temp_file(state_->tmp_path());
+  if (!temp) {
+    spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, temp.error().message);
+    stop_ = failed_ = true;
+    return Handled::kStop;
+  }
+  tmp = std::move(*temp);
+
+  if (e.storage == Storage::kExternal) {
+    display = *e.core_path;
+    auto dir = open_directory(opt_.coredump_dir);
+    struct stat st {};
+    Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
+    if (!core) {
+      const int err = core.error().err;
+      status_without_core = err == ENOENT ? kStatusCoreMissing : kStatusCoreUnreadable;
+      reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
+                                                " is gone (removed or vacuumed before core-timelined got to it)"
+                                          : core.error().message;
+    } else if (!out_fd) {
+      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, out_fd.error().message);
+      stop_ = failed_ = true;
+      return Handled::kStop;
+    } else {
+      if (const std::string d = xattrs_disagree(core->get(), e); !d.empty()) {
+        log::event(LOG_WARNING, kMsgEntryRejected,
+                   "ignoring a journal entry that does not match the core it names (" + *e.core_path + "): " + d,
+                   {{"CORE_TIMELINE_SENDER_PID", e.fields.count("_PID") ? e.fields.at("_PID") : "?"},
+                    {"CORE_TIMELINE_SENDER_UID", e.fields.count("_UID") ? e.fields.at("_UID") : "?"},
+                    {"CORE_TIMELINE_REASON", d}});
+        return Handled::kDone;
+      }
+      auto x = extract_file(core->get(), e.core_name, tmp.get(), xo);
+      if (!x) {
+        if (x.error().err == ECANCELED) return Handled::kStop;
+        spdlog::error("pid {}: extracting {}: {}; will retry after a restart", e.pid, *e.core_path, x.error().message);
+        stop_ = failed_ = true;
+        return Handled::kStop;
+      }
+      stats = *x;
+      owner = owner_of_core(core->get(), st);
+      if (stats->core_bytes == 0) {
+        status_without_core = kStatusCoreUnreadable;
+        reason_without_core = "the core file " + *e.core_path + " holds no data" +
+                              (stats->stream_error.empty() ? "" : " (" + stats->stream_error + ")");
+      }
+    }
+  } else if (e.storage == Storage::kJournal) {
+    display = "journal:" + state_tl.substr(0, state_tl.size() - std::string_view(".timeline.json").size());
+    auto r = journal_->with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
+      auto x = extract_bytes(bytes, tmp.get(), xo);
+      if (!x) return std::move(x).error();
+      stats = *x;
+      return {};
+    });
+    if (!r) {
+      if (r.error().err == ECANCELED) return Handled::kStop;
+      status_without_core = kStatusCoreUnreadable;
+      reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
+    }
+  } else {
+    status_without_core = kStatusCoreMissing;
+    reason_without_core =
+        "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
+        "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
+  }
+
+  std::optional<DecodeResult> decoded;
+  Verdict verdict;
+  if (status_without_core.empty()) {
+    core_size = stats->core_bytes;
+    DecodeRequest req;
+    char proc[64];
+    std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", tmp.get());
+    Fd ro(::open(proc, O_RDONLY | O_CLOEXEC));
+    req.core_fd = ro.valid() ? ro.get() : tmp.get();
+    req.core_size = core_size;
+    req.display_name = display;
+    if (const std::string b = exe_basename(e.exe); !b.empty() && !opt_.tlmap_dir.empty()) {
+      const std::string t = opt_.tlmap_dir + "/" + b + ".tlmap";
+      struct stat ts;
+      if (stat(t.c_str(), &ts) == 0 && S_ISREG(ts.st_mode)) req.tlmap = t;
+    }
+    DecodeLimits limits{opt_.decode_timeout_ms, opt_.memory_limit};
+    auto d = run_decoder(req, limits, [this] { return keep_going(); });
+    if (!d) {
+      if (d.error().err == ECANCELED) return Handled::kStop;
+      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, d.error().message);
+      stop_ = failed_ = true;
+      return Handled::kStop;
+    }
+    decoded = std::move(*d);
+    verdict = judge(e, *decoded, stats);
+  } else {
+    verdict.status = status_without_core;
+    verdict.reason = reason_without_core;
+  }
+  tmp.reset();
+
+  DocumentParts parts;
+  parts.entry = &e;
+  parts.verdict = verdict;
+  parts.decoded = decoded ? &*decoded : nullptr;
+  parts.extract = stats;
+  parts.decoded_usec = realtime_usec();
+  parts.duration_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  const std::string text = serialize(build_document(parts));
+
+  /* Next to the core when it was opened (its owner is known); otherwise in
+   * the state directory with the owner systemd-coredump would have used. */
+  const bool beside_core = owner.has_value();
+  const std::string dir = beside_core ? out_dir : state_->timelines_path();
+  const std::string name = beside_core ? core_tl : state_tl;
+  const int dirfd = beside_core ? out_fd->get() : state_->timelines_fd();
+  std::string acl_warning;
+  auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning);
+  if (!w) {
+    spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,
+                  w.error().message);
+    stop_ = failed_ = true;
+    return Handled::kStop;
+  }
+  if (!acl_warning.empty()) spdlog::warn("{}", acl_warning);
+  ++handled_;
+  const std::string path = dir + "/" + name;
+  if (*w == WriteOutcome::kExists) {
+    spdlog::info("pid {}: {} appeared meanwhile; left as it is", e.pid, path);
+    return Handled::kDone;
+  }
+
+  const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
+  log::Fields fields{{"CORE_TIMELINE_STATUS", verdict.status},
+                     {"CORE_TIMELINE_TIMELINE", path},
+                     {"CORE_TIMELINE_EXE", e.exe},
+                     {"CORE_TIMELINE_UID", std::to_string(e.uid)}};
+  if (!verdict.reason.empty()) fields.push_back({"CORE_TIMELINE_REASON", verdict.reason});
+  if (verdict.status == "mapping_absent") {
+    log::event(LOG_ERR, kMsgMappingAbsent,
+               who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its timeline "
+                     "is lost: " + verdict.reason,
+               fields);
+  } else if (verdict.status == "ok") {
+    log::event(LOG_INFO, kMsgTimelineWritten,
+               who + ": timeline with " + std::to_string(event_count(decoded->document)) + " events written to " + path,
+               fields);
+  } else if (verdict.status == "no_ring") {
+    log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
+  } else {
+    log::event(LOG_WARNING, kMsgTimelineWritten,
+               who + ": " + verdict.status + ": " + verdict.reason + "; written to " + path, fields);
+  }
+  return Handled::kDone;
+}
+
+}  // namespace ctd

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* entry.cc - see entry.h. */
+#include "entry.h"
+
+#include <pwd.h>
+#include <sys/xattr.h>
+
+#include <cstdio>
+
+namespace ctd {
+
+std::vector<std::string_view> RawEntry::values(std::string_view name) const {
+  std::vector<std::string_view> out;
+  for (const auto &[k, v] : fields)
+    if (k == name) out.emplace_back(v);
+  return out;
+}
+
+std::optional<std::string_view> RawEntry::single(std::string_view name) const {
+  std::optional<std::string_view> found;
+  for (const auto &[k, v] : fields) {
+    if (k != name) continue;
+    if (found) return std::nullopt;
+    found = v;
+  }
+  return found;
+}
+
+TrustPolicy default_trust_policy() {
+  TrustPolicy p;
+  struct passwd pw, *res = nullptr;
+  char buf[4096];
+  if (getpwnam_r("systemd-coredump", &pw, buf, sizeof buf, &res) == 0 && res) p.coredump_user_uid = pw.pw_uid;
+  return p;
+}
+
+std::string_view storage_name(Storage s) noexcept {
+  switch (s) {
+    case Storage::kExternal: return "external";
+    case Storage::kJournal: return "journal";
+    case Storage::kNone: return "none";
+  }
+  return "none";
+}
+
+std::string xescape_comm(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c >= 0x7f || c == '\\' || c == '.' || c == '/' || c == ' ') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string_view strip_compression_suffix(std::string_view name) noexcept {
+  for (std::string_view suffix : {".zst", ".lz4", ".xz"})
+    if (name.size() > suffix.size() && name.ends_with(suffix)) return name.substr(0, name.size() - suffix.size());
+  return name;
+}
+
+std::string CoredumpEntry::key() const {
+  return boot_id + "." + std::to_string(pid) + "." + std::to_string(timestamp);
+}
+
+std::string CoredumpEntry::core_timeline_name() const {
+  if (core_name.empty()) return "";
+  return std::string(strip_compression_suffix(core_name)) + ".timeline.json";
+}
+
+std::string CoredumpEntry::state_timeline_name() const {
+  /* comm is at most 15 bytes from the kernel; a longer (odd) value is cut
+   * so that the name stays well below NAME_MAX. */
+  std::string c = xescape_comm(comm.empty() ? std::string_view("unknown") : std::string_view(comm).substr(0, 32));
+  return "core." + c + "." + std::to_string(uid) + "." + boot_id + "." + std::to_string(pid) + "." +
+         std::to_string(timestamp) + ".timeline.json";
+}
+
+namespace {
+
+Error reject(std::string message) { return Error{0, std::move(message)}; }
+
+bool is_boot_id(std::string_view s) {
+  if (s.size() != 32) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+/* The one-value numeric field `name`, or an Error naming it. */
+Result<std::uint64_t> number(const RawEntry &raw, std::string_view name) {
+  auto all = raw.values(name);
+  if (all.size() != 1)
+    return reject(std::string(name) + " occurs " + std::to_string(all.size()) + " times (systemd-coredump writes it once)");
+  std::uint64_t v;
+  if (!parse_u64(all[0], v)) return reject(std::string(name) + "='" + printable(all[0], 64) + "' is not a decimal number");
+  return v;
+}
+
+}  // namespace
+
+Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &policy) {
+  auto ids = raw.values("MESSAGE_ID");
+  if (ids.size() != 1)
+    return reject("MESSAGE_ID occurs " + std::to_string(ids.size()) +
+                  " times; systemd-coredump's own entries carry exactly one (a second one marks a copy made by "
+                  "'systemd-coredump --backtrace', which any user can run)");
+  if (ids[0] != kCoredumpMessageId) return reject("MESSAGE_ID=" + printable(ids[0], 64) + " is not systemd-coredump's");
+
+  auto transport = raw.single("_TRANSPORT");
+  if (!transport || *transport != "journal")
+    return reject("_TRANSPORT=" + printable(transport.value_or("?"), 64) + ", not 'journal'");
+  /* journald reads _COMM and _EXE from /proc/PID after the message
+   * arrives; a sender that has already exited (systemd-coredump exits right
+   * after logging) has none.  So a missing one is accepted, a wrong one is
+   * not; the _UID and file name rules below bound what such an entry can
+   * claim. */
+  auto comms = raw.values("_COMM");
+  if (comms.size() > 1) return reject("_COMM occurs more than once");
+  if (comms.size() == 1 && comms[0] != "systemd-coredum")
+    return reject("sent by _COMM=" + printable(comms[0], 64) + ", not systemd-coredump");
+  auto exes = raw.values("_EXE");
+  if (exes.size() > 1) return reject("_EXE occurs more than once");
+  if (exes.size() == 1) {
+    bool exe_ok = false;
+    for (const auto &e : policy.coredump_exes) exe_ok = exe_ok || exes[0] == e;
+    if (!exe_ok) return reject("sent by _EXE=" + printable(exes[0], 128) + ", not systemd-coredump");
+  }
+
+  std::uint64_t sender_uid;
+  auto sender = raw.single("_UID");
+  if (!sender || !parse_u64(*sender, sender_uid)) return reject("_UID missing or repeated");
+
+  CoredumpEntry e;
+  e.cursor = raw.cursor;
+  e.realtime_usec = raw.realtime_usec;
+  auto uid = number(raw, "COREDUMP_UID");
+  if (!uid) return std::move(uid).error();
+  e.uid = *uid;
+  /* systemd-coredump logs as the crashed user only when that user is not
+   * a system user (uid > SYSTEM_UID_MAX, 999 on Debian). */
+  const bool writer_ok = sender_uid == 0 || (policy.coredump_user_uid && sender_uid == *policy.coredump_user_uid) ||
+                         (sender_uid == e.uid && e.uid > kSystemUidMax);
+  if (!writer_ok)
+    return reject("written by _UID=" + std::to_string(sender_uid) + " about a crash of COREDUMP_UID=" +
+                  std::to_string(e.uid) +
+                  "; systemd-coredump logs as root, as systemd-coredump, or as the crashed (non-system) user only");
+
+  auto boot = raw.values("_BOOT_ID");
+  if (boot.size() != 1 || !is_boot_id(boot[0])) return reject("_BOOT_ID missing or malformed");
+  e.boot_id = std::string(boot[0]);
+  auto pid = number(raw, "COREDUMP_PID");
+  if (!pid) return std::move(pid).error();
+  e.pid = *pid;
+  auto ts = number(raw, "COREDUMP_TIMESTAMP");
+  if (!ts) return std::move(ts).error();
+  e.timestamp = *ts;
+  if (e.pid == 0) return reject("COREDUMP_PID=0");
+
+  for (std::string_view name : {"COREDUMP_FILENAME", "COREDUMP_COMM", "COREDUMP_EXE", "COREDUMP_TRUNCATED"})
+    if (raw.values(name).size() > 1) return reject(std::string(name) + " occurs more than once");
+  e.comm = std::string(raw.single("COREDUMP_COMM").value_or(""));
+  e.exe = std::string(raw.single("COREDUMP_EXE").value_or(""));
+  e.truncated = raw.single("COREDUMP_TRUNCATED").value_or("") == "1";
+
+  if (auto file = raw.single("COREDUMP_FILENAME")) {
+    const std::string prefix = policy.coredump_dir + "/";
+    if (!file->starts_with(prefix))
+      return reject("COREDUMP_FILENAME=" + printable(*file) + " is outside the coredump directory " +
+                    policy.coredump_dir);
+    std::string_view name = file->substr(prefix.size());
+    if (name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos ||
+        name.find('\0') != std::string_view::npos || name == "." || name == "..")
+      return reject("COREDUMP_FILENAME=" + printable(*file) + " is not a file directly inside " + policy.coredump_dir);
+    const std::string tail = "." + std::to_string(e.uid) + "." + e.boot_id + "." + std::to_string(e.pid) + "." +
+                             std::to_string(e.timestamp);
+    std::string_view base = strip_compression_suffix(name);
+    if (!name.starts_with("core.") || !base.ends_with(tail) || base.size() <= 5 + tail.size())
+      return reject("COREDUMP_FILENAME=" + printable(*file) + " is not the name systemd-coredump gives this crash (core.COMM" +
+                    tail + "[.zst|.lz4|.xz])");
+    e.core_path = std::string(*file);
+    e.core_name = std::string(name);
+  }
+  e.storage = e.core_path ? Storage::kExternal : raw.has_core_field ? Storage::kJournal : Storage::kNone;
+  for (const auto &[k, v] : raw.fields) e.fields.emplace(k, v);
+  return e;
+}
+
+std::string xattrs_disagree(int fd, const CoredumpEntry &entry) {
+  static const char *const kNames[][2] = {
+      {"user.coredump.pid", "COREDUMP_PID"},         {"user.coredump.uid", "COREDUMP_UID"},
+      {"user.coredump.gid", "COREDUMP_GID"},         {"user.coredump.signal", "COREDUMP_SIGNAL"},
+      {"user.coredump.timestamp", "COREDUMP_TIMESTAMP"}, {"user.coredump.comm", "COREDUMP_COMM"},
+      {"user.coredump.exe", "COREDUMP_EXE"},
+  };
+  char buf[4096];
+  for (const auto &[xattr, field] : kNames) {
+    ssize_t n = fgetxattr(fd, xattr, buf, sizeof buf);
+    if (n < 0) continue;
+    auto it = entry.fields.find(field);
+    if (it == entry.fields.end()) continue;
+    const std::string_view value(buf, static_cast<std::size_t>(n));
+    if (value != it->second)
+      return std::string(xattr) + "='" + printable(value, 128) + "' of the core but " + field + "='" +
+             printable(it->second, 128) + "' in the entry";
+  }
+  return "";
+}
+
+}  // namespace ctd

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * entry.h - one systemd-coredump journal entry: which ones to trust, what
+ * they say, and the names of the timelines they give.
+ *
+ * A journal entry is untrusted input.  Any local user can write one with
+ * any user fields (sd_journal_send(3)), and can even make
+ * /lib/systemd/systemd-coredump itself write one: `systemd-coredump
+ * --backtrace PID UID GID SIG TS RLIMIT HOST` run as an ordinary user
+ * copies the fields it reads on stdin (MESSAGE_ID=..., COREDUMP_FILENAME=
+ * /etc/shadow) into an entry with _EXE=/usr/lib/systemd/systemd-coredump and
+ * _TRANSPORT=journal (measured on systemd 252; that mode adds its own second
+ * MESSAGE_ID, the backtrace one).  journald does guarantee the trusted
+ * fields, those starting with "_" (systemd.journal-fields(7)): a sender
+ * cannot set them.  So an entry is accepted only if ALL of these hold:
+ *
+ *  - MESSAGE_ID has exactly one value, fc2e22bc6ee647b6b90729ab34a250b1
+ *    (SD_MESSAGE_COREDUMP); a second MESSAGE_ID marks --backtrace copies;
+ *  - _TRANSPORT=journal; _COMM, if present, systemd-coredum (comm is cut
+ *    at 15 bytes); _EXE, if present, one of the configured systemd-coredump
+ *    paths.  Either may be missing: journald reads them from /proc after
+ *    the message arrives, and systemd-coredump has often exited by then
+ *    (measured here: some entries of a test run lack _EXE and _CMDLINE,
+ *    a few also _COMM);
+ *  - _UID is 0, the uid of the "systemd-coredump" user, or COREDUMP_UID if
+ *    that is not a system uid (> 999): systemd-coredump drops to the
+ *    crashed user before it logs (so the user can read the entry), or to
+ *    "systemd-coredump" when that user is a system user
+ *    (src/coredump/coredump.c, change_uid_gid()).  A forger running as uid
+ *    U therefore can only speak about crashes of uid U, and only if U is
+ *    not a system user;
+ *  - _BOOT_ID, COREDUMP_PID, COREDUMP_UID, COREDUMP_TIMESTAMP each exactly
+ *    once and well formed; COREDUMP_FILENAME, COREDUMP_COMM, COREDUMP_EXE at
+ *    most once;
+ *  - COREDUMP_FILENAME, if present, is <coredump dir>/<name> where <name>
+ *    is one path component that is exactly the name systemd-coredump gives
+ *    that crash: "core." <anything> "." UID "." BOOT_ID "." PID "." TS,
+ *    optionally ".zst", ".lz4" or ".xz" (make_filename() in coredump.c).
+ *
+ * The daemon adds one check once the core is open: the user.coredump.*
+ * xattrs systemd-coredump (as root) puts on the core must agree with the
+ * entry (xattrs_agree()).
+ *
+ * Thread-safety: pure functions of their arguments.
+ */
+#ifndef CORE_TIMELINE_DAEMON_ENTRY_H
+#define CORE_TIMELINE_DAEMON_ENTRY_H
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "util.h"
+
+namespace ctd {
+
+/** MESSAGE_ID of systemd-coredump's entries (SD_MESSAGE_COREDUMP). */
+inline constexpr std::string_view kCoredumpMessageId = "fc2e22bc6ee647b6b90729ab34a250b1";
+
+/** Highest system uid (SYSTEM_UID_MAX of login.defs on Debian). */
+inline constexpr std::uint64_t kSystemUidMax = 999;
+
+/** The fields of one journal entry, as read (untrusted). */
+struct RawEntry {
+  std::string cursor;                /**< sd_journal_get_cursor(3) */
+  std::uint64_t realtime_usec = 0;   /**< __REALTIME_TIMESTAMP */
+  /** Every field but COREDUMP=, in journal order; a field may repeat. */
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool has_core_field = false;       /**< a COREDUMP= field is present */
+
+  /** All values of field `name`. */
+  std::vector<std::string_view> values(std::string_view name) const;
+  /** The value of `name` if it occurs exactly once. */
+  std::optional<std::string_view> single(std::string_view name) const;
+};
+
+/** What makes an entry trusted (see the top of this file). */
+struct TrustPolicy {
+  std::vector<std::string> coredump_exes{"/usr/lib/systemd/systemd-coredump", "/lib/systemd/systemd-coredump"};
+  /** Uid of the "systemd-coredump" user, if it exists (getpwnam(3)). */
+  std::optional<std::uint64_t> coredump_user_uid;
+  /** Where systemd-coredump stores cores; no trailing slash. */
+  std::string coredump_dir = "/var/lib/systemd/coredump";
+};
+
+/** The policy for this machine: the default exes and dir, the uid of the
+ *  "systemd-coredump" user looked up with getpwnam(3). */
+TrustPolicy default_trust_policy();
+
+/** Where the entry says the core is. */
+enum class Storage { kExternal, kJournal, kNone };
+std::string_view storage_name(Storage s) noexcept;  /* "external", ... */
+
+/** A trusted systemd-coredump entry. */
+struct CoredumpEntry {
+  std::string cursor;
+  std::uint64_t realtime_usec = 0;
+  std::string boot_id;               /**< _BOOT_ID, 32 lower-case hex digits */
+  std::uint64_t pid = 0;             /**< COREDUMP_PID (initial pid namespace) */
+  std::uint64_t uid = 0;             /**< COREDUMP_UID */
+  std::uint64_t timestamp = 0;       /**< COREDUMP_TIMESTAMP, usec */
+  std::string comm;                  /**< COREDUMP_COMM (untrusted bytes) */
+  std::string exe;                   /**< COREDUMP_EXE (untrusted bytes) */
+  std::optional<std::string> core_path;  /**< COREDUMP_FILENAME, validated */
+  std::string core_name;             /**< its last component, "" if none */
+  bool truncated = false;            /**< COREDUMP_TRUNCATED=1 */
+  Storage storage = Storage::kNone;
+  /** First value of every field but COREDUMP=, for the document. */
+  std::map<std::string, std::string> fields;
+
+  /** "BOOT_ID.PID.TIMESTAMP": one crash, whatever pid reuse does. */
+  std::string key() const;
+  /** The name of its timeline next to the core: core_name without
+   *  .zst/.lz4/.xz, plus ".timeline.json"; "" if there is no core file. */
+  std::string core_timeline_name() const;
+  /** The name of its timeline in the state directory:
+   *  core.COMM.UID.BOOT_ID.PID.TIMESTAMP.timeline.json, COMM escaped as
+   *  systemd escapes it (xescape "./ " plus '/'). */
+  std::string state_timeline_name() const;
+};
+
+/**
+ * Checks `raw` against `policy` (the rules at the top of this file).
+ * Returns the entry, or an Error whose message says which rule failed and
+ * quotes the offending field (printable()).  err is 0.
+ */
+Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &policy);
+
+/**
+ * Compares the user.coredump.{pid,uid,gid,signal,timestamp,comm,exe}
+ * xattrs of the open core `fd` (set by systemd-coredump, coredump.c
+ * fix_xattr()) with the entry's COREDUMP_* fields.  Missing xattrs (a file
+ * system without user xattrs) are not a disagreement.  Returns "" if they
+ * agree, else which one differs.
+ */
+std::string xattrs_disagree(int fd, const CoredumpEntry &entry);
+
+/** systemd's xescape(s, "./ ") (src/basic/escape.c) plus '/': every byte
+ *  below 0x20 or above 0x7e, '\\', '.', '/' and ' ' as \xNN. */
+std::string xescape_comm(std::string_view s);
+
+/** `name` without a trailing ".zst", ".lz4" or ".xz". */
+std::string_view strip_compression_suffix(std::string_view name) noexcept;
+
+}  // namespace ctd
+
+#endif  // CORE_TIMELINE_DAEMON_ENTRY_H

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * files.h - durable, atomic, correctly owned files: timelines and the
+ * saved journal cursor.
+ *
+ * Timelines are created, never overwritten: write_new_file() writes into an
+ * unnamed O_TMPFILE in the target directory, sets owner, mode and ACL,
+ * fsync(2)s it, gives it its name with linkat(2) (which fails with EEXIST
+ * rather than replacing an existing file) and fsyncs the directory.  Until
+ * the link the file has no name, so a kill -9 at any point leaves either
+ * the whole timeline or nothing - no temporary files to clean up.  Where
+ * O_TMPFILE is unsupported it falls back to a named temporary file and
+ * renameat2(RENAME_NOREPLACE).
+ *
+ * Ownership.  systemd-coredump stores a core as root:root, mode 0640, with
+ * a POSIX ACL granting read to the crashed user when that user is not a
+ * system user (coredump.c fix_acl(); measured on Debian 12:
+ * "user::rw- user:1234:r-- group::r-- mask::r-- other::---").  A timeline
+ * copies exactly that: the core's uid, gid, permission bits and its
+ * system.posix_acl_access xattr.  A timeline without a core file (journal
+ * storage, core gone) gets what systemd-coredump would have given the
+ * core: root:root 0640 plus the same ACL for COREDUMP_UID.
+ *
+ * Thread-safety: functions are independent; concurrent writers of the same
+ * name get EEXIST, never a mixed file.
+ */
+#ifndef CORE_TIMELINE_DAEMON_FILES_H
+#define CORE_TIMELINE_DAEMON_FILES_H
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util.h"
+
+namespace ctd {
+
+struct FileOwner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  mode_t mode = 0640;     /**< permission bits only (& 0666) */
+  std::string acl;        /**< raw system.posix_acl_access value; "" none */
+};
+
+/** The owner, mode and ACL of the open core `fd` (fstat'ed as `st`). */
+FileOwner owner_of_core(int fd, const struct stat &st);
+
+/** root:root 0640, plus read for `crash_uid` unless it is a system user
+ *  (uid < 1000, or nobody 65534), as systemd-coredump does. */
+FileOwner owner_for_uid(std::uint64_t crash_uid);
+
+/** The system.posix_acl_access value (linux/posix_acl_xattr.h, version 2)
+ *  for "user::rw- user:UID:r-- group::r-- mask::r-- other::---". */
+std::string acl_user_read(std::uint32_t uid);
+
+enum class WriteOutcome { kWritten, kExists };
+
+/**
+ * Creates `name` in the directory `dirfd` (shown as `dir` in messages) with
+ * `data`, durably, owned as `owner`.  kExists if the name already exists
+ * (nothing is written).  Errors name the directory and the step.
+ * `acl_warning` receives a note if the ACL could not be set (a file system
+ * without ACLs); the file is then still written with owner and mode.
+ */
+Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std::string &name, std::string_view data,
+                                    const FileOwner &owner, std::string *acl_warning);
+
+/** Whether `name` exists in `dirfd` (fstatat, no symlink following). */
+bool file_exists(int dirfd, const std::string &name);
+
+/** mkdir -p `path` with `mode` for the directories it creates. */
+Result<void> make_dirs(const std::string &path, mode_t mode);
+
+/**
+ * The daemon's state directory: DIR/cursor (the journal cursor of the last
+ * entry handled), DIR/timelines/ (timelines of cores that are not files)
+ * and DIR/tmp/ (decompressed cores, unlinked).
+ */
+class StateDir {
+ public:
+  /** Creates the directories (state 0755, timelines 0755, tmp 0700). */
+  static Result<StateDir> open(const std::string &dir);
+
+  const std::string &path() const { return dir_; }
+  std::string timelines_path() const { return dir_ + "/timelines"; }
+  std::string tmp_path() const { return dir_ + "/tmp"; }
+  int timelines_fd() const { return timelines_fd_.get(); }
+
+  /** The saved cursor, or nullopt if none was saved (first start).  A
+   *  file that is empty or unreadable is an Error naming it. */
+  Result<std::optional<std::string>> load_cursor() const;
+  /** Saves `cursor` atomically and durably: DIR/cursor.new, fsync, rename
+   *  over DIR/cursor, fsync DIR. */
+  Result<void> save_cursor(const std::string &cursor);
+
+ private:
+  std::string dir_;
+  Fd dir_fd_, timelines_fd_;
+};
+
+}  // namespace ctd
+
+#endif  // CORE_TIMELINE_DAEMON_FILES_H

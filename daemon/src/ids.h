@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ids.h - the journal MESSAGE_IDs core-timelined sends.  Each has an entry
+ * in units/core-timeline.catalog (journalctl -x shows it) and is described
+ * in docs/core-timelined.md.  They were made once with
+ * `journalctl --new-id128`-style random 128-bit ids; never change them:
+ * people and ctl-query match on them.
+ */
+#ifndef CORE_TIMELINE_DAEMON_IDS_H
+#define CORE_TIMELINE_DAEMON_IDS_H
+
+#include <string_view>
+
+namespace ctd {
+
+/** PRIORITY=3: a process carried a ring but its mapping is not in the core
+ *  (coredump_filter, MADV_DONTDUMP): the timeline is lost. */
+inline constexpr std::string_view kMsgMappingAbsent = "2d6a53792c8b405fa4ed10165ba08998";
+/** PRIORITY=4: an entry that looks like systemd-coredump's was not written
+ *  by it (or names a file it would not): ignored. */
+inline constexpr std::string_view kMsgEntryRejected = "f6333bac94024bafb18b8f5b475c6502";
+/** PRIORITY=6 (ok, no_ring) or 4 (any other status): a timeline was
+ *  written for a coredump entry. */
+inline constexpr std::string_view kMsgTimelineWritten = "9d72af4745ac4dc29e0df9be4f6139df";
+
+}  // namespace ctd
+
+#endif  // CORE_TIMELINE_DAEMON_IDS_H

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal.h - following the local journal for systemd-coredump entries
+ * with sd-journal (sd-journal(3)).
+ *
+ * One Journal holds one sd_journal opened with SD_JOURNAL_LOCAL_ONLY: the
+ * system journal and every user's journal, because systemd-coredump logs a
+ * user's crash as that user and journald may store it in user-UID.journal.
+ * The match is MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1; nothing here
+ * decides whether an entry is trusted (entry.h does).
+ *
+ * Field sizes: fields are read with a data threshold of kFieldThreshold
+ * (sd_journal_set_data_threshold(3)), so a huge field (COREDUMP_PROC_MAPS of
+ * a giant process) is cut there.  The COREDUMP= field (Storage=journal: the
+ * whole uncompressed core) is read only by with_core_field(), which lifts
+ * the threshold to 0 ("no limit") for that one read: sd-journal then holds
+ * the whole core in memory, as large as JournalSizeMax= (767 MiB by
+ * default) allows.
+ *
+ * Rotation and vacuum: wait() calls sd_journal_process(3), which opens new
+ * files and closes deleted ones; the read position (the current entry) is
+ * kept across SD_JOURNAL_INVALIDATE.  The number of descriptors is one per
+ * journal file on disk plus an inotify descriptor.
+ *
+ * Thread-safety: none; one thread owns a Journal (sd-journal is not
+ * thread-safe for one object).
+ */
+#ifndef CORE_TIMELINE_DAEMON_JOURNAL_H
+#define CORE_TIMELINE_DAEMON_JOURNAL_H
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "entry.h"
+#include "util.h"
+
+struct sd_journal;
+
+namespace ctd {
+
+inline constexpr std::size_t kFieldThreshold = 1 << 20;
+
+class Journal {
+ public:
+  /** sd_journal_open(LOCAL_ONLY) with the MESSAGE_ID match.  Errors name
+   *  the call and errno (e.g. EPERM: run as root or in group
+   *  systemd-journal). */
+  static Result<Journal> open();
+
+  /** A journal of files under `directory` only (sd_journal_open_directory),
+   *  for tests and for reading a copied journal. */
+  static Result<Journal> open_directory(const std::string &directory);
+
+  Journal(Journal &&o) noexcept;
+  Journal &operator=(Journal &&o) noexcept;
+  Journal(const Journal &) = delete;
+  Journal &operator=(const Journal &) = delete;
+  ~Journal();
+
+  /** Positions before the first coredump entry after `cursor`.  If the
+   *  entry `cursor` names still exists it is skipped (it was handled);
+   *  if it was vacuumed, reading resumes at the nearest later entry.
+   *  Returns whether the exact entry was found. */
+  Result<bool> seek_after_cursor(const std::string &cursor);
+  /** Positions before the first entry of boot `boot_id`
+   *  (sd_journal_seek_monotonic_usec(boot, 0)). */
+  Result<void> seek_boot_start(const std::string &boot_id);
+  /** Positions at the end: only entries added later are read. */
+  Result<void> seek_tail();
+  /** Positions before the oldest entry. */
+  Result<void> seek_head();
+
+  /** The cursor of the newest entry of the whole journal (any entry, not
+   *  only coredump ones), or nullopt if the journal is empty.  Used as the
+   *  starting point on a first start.  Leaves the read position alone only
+   *  in the sense that the caller must seek afterwards. */
+  Result<std::optional<std::string>> newest_cursor();
+
+  /** Moves to the next coredump entry and reads it into `out`.  Returns
+   *  false at the end (nothing new yet).  An entry whose fields cannot be
+   *  read is returned with the fields that could, and `warning` set. */
+  Result<bool> next(RawEntry &out, std::string &warning);
+
+  /** Calls `fn` with the COREDUMP= field of the current entry, without
+   *  its "COREDUMP=" prefix (the bytes are valid during the call only).
+   *  kNotFound-like Error (err ENOENT) if the entry has none. */
+  Result<void> with_core_field(const std::function<Result<void>(std::span<const std::uint8_t>)> &fn);
+
+  /** The descriptor to poll (sd_journal_get_fd) and the events to wait for
+   *  (sd_journal_get_events). */
+  int fd() const noexcept;
+  short events() const noexcept;
+  /** sd_journal_get_timeout as a relative poll(2) timeout in ms (-1: none). */
+  int timeout_ms() const noexcept;
+  /** After fd() polled readable (or the timeout passed): sd_journal_process.
+   *  Returns SD_JOURNAL_NOP, SD_JOURNAL_APPEND or SD_JOURNAL_INVALIDATE. */
+  Result<int> process();
+
+ private:
+  explicit Journal(sd_journal *j) noexcept : j_(j) {}
+  static Result<Journal> finish_open(sd_journal *j, int r, const std::string &what);
+  sd_journal *j_ = nullptr;
+};
+
+}  // namespace ctd
+
+#endif  // CORE_TIMELINE_DAEMON_JOURNAL_H

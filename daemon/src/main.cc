@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core-timelined - write the timeline of every crash that systemd-coredump
+ * stores.  See docs/core-timelined.md and daemon.h.
+ *
+ *   core-timelined [--config FILE] [--coredump-dir DIR] [--output-dir DIR]
+ *                  [--state-dir DIR] [--first-start boot|new|all]
+ *                  [--decode-timeout SECONDS] [--memory-limit BYTES]
+ *                  [--keep-whole-below BYTES] [--max-kept BYTES]
+ *                  [--tlmap-dir DIR] [--once] [--log-target T] [--log-level L]
+ *
+ * Exit status: 0 after a clean stop (SIGTERM, SIGINT, or --once done),
+ * 1 if it could not start or the journal failed, 2 for a bad option.
+ * `core-timelined --decode-child ...` is the isolated decoder (decode.h),
+ * started by the daemon itself.
+ */
+#include <cstdio>
+#include <cstring>
+
+#include "daemon.h"
+#include "decode.h"
+#include "log.h"
+#include "options.h"
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return ctd::decoder_child_main(argc, argv);
+  int exit_now = -1;
+  auto opts = ctd::parse_options(argc, argv, &exit_now);
+  if (!opts) {
+    std::fprintf(stderr, "core-timelined: %s\n", opts.error().message.c_str());
+    return 2;
+  }
+  if (exit_now >= 0) return exit_now;
+  const auto &o = *opts;
+  const auto target = o.log_target == "journal" ? ctd::log::Target::kJournal
+                      : o.log_target == "stderr" ? ctd::log::Target::kStderr
+                      : o.log_target == "both"   ? ctd::log::Target::kBoth
+                                                 : ctd::log::Target::kAuto;
+  ctd::log::setup(target, spdlog::level::from_str(o.log_level));
+  ctd::Daemon daemon(o, ctd::default_trust_policy());
+  return daemon.run();
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* options.cc - see options.h. */
+#include "options.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#ifndef CT_VERSION
+#define CT_VERSION "0.0.0"
+#endif
+
+namespace ctd {
+
+const char *version() { return CT_VERSION; }
+
+namespace {
+
+std::string strip_slashes(std::string s) {
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<Options> parse_options(int argc, char **argv, int *exit_now) {
+  *exit_now = -1;
+  Options o;
+  CLI::App app{"core-timelined: for every crash that systemd-coredump stores, write the timeline the crashed\n"
+               "process left in its core (core-timeline-read --json) next to the core.\n"
+               "See docs/core-timelined.md.",
+               "core-timelined"};
+  app.set_config("--config", kDefaultConfig,
+                 "Configuration file of 'name = value' lines (read if it exists)");
+  std::string first_start = "boot", timeout = "30", memory = "1G", keep_whole = "64M", max_kept = "1G";
+  app.add_option("--coredump-dir", o.coredump_dir, "Where systemd-coredump stores cores")->capture_default_str();
+  app.add_option("--output-dir", o.output_dir,
+                 "Where timelines of stored cores are written (default: next to the core)");
+  app.add_option("--state-dir", o.state_dir,
+                 "Saved journal cursor, timelines of cores that are not files, temporary files")
+      ->capture_default_str();
+  app.add_option("--first-start", first_start,
+                 "Without a saved cursor, handle the crashes of: boot (this boot), new (from now on), all")
+      ->check(CLI::IsMember({"boot", "new", "all"}))
+      ->capture_default_str();
+  app.add_option("--decode-timeout", timeout, "Seconds a core may take to decode before it is undecodable")
+      ->capture_default_str();
+  app.add_option("--memory-limit", memory,
+                 "Address space the decoder may use beyond the mapped core (bytes, K/M/G suffix)")
+      ->capture_default_str();
+  app.add_option("--keep-whole-below", keep_whole,
+                 "Cores up to this size are decoded whole; larger ones sparse (only rings, headers, notes)")
+      ->capture_default_str();
+  app.add_option("--max-kept", max_kept, "Most bytes of one core kept for decoding")->capture_default_str();
+  app.add_option("--tlmap-dir", o.tlmap_dir, "Event names: NAME.tlmap names the events of executable NAME")
+      ->capture_default_str();
+  app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
+  app.add_option("--log-target", o.log_target, "auto, journal, stderr or both")
+      ->check(CLI::IsMember({"auto", "journal", "stderr", "both"}))
+      ->capture_default_str();
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn or err")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "err"}))
+      ->capture_default_str();
+  app.add_option("--coredump-exe", o.coredump_exes,
+                 "Path systemd-coredump runs as (_EXE of its entries); repeatable; default "
+                 "/usr/lib/systemd/systemd-coredump and /lib/systemd/systemd-coredump");
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    *exit_now = app.exit(e);
+    return o;
+  } catch (const CLI::ParseError &e) {
+    return Error{EINVAL, std::string(e.what()) + " (core-timelined --help lists the options)"};
+  }
+  if (show_version) {
+    std::printf("core-timelined %s\n", version());
+    *exit_now = 0;
+    return o;
+  }
+  o.config = app.get_config_ptr() ? app.get_config_ptr()->as<std::string>() : kDefaultConfig;
+  o.first_start = first_start == "new" ? FirstStart::kNew : first_start == "all" ? FirstStart::kAll : FirstStart::kBoot;
+  char *end = nullptr;
+  const double secs = std::strtod(timeout.c_str(), &end);
+  if (end == timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)
+    return Error{EINVAL, "--decode-timeout " + timeout + ": give seconds, more than 0 and at most 86400"};
+  o.decode_timeout_ms = static_cast<std::uint64_t>(std::ceil(secs * 1000));
+  if (!parse_size(memory, o.memory_limit) || o.memory_limit < (1ull << 20))
+    return Error{EINVAL, "--memory-limit " + memory + ": give bytes (K/M/G suffix), at least 1M (the decoder "
+                                                      "itself needs about 20M)"};
+  if (!parse_size(keep_whole, o.keep_whole_below))
+    return Error{EINVAL, "--keep-whole-below " + keep_whole + ": give bytes (K/M/G suffix)"};
+  if (!parse_size(max_kept, o.max_kept) || o.max_kept < (1ull << 20))
+    return Error{EINVAL, "--max-kept " + max_kept + ": give bytes (K/M/G suffix), at least 1M"};
+  if (o.keep_whole_below > o.max_kept) o.keep_whole_below = o.max_kept;
+  o.coredump_dir = strip_slashes(o.coredump_dir);
+  o.state_dir = strip_slashes(o.state_dir);
+  o.output_dir = strip_slashes(o.output_dir);
+  if (o.coredump_dir.empty() || o.coredump_dir[0] != '/')
+    return Error{EINVAL, "--coredump-dir must be an absolute path"};
+  if (o.state_dir.empty() || o.state_dir[0] != '/') return Error{EINVAL, "--state-dir must be an absolute path"};
+  if (!o.output_dir.empty() && o.output_dir[0] != '/') return Error{EINVAL, "--output-dir must be an absolute path"};
+  return o;
+}
+
+}  // namespace ctd

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * options.h - core-timelined's command line and configuration file.
+ *
+ * Every option can be given on the command line (--name VALUE) or in the
+ * configuration file (default /etc/core-timeline/core-timelined.conf, read
+ * if it exists) as "name = value" lines, '#' comments (CLI11's config
+ * format).  The command line wins.  With no arguments and no file the
+ * daemon runs with the defaults below, which suit a standard system.
+ *
+ * Thread-safety: plain values.
+ */
+#ifndef CORE_TIMELINE_DAEMON_OPTIONS_H
+#define CORE_TIMELINE_DAEMON_OPTIONS_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util.h"
+
+namespace ctd {
+
+inline constexpr const char kDefaultConfig[] = "/etc/core-timeline/core-timelined.conf";
+
+enum class FirstStart { kBoot, kNew, kAll };
+
+struct Options {
+  std::string config = kDefaultConfig;
+  /** Where systemd-coredump stores cores (cores outside it are refused). */
+  std::string coredump_dir = "/var/lib/systemd/coredump";
+  /** Where timelines of stored cores go; "" = next to the core. */
+  std::string output_dir;
+  /** Cursor, timelines of cores that are not files, temporary files. */
+  std::string state_dir = "/var/lib/core-timeline";
+  /** Without a saved cursor: "boot" (every crash of the current boot),
+   *  "new" (only crashes from now on), "all" (the whole journal). */
+  FirstStart first_start = FirstStart::kBoot;
+  std::uint64_t decode_timeout_ms = 30000;
+  std::uint64_t memory_limit = 1ull << 30;
+  std::uint64_t keep_whole_below = 64ull << 20;
+  std::uint64_t max_kept = 1ull << 30;
+  /** NAME.tlmap here names the events of executables called NAME. */
+  std::string tlmap_dir = "/etc/core-timeline/tlmap.d";
+  /** Handle what is in the journal, then exit (no waiting, no notify). */
+  bool once = false;
+  std::string log_target = "auto";   /**< auto, journal, stderr, both */
+  std::string log_level = "info";    /**< trace, debug, info, warn, err */
+  /** Paths systemd-coredump may have as _EXE (empty: the defaults). */
+  std::vector<std::string> coredump_exes;
+};
+
+/**
+ * Parses the command line and the configuration file.  On --help or
+ * --version prints and sets *exit_now to 0; on a bad option returns an
+ * Error naming it (and what is accepted).
+ */
+Result<Options> parse_options(int argc, char **argv, int *exit_now);
+
+/** The daemon's version (the project version). */
+const char *version();
+
+}  // namespace ctd
+
+#endif  // CORE_TIMELINE_DAEMON_OPTIONS_H

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* util.cc - see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace ctd {
+
+Error errno_error(int err, std::string_view what) {
+  return Error{err, std::string(what) + ": " + strerrordesc_np(err)};
+}
+
+void Fd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+static std::uint64_t clock_usec(clockid_t id) noexcept {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+std::uint64_t realtime_usec() noexcept { return clock_usec(CLOCK_REALTIME); }
+std::uint64_t monotonic_usec() noexcept { return clock_usec(CLOCK_MONOTONIC); }
+
+Result<void> write_all(int fd, std::string_view data, std::string_view what) {
+  const char *p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_error(errno, std::string("cannot write ") + std::string(what));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+bool parse_u64(std::string_view s, std::uint64_t &out) noexcept {
+  if (s.empty() || s.size() > 20) return false;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  out = v;
+  return true;
+}
+
+bool parse_size(std::string_view s, std::uint64_t &out) noexcept {
+  if (s.empty()) return false;
+  unsigned shift = 0;
+  switch (s.back()) {
+    case 'K': case 'k': shift = 10; break;
+    case 'M': case 'm': shift = 20; break;
+    case 'G': case 'g': shift = 30; break;
+    case 'T': case 't': shift = 40; break;
+    default: break;
+  }
+  if (shift) s.remove_suffix(1);
+  std::uint64_t v;
+  if (!parse_u64(s, v)) return false;
+  if (shift && v > (UINT64_MAX >> shift)) return false;
+  out = v << shift;
+  return true;
+}
+
+std::string printable(std::string_view s, std::size_t max_len) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= max_len) {
+      out += "...";
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+}  // namespace ctd
