@@ -1,0 +1,855 @@
+// SPDX-License-Identifier: MIT
+//
+// daemon_unit_test - core-timelined's parts on real files, real compressors
+// and its real decoder child, without the journal: which entries are
+// trusted, the names of timelines, the sparse core sink, decompression,
+// durable owned files, the cursor file, the status rules, and the
+// decoder's isolation (timeout, memory limit).  The end-to-end behaviour on
+// the real systemd-coredump pipeline is daemon_pipeline_test.
+#include <elf.h>
+#include <fcntl.h>
+#include <lz4frame.h>
+#include <lzma.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "decode.h"
+#include "document.h"
+#include "entry.h"
+#include "extract.h"
+#include "files.h"
+#include "ids.h"
+#include "options.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char kBoot[] = "feac8a91104c4813a37419e2b9ab4803";
+
+// A directory removed at the end of the test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/ctd-unit-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A systemd-coredump entry as systemd 252 writes it for a crash of uid 0
+// (measured: `journalctl -o export MESSAGE_ID=fc2e...`).
+ctd::RawEntry genuine_entry() {
+  ctd::RawEntry r;
+  r.cursor = "s=1;i=2;b=3";
+  r.realtime_usec = 1796020111752952;
+  r.fields = {
+      {"_BOOT_ID", kBoot},
+      {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+      {"PRIORITY", "2"},
+      {"COREDUMP_UID", "0"},
+      {"COREDUMP_PID", "12654"},
+      {"COREDUMP_TIMESTAMP", "1796020111000000"},
+      {"COREDUMP_COMM", "crash_demo"},
+      {"COREDUMP_EXE", "/work/main/build/bin/crash_demo"},
+      {"COREDUMP_SIGNAL", "11"},
+      {"COREDUMP_FILENAME",
+       std::string("/var/lib/systemd/coredump/core.crash_demo.0.") + kBoot + ".12654.1796020111000000.zst"},
+      {"_TRANSPORT", "journal"},
+      {"_UID", "995"},
+      {"_COMM", "systemd-coredum"},
+      {"_EXE", "/usr/lib/systemd/systemd-coredump"},
+      {"_PID", "12657"},
+  };
+  return r;
+}
+
+ctd::TrustPolicy policy() {
+  ctd::TrustPolicy p;
+  p.coredump_user_uid = 995;
+  return p;
+}
+
+void set(ctd::RawEntry &r, const std::string &name, const std::string &value) {
+  for (auto &[k, v] : r.fields)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  r.fields.emplace_back(name, value);
+}
+
+void erase(ctd::RawEntry &r, const std::string &name) {
+  std::erase_if(r.fields, [&](const auto &kv) { return kv.first == name; });
+}
+
+std::string rejection(const ctd::RawEntry &r) {
+  auto e = ctd::validate_entry(r, policy());
+  return e ? std::string() : e.error().message;
+}
+
+}  // namespace
+
+// ---- which entries are trusted ---------------------------------------------
+
+TEST(Entry, GenuineEntryIsAcceptedAndParsed) {
+  auto e = ctd::validate_entry(genuine_entry(), policy());
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->pid, 12654u);
+  EXPECT_EQ(e->uid, 0u);
+  EXPECT_EQ(e->timestamp, 1796020111000000u);
+  EXPECT_EQ(e->boot_id, kBoot);
+  EXPECT_EQ(e->storage, ctd::Storage::kExternal);
+  EXPECT_EQ(e->core_name, std::string("core.crash_demo.0.") + kBoot + ".12654.1796020111000000.zst");
+  EXPECT_EQ(e->core_timeline_name(),
+            std::string("core.crash_demo.0.") + kBoot + ".12654.1796020111000000.timeline.json");
+  EXPECT_EQ(e->state_timeline_name(),
+            std::string("core.crash_demo.0.") + kBoot + ".12654.1796020111000000.timeline.json");
+  EXPECT_EQ(e->key(), std::string(kBoot) + ".12654.1796020111000000");
+}
+
+TEST(Entry, SenderThatExitedBeforeJournaldLookedHasNoExeOrComm) {
+  // Measured: genuine entries lack _EXE (and sometimes _COMM) when
+  // systemd-coredump exits before journald reads /proc/PID.
+  auto r = genuine_entry();
+  erase(r, "_EXE");
+  erase(r, "_COMM");
+  EXPECT_EQ(rejection(r), "");
+}
+
+TEST(Entry, CopyMadeBySystemdCoredumpBacktraceModeIsRejected) {
+  // `systemd-coredump --backtrace` run by any user adds its own MESSAGE_ID
+  // next to the one copied from stdin.
+  auto r = genuine_entry();
+  r.fields.emplace_back("MESSAGE_ID", "1f4e0a44a88649939aaea34fc6da8c95");
+  EXPECT_NE(rejection(r).find("MESSAGE_ID occurs 2 times"), std::string::npos) << rejection(r);
+}
+
+TEST(Entry, OtherSendersAreRejected) {
+  auto r = genuine_entry();
+  set(r, "_EXE", "/usr/bin/python3");
+  EXPECT_NE(rejection(r).find("_EXE=/usr/bin/python3"), std::string::npos);
+  r = genuine_entry();
+  set(r, "_COMM", "evil");
+  EXPECT_NE(rejection(r).find("_COMM=evil"), std::string::npos);
+  r = genuine_entry();
+  set(r, "_TRANSPORT", "syslog");
+  EXPECT_NE(rejection(r).find("_TRANSPORT"), std::string::npos);
+  r = genuine_entry();
+  set(r, "MESSAGE_ID", "00000000000000000000000000000000");
+  EXPECT_NE(rejection(r), "");
+}
+
+TEST(Entry, UserMayOnlySpeakAboutTheirOwnCrashes) {
+  auto r = genuine_entry();
+  set(r, "_UID", "1234");  // a user, about a crash of root
+  EXPECT_NE(rejection(r).find("_UID=1234"), std::string::npos);
+  // systemd-coredump logs a user's crash as that user.
+  set(r, "COREDUMP_UID", "1234");
+  set(r, "COREDUMP_FILENAME", std::string("/var/lib/systemd/coredump/core.crash_demo.1234.") + kBoot +
+                                  ".12654.1796020111000000.zst");
+  EXPECT_EQ(rejection(r), "");
+  // ... but never as a system user.
+  set(r, "_UID", "33");
+  set(r, "COREDUMP_UID", "33");
+  set(r, "COREDUMP_FILENAME", std::string("/var/lib/systemd/coredump/core.crash_demo.33.") + kBoot +
+                                  ".12654.1796020111000000.zst");
+  EXPECT_NE(rejection(r).find("_UID=33"), std::string::npos);
+}
+
+TEST(Entry, FileNamesOutsideTheCoredumpDirectoryOrNotSystemdsAreRejected) {
+  for (const std::string &bad : std::vector<std::string>{
+           std::string("/etc/shadow"),
+           std::string("/var/lib/systemd/coredump/../../../etc/shadow"),
+           std::string("/var/lib/systemd/coredump/sub/core.crash_demo.0.") + kBoot + ".12654.1796020111000000",
+           std::string("/var/lib/systemd/coredump/"),
+           std::string("/var/lib/systemd/coredumpX/core.crash_demo.0.") + kBoot + ".12654.1796020111000000",
+           // another crash's core (pid, uid, timestamp or boot differ)
+           std::string("/var/lib/systemd/coredump/core.crash_demo.0.") + kBoot + ".999.1796020111000000.zst",
+           std::string("/var/lib/systemd/coredump/core.crash_demo.1000.") + kBoot + ".12654.1796020111000000",
+           std::string("/var/lib/systemd/coredump/core.crash_demo.0.") + kBoot + ".12654.1796020112000000",
+           std::string("/var/lib/systemd/coredump/core.crash_demo.0.00000000000000000000000000000000.12654."
+                       "1796020111000000"),
+           std::string("/var/lib/systemd/coredump/shadow"),
+       }) {
+    auto r = genuine_entry();
+    set(r, "COREDUMP_FILENAME", bad);
+    EXPECT_NE(rejection(r), "") << bad;
+  }
+}
+
+TEST(Entry, RepeatedOrMalformedKeyFieldsAreRejected) {
+  auto r = genuine_entry();
+  r.fields.emplace_back("COREDUMP_PID", "1");
+  EXPECT_NE(rejection(r).find("COREDUMP_PID occurs 2 times"), std::string::npos);
+  r = genuine_entry();
+  r.fields.emplace_back("COREDUMP_FILENAME", "/var/lib/systemd/coredump/x");
+  EXPECT_NE(rejection(r), "");
+  r = genuine_entry();
+  set(r, "COREDUMP_PID", "12a");
+  EXPECT_NE(rejection(r).find("not a decimal"), std::string::npos);
+  r = genuine_entry();
+  erase(r, "COREDUMP_TIMESTAMP");
+  EXPECT_NE(rejection(r).find("COREDUMP_TIMESTAMP occurs 0 times"), std::string::npos);
+  r = genuine_entry();
+  set(r, "_BOOT_ID", "not-a-boot-id");
+  EXPECT_NE(rejection(r), "");
+}
+
+TEST(Entry, StorageFollowsTheFields) {
+  auto r = genuine_entry();
+  erase(r, "COREDUMP_FILENAME");
+  r.has_core_field = true;
+  auto e = ctd::validate_entry(r, policy());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->storage, ctd::Storage::kJournal);
+  EXPECT_EQ(e->core_timeline_name(), "");
+  r.has_core_field = false;
+  e = ctd::validate_entry(r, policy());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->storage, ctd::Storage::kNone);
+}
+
+TEST(Entry, CommIsEscapedAsSystemdDoes) {
+  // Measured: COREDUMP_COMM "a.b c\\d" was stored by systemd-coredump as
+  // core.a\x2eb\x20c\x5c\x5cd.0.<boot>.<pid>.<ts>.zst
+  EXPECT_EQ(ctd::xescape_comm("a.b c\\\\d"), "a\\x2eb\\x20c\\x5c\\x5cd");
+  EXPECT_EQ(ctd::xescape_comm("../x"), "\\x2e\\x2e\\x2fx");
+  EXPECT_EQ(ctd::strip_compression_suffix("core.x.zst"), "core.x");
+  EXPECT_EQ(ctd::strip_compression_suffix("core.x.lz4"), "core.x");
+  EXPECT_EQ(ctd::strip_compression_suffix("core.x.xz"), "core.x");
+  EXPECT_EQ(ctd::strip_compression_suffix("core.x"), "core.x");
+  auto r = genuine_entry();
+  set(r, "COREDUMP_COMM", "a/b");
+  auto e = ctd::validate_entry(r, policy());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->state_timeline_name().find('/'), std::string::npos);
+}
+
+// ---- a synthetic core for the sink ---------------------------------------
+
+namespace {
+
+struct Seg {
+  std::uint64_t vaddr;
+  std::uint64_t size;
+  std::string file;  // NT_FILE name, "" for anonymous
+};
+
+struct Core {
+  std::vector<std::uint8_t> bytes;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seg_ranges;  // file offset, size
+  std::uint64_t head_end = 0;  // end of the ELF header, phdrs and notes
+};
+
+void put(std::vector<std::uint8_t> &b, std::size_t off, const void *p, std::size_t n) {
+  if (b.size() < off + n) b.resize(off + n);
+  std::memcpy(b.data() + off, p, n);
+}
+
+// ELF header, PT_NOTE with an NT_FILE note, one PT_LOAD per segment; each
+// segment filled with a pattern that differs per page.
+Core build_core(const std::vector<Seg> &segs) {
+  std::vector<std::uint8_t> note;
+  auto add = [&](const void *p, std::size_t n) {
+    const auto *c = static_cast<const std::uint8_t *>(p);
+    note.insert(note.end(), c, c + n);
+  };
+  std::vector<std::uint8_t> desc;
+  auto dadd = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) desc.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  std::vector<const Seg *> files;
+  for (const auto &s : segs)
+    if (!s.file.empty()) files.push_back(&s);
+  dadd(files.size());
+  dadd(4096);
+  for (const auto *s : files) {
+    dadd(s->vaddr);
+    dadd(s->vaddr + s->size);
+    dadd(0);
+  }
+  for (const auto *s : files) desc.insert(desc.end(), s->file.begin(), s->file.end() + 1);
+  while (desc.size() % 4) desc.push_back(0);
+  Elf64_Nhdr nh{5, static_cast<Elf64_Word>(desc.size()), NT_FILE};
+  add(&nh, sizeof nh);
+  add("CORE\0\0\0", 8);
+  note.insert(note.end(), desc.begin(), desc.end());
+
+  Core c;
+  const std::size_t phnum = 1 + segs.size();
+  const std::size_t note_off = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
+  std::uint64_t off = (note_off + note.size() + 4095) / 4096 * 4096;
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_CORE;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = static_cast<Elf64_Half>(phnum);
+  put(c.bytes, 0, &eh, sizeof eh);
+  Elf64_Phdr np{};
+  np.p_type = PT_NOTE;
+  np.p_offset = note_off;
+  np.p_filesz = note.size();
+  put(c.bytes, eh.e_phoff, &np, sizeof np);
+  put(c.bytes, note_off, note.data(), note.size());
+  c.head_end = note_off + note.size();
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    Elf64_Phdr ph{};
+    ph.p_type = PT_LOAD;
+    ph.p_offset = off;
+    ph.p_vaddr = segs[i].vaddr;
+    ph.p_filesz = ph.p_memsz = segs[i].size;
+    ph.p_flags = PF_R | PF_W;
+    ph.p_align = 4096;
+    put(c.bytes, eh.e_phoff + (i + 1) * sizeof(Elf64_Phdr), &ph, sizeof ph);
+    c.bytes.resize(off + segs[i].size);
+    for (std::uint64_t p = 0; p < segs[i].size; p += 4096)
+      std::memset(c.bytes.data() + off + p, static_cast<int>(1 + (i * 7 + p / 4096) % 250), 4096);
+    c.seg_ranges.emplace_back(off, segs[i].size);
+    off += segs[i].size;
+  }
+  return c;
+}
+
+// Writes a "CTLN" ring header at `off` with region_size `region`.
+void plant_ring(Core &c, std::uint64_t off, std::uint64_t region) {
+  std::memcpy(c.bytes.data() + off, "CTLN", 4);
+  std::memcpy(c.bytes.data() + off + 48, &region, 8);
+}
+
+std::vector<std::uint8_t> read_file(int fd) {
+  struct stat st;
+  fstat(fd, &st);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(st.st_size));
+  EXPECT_EQ(pread(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+  return out;
+}
+
+// Feeds `bytes` in random chunk sizes.
+ctd::ExtractStats feed_random(const std::vector<std::uint8_t> &bytes, int fd, const ctd::ExtractOptions &o,
+                              unsigned seed) {
+  ctd::CoreSink sink(fd, o);
+  std::mt19937 rng(seed);
+  std::size_t pos = 0;
+  while (pos < bytes.size()) {
+    std::size_t n = std::min<std::size_t>(bytes.size() - pos, 1 + rng() % 20000);
+    auto r = sink.feed({bytes.data() + pos, n});
+    EXPECT_TRUE(r) << r.error().message;
+    pos += n;
+  }
+  auto r = sink.finish();
+  EXPECT_TRUE(r) << r.error().message;
+  ctd::ExtractStats s;
+  sink.fill(s);
+  return s;
+}
+
+}  // namespace
+
+// ---- the sparse sink ---------------------------------------------------
+
+TEST(CoreSink, BigCoreKeepsHeadersRingsSmallSegmentsAndMagicRegionsOnly) {
+  const std::uint64_t MiB = 1 << 20;
+  Core c = build_core({
+      {0x10000000, 3 * 4096, "/memfd:core-timeline (deleted)"},  // ring: whole
+      {0x20000000, 3 * MiB, ""},                                  // anon: first page + magic region
+      {0x30000000, 8192, ""},                                     // small: whole
+      {0x40000000, 2 * MiB, "/usr/lib/libfoo.so"},                // big file-backed: first page
+  });
+  const std::uint64_t anon = c.seg_ranges[1].first;
+  plant_ring(c, anon + 100 * 4096, 2 * 4096);
+  TempDir dir;
+  auto tmp = ctd::make_temp_file(dir.path);
+  ASSERT_TRUE(tmp) << tmp.error().message;
+  ctd::ExtractOptions o;
+  o.keep_whole_below = 1 * MiB;
+  auto stats = feed_random(c.bytes, tmp->get(), o, 1);
+  auto out = read_file(tmp->get());
+  ASSERT_EQ(out.size(), c.bytes.size());
+  EXPECT_TRUE(stats.sparse);
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keep = {
+      {0, c.head_end},                                              // head
+      c.seg_ranges[0],                                              // ring
+      {anon, 4096},                                                 // first page
+      {anon + 100 * 4096, 2 * 4096},                                // magic region
+      c.seg_ranges[2],                                              // small
+      {c.seg_ranges[3].first, 4096},                                // first page
+  };
+  std::uint64_t expect_kept = 0;
+  std::vector<bool> kept(c.bytes.size());
+  for (auto [o2, n] : keep) {
+    expect_kept += n;
+    for (std::uint64_t i = o2; i < o2 + n; ++i) kept[i] = true;
+  }
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] != (kept[i] ? c.bytes[i] : 0)) ++wrong;
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(stats.kept_bytes, expect_kept);
+  EXPECT_EQ(stats.core_bytes, c.bytes.size());
+  // Holes cost no disk.
+  struct stat st;
+  fstat(tmp->get(), &st);
+  EXPECT_LT(static_cast<std::uint64_t>(st.st_blocks) * 512, c.bytes.size() / 2);
+}
+
+TEST(CoreSink, SmallCoreIsKeptWholeWhateverTheChunks) {
+  Core c = build_core({{0x10000000, 64 * 1024, ""}, {0x20000000, 3 << 20, ""}});
+  TempDir dir;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    auto tmp = ctd::make_temp_file(dir.path);
+    ASSERT_TRUE(tmp);
+    ctd::ExtractOptions o;
+    o.keep_whole_below = 64 << 20;
+    auto stats = feed_random(c.bytes, tmp->get(), o, seed);
+    EXPECT_EQ(read_file(tmp->get()), c.bytes);
+    EXPECT_FALSE(stats.sparse);
+    EXPECT_EQ(stats.kept_bytes, c.bytes.size());
+  }
+}
+
+TEST(CoreSink, BudgetBoundsWhatIsKept) {
+  Core c = build_core({{0x10000000, 4 << 20, "/memfd:core-timeline"}});
+  TempDir dir;
+  auto tmp = ctd::make_temp_file(dir.path);
+  ASSERT_TRUE(tmp);
+  ctd::ExtractOptions o;
+  o.keep_whole_below = 0;
+  o.max_kept = 1 << 20;
+  auto stats = feed_random(c.bytes, tmp->get(), o, 4);
+  EXPECT_TRUE(stats.budget_exhausted);
+  EXPECT_LE(stats.kept_bytes, o.max_kept);
+  EXPECT_EQ(read_file(tmp->get()).size(), c.bytes.size());
+}
+
+TEST(CoreSink, NotAnElfCoreKeepsOnlyItsStart) {
+  std::vector<std::uint8_t> junk(3 << 20, 'x');
+  TempDir dir;
+  auto tmp = ctd::make_temp_file(dir.path);
+  ASSERT_TRUE(tmp);
+  ctd::ExtractOptions o;
+  o.keep_whole_below = 0;
+  auto stats = feed_random(junk, tmp->get(), o, 5);
+  EXPECT_EQ(stats.kept_bytes, 1u << 20);
+  EXPECT_EQ(stats.core_bytes, junk.size());
+}
+
+// ---- decompression ----------------------------------------------------
+
+namespace {
+
+std::vector<std::uint8_t> zstd_compress(const std::vector<std::uint8_t> &in) {
+  std::vector<std::uint8_t> out(ZSTD_compressBound(in.size()));
+  size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+std::vector<std::uint8_t> lz4_compress(const std::vector<std::uint8_t> &in) {
+  std::vector<std::uint8_t> out(LZ4F_compressFrameBound(in.size(), nullptr));
+  size_t n = LZ4F_compressFrame(out.data(), out.size(), in.data(), in.size(), nullptr);
+  EXPECT_FALSE(LZ4F_isError(n));
+  out.resize(n);
+  return out;
+}
+
+std::vector<std::uint8_t> xz_compress(const std::vector<std::uint8_t> &in) {
+  std::vector<std::uint8_t> out(lzma_stream_buffer_bound(in.size()));
+  size_t pos = 0;
+  EXPECT_EQ(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC64, nullptr, in.data(), in.size(), out.data(), &pos, out.size()),
+            LZMA_OK);
+  out.resize(pos);
+  return out;
+}
+
+std::string write_bytes(const std::string &path, const std::vector<std::uint8_t> &b) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char *>(b.data()), static_cast<std::streamsize>(b.size()));
+  return path;
+}
+
+}  // namespace
+
+TEST(Extract, EachCompressionSystemdUsesRoundTrips) {
+  Core c = build_core({{0x10000000, 5 << 20, ""}, {0x20000000, 8192, "/memfd:core-timeline"}});
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::vector<std::uint8_t>>> cases = {
+      {"core.x.zst", zstd_compress(c.bytes)},
+      {"core.x.lz4", lz4_compress(c.bytes)},
+      {"core.x.xz", xz_compress(c.bytes)},
+      {"core.x", c.bytes},
+  };
+  for (const auto &[name, data] : cases) {
+    write_bytes(dir.path + "/" + name, data);
+    auto dfd = ctd::open_directory(dir.path);
+    ASSERT_TRUE(dfd);
+    struct stat st;
+    auto in = ctd::open_core_file(dfd->get(), name, &st);
+    ASSERT_TRUE(in) << in.error().message;
+    auto out = ctd::make_temp_file(dir.path);
+    ASSERT_TRUE(out);
+    ctd::ExtractOptions o;  // keep whole: 5 MiB < 64 MiB
+    auto s = ctd::extract_file(in->get(), name, out->get(), o);
+    ASSERT_TRUE(s) << name << ": " << s.error().message;
+    EXPECT_FALSE(s->stream_truncated) << name << ": " << s->stream_error;
+    EXPECT_EQ(s->input_bytes, data.size()) << name;
+    EXPECT_EQ(read_file(out->get()), c.bytes) << name;
+  }
+}
+
+TEST(Extract, TruncatedOrCorruptStreamKeepsWhatWasDecompressed) {
+  Core c = build_core({{0x10000000, 2 << 20, ""}});
+  TempDir dir;
+  for (const auto &[name, data] : std::vector<std::pair<std::string, std::vector<std::uint8_t>>>{
+           {"core.t.zst", zstd_compress(c.bytes)}, {"core.t.lz4", lz4_compress(c.bytes)},
+           {"core.t.xz", xz_compress(c.bytes)}}) {
+    auto cut = data;
+    cut.resize(cut.size() * 2 / 3);
+    write_bytes(dir.path + "/" + name, cut);
+    auto dfd = ctd::open_directory(dir.path);
+    struct stat st;
+    auto in = ctd::open_core_file(dfd->get(), name, &st);
+    ASSERT_TRUE(in);
+    auto out = ctd::make_temp_file(dir.path);
+    ASSERT_TRUE(out);
+    auto s = ctd::extract_file(in->get(), name, out->get(), ctd::ExtractOptions{});
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_TRUE(s->stream_truncated) << name;
+    EXPECT_FALSE(s->stream_error.empty()) << name;
+    auto got = read_file(out->get());
+    EXPECT_LT(got.size(), c.bytes.size()) << name;
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), c.bytes.begin())) << name << ": the prefix differs";
+  }
+}
+
+TEST(Extract, OpenRefusesLinksAndNonRegularFiles) {
+  TempDir dir;
+  write_bytes(dir.path + "/real", {1, 2, 3});
+  ASSERT_EQ(symlink((dir.path + "/real").c_str(), (dir.path + "/link").c_str()), 0);
+  ASSERT_EQ(mkfifo((dir.path + "/fifo").c_str(), 0600), 0);
+  ASSERT_EQ(mkdir((dir.path + "/dir").c_str(), 0700), 0);
+  auto dfd = ctd::open_directory(dir.path);
+  ASSERT_TRUE(dfd);
+  struct stat st;
+  auto r = ctd::open_core_file(dfd->get(), "link", &st);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, ELOOP);
+  r = ctd::open_core_file(dfd->get(), "fifo", &st);  // must not block
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EINVAL);
+  r = ctd::open_core_file(dfd->get(), "dir", &st);
+  ASSERT_FALSE(r);
+  r = ctd::open_core_file(dfd->get(), "missing", &st);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, ENOENT);
+  r = ctd::open_core_file(dfd->get(), "../etc", &st);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(ctd::open_core_file(dfd->get(), "real", &st));
+}
+
+// ---- files ----------------------------------------------------------------
+
+TEST(Files, AclMatchesWhatSystemdCoredumpSetsOnAUsersCore) {
+  // getxattr system.posix_acl_access of a core of uid 1234, measured on
+  // Debian 12 (systemd 252): user::rw- user:1234:r-- group::r-- mask::r--
+  // other::---
+  const std::string measured =
+      "0200000001000600ffffffff02000400d204000004000400ffffffff10000400ffffffff20000000ffffffff";
+  std::string hex;
+  for (unsigned char ch : ctd::acl_user_read(1234)) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", ch);
+    hex += b;
+  }
+  EXPECT_EQ(hex, measured);
+  EXPECT_TRUE(ctd::owner_for_uid(0).acl.empty());
+  EXPECT_TRUE(ctd::owner_for_uid(999).acl.empty());
+  EXPECT_TRUE(ctd::owner_for_uid(65534).acl.empty());
+  EXPECT_FALSE(ctd::owner_for_uid(1000).acl.empty());
+}
+
+TEST(Files, NewFileIsCompleteOwnedAndNeverReplaced) {
+  TempDir dir;
+  auto dfd = ctd::open_directory(dir.path);
+  ASSERT_TRUE(dfd);
+  ctd::FileOwner owner;
+  owner.uid = 1234;
+  owner.gid = 4321;
+  owner.mode = 0640;
+  owner.acl = ctd::acl_user_read(1234);
+  std::string warn;
+  auto w = ctd::write_new_file(dfd->get(), dir.path, "t.json", "{}\n", owner, &warn);
+  ASSERT_TRUE(w) << w.error().message;
+  EXPECT_EQ(*w, ctd::WriteOutcome::kWritten);
+  struct stat st;
+  ASSERT_EQ(stat((dir.path + "/t.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u);
+  EXPECT_EQ(st.st_gid, 4321u);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  if (warn.empty()) {
+    char buf[256];
+    ssize_t n = getxattr((dir.path + "/t.json").c_str(), "system.posix_acl_access", buf, sizeof buf);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)), owner.acl);
+  }
+  w = ctd::write_new_file(dfd->get(), dir.path, "t.json", "other\n", owner, &warn);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(*w, ctd::WriteOutcome::kExists);
+  std::ifstream f(dir.path + "/t.json");
+  std::string content((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(content, "{}\n");
+  // Nothing else was left in the directory.
+  std::size_t n = 0;
+  for (auto &e : fs::directory_iterator(dir.path)) n += e.path().filename() != "t.json";
+  EXPECT_EQ(n, 0u);
+}
+
+TEST(Files, CursorIsSavedAndLoaded) {
+  TempDir dir;
+  auto s = ctd::StateDir::open(dir.path + "/state");
+  ASSERT_TRUE(s) << s.error().message;
+  auto c = s->load_cursor();
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->has_value());
+  ASSERT_TRUE(s->save_cursor("s=abc;i=1"));
+  ASSERT_TRUE(s->save_cursor("s=abc;i=2"));
+  c = s->load_cursor();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->value(), "s=abc;i=2");
+  EXPECT_TRUE(fs::is_directory(dir.path + "/state/timelines"));
+  EXPECT_EQ(fs::status(dir.path + "/state/tmp").permissions(), fs::perms::owner_all);
+  { std::ofstream(dir.path + "/state/cursor", std::ios::trunc); }
+  c = s->load_cursor();
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("empty"), std::string::npos);
+}
+
+// ---- statuses ------------------------------------------------------------
+
+TEST(Verdict, StatusRules) {
+  auto e = ctd::validate_entry(genuine_entry(), policy());
+  ASSERT_TRUE(e);
+  ctd::DecodeResult d;
+  d.decoded = false;
+  d.failure = "the decoder was killed by SIGSEGV";
+  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, "undecodable");
+
+  d.decoded = true;
+  d.document = {{"status", "mapping_absent"}, {"reason", "excluded"}, {"core", {{"truncated", false}}}};
+  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, "mapping_absent");
+  // The same reader status in a truncated core: the truncation is the cause.
+  d.document["core"]["truncated"] = true;
+  auto v = ctd::judge(*e, d, std::nullopt);
+  EXPECT_EQ(v.status, "core_truncated");
+  EXPECT_EQ(v.reader_status, "mapping_absent");
+  ctd::ExtractStats x;
+  x.stream_truncated = true;
+  x.stream_error = "zstd: truncated";
+  d.document["core"]["truncated"] = false;
+  EXPECT_EQ(ctd::judge(*e, d, x).status, "core_truncated");
+  // A timeline recovered from a truncated core is still ok.
+  d.document["status"] = "ok";
+  EXPECT_EQ(ctd::judge(*e, d, x).status, "ok");
+}
+
+TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
+  auto e = ctd::validate_entry(genuine_entry(), policy());
+  ASSERT_TRUE(e);
+  ctd::DocumentParts p;
+  p.entry = &*e;
+  p.verdict = {"core_missing", "the core file is gone", ""};
+  p.decoded_usec = 1796020112000000;
+  auto doc = ctd::build_document(p);
+  EXPECT_EQ(doc["status"], "core_missing");
+  EXPECT_EQ(doc["coredump"]["journal_cursor"], "s=1;i=2;b=3");
+  EXPECT_EQ(doc["coredump"]["boot_id"], kBoot);
+  EXPECT_EQ(doc["coredump"]["realtime_usec"], 1796020111752952u);
+  EXPECT_EQ(doc["coredump"]["storage"], "external");
+  EXPECT_EQ(doc["coredump"]["fields"]["COREDUMP_PID"], "12654");
+  EXPECT_FALSE(doc["coredump"]["fields"].contains("COREDUMP"));
+  EXPECT_EQ(doc["daemon"]["version"], ctd::version());
+  EXPECT_EQ(doc["daemon"]["decoded_usec"], 1796020112000000u);
+  EXPECT_TRUE(doc["daemon"]["duration_ms"].is_number());
+  EXPECT_TRUE(doc["text"].is_string());
+  // Invalid UTF-8 from a journal field does not break the file.
+  e->fields["COREDUMP_CMDLINE"] = std::string("\xff\xfe", 2);
+  EXPECT_NO_THROW(ctd::serialize(ctd::build_document(p)));
+}
+
+// ---- the isolated decoder ---------------------------------------------------
+
+namespace {
+
+ctd::DecodeRequest request_for(int fd, std::uint64_t size) {
+  ctd::DecodeRequest r;
+  r.core_fd = fd;
+  r.core_size = size;
+  r.display_name = "/var/lib/systemd/coredump/core.test";
+  r.self_exe = CT_DAEMON_BIN;
+  return r;
+}
+
+// The children of this process (/proc/self/task/TID/children, proc(5)).
+std::vector<pid_t> my_children() {
+  std::vector<pid_t> out;
+  std::ifstream f("/proc/self/task/" + std::to_string(gettid()) + "/children");
+  pid_t p;
+  while (f >> p) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+TEST(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
+  TempDir dir;
+  write_bytes(dir.path + "/notacore", std::vector<std::uint8_t>(100, 'x'));
+  int fd = open((dir.path + "/notacore").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] { return true; });
+  close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->decoded) << r->failure;
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->document["status"], "core_unreadable");
+  EXPECT_EQ(r->document["core"]["path"], "/var/lib/systemd/coredump/core.test");
+  EXPECT_EQ(r->document.dump().find("/proc/self/fd"), std::string::npos) << r->document.dump();
+  EXPECT_GT(r->max_rss_kb, 0u);
+}
+
+TEST(Decoder, HungDecoderIsKilledAtTheTimeout) {
+  TempDir dir;
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  // Stop the child as soon as it exists: a decoder that never finishes.
+  auto stop_children = [] {
+    for (pid_t p : my_children()) kill(p, SIGSTOP);
+    return true;
+  };
+  ctd::DecodeLimits limits;
+  limits.timeout_ms = 300;
+  const auto t0 = ctd::monotonic_usec();
+  auto r = ctd::run_decoder(request_for(fd, 100), limits, stop_children);
+  close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->decoded);
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_NE(r->failure.find("did not finish within 300 ms"), std::string::npos) << r->failure;
+  EXPECT_LT(ctd::monotonic_usec() - t0, 5000000u);
+  EXPECT_TRUE(my_children().empty()) << "the killed decoder was not reaped";
+}
+
+TEST(Decoder, MemoryLimitTooSmallMakesItUndecodableNotFatal) {
+  TempDir dir;
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ctd::DecodeLimits limits;
+  limits.memory_limit = 4 << 20;  // the decoder's libraries alone need more
+  auto r = ctd::run_decoder(request_for(fd, 100), limits, [] { return true; });
+  close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->decoded);
+  EXPECT_FALSE(r->failure.empty());
+}
+
+TEST(Decoder, CancelKillsTheChild) {
+  TempDir dir;
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] {
+    for (pid_t p : my_children()) kill(p, SIGSTOP);
+    return false;
+  });
+  close(fd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, ECANCELED);
+  EXPECT_TRUE(my_children().empty());
+}
+
+// ---- options ----------------------------------------------------------------
+
+TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
+  TempDir dir;
+  std::vector<std::string> args{"core-timelined", "--config", dir.path + "/none.conf"};
+  auto parse = [](std::vector<std::string> a) {
+    std::vector<char *> argv;
+    for (auto &s : a) argv.push_back(s.data());
+    int exit_now = -1;
+    return ctd::parse_options(static_cast<int>(argv.size()), argv.data(), &exit_now);
+  };
+  {
+    std::ofstream f(dir.path + "/d.conf");
+    f << "# core-timelined\nstate-dir = /tmp/x-state\noutput-dir = /tmp/x-out\ndecode-timeout = 2.5\n"
+         "memory-limit = 512M\nfirst-start = new\n";
+  }
+  auto o = parse({"core-timelined", "--config", dir.path + "/d.conf"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->state_dir, "/tmp/x-state");
+  EXPECT_EQ(o->output_dir, "/tmp/x-out");
+  EXPECT_EQ(o->decode_timeout_ms, 2500u);
+  EXPECT_EQ(o->memory_limit, 512ull << 20);
+  EXPECT_EQ(o->first_start, ctd::FirstStart::kNew);
+  // The command line wins over the file.
+  o = parse({"core-timelined", "--config", dir.path + "/d.conf", "--state-dir", "/tmp/y"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->state_dir, "/tmp/y");
+  // Defaults (no file at the default path on a test machine, or ignored).
+  o = parse({"core-timelined", "--config", dir.path + "/d.conf", "--first-start", "boot"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->first_start, ctd::FirstStart::kBoot);
+  EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "lots"}));
+  EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
+  EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
+}
+
+// ---- the journal catalog ---------------------------------------------------
+
+TEST(Catalog, ParsesAndHasAnEntryForEveryMessageId) {
+  // journalctl --root builds a catalog database from ROOT/usr/lib/systemd/
+  // catalog/*.catalog without touching the machine's own.
+  TempDir dir;
+  fs::create_directories(dir.path + "/usr/lib/systemd/catalog");
+  fs::copy_file(CT_CATALOG, dir.path + "/usr/lib/systemd/catalog/core-timeline.catalog");
+  const std::string update = "journalctl --root=" + dir.path + " --update-catalog 2>&1";
+  FILE *p = popen(update.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(pclose(p), 0) << out;
+  p = popen(("journalctl --root=" + dir.path + " --list-catalog 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  out.clear();
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(pclose(p), 0) << out;
+  for (std::string_view id : {ctd::kMsgMappingAbsent, ctd::kMsgEntryRejected, ctd::kMsgTimelineWritten})
+    EXPECT_NE(out.find(std::string(id) + " core-timeline: "), std::string::npos) << id << " missing in:\n" << out;
+}
