@@ -98,11 +98,16 @@ Result<void> Daemon::start() {
   std::uint64_t wd = 0;
   if (!opt_.once && sd_watchdog_enabled(0, &wd) > 0) watchdog_usec_ = wd;
 
-  if (!opt_.output_dir.empty())
+  if (!opt_.output_dir.empty()) {
+    struct stat ost;
+    const bool created = stat(opt_.output_dir.c_str(), &ost) < 0;
     if (auto r = make_dirs(opt_.output_dir, 0755); !r) return r;
+    if (created) chmod(opt_.output_dir.c_str(), 0755);
+  }
   auto st = StateDir::open(opt_.state_dir);
   if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
   state_.emplace(std::move(*st));
+  if (!state_->warning().empty()) spdlog::warn("{}", state_->warning());
   auto j = Journal::open();
   if (!j) return std::move(j).error();
   journal_.emplace(std::move(*j));

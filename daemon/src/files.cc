@@ -153,9 +153,22 @@ Result<StateDir> StateDir::open(const std::string &dir) {
   StateDir s;
   s.dir_ = dir;
   while (s.dir_.size() > 1 && s.dir_.back() == '/') s.dir_.pop_back();
+  struct stat st;
+  const bool created = stat(s.dir_.c_str(), &st) < 0;
   if (auto r = make_dirs(s.dir_, 0755); !r) return std::move(r).error();
   if (auto r = make_dirs(s.timelines_path(), 0755); !r) return std::move(r).error();
   if (auto r = make_dirs(s.tmp_path(), 0700); !r) return std::move(r).error();
+  /* Modes regardless of the umask (a unit's UMask=0077): users must reach
+   * their timelines; nobody but us the temporary cores. */
+  if (created && chmod(s.dir_.c_str(), 0755) < 0) return errno_error(errno, "cannot chmod " + s.dir_);
+  if (chmod(s.timelines_path().c_str(), 0755) < 0) return errno_error(errno, "cannot chmod " + s.timelines_path());
+  if (chmod(s.tmp_path().c_str(), 0700) < 0) return errno_error(errno, "cannot chmod " + s.tmp_path());
+  if (stat(s.dir_.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    s.warning_ = s.dir_ + " is mode " + mode + ": users cannot reach their timelines in " + s.timelines_path() +
+                 " (Storage=journal, missing cores); make it 0755 (in a unit: StateDirectoryMode=0755)";
+  }
   auto d = open_directory(s.dir_);
   if (!d) return std::move(d).error();
   s.dir_fd_ = std::move(*d);

@@ -82,8 +82,13 @@ Result<void> make_dirs(const std::string &path, mode_t mode);
  */
 class StateDir {
  public:
-  /** Creates the directories (state 0755, timelines 0755, tmp 0700). */
+  /** Creates the directories and sets their modes whatever the umask:
+   *  the state directory 0755 if it creates it, timelines 0755, tmp 0700.
+   *  An existing state directory others cannot traverse is left alone and
+   *  reported by warning(). */
   static Result<StateDir> open(const std::string &dir);
+  /** A problem found by open() that does not stop the daemon, or "". */
+  const std::string &warning() const { return warning_; }
 
   const std::string &path() const { return dir_; }
   std::string timelines_path() const { return dir_ + "/timelines"; }
@@ -99,6 +104,7 @@ class StateDir {
 
  private:
   std::string dir_;
+  std::string warning_;
   Fd dir_fd_, timelines_fd_;
 };
 

@@ -650,6 +650,26 @@ TEST(Files, CursorIsSavedAndLoaded) {
   EXPECT_NE(c.error().message.find("empty"), std::string::npos);
 }
 
+TEST(Files, StateDirectoryModesHoldUnderAStrictUmask) {
+  // core-timeline.service runs with UMask=0077; users must still reach
+  // their timelines in STATE/timelines.
+  TempDir dir;
+  const mode_t old = umask(077);
+  auto s = ctd::StateDir::open(dir.path + "/new-state");
+  umask(old);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(fs::status(dir.path + "/new-state").permissions(), static_cast<fs::perms>(0755));
+  EXPECT_EQ(fs::status(dir.path + "/new-state/timelines").permissions(), static_cast<fs::perms>(0755));
+  EXPECT_EQ(fs::status(dir.path + "/new-state/tmp").permissions(), static_cast<fs::perms>(0700));
+  EXPECT_EQ(s->warning(), "");
+  // An existing state directory closed to others is left alone, and said.
+  ASSERT_EQ(mkdir((dir.path + "/closed").c_str(), 0700), 0);
+  auto c = ctd::StateDir::open(dir.path + "/closed");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(fs::status(dir.path + "/closed").permissions(), static_cast<fs::perms>(0700));
+  EXPECT_NE(c->warning().find("users cannot reach their timelines"), std::string::npos) << c->warning();
+}
+
 // ---- statuses ------------------------------------------------------------
 
 TEST(Verdict, StatusRules) {
