@@ -310,6 +310,28 @@ Result<void> CoreFile::Impl::parse() {
     if (ph.p_type == PT_LOAD) loads.push_back(s);
     else notes_segs.push_back(s);
   }
+  /* The kernel writes each segment's bytes once, one segment after the
+   * other (fs/binfmt_elf.c).  Program headers whose bytes overlap in the
+   * file are crafted: N of them over one ring would make N rings, over one
+   * PT_NOTE N copies of every thread.  Refuse, naming both. */
+  {
+    std::vector<const Segment *> by_offset;
+    for (const auto *v : {&loads, &notes_segs})
+      for (const auto &s : *v)
+        if (s.present > 0) by_offset.push_back(&s);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const Segment *a, const Segment *b) { return a->offset < b->offset; });
+    const Segment *reach = nullptr; /* the segment whose bytes end last so far */
+    for (const Segment *s : by_offset) {
+      if (reach != nullptr && s->offset < reach->offset + reach->present)
+        return Error{Errc::kBadData,
+                     fmt::format("{}: the bytes of program header {} (file offset {:#x}, {:#x} bytes) overlap those "
+                                 "of program header {} (file offset {:#x}, {:#x} bytes): not a core the kernel "
+                                 "wrote", path, s->index, s->offset, s->present, reach->index, reach->offset,
+                                 reach->present)};
+      if (reach == nullptr || s->offset + s->present > reach->offset + reach->present) reach = s;
+    }
+  }
   by_vaddr.resize(loads.size());
   for (std::size_t i = 0; i < loads.size(); ++i) by_vaddr[i] = i;
   std::stable_sort(by_vaddr.begin(), by_vaddr.end(),
