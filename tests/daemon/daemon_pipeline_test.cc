@@ -827,6 +827,10 @@ TEST_F(DaemonPipeline, ForgedEntriesAreIgnoredAndLogged) {
     int r = sd_journal_send("MESSAGE=Process 4000000 (evil) of user 65534 dumped core.",
                             "MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1", "COREDUMP_FILENAME=/etc/shadow",
                             ("COREDUMP_PID=" + fake_pid).c_str(), "COREDUMP_UID=65534",
+                            // Every field coredumpctl 252 needs: without
+                            // COREDUMP_GID it aborts (parse_uid(NULL)) on
+                            // this entry, for every later `coredumpctl list`.
+                            "COREDUMP_GID=65534", "COREDUMP_SIGNAL=11",
                             ("COREDUMP_TIMESTAMP=" + ts).c_str(), "COREDUMP_COMM=evil", nullptr);
     sleep(1);  // stay alive so that journald sees our _EXE
     _exit(r < 0 ? 4 : 0);
