@@ -236,6 +236,10 @@ struct CoreFile::Impl {
   std::vector<Segment> loads;
   std::vector<Segment> notes_segs;
   std::vector<std::size_t> by_vaddr;  /* indexes into loads, sorted by vaddr */
+  /* Per load: the end of the run of vaddr-contiguous loads starting with it
+   * (mapped_extent), computed once: walking the run on every call made the
+   * magic scan quadratic in the segment count. */
+  std::vector<std::uint64_t> run_end;
   std::vector<std::size_t> files_by_start;
   CoreNotes notes;
   std::vector<Module> modules;
@@ -248,6 +252,7 @@ struct CoreFile::Impl {
 
   Result<void> parse();
   void build_modules();
+  const Segment *segment_for(std::uint64_t addr) const noexcept;
 };
 
 namespace {
@@ -336,6 +341,16 @@ Result<void> CoreFile::Impl::parse() {
   for (std::size_t i = 0; i < loads.size(); ++i) by_vaddr[i] = i;
   std::stable_sort(by_vaddr.begin(), by_vaddr.end(),
                    [&](std::size_t a, std::size_t b) { return loads[a].vaddr < loads[b].vaddr; });
+  /* Highest vaddr first: a load's successor in its run starts at its end,
+   * above it, so its run end is already known. */
+  run_end.resize(loads.size());
+  for (auto it = by_vaddr.rbegin(); it != by_vaddr.rend(); ++it) {
+    const Segment &s = loads[*it];
+    run_end[*it] = s.end();
+    const Segment *next = s.memsz == 0 ? nullptr : segment_for(s.end());
+    if (next != nullptr && next->vaddr == s.end() && next->memsz != 0)
+      run_end[*it] = run_end[static_cast<std::size_t>(next - loads.data())];
+  }
 
   for (const auto &ns : notes_segs) {
     if (ns.present < ns.filesz)
@@ -411,9 +426,8 @@ const CoreNotes &CoreFile::notes() const noexcept { return impl_->notes; }
 const std::vector<Module> &CoreFile::modules() const noexcept { return impl_->modules; }
 bool CoreFile::truncated() const noexcept { return impl_->truncated; }
 
-const Segment *CoreFile::segment_for(std::uint64_t addr) const noexcept {
-  const auto &idx = impl_->by_vaddr;
-  const auto &loads = impl_->loads;
+const Segment *CoreFile::Impl::segment_for(std::uint64_t addr) const noexcept {
+  const auto &idx = by_vaddr;
   /* Last segment with vaddr <= addr. */
   auto it = std::upper_bound(idx.begin(), idx.end(), addr,
                              [&](std::uint64_t a, std::size_t i) { return a < loads[i].vaddr; });
@@ -427,6 +441,8 @@ const Segment *CoreFile::segment_for(std::uint64_t addr) const noexcept {
   }
   return nullptr;
 }
+
+const Segment *CoreFile::segment_for(std::uint64_t addr) const noexcept { return impl_->segment_for(addr); }
 
 const FileMapping *CoreFile::file_for(std::uint64_t addr) const noexcept {
   const auto &idx = impl_->files_by_start;
@@ -494,14 +510,7 @@ std::vector<std::uint8_t> CoreFile::copy_memory(std::uint64_t addr, std::uint64_
 std::uint64_t CoreFile::mapped_extent(std::uint64_t addr) const noexcept {
   const Segment *s = segment_for(addr);
   if (s == nullptr) return 0;
-  std::uint64_t end = s->end();
-  /* Follow vaddr-contiguous segments; bounded by the segment count. */
-  for (std::size_t guard = 0; guard < impl_->loads.size(); ++guard) {
-    const Segment *next = segment_for(end);
-    if (next == nullptr || next->vaddr != end || next->memsz == 0) break;
-    end = next->end();
-  }
-  return end - addr;
+  return impl_->run_end[static_cast<std::size_t>(s - impl_->loads.data())] - addr;
 }
 
 Result<std::vector<std::uint8_t>> CoreFile::build_id_at(std::uint64_t base) const {
