@@ -331,12 +331,18 @@ void Analyzer::find_rings() {
     /* The mapping's extent: this entry plus entries of the same file that
      * continue it (a VMA split by mprotect/madvise). */
     std::uint64_t end = fm.end, next_off = fm.end - fm.start;
+    std::size_t last = i;
     for (std::size_t j = i + 1; j < n.files.size(); ++j) {
       const FileMapping &g = n.files[j];
       if (g.path != fm.path || g.start != end || g.file_offset != next_off) break;
       end = g.end;
       next_off += g.end - g.start;
+      last = j;
     }
+    /* The entries that continue this mapping are not mappings of their
+     * own: starting again from each of them made a chain of N entries cost
+     * N^2/2 (fm still names entry i). */
+    i = last;
     std::uint64_t extent = end - fm.start;
     RingReport rep;
     rep.found_by = "nt_file";
