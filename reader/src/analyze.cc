@@ -693,10 +693,8 @@ void Analyzer::symbolize_all() {
   for (auto *l : dest)
     if (l->build_id.empty() && !opts_.unverified_symbols) {
       l->note = "the core has no build-id for this module: raw address (--unverified-symbols to symbolize)";
-      std::string why;
-      for (const auto &m : core_.modules())
-        if (m.name == l->module) why = m.build_id_note;
-      raw_modules.emplace(l->module, why);
+      const Module *m = core_.module_for(l->address);
+      raw_modules.emplace(l->module, m != nullptr ? m->build_id_note : std::string());
     }
   for (const auto &[m, why] : raw_modules)
     a_.warnings.push_back(fmt::format("NO BUILD-ID: the core attests no build-id for {} ({}); its addresses are "

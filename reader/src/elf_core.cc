@@ -243,6 +243,7 @@ struct CoreFile::Impl {
   std::vector<std::size_t> files_by_start;
   CoreNotes notes;
   std::vector<Module> modules;
+  std::vector<std::size_t> module_of_file;  /* per notes.files entry: its module */
   bool truncated = false;
 
   ~Impl() {
@@ -458,9 +459,7 @@ const FileMapping *CoreFile::file_for(std::uint64_t addr) const noexcept {
 const Module *CoreFile::module_for(std::uint64_t addr) const noexcept {
   const FileMapping *f = file_for(addr);
   if (f == nullptr) return nullptr;
-  for (const auto &m : impl_->modules)
-    if (m.path == f->path) return &m;
-  return nullptr;
+  return &impl_->modules[impl_->module_of_file[static_cast<std::size_t>(f - impl_->notes.files.data())]];
 }
 
 const Module *CoreFile::executable(std::string *how) const noexcept {
@@ -551,8 +550,11 @@ Result<std::vector<std::uint8_t>> CoreFile::build_id_at(std::uint64_t base) cons
 }
 
 void CoreFile::Impl::build_modules() {
+  /* Every lookup of a module goes through module_of_file: comparing paths
+   * with every module made a core mapping many files quadratic. */
   std::unordered_map<std::string_view, std::size_t> index;
   modules.reserve(std::min<std::size_t>(notes.files.size(), 4096));
+  module_of_file.reserve(notes.files.size());
   for (const auto &f : notes.files) {
     auto [it, fresh] = index.try_emplace(f.path, modules.size());
     if (fresh) {
@@ -563,6 +565,7 @@ void CoreFile::Impl::build_modules() {
       m.end = f.end;
       modules.push_back(std::move(m));
     }
+    module_of_file.push_back(it->second);
     Module &m = modules[it->second];
     if (f.file_offset == 0 && f.start < m.base) m.base = f.start;
     m.end = std::max(m.end, f.end);
@@ -570,11 +573,20 @@ void CoreFile::Impl::build_modules() {
 }
 
 void CoreFile::fill_build_ids() {
-  for (auto &m : impl_->modules) {
-    if (m.base == UINT64_MAX) {
+  auto &modules = impl_->modules;
+  const auto &files = impl_->notes.files;
+  std::vector<bool> no_header(modules.size());
+  for (std::size_t k = 0; k < modules.size(); ++k) no_header[k] = modules[k].base == UINT64_MAX;
+  /* A module without a mapping at file offset 0 is placed at its first
+   * mapping. */
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    Module &m = modules[impl_->module_of_file[i]];
+    if (m.base == UINT64_MAX) m.base = files[i].start;
+  }
+  for (std::size_t k = 0; k < modules.size(); ++k) {
+    Module &m = modules[k];
+    if (no_header[k]) {
       m.build_id_note = "no mapping at file offset 0 (ELF header not mapped)";
-      for (const auto &f : impl_->notes.files)
-        if (f.path == m.path) { m.base = f.start; break; }
       continue;
     }
     auto id = build_id_at(m.base);
