@@ -157,6 +157,7 @@ class Analyzer {
   const ReadOptions &opts_;
   Analysis a_;
   std::set<std::uint32_t> core_tids_;  /* tids with an NT_PRSTATUS */
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> stacks_;  /* (sp, tid) of threads with registers, sorted */
   bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
   bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
 };
@@ -176,7 +177,9 @@ void Analyzer::process_facts() {
   for (const auto &t : n.threads) {
     p.threads.push_back(t.tid);
     core_tids_.insert(t.tid);
+    if (t.has_regs) stacks_.emplace_back(t.sp, t.tid);
   }
+  std::sort(stacks_.begin(), stacks_.end());
   if (!n.has_file_note)
     a_.warnings.push_back("the core has no NT_FILE note: rings are found by scanning for validated headers, "
                           "and code addresses cannot be tied to files");
@@ -226,9 +229,16 @@ AddressMapping Analyzer::describe(std::uint64_t addr) const {
     m.perms = perms(s->flags);
     m.dumped = addr - s->vaddr < s->present;
   }
-  for (const auto &t : core_.notes().threads)
-    if (t.has_regs && t.sp >= m.start && t.sp < m.end && m.kind == "anonymous")
-      m.note = fmt::format("stack of tid {}", t.tid);
+  if (m.kind == "anonymous") {
+    /* The thread(s) whose stack pointer lies in the mapping, from the
+     * sorted stacks_ (a scan of every thread per event was quadratic). */
+    auto lo = std::lower_bound(stacks_.begin(), stacks_.end(), std::make_pair(m.start, std::uint32_t{0}));
+    auto hi = std::lower_bound(lo, stacks_.end(), std::make_pair(m.end, std::uint32_t{0}));
+    if (lo != hi) {
+      m.note = fmt::format("stack of tid {}", lo->second);
+      if (hi - lo > 1) m.note += fmt::format(" (and {} more threads)", hi - lo - 1);
+    }
+  }
   return m;
 }
 
