@@ -21,8 +21,6 @@ Error header_error(Errc code, std::string_view field, std::size_t offset, std::s
 
 #define CT_FIELD(name) #name, offsetof(f::RingHeader, name)
 
-constexpr std::uint64_t kAbsentSlot = ~std::uint64_t{0};
-
 }  // namespace
 
 bool has_ring_magic(std::span<const std::uint8_t> bytes) noexcept {
@@ -188,9 +186,11 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   r.ticks_per_second = derive_ticks_per_second(hd);
   const std::uint64_t S = hd.slots_per_lane;
 
-  /* begin_seq of each slot of the lane being decoded, for the in-flight
-   * check; reused across lanes (at most 2^20 entries). */
-  std::vector<std::uint64_t> begins(S);
+  /* begin_seq of each present slot of the lane being decoded, for the
+   * in-flight check; reused across lanes.  Only slots whose bytes are there
+   * are visited: a header may claim a region of 4 GiB with one page in the
+   * core, and the work must follow the bytes, not the claim. */
+  std::vector<std::uint64_t> begins(std::min<std::uint64_t>(S, bytes.size() / f::kSlotSize));
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
     f::LaneDesc d;
     std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
@@ -207,13 +207,11 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     const std::uint64_t base = hd.lanes_offset + std::uint64_t{lane} * S * f::kSlotSize;
     const std::size_t lane_first_event = r.events.size();
     std::uint64_t backwards = 0;
-    for (std::uint64_t i = 0; i < S; ++i) {
+    const std::uint64_t present =
+        base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
+    ls.slots_absent = S - present;
+    for (std::uint64_t i = 0; i < present; ++i) {
       const std::uint64_t off = base + i * f::kSlotSize;
-      if (off > bytes.size() || bytes.size() - off < f::kSlotSize) {
-        ls.slots_absent++;
-        begins[i] = kAbsentSlot;
-        continue;
-      }
       f::Slot s;
       std::memcpy(&s, bytes.data() + off, sizeof s);
       begins[i] = s.begin_seq;
@@ -290,9 +288,17 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
             "write_index {} is more than a lane ({} slots) beyond the highest committed seq {} "
             "(inflated counter)", W, S, ls.last_seq);
       } else {
+        /* Sequences in (last_seq, W] whose slot shows them being written
+         * (begin_seq == seq | WRITING).  The range holds at most one
+         * sequence per slot, so this looks at each present slot once. */
         std::uint64_t writing = 0;
-        for (std::uint64_t s = ls.last_seq + 1; s <= W; ++s)
-          if (begins[(s - 1) % S] == (s | f::kSeqWriting)) writing++;
+        const auto reserved = [&](std::uint64_t seq, std::uint64_t i) {
+          return seq > ls.last_seq && seq <= W && (seq - 1) % S == i;
+        };
+        for (std::uint64_t i = 0; i < present; ++i) {
+          const std::uint64_t b = begins[i];
+          if ((b & f::kSeqWriting) != 0 && (reserved(b & ~f::kSeqWriting, i) || reserved(b, i))) writing++;
+        }
         const std::uint64_t not_begun = gap - writing;
         const std::uint64_t slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
         ls.in_flight = gap;

@@ -250,3 +250,44 @@ TEST(HostileCore, StackOwnerLookupIsIndexed) {
   EXPECT_EQ(a.events[0].pointer->note, "stack of tid 5000 (and 15000 more threads)");
   EXPECT_LT(s, 2.0) << kEvents << " pointer events and " << kThreads << " threads took " << s << " s";
 }
+
+/* Attack: a ring header that claims a region of almost 4 GiB (31 lanes of
+ * 2^20 slots) with only its first page in the core.  decode_ring() went
+ * through every absent slot, and through every sequence up to a write_index
+ * of 2^20 per lane: 32M iterations per ring for 4 KiB of core (50 such
+ * rings, a 200 kB core, took 1.5 s).  Only the slots present are visited
+ * now; the absent ones are counted. */
+TEST(HostileCore, AbsentSlotsAreCountedNotVisited) {
+  constexpr std::uint32_t kLanes = 31, kSlots = 1u << 20;
+  RingBuilder r(kLanes, 8);
+  auto &h = r.header();
+  h.slots_per_lane = kSlots;
+  h.lanes_offset = fmtx::lanes_offset_for(kLanes);
+  h.region_size = fmtx::region_size_for(kLanes, kSlots);
+  r.seal();
+  r.add(0, 1, fmtx::kKindUser, 1, 1);
+  r.add(0, 2, fmtx::kKindUser, 2, 2);
+  r.slot(0, 2).begin_seq = 3 | fmtx::kSeqWriting;  // seq 3 being written, seq 4 reserved
+  r.lane(0).write_index = 4;
+  r.lane(1).write_index = 2;       // two reserved, none begun: allowed
+  r.lane(2).write_index = kSlots;  // a whole lane reserved, none begun: inflated
+  Bytes page(r.bytes().begin(), r.bytes().begin() + 4096);
+  const std::uint64_t present0 = (4096 - h.lanes_offset) / fmtx::kSlotSize;
+  const std::uint64_t mapping = h.region_size;
+  ctr::Result<ctr::DecodedRing> d = ctr::Error{};
+  const double s = seconds_of([&] {
+    for (int i = 0; i < 400; ++i) d = ctr::decode_ring(page, mapping);
+  });
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_TRUE(d->truncated);
+  ASSERT_EQ(d->events.size(), 2u);
+  EXPECT_EQ(d->lanes[0].slots_absent, kSlots - present0);
+  EXPECT_EQ(d->lanes[1].slots_absent, kSlots);
+  EXPECT_EQ(d->lanes[kLanes - 1].slots_absent, kSlots);
+  EXPECT_EQ(d->lanes[0].in_flight, 2u);
+  EXPECT_FALSE(d->lanes[0].counter_inconsistent) << d->lanes[0].counter_reason;
+  EXPECT_EQ(d->lanes[1].in_flight, 2u);
+  EXPECT_FALSE(d->lanes[1].counter_inconsistent) << d->lanes[1].counter_reason;
+  EXPECT_TRUE(d->lanes[2].counter_inconsistent);
+  EXPECT_LT(s, 1.0) << "400 decodes of a 4 KiB ring claiming " << h.region_size << " bytes took " << s << " s";
+}
