@@ -158,6 +158,7 @@ class Analyzer {
   Analysis a_;
   std::set<std::uint32_t> core_tids_;  /* tids with an NT_PRSTATUS */
   std::vector<std::pair<std::uint64_t, std::uint32_t>> stacks_;  /* (sp, tid) of threads with registers, sorted */
+  std::map<std::uint64_t, std::uint64_t> rings_at_;  /* [start, end) of each ring decoded from the core */
   bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
   bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
 };
@@ -303,6 +304,24 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
   auto view = core_.read_memory(addr, extent);
   std::vector<std::uint8_t> copy;
   auto hdr = validate_ring_header(view, extent);
+  if (hdr) {
+    /* One process has one ring per region.  Headers whose regions overlap
+     * would decode the same slots once each (N headers over one slot area:
+     * N copies of every event), so a region that overlaps a ring already
+     * found is refused before it is decoded.  region_size <= extent, which
+     * does not run past the end of the address space. */
+    const std::uint64_t end = addr + hdr->region_size;
+    auto next = rings_at_.lower_bound(addr);
+    std::optional<std::uint64_t> other;
+    if (next != rings_at_.end() && next->first < end) other = next->first;
+    else if (next != rings_at_.begin() && std::prev(next)->second > addr) other = std::prev(next)->first;
+    if (other) {
+      rep.state = RingReport::State::kInvalid;
+      rep.reason = fmt::format("its region [{:#x}, {:#x}) overlaps the ring at {:#x}; rings do not share memory, "
+                               "so this header is not decoded", addr, end, *other);
+      return;
+    }
+  }
   if (hdr && view.size() < hdr->region_size) {
     /* The region continues in the next PT_LOAD (a split mapping): copy the
      * contiguous dumped bytes, at most region_size (<= 4 GiB, and never more
@@ -325,6 +344,7 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
     return;
   }
   rep.state = RingReport::State::kValid;
+  rings_at_[addr] = addr + dec->header.region_size;
   rep.ring = std::move(*dec);
   check_identity(rep);
 }
