@@ -133,6 +133,10 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 constexpr std::string_view kRingMemfdPrefix = "/memfd:core-timeline";
 constexpr std::size_t kMaxMagicMisses = 16;
+/* Ring reports per core.  A process has one ring (one more per fork that
+ * called tl_init again); without a bound, NT_FILE could list a million
+ * ring mappings and each would cost a report, a warning and JSON. */
+constexpr std::size_t kMaxRings = 64;
 
 class Analyzer {
  public:
@@ -352,6 +356,7 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
 void Analyzer::find_rings() {
   const auto &n = core_.notes();
   std::set<std::uint64_t> seen;
+  std::uint64_t skipped = 0; /* candidates not examined: kMaxRings reached */
   /* 1. NT_FILE: memfd mappings at file offset 0. */
   for (std::size_t i = 0; i < n.files.size(); ++i) {
     const FileMapping &fm = n.files[i];
@@ -373,6 +378,10 @@ void Analyzer::find_rings() {
      * own: starting again from each of them made a chain of N entries cost
      * N^2/2 (fm still names entry i). */
     i = last;
+    if (a_.rings.size() >= kMaxRings) {
+      skipped++;
+      continue;
+    }
     std::uint64_t extent = end - fm.start;
     RingReport rep;
     rep.found_by = "nt_file";
@@ -428,6 +437,10 @@ void Analyzer::find_rings() {
       if (std::memcmp(data.data() + off, f::kMagic, 4) != 0) continue;
       if (seen.count(a)) continue;
       seen.insert(a);
+      if (a_.rings.size() >= kMaxRings) {
+        skipped++;
+        continue;
+      }
       RingReport rep;
       rep.found_by = "magic_scan";
       rep.address = a;
@@ -444,6 +457,10 @@ void Analyzer::find_rings() {
       if (a > UINT64_MAX - 4096) break;
     }
   }
+  if (skipped > 0)
+    a_.warnings.push_back(fmt::format("{} more ring candidates (memfd mappings in NT_FILE, \"CTLN\" pages) were not "
+                                      "examined: a core holds at most {} rings, and this one lists more",
+                                      skipped, kMaxRings));
 }
 
 std::string sanitize_name(std::span<const std::uint8_t> b) {
