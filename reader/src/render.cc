@@ -171,7 +171,7 @@ std::string render_text(const Analysis &a) {
     out += fmt::format("core-timeline: {}, {}, {} events\n", a.source, who, a.events.size());
     for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
     for (const auto &e : a.events) {
-      std::string line = fmt::format("tid {:<7} {:<15} {:<16} {}", e.tid, e.thread.empty() ? "-" : e.thread,
+      std::string line = fmt::format("tid {:<7} {:<15} {:<16} {}", e.tid, e.thread.empty() ? std::string("-") : esc(e.thread),
                                      esc(e.name), args_text(e));
       if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash))
         line += "  at " + location_text(*e.location);

@@ -347,6 +347,24 @@ TEST(CoreFile, HostileNtFileCountIsIgnoredWithWarning) {
 
 /* ---------------------------------------------------------------- analysis */
 
+/* A thread name is bytes from the crashed process: an escape sequence in it
+ * must not reach the terminal raw through the text output. */
+TEST(Analyze, ThreadNamesAreEscapedInText) {
+  RingBuilder r = three_events();
+  fmtx::Slot &name = r.add(0, 4, fmtx::kKindThreadName, 0, 0);
+  const char evil[] = "\x1b]0;pwned\x07x";
+  std::memcpy(name.inline_data, evil, sizeof evil - 1);
+  name.inline_len = sizeof evil - 1;
+  r.add(0, 5, fmtx::kKindUser, 0x1003, 1001);
+  std::memcpy(r.lane(0).owner_name, "\x1b[2Jlane", 9);
+  auto a = analyze_bytes(ct::testing::standard_core(r).build(), ctr::ReadOptions{});
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  const std::string text = ctr::render_text(a);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find("\\x1b]0;pwned\\x07x"), std::string::npos) << text;
+}
+
 TEST(Analyze, HealthyCoreGivesNamedTimeline) {
   RingBuilder r = three_events();
   auto tl = ctr::TlMap::parse("0x1001 REQ_PARSE\n0x1003 BEFORE_DIE\n", "t");
