@@ -156,7 +156,11 @@ TEST(CrashHarness, FetchCoreForPidOfAChildWeSpawned) {
   // too old and must not be taken.
   std::string err = error_of([&] { fetch_core_for_pid(pid, std::chrono::system_clock::now() + 2s, "", 500ms); });
   EXPECT_NE(err.find("pid " + std::to_string(pid)), std::string::npos) << err;
-  EXPECT_NE(err.find("1 older entry"), std::string::npos) << err;
+  // At least the entry above; pids are reused (pid_max is 32768 here), so
+  // older crashes of the same pid may be in the journal too.
+  EXPECT_TRUE(err.find("1 older entry") != std::string::npos ||
+              err.find(" older entries of that pid ignored") != std::string::npos)
+      << err;
 }
 
 // The failures say what happened and name the pid.
