@@ -29,6 +29,9 @@ constexpr std::uint64_t kMaxPhdrs = 1u << 22;        /* 4M mappings */
 constexpr std::uint64_t kMaxFileEntries = 1u << 22;
 constexpr std::size_t kMaxEmbeddedPhdrs = 256;        /* in a module's header */
 constexpr std::uint64_t kMaxBuildId = 64;
+/* Warnings kept about the notes; the rest are counted.  Each costs more
+ * than the note that earns it, and a core can hold millions of notes. */
+constexpr std::size_t kMaxNoteWarnings = 16;
 
 /* Offsets in struct elf_prstatus (include/uapi/linux/elfcore.h, 64-bit):
  * pr_info {si_signo, si_code, si_errno} at 0, pr_cursig at 12, pr_pid at 32,
@@ -39,6 +42,14 @@ constexpr std::size_t kPrstatusReg = 112;
  * pr_ppid 28, pr_fname 40 [16], pr_psargs 56 [80]; 136 bytes. */
 constexpr std::size_t kPrpsinfoSize = 136;
 
+/* Adds the warning `text()` makes, or counts it once kMaxNoteWarnings are
+ * kept (the text is then never made). */
+template <class Fn>
+void note_warning(CoreNotes &out, Fn &&text) {
+  if (out.warnings.size() < kMaxNoteWarnings) out.warnings.push_back(text());
+  else out.warnings_omitted++;
+}
+
 std::string bounded_cstr(std::span<const std::uint8_t> b) {
   std::size_t n = 0;
   while (n < b.size() && b[n] != 0) ++n;
@@ -47,7 +58,7 @@ std::string bounded_cstr(std::span<const std::uint8_t> b) {
 
 void parse_prstatus(std::span<const std::uint8_t> d, std::uint16_t machine, CoreNotes &out) {
   if (d.size() < kPrstatusPid + 4) {
-    out.warnings.push_back(fmt::format("NT_PRSTATUS of {} bytes is too short, ignoring", d.size()));
+    note_warning(out, [&] { return fmt::format("NT_PRSTATUS of {} bytes is too short, ignoring", d.size()); });
     return;
   }
   ThreadStatus t;
@@ -71,8 +82,9 @@ void parse_prstatus(std::span<const std::uint8_t> d, std::uint16_t machine, Core
 
 void parse_prpsinfo(std::span<const std::uint8_t> d, CoreNotes &out) {
   if (d.size() < kPrpsinfoSize) {
-    out.warnings.push_back(fmt::format("NT_PRPSINFO of {} bytes is shorter than {}, ignoring",
-                                       d.size(), kPrpsinfoSize));
+    note_warning(out, [&] {
+      return fmt::format("NT_PRPSINFO of {} bytes is shorter than {}, ignoring", d.size(), kPrpsinfoSize);
+    });
     return;
   }
   ProcessInfo p;
@@ -88,7 +100,7 @@ void parse_prpsinfo(std::span<const std::uint8_t> d, CoreNotes &out) {
 
 void parse_siginfo(std::span<const std::uint8_t> d, CoreNotes &out) {
   if (d.size() < 24) {
-    out.warnings.push_back(fmt::format("NT_SIGINFO of {} bytes is too short, ignoring", d.size()));
+    note_warning(out, [&] { return fmt::format("NT_SIGINFO of {} bytes is too short, ignoring", d.size()); });
     return;
   }
   SignalInfo s;
@@ -136,8 +148,9 @@ Result<void> parse_file_note(std::span<const std::uint8_t> d, std::uint64_t base
   for (std::size_t i = 0; i < files.size(); ++i) {
     auto s = c.cstring("filename");
     if (!s) {
-      out.warnings.push_back(fmt::format("NT_FILE: only {} of {} file names present, ignoring the rest",
-                                         i, files.size()));
+      note_warning(out, [&] {
+        return fmt::format("NT_FILE: only {} of {} file names present, ignoring the rest", i, files.size());
+      });
       files.resize(i);
       break;
     }
@@ -189,7 +202,7 @@ void parse_core_notes(std::span<const std::uint8_t> data, std::uint64_t base, st
       case NT_PRSTATUS: parse_prstatus(desc, machine, out); break;
       case NT_PRPSINFO:
         if (out.process)
-          out.warnings.push_back(fmt::format("second NT_PRPSINFO at offset {:#x}, ignoring", desc_off));
+          note_warning(out, [&] { return fmt::format("second NT_PRPSINFO at offset {:#x}, ignoring", desc_off); });
         else
           parse_prpsinfo(desc, out);
         break;
@@ -201,15 +214,15 @@ void parse_core_notes(std::span<const std::uint8_t> data, std::uint64_t base, st
         break;
       case NT_FILE:
         if (out.has_file_note) {
-          out.warnings.push_back(fmt::format("second NT_FILE at offset {:#x}, ignoring", desc_off));
+          note_warning(out, [&] { return fmt::format("second NT_FILE at offset {:#x}, ignoring", desc_off); });
         } else if (auto fr = parse_file_note(desc, desc_off, out); !fr) {
-          out.warnings.push_back(fr.error().message + ", ignoring NT_FILE");
+          note_warning(out, [&] { return fr.error().message + ", ignoring NT_FILE"; });
         }
         break;
       default: break;
     }
   });
-  if (!r) out.warnings.push_back(r.error().message + ", ignoring the rest of this PT_NOTE");
+  if (!r) note_warning(out, [&] { return r.error().message + ", ignoring the rest of this PT_NOTE"; });
 }
 
 std::string hex_bytes(std::span<const std::uint8_t> bytes) {
@@ -355,11 +368,16 @@ Result<void> CoreFile::Impl::parse() {
 
   for (const auto &ns : notes_segs) {
     if (ns.present < ns.filesz)
-      notes.warnings.push_back(fmt::format("PT_NOTE at offset {:#x} is cut off at {} of {} bytes "
-                                           "(truncated core)", ns.offset, ns.present, ns.filesz));
+      note_warning(notes, [&] {
+        return fmt::format("PT_NOTE at offset {:#x} is cut off at {} of {} bytes (truncated core)", ns.offset,
+                           ns.present, ns.filesz);
+      });
     if (ns.present == 0) continue;
     parse_core_notes(d.subspan(ns.offset, ns.present), ns.offset, machine, notes);
   }
+  if (notes.warnings_omitted > 0)
+    notes.warnings.push_back(fmt::format("{} more warnings about the notes like the ones above, not listed",
+                                         notes.warnings_omitted));
   files_by_start.resize(notes.files.size());
   for (std::size_t i = 0; i < files_by_start.size(); ++i) files_by_start[i] = i;
   std::stable_sort(files_by_start.begin(), files_by_start.end(), [&](std::size_t a, std::size_t b) {

@@ -124,7 +124,9 @@ struct CoreNotes {
   bool has_file_note = false;
   std::uint64_t file_note_page_size = 0;
   std::vector<FileMapping> files;  /**< NT_FILE entries, in note order */
-  std::vector<std::string> warnings;  /**< notes skipped, and why */
+  std::vector<std::string> warnings;  /**< notes skipped, and why: the first
+                                           16, then one line counting the rest */
+  std::uint64_t warnings_omitted = 0; /**< warnings counted, not listed */
 };
 
 class CoreFile {
