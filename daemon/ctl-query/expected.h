@@ -9,10 +9,9 @@
 #ifndef CORE_TIMELINE_CTL_QUERY_EXPECTED_H
 #define CORE_TIMELINE_CTL_QUERY_EXPECTED_H
 
-#include <cassert>
 #include <string>
-#include <utility>
-#include <variant>
+
+#include "core_timeline/reader/result.h"
 
 namespace core_timeline::ctlq {
 
@@ -21,26 +20,10 @@ struct Failure {
   std::string message;
 };
 
-/** A T or an E (by default a Failure).  value() on an error, or error() on
- *  a value, is a programming error (asserts). */
+/** A T or an E (by default a Failure): the reader's Result
+ *  (core_timeline/reader/result.h) with a message-only error. */
 template <class T, class E = Failure>
-class [[nodiscard]] Expected {
- public:
-  Expected(T v) : v_(std::in_place_index<0>, std::move(v)) {}   // NOLINT
-  Expected(E e) : v_(std::in_place_index<1>, std::move(e)) {}   // NOLINT
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  T &value() & { assert(ok()); return *std::get_if<0>(&v_); }
-  const T &value() const & { assert(ok()); return *std::get_if<0>(&v_); }
-  T &&value() && { assert(ok()); return std::move(*std::get_if<0>(&v_)); }
-  const T &operator*() const & { return value(); }
-  T &operator*() & { return value(); }
-  const T *operator->() const { return &value(); }
-  const E &error() const { assert(!ok()); return *std::get_if<1>(&v_); }
-
- private:
-  std::variant<T, E> v_;
-};
+using Expected = core_timeline::reader::Result<T, E>;
 
 }  // namespace core_timeline::ctlq
 

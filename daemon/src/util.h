@@ -20,6 +20,8 @@
 #include <utility>
 #include <variant>
 
+#include "core_timeline/reader/result.h"
+
 namespace ctd {
 
 struct Error {
@@ -30,41 +32,10 @@ struct Error {
 /** An Error from errno value `err` (> 0): "<what>: <strerror(err)>". */
 Error errno_error(int err, std::string_view what);
 
+/** A T or an Error: the reader's Result (core_timeline/reader/result.h)
+ *  with the daemon's errno-carrying Error. */
 template <class T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}     // NOLINT
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {} // NOLINT
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  T &value() & { assert(ok()); return *std::get_if<0>(&v_); }
-  const T &value() const & { assert(ok()); return *std::get_if<0>(&v_); }
-  T &&value() && { assert(ok()); return std::move(*std::get_if<0>(&v_)); }
-  T &operator*() & { return value(); }
-  const T &operator*() const & { return value(); }
-  T *operator->() { return &value(); }
-  const T *operator->() const { return &value(); }
-  const Error &error() const & { assert(!ok()); return *std::get_if<1>(&v_); }
-  Error &&error() && { assert(!ok()); return std::move(*std::get_if<1>(&v_)); }
-
- private:
-  std::variant<T, Error> v_;
-};
-
-template <>
-class [[nodiscard]] Result<void> {
- public:
-  Result() = default;
-  Result(Error error) : err_(std::move(error)), failed_(true) {}  // NOLINT
-  bool ok() const noexcept { return !failed_; }
-  explicit operator bool() const noexcept { return ok(); }
-  const Error &error() const & { assert(failed_); return err_; }
-  Error &&error() && { assert(failed_); return std::move(err_); }
-
- private:
-  Error err_;
-  bool failed_ = false;
-};
+using Result = core_timeline::reader::Result<T, Error>;
 
 /** An owned file descriptor; closed by the destructor. */
 class Fd {

@@ -46,13 +46,15 @@ struct Error {
   std::string message;
 };
 
-/** A T or an Error.  Moving out of value() after checking ok() is the usual
- *  pattern; value() on an error is a programming error (asserts). */
-template <class T>
+/** A T or an E (by default the reader's Error).  Moving out of value() after
+ *  checking ok() is the usual pattern; value() on an error, or error() on a
+ *  value, is a programming error (asserts).  The daemon and ctl-query use it
+ *  with error types of their own (errno-carrying, message-only). */
+template <class T, class E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}   // NOLINT
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {} // NOLINT
+  Result(E error) : v_(std::in_place_index<1>, std::move(error)) {}   // NOLINT
 
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -65,26 +67,26 @@ class [[nodiscard]] Result {
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
 
-  const Error &error() const & { assert(!ok()); return *std::get_if<1>(&v_); }
-  Error &&error() && { assert(!ok()); return std::move(*std::get_if<1>(&v_)); }
+  const E &error() const & { assert(!ok()); return *std::get_if<1>(&v_); }
+  E &&error() && { assert(!ok()); return std::move(*std::get_if<1>(&v_)); }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
-/** Result of an operation that yields nothing but success or an Error. */
-template <>
-class [[nodiscard]] Result<void> {
+/** Result of an operation that yields nothing but success or an E. */
+template <class E>
+class [[nodiscard]] Result<void, E> {
  public:
   Result() = default;
-  Result(Error error) : err_(std::move(error)), failed_(true) {}  // NOLINT
+  Result(E error) : err_(std::move(error)), failed_(true) {}  // NOLINT
   bool ok() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return ok(); }
-  const Error &error() const & { assert(failed_); return err_; }
-  Error &&error() && { assert(failed_); return std::move(err_); }
+  const E &error() const & { assert(failed_); return err_; }
+  E &&error() && { assert(failed_); return std::move(err_); }
 
  private:
-  Error err_;
+  E err_{};
   bool failed_ = false;
 };
 
