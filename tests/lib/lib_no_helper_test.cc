@@ -19,20 +19,6 @@ namespace {
 namespace fmt = core_timeline::format;
 std::string g_dir;
 
-std::vector<std::string> thread_names() {
-  std::vector<std::string> names;
-  if (DIR *d = opendir("/proc/self/task")) {
-    while (dirent *e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-      std::string name;
-      std::getline(comm, name);
-      names.push_back(name);
-    }
-    closedir(d);
-  }
-  return names;
-}
 
 size_t user_events_in_sidecar() {
   auto ring = ct_test::own_ring();
@@ -48,7 +34,7 @@ size_t user_events_in_sidecar() {
 }
 
 TEST(NoHelperThread, NoThreadIsStarted) {
-  for (const auto &name : thread_names()) EXPECT_NE(name, "tl-helper");
+  for (const auto &name : ct_test::thread_names()) EXPECT_NE(name, "tl-helper");
 }
 
 TEST(NoHelperThread, TheSidecarIsSyncedEveryNEventsOfALane) {

@@ -236,20 +236,6 @@ TEST(Lanes, ALaneWhoseOwnerDiedWithoutReleasingItIsTakenOver) {
   EXPECT_TRUE(takeover);
 }
 
-std::vector<std::string> thread_names() {
-  std::vector<std::string> names;
-  if (DIR *d = opendir("/proc/self/task")) {
-    while (dirent *e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-      std::string name;
-      std::getline(comm, name);
-      names.push_back(name);
-    }
-    closedir(d);
-  }
-  return names;
-}
 
 TEST(Fork, ChildWritesItsOwnRingNeverTheParents) {
   int pipefd[2];
@@ -270,7 +256,7 @@ TEST(Fork, ChildWritesItsOwnRingNeverTheParents) {
     // And its own helper thread (threads do not survive fork).
     bool helper = false;
     for (int i = 0; i < 100 && !helper; ++i) {
-      for (const auto &n : thread_names()) helper |= n == "tl-helper";
+      for (const auto &n : ct_test::thread_names()) helper |= n == "tl-helper";
       if (!helper) usleep(1000);
     }
     char verdict = (ok && rings == 1) ? (helper ? 'y' : 'h') : 'n';

@@ -7,6 +7,7 @@
 // It validates only what the tests need; the reader does the full job.
 #pragma once
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -96,6 +97,22 @@ inline std::optional<RingView> own_ring() {
     return RingView::from_bytes(std::vector<uint8_t>(p, p + (hi - lo)));
   }
   return std::nullopt;
+}
+
+// The names (comm) of this process's threads, from /proc/self/task.
+inline std::vector<std::string> thread_names() {
+  std::vector<std::string> names;
+  if (DIR *d = opendir("/proc/self/task")) {
+    while (dirent *e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      names.push_back(name);
+    }
+    closedir(d);
+  }
+  return names;
 }
 
 // Every ring in an ELF core: the PT_LOAD segments NT_FILE names
