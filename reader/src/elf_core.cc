@@ -28,6 +28,10 @@ namespace {
 constexpr std::uint64_t kMaxPhdrs = 1u << 22;        /* 4M mappings */
 constexpr std::uint64_t kMaxFileEntries = 1u << 22;
 constexpr std::size_t kMaxEmbeddedPhdrs = 256;        /* in a module's header */
+/* Note bytes looked through for a module's build-id, over all its PT_NOTEs:
+ * real images hold a few hundred (build-id, ABI tag, properties, package
+ * metadata); 256 PT_NOTEs over 64 KiB of empty notes would be 1M notes. */
+constexpr std::uint64_t kMaxEmbeddedNoteBytes = 8192;
 constexpr std::uint64_t kMaxBuildId = 64;
 /* Warnings kept about the notes; the rest are counted.  Each costs more
  * than the note that earns it, and a core can hold millions of notes. */
@@ -545,14 +549,17 @@ Result<std::vector<std::uint8_t>> CoreFile::build_id_at(std::uint64_t base) cons
     return Error{Errc::kNotFound,
                  fmt::format("program headers of the ELF image at {:#x} are not in the dumped bytes", base)};
   bool saw_note = false;
-  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+  std::uint64_t budget = kMaxEmbeddedNoteBytes;
+  for (std::size_t i = 0; i < eh.e_phnum && budget > 0; ++i) {
     Elf64_Phdr ph;
     std::memcpy(&ph, page.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
     if (ph.p_type != PT_NOTE) continue;
     saw_note = true;
     if (ph.p_offset > page.size() || page.size() - ph.p_offset < ph.p_filesz) continue;
+    const std::uint64_t len = std::min(ph.p_filesz, budget);
+    budget -= len;
     std::vector<std::uint8_t> id;
-    auto r = for_each_note(page.subspan(ph.p_offset, ph.p_filesz), base + ph.p_offset,
+    auto r = for_each_note(page.subspan(ph.p_offset, len), base + ph.p_offset,
                            ph.p_align == 8 ? 8 : 4, "module note",
                            [&](std::string_view name, std::uint32_t type,
                                std::span<const std::uint8_t> desc, std::uint64_t) {
@@ -601,10 +608,18 @@ void CoreFile::fill_build_ids() {
     Module &m = modules[impl_->module_of_file[i]];
     if (m.base == UINT64_MAX) m.base = files[i].start;
   }
+  /* One search per address: NT_FILE may name one image under many paths. */
+  std::unordered_map<std::uint64_t, std::size_t> done;  /* base -> module already searched */
   for (std::size_t k = 0; k < modules.size(); ++k) {
     Module &m = modules[k];
     if (no_header[k]) {
       m.build_id_note = "no mapping at file offset 0 (ELF header not mapped)";
+      continue;
+    }
+    if (auto [it, fresh] = done.try_emplace(m.base, k); !fresh) {
+      m.build_id = modules[it->second].build_id;
+      m.build_id_note = modules[it->second].build_id_note;
+      m.is_elf = modules[it->second].is_elf;
       continue;
     }
     auto id = build_id_at(m.base);

@@ -376,3 +376,66 @@ TEST(HostileCore, NoteWarningsAreBounded) {
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
   EXPECT_LT(a.warnings.size(), 30u);
 }
+
+namespace {
+/* An ELF header at `at` of `seg` whose 256 program headers (at `phoff`
+ * from it) are all PT_NOTE over `notes_len` bytes of empty notes. */
+void noisy_elf_header(Bytes &seg, std::size_t at, std::size_t phoff, std::size_t notes_at, std::size_t notes_len) {
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_type = ET_DYN;
+  eh.e_phoff = phoff;
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 256;
+  std::memcpy(seg.data() + at, &eh, sizeof eh);
+  for (std::size_t i = 0; i < 256; ++i) {
+    Elf64_Phdr p{};
+    p.p_type = PT_NOTE;
+    p.p_offset = notes_at;
+    p.p_filesz = notes_len;
+    p.p_align = 4;
+    std::memcpy(seg.data() + at + phoff + i * sizeof p, &p, sizeof p);
+  }
+}
+}  // namespace
+
+/* Attack: modules whose dumped ELF header lists 256 PT_NOTE segments over
+ * 16-48 KiB of empty notes, up to 1M notes to walk per module.
+ * build_id_at() walked them for every module: 2000 NT_FILE entries naming
+ * one such image (a 131 kB core) took 36 s.  Build-ids are now read once
+ * per address, and from at most 8 KiB of notes per image (real ones hold a
+ * few hundred bytes). */
+TEST(HostileCore, BuildIdSearchIsBoundedPerImage) {
+  constexpr std::size_t kSameBase = 1000, kImages = 500, kStride = 64;
+  constexpr std::uint64_t kAt = 0x500000000;
+  /* kImages headers kStride bytes apart (then kSameBase more modules at
+   * the first one), sharing one program header table, each seeing the empty
+   * notes at the same offset from itself. */
+  const std::size_t table = kImages * kStride, notes_at = table + 256 * sizeof(Elf64_Phdr);
+  Bytes seg(notes_at + kImages * kStride + 0x4000, 0);
+  for (std::size_t k = 0; k < kImages; ++k)
+    noisy_elf_header(seg, k * kStride, table - k * kStride, notes_at, 0x4000);
+  CoreBuilder c;
+  c.auxv = {};
+  c.map(kAt, seg, "", 0, 5);
+  for (std::size_t k = 0; k < kImages; ++k)
+    c.files.push_back({kAt + k * kStride, kAt + seg.size(), 0, "/img" + std::to_string(k)});
+  for (std::size_t k = 0; k < kSameBase; ++k)
+    c.files.push_back({kAt, kAt + seg.size(), 0, "/same" + std::to_string(k)});
+  const Bytes bytes = c.build();
+  ctr::Result<ctr::CoreFile> core = ctr::Error{};
+  const double s = seconds_of([&] { core = ctr::CoreFile::from_bytes(bytes, "images"); });
+  ASSERT_TRUE(core) << core.error().message;
+  EXPECT_EQ(core->modules().size(), kImages + kSameBase);
+  EXPECT_NE(core->modules()[0].build_id_note.find("no NT_GNU_BUILD_ID"), std::string::npos)
+      << core->modules()[0].build_id_note;
+  EXPECT_LT(s, 1.0) << kImages + kSameBase << " modules over noisy ELF headers took " << s << " s";
+  /* A build-id in the first notes is still found (fake_elf_page: one
+   * PT_NOTE at 0x200). */
+  RingBuilder r = three_events();
+  auto healthy = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "healthy");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(ctr::hex_bytes(healthy->executable()->build_id), "aabbccdd01020304");
+}
