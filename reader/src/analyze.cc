@@ -549,7 +549,9 @@ bool Analyzer::handle_sidecar() {
     return true;
   }
   const std::string &path = *opts_.sidecar_path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* O_NONBLOCK: a FIFO put at the sidecar's path must not block us before
+   * the regular-file check; it does not change reads of a regular file. */
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   struct stat st {};
   std::vector<std::uint8_t> bytes;
   std::string err;

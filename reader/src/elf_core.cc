@@ -398,7 +398,10 @@ CoreFile::~CoreFile() = default;
 Result<CoreFile> CoreFile::open(const std::string &path) noexcept try {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+   * writer, before the regular-file check below could refuse it.  It does
+   * not change reads of a regular file. */
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (impl->fd < 0)
     return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
   struct stat st;

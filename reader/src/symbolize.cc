@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,8 +255,15 @@ Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::
 
 Result<std::vector<std::uint8_t>> file_build_id(const std::string &path) {
   elf_version(EV_CURRENT);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO must not block the open; only a regular file is
+   * read. */
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Error{Errc::kIo, fmt::format("{}: not a regular file", path)};
+  }
   Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
     if (elf) elf_end(elf);

@@ -8,6 +8,10 @@
 // patched afterwards where the builder lays bytes out the kernel's way.
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -20,6 +24,7 @@
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/ring.h"
+#include "core_timeline/reader/symbolize.h"
 #include "test_util.h"
 
 namespace ctr = core_timeline::reader;
@@ -438,4 +443,45 @@ TEST(HostileCore, BuildIdSearchIsBoundedPerImage) {
   auto healthy = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "healthy");
   ASSERT_TRUE(healthy);
   EXPECT_EQ(ctr::hex_bytes(healthy->executable()->build_id), "aabbccdd01020304");
+}
+
+/* Attack: a FIFO where a file is expected.  CoreFile::open, the sidecar
+ * and EXECUTABLE were opened with a plain O_RDONLY, which blocks on a FIFO
+ * until someone writes to it, before the "not a regular file" check could
+ * run: whoever can put a FIFO at the path (the crashed process owns its
+ * sidecar directory) hung the reader.  They are opened O_NONBLOCK now. */
+TEST(HostileCore, FifoInsteadOfAFileDoesNotBlock) {
+  const std::string fifo = ct::testing::write_temp({}, "fifo");
+  ASSERT_EQ(unlink(fifo.c_str()), 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int failures = 0;
+    auto core = ctr::CoreFile::open(fifo);
+    if (core || core.error().message.find("not a regular file") == std::string::npos) failures |= 1;
+    RingBuilder r = three_events();
+    auto good = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "core");
+    ctr::ReadOptions opts;
+    opts.symbolize = false;
+    opts.sidecar_path = fifo;
+    auto a = ctr::analyze(*good, opts);
+    if (a.sidecar_status != "unusable" || a.status != ctr::Status::kOk) failures |= 2;
+    if (ctr::file_build_id(fifo)) failures |= 4;
+    _exit(failures);
+  }
+  int st = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 200 && done == 0; ++i) {
+    done = waitpid(pid, &st, WNOHANG);
+    if (done == 0) usleep(50000);
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+  }
+  unlink(fifo.c_str());
+  ASSERT_NE(done, 0) << "blocked for 10 s opening a FIFO";
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "failed checks (bits: 1 core, 2 sidecar, 4 executable)";
 }
