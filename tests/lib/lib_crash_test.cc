@@ -58,6 +58,14 @@ Crash crash(const std::string &program, std::vector<std::string> args,
   opts.coredump_filter = coredump_filter;
   opts.env = std::move(env);
   ct::test::CrashRun run = ct::test::run_and_collect_core(args, opts);
+  // systemd-coredump's size limits are machine-wide: say so plainly when a
+  // core was cut (a ProcessSizeMax drop-in of another test run, say) rather
+  // than leave a missing ring to puzzle over.
+  auto truncated = run.journal_fields.find("COREDUMP_TRUNCATED");
+  if (truncated != run.journal_fields.end())
+    ADD_FAILURE() << "systemd-coredump truncated the core of pid " << run.pid
+                  << " (COREDUMP_TRUNCATED=" << truncated->second
+                  << "): is a coredump.conf.d drop-in lowering ProcessSizeMax?";
   return decode(run.pid, run.wait_status, run.core_path);
 }
 
