@@ -752,6 +752,7 @@ void Analyzer::symbolize_all() {
   if (q.empty() || !opts_.symbolize) return;
   SymbolizeOptions so;
   so.isolate = opts_.isolate_symbolizer;
+  so.unverified = opts_.unverified_symbols;
   if (use_executable_) so.executable = opts_.executable;
   auto res = symbolize(core_, q, so);
   if (!res) {

@@ -7,16 +7,21 @@
 #include <gelf.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/magic.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -30,39 +35,174 @@ namespace {
 struct DwflDeleter {
   void operator()(Dwfl *d) const { dwfl_end(d); }
 };
-struct ElfDeleter {
-  void operator()(Elf *e) const { elf_end(e); }
+
+/* ---- what libdwfl is given ----
+ *
+ * The core names files: NT_FILE paths, and the l_name strings of the
+ * dynamic linker's list in the dead process's memory.  dwfl_core_file_report
+ * opens both with a plain open(2) (elfutils 0.188: dwfl_segment_report_module
+ * and link_map.c), and dwfl_standard_find_debuginfo opens debuglink names
+ * next to them.  Run by a privileged daemon, that meant blocking on a FIFO
+ * until the timeout, opening devices, and reading (and showing the symbols
+ * of) files the crashed user could not read.  So libdwfl is not given the
+ * core: the modules that hold a queried address are reported from NT_FILE
+ * (their mapping at file offset 0, the build-id the core attests), and
+ *  - find_elf hands libdwfl EXECUTABLE (for the executable's module),
+ *    /usr/lib/debug/.build-id/xx/yyyy (dwfl_build_id_find_elf), or the
+ *    module's NT_FILE path if it is a regular file on a real file system
+ *    that the crashed user could read (world-readable, or theirs by
+ *    NT_PRPSINFO), opened without following it into a FIFO or a device
+ *    (O_PATH first), and carrying the build-id the core attests (any, or
+ *    none, with `unverified`);
+ *  - find_debuginfo looks up by build-id only (/usr/lib/debug/.build-id,
+ *    then debuginfod), never by a path derived from the module's. */
+
+constexpr std::size_t kMaxModules = 256;  /* modules given to libdwfl per core */
+
+struct FileRules {
+  const CoreFile *core = nullptr;
+  bool unverified = false;            /* modules without a core build-id too */
+  std::optional<std::uint32_t> uid;   /* the crashed process's, NT_PRPSINFO */
+  const Module *exe = nullptr;        /* the core's executable */
+  const std::string *executable = nullptr;  /* EXECUTABLE, vetted by the caller */
 };
+thread_local const FileRules *t_rules = nullptr;
+
+bool pseudo_fs(const struct statfs &fs) {
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC:
+    case SYSFS_MAGIC:
+    case DEBUGFS_MAGIC:
+    case TRACEFS_MAGIC:
+    case SECURITYFS_MAGIC:
+    case EFIVARFS_MAGIC:
+    case BPF_FS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* A read-only descriptor of `path` if it is a regular ELF-sized file on a
+ * real file system that `uid` could read; else -1.  The path is resolved
+ * once, with O_PATH (which opens no FIFO or device), and the very file
+ * checked is then reopened through /proc/self/fd. */
+int open_module_file(const std::string &path, std::optional<std::uint32_t> uid) {
+  const int p = open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (p < 0) return -1;
+  struct stat st;
+  struct statfs fs;
+  int fd = -1;
+  if (fstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr)) &&
+      ((st.st_mode & S_IROTH) != 0 || (uid && st.st_uid == *uid)) && fstatfs(p, &fs) == 0 && !pseudo_fs(fs)) {
+    fd = open(fmt::format("/proc/self/fd/{}", p).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat again;
+    if (fd >= 0 && (fstat(fd, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino)) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  close(p);
+  return fd;
+}
+
+/* Gives libdwfl `fd` (and an Elf of it) if it is an ELF file with the
+ * build-id `want` (any, if `want` is empty); else closes it. */
+int hand_over(int fd, const std::string &name, const std::vector<std::uint8_t> &want, char **file_name,
+              Elf **elfp) {
+  if (fd < 0) return -1;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  bool ok = elf != nullptr && elf_kind(elf) == ELF_K_ELF;
+  if (ok && !want.empty()) {
+    const void *id = nullptr;
+    const ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+    const auto *p = static_cast<const std::uint8_t *>(id);
+    ok = n > 0 && std::equal(want.begin(), want.end(), p, p + n);
+  }
+  char *copy = ok ? strdup(name.c_str()) : nullptr;
+  if (copy == nullptr) {
+    if (elf != nullptr) elf_end(elf);
+    close(fd);
+    return -1;
+  }
+  free(*file_name);
+  *file_name = copy;
+  *elfp = elf;
+  return fd;
+}
+
+int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
+             Elf **elfp) {
+  *elfp = nullptr;
+  if (t_rules == nullptr) return -1;
+  Dwarf_Addr start = 0;
+  dwfl_module_info(mod, nullptr, &start, nullptr, nullptr, nullptr, nullptr, nullptr);
+  const Module *m = t_rules->core->module_for(start);
+  if (m == nullptr) return -1;
+  if (m == t_rules->exe && t_rules->executable != nullptr) {
+    const int fd = open(t_rules->executable->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    return hand_over(fd, *t_rules->executable, m->build_id, file_name, elfp);
+  }
+  if (m->build_id.empty() && !t_rules->unverified) return -1;
+  if (!m->build_id.empty()) {
+    const int fd = dwfl_build_id_find_elf(mod, userdata, modname, base, file_name, elfp);
+    if (fd >= 0 || *elfp != nullptr) return fd;
+  }
+  return hand_over(open_module_file(m->name, t_rules->uid), m->name, m->build_id, file_name, elfp);
+}
+
+int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                   const char * /*file_name*/, const char * /*debuglink_file*/, GElf_Word /*debuglink_crc*/,
+                   char **debuginfo_file_name) {
+  /* Without a file or debuglink name, the standard callback looks the
+   * module (or its dwz file) up by build-id only, then asks debuginfod. */
+  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, nullptr, nullptr, 0, debuginfo_file_name);
+}
 
 Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
                                                           std::span<const SymbolQuery> queries,
                                                           const SymbolizeOptions &options) {
   static char *debuginfo_path = nullptr; /* libdwfl default: ":.debug:/usr/lib/debug" */
   static const Dwfl_Callbacks callbacks = {
-      .find_elf = dwfl_build_id_find_elf,
-      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .find_elf = find_elf,
+      .find_debuginfo = find_debuginfo,
       .section_address = dwfl_offline_section_address,
       .debuginfo_path = &debuginfo_path,
   };
   elf_version(EV_CURRENT);
-  std::vector<char> copy;
-  std::unique_ptr<Elf, ElfDeleter> elf;
-  if (core.fd() >= 0) {
-    elf.reset(elf_begin(core.fd(), ELF_C_READ_MMAP, nullptr));
-  } else {
-    copy.assign(core.bytes().begin(), core.bytes().end());
-    elf.reset(elf_memory(copy.data(), copy.size()));
-  }
-  if (!elf) return Error{Errc::kBadData, fmt::format("libelf cannot read the core: {}", elf_errmsg(-1))};
+  FileRules rules;
+  rules.core = &core;
+  rules.unverified = options.unverified;
+  if (core.notes().process) rules.uid = core.notes().process->uid;
+  rules.exe = core.executable();
+  if (options.executable) rules.executable = &*options.executable;
+  struct Scope {
+    explicit Scope(const FileRules *r) { t_rules = r; }
+    ~Scope() { t_rules = nullptr; }
+  } scope(&rules);
   std::unique_ptr<Dwfl, DwflDeleter> dwfl(dwfl_begin(&callbacks));
   if (!dwfl) return Error{Errc::kInternal, fmt::format("dwfl_begin: {}", dwfl_errmsg(-1))};
-  const char *exe = options.executable ? options.executable->c_str() : nullptr;
-  if (dwfl_core_file_report(dwfl.get(), elf.get(), exe) < 0)
-    return Error{Errc::kBadData, fmt::format("dwfl_core_file_report: {}", dwfl_errmsg(-1))};
+  /* The modules holding a queried address, each at its mapping at file
+   * offset 0 (where the ELF header, and so p_vaddr 0 of a PIE, is). */
+  std::vector<const Module *> wanted;
+  std::unordered_set<const Module *> seen;
+  for (const auto &q : queries) {
+    const Dwarf_Addr look = q.is_return_address && q.address != 0 ? q.address - 1 : q.address;
+    const Module *m = core.module_for(look);
+    if (m == nullptr || wanted.size() >= kMaxModules || !seen.insert(m).second) continue;
+    const FileMapping *head = core.file_for(m->base);
+    if (head != nullptr && head->file_offset == 0 && head->path == m->path) wanted.push_back(m);
+  }
+  dwfl_report_begin(dwfl.get());
+  for (const Module *m : wanted) {
+    Dwfl_Module *mod = dwfl_report_module(dwfl.get(), m->name.c_str(), m->base, m->end);
+    if (mod != nullptr && !m->build_id.empty())
+      (void)dwfl_module_report_build_id(mod, m->build_id.data(), m->build_id.size(), 0);
+  }
   if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0)
     return Error{Errc::kBadData, fmt::format("dwfl_report_end: {}", dwfl_errmsg(-1))};
-  /* Threads are not needed for address lookups; a failure here is fine. */
-  (void)dwfl_core_file_attach(dwfl.get(), elf.get());
 
   std::vector<std::optional<Symbol>> out(queries.size());
   for (std::size_t i = 0; i < queries.size(); ++i) {

@@ -6,19 +6,25 @@
 // Every JSON document the reader prints here is validated against
 // docs/timeline.schema.json.
 #include <dirent.h>
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/symbolize.h"
 #include "core_timeline/ring_format.h"
 #include "crash_harness.h"
 #include "test_util.h"
@@ -442,6 +448,136 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
     EXPECT_TRUE(r.doc["rings"][0]["truncated"].get<bool>());
     EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
     EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+  }
+}
+
+/* Replaces every NUL-terminated occurrence of `from` in `b` by `to` (of the
+ * same length); returns how many. */
+int replace_cstr(std::vector<std::uint8_t> &b, const std::string &from, const std::string &to) {
+  if (from.size() != to.size()) throw std::runtime_error("replace_cstr: lengths differ");
+  const std::string needle = from + '\0';
+  int n = 0;
+  for (auto it = b.begin();; ++it) {
+    it = std::search(it, b.end(), needle.begin(), needle.end());
+    if (it == b.end()) break;
+    std::copy(to.begin(), to.end(), it);
+    ++n;
+  }
+  return n;
+}
+
+/* A path of exactly `len` bytes under `dir`. */
+std::string path_of_length(const std::string &dir, std::size_t len) {
+  if (dir.size() + 2 > len) return "";
+  return dir + "/" + std::string(len - dir.size() - 1, 'x');
+}
+
+/* The NT_PRPSINFO of a core (for its pr_uid at 16): offset of its desc. */
+std::size_t prpsinfo_desc(const std::vector<std::uint8_t> &b) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, b.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_NOTE) continue;
+    for (std::size_t off = ph.p_offset; off + 12 <= ph.p_offset + ph.p_filesz;) {
+      std::uint32_t nh[3];
+      std::memcpy(nh, b.data() + off, 12);
+      const std::size_t desc = off + 12 + ((nh[0] + 3) & ~3u);
+      if (nh[2] == NT_PRPSINFO) return desc;
+      off = desc + ((nh[1] + 3) & ~3u);
+    }
+  }
+  return 0;
+}
+
+/* Attack: the core names the files the symbolizer opens.  libdwfl opened
+ * every NT_FILE path and every link_map l_name (a string in the dead
+ * process's memory) with a plain open(): a FIFO there blocked the
+ * symbolizer until its 120 s timeout, a device was opened (a watchdog
+ * starts counting when opened), and as root it read files the crashed user
+ * could not, showing their symbols.  Now libdwfl sees no notes; files are
+ * handed to it only when they are regular, readable by the crashed user
+ * (world-readable or theirs), and carry the build-id the core attests. */
+TEST_F(Gates, F_SymbolizerOpensOnlyVerifiedFilesTheUserCouldRead) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  auto pc_of = [](const ctr::CoreFile &c) { return c.notes().threads.front().pc; };
+  {
+    /* Without EXECUTABLE the crash pc is symbolized from the file at its
+     * NT_FILE path. */
+    auto core = ctr::CoreFile::open(core_a_->core_path);
+    ASSERT_TRUE(core);
+    const ctr::SymbolQuery q{pc_of(*core), false};
+    auto res = ctr::symbolize(*core, std::span(&q, 1), {});
+    ASSERT_TRUE(res) << res.error().message;
+    ASSERT_TRUE((*res)[0]);
+    EXPECT_EQ((*res)[0]->function, "die");
+  }
+  char tmpl[] = "/tmp/ctXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  const std::string exe_fifo = path_of_length(dir, kDemo.size());
+  if (exe_fifo.empty()) GTEST_SKIP() << kDemo << " is too short a path to replace";
+  {
+    std::vector<std::uint8_t> b = orig;
+    ASSERT_GT(replace_cstr(b, kDemo, exe_fifo), 0);
+    ASSERT_EQ(mkfifo(exe_fifo.c_str(), 0644), 0);
+    /* libc's link_map name too, if this system's is where we expect it. */
+    const std::string libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    const std::string libc_fifo = dir + "/l" + std::string(libc.size() - dir.size() - 2, 'y');
+    if (replace_cstr(b, libc, libc_fifo) > 0) {
+      ASSERT_EQ(mkfifo(libc_fifo.c_str(), 0644), 0);
+    }
+    const std::string path = ct::testing::write_temp(b, "fifo-core");
+    auto core = ctr::CoreFile::open(path);
+    ASSERT_TRUE(core);
+    const ctr::SymbolQuery q{pc_of(*core), false};
+    ctr::SymbolizeOptions so;
+    so.timeout_ms = 20000;
+    auto res = ctr::symbolize(*core, std::span(&q, 1), so);
+    ASSERT_TRUE(res) << res.error().message;
+    EXPECT_TRUE(!(*res)[0] || (*res)[0]->function.empty()) << "symbols from a FIFO?";
+    Read r = read_json({"--core-only", path});
+    EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(r.doc["crash"]["location"]["verified"], false);
+    unlink(path.c_str());
+    unlink(exe_fifo.c_str());
+  }
+  {
+    /* A copy of the executable only root may read, under a crash of uid
+     * 1234: not read.  The same copy world-readable: used. */
+    std::vector<std::uint8_t> b = orig;
+    ASSERT_GT(replace_cstr(b, kDemo, exe_fifo), 0);
+    const std::size_t ps = prpsinfo_desc(b);
+    ASSERT_NE(ps, 0u);
+    const std::uint32_t uid = 1234;
+    std::memcpy(b.data() + ps + 16, &uid, 4);
+    const std::vector<std::uint8_t> exe = read_file(kDemo);
+    {
+      std::ofstream out(exe_fifo, std::ios::binary);
+      out.write(reinterpret_cast<const char *>(exe.data()), static_cast<std::streamsize>(exe.size()));
+    }
+    ASSERT_EQ(chown(exe_fifo.c_str(), 0, 0), 0);
+    const std::string path = ct::testing::write_temp(b, "uid-core");
+    auto core = ctr::CoreFile::open(path);
+    ASSERT_TRUE(core);
+    ASSERT_EQ(core->notes().process->uid, 1234u);
+    const ctr::SymbolQuery q{pc_of(*core), false};
+    ASSERT_EQ(chmod(exe_fifo.c_str(), 0600), 0);
+    auto hidden = ctr::symbolize(*core, std::span(&q, 1), {});
+    ASSERT_TRUE(hidden) << hidden.error().message;
+    EXPECT_TRUE(!(*hidden)[0] || (*hidden)[0]->function.empty()) << "a root-only file was read for uid 1234";
+    ASSERT_EQ(chmod(exe_fifo.c_str(), 0644), 0);
+    auto shown = ctr::symbolize(*core, std::span(&q, 1), {});
+    ASSERT_TRUE(shown) << shown.error().message;
+    ASSERT_TRUE((*shown)[0]);
+    EXPECT_EQ((*shown)[0]->function, "die");
+    unlink(path.c_str());
+    unlink(exe_fifo.c_str());
   }
 }
 

@@ -2,20 +2,33 @@
 /*
  * symbolize.h - code addresses to function+offset with elfutils libdwfl.
  *
- * The modules and their build-ids come from the core itself, in the order
- * of elfutils' src/stack.c: dwfl_begin -> dwfl_core_file_report ->
- * dwfl_report_end -> dwfl_core_file_attach.  ELF files are found by
- * build-id (dwfl_build_id_find_elf: /usr/lib/debug/.build-id/xx/yyyy, then
- * the NT_FILE path), debug info by dwfl_standard_find_debuginfo, which also
- * asks debuginfod when DEBUGINFOD_URLS is set (elfutils >= 0.178).
+ * The modules and their build-ids come from the core, as CoreFile reads
+ * them (NT_FILE, and the NT_GNU_BUILD_ID in each module's dumped ELF
+ * header).  libdwfl is not given the core itself: dwfl_core_file_report
+ * opens every path the core names (NT_FILE, and the link_map's l_name
+ * strings in the dead process's memory) with a plain open(2), so a FIFO
+ * blocks it, a device is opened, and a privileged caller reads files the
+ * crashed user could not.  Instead the modules holding a queried address
+ * (at most 256) are reported with dwfl_report_module at their mapping at
+ * file offset 0, with the core's build-id, and libdwfl opens only what the
+ * callbacks hand it: EXECUTABLE for the executable's module,
+ * /usr/lib/debug/.build-id/xx/yyyy (dwfl_build_id_find_elf), else the
+ * module's NT_FILE path when it is a regular file on a real file system,
+ * world-readable or owned by the crashed user (NT_PRPSINFO pr_uid), opened
+ * O_PATH first so no FIFO or device is ever opened, and carrying the
+ * build-id the core attests (any build-id, or none, with `unverified`).
+ * Debug info is looked up by build-id only (/usr/lib/debug/.build-id, then
+ * debuginfod when DEBUGINFOD_URLS is set), never next to the module.
  *
  * This layer does not decide what is trustworthy: it reports the build-id
  * of the file it used for each address, and the caller compares it with the
  * build-id the core attests (core_timeline::reader::analyze does).
  *
- * libdwfl parses the untrusted core too.  With `isolate` (the default) the
- * lookups run in a forked child, so a crash or hang inside libdwfl costs the
- * symbols and never the caller: the child's results come back over a pipe.
+ * libdwfl still parses untrusted files: the modules it is handed may be
+ * the crashed user's own, and their DWARF anything.  With `isolate` (the
+ * default) the lookups run in a forked child, so a crash or hang inside
+ * libdwfl costs the symbols and never the caller: the child's results come
+ * back over a pipe.
  * The child only runs libdwfl and writes to the pipe; glibc's malloc is
  * fork-safe, but callers with threads holding other locks at the time of
  * the call should know the child does not touch them.
@@ -42,6 +55,9 @@ struct SymbolizeOptions {
    *  build-id was checked against the core (or, with no build-id in the
    *  core, one the user vouched for with --unverified-symbols). */
   std::optional<std::string> executable;
+  /** Also give libdwfl the files of modules the core attests no build-id
+   *  for (--unverified-symbols); otherwise such modules get no file. */
+  bool unverified = false;
   /** Run libdwfl in a forked child (see above). */
   bool isolate = true;
   /** Give up on the child after this long (debuginfod downloads count). */
