@@ -70,6 +70,8 @@ TEST(Record, MarkWritesOneCommittedSlotWithCallerAndThread) {
   EXPECT_EQ(s.arg0, 42u);
   EXPECT_EQ(s.tid, static_cast<uint32_t>(syscall(SYS_gettid)));
   EXPECT_NE(s.timestamp, 0u);
+  // Set at tl_init, before the helper's first refresh: never 0.
+  EXPECT_NE(s.mmap_generation, 0u);
   // The return address lies inside mark_here (just after its call).
   auto fn = reinterpret_cast<uintptr_t>(&mark_here);
   EXPECT_GT(s.return_address, fn);

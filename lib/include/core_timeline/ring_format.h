@@ -177,8 +177,9 @@ struct RingHeader {
 
   std::uint64_t dropped;           /**< events not recorded while enabled
                                         (no lane could be had) */
-  std::uint64_t mmap_generation;   /**< dl_iterate_phdr adds + subs, refreshed
-                                        by the helper thread; copied into slots */
+  std::uint64_t mmap_generation;   /**< dl_iterate_phdr adds + subs, set at
+                                        tl_init and refreshed by the helper
+                                        thread; copied into slots */
   std::uint64_t sync_count;        /**< sidecar syncs completed */
   std::uint32_t enabled_sources;   /**< last tl_set_enabled() mask, for the
                                         reader's summary */
