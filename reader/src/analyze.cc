@@ -425,8 +425,8 @@ void Analyzer::find_rings() {
     a_.rings.push_back(std::move(rep));
   }
   /* 2. Every page-aligned "CTLN" in the dumped bytes whose header validates
-   * (the only way when NT_FILE is missing; also finds rings in mappings
-   * NT_FILE does not name as memfds). */
+   * (the only way when NT_FILE is missing; with NT_FILE, only at the start
+   * of a mapping it lists that is not named as a memfd, e.g. /dev/zero). */
   const auto data = core_.bytes();
   for (const Segment &s : core_.segments()) {
     if (s.present < 4) continue;
@@ -437,6 +437,22 @@ void Analyzer::find_rings() {
       if (std::memcmp(data.data() + off, f::kMagic, 4) != 0) continue;
       if (seen.count(a)) continue;
       seen.insert(a);
+      /* With an NT_FILE note, a ring is shared memory the note lists (a
+       * memfd, or /dev/zero for MAP_SHARED|MAP_ANONYMOUS) and starts its
+       * mapping.  A valid header anywhere else (the heap, an allocator's
+       * page-aligned block) is a copy of a ring the process made, and its
+       * events would be shown twice, or stand in for a ring the core lost. */
+      if (core_.notes().has_file_note) {
+        const FileMapping *owner = core_.file_for(a);
+        if (owner == nullptr || owner->start != a) {
+          a_.magic_rejected_total++;
+          if (a_.magic_rejected.size() < kMaxMagicMisses)
+            a_.magic_rejected.push_back(
+                {a, "not at the start of a mapping NT_FILE lists: a copy of a ring in private memory, not a ring"});
+          if (a > UINT64_MAX - 4096) break;
+          continue;
+        }
+      }
       if (a_.rings.size() >= kMaxRings) {
         skipped++;
         continue;

@@ -459,6 +459,35 @@ TEST(Analyze, RenamedMemfdAndSharedAnonRingsAreFound) {
   }
 }
 
+/* A process may copy its own ring into private memory (a tool reading its
+ * ring; an allocator handing out page-aligned blocks makes the copy start a
+ * page).  The copy validates, but it is not a ring: its events must not be
+ * shown twice, nor stand in for a ring the core lost. */
+TEST(Analyze, ACopyOfTheRingInPrivateMemoryIsNotASecondRing) {
+  RingBuilder r = three_events();
+  for (bool ring_dumped : {true, false}) {
+    CoreBuilder c;
+    c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+          "/usr/bin/victim", 0x2000, 5);
+    if (ring_dumped)
+      c.map(ct::testing::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
+    else
+      c.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+    c.map(0x7f1000000000, r.bytes());  // private anonymous: not in NT_FILE
+    auto a = analyze_bytes(c.build());
+    if (ring_dumped) {
+      EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
+      ASSERT_EQ(a.rings.size(), 1u);
+      EXPECT_EQ(a.rings[0].address, ct::testing::kRingAddr);
+      EXPECT_EQ(a.events.size(), 3u) << "events of the copy merged in";
+    } else {
+      EXPECT_EQ(a.status, ctr::Status::kMappingAbsent) << a.reason;
+    }
+    EXPECT_GE(a.magic_rejected_total, 1u);
+    expect_schema_valid(a);
+  }
+}
+
 TEST(Analyze, MagicInOrdinaryDataIsNotARing) {
   /* No library: a page that starts with "CTLN", and another with a whole
    * copied header whose CRC no longer matches. */
