@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core_builder.h"
 #include "decode.h"
 #include "document.h"
 #include "entry.h"
@@ -297,18 +298,7 @@ Core build_core(const std::vector<Seg> &segs) {
   const std::size_t phnum = 1 + segs.size();
   const std::size_t note_off = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
   std::uint64_t off = (note_off + note.size() + 4095) / 4096 * 4096;
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_CORE;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_phoff = sizeof(Elf64_Ehdr);
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_phentsize = sizeof(Elf64_Phdr);
-  eh.e_phnum = static_cast<Elf64_Half>(phnum);
+  const Elf64_Ehdr eh = ct::testing::core_ehdr(static_cast<Elf64_Half>(phnum));
   put(c.bytes, 0, &eh, sizeof eh);
   Elf64_Phdr np{};
   np.p_type = PT_NOTE;

@@ -156,18 +156,7 @@ std::vector<std::uint8_t> CoreBuilder::build() const {
 
   const std::size_t phnum = 1 + loads.size();
   std::vector<std::uint8_t> out(sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr), 0);
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_CORE;
-  eh.e_machine = machine;
-  eh.e_version = EV_CURRENT;
-  eh.e_phoff = sizeof(Elf64_Ehdr);
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_phentsize = sizeof(Elf64_Phdr);
-  eh.e_phnum = static_cast<std::uint16_t>(phnum);
+  const Elf64_Ehdr eh = core_ehdr(static_cast<std::uint16_t>(phnum), machine);
   std::memcpy(out.data(), &eh, sizeof eh);
   std::vector<Elf64_Phdr> ph(phnum);
   ph[0].p_type = PT_NOTE;
@@ -245,6 +234,22 @@ std::string write_temp(const std::vector<std::uint8_t> &bytes, const std::string
   }
   close(fd);
   return buf.data();
+}
+
+Elf64_Ehdr core_ehdr(std::uint16_t phnum, std::uint16_t machine) {
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_CORE;
+  eh.e_machine = machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = phnum;
+  return eh;
 }
 
 }  // namespace ct::testing

@@ -10,6 +10,8 @@
 #ifndef CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H
 #define CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H
 
+#include <elf.h>
+
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -96,6 +98,11 @@ class CoreBuilder {
 
   std::vector<std::uint8_t> build() const;
 };
+
+/** The ELF header of a 64-bit little-endian ET_CORE file whose `phnum`
+ *  program headers follow it directly (e_phoff = sizeof(Elf64_Ehdr)), as
+ *  fs/binfmt_elf.c writes it.  Shared by every test that builds a core. */
+Elf64_Ehdr core_ehdr(std::uint16_t phnum, std::uint16_t machine = 62 /* EM_X86_64 */);
 
 /** The first page of an ELF executable with an NT_GNU_BUILD_ID note, as the
  *  kernel dumps it (coredump_filter bit 4). */

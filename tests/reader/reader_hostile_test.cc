@@ -68,19 +68,8 @@ double seconds_of(const std::function<void()> &fn) {
 /* A core with exactly these program headers (p_offset relative to `data`,
  * which follows the header table) and one PT_NOTE holding `notes`. */
 Bytes raw_core(std::vector<Elf64_Phdr> phs, const Bytes &data, const Bytes &notes = {}) {
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_CORE;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_phoff = sizeof eh;
-  eh.e_ehsize = sizeof eh;
-  eh.e_phentsize = sizeof(Elf64_Phdr);
   const std::size_t n = phs.size() + (notes.empty() ? 0 : 1);
-  eh.e_phnum = static_cast<std::uint16_t>(n);
+  const Elf64_Ehdr eh = ct::testing::core_ehdr(static_cast<std::uint16_t>(n));
   const std::uint64_t data_off = sizeof eh + n * sizeof(Elf64_Phdr);
   for (auto &p : phs)
     if (p.p_filesz != 0) p.p_offset += data_off;
