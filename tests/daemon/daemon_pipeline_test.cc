@@ -448,12 +448,17 @@ std::vector<std::string> fd_targets(pid_t pid) {
 
 bool is_journal(const std::string &target) { return target.find(".journal") != std::string::npos; }
 
+// Journal files on disk, as sd-journal counts them: "*.journal" and the
+// "*.journal~" that journald leaves after an unclean stop or on finding a
+// file corrupt; sd-journal opens both (systemd src/libsystemd/sd-journal).
 std::size_t journal_files() {
   std::size_t n = 0;
   for (const char *root : {"/run/log/journal", "/var/log/journal"}) {
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); ++it)
-      n += it->path().extension() == ".journal";
+    for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); ++it) {
+      const std::string ext = it->path().extension();
+      n += ext == ".journal" || ext == ".journal~";
+    }
   }
   return n;
 }
