@@ -142,11 +142,14 @@ class Analyzer {
  public:
   Analyzer(const CoreFile &core, const ReadOptions &opts) : core_(core), opts_(opts) {}
   Analysis run();
+  /* locate_rings(): the rings with their headers validated, not decoded. */
+  std::vector<RingReport> locate();
 
  private:
   void process_facts();
   void crash_facts();
   void find_rings();
+  void refuse(RingReport &rep, std::uint64_t addr, const Error &error, bool ring_named);
   void probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, bool ring_named);
   void check_identity(RingReport &rep);
   bool handle_sidecar();
@@ -165,6 +168,7 @@ class Analyzer {
   std::map<std::uint64_t, std::uint64_t> rings_at_;  /* [start, end) of each ring decoded from the core */
   bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
   bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
+  bool headers_only_ = false;      /* locate(): validate headers, decode nothing */
 };
 
 void Analyzer::process_facts() {
@@ -326,7 +330,13 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
       return;
     }
   }
-  if (hdr && view.size() < hdr->region_size) {
+  if (!hdr) return refuse(rep, addr, hdr.error(), ring_named);
+  if (headers_only_) {
+    rep.state = RingReport::State::kValid;
+    rings_at_[addr] = addr + hdr->region_size;
+    return;
+  }
+  if (view.size() < hdr->region_size) {
     /* The region continues in the next PT_LOAD (a split mapping): copy the
      * contiguous dumped bytes, at most region_size (<= 4 GiB, and never more
      * than the file holds). */
@@ -334,23 +344,24 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
     if (copy.size() > view.size()) view = copy;
   }
   auto dec = decode_ring(view, extent);
-  if (!dec) {
-    rep.state = RingReport::State::kInvalid;
-    rep.reason = dec.error().message;
-    if (dec.error().code == Errc::kTruncated && core_.truncated()) {
-      rep.state = RingReport::State::kAbsent;
-      rep.reason = fmt::format("cut off by truncation: the core file ends ({} bytes) inside the ring at {:#x} "
-                               "({}); systemd-coredump truncates cores over its size limit "
-                               "(COREDUMP_TRUNCATED)", core_.file_size(), addr, dec.error().message);
-    } else if (dec.error().code == Errc::kNotFound && ring_named) {
-      rep.reason = fmt::format("the mapping at {:#x} is named like a ring but does not start with \"CTLN\"", addr);
-    }
-    return;
-  }
+  if (!dec) return refuse(rep, addr, dec.error(), ring_named);
   rep.state = RingReport::State::kValid;
   rings_at_[addr] = addr + dec->header.region_size;
   rep.ring = std::move(*dec);
   check_identity(rep);
+}
+
+void Analyzer::refuse(RingReport &rep, std::uint64_t addr, const Error &error, bool ring_named) {
+  rep.state = RingReport::State::kInvalid;
+  rep.reason = error.message;
+  if (error.code == Errc::kTruncated && core_.truncated()) {
+    rep.state = RingReport::State::kAbsent;
+    rep.reason = fmt::format("cut off by truncation: the core file ends ({} bytes) inside the ring at {:#x} "
+                             "({}); systemd-coredump truncates cores over its size limit "
+                             "(COREDUMP_TRUNCATED)", core_.file_size(), addr, error.message);
+  } else if (error.code == Errc::kNotFound && ring_named) {
+    rep.reason = fmt::format("the mapping at {:#x} is named like a ring but does not start with \"CTLN\"", addr);
+  }
 }
 
 void Analyzer::find_rings() {
@@ -424,53 +435,47 @@ void Analyzer::find_rings() {
     rep.index = static_cast<std::uint32_t>(a_.rings.size());
     a_.rings.push_back(std::move(rep));
   }
-  /* 2. Every page-aligned "CTLN" in the dumped bytes whose header validates
-   * (the only way when NT_FILE is missing; with NT_FILE, only at the start
-   * of a mapping it lists that is not named as a memfd, e.g. /dev/zero). */
-  const auto data = core_.bytes();
-  for (const Segment &s : core_.segments()) {
-    if (s.present < 4) continue;
-    std::uint64_t a = (s.vaddr + 4095) & ~std::uint64_t{4095};
-    if (a < s.vaddr) continue; /* wrapped */
-    for (; a - s.vaddr <= s.present - 4; a += 4096) {
-      const std::uint64_t off = s.offset + (a - s.vaddr);
-      if (std::memcmp(data.data() + off, f::kMagic, 4) != 0) continue;
-      if (seen.count(a)) continue;
-      seen.insert(a);
-      /* With an NT_FILE note, a ring is shared memory the note lists (a
-       * memfd, or /dev/zero for MAP_SHARED|MAP_ANONYMOUS) and starts its
-       * mapping.  A valid header anywhere else (the heap, an allocator's
-       * page-aligned block) is a copy of a ring the process made, and its
-       * events would be shown twice, or stand in for a ring the core lost. */
-      if (core_.notes().has_file_note) {
-        const FileMapping *owner = core_.file_for(a);
-        if (owner == nullptr || owner->start != a) {
-          a_.magic_rejected_total++;
-          if (a_.magic_rejected.size() < kMaxMagicMisses)
-            a_.magic_rejected.push_back(
-                {a, "not at the start of a mapping NT_FILE lists: a copy of a ring in private memory, not a ring"});
-          if (a > UINT64_MAX - 4096) break;
-          continue;
-        }
+  /* 2. A "CTLN" whose header validates, at the start of a mapping of
+   * shared memory other than a memfd (e.g. /dev/zero for
+   * MAP_SHARED|MAP_ANONYMOUS).  With an NT_FILE note a ring is shared
+   * memory the note lists, and starts its mapping: a valid header anywhere
+   * else (the heap, an allocator's page-aligned block) is a copy of a ring
+   * the process made, whose events would be shown twice or stand in for a
+   * ring the core lost.  So only the starts of the listed mappings are
+   * looked at, and finding rings costs O(mappings), not O(core size).
+   * Without NT_FILE, every dumped page is looked at: O(core size). */
+  auto examine = [&](std::uint64_t a) {
+    if (seen.count(a) || !has_ring_magic(core_.read_memory(a, 4))) return;
+    seen.insert(a);
+    if (a_.rings.size() >= kMaxRings) {
+      skipped++;
+      return;
+    }
+    RingReport rep;
+    rep.found_by = "magic_scan";
+    rep.address = a;
+    rep.mapping_size = core_.mapped_extent(a);
+    if (const FileMapping *fm = core_.file_for(a)) rep.mapping_name = fm->path;
+    probe(rep, a, rep.mapping_size, false);
+    if (rep.state == RingReport::State::kValid || rep.state == RingReport::State::kForeign) {
+      rep.index = static_cast<std::uint32_t>(a_.rings.size());
+      a_.rings.push_back(std::move(rep));
+    } else {
+      a_.magic_rejected_total++;
+      if (a_.magic_rejected.size() < kMaxMagicMisses) a_.magic_rejected.push_back({a, rep.reason});
+    }
+  };
+  if (n.has_file_note) {
+    for (const FileMapping &fm : n.files) examine(fm.start);
+  } else {
+    for (const Segment &s : core_.segments()) {
+      if (s.present < 4) continue;
+      std::uint64_t a = (s.vaddr + 4095) & ~std::uint64_t{4095};
+      if (a < s.vaddr) continue; /* wrapped */
+      for (; a - s.vaddr <= s.present - 4; a += 4096) {
+        examine(a);
+        if (a > UINT64_MAX - 4096) break;
       }
-      if (a_.rings.size() >= kMaxRings) {
-        skipped++;
-        continue;
-      }
-      RingReport rep;
-      rep.found_by = "magic_scan";
-      rep.address = a;
-      rep.mapping_size = core_.mapped_extent(a);
-      if (const FileMapping *fm = core_.file_for(a)) rep.mapping_name = fm->path;
-      probe(rep, a, rep.mapping_size, false);
-      if (rep.state == RingReport::State::kValid || rep.state == RingReport::State::kForeign) {
-        rep.index = static_cast<std::uint32_t>(a_.rings.size());
-        a_.rings.push_back(std::move(rep));
-      } else {
-        a_.magic_rejected_total++;
-        if (a_.magic_rejected.size() < kMaxMagicMisses) a_.magic_rejected.push_back({a, rep.reason});
-      }
-      if (a > UINT64_MAX - 4096) break;
     }
   }
   if (skipped > 0)
@@ -834,6 +839,12 @@ void Analyzer::decide_status() {
   }
 }
 
+std::vector<RingReport> Analyzer::locate() {
+  headers_only_ = true;
+  find_rings();
+  return std::move(a_.rings);
+}
+
 Analysis Analyzer::run() {
   a_.core_path = core_.path();
   a_.core_size = core_.file_size();
@@ -922,6 +933,11 @@ Analysis analyze_file(const std::string &path, const ReadOptions &options) noexc
     a.reason = fmt::format("internal error: {}", e.what());
     return a;
   }
+}
+
+std::vector<RingReport> locate_rings(const CoreFile &core) {
+  const ReadOptions options;
+  return Analyzer(core, options).locate();
 }
 
 Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept {

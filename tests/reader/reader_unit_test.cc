@@ -482,29 +482,69 @@ TEST(Analyze, ACopyOfTheRingInPrivateMemoryIsNotASecondRing) {
       EXPECT_EQ(a.events.size(), 3u) << "events of the copy merged in";
     } else {
       EXPECT_EQ(a.status, ctr::Status::kMappingAbsent) << a.reason;
+      EXPECT_TRUE(a.rings.empty() || a.rings[0].address == ct::testing::kRingAddr);
     }
-    EXPECT_GE(a.magic_rejected_total, 1u);
+    // With NT_FILE, only the starts of the mappings it lists are candidates:
+    // private memory is not looked at, so the copy is not even a miss.
+    EXPECT_EQ(a.magic_rejected_total, 0u);
+    for (const auto &found : ctr::locate_rings(*ctr::CoreFile::from_bytes(c.build(), "copy")))
+      EXPECT_EQ(found.address, ct::testing::kRingAddr);
     expect_schema_valid(a);
   }
 }
 
 TEST(Analyze, MagicInOrdinaryDataIsNotARing) {
   /* No library: a page that starts with "CTLN", and another with a whole
-   * copied header whose CRC no longer matches. */
+   * copied header whose CRC no longer matches.  Without NT_FILE every page
+   * is a candidate; with it, only the starts of the mappings it lists (here
+   * a /dev/zero shared mapping). */
   RingBuilder r = three_events();
-  CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
   std::vector<std::uint8_t> data(8192, 0);
   std::memcpy(data.data(), "CTLN and then some program text", 31);
   std::memcpy(data.data() + 4096, r.bytes().data(), 1024);
   data[4096 + 100] ^= 0xff;
-  c.map(0x600000, data);
-  auto a = analyze_bytes(c.build());
-  EXPECT_EQ(a.status, ctr::Status::kNoRing);
-  EXPECT_EQ(ctr::exit_code(a.status), 1);
-  EXPECT_EQ(a.magic_rejected_total, 2u);
-  EXPECT_TRUE(a.events.empty());
-  expect_schema_valid(a);
+  for (bool file_note : {false, true}) {
+    CoreBuilder c;
+    c.with_file_note = file_note;
+    c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
+    c.map(0x600000, data);
+    c.map(0x700000, std::vector<std::uint8_t>(data.begin() + 4096, data.end()), "/dev/zero (deleted)");
+    auto a = analyze_bytes(c.build());
+    EXPECT_EQ(a.status, ctr::Status::kNoRing);
+    EXPECT_EQ(ctr::exit_code(a.status), 1);
+    EXPECT_EQ(a.magic_rejected_total, file_note ? 1u : 3u);
+    EXPECT_TRUE(a.events.empty());
+    expect_schema_valid(a);
+  }
+}
+
+/* Finding the ring does not read the core's bytes beyond the notes, the
+ * module headers and the candidates' first bytes: a big core whose other
+ * pages are never touched finds it the same. */
+TEST(Analyze, LocateRingsValidatesHeadersWithoutDecoding) {
+  RingBuilder r = three_events();
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+        "/usr/bin/victim", 0x2000, 5);
+  c.map(ct::testing::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
+  auto core = ctr::CoreFile::from_bytes(c.build(), "locate");
+  ASSERT_TRUE(core) << core.error().message;
+  auto rings = ctr::locate_rings(*core);
+  ASSERT_EQ(rings.size(), 1u);
+  EXPECT_EQ(rings[0].state, ctr::RingReport::State::kValid) << rings[0].reason;
+  EXPECT_EQ(rings[0].found_by, "nt_file");
+  EXPECT_EQ(rings[0].address, ct::testing::kRingAddr);
+  EXPECT_FALSE(rings[0].ring.has_value());
+  // A bad header CRC is found the same way, and refused.
+  RingBuilder bad = three_events();
+  bad.bytes()[100] ^= 0xff;
+  CoreBuilder c2;
+  c2.map(ct::testing::kRingAddr, bad.bytes(), "/memfd:core-timeline (deleted)");
+  auto core2 = ctr::CoreFile::from_bytes(c2.build(), "locate-bad");
+  ASSERT_TRUE(core2) << core2.error().message;
+  auto rings2 = ctr::locate_rings(*core2);
+  ASSERT_EQ(rings2.size(), 1u);
+  EXPECT_EQ(rings2[0].state, ctr::RingReport::State::kInvalid);
 }
 
 TEST(Analyze, NoLibraryAtAllIsNoRing) {

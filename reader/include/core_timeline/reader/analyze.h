@@ -225,6 +225,15 @@ struct Analysis {
   std::vector<std::string> warnings;
 };
 
+/** Finds the rings of an opened core as analyze() does (NT_FILE memfd
+ *  mappings; validated "CTLN" headers at the start of other mappings NT_FILE
+ *  lists, or on any page when the core has no NT_FILE) and validates their
+ *  headers, but decodes no slot: a kValid report's `ring` is empty and its
+ *  identity is unchecked.  Cost: O(NT_FILE entries) reads of a few bytes
+ *  and one header CRC per candidate, independent of the core's size; O(core
+ *  size) without NT_FILE.  Throws std::bad_alloc only. */
+std::vector<RingReport> locate_rings(const CoreFile &core);
+
 /** Analyzes an opened core.  Never throws. */
 Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept;
 
