@@ -48,7 +48,8 @@ struct DwflDeleter {
  * core: the modules that hold a queried address are reported from NT_FILE
  * (their mapping at file offset 0, the build-id the core attests), and
  *  - find_elf hands libdwfl EXECUTABLE (for the executable's module),
- *    /usr/lib/debug/.build-id/xx/yyyy (dwfl_build_id_find_elf), or the
+ *    /usr/lib/debug/.build-id/xx/yyyy (dwfl_build_id_find_elf, which also
+ *    asks debuginfod when DEBUGINFOD_URLS is set), or the
  *    module's NT_FILE path if it is a regular file on a real file system
  *    that the crashed user could read (world-readable, or theirs by
  *    NT_PRPSINFO), opened without following it into a FIFO or a device
@@ -133,6 +134,17 @@ int hand_over(int fd, const std::string &name, const std::vector<std::uint8_t> &
   return fd;
 }
 
+/* Whether libdwfl may ask debuginfod (debuginfod_find_debuginfo(3):
+ * DEBUGINFOD_URLS names the servers).  libdwfl 0.188 dlopens libdebuginfod,
+ * and with it libcurl and a TLS stack, on its first debuginfod question
+ * even when no server is named: about 3 ms of dynamic linking, more than
+ * the rest of a whole read (bench_reader).  So without a server, the
+ * callbacks below never ask. */
+bool debuginfod_configured() {
+  const char *urls = std::getenv("DEBUGINFOD_URLS");
+  return urls != nullptr && *urls != '\0';
+}
+
 int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
              Elf **elfp) {
   *elfp = nullptr;
@@ -146,9 +158,16 @@ int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr 
     return hand_over(fd, *t_rules->executable, m->build_id, file_name, elfp);
   }
   if (m->build_id.empty() && !t_rules->unverified) return -1;
-  if (!m->build_id.empty()) {
+  if (!m->build_id.empty() && debuginfod_configured()) {
     const int fd = dwfl_build_id_find_elf(mod, userdata, modname, base, file_name, elfp);
     if (fd >= 0 || *elfp != nullptr) return fd;
+  } else if (!m->build_id.empty()) {
+    /* The file dwfl_build_id_find_elf looks for before it asks debuginfod
+     * (elfutils libdwfl/dwfl_build_id_find_elf.c), vetted as any module. */
+    const std::string id = hex_bytes(m->build_id);
+    const std::string path = fmt::format("/usr/lib/debug/.build-id/{}/{}", id.substr(0, 2), id.substr(2));
+    const int fd = hand_over(open_module_file(path, t_rules->uid), path, m->build_id, file_name, elfp);
+    if (fd >= 0) return fd;
   }
   return hand_over(open_module_file(m->name, t_rules->uid), m->name, m->build_id, file_name, elfp);
 }
@@ -157,7 +176,10 @@ int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_
                    const char * /*file_name*/, const char * /*debuglink_file*/, GElf_Word /*debuglink_crc*/,
                    char **debuginfo_file_name) {
   /* Without a file or debuglink name, the standard callback looks the
-   * module (or its dwz file) up by build-id only, then asks debuginfod. */
+   * module (or its dwz file) up by build-id only, then asks debuginfod;
+   * the build-id callback only looks (see debuginfod_configured()). */
+  if (!debuginfod_configured())
+    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, nullptr, nullptr, 0, debuginfo_file_name);
   return dwfl_standard_find_debuginfo(mod, userdata, modname, base, nullptr, nullptr, 0, debuginfo_file_name);
 }
 

@@ -581,4 +581,79 @@ TEST_F(Gates, F_SymbolizerOpensOnlyVerifiedFilesTheUserCouldRead) {
   }
 }
 
+
+/* True if a shared object whose name contains `part` is loaded here. */
+bool loaded(const std::string &part) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find(part) != std::string::npos) return true;
+  return false;
+}
+
+/* Without DEBUGINFOD_URLS the symbolizer finds a module by build-id in
+ * /usr/lib/debug/.build-id/xx/yyyy, as dwfl_build_id_find_elf does, but
+ * never loads libdebuginfod: libdwfl dlopens it (and libcurl, and a TLS
+ * stack) for any debuginfod question, which cost more than the rest of a
+ * read.  In process (isolate = false), so the test sees what was loaded. */
+TEST_F(Gates, G_BuildIdDirectoryWithoutLoadingDebuginfod) {
+  const char *urls = std::getenv("DEBUGINFOD_URLS");
+  if (urls != nullptr && *urls != '\0') GTEST_SKIP() << "DEBUGINFOD_URLS is set here: " << urls;
+  ASSERT_FALSE(loaded("libdebuginfod")) << "loaded before the test";
+  {
+    /* The executable at its NT_FILE path, not under .build-id: libdwfl's
+     * own lookup by build-id would miss and ask debuginfod. */
+    auto core = ctr::CoreFile::open(core_a_->core_path);
+    ASSERT_TRUE(core) << core.error().message;
+    const ctr::SymbolQuery q{core->notes().threads.front().pc, false};
+    ctr::SymbolizeOptions so;
+    so.isolate = false;
+    auto res = ctr::symbolize(*core, std::span(&q, 1), so);
+    ASSERT_TRUE(res) << res.error().message;
+    ASSERT_TRUE((*res)[0]);
+    EXPECT_EQ((*res)[0]->function, "die");
+    ASSERT_FALSE(loaded("libdebuginfod")) << "libdebuginfod was loaded without DEBUGINFOD_URLS";
+  }
+  std::vector<std::uint8_t> b = read_file(core_a_->core_path);
+  char tmpl[] = "/tmp/ct-buildid-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  /* The executable's NT_FILE path now names nothing: only the build-id
+   * directory can give its file. */
+  const std::string gone = path_of_length(dir, kDemo.size());
+  ASSERT_FALSE(gone.empty()) << kDemo << " is too short a path to replace";
+  ASSERT_GT(replace_cstr(b, kDemo, gone), 0);
+  const std::string path = ct::testing::write_temp(b, "buildid-core");
+  auto core = ctr::CoreFile::open(path);
+  ASSERT_TRUE(core) << core.error().message;
+  const ctr::Module *exe = core->executable();
+  ASSERT_NE(exe, nullptr);
+  ASSERT_FALSE(exe->build_id.empty());
+  const std::string id = ctr::hex_bytes(exe->build_id);
+  const std::string link_dir = "/usr/lib/debug/.build-id/" + id.substr(0, 2);
+  const std::string link = link_dir + "/" + id.substr(2);
+  ASSERT_FALSE(std::filesystem::exists(link)) << link << " exists already; not touching it";
+  std::vector<std::string> made;  // directories this test created, deepest last
+  for (std::string d : {std::string("/usr/lib/debug"), std::string("/usr/lib/debug/.build-id"), link_dir})
+    if (mkdir(d.c_str(), 0755) == 0) made.push_back(d);
+  struct Cleanup {
+    std::string dir, link, core;
+    std::vector<std::string> made;
+    ~Cleanup() {
+      unlink(link.c_str());
+      for (auto it = made.rbegin(); it != made.rend(); ++it) rmdir(it->c_str());
+      unlink(core.c_str());
+      std::filesystem::remove_all(dir);
+    }
+  } cleanup{dir, link, path, made};
+  ASSERT_EQ(symlink(kDemo.c_str(), link.c_str()), 0) << std::strerror(errno);
+  const ctr::SymbolQuery q{core->notes().threads.front().pc, false};
+  ctr::SymbolizeOptions so;
+  so.isolate = false;
+  auto res = ctr::symbolize(*core, std::span(&q, 1), so);
+  ASSERT_TRUE(res) << res.error().message;
+  ASSERT_TRUE((*res)[0]);
+  EXPECT_EQ((*res)[0]->function, "die");
+  EXPECT_FALSE(loaded("libdebuginfod")) << "libdebuginfod was loaded without DEBUGINFOD_URLS";
+}
+
 }  // namespace
