@@ -111,6 +111,7 @@ Result<void> Daemon::start() {
   auto j = Journal::open();
   if (!j) return std::move(j).error();
   journal_.emplace(std::move(*j));
+  if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);
   return position();
 }
 
@@ -185,18 +186,23 @@ int Daemon::run() {
     }
     pending_anchor_.reset();
     if (opt_.once) break;
-    struct pollfd p[2] = {{journal_->fd(), journal_->events(), 0}, {signal_fd_.get(), POLLIN, 0}};
+    core_watch_->retry();
+    struct pollfd p[3] = {{journal_->fd(), journal_->events(), 0},
+                          {signal_fd_.get(), POLLIN, 0},
+                          {core_watch_->fd(), POLLIN, 0}};
     int timeout = journal_->timeout_ms();
-    if (watchdog_usec_) {
-      const int wd_ms = static_cast<int>(watchdog_usec_ / 4000);
-      timeout = timeout < 0 ? wd_ms : std::min(timeout, wd_ms);
-    }
-    int r = poll(p, 2, timeout);
+    auto at_most = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
+    if (watchdog_usec_) at_most(static_cast<int>(watchdog_usec_ / 4000));
+    /* A core awaits its entry: look again soon rather than at journald's
+     * announcement (core_watch.h). */
+    if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
+    int r = poll(p, 3, timeout);
     if (r < 0 && errno != EINTR) {
       spdlog::error("poll: {}", strerrordesc_np(errno));
       status = 1;
       break;
     }
+    if (r > 0 && (p[2].revents & POLLIN)) core_watch_->read_events(monotonic_usec());
     if (!keep_going()) break;
     auto pr = journal_->process();
     if (!pr) {
@@ -252,6 +258,7 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
     return Handled::kDone;
   }
   const CoredumpEntry &e = *entry;
+  if (core_watch_ && !e.core_name.empty()) core_watch_->handled(e.core_name);
   log::Scope scope({{"CORE_TIMELINE_PID", std::to_string(e.pid)},
                     {"CORE_TIMELINE_KEY", e.key()},
                     {"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor}});

@@ -13,6 +13,9 @@
  *      mode and ACL (files.h);
  *   5. logs (mapping_absent loudly, no_ring quietly) and only then saves
  *      the entry's cursor (files.h, StateDir::save_cursor).
+ * It reads the journal as journald announces new entries, and every few
+ * milliseconds while a new core in the coredump directory awaits its entry
+ * (core_watch.h: journald's announcements lag by 250-500 ms).
  * Between entries and inside long steps it pings the systemd watchdog and
  * checks for SIGTERM/SIGINT; on those it abandons the current entry (its
  * cursor is not saved, so it is redone) and exits 0.  An error that makes
@@ -30,6 +33,7 @@
 #include <optional>
 #include <string>
 
+#include "core_watch.h"
 #include "entry.h"
 #include "files.h"
 #include "journal.h"
@@ -63,6 +67,7 @@ class Daemon {
   TrustPolicy policy_;
   std::optional<StateDir> state_;
   std::optional<Journal> journal_;
+  std::optional<CoreWatch> core_watch_;  /**< not with --once */
   Fd signal_fd_;
   bool stop_ = false;
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
