@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include "core_builder.h"
+#include "core_watch.h"
 #include "decode.h"
 #include "document.h"
 #include "entry.h"
@@ -862,4 +863,42 @@ TEST(Catalog, ParsesAndHasAnEntryForEveryMessageId) {
   ASSERT_EQ(pclose(p), 0) << out;
   for (std::string_view id : {ctd::kMsgMappingAbsent, ctd::kMsgEntryRejected, ctd::kMsgTimelineWritten})
     EXPECT_NE(out.find(std::string(id) + " core-timeline: "), std::string::npos) << id << " missing in:\n" << out;
+}
+
+// ---- CoreWatch: a new core makes the daemon read the journal eagerly ------
+
+TEST(CoreWatch, NewCoreIsExpectedUntilItsEntryIsHandledOrItsTimeIsUp) {
+  char tmpl[] = "/tmp/ctd-watch-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ctd::CoreWatch w(dir);
+  ASSERT_GE(w.fd(), 0);
+  EXPECT_EQ(w.timeout_ms(1000), -1);
+  // As systemd-coredump does: a temporary name first (ignored), then the core.
+  std::ofstream(dir + "/.#core.a.0.b.1.2.zst") << "x";
+  std::filesystem::rename(dir + "/.#core.a.0.b.1.2.zst", dir + "/core.a.0.b.1.2.zst");
+  std::ofstream(dir + "/core.c.0.b.3.4.zst") << "y";
+  std::filesystem::create_directory(dir + "/subdir");
+  w.read_events(1000);
+  EXPECT_EQ(w.expected(), 2u);
+  EXPECT_EQ(w.timeout_ms(1000), ctd::CoreWatch::kEagerPollMs);
+  w.handled("core.a.0.b.1.2.zst");
+  EXPECT_EQ(w.expected(), 1u);
+  // The other never gets an entry: forgotten after kEagerMaxMs.
+  EXPECT_EQ(w.timeout_ms(1000 + ctd::CoreWatch::kEagerMaxMs * 1000), ctd::CoreWatch::kEagerPollMs);
+  EXPECT_EQ(w.timeout_ms(1001 + ctd::CoreWatch::kEagerMaxMs * 1000), -1);
+  EXPECT_EQ(w.expected(), 0u);
+  // The directory goes away and comes back: watched again on retry().
+  std::filesystem::remove_all(dir);
+  w.read_events(2000);
+  EXPECT_LT(w.fd(), 0);
+  w.retry();
+  EXPECT_LT(w.fd(), 0);
+  std::filesystem::create_directory(dir);
+  w.retry();
+  ASSERT_GE(w.fd(), 0);
+  std::ofstream(dir + "/core.d.0.b.5.6.zst") << "z";
+  w.read_events(3000);
+  EXPECT_EQ(w.expected(), 1u);
+  std::filesystem::remove_all(dir);
 }
