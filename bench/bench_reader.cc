@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+//
+// bench_reader - reading a timeline out of real kernel cores of about
+// 10 MiB, 100 MiB and 1 GiB, next to the tools a user would reach for on
+// the same cores: `eu-stack --core` and `gdb -batch -ex bt`.
+//
+//   BM_FindRing/MiB      CoreFile::open + locate_rings(), in process: the
+//                        ring found and its header validated, nothing
+//                        decoded (the "time to find the ring").
+//   BM_Read/MiB          core-timeline-read CORE (find, decode, symbolize,
+//                        print), as a user runs it.
+//   BM_ReadJson/MiB      core-timeline-read --json CORE.
+//   BM_EuStack/MiB       eu-stack --core=CORE --executable=EXE
+//   BM_GdbBt/MiB         gdb -nx -batch -ex bt EXE CORE
+//
+// The programs are run as child processes and timed by wall clock (manual
+// time).  Each also reports `peak_rss_MiB` from one more run under GNU
+// time (`/usr/bin/time -f %M`, the child's ru_maxrss, which covers its
+// waited-for children, e.g. the reader's isolated symbolizer).  Not from the
+// timed runs: a child posix_spawn()ed from this process starts in its
+// address space, and exec(2) records that as the child's high-water mark
+// (fs/exec.c, setmax_mm_hiwater_rss), so every tool would show at least
+// this benchmark's own RSS.  GNU time's own floor (`time /bin/true`) is in
+// the context as rss_floor_KiB.  The cores are in the page cache (warm):
+// what is measured is the tools' work, not the disk.
+//
+// The cores are real: big_crasher MIB (tests/daemon/big_crasher.c, a
+// libtimeline process with MIB MiB of touched anonymous memory) crashes
+// through the real systemd-coredump pipeline (tests/support/pipeline start),
+// and the harness decompresses its stored core.  They are kept in
+// --cores=DIR (default /var/tmp/core-timeline-bench-cores) and reused when
+// present; delete the directory to make them anew.
+//
+// At the end a summary prints each tool's median time and peak memory per
+// core and the ratios of the targets, all from this one run.
+//
+// Run: build/bin/bench_reader [--cores=DIR] [benchmark flags]
+//      (root, pipeline running; bench/run.sh does both)
+
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/elf_core.h"
+#include "crash_harness.h"
+
+extern char **environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ctr = core_timeline::reader;
+
+constexpr int kSizesMiB[] = {10, 100, 1024};
+
+std::string g_bin_dir;    // where core-timeline-read and big_crasher are
+std::string g_core_dir = "/var/tmp/core-timeline-bench-cores";
+std::map<int, std::string> g_cores;  // MiB -> core path
+std::string g_exe;                   // big_crasher (the cores' executable)
+
+// Per benchmark name: every iteration's seconds and the largest peak RSS.
+struct Samples {
+  std::vector<double> seconds;
+  long peak_rss_kib = 0;
+};
+std::map<std::string, Samples> g_samples;
+
+struct ChildRun {
+  double seconds = 0;
+  int status = 0;
+};
+
+// Runs argv with stdout and stderr on /dev/null; wall time and wait status.
+ChildRun run_child(const std::vector<std::string> &argv) {
+  std::vector<char *> args;
+  for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = -1;
+  const int e = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (e != 0) throw std::runtime_error(argv[0] + ": posix_spawn: " + std::strerror(e));
+  ChildRun r;
+  while (waitpid(pid, &r.status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error(argv[0] + ": waitpid: " + std::strerror(errno));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+// Peak RSS of argv in KiB, by GNU time (see the top of the file); 0 if it
+// could not be measured.
+long peak_rss_kib(const std::vector<std::string> &argv) {
+  char tmpl[] = "/tmp/bench_reader.rss.XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd < 0) return 0;
+  close(fd);
+  std::vector<std::string> timed = {"/usr/bin/time", "-f", "%M", "-o", tmpl};
+  timed.insert(timed.end(), argv.begin(), argv.end());
+  run_child(timed);
+  long kib = 0;
+  if (FILE *f = std::fopen(tmpl, "r")) {
+    /* The last line: GNU time writes "Command exited with non-zero status N"
+     * first when the command fails. */
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) kib = std::strtol(line, nullptr, 10);
+    std::fclose(f);
+  }
+  unlink(tmpl);
+  return kib;
+}
+
+// A time (seconds >= 0) and/or a peak RSS of one benchmark.
+void record(const std::string &key, double seconds, long rss_kib) {
+  auto &s = g_samples[key];
+  if (seconds >= 0) s.seconds.push_back(seconds);
+  s.peak_rss_kib = std::max(s.peak_rss_kib, rss_kib);
+}
+
+std::string key_of(const std::string &tool, int mib) { return tool + "/" + std::to_string(mib); }
+
+// A child benchmark: argv run once per iteration.  `ok` tells a run that did
+// its work from one that failed (the benchmark then reports an error rather
+// than a time).
+template <class Ok>
+void child_benchmark(benchmark::State &state, const std::string &tool, const std::vector<std::string> &argv,
+                     Ok ok) {
+  const int mib = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    ChildRun r = run_child(argv);
+    if (!ok(r.status)) {
+      state.SkipWithError((tool + " failed on " + g_cores[mib] + " (wait status " + std::to_string(r.status) +
+                           ")").c_str());
+      return;
+    }
+    state.SetIterationTime(r.seconds);
+    record(key_of(tool, mib), r.seconds, 0);
+  }
+  const long peak = peak_rss_kib(argv);
+  record(key_of(tool, mib), -1, peak);
+  state.counters["peak_rss_MiB"] = double(peak) / 1024.0;
+  state.counters["core_MiB"] = double(fs::file_size(g_cores[mib])) / (1 << 20);
+}
+
+bool exited_0(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+void BM_FindRing(benchmark::State &state) {
+  const int mib = static_cast<int>(state.range(0));
+  std::size_t rings = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto core = ctr::CoreFile::open(g_cores[mib]);
+    if (!core) {
+      state.SkipWithError(core.error().message.c_str());
+      return;
+    }
+    auto found = ctr::locate_rings(*core);
+    rings = 0;
+    for (const auto &r : found) rings += r.state == ctr::RingReport::State::kValid;
+    benchmark::DoNotOptimize(found.data());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(s);
+    record(key_of("find", mib), s, 0);
+  }
+  if (rings != 1) state.SkipWithError(("expected one valid ring, found " + std::to_string(rings)).c_str());
+  state.counters["core_MiB"] = double(fs::file_size(g_cores[mib])) / (1 << 20);
+}
+
+void BM_Read(benchmark::State &state) {
+  child_benchmark(state, "read", {g_bin_dir + "/core-timeline-read", g_cores[int(state.range(0))]}, exited_0);
+}
+
+void BM_ReadJson(benchmark::State &state) {
+  child_benchmark(state, "read_json", {g_bin_dir + "/core-timeline-read", "--json", g_cores[int(state.range(0))]},
+                  exited_0);
+}
+
+void BM_EuStack(benchmark::State &state) {
+  // eu-stack exits 1 when some frame could not be unwound (a normal outcome
+  // for a crashed thread); a signal is a failure.
+  child_benchmark(state, "eu-stack",
+                  {"/usr/bin/eu-stack", "--core=" + g_cores[int(state.range(0))], "--executable=" + g_exe},
+                  [](int st) { return WIFEXITED(st) && WEXITSTATUS(st) <= 1; });
+}
+
+void BM_GdbBt(benchmark::State &state) {
+  child_benchmark(state, "gdb",
+                  {"/usr/bin/gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off", "-ex", "bt", g_exe,
+                   g_cores[int(state.range(0))]},
+                  exited_0);
+}
+
+void sizes(benchmark::internal::Benchmark *b) {
+  for (int mib : kSizesMiB) b->Arg(mib);
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK(BM_FindRing)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Read)->Apply(sizes)->Iterations(5);
+BENCHMARK(BM_ReadJson)->Apply(sizes)->Iterations(5);
+BENCHMARK(BM_EuStack)->Apply(sizes)->Iterations(5);
+BENCHMARK(BM_GdbBt)->Apply(sizes)->Iterations(3);
+
+// The core of big_crasher MIB, made through the real pipeline unless it is
+// already in g_core_dir.
+std::string core_of(int mib) {
+  const std::string path = g_core_dir + "/big_crasher." + std::to_string(mib) + ".core";
+  if (fs::exists(path)) return path;
+  std::fprintf(stderr, "bench_reader: making a %d MiB core (big_crasher %d through systemd-coredump)...\n", mib,
+               mib);
+  ct::test::CrashOptions opts;
+  opts.output_dir = g_core_dir;
+  opts.timeout = std::chrono::seconds(120);
+  auto run = ct::test::run_and_collect_core({g_exe, std::to_string(mib)}, opts);
+  if (run.journal_fields.count("COREDUMP_TRUNCATED"))
+    throw std::runtime_error("the core of big_crasher " + std::to_string(mib) +
+                             " was truncated by systemd-coredump (ProcessSizeMax/ExternalSizeMax)");
+  fs::rename(run.core_path, path);
+  return path;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// "-" for a tool this run did not measure (--benchmark_filter).
+std::string cell(double v, int decimals) {
+  if (!(v > 0)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
+
+void print_summary() {
+  auto ms = [](const char *tool, int mib) { return median(g_samples[key_of(tool, mib)].seconds) * 1e3; };
+  auto rss = [](const char *tool, int mib) { return double(g_samples[key_of(tool, mib)].peak_rss_kib) / 1024.0; };
+  std::printf("\nSummary of this run: median wall ms per run, and the child's peak RSS in MiB\n");
+  std::printf("%-9s %9s %9s %11s %9s %9s | %8s %8s %8s %8s\n", "core", "find", "read", "read --json",
+              "eu-stack", "gdb bt", "read", "--json", "eu-stack", "gdb");
+  for (int mib : kSizesMiB)
+    std::printf("%5d MiB %9s %9s %11s %9s %9s | %8s %8s %8s %8s\n", mib, cell(ms("find", mib), 3).c_str(),
+                cell(ms("read", mib), 1).c_str(), cell(ms("read_json", mib), 1).c_str(),
+                cell(ms("eu-stack", mib), 1).c_str(), cell(ms("gdb", mib), 1).c_str(),
+                cell(rss("read", mib), 1).c_str(), cell(rss("read_json", mib), 1).c_str(),
+                cell(rss("eu-stack", mib), 1).c_str(), cell(rss("gdb", mib), 1).c_str());
+  std::printf("\nRatios (target: read <= 2 x eu-stack; find < 1 ms on the 1 GiB core; read memory flat):\n");
+  for (int mib : kSizesMiB)
+    std::printf("%5d MiB  read / eu-stack %s   read --json / eu-stack %s   read / gdb bt %s\n", mib,
+                cell(ratio(ms("read", mib), ms("eu-stack", mib)), 2).c_str(),
+                cell(ratio(ms("read_json", mib), ms("eu-stack", mib)), 2).c_str(),
+                cell(ratio(ms("read", mib), ms("gdb", mib)), 2).c_str());
+  const int lo = kSizesMiB[0], hi = kSizesMiB[std::size(kSizesMiB) - 1];
+  std::printf("read peak RSS, %d MiB core / %d MiB core: %s\n", hi, lo,
+              cell(ratio(rss("read", hi), rss("read", lo)), 2).c_str());
+  std::printf("find the ring in the %d MiB core: %s ms\n", hi, cell(ms("find", hi), 3).c_str());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::vector<char *> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--cores=", 8) == 0) g_core_dir = argv[i] + 8;
+    else rest.push_back(argv[i]);
+  }
+  int n = static_cast<int>(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 64;
+  g_bin_dir = fs::canonical("/proc/self/exe").parent_path();
+  g_exe = g_bin_dir + "/big_crasher";
+  try {
+    fs::create_directories(g_core_dir);
+    for (int mib : kSizesMiB) g_cores[mib] = core_of(mib);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bench_reader: cannot make the cores: %s\n(needs root and the pipeline: "
+                         "tests/support/pipeline start)\n", e.what());
+    return 1;
+  }
+  benchmark::AddCustomContext("rss_floor_KiB", std::to_string(peak_rss_kib({"/bin/true"})));
+  for (int mib : kSizesMiB)
+    benchmark::AddCustomContext("core_" + std::to_string(mib) + "MiB",
+                                g_cores[mib] + " (" + std::to_string(fs::file_size(g_cores[mib]) >> 20) + " MiB)");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_summary();
+  return 0;
+}

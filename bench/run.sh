@@ -1,0 +1,55 @@
+#!/bin/bash
+# bench/run.sh [BUILD_DIR] - regenerate every number in docs/performance.md.
+#
+# Installs what it needs (packaging/install-build-deps), builds the
+# benchmarks in BUILD_DIR (default: build), starts the real crash pipeline
+# (tests/support/pipeline; stopped again at the end if this run started it)
+# and runs, one after the other so they do not disturb each other:
+#
+#   bench_overhead   recording one event, beside spdlog and LTTng-UST
+#   instructions.sh  instructions per tl_mark2 call under callgrind
+#   bench_reader     core-timeline-read on 10 MiB, 100 MiB, 1 GiB cores,
+#                    beside eu-stack and gdb
+#   bench_daemon     a crash to its timeline.json, beside zstd -d and
+#                    coredumpctl dump; a storm of 32
+#
+# Everything printed is also kept in BUILD_DIR/bench-results/<time>/.
+# Needs root (cores, the pipeline, kernel.core_pipe_limit).  Takes about
+# 5 minutes on a 2-vCPU VM, most of it making and decompressing 1 GiB cores.
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+[[ $(id -u) == 0 ]] || { echo "bench/run.sh: needs root (cores, the crash pipeline)" >&2; exit 1; }
+
+"$src/packaging/install-build-deps"
+cmake -S "$src" -B "$build" -G Ninja >/dev/null
+cmake --build "$build" --target bench_overhead bench_instr bench_reader bench_daemon
+
+export CT_PIPELINE_HOLDER=$$
+"$src/tests/support/pipeline" start
+trap '"$src/tests/support/pipeline" stop || true' EXIT
+
+out=$build/bench-results/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "kernel: $(uname -r); $(nproc) CPUs: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/machine.txt"
+
+run() {  # run NAME COMMAND...: prints and keeps the output
+  local name=$1
+  shift
+  echo
+  echo "== $name: $*"
+  "$@" 2>&1 | tee "$out/$name.txt"
+}
+run bench_overhead "$build/bin/bench_overhead" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+run instructions "$src/bench/instructions.sh" "$build"
+run bench_reader "$build/bin/bench_reader"
+run bench_daemon "$build/bin/bench_daemon"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
+echo
+echo "bench/run.sh: results kept in $out"
