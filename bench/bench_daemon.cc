@@ -1129,6 +1129,23 @@ int run(const Config &cfg) {
     for (const auto &x : v) jc["samples"].push_back(sample_json(x));
     jcases.push_back(std::move(jc));
   }
+  /* The other reading of the target: a user without the daemon waits for
+   * systemd-coredump to store the core and then decompresses it; compare
+   * the daemon's whole path from the crash with that one. */
+  std::printf("\nEnd to end beside the same path without the daemon (crash -> core stored -> plain decompression):\n\n"
+              "| case | crash→TL | crash→entry + (c1) | crash→TL / (crash→entry + (c1)) |\n|---|---|---|---|\n");
+  for (const auto &c : cases) {
+    const auto &v = c.samples;
+    std::vector<double> end_to_end, peer;
+    for (const auto &x : v)
+      if (x.crash) end_to_end.push_back(*x.crash), peer.push_back(x.crash_to_entry + x.plain.c1);
+    if (end_to_end.empty()) {
+      std::printf("| %s | n/a | n/a | n/a |\n", c.name.c_str());
+      continue;
+    }
+    std::printf("| %s | %s | %s | %s |\n", c.name.c_str(), ms(median(end_to_end)).c_str(), ms(median(peer)).c_str(),
+                ratio(median(end_to_end), median(peer)).c_str());
+  }
   std::printf("\n(b) is the daemon's whole share: from systemd-coredump's entry (the core is stored) to the timeline.\n"
               "daemon work = (b) minus the wait for the journal's change notification (extract+decode+write).\n"
               "The crasher dies only when systemd-coredump closes the core pipe (core_pipe_limit > 0), about when\n"
