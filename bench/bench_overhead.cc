@@ -33,8 +33,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -293,6 +295,83 @@ void teardown_lttng() {
   if (g_started_sessiond) run("pkill -x lttng-sessiond");
 }
 
+// The console reporter, keeping each benchmark's CPU time per iteration (in
+// ns; the median aggregate when repetitions are asked for, else the run
+// itself) and counters, for the summary of ratios at the end.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  SummaryReporter() : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_Defaults : OO_Tabular) {}
+  struct Result {
+    double cpu_ns = 0;
+    std::map<std::string, double> counters;
+  };
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const auto &r : runs) {
+      if (r.error_occurred) continue;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (r.run_type == Run::RT_Aggregate && !median) continue;
+      const std::string name = r.run_name.str();
+      if (!median && medians_.count(name)) continue;
+      if (median) medians_.insert(name);
+      Result &out = results_[name];
+      out.cpu_ns = r.GetAdjustedCPUTime() * benchmark::GetTimeUnitMultiplier(benchmark::kNanosecond) /
+                   benchmark::GetTimeUnitMultiplier(r.time_unit);
+      for (const auto &[k, c] : r.counters) out.counters[k] = c.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  const Result *find(const std::string &name) const {
+    auto it = results_.find(name);
+    return it == results_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<std::string, Result> results_;
+  std::set<std::string> medians_;
+};
+
+// Prints num/den and whether it meets the target "<= limit" (at_most) or
+// ">= limit"; limit 0: no target, the ratio alone.
+void print_ratio(const char *what, const double *num, const double *den, bool at_most, double limit) {
+  if (num == nullptr || den == nullptr || *den <= 0) {
+    std::printf("  %-64s not measured in this run\n", what);
+    return;
+  }
+  const double r = *num / *den;
+  if (limit == 0) {
+    std::printf("  %-64s %6.3f\n", what, r);
+    return;
+  }
+  const bool met = at_most ? r <= limit : r >= limit;
+  std::printf("  %-64s %6.3f   target %s %g: %s", what, r, at_most ? "<=" : ">=", limit, met ? "met" : "MISSED");
+  if (!met) std::printf(" (by %.0f %%)", 100.0 * (at_most ? r / limit - 1 : 1 - r / limit));
+  std::printf("\n");
+}
+
+void print_summary(const SummaryReporter &rep) {
+  auto cpu = [&](const char *name) -> const double * {
+    const auto *r = rep.find(name);
+    return r ? &r->cpu_ns : nullptr;
+  };
+  auto counter = [&](const char *name, const char *key) -> const double * {
+    const auto *r = rep.find(name);
+    if (r == nullptr) return nullptr;
+    auto it = r->counters.find(key);
+    return it == r->counters.end() ? nullptr : &it->second;
+  };
+  std::printf("\nRatios of this run (CPU time per call; medians when run with --benchmark_repetitions):\n");
+  print_ratio("TlMarkEnabled / BareStores", cpu("BM_TlMarkEnabled"), cpu("BM_BareStores"), true, 1.5);
+  print_ratio("SpdlogBacktrace / TlMarkEnabled", cpu("BM_SpdlogBacktrace"), cpu("BM_TlMarkEnabled"), false, 10);
+  print_ratio("LttngUst / TlMarkEnabled", cpu("BM_LttngUst"), cpu("BM_TlMarkEnabled"), false, 5);
+  print_ratio("Contended per call, 2 threads / 1 thread",
+              counter("BM_TlMarkContended/real_time/threads:2", "cpu_ns_per_call"),
+              counter("BM_TlMarkContended/real_time/threads:1", "cpu_ns_per_call"), true, 1.5);
+  print_ratio("Contended p95 at 8 threads / p50 at 1 thread", counter("BM_TlMarkContended/real_time/threads:8", "p95_ns"),
+              counter("BM_TlMarkContended/real_time/threads:1", "p50_ns"), true, 1.6);
+  print_ratio("ReadTicks (rdtsc alone, the TSC writer's floor) / TlMarkEnabled", cpu("BM_ReadTicks"),
+              cpu("BM_TlMarkEnabled"), true, 0);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -314,8 +393,10 @@ int main(int argc, char **argv) {
   benchmark::AddCustomContext("tsc_step_ns", std::to_string(g_tsc_step_ns));
   benchmark::AddCustomContext("lttng", g_lttng_error.empty() ? "snapshot session " + g_lttng_session
                                                              : "unavailable: " + g_lttng_error);
-  benchmark::RunSpecifiedBenchmarks();
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   teardown_lttng();
+  print_summary(reporter);
   return 0;
 }

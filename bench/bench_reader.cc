@@ -28,8 +28,9 @@
 // libtimeline process with MIB MiB of touched anonymous memory) crashes
 // through the real systemd-coredump pipeline (tests/support/pipeline start),
 // and the harness decompresses its stored core.  They are kept in
-// --cores=DIR (default /var/tmp/core-timeline-bench-cores) and reused when
-// present; delete the directory to make them anew.
+// --cores=DIR (default: bench-cores/ in the build directory, 1.2 GB) and
+// reused while their executable's build-id is that of the big_crasher next
+// to this program; otherwise they are made anew.
 //
 // At the end a summary prints each tool's median time and peak memory per
 // core and the ratios of the targets, all from this one run.
@@ -56,6 +57,7 @@
 
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/symbolize.h"
 #include "crash_harness.h"
 
 extern char **environ;
@@ -68,7 +70,7 @@ namespace ctr = core_timeline::reader;
 constexpr int kSizesMiB[] = {10, 100, 1024};
 
 std::string g_bin_dir;    // where core-timeline-read and big_crasher are
-std::string g_core_dir = "/var/tmp/core-timeline-bench-cores";
+std::string g_core_dir;  // --cores=DIR; default <build>/bench-cores
 std::map<int, std::string> g_cores;  // MiB -> core path
 std::string g_exe;                   // big_crasher (the cores' executable)
 
@@ -218,11 +220,22 @@ BENCHMARK(BM_ReadJson)->Apply(sizes)->Iterations(5);
 BENCHMARK(BM_EuStack)->Apply(sizes)->Iterations(5);
 BENCHMARK(BM_GdbBt)->Apply(sizes)->Iterations(3);
 
-// The core of big_crasher MIB, made through the real pipeline unless it is
-// already in g_core_dir.
+// Whether the core at `path` was made by the big_crasher this run uses
+// (same build-id): a core of another build would be read against the
+// wrong executable by eu-stack and gdb.
+bool made_by_our_exe(const std::string &path) {
+  auto core = ctr::CoreFile::open(path);
+  if (!core) return false;
+  const ctr::Module *exe = core->executable();
+  auto ours = ctr::file_build_id(g_exe);
+  return exe != nullptr && ours && !exe->build_id.empty() && exe->build_id == *ours;
+}
+
+// The core of big_crasher MIB, made through the real pipeline unless one of
+// the same executable is already in g_core_dir.
 std::string core_of(int mib) {
   const std::string path = g_core_dir + "/big_crasher." + std::to_string(mib) + ".core";
-  if (fs::exists(path)) return path;
+  if (fs::exists(path) && made_by_our_exe(path)) return path;
   std::fprintf(stderr, "bench_reader: making a %d MiB core (big_crasher %d through systemd-coredump)...\n", mib,
                mib);
   ct::test::CrashOptions opts;
@@ -290,6 +303,7 @@ int main(int argc, char **argv) {
   if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 64;
   g_bin_dir = fs::canonical("/proc/self/exe").parent_path();
   g_exe = g_bin_dir + "/big_crasher";
+  if (g_core_dir.empty()) g_core_dir = fs::path(g_bin_dir).parent_path() / "bench-cores";
   try {
     fs::create_directories(g_core_dir);
     for (int mib : kSizesMiB) g_cores[mib] = core_of(mib);

@@ -14,8 +14,10 @@
 #                    coredumpctl dump; a storm of 32
 #
 # Everything printed is also kept in BUILD_DIR/bench-results/<time>/.
-# Needs root (cores, the pipeline, kernel.core_pipe_limit).  Takes about
-# 5 minutes on a 2-vCPU VM, most of it making and decompressing 1 GiB cores.
+# Needs root (cores, the pipeline, kernel.core_pipe_limit).  Takes about a
+# minute and a half on a 2-vCPU VM once built; the first run also makes
+# bench_reader's cores (1.2 GB in BUILD_DIR/bench-cores/, kept for the next
+# runs of the same build), some 10 s more.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
