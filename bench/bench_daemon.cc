@@ -1204,6 +1204,12 @@ int run(const Config &cfg) {
                 ms(s.c1).c_str());
     std::printf("| (c2) %zu x %s -d -o FILE, one after another | %s |\n", s.samples.size(), comp.c_str(), ms(s.c2).c_str());
     std::printf("| (c3) %zu x coredumpctl dump -o FILE, one after another | %s |\n", s.samples.size(), ms(s.c3).c_str());
+    /* Without the daemon: systemd-coredump stores the 32 cores, then they
+     * are decompressed one after another. */
+    const double peer = s.first_death_to_all - s.last_entry_to_all + s.c1;
+    std::printf("| without the daemon: first death → last entry, then (c1) | %s |\n", ms(peer).c_str());
+    std::printf("\nend to end: first death → last timeline / (first death → last entry + (c1)) = %s\n",
+                ratio(s.first_death_to_all, peer).c_str());
     const double tr = s.c1 > 0 ? s.first_entry_to_all / s.c1 : 0;
     std::printf("\nratios: **first entry→all timelines / (c1) = %s (TARGET <= 1.2: %s)**; all deaths→all timelines / "
                 "(c1) = %s; / (c2) = %s; / (c3) = %s; first entry→all / (c3) = %s; sum of the daemon's work / (c1) = "
