@@ -7,6 +7,11 @@
 //   BM_FindRing/MiB      CoreFile::open + locate_rings(), in process: the
 //                        ring found and its header validated, nothing
 //                        decoded (the "time to find the ring").
+//   BM_Decode/MiB        CoreFile::open + analyze() without symbols, in
+//                        process: found, validated, every lane decoded and
+//                        merged.
+//   BM_DecodeSymbolize/MiB  the same with libdwfl's symbols, in process
+//                        (the CLI runs libdwfl in a child of its own).
 //   BM_Read/MiB          core-timeline-read CORE (find, decode, symbolize,
 //                        print), as a user runs it.
 //   BM_ReadJson/MiB      core-timeline-read --json CORE.
@@ -185,6 +190,38 @@ void BM_FindRing(benchmark::State &state) {
   state.counters["core_MiB"] = double(fs::file_size(g_cores[mib])) / (1 << 20);
 }
 
+// analyze() in process, timed from CoreFile::open to the Analysis.
+void in_process_benchmark(benchmark::State &state, const std::string &tool, const ctr::ReadOptions &options) {
+  const int mib = static_cast<int>(state.range(0));
+  std::size_t events = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ctr::Analysis a = ctr::analyze_file(g_cores[mib], options);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (a.status != ctr::Status::kOk) {
+      state.SkipWithError((tool + ": " + std::string(ctr::status_name(a.status)) + ": " + a.reason).c_str());
+      return;
+    }
+    events = a.events.size();
+    state.SetIterationTime(s);
+    record(key_of(tool, mib), s, 0);
+  }
+  state.counters["events"] = double(events);
+  state.counters["core_MiB"] = double(fs::file_size(g_cores[mib])) / (1 << 20);
+}
+
+void BM_Decode(benchmark::State &state) {
+  ctr::ReadOptions o;
+  o.symbolize = false;
+  in_process_benchmark(state, "decode", o);
+}
+
+void BM_DecodeSymbolize(benchmark::State &state) {
+  ctr::ReadOptions o;
+  o.isolate_symbolizer = false;
+  in_process_benchmark(state, "decode_symbolize", o);
+}
+
 void BM_Read(benchmark::State &state) {
   child_benchmark(state, "read", {g_bin_dir + "/core-timeline-read", g_cores[int(state.range(0))]}, exited_0);
 }
@@ -215,6 +252,8 @@ void sizes(benchmark::internal::Benchmark *b) {
 }
 
 BENCHMARK(BM_FindRing)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Decode)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeSymbolize)->Apply(sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Read)->Apply(sizes)->Iterations(5);
 BENCHMARK(BM_ReadJson)->Apply(sizes)->Iterations(5);
 BENCHMARK(BM_EuStack)->Apply(sizes)->Iterations(5);
@@ -269,6 +308,10 @@ double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
 void print_summary() {
   auto ms = [](const char *tool, int mib) { return median(g_samples[key_of(tool, mib)].seconds) * 1e3; };
   auto rss = [](const char *tool, int mib) { return double(g_samples[key_of(tool, mib)].peak_rss_kib) / 1024.0; };
+  std::printf("\nIn process, median ms: find the ring | + decode | + symbolize (libdwfl in process)\n");
+  for (int mib : kSizesMiB)
+    std::printf("%5d MiB %9s %9s %9s\n", mib, cell(ms("find", mib), 3).c_str(), cell(ms("decode", mib), 3).c_str(),
+                cell(ms("decode_symbolize", mib), 3).c_str());
   std::printf("\nSummary of this run: median wall ms per run, and the child's peak RSS in MiB\n");
   std::printf("%-9s %9s %9s %11s %9s %9s | %8s %8s %8s %8s\n", "core", "find", "read", "read --json",
               "eu-stack", "gdb bt", "read", "--json", "eu-stack", "gdb");
