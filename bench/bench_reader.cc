@@ -40,7 +40,7 @@
 // At the end a summary prints each tool's median time and peak memory per
 // core and the ratios of the targets, all from this one run.
 //
-// Run: build/bin/bench_reader [--cores=DIR] [benchmark flags]
+// Run: build/bin/bench_reader [--cores=DIR] [--sizes=10,100,1024] [benchmark flags]
 //      (root, pipeline running; bench/run.sh does both)
 
 #include <benchmark/benchmark.h>
@@ -72,7 +72,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace ctr = core_timeline::reader;
 
-constexpr int kSizesMiB[] = {10, 100, 1024};
+std::vector<int> g_sizes = {10, 100, 1024};  // --sizes=MIB,MIB,...
 
 std::string g_bin_dir;    // where core-timeline-read and big_crasher are
 std::string g_core_dir;  // --cores=DIR; default <build>/bench-cores
@@ -247,17 +247,20 @@ void BM_GdbBt(benchmark::State &state) {
 }
 
 void sizes(benchmark::internal::Benchmark *b) {
-  for (int mib : kSizesMiB) b->Arg(mib);
+  for (int mib : g_sizes) b->Arg(mib);
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
 
-BENCHMARK(BM_FindRing)->Apply(sizes)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Decode)->Apply(sizes)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodeSymbolize)->Apply(sizes)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Read)->Apply(sizes)->Iterations(5);
-BENCHMARK(BM_ReadJson)->Apply(sizes)->Iterations(5);
-BENCHMARK(BM_EuStack)->Apply(sizes)->Iterations(5);
-BENCHMARK(BM_GdbBt)->Apply(sizes)->Iterations(3);
+// Registered from main(), once --sizes is known.
+void register_benchmarks() {
+  benchmark::RegisterBenchmark("BM_FindRing", BM_FindRing)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Decode", BM_Decode)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_DecodeSymbolize", BM_DecodeSymbolize)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Read", BM_Read)->Apply(sizes)->Iterations(5);
+  benchmark::RegisterBenchmark("BM_ReadJson", BM_ReadJson)->Apply(sizes)->Iterations(5);
+  benchmark::RegisterBenchmark("BM_EuStack", BM_EuStack)->Apply(sizes)->Iterations(5);
+  benchmark::RegisterBenchmark("BM_GdbBt", BM_GdbBt)->Apply(sizes)->Iterations(3);
+}
 
 // Whether the core at `path` was made by the big_crasher this run uses
 // (same build-id): a core of another build would be read against the
@@ -309,25 +312,25 @@ void print_summary() {
   auto ms = [](const char *tool, int mib) { return median(g_samples[key_of(tool, mib)].seconds) * 1e3; };
   auto rss = [](const char *tool, int mib) { return double(g_samples[key_of(tool, mib)].peak_rss_kib) / 1024.0; };
   std::printf("\nIn process, median ms: find the ring | + decode | + symbolize (libdwfl in process)\n");
-  for (int mib : kSizesMiB)
+  for (int mib : g_sizes)
     std::printf("%5d MiB %9s %9s %9s\n", mib, cell(ms("find", mib), 3).c_str(), cell(ms("decode", mib), 3).c_str(),
                 cell(ms("decode_symbolize", mib), 3).c_str());
   std::printf("\nSummary of this run: median wall ms per run, and the child's peak RSS in MiB\n");
   std::printf("%-9s %9s %9s %11s %9s %9s | %8s %8s %8s %8s\n", "core", "find", "read", "read --json",
               "eu-stack", "gdb bt", "read", "--json", "eu-stack", "gdb");
-  for (int mib : kSizesMiB)
+  for (int mib : g_sizes)
     std::printf("%5d MiB %9s %9s %11s %9s %9s | %8s %8s %8s %8s\n", mib, cell(ms("find", mib), 3).c_str(),
                 cell(ms("read", mib), 1).c_str(), cell(ms("read_json", mib), 1).c_str(),
                 cell(ms("eu-stack", mib), 1).c_str(), cell(ms("gdb", mib), 1).c_str(),
                 cell(rss("read", mib), 1).c_str(), cell(rss("read_json", mib), 1).c_str(),
                 cell(rss("eu-stack", mib), 1).c_str(), cell(rss("gdb", mib), 1).c_str());
   std::printf("\nRatios (target: read <= 2 x eu-stack; find < 1 ms on the 1 GiB core; read memory flat):\n");
-  for (int mib : kSizesMiB)
+  for (int mib : g_sizes)
     std::printf("%5d MiB  read / eu-stack %s   read --json / eu-stack %s   read / gdb bt %s\n", mib,
                 cell(ratio(ms("read", mib), ms("eu-stack", mib)), 2).c_str(),
                 cell(ratio(ms("read_json", mib), ms("eu-stack", mib)), 2).c_str(),
                 cell(ratio(ms("read", mib), ms("gdb", mib)), 2).c_str());
-  const int lo = kSizesMiB[0], hi = kSizesMiB[std::size(kSizesMiB) - 1];
+  const int lo = g_sizes.front(), hi = g_sizes.back();
   std::printf("read peak RSS, %d MiB core / %d MiB core: %s\n", hi, lo,
               cell(ratio(rss("read", hi), rss("read", lo)), 2).c_str());
   std::printf("find the ring in the %d MiB core: %s ms\n", hi, cell(ms("find", hi), 3).c_str());
@@ -338,9 +341,29 @@ void print_summary() {
 int main(int argc, char **argv) {
   std::vector<char *> rest;
   for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--cores=", 8) == 0) g_core_dir = argv[i] + 8;
-    else rest.push_back(argv[i]);
+    if (std::strncmp(argv[i], "--cores=", 8) == 0) {
+      g_core_dir = argv[i] + 8;
+    } else if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
+      g_sizes.clear();
+      for (const char *p = argv[i] + 8; *p != '\0';) {
+        char *end = nullptr;
+        const long mib = std::strtol(p, &end, 10);
+        if (end == p || mib <= 0 || mib > 16384 || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr, "bench_reader: --sizes wants MiB,MiB,... (1 to 16384), not '%s'\n", argv[i] + 8);
+          return 64;
+        }
+        g_sizes.push_back(static_cast<int>(mib));
+        p = *end == ',' ? end + 1 : end;
+      }
+      if (g_sizes.empty()) {
+        std::fprintf(stderr, "bench_reader: --sizes is empty\n");
+        return 64;
+      }
+    } else {
+      rest.push_back(argv[i]);
+    }
   }
+  register_benchmarks();
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
   if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 64;
@@ -349,14 +372,14 @@ int main(int argc, char **argv) {
   if (g_core_dir.empty()) g_core_dir = fs::path(g_bin_dir).parent_path() / "bench-cores";
   try {
     fs::create_directories(g_core_dir);
-    for (int mib : kSizesMiB) g_cores[mib] = core_of(mib);
+    for (int mib : g_sizes) g_cores[mib] = core_of(mib);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench_reader: cannot make the cores: %s\n(needs root and the pipeline: "
                          "tests/support/pipeline start)\n", e.what());
     return 1;
   }
   benchmark::AddCustomContext("rss_floor_KiB", std::to_string(peak_rss_kib({"/bin/true"})));
-  for (int mib : kSizesMiB)
+  for (int mib : g_sizes)
     benchmark::AddCustomContext("core_" + std::to_string(mib) + "MiB",
                                 g_cores[mib] + " (" + std::to_string(fs::file_size(g_cores[mib]) >> 20) + " MiB)");
   benchmark::RunSpecifiedBenchmarks();
