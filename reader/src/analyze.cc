@@ -371,7 +371,8 @@ void Analyzer::find_rings() {
   /* 1. NT_FILE: memfd mappings at file offset 0. */
   for (std::size_t i = 0; i < n.files.size(); ++i) {
     const FileMapping &fm = n.files[i];
-    if (fm.file_offset != 0 || !starts_with(fm.name, "/memfd:")) continue;
+    /* (fm.start & 4095): a mapping starts on a page; see step 2. */
+    if (fm.file_offset != 0 || (fm.start & 4095) != 0 || !starts_with(fm.name, "/memfd:")) continue;
     if (seen.count(fm.start)) continue;
     const bool named = starts_with(fm.name, kRingMemfdPrefix);
     /* The mapping's extent: this entry plus entries of the same file that
@@ -466,7 +467,11 @@ void Analyzer::find_rings() {
     }
   };
   if (n.has_file_note) {
-    for (const FileMapping &fm : n.files) examine(fm.start);
+    /* A mapping starts on a page: a listed start that does not is crafted,
+     * and taking it would let 4 dumped bytes (and ~30 bytes of note) make a
+     * candidate, where the page scan needs a page per candidate. */
+    for (const FileMapping &fm : n.files)
+      if ((fm.start & 4095) == 0) examine(fm.start);
   } else {
     for (const Segment &s : core_.segments()) {
       if (s.present < 4) continue;
