@@ -48,7 +48,13 @@ void CoreWatch::read_events(std::uint64_t now_usec) {
       if (ev->mask & IN_Q_OVERFLOW) continue; /* entries still come; just later */
       if (ev->len == 0 || (ev->mask & IN_ISDIR)) continue;
       const std::string_view name(ev->name);  /* NUL-padded within len */
-      if (name.empty() || name.starts_with(".#")) continue;
+      /* Only systemd-coredump's cores ("core.COMM.UID.BOOT.PID.USEC[.zst]",
+       * coredump.c make_filename) get an entry.  The timelines this daemon
+       * writes next to them ("core....timeline.json", by default into this
+       * very directory) and its hidden fallback temporaries never do: each
+       * would be expected, and the journal read every 5 ms, for 5 s after
+       * every crash. */
+      if (!name.starts_with("core.") || name.ends_with(".timeline.json")) continue;
       if (expected_.size() >= kMaxExpected) {
         auto oldest = expected_.begin();
         for (auto it = expected_.begin(); it != expected_.end(); ++it)

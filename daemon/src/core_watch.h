@@ -50,8 +50,9 @@ class CoreWatch {
   int fd() const noexcept { return fd_.get(); }
   /** Tries again to watch the directory if the watch is inactive. */
   void retry();
-  /** Reads the pending events; each new name (not a ".#" temporary) is
-   *  expected from `now_usec` (CLOCK_MONOTONIC) on. */
+  /** Reads the pending events; each new core name ("core.*", not a
+   *  ".#" temporary nor a "*.timeline.json" this daemon wrote) is expected
+   *  from `now_usec` (CLOCK_MONOTONIC) on. */
   void read_events(std::uint64_t now_usec);
   /** The entry of the core named `name` was handled. */
   void handled(std::string_view name);

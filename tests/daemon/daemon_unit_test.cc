@@ -902,3 +902,30 @@ TEST(CoreWatch, NewCoreIsExpectedUntilItsEntryIsHandledOrItsTimeIsUp) {
   EXPECT_EQ(w.expected(), 1u);
   std::filesystem::remove_all(dir);
 }
+
+/* The daemon writes each timeline next to its core, by default into the
+ * watched directory (O_TMPFILE + linkat: IN_CREATE "core....timeline.json").
+ * That name never gets an entry, so it was expected for kEagerMaxMs and the
+ * journal read every kEagerPollMs for 5 s after every crash.  Only
+ * systemd-coredump's "core.*" names, other than timelines, are expected. */
+TEST(CoreWatch, TheDaemonsOwnTimelinesAreNotExpected) {
+  TempDir dir;
+  ctd::CoreWatch w(dir.path);
+  ASSERT_GE(w.fd(), 0);
+  auto dfd = ctd::open_directory(dir.path);
+  ASSERT_TRUE(dfd);
+  ctd::FileOwner owner;
+  owner.uid = getuid();
+  owner.gid = getgid();
+  std::string warn;
+  auto wr = ctd::write_new_file(dfd->get(), dir.path, "core.a.0.b.1.2.timeline.json", "{}\n", owner, &warn);
+  ASSERT_TRUE(wr) << wr.error().message;
+  std::ofstream(dir.path + "/.core.a.0.b.3.4.timeline.json.x1y2.tmp") << "{}";  // the fallback temporary
+  std::ofstream(dir.path + "/README") << "not a core";
+  w.read_events(1000);
+  EXPECT_EQ(w.expected(), 0u);
+  EXPECT_EQ(w.timeout_ms(1000), -1) << "the journal would be read every 5 ms for a timeline's sake";
+  std::ofstream(dir.path + "/core.a.0.b.1.2.zst") << "x";
+  w.read_events(2000);
+  EXPECT_EQ(w.expected(), 1u);
+}
