@@ -166,6 +166,7 @@ class Analyzer {
   std::set<std::uint32_t> core_tids_;  /* tids with an NT_PRSTATUS */
   std::vector<std::pair<std::uint64_t, std::uint32_t>> stacks_;  /* (sp, tid) of threads with registers, sorted */
   std::map<std::uint64_t, std::uint64_t> rings_at_;  /* [start, end) of each ring decoded from the core */
+  std::map<std::string, std::uint64_t> immutable_headers_;  /* [0, kCrcEnd) of each ring found -> its address */
   bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
   bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
   bool headers_only_ = false;      /* locate(): validate headers, decode nothing */
@@ -331,9 +332,23 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
     }
   }
   if (!hdr) return refuse(rep, addr, hdr.error(), ring_named);
+  /* No two tl_init calls write the same immutable header: it holds the
+   * clock anchor read at tl_init (ring_format.h).  A header byte-identical
+   * to a ring's already found is that ring seen again - its memfd mapped
+   * twice, or a copy at the start of a file mapping NT_FILE lists - and
+   * decoding it would show every event twice. */
+  std::string immutable;
+  if (view.size() >= f::kCrcEnd) immutable.assign(reinterpret_cast<const char *>(view.data()), f::kCrcEnd);
+  if (auto it = immutable_headers_.find(immutable); !immutable.empty() && it != immutable_headers_.end()) {
+    rep.state = RingReport::State::kInvalid;
+    rep.reason = fmt::format("its header is a byte-for-byte copy of the ring at {:#x} (the same ring mapped twice, "
+                             "or a copy of it), so it is not decoded again", it->second);
+    return;
+  }
   if (headers_only_) {
     rep.state = RingReport::State::kValid;
     rings_at_[addr] = addr + hdr->region_size;
+    if (!immutable.empty()) immutable_headers_.emplace(std::move(immutable), addr);
     return;
   }
   if (view.size() < hdr->region_size) {
@@ -347,6 +362,7 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
   if (!dec) return refuse(rep, addr, dec.error(), ring_named);
   rep.state = RingReport::State::kValid;
   rings_at_[addr] = addr + dec->header.region_size;
+  if (!immutable.empty()) immutable_headers_.emplace(std::move(immutable), addr);
   rep.ring = std::move(*dec);
   check_identity(rep);
 }

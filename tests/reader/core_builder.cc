@@ -40,6 +40,13 @@ RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t p
 
 void RingBuilder::seal() { header().header_crc = fmtx::header_crc(bytes_.data()); }
 
+void init_one_tick_later(RingBuilder &r) {
+  r.header().anchor_ticks += 1;
+  r.header().anchor_realtime_ns += 1;  // 1 tick = 1 ns
+  r.header().anchor_monotonic_ns += 1;
+  r.seal();
+}
+
 fmtx::Slot &RingBuilder::add(std::uint32_t l, std::uint64_t seq, std::uint16_t kind, std::uint32_t id,
                              std::uint64_t arg0, std::uint64_t arg1, std::uint32_t tid, std::uint64_t ts,
                              std::uint64_t ra) {

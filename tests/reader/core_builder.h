@@ -99,6 +99,11 @@ class CoreBuilder {
   std::vector<std::uint8_t> build() const;
 };
 
+/** Makes `r` a ring of a second tl_init one tick after the first: its clock
+ *  anchor, and so its immutable header, differ from an unchanged builder's
+ *  (the reader takes byte-identical headers for one ring seen twice). */
+void init_one_tick_later(RingBuilder &r);
+
 /** The ELF header of a 64-bit little-endian ET_CORE file whose `phnum`
  *  program headers follow it directly (e_phoff = sizeof(Elf64_Ehdr)), as
  *  fs/binfmt_elf.c writes it.  Shared by every test that builds a core. */

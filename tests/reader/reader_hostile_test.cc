@@ -357,6 +357,7 @@ TEST(HostileCore, OverlappingRingsAreDecodedOnce) {
   EXPECT_NE(a.magic_rejected[0].reason.find("overlaps"), std::string::npos) << a.magic_rejected[0].reason;
   /* Two rings side by side are still two rings. */
   RingBuilder r1 = three_events(), r2 = three_events();
+  ct::testing::init_one_tick_later(r2);
   CoreBuilder two = ct::testing::standard_core(r1);
   two.map(ct::testing::kRingAddr + r1.bytes().size(), r2.bytes(), "/memfd:core-timeline (deleted)");
   auto b = analyze_bytes(two.build());

@@ -607,6 +607,7 @@ TEST(Analyze, TwoRingsAreBothReportedAndMerged) {
   r1.add(0, 1, fmtx::kKindUser, 1, 1, 0, 4242, 1'000'100);
   r1.add(0, 2, fmtx::kKindUser, 3, 3, 0, 4242, 1'000'300);
   r2.add(0, 1, fmtx::kKindUser, 2, 2, 0, 4243, 1'000'200);
+  ct::testing::init_one_tick_later(r2);  // a second tl_init: its own anchor
   CoreBuilder c = ct::testing::standard_core(r1);
   c.map(ct::testing::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
   auto a = analyze_bytes(c.build());
@@ -618,6 +619,34 @@ TEST(Analyze, TwoRingsAreBothReportedAndMerged) {
   EXPECT_EQ(a.events[1].ring, 1u);
   EXPECT_EQ(a.events[2].id, 3u);
   expect_schema_valid(a);
+}
+
+/* One ring seen twice - its memfd mapped a second time (mremap with old
+ * size 0), or a copy written at the start of a private file mapping, which
+ * NT_FILE lists and the default coredump_filter dumps - is one ring: the
+ * second header is byte-for-byte the first's, which no second tl_init
+ * writes (its clock anchor differs). */
+TEST(Analyze, OneRingSeenTwiceIsOneRing) {
+  RingBuilder r = three_events();
+  for (const char *second : {"/memfd:core-timeline (deleted)", "/home/user/data.bin"}) {
+    CoreBuilder c = ct::testing::standard_core(r);
+    c.map(0x500000000, r.bytes(), second);
+    auto a = analyze_bytes(c.build());
+    EXPECT_EQ(a.status, ctr::Status::kOk) << second << ": " << a.reason;
+    EXPECT_EQ(a.events.size(), 3u) << second << ": events shown twice";
+    std::size_t valid = 0;
+    for (const auto &ring : a.rings) valid += ring.state == ctr::RingReport::State::kValid;
+    EXPECT_EQ(valid, 1u) << second;
+    bool said = false;
+    for (const auto &ring : a.rings) said |= ring.reason.find("byte-for-byte copy") != std::string::npos;
+    for (const auto &m : a.magic_rejected) said |= m.reason.find("byte-for-byte copy") != std::string::npos;
+    EXPECT_TRUE(said) << second << ": the second sighting is not named as a copy";
+    std::size_t located = 0;
+    for (const auto &ring : ctr::locate_rings(*ctr::CoreFile::from_bytes(c.build(), "twice")))
+      located += ring.state == ctr::RingReport::State::kValid;
+    EXPECT_EQ(located, 1u) << second;
+    expect_schema_valid(a);
+  }
 }
 
 TEST(Analyze, LanesMergeByTimestampThenLaneThenSeq) {
