@@ -22,8 +22,11 @@ void CoreWatch::retry() {
   }
   /* IN_CREATE: systemd-coredump links its O_TMPFILE in; IN_MOVED_TO: it
    * renames a ".#core..." temporary where O_TMPFILE is not supported.
-   * IN_ONLYDIR: never a watch on a file put in the directory's place. */
-  if (inotify_add_watch(fd.get(), dir_.c_str(), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
+   * IN_DELETE_SELF, IN_MOVE_SELF: the directory is gone from its path, so
+   * the path is watched again (retry()).  IN_ONLYDIR: never a watch on a
+   * file put in the directory's place. */
+  if (inotify_add_watch(fd.get(), dir_.c_str(),
+                        IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
     spdlog::debug("cannot watch {}: {}; new cores are seen at journald's pace", dir_, strerrordesc_np(errno));
     return;
   }

@@ -900,7 +900,19 @@ TEST(CoreWatch, NewCoreIsExpectedUntilItsEntryIsHandledOrItsTimeIsUp) {
   std::ofstream(dir + "/core.d.0.b.5.6.zst") << "z";
   w.read_events(3000);
   EXPECT_EQ(w.expected(), 1u);
+  // Moved away and replaced: the new directory at the path is watched.
+  std::filesystem::rename(dir, dir + ".old");
+  std::filesystem::create_directory(dir);
+  w.read_events(4000);
+  EXPECT_LT(w.fd(), 0);
+  w.retry();
+  ASSERT_GE(w.fd(), 0);
+  std::ofstream(dir + "/core.e.0.b.7.8.zst") << "e";
+  std::ofstream(dir + ".old/core.f.0.b.9.10.zst") << "f";
+  w.read_events(5000);
+  EXPECT_EQ(w.expected(), 2u);  // d, and e; not f in the old directory
   std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir + ".old");
 }
 
 /* The daemon writes each timeline next to its core, by default into the
