@@ -69,8 +69,12 @@ void CoreWatch::read_events(std::uint64_t now_usec) {
   }
 }
 
-void CoreWatch::handled(std::string_view name) {
-  if (auto it = expected_.find(name); it != expected_.end()) expected_.erase(it);
+std::optional<std::uint64_t> CoreWatch::handled(std::string_view name) {
+  auto it = expected_.find(name);
+  if (it == expected_.end()) return std::nullopt;
+  const std::uint64_t since = it->second;
+  expected_.erase(it);
+  return since;
 }
 
 int CoreWatch::timeout_ms(std::uint64_t now_usec) {

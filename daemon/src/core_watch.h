@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -54,8 +55,10 @@ class CoreWatch {
    *  ".#" temporary nor a "*.timeline.json" this daemon wrote) is expected
    *  from `now_usec` (CLOCK_MONOTONIC) on. */
   void read_events(std::uint64_t now_usec);
-  /** The entry of the core named `name` was handled. */
-  void handled(std::string_view name);
+  /** The entry of the core named `name` is being handled: it is no longer
+   *  expected.  Returns when the name appeared (`now_usec` of read_events),
+   *  or nothing if it was not expected. */
+  std::optional<std::uint64_t> handled(std::string_view name);
   /** kEagerPollMs while a core's entry is expected, else -1 (no limit).
    *  Forgets names expected for longer than kEagerMaxMs. */
   int timeout_ms(std::uint64_t now_usec);

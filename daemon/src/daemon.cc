@@ -258,7 +258,10 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
     return Handled::kDone;
   }
   const CoredumpEntry &e = *entry;
-  if (core_watch_ && !e.core_name.empty()) core_watch_->handled(e.core_name);
+  if (core_watch_ && !e.core_name.empty())
+    if (auto since = core_watch_->handled(e.core_name))
+      spdlog::debug("pid {}: its core {} appeared in the coredump directory {:.1f} ms before its entry was read",
+                    e.pid, printable(e.core_name, 256), static_cast<double>(monotonic_usec() - *since) / 1000.0);
   log::Scope scope({{"CORE_TIMELINE_PID", std::to_string(e.pid)},
                     {"CORE_TIMELINE_KEY", e.key()},
                     {"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor}});
