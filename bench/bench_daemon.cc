@@ -68,6 +68,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench_stats.h"
+
 #ifndef CT_PIPELINE_SCRIPT
 #define CT_PIPELINE_SCRIPT ""
 #endif
@@ -154,18 +156,8 @@ std::string boot_id() {
   return s;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string fmt(int decimals, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", decimals, v);
-  return b;
-}
+using ct::bench::median;
+std::string fmt(int decimals, double v) { return ct::bench::fixed(decimals, v); }
 std::string ms(double v) { return fmt(1, v); }
 std::string ratio(double num, double den) { return den > 0 ? fmt(2, num / den) : "n/a"; }
 std::string mib(double bytes) { return fmt(1, bytes / 1048576.0); }

@@ -63,6 +63,7 @@
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/symbolize.h"
+#include "bench_stats.h"
 #include "crash_harness.h"
 
 extern char **environ;
@@ -291,20 +292,10 @@ std::string core_of(int mib) {
   return path;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using ct::bench::median;
 
 // "-" for a tool this run did not measure (--benchmark_filter).
-std::string cell(double v, int decimals) {
-  if (!(v > 0)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+std::string cell(double v, int decimals) { return v > 0 ? ct::bench::fixed(decimals, v) : "-"; }
 
 double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
 
