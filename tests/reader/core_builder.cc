@@ -40,6 +40,14 @@ RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t p
 
 void RingBuilder::seal() { header().header_crc = fmtx::header_crc(bytes_.data()); }
 
+RingBuilder three_events() {
+  RingBuilder r;
+  r.add(0, 1, fmtx::kKindUser, 0x1001, 41);
+  r.add(0, 2, fmtx::kKindFree, 0, 0x7ffd00000100);
+  r.add(0, 3, fmtx::kKindUser, 0x1003, 1001);
+  return r;
+}
+
 void init_one_tick_later(RingBuilder &r) {
   r.header().anchor_ticks += 1;
   r.header().anchor_realtime_ns += 1;  // 1 tick = 1 ns

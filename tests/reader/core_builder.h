@@ -99,6 +99,10 @@ class CoreBuilder {
   std::vector<std::uint8_t> build() const;
 };
 
+/** A ring with crash_demo's path-a story in lane 0: USER 0x1001 (41), FREE
+ *  (0x7ffd00000100), USER 0x1003 (1001), sequences 1 to 3. */
+RingBuilder three_events();
+
 /** Makes `r` a ring of a second tl_init one tick after the first: its clock
  *  anchor, and so its immutable header, differ from an unchanged builder's
  *  (the reader takes byte-identical headers for one ring seen twice). */

@@ -31,6 +31,7 @@ namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
 using ct::testing::CoreBuilder;
 using ct::testing::RingBuilder;
+using ct::testing::three_events;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
@@ -41,14 +42,6 @@ ctr::Analysis analyze_bytes(const Bytes &bytes) {
   ctr::ReadOptions opts;
   opts.symbolize = false;
   return ctr::analyze(*core, opts);
-}
-
-RingBuilder three_events() {
-  RingBuilder r;
-  r.add(0, 1, fmtx::kKindUser, 0x1001, 41);
-  r.add(0, 2, fmtx::kKindFree, 0, 0x7ffd00000100);
-  r.add(0, 3, fmtx::kKindUser, 0x1003, 1001);
-  return r;
 }
 
 /* Program header `i` of a core built by CoreBuilder (0 is its PT_NOTE, 1.. its

@@ -22,6 +22,7 @@ namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
 using ct::testing::CoreBuilder;
 using ct::testing::RingBuilder;
+using ct::testing::three_events;
 
 namespace {
 
@@ -41,14 +42,6 @@ std::vector<std::string> names(const ctr::Analysis &a) {
 /* Every Analysis a test produces also goes through the JSON schema. */
 void expect_schema_valid(const ctr::Analysis &a) {
   EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(a)), "");
-}
-
-RingBuilder three_events() {
-  RingBuilder r;
-  r.add(0, 1, fmtx::kKindUser, 0x1001, 41);
-  r.add(0, 2, fmtx::kKindFree, 0, 0x7ffd00000100);
-  r.add(0, 3, fmtx::kKindUser, 0x1003, 1001);
-  return r;
 }
 
 }  // namespace
