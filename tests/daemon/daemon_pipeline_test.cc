@@ -463,6 +463,16 @@ std::size_t journal_files() {
   return n;
 }
 
+// A timeline has its core's owner, group and permission bits.
+void expect_owner_and_mode_of(const std::string &timeline, const std::string &core) {
+  struct stat cs, ts;
+  ASSERT_EQ(stat(core.c_str(), &cs), 0) << core;
+  ASSERT_EQ(stat(timeline.c_str(), &ts), 0) << timeline;
+  EXPECT_EQ(ts.st_uid, cs.st_uid) << timeline;
+  EXPECT_EQ(ts.st_gid, cs.st_gid) << timeline;
+  EXPECT_EQ(ts.st_mode & 07777, cs.st_mode & 07777) << timeline;
+}
+
 class DaemonPipeline : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -512,12 +522,7 @@ TEST_F(DaemonPipeline, PathATimelineNextToItsCoreWithinFiveSecondsAsTheReaderPri
       << daemon.log_tail();
 
   // Owner, mode and ACL are the core's.
-  struct stat cs, ts;
-  ASSERT_EQ(stat(core.c_str(), &cs), 0);
-  ASSERT_EQ(stat(t.path.c_str(), &ts), 0);
-  EXPECT_EQ(ts.st_uid, cs.st_uid);
-  EXPECT_EQ(ts.st_gid, cs.st_gid);
-  EXPECT_EQ(ts.st_mode & 07777, cs.st_mode & 07777);
+  expect_owner_and_mode_of(t.path, core);
 
   // "text" and the reader keys are exactly what core-timeline-read says
   // about the same core (with the event names of crash_demo.tlmap, found
@@ -665,12 +670,7 @@ TEST_F(DaemonPipeline, UsersReadTheirOwnTimelinesAndNotOthers) {
   EXPECT_EQ(t.doc["status"], "ok");
   EXPECT_EQ(t.doc["coredump"]["fields"]["COREDUMP_UID"], "1234");
   const std::string core = t.doc["coredump"]["core_file"];
-  struct stat cs, ts;
-  ASSERT_EQ(stat(core.c_str(), &cs), 0);
-  ASSERT_EQ(stat(t.path.c_str(), &ts), 0);
-  EXPECT_EQ(ts.st_uid, cs.st_uid);
-  EXPECT_EQ(ts.st_gid, cs.st_gid);
-  EXPECT_EQ(ts.st_mode & 07777, cs.st_mode & 07777);
+  expect_owner_and_mode_of(t.path, core);
   char a[256], b[256];
   ssize_t na = getxattr(core.c_str(), "system.posix_acl_access", a, sizeof a);
   ssize_t nb = getxattr(t.path.c_str(), "system.posix_acl_access", b, sizeof b);
