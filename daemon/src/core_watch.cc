@@ -7,6 +7,8 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 namespace ctd {
@@ -65,9 +67,13 @@ void CoreWatch::read_events(std::uint64_t now_usec) {
         expected_.erase(oldest);
       }
       expected_.insert_or_assign(std::string(name), now_usec);
+      if (new_.size() >= kMaxExpected) new_.erase(new_.begin());
+      new_.emplace_back(name);
     }
   }
 }
+
+std::vector<std::string> CoreWatch::take_new() { return std::exchange(new_, {}); }
 
 std::optional<std::uint64_t> CoreWatch::handled(std::string_view name) {
   auto it = expected_.find(name);

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util.h"
 
@@ -53,8 +54,14 @@ class CoreWatch {
   void retry();
   /** Reads the pending events; each new core name ("core.*", not a
    *  ".#" temporary nor a "*.timeline.json" this daemon wrote) is expected
-   *  from `now_usec` (CLOCK_MONOTONIC) on. */
+   *  from `now_usec` (CLOCK_MONOTONIC) on, and queued for take_new(). */
   void read_events(std::uint64_t now_usec);
+  /** The names that became expected since the last call, in the order
+   *  their events came (prepared.h: the daemon prepares them). */
+  std::vector<std::string> take_new();
+  /** Whether `name` is expected (appeared, its entry not handled yet, and
+   *  not for longer than kEagerMaxMs). */
+  bool is_expected(std::string_view name) const { return expected_.find(name) != expected_.end(); }
   /** The entry of the core named `name` is being handled: it is no longer
    *  expected.  Returns when the name appeared (`now_usec` of read_events),
    *  or nothing if it was not expected. */
@@ -69,6 +76,7 @@ class CoreWatch {
   std::string dir_;
   Fd fd_;
   std::map<std::string, std::uint64_t, std::less<>> expected_;  /* name -> since (usec) */
+  std::vector<std::string> new_;  /* bounded by kMaxExpected */
 };
 
 }  // namespace ctd

@@ -187,6 +187,11 @@ int Daemon::run() {
     pending_anchor_.reset();
     if (opt_.once) break;
     core_watch_->retry();
+    /* Idle: prepare a core that awaits its entry; then look at the journal
+     * again before sleeping. */
+    const bool busy = prepare_next() || !to_prepare_.empty();
+    if (stop_) break;
+    prepared_.expire(monotonic_usec());
     struct pollfd p[3] = {{journal_->fd(), journal_->events(), 0},
                           {signal_fd_.get(), POLLIN, 0},
                           {core_watch_->fd(), POLLIN, 0}};
@@ -196,6 +201,9 @@ int Daemon::run() {
     /* A core awaits its entry: look again soon rather than at journald's
      * announcement (core_watch.h). */
     if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
+    /* A prepared core's timeline is a write away once its entry is read. */
+    if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
+    if (busy) timeout = 0;
     int r = poll(p, 3, timeout);
     if (r < 0 && errno != EINTR) {
       spdlog::error("poll: {}", strerrordesc_np(errno));
@@ -268,6 +276,106 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   return handle_trusted(e);
 }
 
+std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
+  const std::string b = exe_basename(std::string(exe));
+  if (b.empty() || opt_.tlmap_dir.empty()) return std::nullopt;
+  const std::string t = opt_.tlmap_dir + "/" + b + ".tlmap";
+  struct stat ts;
+  if (stat(t.c_str(), &ts) != 0 || !S_ISREG(ts.st_mode)) return std::nullopt;
+  return t;
+}
+
+Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
+                                      const std::optional<std::string> &tlmap) {
+  DecodeRequest req;
+  /* The decoder gets a read-only descriptor of the temporary core. */
+  char proc[64];
+  std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", tmp.get());
+  Fd ro(::open(proc, O_RDONLY | O_CLOEXEC));
+  req.core_fd = ro.valid() ? ro.get() : tmp.get();
+  req.core_size = w.extract ? w.extract->core_bytes : 0;
+  req.display_name = display;
+  req.tlmap = tlmap;
+  DecodeLimits limits{opt_.decode_timeout_ms, opt_.memory_limit};
+  auto d = run_decoder(req, limits, [this] { return keep_going(); });
+  if (!d) return std::move(d).error();
+  w.decoded = std::move(*d);
+  return {};
+}
+
+Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name, const std::string &display,
+                                           const std::optional<std::string> &tlmap) {
+  const std::uint64_t t0 = monotonic_usec();
+  CoreWork w;
+  auto tmp = make_temp_file(state_->tmp_path());
+  if (!tmp) return std::move(tmp).error();
+  ExtractOptions xo;
+  xo.keep_whole_below = opt_.keep_whole_below;
+  xo.max_kept = opt_.max_kept;
+  xo.keep_going = [this] { return keep_going(); };
+  auto x = extract_file(core_fd, name, tmp->get(), xo);
+  if (!x) {
+    if (x.error().err == ECANCELED) return std::move(x).error();
+    return Error{x.error().err, "extracting " + display + ": " + x.error().message};
+  }
+  w.extract = *x;
+  if (x->core_bytes == 0) {
+    w.status_without_core = kStatusCoreUnreadable;
+    w.reason_without_core = "the core file " + display + " holds no data" +
+                            (x->stream_error.empty() ? "" : " (" + x->stream_error + ")");
+  } else if (auto d = decode_extracted(w, *tmp, display, tlmap); !d) {
+    return std::move(d).error();
+  }
+  w.work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  return w;
+}
+
+bool Daemon::prepare_next() {
+  if (!core_watch_) return false;
+  for (auto &n : core_watch_->take_new()) to_prepare_.push_back(std::move(n));
+  while (!to_prepare_.empty() && keep_going()) {
+    const std::string name = std::move(to_prepare_.front());
+    to_prepare_.erase(to_prepare_.begin());
+    /* Its entry came first, or it waited too long: the entry does it. */
+    if (!core_watch_->is_expected(name) || prepared_.contains(name)) continue;
+    /* Its entry was handled before the directory's event was read. */
+    const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
+    if (auto out = open_directory(out_dir);
+        out && file_exists(out->get(), std::string(strip_compression_suffix(name)) + ".timeline.json")) {
+      core_watch_->handled(name);
+      continue;
+    }
+    const std::string display = opt_.coredump_dir + "/" + name;
+    auto dir = open_directory(opt_.coredump_dir);
+    struct stat st {};
+    Result<Fd> core = dir ? open_core_file(dir->get(), name, &st) : Result<Fd>(std::move(dir).error());
+    if (!core) {
+      spdlog::debug("not preparing {}: {}", printable(display, 256), core.error().message);
+      continue;
+    }
+    /* The entry says which executable crashed; before it, the xattr that
+     * systemd-coredump set on the core says the same (coredump.c
+     * fix_xattr()); take() compares the two. */
+    const auto tlmap = tlmap_for(file_xattr(core->get(), "user.coredump.exe").value_or(""));
+    auto w = work_on_core_file(core->get(), name, display, tlmap);
+    if (!w) {
+      if (w.error().err != ECANCELED)
+        spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
+      return true;
+    }
+    spdlog::debug("prepared {} before its entry in {:.1f} ms", printable(name, 256), w->work_ms);
+    prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
+    return true;
+  }
+  return false;
+}
+
+bool Daemon::prepared_awaiting() const {
+  bool any = false;
+  prepared_.for_each_name([&](const std::string &n) { any = any || core_watch_->is_expected(n); });
+  return any;
+}
+
 Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   const std::uint64_t t0 = monotonic_usec();
   const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
@@ -278,28 +386,16 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   if ((!core_tl.empty() && out_fd && file_exists(out_fd->get(), core_tl)) ||
       file_exists(state_->timelines_fd(), state_tl)) {
     spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
+    if (!e.core_name.empty()) prepared_.discard(e.core_name);
     ++handled_;
     return Handled::kDone;
   }
 
-  ExtractOptions xo;
-  xo.keep_whole_below = opt_.keep_whole_below;
-  xo.max_kept = opt_.max_kept;
-  xo.keep_going = [this] { return keep_going(); };
-
-  std::optional<ExtractStats> stats;
   std::optional<FileOwner> owner;  /* set when the timeline goes next to the core */
-  std::string status_without_core, reason_without_core, display;
-  Fd tmp;
-  std::uint64_t core_size = 0;
-
-  auto temp = make_temp_file(state_->tmp_path());
-  if (!temp) {
-    spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, temp.error().message);
-    stop_ = failed_ = true;
-    return Handled::kStop;
-  }
-  tmp = std::move(*temp);
+  std::string display;
+  CoreWork work;
+  bool prepared = false;
+  double prepared_ms = 0;  /* work done before the entry */
 
   if (e.storage == Storage::kExternal) {
     display = *e.core_path;
@@ -308,10 +404,10 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
     if (!core) {
       const int err = core.error().err;
-      status_without_core = err == ENOENT ? kStatusCoreMissing : kStatusCoreUnreadable;
-      reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
-                                                " is gone (removed or vacuumed before core-timelined got to it)"
-                                          : core.error().message;
+      work.status_without_core = err == ENOENT ? kStatusCoreMissing : kStatusCoreUnreadable;
+      work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
+                                                     " is gone (removed or vacuumed before core-timelined got to it)"
+                                               : core.error().message;
     } else if (!out_fd) {
       spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, out_fd.error().message);
       stop_ = failed_ = true;
@@ -325,80 +421,79 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
                     {"CORE_TIMELINE_REASON", d}});
         return Handled::kDone;
       }
-      auto x = extract_file(core->get(), e.core_name, tmp.get(), xo);
-      if (!x) {
-        if (x.error().err == ECANCELED) return Handled::kStop;
-        spdlog::error("pid {}: extracting {}: {}; will retry after a restart", e.pid, *e.core_path, x.error().message);
-        stop_ = failed_ = true;
-        return Handled::kStop;
-      }
-      stats = *x;
       owner = owner_of_core(core->get(), st);
-      if (stats->core_bytes == 0) {
-        status_without_core = kStatusCoreUnreadable;
-        reason_without_core = "the core file " + *e.core_path + " holds no data" +
-                              (stats->stream_error.empty() ? "" : " (" + stats->stream_error + ")");
+      const auto tlmap = tlmap_for(e.exe);
+      std::string why_not;
+      if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
+        work = std::move(*p);
+        prepared = true;
+        prepared_ms = work.work_ms;
+        spdlog::debug("pid {}: using the preparation of {} made before its entry", e.pid, printable(e.core_name, 256));
+      } else {
+        if (!why_not.empty())
+          spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
+                       printable(e.core_name, 256), why_not);
+        auto w = work_on_core_file(core->get(), e.core_name, display, tlmap);
+        if (!w) {
+          if (w.error().err == ECANCELED) return Handled::kStop;
+          spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, w.error().message);
+          stop_ = failed_ = true;
+          return Handled::kStop;
+        }
+        work = std::move(*w);
       }
     }
   } else if (e.storage == Storage::kJournal) {
     display = "journal:" + state_tl.substr(0, state_tl.size() - std::string_view(".timeline.json").size());
+    auto temp = make_temp_file(state_->tmp_path());
+    if (!temp) {
+      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, temp.error().message);
+      stop_ = failed_ = true;
+      return Handled::kStop;
+    }
+    ExtractOptions xo;
+    xo.keep_whole_below = opt_.keep_whole_below;
+    xo.max_kept = opt_.max_kept;
+    xo.keep_going = [this] { return keep_going(); };
     auto r = journal_->with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
-      auto x = extract_bytes(bytes, tmp.get(), xo);
+      auto x = extract_bytes(bytes, temp->get(), xo);
       if (!x) return std::move(x).error();
-      stats = *x;
+      work.extract = *x;
       return {};
     });
     if (!r) {
       if (r.error().err == ECANCELED) return Handled::kStop;
-      status_without_core = kStatusCoreUnreadable;
-      reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
-    }
-  } else {
-    status_without_core = kStatusCoreMissing;
-    reason_without_core =
-        "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
-        "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
-  }
-
-  std::optional<DecodeResult> decoded;
-  Verdict verdict;
-  if (status_without_core.empty()) {
-    core_size = stats->core_bytes;
-    DecodeRequest req;
-    char proc[64];
-    std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", tmp.get());
-    Fd ro(::open(proc, O_RDONLY | O_CLOEXEC));
-    req.core_fd = ro.valid() ? ro.get() : tmp.get();
-    req.core_size = core_size;
-    req.display_name = display;
-    if (const std::string b = exe_basename(e.exe); !b.empty() && !opt_.tlmap_dir.empty()) {
-      const std::string t = opt_.tlmap_dir + "/" + b + ".tlmap";
-      struct stat ts;
-      if (stat(t.c_str(), &ts) == 0 && S_ISREG(ts.st_mode)) req.tlmap = t;
-    }
-    DecodeLimits limits{opt_.decode_timeout_ms, opt_.memory_limit};
-    auto d = run_decoder(req, limits, [this] { return keep_going(); });
-    if (!d) {
+      work.status_without_core = kStatusCoreUnreadable;
+      work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
+    } else if (auto d = decode_extracted(work, *temp, display, tlmap_for(e.exe)); !d) {
       if (d.error().err == ECANCELED) return Handled::kStop;
       spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, d.error().message);
       stop_ = failed_ = true;
       return Handled::kStop;
     }
-    decoded = std::move(*d);
-    verdict = judge(e, *decoded, stats);
   } else {
-    verdict.status = status_without_core;
-    verdict.reason = reason_without_core;
+    work.status_without_core = kStatusCoreMissing;
+    work.reason_without_core =
+        "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
+        "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
   }
-  tmp.reset();
+
+  Verdict verdict;
+  if (work.decoded) {
+    verdict = judge(e, *work.decoded, work.extract);
+  } else {
+    verdict.status = work.status_without_core;
+    verdict.reason = work.reason_without_core;
+  }
 
   DocumentParts parts;
   parts.entry = &e;
   parts.verdict = verdict;
-  parts.decoded = decoded ? &*decoded : nullptr;
-  parts.extract = stats;
+  parts.decoded = work.decoded ? &*work.decoded : nullptr;
+  parts.extract = work.extract;
+  parts.prepared_before_entry = prepared;
   parts.decoded_usec = realtime_usec();
-  parts.duration_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  parts.duration_ms = prepared_ms + static_cast<double>(monotonic_usec() - t0) / 1000.0;
   const std::string text = serialize(build_document(parts));
 
   /* Next to the core when it was opened (its owner is known); otherwise in
@@ -436,7 +531,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
                fields);
   } else if (verdict.status == "ok") {
     log::event(LOG_INFO, kMsgTimelineWritten,
-               who + ": timeline with " + std::to_string(event_count(decoded->document)) + " events written to " + path,
+               who + ": timeline with " + std::to_string(event_count(work.decoded->document)) + " events written to " + path,
                fields);
   } else if (verdict.status == "no_ring") {
     log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);

@@ -15,7 +15,10 @@
  *      the entry's cursor (files.h, StateDir::save_cursor).
  * It reads the journal as journald announces new entries, and every few
  * milliseconds while a new core in the coredump directory awaits its entry
- * (core_watch.h: journald's announcements lag by 250-500 ms).
+ * (core_watch.h: journald's announcements lag by 250-500 ms).  Between
+ * entries it extracts and decodes each new core as soon as it appears
+ * there, before its entry comes (prepared.h); steps 2 and 3 then use that
+ * result if the entry names the same, unchanged file.
  * Between entries and inside long steps it pings the systemd watchdog and
  * checks for SIGTERM/SIGINT; on those it abandons the current entry (its
  * cursor is not saved, so it is redone) and exits 0.  An error that makes
@@ -32,12 +35,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core_watch.h"
 #include "entry.h"
 #include "files.h"
 #include "journal.h"
 #include "options.h"
+#include "prepared.h"
 #include "util.h"
 
 namespace ctd {
@@ -58,6 +64,23 @@ class Daemon {
   Result<bool> drain();
   Handled handle(const RawEntry &raw);
   Handled handle_trusted(const CoredumpEntry &e);
+  /** Extracts the stored core open on `core_fd` (`name` in the coredump
+   *  directory; its suffix says the compression) and decodes it.  Errors:
+   *  ECANCELED when asked to stop, else what makes the core impossible to
+   *  finish now (no space for the temporary core, a decoder that cannot be
+   *  started). */
+  Result<CoreWork> work_on_core_file(int core_fd, const std::string &name, const std::string &display,
+                                     const std::optional<std::string> &tlmap);
+  /** Decodes the extracted core in `tmp` into w.decoded (errors: as above). */
+  Result<void> decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
+                                const std::optional<std::string> &tlmap);
+  /** The event-names file for executable `exe` (--tlmap-dir), if there is one. */
+  std::optional<std::string> tlmap_for(std::string_view exe) const;
+  /** Prepares the next new core of the coredump directory, if one waits;
+   *  true if it did some work. */
+  bool prepare_next();
+  /** Whether a prepared core still awaits its entry. */
+  bool prepared_awaiting() const;
   /** Watchdog ping when due; reads pending signals.  False once asked to
    *  stop. */
   bool keep_going();
@@ -68,6 +91,8 @@ class Daemon {
   std::optional<StateDir> state_;
   std::optional<Journal> journal_;
   std::optional<CoreWatch> core_watch_;  /**< not with --once */
+  std::vector<std::string> to_prepare_;  /**< new cores, in the order seen */
+  PreparedCores prepared_;
   Fd signal_fd_;
   bool stop_ = false;
   bool failed_ = false;  /**< stopping because of an error: exit 1 */

@@ -218,6 +218,7 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
   res.duration_ms = static_cast<double>(monotonic_usec() - start) / 1000.0;
+  res.output_bytes = output.size();
   if (cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
 
   /* The child's last stderr line, for the failure text. */

@@ -79,6 +79,7 @@ struct DecodeResult {
   std::uint64_t anon_kb = 0;            /**< its anonymous RSS at the end
                                              (RssAnon): its own allocations */
   double duration_ms = 0;
+  std::size_t output_bytes = 0;         /**< bytes the child wrote to stdout */
 };
 
 /**

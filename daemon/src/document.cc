@@ -68,6 +68,7 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
                          ? static_cast<double>(p.decoded_usec - e.realtime_usec) / 1000.0
                          : 0.0},
       {"reader_status", p.verdict.reader_status.empty() ? json(nullptr) : json(p.verdict.reader_status)},
+      {"prepared_before_entry", p.prepared_before_entry},
   };
   if (p.extract) {
     const auto &x = *p.extract;

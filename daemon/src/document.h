@@ -57,6 +57,7 @@ struct DocumentParts {
   Verdict verdict;
   const DecodeResult *decoded = nullptr;     /**< null: nothing was decoded */
   std::optional<ExtractStats> extract;
+  bool prepared_before_entry = false;        /**< prepared.h */
   std::uint64_t decoded_usec = 0;            /**< CLOCK_REALTIME, usec */
   double duration_ms = 0;                    /**< time spent on the entry */
 };

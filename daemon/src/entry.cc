@@ -190,6 +190,13 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
   return e;
 }
 
+std::optional<std::string> file_xattr(int fd, const char *name) {
+  char buf[4096];
+  const ssize_t n = fgetxattr(fd, name, buf, sizeof buf);
+  if (n < 0) return std::nullopt;
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
 std::string xattrs_disagree(int fd, const CoredumpEntry &entry) {
   static const char *const kNames[][2] = {
       {"user.coredump.pid", "COREDUMP_PID"},         {"user.coredump.uid", "COREDUMP_UID"},
@@ -197,15 +204,13 @@ std::string xattrs_disagree(int fd, const CoredumpEntry &entry) {
       {"user.coredump.timestamp", "COREDUMP_TIMESTAMP"}, {"user.coredump.comm", "COREDUMP_COMM"},
       {"user.coredump.exe", "COREDUMP_EXE"},
   };
-  char buf[4096];
   for (const auto &[xattr, field] : kNames) {
-    ssize_t n = fgetxattr(fd, xattr, buf, sizeof buf);
-    if (n < 0) continue;
+    const auto value = file_xattr(fd, xattr);
+    if (!value) continue;
     auto it = entry.fields.find(field);
     if (it == entry.fields.end()) continue;
-    const std::string_view value(buf, static_cast<std::size_t>(n));
-    if (value != it->second)
-      return std::string(xattr) + "='" + printable(value, 128) + "' of the core but " + field + "='" +
+    if (*value != it->second)
+      return std::string(xattr) + "='" + printable(*value, 128) + "' of the core but " + field + "='" +
              printable(it->second, 128) + "' in the entry";
   }
   return "";

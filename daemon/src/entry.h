@@ -141,6 +141,10 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
  */
 std::string xattrs_disagree(int fd, const CoredumpEntry &entry);
 
+/** The value of extended attribute `name` of the open file `fd` (at most
+ *  4096 bytes), or nothing if it is not set or cannot be read. */
+std::optional<std::string> file_xattr(int fd, const char *name);
+
 /** systemd's xescape(s, "./ ") (src/basic/escape.c) plus '/': every byte
  *  below 0x20 or above 0x7e, '\\', '.', '/' and ' ' as \xNN. */
 std::string xescape_comm(std::string_view s);

@@ -155,7 +155,7 @@ class DaemonProc {
 
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {}) {
     std::vector<std::string> args{CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
-                                  "--first-start", "new",          "--log-target", "both", "--log-level",
+                                  "--first-start", "new",          "--log-target", log_target, "--log-level",
                                   "debug",        "--tlmap-dir",   CT_TLMAP_DIR};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<std::string> envs;
@@ -226,6 +226,7 @@ class DaemonProc {
   }
 
   std::string state, out, log;
+  std::string log_target = "both";  /**< --log-target */
 
  private:
   NotifySocket notify_;
@@ -473,6 +474,64 @@ void expect_owner_and_mode_of(const std::string &timeline, const std::string &co
   EXPECT_EQ(ts.st_mode & 07777, cs.st_mode & 07777) << timeline;
 }
 
+// journald's pid: the pipeline's own (tests/support/pipeline), else the
+// system's (comm "systemd-journal"); -1 if none.
+pid_t journald_pid() {
+  std::ifstream f("/run/core-timeline-tests/journald.pid");
+  long pid = -1;
+  if (f >> pid && pid > 0 && kill(static_cast<pid_t>(pid), 0) == 0) return static_cast<pid_t>(pid);
+  std::error_code ec;
+  for (const auto &d : fs::directory_iterator("/proc", ec)) {
+    const std::string name = d.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string comm = read_text(d.path().string() + "/comm");
+    if (comm == "systemd-journal\n") return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+// RAII: journald stopped (SIGSTOP) for the scope, continued at its end,
+// also when the test fails.  Entries sent meanwhile wait in its socket
+// (net.unix.max_dgram_qlen of them; senders block beyond), so nothing is
+// lost; they are written when it continues.
+class JournaldPaused {
+ public:
+  JournaldPaused() : pid_(journald_pid()) {
+    if (pid_ > 0 && kill(pid_, SIGSTOP) != 0) pid_ = -1;
+  }
+  ~JournaldPaused() { resume(); }
+  bool paused() const { return pid_ > 0; }
+  void resume() {
+    if (pid_ > 0) kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+// Waits until the daemon's log holds `needle`.
+bool wait_log(const DaemonProc &d, const std::string &needle, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (read_text(d.log).find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+// The stored core of `pid` (this boot) in systemd-coredump's directory.
+std::optional<std::string> stored_core(pid_t pid) {
+  const std::string needle = "." + boot_id() + "." + std::to_string(pid) + ".";
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator("/var/lib/systemd/coredump", ec)) {
+    const std::string name = e.path().filename();
+    if (name.starts_with("core.") && name.find(needle) != std::string::npos && !name.ends_with(".timeline.json"))
+      return e.path().string();
+  }
+  return std::nullopt;
+}
+
 class DaemonPipeline : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -555,6 +614,60 @@ TEST_F(DaemonPipeline, PathBIsToldApartFromPathA) {
   EXPECT_EQ(kinds[0], "id=4098/7");   // CONFIG_RELOAD(7)
   EXPECT_EQ(kinds[1].substr(0, 7), "MALLOC/");
   EXPECT_EQ(kinds[2], "id=4099/2002");  // BEFORE_DIE(2002)
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+// prepared.h: the daemon extracts and decodes a core as soon as it appears
+// in the coredump directory, and uses that when the core's entry comes -
+// only if the entry's file is still the one it prepared.  journald is held
+// (SIGSTOP) so that the entry certainly comes after the preparation.
+TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged) {
+  daemon.log_target = "stderr";  // its own log must not wait for journald
+  daemon.start();
+  const auto b = crash({CT_CRASH_DEMO, "--path=b"});
+  const Timeline tb = wait_timeline(daemon, b.pid);
+  ASSERT_EQ(tb.doc["status"], "ok");
+  const std::string b_core = tb.doc["coredump"]["core_file"];
+
+  // 1. Prepared, unchanged: used, and the same timeline as ever.
+  Crash a;
+  {
+    JournaldPaused paused;
+    ASSERT_TRUE(paused.paused()) << "no journald to hold";
+    a = crash({CT_CRASH_DEMO, "--path=a"});
+    const auto core = stored_core(a.pid);
+    ASSERT_TRUE(core) << "no stored core for pid " << a.pid;
+    ASSERT_TRUE(wait_log(daemon, "prepared " + fs::path(*core).filename().string() + " before its entry", 10s))
+        << daemon.log_tail();
+    EXPECT_FALSE(find_timeline(dirs_of(daemon), a.pid)) << "a timeline before its entry";
+  }
+  const Timeline ta = wait_timeline(daemon, a.pid);
+  EXPECT_EQ(ta.doc["status"], "ok");
+  EXPECT_EQ(ta.doc["daemon"]["prepared_before_entry"], true);
+  expect_a_path(ta.doc);
+
+  // 2. Prepared, then another core renamed over its name: not used; the
+  // timeline is that of the file the entry names now (path b's events).
+  Crash a2;
+  {
+    JournaldPaused paused;
+    a2 = crash({CT_CRASH_DEMO, "--path=a"});
+    const auto core = stored_core(a2.pid);
+    ASSERT_TRUE(core) << "no stored core for pid " << a2.pid;
+    ASSERT_TRUE(wait_log(daemon, "prepared " + fs::path(*core).filename().string() + " before its entry", 10s))
+        << daemon.log_tail();
+    const std::string tmp = fs::path(*core).parent_path().string() + "/.#ct-test-" + std::to_string(getpid());
+    fs::copy_file(b_core, tmp);
+    fs::rename(tmp, *core);
+  }
+  const Timeline t2 = wait_timeline(daemon, a2.pid);
+  EXPECT_EQ(t2.doc["daemon"]["prepared_before_entry"], false);
+  std::vector<std::string> kinds;
+  for (auto &[k, arg] : event_ids(t2.doc))
+    if (k != "LANE_CLAIM") kinds.push_back(k + "/" + std::to_string(arg));
+  ASSERT_GE(kinds.size(), 1u) << t2.doc.dump(1).substr(0, 2000);
+  EXPECT_EQ(kinds[0], "id=4098/7") << "not the events of the file the entry names";
+  EXPECT_NE(read_text(daemon.log).find("not using the preparation of"), std::string::npos) << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
 }
 
@@ -732,13 +845,16 @@ TEST_F(DaemonPipeline, KillNineDuringAStormThenRestartGivesExactlyOneEach) {
   std::vector<pid_t> pids;
   for (int i = 0; i < 32; ++i) pids.push_back(spawn_crasher({CT_CRASH_DEMO, "--path=a"}));
   std::vector<Crash> crashes;
-  for (pid_t p : pids) crashes.push_back(wait_crash(p, t));
-  // Kill the daemon as soon as its first timeline of the storm is there.
+  for (pid_t p : pids) crashes.push_back(Crash{p, 0, t});
+  // Kill the daemon as soon as its first timeline of the storm is there,
+  // while the storm goes on: it writes each timeline about 1 ms after its
+  // entry (prepared.h), so waiting for the crashers first would be too late.
   std::size_t at_kill = 0;
   const auto deadline = Clock::now() + 20s;
   while (Clock::now() < deadline && (at_kill = count_timelines(daemon, crashes)) == 0)
     std::this_thread::sleep_for(1ms);
   daemon.kill9();
+  for (auto &c : crashes) c = wait_crash(c.pid, t);
   ASSERT_GT(at_kill, 0u) << "no timeline within 20 s:\n" << daemon.log_tail();
   at_kill = count_timelines(daemon, crashes);
   ASSERT_LT(at_kill, 32u) << "the storm was over before the kill; the test proves nothing";
