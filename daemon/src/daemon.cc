@@ -112,6 +112,7 @@ Result<void> Daemon::start() {
   if (!j) return std::move(j).error();
   journal_.emplace(std::move(*j));
   if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);
+  start_decoder_server();
   return position();
 }
 
@@ -276,6 +277,19 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   return handle_trusted(e);
 }
 
+void Daemon::start_decoder_server() {
+  const std::uint64_t now = monotonic_usec();
+  if (decoder_server_started_ && now - decoder_server_started_ < 10'000'000) return;
+  decoder_server_started_ = now;
+  auto s = DecoderServer::start();
+  if (!s) {
+    spdlog::warn("cannot start the decoder server: {}; decoders are started by fork and exec", s.error().message);
+    return;
+  }
+  decoder_server_ = std::move(*s);
+  spdlog::debug("decoder server started (pid {})", decoder_server_.pid());
+}
+
 std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
   const std::string b = exe_basename(std::string(exe));
   if (b.empty() || opt_.tlmap_dir.empty()) return std::nullopt;
@@ -297,8 +311,12 @@ Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::str
   req.display_name = display;
   req.tlmap = tlmap;
   DecodeLimits limits{opt_.decode_timeout_ms, opt_.memory_limit};
-  auto d = run_decoder(req, limits, [this] { return keep_going(); });
+  if (!decoder_server_.running()) start_decoder_server();
+  auto d = run_decoder(req, limits, [this] { return keep_going(); }, &decoder_server_);
   if (!d) return std::move(d).error();
+  if (!d->server_failure.empty())
+    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec, and the server is restarted",
+                 d->server_failure);
   w.decoded = std::move(*d);
   return {};
 }

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core_watch.h"
+#include "decode.h"
 #include "entry.h"
 #include "files.h"
 #include "journal.h"
@@ -79,6 +80,8 @@ class Daemon {
   /** Prepares the next new core of the coredump directory, if one waits;
    *  true if it did some work. */
   bool prepare_next();
+  /** (Re)starts the decoder server, at most once every 10 s. */
+  void start_decoder_server();
   /** Whether a prepared core still awaits its entry. */
   bool prepared_awaiting() const;
   /** Watchdog ping when due; reads pending signals.  False once asked to
@@ -92,6 +95,8 @@ class Daemon {
   std::optional<Journal> journal_;
   std::optional<CoreWatch> core_watch_;  /**< not with --once */
   std::vector<std::string> to_prepare_;  /**< new cores, in the order seen */
+  DecoderServer decoder_server_;         /**< decode.h; restarted when it fails */
+  std::uint64_t decoder_server_started_ = 0;
   PreparedCores prepared_;
   Fd signal_fd_;
   bool stop_ = false;

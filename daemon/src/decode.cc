@@ -9,12 +9,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -60,21 +62,18 @@ unsigned long long status_kb(const char *name) {
 
 }  // namespace
 
-int decoder_child_main(int argc, char **argv) {
+namespace {
+
+/* Decodes the core on fd 3 and writes the CTD1 output on fd 1 (decode.h,
+ * "Protocol").  Returns the exit status. */
+int decode_fd3(const std::string &display, const char *tlmap_path) {
   namespace ctr = core_timeline::reader;
-  /* No core from a decoder that crashes (see decode.h). */
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: core-timelined --decode-child DISPLAY_NAME [TLMAP] (core on fd 3)\n");
-    return 125;
-  }
-  const std::string display = argv[2];
   std::optional<ctr::TlMap> tlmap;
   std::string tlmap_warning;
-  if (argc >= 4 && argv[3][0] != '\0') {
-    auto m = ctr::TlMap::load(argv[3]);
+  if (tlmap_path && tlmap_path[0] != '\0') {
+    auto m = ctr::TlMap::load(tlmap_path);
     if (m) tlmap = std::move(*m);
-    else tlmap_warning = "event names file " + std::string(argv[3]) + " not used: " + m.error().message;
+    else tlmap_warning = "event names file " + std::string(tlmap_path) + " not used: " + m.error().message;
   }
   ctr::ReadOptions opts;
   opts.tlmap = tlmap ? &*tlmap : nullptr;
@@ -94,8 +93,239 @@ int decoder_child_main(int argc, char **argv) {
   return 0;
 }
 
+/* The environment of a decoder or server: the daemon's, without what
+ * belongs to the service alone (sd_notify(3), socket activation). */
+std::vector<char *> decoder_environment() {
+  std::vector<char *> envp;
+  for (char **e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.starts_with("NOTIFY_SOCKET=") || kv.starts_with("WATCHDOG_") || kv.starts_with("LISTEN_")) continue;
+    envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+  return envp;
+}
+
+/* Server requests: "CTDS1\0<as limit>\0<display>\0<tlmap>\0" with the
+ * core, stdout and stderr descriptors (SCM_RIGHTS); the answer is the
+ * decoder's pid, or minus an errno, as an int32_t. */
+constexpr char kServerMagic[] = "CTDS1";
+constexpr std::size_t kMaxRequest = 16384;
+constexpr int kServerAnswerMs = 2000;
+
+}  // namespace
+
+int decoder_child_main(int argc, char **argv) {
+  /* No core from a decoder that crashes (see decode.h). */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: core-timelined --decode-child DISPLAY_NAME [TLMAP] (core on fd 3)\n");
+    return 125;
+  }
+  return decode_fd3(argv[2], argc >= 4 ? argv[3] : nullptr);
+}
+
+int decoder_server_main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  const pid_t daemon = getppid();
+  for (;;) {
+    char buf[kMaxRequest];
+    union {
+      struct cmsghdr h;
+      char b[CMSG_SPACE(3 * sizeof(int))];
+    } ctl;
+    struct iovec iov {buf, sizeof buf};
+    struct msghdr m {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.b;
+    m.msg_controllen = sizeof ctl.b;
+    const ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0; /* the daemon closed its end: done */
+    int fds[3] = {-1, -1, -1};
+    std::size_t nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+        const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < k; ++i) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+          if (nfds < 3) fds[nfds++] = fd;
+          else close(fd);
+        }
+      }
+    /* Four NUL-terminated fields. */
+    std::vector<std::string_view> f;
+    for (std::size_t at = 0; at < static_cast<std::size_t>(n) && f.size() < 4;) {
+      const void *nul = std::memchr(buf + at, '\0', static_cast<std::size_t>(n) - at);
+      if (!nul) break;
+      const std::size_t len = static_cast<std::size_t>(static_cast<const char *>(nul) - (buf + at));
+      f.emplace_back(buf + at, len);
+      at += len + 1;
+    }
+    std::int32_t answer;
+    unsigned long long as_limit = 0;
+    if (nfds != 3 || f.size() != 4 || f[0] != kServerMagic ||
+        std::sscanf(std::string(f[1]).c_str(), "%llu", &as_limit) != 1) {
+      answer = -EINVAL;
+    } else {
+      const std::string display(f[2]), tlmap(f[3]);
+      /* The decoder is the daemon's child (CLONE_PARENT), so the daemon
+       * waits for it, times it out and kills it as it would a child it
+       * forked.  A raw clone, as systemd's raw_clone() (src/basic/raw-clone.h):
+       * the child runs on a copy of this stack, like fork(2), without
+       * glibc's fork handlers, which this single-threaded server does not
+       * need. */
+      const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, nullptr, nullptr, 0);
+      if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != daemon) _exit(127);
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || dup2(fds[0], 3) < 0)
+          _exit(127);
+        syscall(SYS_close_range, 4u, ~0u, 0u);
+        /* An exec'd decoder under a limit below its own size fails to
+         * load; this one would run on without room to grow.  Fail alike. */
+        const unsigned long long own_kb = status_kb("VmSize");
+        if (own_kb * 1024 > as_limit) {
+          std::fprintf(stderr, "Cannot allocate memory: the memory limit (%llu bytes with the core) is below the "
+                               "decoder's own size (%llu kB)\n", as_limit, own_kb);
+          _exit(125);
+        }
+        struct rlimit rl {as_limit, as_limit};
+        setrlimit(RLIMIT_AS, &rl);
+        _exit(decode_fd3(display, tlmap.c_str()));
+      }
+      answer = pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
+    }
+    for (int fd : fds)
+      if (fd >= 0) close(fd);
+    if (send(3, &answer, sizeof answer, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof answer)) return 0;
+  }
+}
+
+Result<DecoderServer> DecoderServer::start(const std::string &self_exe) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return errno_error(errno, "socketpair for the decoder server");
+  Fd mine(sv[0]), theirs(sv[1]);
+  std::vector<std::string> args{"core-timelined", "--decoder-server"};
+  std::vector<char *> argv;
+  for (auto &a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char *> envp = decoder_environment();
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return errno_error(errno, "fork for the decoder server");
+  if (pid == 0) {
+    /* Child: async-signal-safe calls only until execve. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent) _exit(127);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0) _exit(127);
+    if (theirs.get() == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(theirs.get(), 3) < 0) _exit(127);
+    syscall(SYS_close_range, 4u, ~0u, 0u);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s = 1; s < NSIG; ++s)
+      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+    struct rlimit core{1, 1};  /* no core from the server nor its decoders (core(5)) */
+    setrlimit(RLIMIT_CORE, &core);
+    execve(self_exe.c_str(), argv.data(), envp.data());
+    _exit(126);
+  }
+  DecoderServer s;
+  s.sock_ = std::move(mine);
+  s.pid_ = pid;
+  return s;
+}
+
+DecoderServer::DecoderServer(DecoderServer &&o) noexcept
+    : sock_(std::move(o.sock_)), pid_(std::exchange(o.pid_, -1)) {}
+
+DecoderServer &DecoderServer::operator=(DecoderServer &&o) noexcept {
+  if (this != &o) {
+    stop();
+    sock_ = std::move(o.sock_);
+    pid_ = std::exchange(o.pid_, -1);
+  }
+  return *this;
+}
+
+DecoderServer::~DecoderServer() { stop(); }
+
+void DecoderServer::stop() noexcept {
+  sock_.reset();
+  if (pid_ > 0) {
+    /* It exits when its socket closes; if it is stuck, it is killed. */
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      usleep(1000);
+    }
+    kill(pid_, SIGKILL);
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+}
+
+Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
+  if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
+  std::string msg;
+  for (const std::string &field : {std::string(kServerMagic), std::to_string(as_limit), req.display_name,
+                                   req.tlmap.value_or("")}) {
+    if (field.find('\0') != std::string::npos) return Error{EINVAL, "a NUL byte in a decoder request"};
+    msg += field;
+    msg += '\0';
+  }
+  if (msg.size() > kMaxRequest) return Error{E2BIG, "decoder request too long"};
+  const int fds[3] = {req.core_fd, out_w, err_w};
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof fds)];
+  } ctl{};
+  struct iovec iov {msg.data(), msg.size()};
+  struct msghdr m {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.b;
+  m.msg_controllen = sizeof ctl.b;
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ssize_t n;
+  while ((n = sendmsg(sock_.get(), &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  if (n < 0) {
+    const int e = errno;
+    stop();
+    return errno_error(e, "sending a request to the decoder server");
+  }
+  struct pollfd p {sock_.get(), POLLIN, 0};
+  int pr;
+  while ((pr = poll(&p, 1, kServerAnswerMs)) < 0 && errno == EINTR) {
+  }
+  std::int32_t answer = 0;
+  if (pr <= 0 || recv(sock_.get(), &answer, sizeof answer, 0) != static_cast<ssize_t>(sizeof answer)) {
+    stop();
+    return Error{EPIPE, "the decoder server did not answer"};
+  }
+  if (answer <= 0) return Error{-answer, "the decoder server could not start a decoder"};
+  return static_cast<pid_t>(answer);
+}
+
 Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
-                                 const std::function<bool()> &keep_going) {
+                                 const std::function<bool()> &keep_going, DecoderServer *server) {
   DecodeResult res;
   const std::uint64_t start = monotonic_usec();
 
@@ -104,13 +334,7 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   std::vector<char *> argv;
   for (auto &a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<char *> envp;
-  for (char **e = environ; *e; ++e) {
-    std::string_view kv(*e);
-    if (kv.starts_with("NOTIFY_SOCKET=") || kv.starts_with("WATCHDOG_") || kv.starts_with("LISTEN_")) continue;
-    envp.push_back(*e);
-  }
-  envp.push_back(nullptr);
+  std::vector<char *> envp = decoder_environment();
   const std::uint64_t as_limit = limits.memory_limit + req.core_size;
   const pid_t parent = getpid();
 
@@ -124,7 +348,17 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   }
   Fd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
 
-  const pid_t pid = fork();
+  pid_t pid = -1;
+  if (server && server->running()) {
+    auto p = server->spawn(req, as_limit, out[1], err[1]);
+    if (p) {
+      pid = *p;
+      res.via_server = true;
+    } else {
+      res.server_failure = p.error().message;
+    }
+  }
+  if (pid < 0) pid = fork();
   if (pid < 0) return errno_error(errno, "fork for the decoder");
   if (pid == 0) {
     /* Child: async-signal-safe calls only until execve. */

@@ -24,6 +24,20 @@
  * crashes does not itself produce a core (and a journal entry, and a decode,
  * and a crash...), and PR_SET_PDEATHSIG SIGKILL, so it dies with the daemon.
  *
+ * The decoder server.  exec'ing the daemon's binary costs about 1.5 ms
+ * here (loading and relocating its libraries; docs/performance.md), ten
+ * times what decoding a small core takes.  So the daemon execs it once, at
+ * its start, as a server (`core-timelined --decoder-server`, DecoderServer),
+ * which never reads a core.  For each core the server clones itself with
+ * CLONE_PARENT (clone(2)): the decoder is a fresh copy of the server's
+ * pristine state - nothing of an earlier core can reach it - and the
+ * daemon's own child, which run_decoder waits for, times out and kills as
+ * one it forked.  It then runs exactly what --decode-child runs after exec,
+ * under the same limits (RLIMIT_AS: the server's libraries count as an
+ * exec'd decoder's do).  If the server is gone or does not answer within
+ * 2 s, run_decoder forks and execs as above and says so in
+ * DecodeResult::server_failure.
+ *
  * Protocol.  The child gets the core on fd 3 (read-only), writes to stdout
  *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB>\n"
  *   <json> <text>
@@ -41,6 +55,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <sys/types.h>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -80,20 +95,61 @@ struct DecodeResult {
                                              (RssAnon): its own allocations */
   double duration_ms = 0;
   std::size_t output_bytes = 0;         /**< bytes the child wrote to stdout */
+  bool via_server = false;              /**< started by the decoder server */
+  std::string server_failure;           /**< why the server was not used ("" if
+                                             it was, or none was given) */
 };
 
 /**
- * Runs the decoder child on `req` within `limits`.  `keep_going` is called
+ * The decoder server (above): a child process started once; spawn() asks
+ * it for one decoder.  Move-only; destroying it closes the server's socket,
+ * on which it exits (it is killed if it has not within 100 ms), and reaps
+ * it.  Not thread-safe; call from the single-threaded daemon.
+ */
+class DecoderServer {
+ public:
+  /** Forks and execs `self_exe --decoder-server`.  Errors: socketpair or
+   *  fork failed (an exec failure shows at the first spawn()). */
+  static Result<DecoderServer> start(const std::string &self_exe = "/proc/self/exe");
+  DecoderServer() = default;
+  DecoderServer(DecoderServer &&o) noexcept;
+  DecoderServer &operator=(DecoderServer &&o) noexcept;
+  ~DecoderServer();
+
+  bool running() const noexcept { return sock_.valid(); }
+  pid_t pid() const noexcept { return pid_; }
+  /**
+   * Starts a decoder for `req` (its core_fd, display_name, tlmap) with
+   * stdout `out_w`, stderr `err_w` and RLIMIT_AS `as_limit`; returns its
+   * pid, a child of the caller.  On an Error the server is stopped
+   * (running() is false) unless the error is the server's answer (err:
+   * the errno of its clone).
+   */
+  Result<pid_t> spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w);
+  /** Closes the socket and reaps the server. */
+  void stop() noexcept;
+
+ private:
+  Fd sock_;
+  pid_t pid_ = -1;
+};
+
+/**
+ * Runs the decoder child on `req` within `limits`, through `server` if it
+ * is given and running, else by fork and exec.  `keep_going` is called
  * at least once a second while waiting (watchdog pings; returning false
  * kills the child and returns an Error of err ECANCELED).  Errors are only
  * failures to start (pipe, fork) or cancellation; everything the child does
  * wrong is a DecodeResult with decoded == false.
  */
 Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
-                                 const std::function<bool()> &keep_going);
+                                 const std::function<bool()> &keep_going, DecoderServer *server = nullptr);
 
 /** main() of `core-timelined --decode-child NAME [TLMAP]` (see above). */
 int decoder_child_main(int argc, char **argv);
+
+/** main() of `core-timelined --decoder-server` (socket on fd 3). */
+int decoder_server_main(int argc, char **argv);
 
 }  // namespace ctd
 

@@ -86,6 +86,7 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
         {"max_rss_kb", p.decoded->max_rss_kb},
         {"anon_kb", p.decoded->anon_kb},
         {"timed_out", p.decoded->timed_out},
+        {"via_server", p.decoded->via_server},
         {"failure", p.decoded->decoded ? json(nullptr) : json(p.decoded->failure)},
     };
   }

@@ -11,8 +11,9 @@
  *
  * Exit status: 0 after a clean stop (SIGTERM, SIGINT, or --once done),
  * 1 if it could not start or the journal failed, 2 for a bad option.
- * `core-timelined --decode-child ...` is the isolated decoder (decode.h),
- * started by the daemon itself.
+ * `core-timelined --decode-child ...` is the isolated decoder and
+ * `core-timelined --decoder-server` its server (decode.h), both started by
+ * the daemon itself.
  */
 #include <cstdio>
 #include <cstring>
@@ -24,6 +25,7 @@
 
 int main(int argc, char **argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return ctd::decoder_child_main(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "--decoder-server") == 0) return ctd::decoder_server_main(argc, argv);
   int exit_now = -1;
   auto opts = ctd::parse_options(argc, argv, &exit_now);
   if (!opts) {

@@ -20,8 +20,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -739,12 +741,44 @@ std::vector<pid_t> my_children() {
 
 }  // namespace
 
-TEST(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
+// Each decoder test runs twice: decoders started by fork and exec, and by
+// the decoder server (decode.h), which must behave the same.
+class Decoder : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      auto s = ctd::DecoderServer::start(CT_DAEMON_BIN);
+      ASSERT_TRUE(s) << s.error().message;
+      server_ = std::move(*s);
+    }
+  }
+  ctd::DecoderServer *server() { return GetParam() ? &server_ : nullptr; }
+  // The decoders among this process's children (not the server).
+  std::vector<pid_t> decoders() {
+    std::vector<pid_t> out;
+    for (pid_t p : my_children())
+      if (p != server_.pid()) out.push_back(p);
+    return out;
+  }
+  ctd::Result<ctd::DecodeResult> decode(const ctd::DecodeRequest &req, const ctd::DecodeLimits &limits,
+                                   const std::function<bool()> &keep_going) {
+    auto r = ctd::run_decoder(req, limits, keep_going, server());
+    if (r) {
+      EXPECT_EQ(r->server_failure, "");
+    }
+    return r;
+  }
+  ctd::DecoderServer server_;
+};
+INSTANTIATE_TEST_SUITE_P(ExecOrServer, Decoder, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &p) { return p.param ? "Server" : "ForkExec"; });
+
+TEST_P(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
   TempDir dir;
   write_bytes(dir.path + "/notacore", std::vector<std::uint8_t>(100, 'x'));
   int fd = open((dir.path + "/notacore").c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] { return true; });
+  auto r = decode(request_for(fd, 100), ctd::DecodeLimits{}, [] { return true; });
   close(fd);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_TRUE(r->decoded) << r->failure;
@@ -753,58 +787,99 @@ TEST(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
   EXPECT_EQ(r->document["core"]["path"], "/var/lib/systemd/coredump/core.test");
   EXPECT_EQ(r->document.dump().find("/proc/self/fd"), std::string::npos) << r->document.dump();
   EXPECT_GT(r->max_rss_kb, 0u);
+  EXPECT_TRUE(decoders().empty()) << "the decoder was not reaped";
 }
 
-TEST(Decoder, HungDecoderIsKilledAtTheTimeout) {
+TEST_P(Decoder, HungDecoderIsKilledAtTheTimeout) {
   TempDir dir;
   write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
   int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  // Stop the child as soon as it exists: a decoder that never finishes.
-  auto stop_children = [] {
-    for (pid_t p : my_children()) kill(p, SIGSTOP);
-    return true;
-  };
+  // A FIFO without a writer as the event names file: the decoder's open of
+  // it never returns, a decoder that never finishes.  (The daemon itself
+  // passes only regular files, Daemon::tlmap_for.)
+  const std::string fifo = dir.path + "/names.tlmap";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto req = request_for(fd, 100);
+  req.tlmap = fifo;
   ctd::DecodeLimits limits;
   limits.timeout_ms = 300;
-  const auto t0 = ctd::monotonic_usec();
-  auto r = ctd::run_decoder(request_for(fd, 100), limits, stop_children);
+  auto r = decode(req, limits, [] { return true; });
   close(fd);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_FALSE(r->decoded);
   EXPECT_TRUE(r->timed_out);
   EXPECT_NE(r->failure.find("did not finish within 300 ms"), std::string::npos) << r->failure;
-  EXPECT_LT(ctd::monotonic_usec() - t0, 5000000u);
-  EXPECT_TRUE(my_children().empty()) << "the killed decoder was not reaped";
+  EXPECT_TRUE(decoders().empty()) << "the killed decoder was not reaped";
 }
 
-TEST(Decoder, MemoryLimitTooSmallMakesItUndecodableNotFatal) {
+TEST_P(Decoder, MemoryLimitTooSmallMakesItUndecodableNotFatal) {
   TempDir dir;
   write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
   int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ctd::DecodeLimits limits;
   limits.memory_limit = 4 << 20;  // the decoder's libraries alone need more
-  auto r = ctd::run_decoder(request_for(fd, 100), limits, [] { return true; });
+  auto r = decode(request_for(fd, 100), limits, [] { return true; });
   close(fd);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_FALSE(r->decoded);
   EXPECT_FALSE(r->failure.empty());
+  if (GetParam()) {
+    EXPECT_NE(r->failure.find("below the decoder's own size"), std::string::npos) << r->failure;
+    EXPECT_TRUE(r->out_of_memory) << r->failure;
+  }
 }
 
-TEST(Decoder, CancelKillsTheChild) {
+TEST_P(Decoder, CancelKillsTheChild) {
   TempDir dir;
   write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
   int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] {
-    for (pid_t p : my_children()) kill(p, SIGSTOP);
+  auto r = decode(request_for(fd, 100), ctd::DecodeLimits{}, [this] {
+    for (pid_t p : decoders()) kill(p, SIGSTOP);
     return false;
   });
   close(fd);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().err, ECANCELED);
-  EXPECT_TRUE(my_children().empty());
+  EXPECT_TRUE(decoders().empty());
+}
+
+// The server never holds a core: after decoders ran through it, it has its
+// four descriptors (stdin, stdout, stderr on /dev/null or the log, and its
+// socket) and nothing of the cores; each decoder starts from that state.
+TEST(DecoderServer, HoldsNoCoreAndWhenGoneTheDecoderIsForkedAndExecd) {
+  auto s = ctd::DecoderServer::start(CT_DAEMON_BIN);
+  ASSERT_TRUE(s) << s.error().message;
+  TempDir dir;
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  for (int i = 0; i < 3; ++i) {
+    int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] { return true; }, &*s);
+    close(fd);
+    ASSERT_TRUE(r && r->decoded) << (r ? r->failure : r.error().message);
+    EXPECT_EQ(r->server_failure, "");
+  }
+  std::set<int> fds;
+  for (const auto &e : fs::directory_iterator("/proc/" + std::to_string(s->pid()) + "/fd"))
+    fds.insert(std::stoi(e.path().filename().string()));
+  EXPECT_EQ(fds, (std::set<int>{0, 1, 2, 3}));
+  for (const auto &e : fs::directory_iterator("/proc/" + std::to_string(s->pid()) + "/fd"))
+    EXPECT_EQ(fs::read_symlink(e.path()).string().find(dir.path), std::string::npos) << e.path();
+
+  // Killed: the next decoder is forked and exec'd, and says why.
+  const pid_t server_pid = s->pid();
+  kill(server_pid, SIGKILL);
+  int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+  auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] { return true; }, &*s);
+  close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->decoded) << r->failure;
+  EXPECT_NE(r->server_failure, "");
+  EXPECT_FALSE(s->running());
+  EXPECT_EQ(kill(server_pid, 0), -1) << "the dead server was not reaped";
 }
 
 // ---- options ----------------------------------------------------------------
