@@ -315,7 +315,8 @@ Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::str
   auto d = run_decoder(req, limits, [this] { return keep_going(); }, &decoder_server_);
   if (!d) return std::move(d).error();
   if (!d->server_failure.empty())
-    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec, and the server is restarted",
+    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec (the server is started "
+                 "again, at most every 10 s)",
                  d->server_failure);
   w.decoded = std::move(*d);
   return {};
