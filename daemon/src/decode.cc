@@ -106,6 +106,17 @@ std::vector<char *> decoder_environment() {
   return envp;
 }
 
+/* Between fork and execve (async-signal-safe calls only): the empty
+ * signal mask and default dispositions a new program expects (the daemon
+ * blocks SIGTERM, SIGINT and SIGHUP for its signalfd and ignores SIGPIPE). */
+void reset_signals() {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s = 1; s < NSIG; ++s)
+    if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+}
+
 /* Server requests: "CTDS1\0<as limit>\0<display>\0<tlmap>\0" with the
  * core, stdout and stderr descriptors (SCM_RIGHTS); the answer is the
  * decoder's pid, or minus an errno, as an int32_t. */
@@ -229,11 +240,7 @@ Result<DecoderServer> DecoderServer::start(const std::string &self_exe) {
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0) _exit(127);
     if (theirs.get() == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(theirs.get(), 3) < 0) _exit(127);
     syscall(SYS_close_range, 4u, ~0u, 0u);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s = 1; s < NSIG; ++s)
-      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+    reset_signals();
     struct rlimit core{1, 1};  /* no core from the server nor its decoders (core(5)) */
     setrlimit(RLIMIT_CORE, &core);
     execve(self_exe.c_str(), argv.data(), envp.data());
@@ -371,11 +378,7 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
     if (req.core_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(req.core_fd, 3) < 0) _exit(127);
     syscall(SYS_close_range, 4u, ~0u, 0u);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s = 1; s < NSIG; ++s)
-      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+    reset_signals();
     struct rlimit rl{as_limit, as_limit};
     setrlimit(RLIMIT_AS, &rl);
     struct rlimit core{1, 1};  /* 1: no core even through a core_pattern pipe (core(5)) */
