@@ -331,10 +331,12 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   return static_cast<pid_t>(answer);
 }
 
-Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
-                                 const std::function<bool()> &keep_going, DecoderServer *server) {
-  DecodeResult res;
-  const std::uint64_t start = monotonic_usec();
+Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimits &limits, DecoderServer *server) {
+  DecoderRun run;
+  DecodeResult &res = run.res_;
+  run.start_ = monotonic_usec();
+  run.limits_ = limits;
+  run.self_exe_ = req.self_exe;
 
   /* Everything the child needs is built before fork(). */
   std::vector<std::string> args{"core-timelined", "--decode-child", req.display_name, req.tlmap.value_or("")};
@@ -389,7 +391,38 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   out_w.reset();
   err_w.reset();
 
-  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  run.pid_ = pid;
+  run.pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  run.out_r_ = std::move(out_r);
+  run.err_r_ = std::move(err_r);
+  return run;
+}
+
+DecoderRun::DecoderRun(DecoderRun &&o) noexcept
+    : pid_(std::exchange(o.pid_, -1)),
+      pidfd_(std::move(o.pidfd_)),
+      out_r_(std::move(o.out_r_)),
+      err_r_(std::move(o.err_r_)),
+      start_(o.start_),
+      limits_(o.limits_),
+      self_exe_(std::move(o.self_exe_)),
+      res_(std::move(o.res_)) {}
+
+DecoderRun::~DecoderRun() {
+  if (pid_ <= 0) return;
+  /* Never finished (the daemon is stopping): the child goes with it. */
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL);
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going) {
+  const pid_t pid = pid_;
+  const std::uint64_t start = start_;
+  const DecodeLimits &limits = limits_;
+  DecodeResult &res = res_;
+  Fd &pidfd = pidfd_, &out_r = out_r_, &err_r = err_r_;
   std::string output, errors;
   bool out_open = true, err_open = true, killed = false, too_big = false, cancelled = false;
   const std::uint64_t deadline = start + limits.timeout_ms * 1000;
@@ -454,6 +487,7 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   struct rusage ru{};
   while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  pid_ = -1;
   res.duration_ms = static_cast<double>(monotonic_usec() - start) / 1000.0;
   res.output_bytes = output.size();
   if (cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
@@ -471,27 +505,27 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   if (res.timed_out) {
     res.failure = "the decoder did not finish within " + std::to_string(limits.timeout_ms) +
                   " ms and was killed; raise decode-timeout if cores are this slow to decode";
-    return res;
+    return std::move(res);
   }
   if (too_big) {
     res.failure = "the decoder's output exceeded " + std::to_string(kMaxOutput >> 20) + " MiB; killed";
-    return res;
+    return std::move(res);
   }
   if (WIFSIGNALED(status)) {
     res.failure = "the decoder was killed by " + signal_text(WTERMSIG(status)) +
                   (res.out_of_memory ? " after running out of memory " : " ") + limits_text +
                   (last_err.empty() ? "" : ": " + last_err);
-    return res;
+    return std::move(res);
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0) {
     res.failure = code == 126 || code == 127
-                      ? "the decoder could not be started (exec of " + req.self_exe + " failed, exit " +
+                      ? "the decoder could not be started (exec of " + self_exe_ + " failed, exit " +
                             std::to_string(code) + ")" + (last_err.empty() ? "" : ": " + last_err)
                       : "the decoder exited with status " + std::to_string(code) + " " + limits_text +
                             (last_err.empty() ? "" : ": " + last_err);
     if (res.out_of_memory) res.failure += " (out of memory)";
-    return res;
+    return std::move(res);
   }
 
   /* "CTD1 <json> <text> <exit>\n" */
@@ -504,25 +538,32 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
       std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || jl > output.size() || tl > output.size() ||
       nl + 1 + jl + tl != output.size()) {
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";
-    return res;
+    return std::move(res);
   }
   try {
     res.document = nlohmann::ordered_json::parse(output.begin() + static_cast<std::ptrdiff_t>(nl + 1),
                                                  output.begin() + static_cast<std::ptrdiff_t>(nl + 1 + jl));
   } catch (const nlohmann::json::exception &e) {
     res.failure = std::string("the decoder's JSON does not parse: ") + e.what();
-    return res;
+    return std::move(res);
   }
   if (!res.document.is_object() || !res.document.contains("status") || !res.document["status"].is_string()) {
     res.failure = "the decoder's JSON is not a timeline document";
-    return res;
+    return std::move(res);
   }
   res.text = output.substr(nl + 1 + jl, tl);
   res.max_rss_kb = hwm;
   res.anon_kb = anon;
   res.exit_code = ec;
   res.decoded = true;
-  return res;
+  return std::move(res);
+}
+
+Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
+                                 const std::function<bool()> &keep_going, DecoderServer *server) {
+  auto run = DecoderRun::start(req, limits, server);
+  if (!run) return std::move(run).error();
+  return run->finish(keep_going);
 }
 
 }  // namespace ctd

@@ -135,6 +135,35 @@ class DecoderServer {
 };
 
 /**
+ * One decoder child in flight: run_decoder() is start() then finish(), and
+ * the daemon may do other work in between (prepared.h: it extracts the next
+ * core while this one decodes).  Move-only; destroying a run that was not
+ * finished kills and reaps its child.
+ */
+class DecoderRun {
+ public:
+  /** Starts a decoder for `req` (through `server` when given and running,
+   *  else by fork and exec); its wall-clock limit runs from now.  The
+   *  caller may close req.core_fd once this returns.  Errors: pipes or
+   *  fork failed. */
+  static Result<DecoderRun> start(const DecodeRequest &req, const DecodeLimits &limits, DecoderServer *server);
+  /** Waits for the child and reads its output: the rest of run_decoder. */
+  Result<DecodeResult> finish(const std::function<bool()> &keep_going);
+  DecoderRun(DecoderRun &&o) noexcept;
+  DecoderRun &operator=(DecoderRun &&) = delete;
+  ~DecoderRun();
+
+ private:
+  DecoderRun() = default;
+  pid_t pid_ = -1;
+  Fd pidfd_, out_r_, err_r_;
+  std::uint64_t start_ = 0;
+  DecodeLimits limits_;
+  std::string self_exe_;
+  DecodeResult res_;
+};
+
+/**
  * Runs the decoder child on `req` within `limits`, through `server` if it
  * is given and running, else by fork and exec.  `keep_going` is called
  * at least once a second while waiting (watchdog pings; returning false
