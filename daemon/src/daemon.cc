@@ -190,7 +190,7 @@ int Daemon::run() {
     core_watch_->retry();
     /* Idle: prepare a core that awaits its entry; then look at the journal
      * again before sleeping. */
-    const bool busy = prepare_next() || !to_prepare_.empty();
+    const bool busy = prepare_next() || !to_prepare_.empty() || inflight_.has_value();
     if (stop_) break;
     prepared_.expire(monotonic_usec());
     struct pollfd p[3] = {{journal_->fd(), journal_->events(), 0},
@@ -229,25 +229,42 @@ int Daemon::run() {
 Result<bool> Daemon::drain() {
   RawEntry raw;
   std::string warning;
-  while (keep_going()) {
-    auto n = journal_->next(raw, warning);
-    if (!n) return std::move(n).error();
-    if (!*n) return true;
-    if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
-    const Handled h = handle(raw);
-    /* A big document was parsed and built; give the memory back. */
-    malloc_trim(0);
-    if (h == Handled::kStop) return true;
-    auto s = state_->save_cursor(raw.cursor);
-    if (!s) {
-      /* The timeline is written; without the cursor it would be skipped as
-       * existing after a restart, so going on is safe. */
+  /* The cursor of the last entry handled, saved when the journal is read
+   * to its end and at most every kCursorSaveMs meanwhile: saving costs two
+   * fsyncs, and in a storm of crashes saving after every entry made later
+   * entries wait.  A restart redoes the entries after the saved cursor and
+   * skips those whose timelines exist (handle_trusted). */
+  std::optional<std::string> unsaved;
+  std::uint64_t saved_at = monotonic_usec();
+  auto save = [&] {
+    if (!unsaved) return;
+    if (auto s = state_->save_cursor(*unsaved); !s) {
+      /* The timelines are written; without the cursor they would be
+       * skipped as existing after a restart, so going on is safe. */
       spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
                     opt_.state_dir);
     } else {
       cursor_saved_ = true;
     }
+    unsaved.reset();
+    saved_at = monotonic_usec();
+  };
+  while (keep_going()) {
+    auto n = journal_->next(raw, warning);
+    if (!n) {
+      save();
+      return std::move(n).error();
+    }
+    if (!*n) break;
+    if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
+    const Handled h = handle(raw);
+    /* A big document was parsed and built; give the memory back. */
+    malloc_trim(0);
+    if (h == Handled::kStop) break; /* this entry is not done: its cursor is not saved */
+    unsaved = raw.cursor;
+    if (monotonic_usec() - saved_at >= kCursorSaveMs * 1000) save();
   }
+  save();
   return true;
 }
 
@@ -299,8 +316,8 @@ std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
   return t;
 }
 
-Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
-                                      const std::optional<std::string> &tlmap) {
+Result<DecoderRun> Daemon::start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
+                                         const std::optional<std::string> &tlmap) {
   DecodeRequest req;
   /* The decoder gets a read-only descriptor of the temporary core. */
   char proc[64];
@@ -310,9 +327,12 @@ Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::str
   req.core_size = w.extract ? w.extract->core_bytes : 0;
   req.display_name = display;
   req.tlmap = tlmap;
-  DecodeLimits limits{opt_.decode_timeout_ms, opt_.memory_limit};
   if (!decoder_server_.running()) start_decoder_server();
-  auto d = run_decoder(req, limits, [this] { return keep_going(); }, &decoder_server_);
+  return DecoderRun::start(req, DecodeLimits{opt_.decode_timeout_ms, opt_.memory_limit}, &decoder_server_);
+}
+
+Result<void> Daemon::finish_decoder(CoreWork &w, DecoderRun &run) {
+  auto d = run.finish([this] { return keep_going(); });
   if (!d) return std::move(d).error();
   if (!d->server_failure.empty())
     spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec (the server is started "
@@ -322,8 +342,15 @@ Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::str
   return {};
 }
 
-Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name, const std::string &display,
-                                           const std::optional<std::string> &tlmap) {
+Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
+                                      const std::optional<std::string> &tlmap) {
+  auto run = start_decoder(w, tmp, display, tlmap);
+  if (!run) return std::move(run).error();
+  return finish_decoder(w, *run);
+}
+
+Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name, const std::string &display,
+                                           Fd *tmp_out) {
   const std::uint64_t t0 = monotonic_usec();
   CoreWork w;
   auto tmp = make_temp_file(state_->tmp_path());
@@ -342,11 +369,41 @@ Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name,
     w.status_without_core = kStatusCoreUnreadable;
     w.reason_without_core = "the core file " + display + " holds no data" +
                             (x->stream_error.empty() ? "" : " (" + x->stream_error + ")");
-  } else if (auto d = decode_extracted(w, *tmp, display, tlmap); !d) {
-    return std::move(d).error();
   }
   w.work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  *tmp_out = std::move(*tmp);
   return w;
+}
+
+Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name, const std::string &display,
+                                           const std::optional<std::string> &tlmap) {
+  const std::uint64_t t0 = monotonic_usec();
+  Fd tmp;
+  auto w = extract_core_file(core_fd, name, display, &tmp);
+  if (!w) return w;
+  if (w->status_without_core.empty())
+    if (auto d = decode_extracted(*w, tmp, display, tlmap); !d) return std::move(d).error();
+  w->work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  return w;
+}
+
+void Daemon::finish_inflight() {
+  if (!inflight_) return;
+  const std::uint64_t t0 = monotonic_usec();
+  InFlight &f = *inflight_;
+  auto d = finish_decoder(f.work, f.run);
+  if (!d) {
+    if (d.error().err != ECANCELED)
+      spdlog::debug("not preparing {}: {}; its entry will do it", printable(f.name, 256), d.error().message);
+    inflight_.reset();
+    return;
+  }
+  /* The daemon's own time: extracting, starting the decoder and reading
+   * its result, not the time the decoder ran beside other work. */
+  f.work.work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  spdlog::debug("prepared {} before its entry in {:.1f} ms", printable(f.name, 256), f.work.work_ms);
+  prepared_.put(std::move(f.name), f.identity, std::move(f.tlmap), std::move(f.work), monotonic_usec());
+  inflight_.reset();
 }
 
 bool Daemon::prepare_next() {
@@ -356,7 +413,8 @@ bool Daemon::prepare_next() {
     const std::string name = std::move(to_prepare_.front());
     to_prepare_.erase(to_prepare_.begin());
     /* Its entry came first, or it waited too long: the entry does it. */
-    if (!core_watch_->is_expected(name) || prepared_.contains(name)) continue;
+    if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
+      continue;
     /* Its entry was handled before the directory's event was read. */
     const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
     if (auto out = open_directory(out_dir);
@@ -376,17 +434,36 @@ bool Daemon::prepare_next() {
      * systemd-coredump set on the core says the same (coredump.c
      * fix_xattr()); take() compares the two. */
     const auto tlmap = tlmap_for(file_xattr(core->get(), "user.coredump.exe").value_or(""));
-    auto w = work_on_core_file(core->get(), name, display, tlmap);
+    /* Extract this core while the previous one decodes (on the other CPU),
+     * then start its decoder and collect the previous one. */
+    Fd tmp;
+    auto w = extract_core_file(core->get(), name, display, &tmp);
     if (!w) {
       if (w.error().err != ECANCELED)
         spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
+      finish_inflight();
       return true;
     }
-    spdlog::debug("prepared {} before its entry in {:.1f} ms", printable(name, 256), w->work_ms);
-    prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
+    if (!w->status_without_core.empty()) {
+      finish_inflight();
+      prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
+      return true;
+    }
+    const std::uint64_t t0 = monotonic_usec();
+    auto run = start_decoder(*w, tmp, display, tlmap);
+    w->work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
+    finish_inflight();
+    if (!run) {
+      spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), run.error().message);
+      return true;
+    }
+    inflight_.emplace(InFlight{name, CoreIdentity::of(st), tlmap, std::move(*w), std::move(*run)});
     return true;
   }
-  return false;
+  /* Nothing new: collect the decoder still running. */
+  if (!inflight_) return false;
+  finish_inflight();
+  return true;
 }
 
 bool Daemon::prepared_awaiting() const {
@@ -442,6 +519,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
       }
       owner = owner_of_core(core->get(), st);
       const auto tlmap = tlmap_for(e.exe);
+      if (inflight_ && inflight_->name == e.core_name) finish_inflight();
       std::string why_not;
       if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
         work = std::move(*p);

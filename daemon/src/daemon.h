@@ -11,14 +11,18 @@
  *   3. decodes it in an isolated child (decode.h);
  *   4. writes the document (document.h) atomically with the core's owner,
  *      mode and ACL (files.h);
- *   5. logs (mapping_absent loudly, no_ring quietly) and only then saves
- *      the entry's cursor (files.h, StateDir::save_cursor).
+ *   5. logs (mapping_absent loudly, no_ring quietly) and only then marks
+ *      the entry's cursor for saving (files.h, StateDir::save_cursor): the
+ *      cursor is saved when the journal has been read to its end, and at
+ *      most every kCursorSaveMs while entries keep coming.
  * It reads the journal as journald announces new entries, and every few
  * milliseconds while a new core in the coredump directory awaits its entry
  * (core_watch.h: journald's announcements lag by 250-500 ms).  Between
  * entries it extracts and decodes each new core as soon as it appears
  * there, before its entry comes (prepared.h); steps 2 and 3 then use that
- * result if the entry names the same, unchanged file.
+ * result if the entry names the same, unchanged file.  A preparation's
+ * decoder runs while the daemon extracts the next new core, so a storm of
+ * crashes keeps both CPUs of a small machine busy.
  * Between entries and inside long steps it pings the systemd watchdog and
  * checks for SIGTERM/SIGINT; on those it abandons the current entry (its
  * cursor is not saved, so it is redone) and exits 0.  An error that makes
@@ -51,6 +55,9 @@ namespace ctd {
 
 class Daemon {
  public:
+  /** How often the cursor is saved while entries keep coming (step 5). */
+  static constexpr std::uint64_t kCursorSaveMs = 100;
+
   Daemon(Options options, TrustPolicy policy);
   /** Runs until stopped (or, with --once, until the journal is read).
    *  Returns the process exit status: 0 on a clean stop, 1 if it could
@@ -72,9 +79,19 @@ class Daemon {
    *  started). */
   Result<CoreWork> work_on_core_file(int core_fd, const std::string &name, const std::string &display,
                                      const std::optional<std::string> &tlmap);
-  /** Decodes the extracted core in `tmp` into w.decoded (errors: as above). */
+  /** The extraction half of work_on_core_file: the core goes into a new
+   *  temporary file, *tmp. */
+  Result<CoreWork> extract_core_file(int core_fd, const std::string &name, const std::string &display, Fd *tmp);
+  /** Decodes the extracted core in `tmp` into w.decoded (errors: as above);
+   *  start_decoder() and finish_decoder() are its two halves. */
   Result<void> decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
                                 const std::optional<std::string> &tlmap);
+  Result<DecoderRun> start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
+                                   const std::optional<std::string> &tlmap);
+  Result<void> finish_decoder(CoreWork &w, DecoderRun &run);
+  /** Collects the decoder of the preparation in flight, if any, and keeps
+   *  its result in prepared_. */
+  void finish_inflight();
   /** The event-names file for executable `exe` (--tlmap-dir), if there is one. */
   std::optional<std::string> tlmap_for(std::string_view exe) const;
   /** Prepares the next new core of the coredump directory, if one waits;
@@ -98,6 +115,17 @@ class Daemon {
   DecoderServer decoder_server_;         /**< decode.h; restarted when it fails */
   std::uint64_t decoder_server_started_ = 0;
   PreparedCores prepared_;
+  /** A preparation whose decoder runs while the daemon extracts the next
+   *  new core or handles entries: at most one, so at most two decoders run
+   *  at once (this one and an entry's). */
+  struct InFlight {
+    std::string name;
+    CoreIdentity identity;
+    std::optional<std::string> tlmap;
+    CoreWork work;
+    DecoderRun run;
+  };
+  std::optional<InFlight> inflight_;
   Fd signal_fd_;
   bool stop_ = false;
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
