@@ -335,9 +335,16 @@ Result<void> Daemon::finish_decoder(CoreWork &w, DecoderRun &run) {
   auto d = run.finish([this] { return keep_going(); });
   if (!d) return std::move(d).error();
   if (!d->server_failure.empty())
-    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec (the server is started "
-                 "again, at most every 10 s)",
-                 d->server_failure);
+    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec{}", d->server_failure,
+                 decoder_server_.running() ? "" : " (a new server is started at most every 10 s)");
+  if (d->via_server && d->died_by_signal) {
+    /* A fresh address space layout for the next decoders (decode.h,
+     * DecoderServer::kRenewEvery). */
+    if (auto r = decoder_server_.renew(); !r)
+      spdlog::warn("cannot renew the decoder server after a decoder died by a signal: {}", r.error().message);
+    else
+      spdlog::debug("a decoder died by a signal: decoder server renewed (pid {})", decoder_server_.pid());
+  }
   w.decoded = std::move(*d);
   return {};
 }
@@ -408,10 +415,13 @@ void Daemon::finish_inflight() {
 
 bool Daemon::prepare_next() {
   if (!core_watch_) return false;
-  for (auto &n : core_watch_->take_new()) to_prepare_.push_back(std::move(n));
+  for (auto &n : core_watch_->take_new()) {
+    if (to_prepare_.size() >= CoreWatch::kMaxExpected) to_prepare_.pop_front();
+    to_prepare_.push_back(std::move(n));
+  }
   while (!to_prepare_.empty() && keep_going()) {
     const std::string name = std::move(to_prepare_.front());
-    to_prepare_.erase(to_prepare_.begin());
+    to_prepare_.pop_front();
     /* Its entry came first, or it waited too long: the entry does it. */
     if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
       continue;
@@ -433,7 +443,14 @@ bool Daemon::prepare_next() {
     /* The entry says which executable crashed; before it, the xattr that
      * systemd-coredump set on the core says the same (coredump.c
      * fix_xattr()); take() compares the two. */
-    const auto tlmap = tlmap_for(file_xattr(core->get(), "user.coredump.exe").value_or(""));
+    const auto exe = file_xattr(core->get(), "user.coredump.exe");
+    if (!exe && !opt_.tlmap_dir.empty()) {
+      /* Without it the event-names file cannot be chosen before the entry,
+       * and a preparation with the wrong one would be done twice. */
+      spdlog::debug("not preparing {}: it has no user.coredump.exe xattr", printable(display, 256));
+      continue;
+    }
+    const auto tlmap = tlmap_for(exe.value_or(""));
     /* Extract this core while the previous one decodes (on the other CPU),
      * then start its decoder and collect the previous one. */
     Fd tmp;
@@ -474,6 +491,15 @@ bool Daemon::prepared_awaiting() const {
 
 Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   const std::uint64_t t0 = monotonic_usec();
+  /* Whatever becomes of the entry, a preparation of its core is not kept
+   * (a rejected entry, a core gone, a preparation that did not fit). */
+  struct DiscardPrepared {
+    PreparedCores &p;
+    const std::string &name;
+    ~DiscardPrepared() {
+      if (!name.empty()) p.discard(name);
+    }
+  } discard_prepared{prepared_, e.core_name};
   const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
   const std::string core_tl = e.core_timeline_name(), state_tl = e.state_timeline_name();
   auto out_fd = open_directory(out_dir);
@@ -482,7 +508,6 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   if ((!core_tl.empty() && out_fd && file_exists(out_fd->get(), core_tl)) ||
       file_exists(state_->timelines_fd(), state_tl)) {
     spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
-    if (!e.core_name.empty()) prepared_.discard(e.core_name);
     ++handled_;
     return Handled::kDone;
   }

@@ -37,6 +37,7 @@
 #define CORE_TIMELINE_DAEMON_DAEMON_H
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -111,7 +112,8 @@ class Daemon {
   std::optional<StateDir> state_;
   std::optional<Journal> journal_;
   std::optional<CoreWatch> core_watch_;  /**< not with --once */
-  std::vector<std::string> to_prepare_;  /**< new cores, in the order seen */
+  std::deque<std::string> to_prepare_;   /**< new cores, in the order seen;
+                                              at most CoreWatch::kMaxExpected */
   DecoderServer decoder_server_;         /**< decode.h; restarted when it fails */
   std::uint64_t decoder_server_started_ = 0;
   PreparedCores prepared_;

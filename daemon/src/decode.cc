@@ -16,6 +16,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <set>
 #include <utility>
 #include <string_view>
 #include <vector>
@@ -124,6 +126,34 @@ constexpr char kServerMagic[] = "CTDS1";
 constexpr std::size_t kMaxRequest = 16384;
 constexpr int kServerAnswerMs = 2000;
 
+/* Pids of the decoders started and not yet reaped (DecoderRun) and of the
+ * running servers: every other child of the daemon is a decoder whose
+ * server's answer was lost (DecoderServer::stop). */
+std::set<pid_t> &known_children() {
+  static std::set<pid_t> pids;
+  return pids;
+}
+
+/* Kills and reaps the children of this process that known_children() does
+ * not list (/proc/self/task/TID/children, proc(5)). */
+void reap_unknown_children() {
+  std::error_code ec;
+  std::vector<pid_t> strays;
+  for (const auto &t : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    FILE *f = std::fopen((t.path() / "children").c_str(), "re");
+    if (!f) continue;
+    long pid;
+    while (std::fscanf(f, "%ld", &pid) == 1)
+      if (!known_children().count(static_cast<pid_t>(pid))) strays.push_back(static_cast<pid_t>(pid));
+    std::fclose(f);
+  }
+  for (pid_t p : strays) {
+    kill(p, SIGKILL);
+    while (waitpid(p, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
 }  // namespace
 
 int decoder_child_main(int argc, char **argv) {
@@ -145,7 +175,7 @@ int decoder_server_main(int argc, char **argv) {
     char buf[kMaxRequest];
     union {
       struct cmsghdr h;
-      char b[CMSG_SPACE(3 * sizeof(int))];
+      char b[CMSG_SPACE(4 * sizeof(int))];
     } ctl;
     struct iovec iov {buf, sizeof buf};
     struct msghdr m {};
@@ -156,7 +186,7 @@ int decoder_server_main(int argc, char **argv) {
     const ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return 0; /* the daemon closed its end: done */
-    int fds[3] = {-1, -1, -1};
+    int fds[4] = {-1, -1, -1, -1}; /* core, stdout, stderr, go */
     std::size_t nfds = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -164,7 +194,7 @@ int decoder_server_main(int argc, char **argv) {
         for (std::size_t i = 0; i < k; ++i) {
           int fd;
           std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-          if (nfds < 3) fds[nfds++] = fd;
+          if (nfds < 4) fds[nfds++] = fd;
           else close(fd);
         }
       }
@@ -179,7 +209,7 @@ int decoder_server_main(int argc, char **argv) {
     }
     std::int32_t answer;
     unsigned long long as_limit = 0;
-    if (nfds != 3 || f.size() != 4 || f[0] != kServerMagic ||
+    if (nfds != 4 || f.size() != 4 || f[0] != kServerMagic ||
         std::sscanf(std::string(f[1]).c_str(), "%llu", &as_limit) != 1) {
       answer = -EINVAL;
     } else {
@@ -195,6 +225,12 @@ int decoder_server_main(int argc, char **argv) {
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (getppid() != daemon) _exit(127);
+        /* Nothing before the daemon has confirmed this pid (spawn()). */
+        char go = 0;
+        ssize_t g;
+        while ((g = read(fds[3], &go, 1)) < 0 && errno == EINTR) {
+        }
+        if (g != 1) _exit(127);
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || dup2(fds[0], 3) < 0)
           _exit(127);
@@ -249,17 +285,33 @@ Result<DecoderServer> DecoderServer::start(const std::string &self_exe) {
   DecoderServer s;
   s.sock_ = std::move(mine);
   s.pid_ = pid;
+  s.self_exe_ = self_exe;
+  known_children().insert(pid);
   return s;
 }
 
+Result<void> DecoderServer::renew() {
+  const std::string exe = self_exe_.empty() ? "/proc/self/exe" : self_exe_;
+  stop();
+  auto s = start(exe);
+  if (!s) return std::move(s).error();
+  *this = std::move(*s);
+  return {};
+}
+
 DecoderServer::DecoderServer(DecoderServer &&o) noexcept
-    : sock_(std::move(o.sock_)), pid_(std::exchange(o.pid_, -1)) {}
+    : sock_(std::move(o.sock_)),
+      pid_(std::exchange(o.pid_, -1)),
+      self_exe_(std::move(o.self_exe_)),
+      spawned_(std::exchange(o.spawned_, 0)) {}
 
 DecoderServer &DecoderServer::operator=(DecoderServer &&o) noexcept {
   if (this != &o) {
     stop();
     sock_ = std::move(o.sock_);
     pid_ = std::exchange(o.pid_, -1);
+    self_exe_ = std::move(o.self_exe_);
+    spawned_ = std::exchange(o.spawned_, 0);
   }
   return *this;
 }
@@ -268,24 +320,29 @@ DecoderServer::~DecoderServer() { stop(); }
 
 void DecoderServer::stop() noexcept {
   sock_.reset();
-  if (pid_ > 0) {
-    /* It exits when its socket closes; if it is stuck, it is killed. */
-    for (int i = 0; i < 100; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      usleep(1000);
-    }
+  if (pid_ <= 0) return;
+  /* It exits when its socket closes; if it is stuck, it is killed. */
+  bool reaped = false;
+  for (int i = 0; i < 100 && !reaped; ++i) {
+    reaped = waitpid(pid_, nullptr, WNOHANG) == pid_;
+    if (!reaped) usleep(1000);
+  }
+  if (!reaped) {
     kill(pid_, SIGKILL);
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
-    pid_ = -1;
   }
+  known_children().erase(pid_);
+  pid_ = -1;
+  /* The server is gone: nothing can clone any more, so a child nobody
+   * knows is a decoder whose answer was lost (it exits at once). */
+  reap_unknown_children();
 }
 
 Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
   if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
+  if (spawned_ >= kRenewEvery)
+    if (auto r = renew(); !r) return Error{ENOTCONN, "renewing the decoder server: " + r.error().message};
   std::string msg;
   for (const std::string &field : {std::string(kServerMagic), std::to_string(as_limit), req.display_name,
                                    req.tlmap.value_or("")}) {
@@ -294,7 +351,10 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
     msg += '\0';
   }
   if (msg.size() > kMaxRequest) return Error{E2BIG, "decoder request too long"};
-  const int fds[3] = {req.core_fd, out_w, err_w};
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder server");
+  Fd go_r(go[0]), go_w(go[1]);
+  const int fds[4] = {req.core_fd, out_w, err_w, go_r.get()};
   union {
     struct cmsghdr h;
     char b[CMSG_SPACE(sizeof fds)];
@@ -313,22 +373,39 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   ssize_t n;
   while ((n = sendmsg(sock_.get(), &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
   }
-  if (n < 0) {
-    const int e = errno;
+  go_r.reset();
+  /* Any failure from here on: go_w closes first, so a decoder the server
+   * made reads EOF and exits; stop() then reaps it with the server. */
+  auto fail = [&](int err, std::string what) -> Result<pid_t> {
+    go_w.reset();
     stop();
-    return errno_error(e, "sending a request to the decoder server");
-  }
+    return Error{err, std::move(what)};
+  };
+  if (n < 0) return fail(errno == EPIPE || errno == ECONNRESET ? EPIPE : errno,
+                         std::string("the decoder server is gone (sending a request: ") + strerrordesc_np(errno) + ")");
   struct pollfd p {sock_.get(), POLLIN, 0};
   int pr;
   while ((pr = poll(&p, 1, kServerAnswerMs)) < 0 && errno == EINTR) {
   }
+  if (pr == 0) return fail(ETIMEDOUT, "the decoder server did not answer within 2 s");
   std::int32_t answer = 0;
-  if (pr <= 0 || recv(sock_.get(), &answer, sizeof answer, 0) != static_cast<ssize_t>(sizeof answer)) {
-    stop();
-    return Error{EPIPE, "the decoder server did not answer"};
+  const ssize_t r = pr < 0 ? -1 : recv(sock_.get(), &answer, sizeof answer, 0);
+  if (r == 0 || (r < 0 && (errno == ECONNRESET || errno == EPIPE)))
+    return fail(EPIPE, "the decoder server is gone (it closed its socket)");
+  if (r != static_cast<ssize_t>(sizeof answer)) return fail(EPROTO, "the decoder server's answer is malformed");
+  if (answer < 0) return errno_error(-answer, "the decoder server could not start a decoder");
+  /* Only a child of ours is a decoder the daemon can wait for and kill. */
+  siginfo_t si{};
+  if (answer == 0 || waitid(P_PID, static_cast<id_t>(answer), &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+    return fail(EPROTO, "the decoder server answered pid " + std::to_string(answer) + ", not a child of the daemon");
+  const pid_t pid = static_cast<pid_t>(answer);
+  known_children().insert(pid);
+  ++spawned_;
+  const char one = 1;
+  if (write(go_w.get(), &one, 1) != 1) {
+    /* It is gone already; DecoderRun::finish reads its status. */
   }
-  if (answer <= 0) return Error{-answer, "the decoder server could not start a decoder"};
-  return static_cast<pid_t>(answer);
+  return pid;
 }
 
 Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimits &limits, DecoderServer *server) {
@@ -365,9 +442,19 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
       res.via_server = true;
     } else {
       res.server_failure = p.error().message;
+      /* The fallback gets pipes no decoder of the server ever held. */
+      if (pipe2(out, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
+      out_r.reset(out[0]);
+      out_w.reset(out[1]);
+      if (pipe2(err, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
+      err_r.reset(err[0]);
+      err_w.reset(err[1]);
     }
   }
-  if (pid < 0) pid = fork();
+  if (pid < 0) {
+    pid = fork();
+    if (pid > 0) known_children().insert(pid);
+  }
   if (pid < 0) return errno_error(errno, "fork for the decoder");
   if (pid == 0) {
     /* Child: async-signal-safe calls only until execve. */
@@ -415,6 +502,7 @@ DecoderRun::~DecoderRun() {
   kill(pid_, SIGKILL);
   while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
   }
+  known_children().erase(pid_);
 }
 
 Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going) {
@@ -487,7 +575,9 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
   struct rusage ru{};
   while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  known_children().erase(pid);
   pid_ = -1;
+  res.died_by_signal = WIFSIGNALED(status) && !killed;
   res.duration_ms = static_cast<double>(monotonic_usec() - start) / 1000.0;
   res.output_bytes = output.size();
   if (cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};

@@ -96,6 +96,7 @@ struct DecodeResult {
   double duration_ms = 0;
   std::size_t output_bytes = 0;         /**< bytes the child wrote to stdout */
   bool via_server = false;              /**< started by the decoder server */
+  bool died_by_signal = false;          /**< a signal the daemon did not send */
   std::string server_failure;           /**< why the server was not used ("" if
                                              it was, or none was given) */
 };
@@ -108,6 +109,13 @@ struct DecodeResult {
  */
 class DecoderServer {
  public:
+  /** A server is replaced by a fresh exec after this many decoders, and
+   *  after any decoder that died by a signal: clones share its address
+   *  space layout and stack canary, which exec re-randomizes, so a hostile
+   *  core probing a reader bug crash after crash meets a new layout as it
+   *  would with exec per core. */
+  static constexpr unsigned kRenewEvery = 64;
+
   /** Forks and execs `self_exe --decoder-server`.  Errors: socketpair or
    *  fork failed (an exec failure shows at the first spawn()). */
   static Result<DecoderServer> start(const std::string &self_exe = "/proc/self/exe");
@@ -121,17 +129,32 @@ class DecoderServer {
   /**
    * Starts a decoder for `req` (its core_fd, display_name, tlmap) with
    * stdout `out_w`, stderr `err_w` and RLIMIT_AS `as_limit`; returns its
-   * pid, a child of the caller.  On an Error the server is stopped
-   * (running() is false) unless the error is the server's answer (err:
-   * the errno of its clone).
+   * pid, a child of the caller.  The decoder waits, before it touches
+   * anything, for a byte the caller sends only once the server's answer
+   * is read and the pid is confirmed as its own child (waitid(2)); so when
+   * the answer is lost, a decoder the server made anyway exits at once,
+   * having written nothing, and is reaped with the server.  Errors:
+   *  - EINVAL, E2BIG: a NUL byte in, or too long, a request (nothing sent);
+   *  - the errno of the server's clone(2): the server is still running;
+   *  - ENOTCONN (not running), EPIPE (gone), ETIMEDOUT (no answer within
+   *    2 s), EPROTO (an answer that is not a pid of a child of ours): the
+   *    server is stopped and reaped, with any decoder it made for this
+   *    request, and running() is false.
+   * Renews the server first (stop, start) after kRenewEvery decoders.
    */
   Result<pid_t> spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w);
-  /** Closes the socket and reaps the server. */
+  /** Stops this server and starts a new one from the same executable. */
+  Result<void> renew();
+  /** Closes the socket and reaps the server, and any child of the caller
+   *  that is neither a running decoder (DecoderRun) nor a server: a
+   *  decoder made for a request whose answer was lost. */
   void stop() noexcept;
 
  private:
   Fd sock_;
   pid_t pid_ = -1;
+  std::string self_exe_;
+  unsigned spawned_ = 0;
 };
 
 /**

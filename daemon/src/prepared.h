@@ -10,12 +10,15 @@
  * and decodes it at once (a "preparation"), and keeps the result here.
  * When the core's entry arrives the result is used only if the file the
  * entry names is still the file that was prepared: same device, inode,
- * size, modification and change times (any write, rename over the name,
- * chmod, chown or xattr change moves one of them; inode(7)), and the same
- * event-names file (.tlmap, chosen by the executable's name: from the
- * core's user.coredump.exe xattr before the entry, from COREDUMP_EXE
- * after).  Otherwise the entry's core is done again, as without a
- * preparation.  Nothing of the entry is trusted or decided here: the
+ * size, modification and change times (inode(7): a rename over the name
+ * changes the inode; a write, chmod, chown or xattr change moves mtime or
+ * ctime, unless it lands within the same tick of the kernel's coarse clock
+ * as the preparation's fstat - and only root writes in that directory),
+ * and the same event-names file path (.tlmap, chosen by the executable's
+ * name: from the core's user.coredump.exe xattr before the entry, from
+ * COREDUMP_EXE after; the file's content is not compared).  Otherwise the
+ * entry's core is done again, as without a preparation.  A core without
+ * that xattr is not prepared when event-names files are in use.  Nothing of the entry is trusted or decided here: the
  * entry's checks, the xattr comparison, the verdict and the document all
  * happen when the entry is handled (daemon.cc).
  *

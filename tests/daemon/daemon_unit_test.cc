@@ -882,6 +882,76 @@ TEST(DecoderServer, HoldsNoCoreAndWhenGoneTheDecoderIsForkedAndExecd) {
   EXPECT_EQ(kill(server_pid, 0), -1) << "the dead server was not reaped";
 }
 
+// Clones share the server's address space layout: it is replaced by a
+// fresh exec every kRenewEvery decoders, and renew() replaces it at once
+// (the daemon calls it when a decoder died by a signal, which
+// died_by_signal tells apart from the daemon's own kill).
+TEST(DecoderServer, RenewedEveryKRenewEveryDecodersAndOnDemand) {
+  auto s = ctd::DecoderServer::start(CT_DAEMON_BIN);
+  ASSERT_TRUE(s) << s.error().message;
+  TempDir dir;
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  std::set<pid_t> servers{s->pid()};
+  for (unsigned i = 0; i <= ctd::DecoderServer::kRenewEvery; ++i) {
+    int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+    auto r = ctd::run_decoder(request_for(fd, 100), ctd::DecodeLimits{}, [] { return true; }, &*s);
+    close(fd);
+    ASSERT_TRUE(r && r->decoded && r->via_server) << (r ? r->failure + r->server_failure : r.error().message);
+    EXPECT_FALSE(r->died_by_signal);
+    servers.insert(s->pid());
+  }
+  EXPECT_EQ(servers.size(), 2u) << "one renewal after " << ctd::DecoderServer::kRenewEvery << " decoders";
+
+  // A decoder killed by a signal the daemon did not send.
+  int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+  auto req = request_for(fd, 100);
+  const std::string fifo = dir.path + "/names.tlmap";  // holds the decoder until killed
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  req.tlmap = fifo;
+  const pid_t server = s->pid();
+  auto r = ctd::run_decoder(req, ctd::DecodeLimits{}, [&] {
+    for (pid_t p : my_children())
+      if (p != server) kill(p, SIGSEGV);
+    return true;
+  }, &*s);
+  close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->decoded);
+  EXPECT_TRUE(r->died_by_signal);
+  EXPECT_NE(r->failure.find("SIGSEGV"), std::string::npos) << r->failure;
+  ASSERT_TRUE(s->renew());
+  EXPECT_NE(s->pid(), server);
+  EXPECT_EQ(kill(server, 0), -1) << "the old server was not reaped";
+}
+
+// A server that cloned a decoder and never answered, or answered a pid
+// that is not ours, or 0: the daemon decodes by fork and exec with pipes of
+// its own (the server's decoder wrote garbage into the old ones), gives up
+// on the server, and leaves no child behind.
+TEST(DecoderServer, BrokenAnswersFallBackToForkAndExecAndLeaveNoChild) {
+  TempDir dir;
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  for (const char *mode : {"lost-answer", "wrong-pid", "zero"}) {
+    SCOPED_TRACE(mode);
+    setenv("CT_MISBEHAVE", mode, 1);
+    auto s = ctd::DecoderServer::start(CT_MISBEHAVING_SERVER);
+    unsetenv("CT_MISBEHAVE");
+    ASSERT_TRUE(s) << s.error().message;
+    int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto req = request_for(fd, 100);
+    auto r = ctd::run_decoder(req, ctd::DecodeLimits{}, [] { return true; }, &*s);
+    close(fd);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_FALSE(r->via_server);
+    EXPECT_NE(r->server_failure, "");
+    ASSERT_TRUE(r->decoded) << r->failure;
+    EXPECT_EQ(r->document["status"], "core_unreadable");
+    EXPECT_FALSE(s->running());
+    EXPECT_TRUE(my_children().empty()) << "a child of the broken server's is left";
+  }
+}
+
 // ---- options ----------------------------------------------------------------
 
 TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
