@@ -238,6 +238,17 @@ Result<bool> Daemon::drain() {
   std::uint64_t saved_at = monotonic_usec();
   auto save = [&] {
     if (!unsaved) return;
+    /* The names of the timelines written since the last save become
+     * durable before the cursor goes past their entries. */
+    for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
+      auto d = open_directory(*it);
+      if (!d || fsync(d->get()) < 0) {
+        spdlog::error("cannot fsync {}: {}; the journal cursor is not saved", *it,
+                      d ? strerrordesc_np(errno) : d.error().message);
+        return;
+      }
+      it = unsynced_dirs_.erase(it);
+    }
     if (auto s = state_->save_cursor(*unsaved); !s) {
       /* The timelines are written; without the cursor they would be
        * skipped as existing after a restart, so going on is safe. */
@@ -625,7 +636,11 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   const std::string name = beside_core ? core_tl : state_tl;
   const int dirfd = beside_core ? out_fd->get() : state_->timelines_fd();
   std::string acl_warning;
-  auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning);
+  /* The directory is fsynced before the cursor is saved past this entry
+   * (drain()), once for a run of entries. */
+  auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
+                          /*sync_directory=*/false);
+  if (w) unsynced_dirs_.insert(dir);
   if (!w) {
     spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,
                   w.error().message);

@@ -10,7 +10,8 @@
  *   2. extracts the core into an unlinked temporary file (extract.h);
  *   3. decodes it in an isolated child (decode.h);
  *   4. writes the document (document.h) atomically with the core's owner,
- *      mode and ACL (files.h);
+ *      mode and ACL (files.h), its content durable before it is named, its
+ *      name durable before the cursor is saved past it (step 5);
  *   5. logs (mapping_absent loudly, no_ring quietly) and only then marks
  *      the entry's cursor for saving (files.h, StateDir::save_cursor): the
  *      cursor is saved when the journal has been read to its end, and at
@@ -39,6 +40,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,6 +135,9 @@ class Daemon {
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
   bool cursor_saved_ = false;
   std::optional<std::string> pending_anchor_;
+  /** Directories given a timeline since the cursor was last saved: fsynced
+   *  before it is saved again (files.h, write_new_file). */
+  std::set<std::string> unsynced_dirs_;
   std::uint64_t watchdog_usec_ = 0;
   std::uint64_t last_ping_ = 0;
   std::uint64_t handled_ = 0;

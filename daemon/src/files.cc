@@ -91,7 +91,8 @@ static Result<void> apply_owner(int fd, const FileOwner &owner, const std::strin
 }
 
 Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std::string &name, std::string_view data,
-                                    const FileOwner &owner, std::string *acl_warning) {
+                                    const FileOwner &owner, std::string *acl_warning,
+                                    bool sync_directory) {
   const std::string what = dir + "/" + name;
   if (file_exists(dirfd, name)) return WriteOutcome::kExists;
   int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
@@ -127,7 +128,7 @@ Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std
     if (e == EEXIST) return WriteOutcome::kExists;
     return errno_error(e, "cannot rename " + dir + "/" + tmp_name + " to " + name);
   }
-  if (fsync(dirfd) < 0) return errno_error(errno, "cannot fsync directory " + dir);
+  if (sync_directory && fsync(dirfd) < 0) return errno_error(errno, "cannot fsync directory " + dir);
   return WriteOutcome::kWritten;
 }
 

@@ -6,7 +6,10 @@
  * Timelines are created, never overwritten: write_new_file() writes into an
  * unnamed O_TMPFILE in the target directory, sets owner, mode and ACL,
  * fsync(2)s it, gives it its name with linkat(2) (which fails with EEXIST
- * rather than replacing an existing file) and fsyncs the directory.  Until
+ * rather than replacing an existing file) and fsyncs the directory (or
+ * leaves that to the caller, who must do it before relying on the name:
+ * the daemon does it once for a run of entries, before it saves the
+ * journal cursor past them).  Until
  * the link the file has no name, so a kill -9 at any point leaves either
  * the whole timeline or nothing - no temporary files to clean up.  Where
  * O_TMPFILE is unsupported it falls back to a named temporary file and
@@ -65,9 +68,11 @@ enum class WriteOutcome { kWritten, kExists };
  * (nothing is written).  Errors name the directory and the step.
  * `acl_warning` receives a note if the ACL could not be set (a file system
  * without ACLs); the file is then still written with owner and mode.
+ * With `sync_directory` false the directory is not fsynced: the file's
+ * content is durable, its name only once the caller fsyncs `dirfd`.
  */
 Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std::string &name, std::string_view data,
-                                    const FileOwner &owner, std::string *acl_warning);
+                                    const FileOwner &owner, std::string *acl_warning, bool sync_directory = true);
 
 /** Whether `name` exists in `dirfd` (fstatat, no symlink following). */
 bool file_exists(int dirfd, const std::string &name);
