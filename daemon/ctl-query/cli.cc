@@ -51,6 +51,8 @@ std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
       out.push_back(a);
     } else if (a == "-1") {
       out.emplace_back("--newest");
+    } else if (a.starts_with("--json=")) {
+      out.push_back("--json-mode=" + a.substr(7));  /* coredumpctl's --json=MODE */
     } else if (kShortWithValue.count(a) && i + 1 < argv.size()) {
       out.push_back(a + argv[++i]);
     } else if (kLongWithValue.count(a) && i + 1 < argv.size()) {
@@ -97,7 +99,13 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
         ->type_name("N")
         ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}).description(""));
     app.add_flag("-1,--newest", newest, "Only the newest entry (same as -r -n 1)");
-    app.add_flag("--json", o.json, "JSON: one object per line (list, events); the stored document (show)");
+    app.add_flag("--json", o.json,
+                 "JSON: one object per line (list, events); the stored document (show). "
+                 "--json=short|pretty|off as coredumpctl");
+    std::string json_mode;
+    app.add_option("--json-mode", json_mode, "")  /* what --json=MODE becomes (preprocess) */
+        ->group("")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("-D,--directory", o.directories,
                    "Read the timelines in this directory instead of /var/lib/systemd/coredump and "
                    "/var/lib/core-timeline/timelines (may be repeated)")
@@ -138,6 +146,19 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
     if (version) {
       out << "ctl-query " << CT_VERSION << '\n';
       return 0;
+    }
+    if (!json_mode.empty() || app.count("--json-mode")) {
+      /* As coredumpctl: short (compact), pretty (indented), off (text). */
+      if (json_mode == "short") {
+        o.json = o.json_short = true;
+      } else if (json_mode == "pretty") {
+        o.json = o.json_pretty = true;
+      } else if (json_mode == "off") {
+        o.json = false;
+      } else {
+        err << "ctl-query: --json=" << printable(json_mode) << ": MODE is short, pretty or off\n";
+        return kExitUsage;
+      }
     }
 
     if (show_cmd->parsed()) {

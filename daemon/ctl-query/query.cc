@@ -104,6 +104,11 @@ json string_or_null(const std::string &s) { return s.empty() ? json(nullptr) : j
 
 std::string dump_line(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+/* One object of list or events: a line, or indented by 2 (--json=pretty). */
+std::string dump_object(const json &j, const QueryOptions &o) {
+  return o.json_pretty ? j.dump(2, ' ', false, json::error_handler_t::replace) : dump_line(j);
+}
+
 std::string event_name(const json &e) {
   auto it = e.find("name");
   return it != e.end() && it->is_string() ? printable(it->get_ref<const std::string &>()) : "?";
@@ -165,7 +170,7 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
       j["boot_id"] = string_or_null(r->boot_id);
       j["journal_cursor"] = string_or_null(r->cursor);
       j["file"] = r->path;
-      out << dump_line(j) << '\n';
+      out << dump_object(j, o) << '\n';
     }
     return;
   }
@@ -194,7 +199,7 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
       j["status"] = r->status;
       j["file"] = r->path;
       j["event"] = *e;
-      out << dump_line(j) << '\n';
+      out << dump_object(j, o) << '\n';
     }
     return;
   }
@@ -219,6 +224,11 @@ int show(std::ostream &out, std::ostream &err, const Directory &dir, const std::
     return kExitIncomplete;
   }
   const Timeline &t = r.value();
+  if (o.json && o.json_short) {
+    /* Valid JSON as a whole (validate_all above): compact it. */
+    out << dump_line(json::parse(t.raw, nullptr, false)) << '\n';
+    return kExitFound;
+  }
   if (o.json) {
     out << t.raw;
     if (t.raw.empty() || t.raw.back() != '\n') out << '\n';

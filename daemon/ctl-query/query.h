@@ -74,6 +74,11 @@ struct QueryOptions {
   bool reverse = false;                    /**< newest first */
   std::optional<std::size_t> max_entries;  /**< -n: lines of list/events */
   bool json = false;
+  /** With json: list and events print each object indented (--json=pretty),
+   *  show the stored document as is. */
+  bool json_pretty = false;
+  /** With json: show prints the document on one line (--json=short). */
+  bool json_short = false;
   /** Directories to read; empty: kDefaultDirectories, where a missing
    *  directory is normal (no timeline yet). */
   std::vector<std::string> directories;

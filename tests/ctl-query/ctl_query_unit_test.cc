@@ -650,6 +650,7 @@ TEST(CommandLine, UsageErrorsExitTwo) {
            {"-D", dir.path(), "events", "--id", "-1"},
            {"-D", dir.path(), "list", "=x"},
            {"-D", dir.path(), "--max-size", "0"},
+           {"-D", dir.path(), "--json=yes", "list"},
            {"--no-such-option"},
        }) {
     Cli r = cli(args);
@@ -659,6 +660,35 @@ TEST(CommandLine, UsageErrorsExitTwo) {
   EXPECT_EQ(cli({"--help"}).rc, 0);
   EXPECT_NE(cli({"--help"}).out.find("list"), std::string::npos);
   EXPECT_EQ(cli({"--version"}).rc, 0);
+}
+
+// --json=MODE as coredumpctl takes it: short, pretty, off.
+TEST(CommandLine, JsonModesAsCoredumpctl) {
+  TempDir dir;
+  json d = sample_document();
+  const std::string stored = d.dump(2) + "\n";
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json", stored);
+  Cli plain = cli({"-D", dir.path(), "--json", "list"});
+  Cli short_ = cli({"-D", dir.path(), "--json=short", "list"});
+  ASSERT_EQ(short_.rc, ctlq::kExitFound) << short_.err;
+  EXPECT_EQ(short_.out, plain.out) << "--json is --json=short for list";
+  ASSERT_EQ(lines_of(short_.out).size(), 1u) << short_.out;
+  const json one = json::parse(short_.out);
+  Cli pretty = cli({"-D", dir.path(), "--json=pretty", "list"});
+  ASSERT_EQ(pretty.rc, ctlq::kExitFound) << pretty.err;
+  EXPECT_GT(lines_of(pretty.out).size(), 10u) << pretty.out;
+  EXPECT_EQ(json::parse(pretty.out), one);
+  Cli off = cli({"-D", dir.path(), "--json=off", "list"});
+  EXPECT_EQ(off.out.rfind("TIME", 0), 0u) << off.out;
+  Cli later = cli({"-D", dir.path(), "--json=pretty", "--json=off", "list"});
+  EXPECT_EQ(later.out, off.out) << "the last --json wins";
+  // show: the stored document as is, or on one line.
+  Cli show_pretty = cli({"-D", dir.path(), "--json=pretty", "show"});
+  EXPECT_EQ(show_pretty.out, stored);
+  EXPECT_EQ(cli({"-D", dir.path(), "--json", "show"}).out, stored);
+  Cli show_short = cli({"-D", dir.path(), "--json=short", "show"});
+  ASSERT_EQ(lines_of(show_short.out).size(), 1u) << show_short.out;
+  EXPECT_EQ(json::parse(show_short.out), d);
 }
 
 TEST(CommandLine, ParseU64TakesDecimalAndHex) {
