@@ -1149,7 +1149,8 @@ int run(const Config &cfg) {
                 ratio(median(end_to_end), median(peer)).c_str());
   }
   std::printf("\n(b) is the daemon's whole share: from systemd-coredump's entry (the core is stored) to the timeline.\n"
-              "daemon work = (b) minus the wait for the journal's change notification (extract+decode+write).\n"
+              "daemon work = its duration_ms (extract+decode, done before the entry when the core was prepared)\n"
+              "plus writing the timeline; entry→daemon starts is negative when the core was prepared before its entry.\n"
               "The kernel reaps the crasher only when systemd-coredump is done with the core pipe\n"
               "(core_pipe_limit > 0): for a small core about when the entry is written, for a big one later\n"
               "(entry→death), so (a) death→TL is shorter than (b), and negative when the timeline is on disk\n"

@@ -6,9 +6,10 @@
  * parse the core, which is untrusted: a core can make them crash, loop or
  * allocate without bound.  None of that may reach the daemon, so each core
  * is decoded in a child with a wall-clock limit (the daemon SIGKILLs the
- * child's process group when it passes) and RLIMIT_AS.  The child is the
- * daemon's own binary, exec'd again (/proc/self/exe --decode-child) rather
- * than a fork that calls the library directly:
+ * child's process group when it passes) and RLIMIT_AS.  The child comes
+ * from the daemon's own binary exec'd again - once, as the decoder server
+ * below, or per core (/proc/self/exe --decode-child) when there is no
+ * server - rather than from a fork of the daemon that calls the library:
  *  - a fork would inherit the daemon's address space - sd-journal maps
  *    journal files, tens to hundreds of MiB - so RLIMIT_AS would bound
  *    something unpredictable; after exec the limit means "the decoder's own

@@ -156,7 +156,7 @@ class DaemonProc {
 
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {}) {
     std::vector<std::string> args{CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
-                                  "--first-start", "new",          "--log-target", log_target, "--log-level",
+                                  "--first-start", first_start,    "--log-target", log_target, "--log-level",
                                   "debug",        "--tlmap-dir",   CT_TLMAP_DIR};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<std::string> envs;
@@ -228,6 +228,7 @@ class DaemonProc {
 
   std::string state, out, log;
   std::string log_target = "both";  /**< --log-target */
+  std::string first_start = "new";  /**< --first-start */
 
  private:
   NotifySocket notify_;
@@ -789,6 +790,42 @@ TEST_F(DaemonPipeline, CoreDeletedBeforeExtractionIsCoreMissingAfterAResume) {
   EXPECT_EQ(t.doc["coredump"]["storage"], "external");
   EXPECT_EQ(t.doc["coredump"]["core_file"], e["COREDUMP_FILENAME"]);
   EXPECT_EQ(fs::path(t.path).parent_path(), fs::path(daemon.state + "/timelines"));
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+// --first-start boot (the default): a crash of this boot from before the
+// daemon's first start gets its timeline; a second start resumes after the
+// saved cursor and does not go through the boot again.
+TEST_F(DaemonPipeline, FirstStartBootTakesThisBootsEarlierCrashesOnce) {
+  const auto early = crash({CT_CRASH_DEMO, "--path=a"});
+  ct::test::wait_for_coredump_entry(
+      early.pid, std::chrono::system_clock::time_point(std::chrono::microseconds(early.not_before_usec)));
+  daemon.first_start = "boot";
+  daemon.start();
+  // Every coredump entry of this boot comes before it: allow for many.
+  Timeline t = wait_timeline(daemon, early.pid, 180s);
+  EXPECT_EQ(t.doc["status"], "ok");
+  expect_a_path(t.doc);
+  // Let it finish the boot, then stop it.
+  const auto c1 = crash({CT_CRASH_DEMO, "--path=b"});
+  wait_timeline(daemon, c1.pid, 60s);
+  EXPECT_EQ(daemon.stop(), 0);
+  auto count = [&] {
+    std::size_t n = 0;
+    for (const auto &d : dirs_of(daemon)) {
+      std::error_code ec;
+      for (const auto &e : fs::directory_iterator(d, ec)) n += e.path().string().ends_with(".timeline.json");
+    }
+    return n;
+  };
+  const std::size_t before = count();
+  EXPECT_GE(before, 2u);
+  const auto c2 = crash({CT_CRASH_DEMO, "--path=a"});
+  daemon.start();
+  EXPECT_EQ(wait_timeline(daemon, c2.pid).doc["status"], "ok");
+  EXPECT_EQ(count(), before + 1) << "the second start went through the boot again";
+  EXPECT_NE(read_text(daemon.log).find("resuming after the saved journal cursor"), std::string::npos)
+      << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
 }
 
