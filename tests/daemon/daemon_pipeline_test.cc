@@ -296,14 +296,23 @@ struct Timeline {
   json doc;
 };
 
-// The timeline of `pid` (this boot) in one of `dirs`, if there.
-std::optional<Timeline> find_timeline(const std::vector<std::string> &dirs, pid_t pid) {
+// The timeline of `pid` (this boot) in one of `dirs`, if there; with
+// `not_before_usec`, only one of a crash at or after then (by the
+// COREDUMP_TIMESTAMP its name ends with, whole seconds): pids are reused
+// within a boot.
+std::optional<Timeline> find_timeline(const std::vector<std::string> &dirs, pid_t pid,
+                                      std::uint64_t not_before_usec = 0) {
   const std::string needle = "." + boot_id() + "." + std::to_string(pid) + ".";
   for (const auto &d : dirs) {
     std::error_code ec;
     for (const auto &e : fs::directory_iterator(d, ec)) {
       const std::string name = e.path().filename();
       if (name.find(needle) == std::string::npos || !name.ends_with(".timeline.json")) continue;
+      if (not_before_usec) {
+        const std::string stem = name.substr(0, name.size() - std::string_view(".timeline.json").size());
+        const std::uint64_t ts = std::strtoull(stem.substr(stem.rfind('.') + 1).c_str(), nullptr, 10);
+        if (ts + 1000000 <= not_before_usec) continue;
+      }
       Timeline t{e.path(), json::parse(read_text(e.path()), nullptr, false)};
       if (t.doc.is_discarded()) continue;
       return t;
@@ -314,10 +323,11 @@ std::optional<Timeline> find_timeline(const std::vector<std::string> &dirs, pid_
 
 std::vector<std::string> dirs_of(const DaemonProc &d) { return {d.out, d.state + "/timelines"}; }
 
-Timeline wait_timeline(const DaemonProc &d, pid_t pid, std::chrono::milliseconds timeout = 10s) {
+Timeline wait_timeline(const DaemonProc &d, pid_t pid, std::chrono::milliseconds timeout = 10s,
+                       std::uint64_t not_before_usec = 0) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
-    if (auto t = find_timeline(dirs_of(d), pid)) return *t;
+    if (auto t = find_timeline(dirs_of(d), pid, not_before_usec)) return *t;
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(10ms);
   }
@@ -814,12 +824,13 @@ TEST_F(DaemonPipeline, FirstStartBootTakesThisBootsEarlierCrashesOnce) {
   }
   daemon.first_start = "boot";
   daemon.start();
-  Timeline t = wait_timeline(daemon, early.pid, 30s + backlog * 20ms);
+  // This boot may hold earlier crashes with the same pids: by pid and time.
+  Timeline t = wait_timeline(daemon, early.pid, 30s + backlog * 20ms, early.not_before_usec);
   EXPECT_EQ(t.doc["status"], "ok");
   expect_a_path(t.doc);
   // Let it finish the boot, then stop it.
   const auto c1 = crash({CT_CRASH_DEMO, "--path=b"});
-  wait_timeline(daemon, c1.pid, 60s);
+  wait_timeline(daemon, c1.pid, 60s, c1.not_before_usec);
   EXPECT_EQ(daemon.stop(), 0);
   auto count = [&] {
     std::size_t n = 0;
@@ -833,7 +844,7 @@ TEST_F(DaemonPipeline, FirstStartBootTakesThisBootsEarlierCrashesOnce) {
   EXPECT_GE(before, 2u);
   const auto c2 = crash({CT_CRASH_DEMO, "--path=a"});
   daemon.start();
-  EXPECT_EQ(wait_timeline(daemon, c2.pid).doc["status"], "ok");
+  EXPECT_EQ(wait_timeline(daemon, c2.pid, 10s, c2.not_before_usec).doc["status"], "ok");
   EXPECT_EQ(count(), before + 1) << "the second start went through the boot again";
   EXPECT_NE(read_text(daemon.log).find("resuming after the saved journal cursor"), std::string::npos)
       << daemon.log_tail();
