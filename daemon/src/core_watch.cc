@@ -83,6 +83,13 @@ std::optional<std::uint64_t> CoreWatch::handled(std::string_view name) {
   return since;
 }
 
+std::optional<std::uint64_t> CoreWatch::oldest_expected() const {
+  std::optional<std::uint64_t> oldest;
+  for (const auto &[name, since] : expected_)
+    if (!oldest || since < *oldest) oldest = since;
+  return oldest;
+}
+
 int CoreWatch::timeout_ms(std::uint64_t now_usec) {
   std::erase_if(expected_, [&](const auto &kv) { return now_usec - kv.second > kEagerMaxMs * 1000; });
   return expected_.empty() ? -1 : kEagerPollMs;

@@ -69,6 +69,8 @@ class CoreWatch {
   /** kEagerPollMs while a core's entry is expected, else -1 (no limit).
    *  Forgets names expected for longer than kEagerMaxMs. */
   int timeout_ms(std::uint64_t now_usec);
+  /** Since when (usec) the longest-expected name has been expected. */
+  std::optional<std::uint64_t> oldest_expected() const;
   /** How many names are expected (for the tests and the debug log). */
   std::size_t expected() const noexcept { return expected_.size(); }
 

@@ -204,6 +204,16 @@ int Daemon::run() {
     if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
     /* A prepared core's timeline is a write away once its entry is read. */
     if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
+    if (const auto since = core_watch_->oldest_expected()) {
+      const std::uint64_t now = monotonic_usec();
+      if (now - *since >= kReseekAfterMs * 1000 && now - reseeked_at_ >= kReseekAfterMs * 1000) {
+        reseeked_at_ = now;
+        spdlog::debug("a new core has awaited its entry for {:.1f} s: seeking the journal again after the last "
+                      "entry read",
+                      static_cast<double>(now - *since) / 1e6);
+        if (auto rs = journal_->reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
+      }
+    }
     if (busy) timeout = 0;
     int r = poll(p, 3, timeout);
     if (r < 0 && errno != EINTR) {

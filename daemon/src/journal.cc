@@ -47,17 +47,28 @@ Result<Journal> Journal::open_directory(const std::string &directory) {
   return finish_open(j, r, "sd_journal_open_directory(" + directory + ")");
 }
 
-Journal::Journal(Journal &&o) noexcept : j_(std::exchange(o.j_, nullptr)) {}
+Journal::Journal(Journal &&o) noexcept
+    : j_(std::exchange(o.j_, nullptr)), last_cursor_(std::move(o.last_cursor_)) {}
 Journal &Journal::operator=(Journal &&o) noexcept {
   if (this != &o) {
     sd_journal_close(j_);
     j_ = std::exchange(o.j_, nullptr);
+    last_cursor_ = std::move(o.last_cursor_);
   }
   return *this;
 }
 Journal::~Journal() { sd_journal_close(j_); }
 
+Result<void> Journal::reseek() {
+  if (last_cursor_.empty()) return {};
+  const std::string c = last_cursor_;
+  auto r = seek_after_cursor(c);
+  if (!r) return std::move(r).error();
+  return {};
+}
+
 Result<bool> Journal::seek_after_cursor(const std::string &cursor) {
+  last_cursor_ = cursor;
   int r = sd_journal_seek_cursor(j_, cursor.c_str());
   if (r < 0) return errno_error(-r, "sd_journal_seek_cursor('" + printable(cursor) + "')");
   r = sd_journal_next(j_);
@@ -136,6 +147,7 @@ Result<bool> Journal::next(RawEntry &out, std::string &warning) {
   if (r < 0) return errno_error(-r, "sd_journal_get_cursor");
   out.cursor = c;
   free(c);
+  last_cursor_ = out.cursor;
   r = sd_journal_get_realtime_usec(j_, &out.realtime_usec);
   if (r < 0) out.realtime_usec = 0;
 

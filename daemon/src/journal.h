@@ -83,6 +83,13 @@ class Journal {
    *  false at the end (nothing new yet).  An entry whose fields cannot be
    *  read is returned with the fields that could, and `warning` set. */
   Result<bool> next(RawEntry &out, std::string &warning);
+  /**
+   * Seeks again to just after the last entry next() returned (or the
+   * cursor seek_after_cursor() was given): a fresh look at the journal
+   * files for a reader that should have seen an entry by now.  Nothing if
+   * there is no such cursor yet.
+   */
+  Result<void> reseek();
 
   /** Calls `fn` with the COREDUMP= field of the current entry, without
    *  its "COREDUMP=" prefix (the bytes are valid during the call only).
@@ -103,6 +110,7 @@ class Journal {
   explicit Journal(sd_journal *j) noexcept : j_(j) {}
   static Result<Journal> finish_open(sd_journal *j, int r, const std::string &what);
   sd_journal *j_ = nullptr;
+  std::string last_cursor_;  /**< of the last entry read, or the seek's */
 };
 
 }  // namespace ctd

@@ -702,6 +702,35 @@ TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged)
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+// An entry that has not come kReseekAfterMs after its core appeared makes
+// the daemon seek the journal again after the last entry it read (a reader
+// once missed an entry for 5 s in CI).  Held back longer than that, the
+// entry is still read, once, and the crash gets one timeline.
+TEST_F(DaemonPipeline, EntryLateByMoreThanTheReseekPeriodIsReadOnce) {
+  daemon.log_target = "stderr";  // its own log must not wait for journald
+  daemon.start();
+  const auto first = crash({CT_CRASH_DEMO, "--path=b"});
+  ASSERT_EQ(wait_timeline(daemon, first.pid).doc["status"], "ok");
+  Crash c;
+  {
+    JournaldPaused paused;
+    ASSERT_TRUE(paused.paused()) << "no journald to hold";
+    c = crash({CT_CRASH_DEMO, "--path=a"});
+    ASSERT_TRUE(wait_log(daemon, "seeking the journal again after the last entry read", 10s)) << daemon.log_tail();
+  }
+  const Timeline t = wait_timeline(daemon, c.pid);
+  EXPECT_EQ(t.doc["status"], "ok");
+  expect_a_path(t.doc);
+  EXPECT_EQ(daemon.stop(), 0);
+  std::size_t n = 0;
+  const std::string needle = "." + boot_id() + "." + std::to_string(c.pid) + ".";
+  for (const auto &d : dirs_of(daemon))
+    for (const auto &e : fs::directory_iterator(d)) n += e.path().filename().string().find(needle) != std::string::npos;
+  EXPECT_EQ(n, 1u);
+  const std::string log = read_text(daemon.log);
+  EXPECT_EQ(log.find("its timeline already exists"), std::string::npos) << "an entry was read twice:\n" << log;
+}
+
 // ---- failing loudly, and quietly ---------------------------------------------
 
 TEST_F(DaemonPipeline, MappingAbsentGivesItsStatusAndAnErrorEntryNamingThePid) {
