@@ -332,6 +332,10 @@ void Daemon::start_decoder_server() {
   spdlog::debug("decoder server started (pid {})", decoder_server_.pid());
 }
 
+std::string Daemon::timelines_dir() const {
+  return opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
+}
+
 std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
   const std::string b = exe_basename(std::string(exe));
   if (b.empty() || opt_.tlmap_dir.empty()) return std::nullopt;
@@ -451,9 +455,7 @@ bool Daemon::prepare_next() {
     if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
       continue;
     /* Its entry was handled before the directory's event was read. */
-    const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
-    if (auto out = open_directory(out_dir);
-        out && file_exists(out->get(), std::string(strip_compression_suffix(name)) + ".timeline.json")) {
+    if (auto out = open_directory(timelines_dir()); out && file_exists(out->get(), timeline_name_for_core(name))) {
       core_watch_->handled(name);
       continue;
     }
@@ -525,7 +527,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
       if (!name.empty()) p.discard(name);
     }
   } discard_prepared{prepared_, e.core_name};
-  const std::string out_dir = opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
+  const std::string out_dir = timelines_dir();
   const std::string core_tl = e.core_timeline_name(), state_tl = e.state_timeline_name();
   auto out_fd = open_directory(out_dir);
 

@@ -102,6 +102,9 @@ class Daemon {
   /** Collects the decoder of the preparation in flight, if any, and keeps
    *  its result in prepared_. */
   void finish_inflight();
+  /** Where timelines go next to their cores: --output-dir, else the
+   *  coredump directory. */
+  std::string timelines_dir() const;
   /** The event-names file for executable `exe` (--tlmap-dir), if there is one. */
   std::optional<std::string> tlmap_for(std::string_view exe) const;
   /** Prepares the next new core of the coredump directory, if one waits;

@@ -120,7 +120,7 @@ void reset_signals() {
 }
 
 /* Server requests: "CTDS1\0<as limit>\0<display>\0<tlmap>\0" with the
- * core, stdout and stderr descriptors (SCM_RIGHTS); the answer is the
+ * core, stdout, stderr and go descriptors (SCM_RIGHTS); the answer is the
  * decoder's pid, or minus an errno, as an int32_t. */
 constexpr char kServerMagic[] = "CTDS1";
 constexpr std::size_t kMaxRequest = 16384;

@@ -67,10 +67,12 @@ std::string CoredumpEntry::key() const {
   return boot_id + "." + std::to_string(pid) + "." + std::to_string(timestamp);
 }
 
-std::string CoredumpEntry::core_timeline_name() const {
+std::string timeline_name_for_core(std::string_view core_name) {
   if (core_name.empty()) return "";
   return std::string(strip_compression_suffix(core_name)) + ".timeline.json";
 }
+
+std::string CoredumpEntry::core_timeline_name() const { return timeline_name_for_core(core_name); }
 
 std::string CoredumpEntry::state_timeline_name() const {
   /* comm is at most 15 bytes from the kernel; a longer (odd) value is cut

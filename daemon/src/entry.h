@@ -149,6 +149,10 @@ std::optional<std::string> file_xattr(int fd, const char *name);
  *  below 0x20 or above 0x7e, '\\', '.', '/' and ' ' as \xNN. */
 std::string xescape_comm(std::string_view s);
 
+/** The name of the timeline of the core file `core_name`: without
+ *  .zst/.lz4/.xz, plus ".timeline.json"; "" for "". */
+std::string timeline_name_for_core(std::string_view core_name);
+
 /** `name` without a trailing ".zst", ".lz4" or ".xz". */
 std::string_view strip_compression_suffix(std::string_view name) noexcept;
 
