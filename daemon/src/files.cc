@@ -11,6 +11,8 @@
 
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "extract.h"
 
 namespace ctd {
@@ -78,6 +80,37 @@ bool file_exists(int dirfd, const std::string &name) {
   return fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+Result<Existing> existing_document(int dirfd, const std::string &name, Fd *opened) {
+  const int fd = openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT) return Existing::kAbsent;
+    if (errno == ELOOP) return Existing::kOther; /* a symlink */
+    return errno_error(errno, "cannot open " + name);
+  }
+  Fd file(fd);
+  struct stat st;
+  if (fstat(fd, &st) < 0) return errno_error(errno, "cannot stat " + name);
+  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > kMaxDocumentBytes) return Existing::kOther;
+  if (st.st_size == 0) return Existing::kPartial;
+  /* A stream of its own (dup), so that closing it leaves `file` open. */
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return errno_error(errno, "cannot duplicate the descriptor of " + name);
+  FILE *f = fdopen(copy, "r");
+  if (!f) {
+    const int e = errno;
+    close(copy);
+    return errno_error(e, "cannot read " + name);
+  }
+  const bool whole = nlohmann::json::accept(f);
+  const bool failed = ferror(f) != 0;
+  const int e = errno;
+  fclose(f);
+  if (failed) return errno_error(e, "cannot read " + name);
+  if (!whole) return Existing::kPartial;
+  if (opened) *opened = std::move(file);
+  return Existing::kWhole;
+}
+
 static Result<void> apply_owner(int fd, const FileOwner &owner, const std::string &what, std::string *acl_warning) {
   if (fchown(fd, owner.uid, owner.gid) < 0) return errno_error(errno, "cannot chown " + what);
   if (fchmod(fd, owner.mode) < 0) return errno_error(errno, "cannot chmod " + what);
@@ -92,7 +125,7 @@ static Result<void> apply_owner(int fd, const FileOwner &owner, const std::strin
 
 Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std::string &name, std::string_view data,
                                     const FileOwner &owner, std::string *acl_warning,
-                                    bool sync_directory) {
+                                    bool sync_directory, Fd *unsynced) {
   const std::string what = dir + "/" + name;
   if (file_exists(dirfd, name)) return WriteOutcome::kExists;
   int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
@@ -110,7 +143,7 @@ Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std
   };
   auto w = write_all(fd, data, what);
   if (w) w = apply_owner(fd, owner, what, acl_warning);
-  if (w && fsync(fd) < 0) w = errno_error(errno, "cannot fsync " + what);
+  if (w && !unsynced && fsync(fd) < 0) w = errno_error(errno, "cannot fsync " + what);
   if (!w) {
     cleanup();
     return std::move(w).error();
@@ -127,6 +160,10 @@ Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std
     cleanup();
     if (e == EEXIST) return WriteOutcome::kExists;
     return errno_error(e, "cannot rename " + dir + "/" + tmp_name + " to " + name);
+  }
+  if (unsynced) {
+    *unsynced = std::move(file);
+    return WriteOutcome::kWritten;
   }
   if (sync_directory && fsync(dirfd) < 0) return errno_error(errno, "cannot fsync directory " + dir);
   return WriteOutcome::kWritten;

@@ -4,16 +4,22 @@
  * saved journal cursor.
  *
  * Timelines are created, never overwritten: write_new_file() writes into an
- * unnamed O_TMPFILE in the target directory, sets owner, mode and ACL,
- * fsync(2)s it, gives it its name with linkat(2) (which fails with EEXIST
- * rather than replacing an existing file) and fsyncs the directory (or
- * leaves that to the caller, who must do it before relying on the name:
- * the daemon does it once for a run of entries, before it saves the
- * journal cursor past them).  Until
- * the link the file has no name, so a kill -9 at any point leaves either
- * the whole timeline or nothing - no temporary files to clean up.  Where
- * O_TMPFILE is unsupported it falls back to a named temporary file and
- * renameat2(RENAME_NOREPLACE).
+ * unnamed O_TMPFILE in the target directory, sets owner, mode and ACL, and
+ * gives it its name with linkat(2) (which fails with EEXIST rather than
+ * replacing an existing file).  Until the link the file has no name, so a
+ * kill -9 at any point leaves either the whole timeline or nothing - no
+ * temporary files to clean up.  Where O_TMPFILE is unsupported it falls
+ * back to a named temporary file and renameat2(RENAME_NOREPLACE).
+ *
+ * Durability is the caller's choice.  Either the content is fsync(2)ed
+ * before the link (and the directory after it), so that a name once linked
+ * always holds the whole file; or the file is linked at once and handed
+ * back, and the caller fsyncs it and the directory before relying on it:
+ * the daemon does that for a run of entries before it saves the journal
+ * cursor past them.  Then a power cut (not a kill) before those fsyncs can
+ * leave the name holding an empty or short file (ext4's delayed
+ * allocation); the entry is after the saved cursor, so it is redone, and
+ * existing_document() tells such a file from a whole one.
  *
  * Ownership.  systemd-coredump stores a core as root:root, mode 0640, with
  * a POSIX ACL granting read to the crashed user when that user is not a
@@ -64,15 +70,44 @@ enum class WriteOutcome { kWritten, kExists };
 
 /**
  * Creates `name` in the directory `dirfd` (shown as `dir` in messages) with
- * `data`, durably, owned as `owner`.  kExists if the name already exists
- * (nothing is written).  Errors name the directory and the step.
- * `acl_warning` receives a note if the ACL could not be set (a file system
- * without ACLs); the file is then still written with owner and mode.
- * With `sync_directory` false the directory is not fsynced: the file's
- * content is durable, its name only once the caller fsyncs `dirfd`.
+ * `data`, owned as `owner`.  kExists if the name already exists (nothing is
+ * written).  Errors name the directory and the step; on an error no name is
+ * linked.  `acl_warning` receives a note if the ACL could not be set (a
+ * file system without ACLs); the file is then still written with owner and
+ * mode.
+ *
+ * With `unsynced` null the content is fsynced before the name is linked,
+ * and the directory after it unless `sync_directory` is false (the name is
+ * then durable once the caller fsyncs `dirfd`).  With `unsynced` non-null
+ * nothing is fsynced: the name is linked as soon as the content is
+ * written, and on kWritten the open file is moved to *unsynced; the caller
+ * must fsync it, then the directory, before relying on either.
  */
 Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std::string &name, std::string_view data,
-                                    const FileOwner &owner, std::string *acl_warning, bool sync_directory = true);
+                                    const FileOwner &owner, std::string *acl_warning, bool sync_directory = true,
+                                    Fd *unsynced = nullptr);
+
+/** What a name in a directory holds, for a file that should be one JSON
+ *  document (existing_document()). */
+enum class Existing {
+  kAbsent,   /**< no such name */
+  kWhole,    /**< a regular file holding exactly one complete JSON document */
+  kPartial,  /**< a regular file that does not: empty or cut short */
+  kOther,    /**< not a regular file, or over kMaxDocumentBytes: not judged */
+};
+
+/** Larger files are kOther: a timeline is at most the decoder's output
+ *  (256 MiB, decode.cc) plus the entry's fields. */
+inline constexpr std::uint64_t kMaxDocumentBytes = 512ull << 20;
+
+/**
+ * Looks at `name` in `dirfd` (not following a symlink, not blocking on a
+ * FIFO) and, for a regular file, parses it as JSON without building it
+ * (nlohmann::json::accept, streaming: memory does not follow its size).
+ * On kWhole, `opened` (if non-null) receives the open file, for the caller
+ * to fsync.  Errors: the name cannot be opened or read (errno and name).
+ */
+Result<Existing> existing_document(int dirfd, const std::string &name, Fd *opened = nullptr);
 
 /** Whether `name` exists in `dirfd` (fstatat, no symlink following). */
 bool file_exists(int dirfd, const std::string &name);

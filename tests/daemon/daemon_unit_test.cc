@@ -625,6 +625,72 @@ TEST(Files, NewFileIsCompleteOwnedAndNeverReplaced) {
   EXPECT_EQ(n, 0u);
 }
 
+// Linked before it is synced (the daemon's way, files.h): the name holds the
+// whole content at once, and the open file is handed back to be fsynced.
+TEST(Files, UnsyncedNewFileIsLinkedAtOnceAndHandedBack) {
+  TempDir dir;
+  auto dfd = ctd::open_directory(dir.path);
+  ASSERT_TRUE(dfd);
+  std::string warn;
+  ctd::Fd unsynced;
+  auto w = ctd::write_new_file(dfd->get(), dir.path, "t.json", "{\"a\": 1}\n", ctd::owner_for_uid(0), &warn,
+                               /*sync_directory=*/false, &unsynced);
+  ASSERT_TRUE(w) << w.error().message;
+  EXPECT_EQ(*w, ctd::WriteOutcome::kWritten);
+  ASSERT_TRUE(unsynced.valid());
+  struct stat by_fd, by_name;
+  ASSERT_EQ(fstat(unsynced.get(), &by_fd), 0);
+  ASSERT_EQ(stat((dir.path + "/t.json").c_str(), &by_name), 0);
+  EXPECT_EQ(by_fd.st_ino, by_name.st_ino);
+  EXPECT_EQ(fsync(unsynced.get()), 0);
+  std::ifstream f(dir.path + "/t.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(f)), {}), "{\"a\": 1}\n");
+  // An existing name: nothing written, nothing handed back.
+  ctd::Fd again;
+  w = ctd::write_new_file(dfd->get(), dir.path, "t.json", "{}", ctd::owner_for_uid(0), &warn, false, &again);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(*w, ctd::WriteOutcome::kExists);
+  EXPECT_FALSE(again.valid());
+}
+
+// What a power cut can leave of a timeline linked before it was synced
+// (empty, cut short) is told apart from a whole document; anything that is
+// not a regular file is not judged, and nothing blocks.
+TEST(Files, ExistingDocumentTellsWholeFromCutShort) {
+  TempDir dir;
+  auto dfd = ctd::open_directory(dir.path);
+  ASSERT_TRUE(dfd);
+  auto put = [&](const std::string &name, const std::string &text) {
+    std::ofstream(dir.path + "/" + name, std::ios::binary) << text;
+  };
+  const std::string whole = "{\"status\": \"ok\", \"events\": [1, 2, 3]}\n";
+  put("whole.json", whole);
+  put("empty.json", "");
+  put("short.json", whole.substr(0, whole.size() / 2));
+  put("zeros.json", std::string(4096, '\0'));           // blocks allocated, data never written
+  put("two.json", whole + whole);                      // not one document
+  ASSERT_EQ(mkdir((dir.path + "/dir.json").c_str(), 0755), 0);
+  ASSERT_EQ(mkfifo((dir.path + "/fifo.json").c_str(), 0600), 0);
+  ASSERT_EQ(symlink("whole.json", (dir.path + "/link.json").c_str()), 0);
+  auto at = [&](const std::string &name, ctd::Fd *fd = nullptr) {
+    auto x = ctd::existing_document(dfd->get(), name, fd);
+    EXPECT_TRUE(x) << name << ": " << x.error().message;
+    return x ? *x : ctd::Existing::kAbsent;
+  };
+  ctd::Fd fd;
+  EXPECT_EQ(at("whole.json", &fd), ctd::Existing::kWhole);
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(fsync(fd.get()), 0);
+  EXPECT_EQ(at("absent.json"), ctd::Existing::kAbsent);
+  EXPECT_EQ(at("empty.json"), ctd::Existing::kPartial);
+  EXPECT_EQ(at("short.json"), ctd::Existing::kPartial);
+  EXPECT_EQ(at("zeros.json"), ctd::Existing::kPartial);
+  EXPECT_EQ(at("two.json"), ctd::Existing::kPartial);
+  EXPECT_EQ(at("dir.json"), ctd::Existing::kOther);
+  EXPECT_EQ(at("fifo.json"), ctd::Existing::kOther);
+  EXPECT_EQ(at("link.json"), ctd::Existing::kOther);
+}
+
 TEST(Files, CursorIsSavedAndLoaded) {
   TempDir dir;
   auto s = ctd::StateDir::open(dir.path + "/state");
