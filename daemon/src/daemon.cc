@@ -179,10 +179,14 @@ int Daemon::run() {
       status = 1;
       break;
     }
+    if (unsaved_cursor_ && monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000) save_progress();
     if (stop_) {
       if (failed_) status = 1;
       break;
     }
+    /* The first start's backlog is done: what it wrote is saved before
+     * the anchor could be. */
+    if (pending_anchor_) save_progress();
     if (pending_anchor_ && !cursor_saved_) {
       /* The backlog of the first start is done and held no coredump entry:
        * remember where the journal was, so a restart does not redo it. */
@@ -208,6 +212,12 @@ int Daemon::run() {
     if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
     /* A prepared core's timeline is a write away once its entry is read. */
     if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
+    /* Entries handled and not saved: save by kCursorSaveMs after the
+     * oldest. */
+    if (unsaved_cursor_) {
+      const std::uint64_t waited_ms = (monotonic_usec() - unsaved_since_) / 1000;
+      at_most(waited_ms >= kCursorSaveMs ? 0 : static_cast<int>(kCursorSaveMs - waited_ms));
+    }
     if (const auto since = core_watch_->oldest_expected()) {
       const std::uint64_t now = monotonic_usec();
       if (now - *since >= kReseekAfterMs * 1000 && now - reseeked_at_ >= kReseekAfterMs * 1000) {
@@ -235,6 +245,8 @@ int Daemon::run() {
     }
     if (*pr == SD_JOURNAL_INVALIDATE) spdlog::debug("journal files were added or removed (rotation or vacuum)");
   }
+  /* Whatever stopped it, the entries done are saved. */
+  save_progress();
   if (!opt_.once) sd_notify(0, "STOPPING=1");
   spdlog::info("stopped after handling {} coredump entries", handled_);
   return status;
@@ -243,54 +255,74 @@ int Daemon::run() {
 Result<bool> Daemon::drain() {
   RawEntry raw;
   std::string warning;
-  /* The cursor of the last entry handled, saved when the journal is read
-   * to its end and at most every kCursorSaveMs meanwhile: saving costs two
-   * fsyncs, and in a storm of crashes saving after every entry made later
-   * entries wait.  A restart redoes the entries after the saved cursor and
-   * skips those whose timelines exist (handle_trusted). */
-  std::optional<std::string> unsaved;
-  std::uint64_t saved_at = monotonic_usec();
-  auto save = [&] {
-    if (!unsaved) return;
-    /* The names of the timelines written since the last save become
-     * durable before the cursor goes past their entries. */
-    for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
-      auto d = open_directory(*it);
-      if (!d || fsync(d->get()) < 0) {
-        spdlog::error("cannot fsync {}: {}; the journal cursor is not saved", *it,
-                      d ? strerrordesc_np(errno) : d.error().message);
-        return;
-      }
-      it = unsynced_dirs_.erase(it);
-    }
-    if (auto s = state_->save_cursor(*unsaved); !s) {
-      /* The timelines are written; without the cursor they would be
-       * skipped as existing after a restart, so going on is safe. */
-      spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
-                    opt_.state_dir);
-    } else {
-      cursor_saved_ = true;
-    }
-    unsaved.reset();
-    saved_at = monotonic_usec();
-  };
   while (keep_going()) {
     auto n = journal_->next(raw, warning);
-    if (!n) {
-      save();
-      return std::move(n).error();
-    }
+    if (!n) return std::move(n).error();
     if (!*n) break;
     if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
     const Handled h = handle(raw);
     /* A big document was parsed and built; give the memory back. */
     malloc_trim(0);
     if (h == Handled::kStop) break; /* this entry is not done: its cursor is not saved */
-    unsaved = raw.cursor;
-    if (monotonic_usec() - saved_at >= kCursorSaveMs * 1000) save();
+    unsaved_cursor_ = raw.cursor;
+    const std::uint64_t now = monotonic_usec();
+    if (!unsaved_since_) unsaved_since_ = now;
+    if (now - unsaved_since_ >= kCursorSaveMs * 1000 || unsynced_timelines_.size() >= kMaxUnsynced) save_progress();
   }
-  save();
+  /* Read to its end: save now, unless more entries are due at once (a
+   * storm's come in bursts), whose timelines should not wait for these
+   * fsyncs; run() saves by kCursorSaveMs at the latest. */
+  if (!entries_due()) save_progress();
   return true;
+}
+
+bool Daemon::entries_due() const { return core_watch_ && core_watch_->expected() > 0; }
+
+void Daemon::save_progress() {
+  if (!unsaved_cursor_) return;
+  /* Start the writeback of every timeline, then wait for each: the file
+   * system commits them together rather than one commit per fsync. */
+  for (const auto &t : unsynced_timelines_)
+    (void)sync_file_range(t.file.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+  for (auto it = unsynced_timelines_.begin(); it != unsynced_timelines_.end(); it = unsynced_timelines_.erase(it)) {
+    if (fsync(it->file.get()) == 0) continue;
+    /* The file system lost it (EIO, ENOSPC on a thin volume...): unlink
+     * it so that no timeline that may be short stays named, and stop
+     * without saving, so that its entry is redone after the restart. */
+    const int e = errno;
+    unlink(it->path.c_str());
+    spdlog::error("cannot fsync the timeline {}: {}; removed it and stopping without saving the journal cursor "
+                  "(the entries since the last save are redone after a restart)",
+                  it->path, strerrordesc_np(e));
+    /* Nothing more is saved by this run: a later fsync of the same file
+     * may report success for data that never reached the disk. */
+    unsynced_timelines_.clear();
+    unsynced_dirs_.clear();
+    unsaved_cursor_.reset();
+    stop_ = failed_ = true;
+    return;
+  }
+  /* The names of the timelines become durable before the cursor goes past
+   * their entries. */
+  for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
+    auto d = open_directory(*it);
+    if (!d || fsync(d->get()) < 0) {
+      spdlog::error("cannot fsync {}: {}; the journal cursor is not saved", *it,
+                    d ? strerrordesc_np(errno) : d.error().message);
+      return;
+    }
+    it = unsynced_dirs_.erase(it);
+  }
+  if (auto s = state_->save_cursor(*unsaved_cursor_); !s) {
+    /* The timelines are durable; without the cursor they would be skipped
+     * as existing after a restart, so going on is safe. */
+    spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
+                  opt_.state_dir);
+  } else {
+    cursor_saved_ = true;
+  }
+  unsaved_cursor_.reset();
+  unsaved_since_ = 0;
 }
 
 Daemon::Handled Daemon::handle(const RawEntry &raw) {
@@ -510,6 +542,43 @@ bool Daemon::prepare_next() {
   return true;
 }
 
+bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name) {
+  if (dirfd < 0 || name.empty()) return false;
+  Fd opened;
+  auto x = existing_document(dirfd, name, &opened);
+  if (!x) {
+    /* Not readable, but there: left as it is, as before it was checked. */
+    spdlog::warn("pid {}: {}/{}: {}; taking it for its timeline", e.pid, dir, name, x.error().message);
+    return true;
+  }
+  switch (*x) {
+    case Existing::kAbsent:
+      return false;
+    case Existing::kWhole:
+      /* Perhaps written by a run killed before it synced it: this run's
+       * cursor goes past the entry only once it is durable. */
+      unsynced_timelines_.push_back({std::move(opened), dir + "/" + name});
+      unsynced_dirs_.insert(dir);
+      return true;
+    case Existing::kOther:
+      spdlog::warn("pid {}: {}/{} is not a regular file of at most {} MiB; left as it is", e.pid, dir, name,
+                   kMaxDocumentBytes >> 20);
+      return true;
+    case Existing::kPartial:
+      break;
+  }
+  /* Only a power cut between linking it and the save that follows leaves
+   * this (files.h); this entry comes after the saved cursor. */
+  spdlog::warn("pid {}: its timeline {}/{} is empty or cut short (the machine went down before it was synced); "
+               "writing it again",
+               e.pid, dir, name);
+  if (unlinkat(dirfd, name.c_str(), 0) < 0 && errno != ENOENT) {
+    spdlog::error("pid {}: cannot remove {}/{}: {}; left as it is", e.pid, dir, name, strerrordesc_np(errno));
+    return true;
+  }
+  return false;
+}
+
 bool Daemon::prepared_awaiting() const {
   bool any = false;
   prepared_.for_each_name([&](const std::string &n) { any = any || core_watch_->is_expected(n); });
@@ -532,8 +601,8 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   auto out_fd = open_directory(out_dir);
 
   /* One timeline per crash: also after a restart that redoes this entry. */
-  if ((!core_tl.empty() && out_fd && file_exists(out_fd->get(), core_tl)) ||
-      file_exists(state_->timelines_fd(), state_tl)) {
+  if (timeline_exists(e, out_dir, out_fd ? out_fd->get() : -1, core_tl) ||
+      timeline_exists(e, state_->timelines_path(), state_->timelines_fd(), state_tl)) {
     spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
     ++handled_;
     return Handled::kDone;
@@ -652,11 +721,15 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   const std::string name = beside_core ? core_tl : state_tl;
   const int dirfd = beside_core ? out_fd->get() : state_->timelines_fd();
   std::string acl_warning;
-  /* The directory is fsynced before the cursor is saved past this entry
-   * (drain()), once for a run of entries. */
+  /* Named at once; it and its directory are fsynced before the cursor is
+   * saved past this entry (save_progress()), for a run of entries. */
+  Fd unsynced;
   auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
-                          /*sync_directory=*/false);
-  if (w) unsynced_dirs_.insert(dir);
+                          /*sync_directory=*/false, &unsynced);
+  if (w && unsynced.valid()) {
+    unsynced_timelines_.push_back({std::move(unsynced), dir + "/" + name});
+    unsynced_dirs_.insert(dir);
+  }
   if (!w) {
     spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,
                   w.error().message);

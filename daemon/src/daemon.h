@@ -4,18 +4,24 @@
  *
  * One thread.  It follows the journal (journal.h), and for each trusted
  * systemd-coredump entry (entry.h) in journal order:
- *   1. skips it if a timeline for its crash (boot id, pid, timestamp)
- *      already exists - after a restart, also after kill -9 between writing
- *      a timeline and saving the cursor;
+ *   1. skips it if a whole timeline for its crash (boot id, pid,
+ *      timestamp) already exists - after a restart, also after kill -9
+ *      between writing a timeline and saving the cursor; a timeline cut
+ *      short by a power cut is written again (files.h, existing_document);
  *   2. extracts the core into an unlinked temporary file (extract.h);
  *   3. decodes it in an isolated child (decode.h);
  *   4. writes the document (document.h) atomically with the core's owner,
- *      mode and ACL (files.h), its content durable before it is named, its
- *      name durable before the cursor is saved past it (step 5);
+ *      mode and ACL (files.h), and names it at once, without waiting for
+ *      the disk: content and name are fsynced before the cursor is saved
+ *      past it (step 5);
  *   5. logs (mapping_absent loudly, no_ring quietly) and only then marks
- *      the entry's cursor for saving (files.h, StateDir::save_cursor): the
- *      cursor is saved when the journal has been read to its end, and at
- *      most every kCursorSaveMs while entries keep coming.
+ *      the entry's cursor for saving (save_progress()).  The cursor is
+ *      saved, after fsyncing the timelines written since the last save and
+ *      their directories, when the journal has been read to its end and no
+ *      new core awaits its entry, and otherwise at most kCursorSaveMs after
+ *      the oldest entry not yet saved.  A crash storm's entries come in
+ *      bursts; each entry's timeline waiting for its own fsync made the last
+ *      of a burst wait for all the others' (docs/performance.md).
  * It reads the journal as journald announces new entries, and every few
  * milliseconds while a new core in the coredump directory awaits its entry
  * (core_watch.h: journald's announcements lag by 250-500 ms).  Between
@@ -58,8 +64,11 @@ namespace ctd {
 
 class Daemon {
  public:
-  /** How often the cursor is saved while entries keep coming (step 5). */
+  /** How long an entry's cursor, and its timeline's durability, may wait
+   *  for the next save while entries keep coming (step 5). */
   static constexpr std::uint64_t kCursorSaveMs = 100;
+  /** Timelines written but not yet fsynced, at most: one more saves. */
+  static constexpr std::size_t kMaxUnsynced = 256;
   /** A new core whose entry has not been read after this long makes the
    *  daemon seek the journal again after the last entry it read (and again
    *  each such period): systemd-coredump sends the entry 40-50 ms after
@@ -114,6 +123,10 @@ class Daemon {
   void start_decoder_server();
   /** Whether a prepared core still awaits its entry. */
   bool prepared_awaiting() const;
+  /** Whether `name` in `dirfd` (`dir`) is this entry's timeline, to be left
+   *  as it is.  A whole one is fsynced with the next save; an empty or
+   *  short one (a power cut, files.h) is removed, and false returned. */
+  bool timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name);
   /** Watchdog ping when due; reads pending signals.  False once asked to
    *  stop. */
   bool keep_going();
@@ -145,8 +158,25 @@ class Daemon {
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
   bool cursor_saved_ = false;
   std::optional<std::string> pending_anchor_;
-  /** Directories given a timeline since the cursor was last saved: fsynced
-   *  before it is saved again (files.h, write_new_file). */
+  /** Fsyncs the timelines written since the last save, then their
+   *  directories, then saves the cursor of the last entry handled.  A
+   *  timeline that cannot be fsynced is unlinked and the daemon stops
+   *  (exit 1) without saving: its entry is redone after the restart. */
+  void save_progress();
+  /** Whether a core in the coredump directory awaits its entry (so more
+   *  entries are due within milliseconds). */
+  bool entries_due() const;
+  /** The cursor of the last entry handled, not yet saved, and since when
+   *  (monotonic µs) an entry has waited for a save. */
+  std::optional<std::string> unsaved_cursor_;
+  std::uint64_t unsaved_since_ = 0;
+  /** Timelines linked since the last save, not yet fsynced (files.h). */
+  struct UnsyncedTimeline {
+    Fd file;
+    std::string path;
+  };
+  std::vector<UnsyncedTimeline> unsynced_timelines_;
+  /** Their directories: fsynced after them, before the cursor is saved. */
   std::set<std::string> unsynced_dirs_;
   std::uint64_t watchdog_usec_ = 0;
   std::uint64_t last_ping_ = 0;

@@ -832,6 +832,51 @@ TEST_F(DaemonPipeline, CoreDeletedBeforeExtractionIsCoreMissingAfterAResume) {
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+// The daemon names a timeline as soon as it is written and fsyncs it before
+// it saves the journal cursor past its entry (daemon.h, step 5).  A power
+// cut in between can leave the name with an empty or short file (files.h);
+// the entry is after the saved cursor, so a restart redoes it and must
+// write the timeline again.  A whole document at the name is left as it is.
+// (The power cut itself cannot be made here: its result is planted.)
+TEST_F(DaemonPipeline, TimelineCutShortByAPowerCutIsWrittenAgainAfterARestart) {
+  daemon.start();
+  EXPECT_EQ(daemon.stop(), 0);
+  ASSERT_TRUE(fs::exists(daemon.state + "/cursor"));
+  const auto empty = crash({CT_CRASH_DEMO, "--path=a"});
+  const auto cut = crash({CT_CRASH_DEMO, "--path=a"});
+  const auto whole = crash({CT_CRASH_DEMO, "--path=a"});
+  auto timeline_name = [](const Crash &c) {
+    auto e = ct::test::wait_for_coredump_entry(
+        c.pid, std::chrono::system_clock::time_point(std::chrono::microseconds(c.not_before_usec)));
+    std::string core = fs::path(e["COREDUMP_FILENAME"]).filename();
+    for (const char *suffix : {".zst", ".lz4", ".xz"})
+      if (core.ends_with(suffix)) core.resize(core.size() - std::strlen(suffix));
+    return core + ".timeline.json";
+  };
+  const std::string a = daemon.out + "/" + timeline_name(empty), b = daemon.out + "/" + timeline_name(cut),
+                    c = daemon.out + "/" + timeline_name(whole);
+  std::ofstream(a).flush();
+  std::ofstream(b) << R"({"status": "ok", "coredump": {"fields": {"COREDUMP_PID": ")";
+  std::ofstream(c) << R"({"planted": true})" << "\n";
+  daemon.start();
+  for (const auto &x : {empty, cut}) {
+    Timeline t = wait_timeline(daemon, x.pid, 10s, x.not_before_usec);
+    EXPECT_EQ(t.doc["status"], "ok") << t.path;
+    EXPECT_EQ(t.doc["coredump"]["fields"]["COREDUMP_PID"], std::to_string(x.pid));
+    expect_a_path(t.doc);
+  }
+  // Entries are handled in journal order: once the last is done, the
+  // whole one has been seen and left.
+  const auto after = crash({CT_CRASH_DEMO, "--path=a"});
+  wait_timeline(daemon, after.pid, 10s, after.not_before_usec);
+  EXPECT_EQ(read_text(c), "{\"planted\": true}\n");
+  const std::string log = read_text(daemon.log);
+  EXPECT_NE(log.find(a + " is empty or cut short"), std::string::npos) << daemon.log_tail();
+  EXPECT_NE(log.find(b + " is empty or cut short"), std::string::npos) << daemon.log_tail();
+  EXPECT_EQ(log.find(c + " is empty or cut short"), std::string::npos) << daemon.log_tail();
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
 // --first-start boot (the default): a crash of this boot from before the
 // daemon's first start gets its timeline; a second start resumes after the
 // saved cursor and does not go through the boot again.
