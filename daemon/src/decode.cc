@@ -26,6 +26,7 @@
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
+#include "sandbox.h"
 
 extern char **environ;
 
@@ -70,6 +71,9 @@ namespace {
  * "Protocol").  Returns the exit status. */
 int decode_fd3(const std::string &display, const char *tlmap_path) {
   namespace ctr = core_timeline::reader;
+  /* Before anything of the core is read (sandbox.h). */
+  const Confinement confined = confine_decoder();
+  if (confined.abi == 0) std::fprintf(stderr, "core-timelined decoder: not confined: %s\n", confined.failure.c_str());
   std::optional<ctr::TlMap> tlmap;
   std::string tlmap_warning;
   if (tlmap_path && tlmap_path[0] != '\0') {
@@ -89,7 +93,7 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   const std::string text = ctr::render_text(a);
   const std::string header = "CTD1 " + std::to_string(json.size()) + " " + std::to_string(text.size()) + " " +
                              std::to_string(ctr::exit_code(a.status)) + " " + std::to_string(status_kb("VmHWM")) + " " +
-                             std::to_string(status_kb("RssAnon")) + "\n";
+                             std::to_string(status_kb("RssAnon")) + " " + std::to_string(confined.abi) + "\n";
   for (const std::string *s : {&header, &json, &text})
     if (!write_all(1, *s, "the decoder's output")) return 124;
   return 0;
@@ -618,14 +622,15 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
     return std::move(res);
   }
 
-  /* "CTD1 <json> <text> <exit>\n" */
+  /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI>\n" */
   const auto nl = output.find('\n');
   unsigned long long jl = 0, tl = 0, hwm = 0, anon = 0;
-  int ec = -1;
+  int ec = -1, landlock = -1;
   char magic[5] = {};
   if (nl == std::string::npos || nl > 100 ||
-      std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu", magic, &jl, &tl, &ec, &hwm, &anon) != 6 ||
-      std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || jl > output.size() || tl > output.size() ||
+      std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu %d", magic, &jl, &tl, &ec, &hwm, &anon,
+                  &landlock) != 7 ||
+      std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || landlock < 0 || jl > output.size() || tl > output.size() ||
       nl + 1 + jl + tl != output.size()) {
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";
     return std::move(res);
@@ -644,6 +649,7 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
   res.text = output.substr(nl + 1 + jl, tl);
   res.max_rss_kb = hwm;
   res.anon_kb = anon;
+  res.landlock_abi = landlock;
   res.exit_code = ec;
   res.decoded = true;
   return std::move(res);

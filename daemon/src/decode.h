@@ -21,6 +21,9 @@
  *    core-timeline-read twice would decode twice), and the daemon does not
  *    depend on finding another binary on disk.  /proc/self/exe still works
  *    while a package upgrade replaces the file.
+ * Before it reads the core the child confines itself with Landlock
+ * (sandbox.h): no writing, creating or removing files, no exec, no TCP,
+ * no signals to the daemon.
  * The child also sets PR_SET_DUMPABLE 0 and RLIMIT_CORE 1, so a decoder that
  * crashes does not itself produce a core (and a journal entry, and a decode,
  * and a crash...), and PR_SET_PDEATHSIG SIGKILL, so it dies with the daemon.
@@ -40,7 +43,7 @@
  * DecodeResult::server_failure.
  *
  * Protocol.  The child gets the core on fd 3 (read-only), writes to stdout
- *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB>\n"
+ *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB> <Landlock ABI>\n"
  *   <json> <text>
  * and exits 0.  <json> is render_json() of the Analysis and <text> is
  * render_text() - exactly what `core-timeline-read --json CORE` and
@@ -97,6 +100,9 @@ struct DecodeResult {
   double duration_ms = 0;
   std::size_t output_bytes = 0;         /**< bytes the child wrote to stdout */
   bool via_server = false;              /**< started by the decoder server */
+  int landlock_abi = 0;                 /**< the Landlock ABI the decoder confined
+                                             itself with (sandbox.h); 0: it
+                                             was not confined */
   bool died_by_signal = false;          /**< a signal the daemon did not send */
   std::string server_failure;           /**< why the server was not used ("" if
                                              it was, or none was given) */

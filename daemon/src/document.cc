@@ -87,6 +87,7 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
         {"anon_kb", p.decoded->anon_kb},
         {"timed_out", p.decoded->timed_out},
         {"via_server", p.decoded->via_server},
+        {"landlock_abi", p.decoded->landlock_abi},
         {"failure", p.decoded->decoded ? json(nullptr) : json(p.decoded->failure)},
     };
   }

@@ -598,6 +598,8 @@ TEST_F(DaemonPipeline, PathATimelineNextToItsCoreWithinFiveSecondsAsTheReaderPri
   EXPECT_TRUE(doc["daemon"]["version"].is_string());
   EXPECT_TRUE(doc["daemon"]["duration_ms"].is_number());
   EXPECT_EQ(doc["daemon"]["decoder"]["via_server"], true) << "decoded by fork and exec: " << daemon.log_tail();
+  // It confined itself (daemon/src/sandbox.h; this machine kind has ABI 7).
+  EXPECT_GE(doc["daemon"]["decoder"]["landlock_abi"].get<int>(), 1);
   // Issue 4 item 6: on disk within a second of systemd-coredump's entry.
   EXPECT_LT(doc["daemon"]["decoded_usec"].get<std::uint64_t>() - cd["realtime_usec"].get<std::uint64_t>(), 1000000u);
   // It saw the core appear before the entry, and so read the journal

@@ -6,8 +6,11 @@
 // durable owned files, the cursor file, the status rules, and the
 // decoder's isolation (timeout, memory limit).  The end-to-end behaviour on
 // the real systemd-coredump pipeline is daemon_pipeline_test.
+#include <arpa/inet.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <lz4frame.h>
 #include <lzma.h>
 #include <signal.h>
@@ -40,6 +43,7 @@
 #include "ids.h"
 #include "options.h"
 #include "prepared.h"
+#include "sandbox.h"
 
 namespace fs = std::filesystem;
 
@@ -783,6 +787,118 @@ TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
   EXPECT_NO_THROW(ctd::serialize(ctd::build_document(p)));
 }
 
+// ---- the decoder's sandbox --------------------------------------------------
+
+namespace {
+
+// errno of a TCP connect to 127.0.0.1:1 (nothing listens there), or 0.
+int tcp_connect_errno() {
+  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return errno;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(1);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int r = connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 ? 0 : errno;
+  close(s);
+  return r;
+}
+
+// Runs `body` in a child after `before` and confine_decoder(); returns the
+// ABI and the values `body` pushed (errnos, 0 for success).
+std::vector<int> confined_child(const std::function<void(std::vector<int> &)> &body,
+                                const std::function<void()> &before = [] {}) {
+  int out[2];
+  if (pipe(out) < 0) return {};
+  const pid_t p = fork();
+  if (p == 0) {
+    close(out[0]);
+    before();
+    const ctd::Confinement c = ctd::confine_decoder();
+    std::vector<int> r{c.abi};
+    body(r);
+    // The descriptors it was given stay usable.
+    const ssize_t len = static_cast<ssize_t>(r.size() * sizeof(int));
+    _exit(write(out[1], r.data(), r.size() * sizeof(int)) == len ? 0 : 2);
+  }
+  close(out[1]);
+  std::vector<int> r(64);
+  const ssize_t n = read(out[0], r.data(), r.size() * sizeof(int));
+  close(out[0]);
+  int st = 0;
+  waitpid(p, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+  r.resize(n > 0 ? static_cast<std::size_t>(n) / sizeof(int) : 0);
+  return r;
+}
+
+}  // namespace
+
+// A confined process (sandbox.h) reads files and writes to what it was
+// given, and can neither change, create, remove nor execute a file, nor
+// connect over TCP, nor signal its parent.  Each attempt runs in a child of
+// its own, confined.
+TEST(Sandbox, ConfinedDecoderReadsButCannotWriteExecOrSignal) {
+  TempDir dir;
+  const std::string existing = dir.path + "/core.x.timeline.json";
+  std::ofstream(existing) << "{}\n";
+  const pid_t parent = getpid();
+  ASSERT_EQ(unsetenv("DEBUGINFOD_URLS"), 0);
+  const std::vector<int> r = confined_child([&](std::vector<int> &seen) {
+    auto attempt = [&](bool ok) { seen.push_back(ok ? 0 : errno); };
+    int fd = open(existing.c_str(), O_RDONLY);
+    char b[2];
+    attempt(fd >= 0 && read(fd, b, 2) == 2);
+    attempt(open(existing.c_str(), O_WRONLY) >= 0);
+    attempt(open((dir.path + "/new").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600) >= 0);
+    attempt(truncate(existing.c_str(), 0) == 0);
+    attempt(unlink(existing.c_str()) == 0);
+    attempt(rename(existing.c_str(), (dir.path + "/moved").c_str()) == 0);
+    attempt(mkdir((dir.path + "/d").c_str(), 0700) == 0);
+    attempt(symlink("x", (dir.path + "/l").c_str()) == 0);
+    char *argv[] = {const_cast<char *>("true"), nullptr};
+    execv("/bin/true", argv);
+    attempt(false);
+    seen.push_back(tcp_connect_errno());
+    attempt(kill(parent, 0) == 0);
+  });
+  ASSERT_EQ(r.size(), 12u);
+  ASSERT_GE(r[0], 6) << "Landlock ABI " << r[0] << "; this machine kind's kernel has 7";
+  EXPECT_EQ(r[1], 0) << "read: " << strerror(r[1]);
+  const char *what[] = {"open for writing", "create", "truncate", "unlink", "rename", "mkdir", "symlink", "execve",
+                        "TCP connect"};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(r[2 + i], EACCES) << what[i] << ": " << strerror(r[2 + i]);
+  EXPECT_EQ(r[11], EPERM) << "kill(parent): " << strerror(r[11]);
+  // Nothing changed on disk.
+  std::ifstream f(existing);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(f)), {}), "{}\n");
+  EXPECT_FALSE(fs::exists(dir.path + "/new"));
+}
+
+// With DEBUGINFOD_URLS named, the symbolizer may download: TCP and writing
+// beneath the debuginfod cache stay allowed, and nothing else.
+TEST(Sandbox, DebuginfodKeepsItsCacheAndTcp) {
+  TempDir dir;
+  const std::string cache = dir.path + "/cache/debuginfod_client";
+  const std::vector<int> r = confined_child(
+      [&](std::vector<int> &seen) {
+        seen.push_back(open((cache + "/x").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600) >= 0 ? 0 : errno);
+        seen.push_back(mkdir((cache + "/build-id").c_str(), 0700) == 0 ? 0 : errno);
+        seen.push_back(open((dir.path + "/y").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600) >= 0 ? 0 : errno);
+        seen.push_back(tcp_connect_errno());
+      },
+      [&] {  // only in the child; confine_decoder() reads them
+        setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1);
+        setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
+      });
+  ASSERT_EQ(r.size(), 5u);
+  ASSERT_GE(r[0], 6);
+  EXPECT_EQ(r[1], 0) << "create in the cache: " << strerror(r[1]);
+  EXPECT_EQ(r[2], 0) << "mkdir in the cache: " << strerror(r[2]);
+  EXPECT_EQ(r[3], EACCES) << "create elsewhere: " << strerror(r[3]);
+  EXPECT_EQ(r[4], ECONNREFUSED) << "TCP connect: " << strerror(r[4]);
+}
+
 // ---- the isolated decoder ---------------------------------------------------
 
 namespace {
@@ -853,6 +969,9 @@ TEST_P(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
   EXPECT_EQ(r->document["core"]["path"], "/var/lib/systemd/coredump/core.test");
   EXPECT_EQ(r->document.dump().find("/proc/self/fd"), std::string::npos) << r->document.dump();
   EXPECT_GT(r->max_rss_kb, 0u);
+  // This machine kind's kernel has Landlock (ABI 7 measured): a decoder
+  // that did not confine itself is a failure, not a skip.
+  EXPECT_GE(r->landlock_abi, 1);
   EXPECT_TRUE(decoders().empty()) << "the decoder was not reaped";
 }
 
