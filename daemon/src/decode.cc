@@ -123,6 +123,17 @@ void reset_signals() {
     if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
 }
 
+/* RLIMIT_AS of a decoder: `bytes`, or the hard limit the service already
+ * has if that is lower (raising it needs CAP_SYS_RESOURCE).  Async-signal-
+ * safe.  False if even that cannot be set. */
+bool limit_address_space(rlim_t bytes) {
+  struct rlimit now;
+  if (getrlimit(RLIMIT_AS, &now) < 0) return false;
+  const rlim_t to = now.rlim_max == RLIM_INFINITY || bytes < now.rlim_max ? bytes : now.rlim_max;
+  const struct rlimit rl{to, to};
+  return setrlimit(RLIMIT_AS, &rl) == 0;
+}
+
 /* Server requests: "CTDS1\0<as limit>\0<display>\0<tlmap>\0" with the
  * core, stdout, stderr and go descriptors (SCM_RIGHTS); the answer is the
  * decoder's pid, or minus an errno, as an int32_t. */
@@ -247,8 +258,7 @@ int decoder_server_main(int argc, char **argv) {
                                "decoder's own size (%llu kB)\n", as_limit, own_kb);
           _exit(125);
         }
-        struct rlimit rl {as_limit, as_limit};
-        setrlimit(RLIMIT_AS, &rl);
+        if (!limit_address_space(as_limit)) _exit(125);
         _exit(decode_fd3(display, tlmap.c_str()));
       }
       answer = pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
@@ -282,7 +292,7 @@ Result<DecoderServer> DecoderServer::start(const std::string &self_exe) {
     syscall(SYS_close_range, 4u, ~0u, 0u);
     reset_signals();
     struct rlimit core{1, 1};  /* no core from the server nor its decoders (core(5)) */
-    setrlimit(RLIMIT_CORE, &core);
+    setrlimit(RLIMIT_CORE, &core); /* fails only if the hard limit is 0: no core anyway */
     execve(self_exe.c_str(), argv.data(), envp.data());
     _exit(126);
   }
@@ -472,10 +482,9 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
     if (req.core_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(req.core_fd, 3) < 0) _exit(127);
     syscall(SYS_close_range, 4u, ~0u, 0u);
     reset_signals();
-    struct rlimit rl{as_limit, as_limit};
-    setrlimit(RLIMIT_AS, &rl);
+    if (!limit_address_space(as_limit)) _exit(125);
     struct rlimit core{1, 1};  /* 1: no core even through a core_pattern pipe (core(5)) */
-    setrlimit(RLIMIT_CORE, &core);
+    setrlimit(RLIMIT_CORE, &core); /* fails only if the hard limit is 0: no core anyway */
     execve(req.self_exe.c_str(), argv.data(), envp.data());
     _exit(126);
   }
