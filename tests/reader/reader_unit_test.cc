@@ -16,6 +16,7 @@
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/ring.h"
 #include "core_timeline/reader/tlmap.h"
+#include "instructions.h"
 #include "test_util.h"
 
 namespace ctr = core_timeline::reader;
@@ -816,4 +817,19 @@ TEST(TlMap, RejectsDuplicatesAndBadNames) {
   EXPECT_FALSE(ctr::TlMap::parse("1 bad name!\n", "f"));
   EXPECT_FALSE(ctr::TlMap::parse("0x1ffffffff X\n", "f"));
   EXPECT_FALSE(ctr::TlMap::parse("zz X\n", "f"));
+}
+
+/* instructions_of() (instructions.h), on which the bounds on work in these
+ * tests and reader_hostile_test rest: each work's count is its own (an
+ * empty work counts next to nothing) and follows the work done (a loop 4
+ * times as long, 4 times the instructions). */
+TEST(Instructions, CountEachWorksOwnInstructions) {
+  const auto loop = [](int n) {
+    volatile int sink = 0;
+    for (int i = 0; i < n; ++i) sink = sink + i;
+  };
+  const auto ir = ct::testing::instructions_of({[&] { loop(10000); }, [&] { loop(40000); }, [] {}});
+  ASSERT_EQ(ir.size(), 3u);
+  EXPECT_NEAR(static_cast<double>(ir[1]) / static_cast<double>(ir[0]), 4.0, 0.05) << ir[0] << ", " << ir[1];
+  EXPECT_LT(ir[2], 100u);
 }
