@@ -307,8 +307,15 @@ void Daemon::save_progress() {
   for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
     auto d = open_directory(*it);
     if (!d || fsync(d->get()) < 0) {
-      spdlog::error("cannot fsync {}: {}; the journal cursor is not saved", *it,
-                    d ? strerrordesc_np(errno) : d.error().message);
+      /* As for a timeline: its names may not be durable, and retrying
+       * could report success for what never reached the disk. */
+      spdlog::error("cannot fsync {}: {}; stopping without saving the journal cursor (the entries since the last "
+                    "save are redone after a restart)",
+                    *it, d ? strerrordesc_np(errno) : d.error().message);
+      unsynced_timelines_.clear();
+      unsynced_dirs_.clear();
+      unsaved_cursor_.reset();
+      stop_ = failed_ = true;
       return;
     }
     it = unsynced_dirs_.erase(it);

@@ -160,8 +160,10 @@ class Daemon {
   std::optional<std::string> pending_anchor_;
   /** Fsyncs the timelines written since the last save, then their
    *  directories, then saves the cursor of the last entry handled.  A
-   *  timeline that cannot be fsynced is unlinked and the daemon stops
-   *  (exit 1) without saving: its entry is redone after the restart. */
+   *  timeline that cannot be fsynced is unlinked, and on that or a
+   *  directory that cannot be fsynced the daemon stops (exit 1) without
+   *  saving: the entries since the last save are redone after the
+   *  restart. */
   void save_progress();
   /** Whether a core in the coredump directory awaits its entry (so more
    *  entries are due within milliseconds). */
