@@ -155,9 +155,10 @@ class DaemonProc {
   }
 
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {}) {
-    std::vector<std::string> args{CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
+    std::vector<std::string> args = wrapper;
+    args.insert(args.end(), {CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
                                   "--first-start", first_start,    "--log-target", log_target, "--log-level",
-                                  "debug",        "--tlmap-dir",   CT_TLMAP_DIR};
+                                  "debug",        "--tlmap-dir",   CT_TLMAP_DIR});
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<std::string> envs;
     for (char **e = environ; *e; ++e) envs.emplace_back(*e);
@@ -212,6 +213,23 @@ class DaemonProc {
     return -1;
   }
 
+  // Waits for it to exit by itself: its exit status, or -1 (killed after
+  // `timeout`, or by a signal).
+  int wait_exit(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return -2;
+    int st = 0;
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    kill9();
+    return -1;
+  }
+
   void kill9() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -229,6 +247,7 @@ class DaemonProc {
   std::string state, out, log;
   std::string log_target = "both";  /**< --log-target */
   std::string first_start = "new";  /**< --first-start */
+  std::vector<std::string> wrapper;   /**< run the daemon through this (it execs the rest) */
 
  private:
   NotifySocket notify_;
@@ -877,6 +896,31 @@ TEST_F(DaemonPipeline, TimelineCutShortByAPowerCutIsWrittenAgainAfterARestart) {
   EXPECT_NE(log.find(b + " is empty or cut short"), std::string::npos) << daemon.log_tail();
   EXPECT_EQ(log.find(c + " is empty or cut short"), std::string::npos) << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
+}
+
+// A timeline the file system cannot make durable (every fsync fails, as
+// after a writeback error) is removed, and the daemon stops with status 1
+// without saving the cursor past its entry; the restart writes it.
+TEST_F(DaemonPipeline, TimelineThatCannotBeSyncedIsRemovedAndRedoneAfterTheRestart) {
+  // A saved cursor, so that nothing is fsynced before the first entry.
+  daemon.start();
+  EXPECT_EQ(daemon.stop(), 0);
+  const std::string cursor = read_text(daemon.state + "/cursor");
+  ASSERT_FALSE(cursor.empty());
+  daemon.wrapper = {CT_FAILING_FSYNC, std::to_string(EIO)};
+  daemon.start();
+  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
+  EXPECT_EQ(daemon.wait_exit(20s), 1) << daemon.log_tail();
+  EXPECT_FALSE(find_timeline(dirs_of(daemon), c.pid, c.not_before_usec)) << "a timeline that is not durable stayed";
+  EXPECT_EQ(read_text(daemon.state + "/cursor"), cursor) << "the cursor went past an entry whose timeline was lost";
+  EXPECT_NE(read_text(daemon.log).find("cannot fsync the timeline"), std::string::npos) << daemon.log_tail();
+  daemon.wrapper.clear();
+  daemon.start();
+  Timeline t = wait_timeline(daemon, c.pid, 10s, c.not_before_usec);
+  EXPECT_EQ(t.doc["status"], "ok");
+  expect_a_path(t.doc);
+  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_NE(read_text(daemon.state + "/cursor"), cursor);
 }
 
 // --first-start boot (the default): a crash of this boot from before the
