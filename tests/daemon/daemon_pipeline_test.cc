@@ -155,10 +155,9 @@ class DaemonProc {
   }
 
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {}) {
-    std::vector<std::string> args = wrapper;
-    args.insert(args.end(), {CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
+    std::vector<std::string> args{CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
                                   "--first-start", first_start,    "--log-target", log_target, "--log-level",
-                                  "debug",        "--tlmap-dir",   CT_TLMAP_DIR});
+                                  "debug",        "--tlmap-dir",   CT_TLMAP_DIR};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<std::string> envs;
     for (char **e = environ; *e; ++e) envs.emplace_back(*e);
@@ -213,27 +212,26 @@ class DaemonProc {
     return -1;
   }
 
-  // Waits for it to exit by itself: its exit status, or -1 (killed after
-  // `timeout`, or by a signal).
+  void kill9() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  // Its exit status once it exits by itself within `timeout`; -3 while it
+  // still runs.
   int wait_exit(std::chrono::milliseconds timeout) {
     if (pid_ <= 0) return -2;
-    int st = 0;
     const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
+    int st = 0;
+    do {
       if (waitpid(pid_, &st, WNOHANG) == pid_) {
         pid_ = -1;
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
       }
       std::this_thread::sleep_for(10ms);
-    }
-    kill9();
-    return -1;
-  }
-
-  void kill9() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
+    } while (Clock::now() < deadline);
+    return -3;
   }
 
   pid_t pid() const { return pid_; }
@@ -247,7 +245,6 @@ class DaemonProc {
   std::string state, out, log;
   std::string log_target = "both";  /**< --log-target */
   std::string first_start = "new";  /**< --first-start */
-  std::vector<std::string> wrapper;   /**< run the daemon through this (it execs the rest) */
 
  private:
   NotifySocket notify_;
@@ -898,29 +895,92 @@ TEST_F(DaemonPipeline, TimelineCutShortByAPowerCutIsWrittenAgainAfterARestart) {
   EXPECT_EQ(daemon.stop(), 0);
 }
 
-// A timeline the file system cannot make durable (every fsync fails, as
-// after a writeback error) is removed, and the daemon stops with status 1
-// without saving the cursor past its entry; the restart writes it.
+// A timeline the file system cannot make durable (its fsync fails with EIO,
+// as after a writeback error; fail_fsync.c) is removed, and the daemon
+// stops with status 1 without saving the cursor past its entry; the
+// restart writes it.
 TEST_F(DaemonPipeline, TimelineThatCannotBeSyncedIsRemovedAndRedoneAfterTheRestart) {
   // A saved cursor, so that nothing is fsynced before the first entry.
   daemon.start();
   EXPECT_EQ(daemon.stop(), 0);
   const std::string cursor = read_text(daemon.state + "/cursor");
   ASSERT_FALSE(cursor.empty());
-  daemon.wrapper = {CT_FAILING_FSYNC, std::to_string(EIO)};
-  daemon.start();
+  daemon.start({}, {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_SUFFIX", ".timeline.json"}});
   const auto c = crash({CT_CRASH_DEMO, "--path=a"});
   EXPECT_EQ(daemon.wait_exit(20s), 1) << daemon.log_tail();
   EXPECT_FALSE(find_timeline(dirs_of(daemon), c.pid, c.not_before_usec)) << "a timeline that is not durable stayed";
   EXPECT_EQ(read_text(daemon.state + "/cursor"), cursor) << "the cursor went past an entry whose timeline was lost";
   EXPECT_NE(read_text(daemon.log).find("cannot fsync the timeline"), std::string::npos) << daemon.log_tail();
-  daemon.wrapper.clear();
   daemon.start();
   Timeline t = wait_timeline(daemon, c.pid, 10s, c.not_before_usec);
   EXPECT_EQ(t.doc["status"], "ok");
   expect_a_path(t.doc);
   EXPECT_EQ(daemon.stop(), 0);
   EXPECT_NE(read_text(daemon.state + "/cursor"), cursor);
+}
+
+// A directory of timelines that cannot be fsynced (EIO: the disk lost a
+// write): the journal cursor must not go past the entries whose timelines
+// it names - also not the first start's anchor - and the daemon stops with
+// status 1, as when a timeline itself cannot be fsynced, rather than
+// retrying in a loop that logs an error each turn.  The fault is injected
+// with LD_PRELOAD (fail_fsync.c).  The entry is sent by this test as
+// systemd-coredump would (uid 0, its comm) and names a core in this test's
+// own coredump directory, so that no other daemon on this journal takes it.
+TEST_F(DaemonPipeline, TimelineDirectoryThatCannotBeFsyncedStopsTheDaemonAndSavesNoCursor) {
+  const std::string cores = dir.path + "/cores";
+  fs::create_directories(cores);
+  const pid_t fake_pid = 4194400 + getpid() % 1000;  // above PID_MAX_LIMIT: no real process
+  const std::string ts = std::to_string(now_usec());
+  const std::string core = cores + "/core.rvtest.0." + boot_id() + "." + std::to_string(fake_pid) + "." + ts;
+  pid_t sender = fork();
+  if (sender == 0) {
+    prctl(PR_SET_NAME, "systemd-coredum");
+    const int r = sd_journal_send("MESSAGE=Process (rvtest) dumped core.", "MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1",
+                                  ("COREDUMP_FILENAME=" + core).c_str(), ("COREDUMP_PID=" + std::to_string(fake_pid)).c_str(),
+                                  "COREDUMP_UID=0", "COREDUMP_GID=0", "COREDUMP_SIGNAL=11",
+                                  ("COREDUMP_TIMESTAMP=" + ts).c_str(), "COREDUMP_COMM=rvtest", nullptr);
+    sleep(1);  // alive while journald reads _EXE: this test's binary, named by --coredump-exe
+    _exit(r < 0 ? 4 : 0);
+  }
+  int st = 0;
+  waitpid(sender, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  ct::test::wait_for_coredump_entry(fake_pid, std::chrono::system_clock::time_point(std::chrono::microseconds(
+                                                  std::strtoull(ts.c_str(), nullptr, 10))));
+  const std::string self = fs::read_symlink("/proc/self/exe");
+  daemon.first_start = "boot";  // a first start: the anchor is saved after the backlog
+  daemon.log_target = "stderr";
+  daemon.start({"--coredump-dir", cores, "--coredump-exe", self},
+               {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_SUFFIX", "/state/timelines"}});
+  // Every coredump entry of this boot is before ours (most are rejected at
+  // once: their cores are not in this test's coredump directory).
+  int status = -3;
+  std::optional<Clock::time_point> written;
+  const auto deadline = Clock::now() + 180s;
+  while (Clock::now() < deadline) {
+    if ((status = daemon.wait_exit(100ms)) != -3) break;
+    if (!written && find_timeline(dirs_of(daemon), fake_pid)) written = Clock::now();
+    if (written && Clock::now() - *written > 2s) break;
+  }
+  if (status == -3) daemon.kill9();
+  EXPECT_FALSE(fs::exists(daemon.state + "/cursor"))
+      << "the journal cursor was saved although no directory of timelines could be fsynced: "
+      << read_text(daemon.state + "/cursor");
+  EXPECT_EQ(status, 1) << "the daemon did not stop (status -3: still running)";
+  {
+    std::ifstream log(daemon.log);
+    std::size_t errors = 0;
+    for (std::string line; std::getline(log, line);) errors += line.find("cannot fsync") != std::string::npos;
+    EXPECT_LE(errors, 5u) << "the failed fsync was retried in a loop";
+  }
+  // Without the fault: the entry gets its timeline once, and the cursor is saved.
+  fs::resize_file(daemon.log, 0);
+  daemon.start({"--coredump-dir", cores, "--coredump-exe", self});
+  Timeline t = wait_timeline(daemon, fake_pid, 180s);
+  EXPECT_EQ(t.doc["status"], "core_missing");
+  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_TRUE(fs::exists(daemon.state + "/cursor"));
 }
 
 // --first-start boot (the default): a crash of this boot from before the

@@ -17,6 +17,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <linux/capability.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -899,6 +904,79 @@ TEST(Sandbox, DebuginfodKeepsItsCacheAndTcp) {
   EXPECT_EQ(r[4], ECONNREFUSED) << "TCP connect: " << strerror(r[4]);
 }
 
+// The service runs the decoder as root without any capability: as the
+// owner of every root-owned file it may still change their metadata, and
+// as the same uid as the daemon, journald and PID 1 it may still lower their
+// resource limits.  Landlock (ABI <= 7) covers none of that, nor connecting
+// to a named AF_UNIX socket (/run/systemd/private, the D-Bus system bus,
+// journald's socket), nor io_uring's own setxattr.  A confined decoder must
+// be denied each of them.
+TEST(Sandbox, ConfinedRootWithoutCapabilitiesCannotChangeMetadataLimitsOrReachSockets) {
+  TempDir dir;
+  const std::string core = dir.path + "/core.victim.1000.zst";  // another user's core: root:root 0640
+  std::ofstream(core) << "core";
+  ASSERT_EQ(chmod(core.c_str(), 0640), 0);
+  ASSERT_EQ(setxattr(core.c_str(), "user.coredump.pid", "1234", 4, 0), 0);
+  const std::string sock = dir.path + "/sock";
+  const int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, sock.c_str(), sizeof sa.sun_path - 1);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  // Stands for the daemon, journald or PID 1: another process of uid 0.
+  const pid_t other = fork();
+  if (other == 0) {
+    pause();
+    _exit(0);
+  }
+  rlimit before{};
+  ASSERT_EQ(prlimit(other, RLIMIT_NOFILE, nullptr, &before), 0);
+  ASSERT_EQ(unsetenv("DEBUGINFOD_URLS"), 0);
+  const std::vector<int> r = confined_child(
+      [&](std::vector<int> &seen) {
+        auto attempt = [&](bool ok) { seen.push_back(ok ? 0 : errno); };
+        attempt(chmod(core.c_str(), 0644) == 0);
+        attempt(setxattr(core.c_str(), "user.coredump.pid", "9999", 4, 0) == 0);
+        attempt(removexattr(core.c_str(), "user.coredump.pid") == 0);
+        attempt(utimensat(AT_FDCWD, core.c_str(), nullptr, 0) == 0);
+        rlimit tiny{16, 16};
+        attempt(prlimit(other, RLIMIT_NOFILE, &tiny, nullptr) == 0);
+        const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        attempt(s >= 0 && connect(s, reinterpret_cast<const sockaddr *>(&sa), sizeof sa) == 0);
+        attempt(syscall(SYS_io_uring_setup, 4, std::vector<char>(256, 0).data()) >= 0);
+        // What a decoder does stays allowed: its own limits, signals to itself.
+        rlimit mine{};
+        attempt(getrlimit(RLIMIT_AS, &mine) == 0 && setrlimit(RLIMIT_AS, &mine) == 0);
+        attempt(kill(getpid(), 0) == 0);
+      },
+      [] {  // as in core-timeline.service: root, no capability at all
+        for (int c = 0; c <= CAP_LAST_CAP; ++c) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2]{};
+        if (syscall(SYS_capset, &h, d) < 0) _exit(3);
+      });
+  close(ls);
+  ASSERT_EQ(r.size(), 10u);
+  ASSERT_GE(r[0], 6);
+  const char *what[] = {"chmod", "setxattr", "removexattr", "utimensat", "prlimit(other process)", "connect(AF_UNIX path)",
+                        "io_uring_setup"};
+  for (int i = 0; i < 7; ++i) EXPECT_NE(r[1 + i], 0) << what[i] << " was allowed";
+  EXPECT_EQ(r[8], 0) << "setrlimit(self): " << strerror(r[8]);
+  EXPECT_EQ(r[9], 0) << "kill(self, 0): " << strerror(r[9]);
+  struct stat st {};
+  ASSERT_EQ(stat(core.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  char v[16] = {};
+  EXPECT_EQ(getxattr(core.c_str(), "user.coredump.pid", v, sizeof v), 4);
+  EXPECT_STREQ(v, "1234");
+  rlimit after{};
+  EXPECT_EQ(prlimit(other, RLIMIT_NOFILE, nullptr, &after), 0);
+  EXPECT_EQ(after.rlim_max, before.rlim_max) << "the decoder lowered another root process's RLIMIT_NOFILE";
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+}
+
 // ---- the isolated decoder ---------------------------------------------------
 
 namespace {
@@ -996,6 +1074,41 @@ TEST_P(Decoder, HungDecoderIsKilledAtTheTimeout) {
   EXPECT_TRUE(r->timed_out);
   EXPECT_NE(r->failure.find("did not finish within 300 ms"), std::string::npos) << r->failure;
   EXPECT_TRUE(decoders().empty()) << "the killed decoder was not reaped";
+}
+
+// A decoder that was taken over writes what it likes within the protocol:
+// JSON nested 200000 deep is 400 KB, far below kMaxOutput, and parses
+// (nlohmann's parser keeps its own stack), but copying or dumping it
+// recurses once per level.  It must be refused as undecodable, not crash
+// the daemon - which would then redo the same entry after every restart.
+TEST(DecoderOutput, DeeplyNestedJsonIsUndecodableNotFatal) {
+  TempDir dir;
+  const int depth = 200000;
+  const std::string json = "{\"status\":\"ok\",\"x\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  std::ofstream(dir.path + "/out", std::ios::binary)
+      << "CTD1 " << json.size() << " 0 0 0 0 7\n" << json;
+  const std::string fake = dir.path + "/fake-decoder";
+  std::ofstream(fake) << "#!/bin/sh\nexec cat " << dir.path << "/out\n";
+  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  auto decode_and_write = [&] {
+        const rlimit no_core{1, 1};  // should it crash: no core into the shared pipeline (core(5))
+        setrlimit(RLIMIT_CORE, &no_core);
+        const int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+        auto req = request_for(fd, 100);
+        req.self_exe = fake;
+        auto r = ctd::run_decoder(req, ctd::DecodeLimits{}, [] { return true; }, nullptr);
+        if (!r) _exit(2);
+        ctd::CoredumpEntry e;
+        e.pid = 1;
+        ctd::DocumentParts p;
+        p.entry = &e;
+        p.verdict = r->decoded ? ctd::judge(e, *r, std::nullopt) : ctd::Verdict{"undecodable", r->failure, ""};
+        p.decoded = &*r;
+        const std::string text = ctd::serialize(ctd::build_document(p));
+        _exit(r->decoded ? 4 : 0);
+  };
+  EXPECT_EXIT(decode_and_write(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(Decoder, MemoryLimitTooSmallMakesItUndecodableNotFatal) {
