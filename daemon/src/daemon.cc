@@ -179,15 +179,16 @@ int Daemon::run() {
       status = 1;
       break;
     }
-    if (unsaved_cursor_ && monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000) save_progress();
+    /* Saved when due, and when the first start's backlog is done: what it
+     * wrote before the anchor could be - and the anchor only if that save
+     * succeeded. */
+    if (unsaved_cursor_ && (pending_anchor_ || monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000))
+      save_progress();
     if (stop_) {
       if (failed_) status = 1;
       break;
     }
-    /* The first start's backlog is done: what it wrote is saved before
-     * the anchor could be. */
-    if (pending_anchor_) save_progress();
-    if (pending_anchor_ && !cursor_saved_) {
+    if (pending_anchor_ && !cursor_saved_ && !unsaved_cursor_) {
       /* The backlog of the first start is done and held no coredump entry:
        * remember where the journal was, so a restart does not redo it. */
       if (auto s = state_->save_cursor(*pending_anchor_); s) cursor_saved_ = true;
@@ -583,6 +584,9 @@ bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int
     spdlog::error("pid {}: cannot remove {}/{}: {}; left as it is", e.pid, dir, name, strerrordesc_np(errno));
     return true;
   }
+  /* The removal, too, is durable before the cursor passes this entry: the
+   * new timeline may go to the other directory (the core is gone now). */
+  unsynced_dirs_.insert(dir);
   return false;
 }
 

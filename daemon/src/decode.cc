@@ -36,11 +36,37 @@ namespace {
 
 constexpr std::size_t kMaxOutput = 256u << 20;  /* a ring of 4 GiB renders to less */
 constexpr std::size_t kMaxStderr = 16u << 10;
+/* The reader's document nests a few levels; a decoder that was taken over
+ * could send a million (nlohmann parses any depth with its own stack, but
+ * copying and dumping a value recurse once per level: the daemon's stack
+ * overflows, and after each restart on the same entry again). */
+constexpr int kMaxJsonDepth = 64;
 constexpr const char kCoreFdPath[] = "/proc/self/fd/3";
 
 void replace_all(std::string &s, std::string_view from, std::string_view to) {
   for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
     s.replace(pos, from.size(), to);
+}
+
+/* Whether the JSON `text` nests arrays and objects deeper than `max`
+ * (brackets inside strings do not count). */
+bool nests_deeper_than(std::string_view text, int max) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
 }
 
 std::string signal_text(int sig) {
@@ -74,6 +100,8 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   /* Before anything of the core is read (sandbox.h). */
   const Confinement confined = confine_decoder();
   if (confined.abi == 0) std::fprintf(stderr, "core-timelined decoder: not confined: %s\n", confined.failure.c_str());
+  else if (!confined.seccomp_failure.empty())
+    std::fprintf(stderr, "core-timelined decoder: %s\n", confined.seccomp_failure.c_str());
   std::optional<ctr::TlMap> tlmap;
   std::string tlmap_warning;
   if (tlmap_path && tlmap_path[0] != '\0') {
@@ -642,6 +670,10 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
       std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || landlock < 0 || jl > output.size() || tl > output.size() ||
       nl + 1 + jl + tl != output.size()) {
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";
+    return std::move(res);
+  }
+  if (nests_deeper_than(std::string_view(output).substr(nl + 1, jl), kMaxJsonDepth)) {
+    res.failure = "the decoder's JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
     return std::move(res);
   }
   try {

@@ -5,7 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/seccomp.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -13,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "files.h"
 #include "util.h"
@@ -47,7 +52,7 @@ struct RulesetAttr {
 };
 
 Confinement not_confined(const char *step, int err) {
-  return {0, std::string(step) + ": " + strerrordesc_np(err)};
+  return {0, std::string(step) + ": " + strerrordesc_np(err), ""};
 }
 
 /* The debuginfod client's cache directory (debuginfod-client(7)):
@@ -60,6 +65,104 @@ std::string debuginfod_cache() {
   if ((v = getenv("HOME")) && *v) return std::string(v) + "/.cache/debuginfod_client";
   return "";
 }
+
+#if defined(__x86_64__)
+/* Calls newer than Debian 12's headers. */
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef SYS_setxattrat
+#define SYS_setxattrat 463
+#endif
+#ifndef SYS_removexattrat
+#define SYS_removexattrat 466
+#endif
+
+/* What Landlock (ABI <= 7) does not govern and a decoder never needs, as a
+ * seccomp filter (seccomp(2)) answering EPERM.  The service runs it as
+ * root without capabilities: the owner of every root-owned file and the
+ * same uid as the daemon, journald and PID 1.  So without this it could
+ *  - change the metadata of what root owns where the unit allows writing:
+ *    make other users' cores world-readable (chmod, ACL xattr), edit the
+ *    user.coredump.* xattrs the daemon trusts (entry.h, rule 6), so that
+ *    genuine entries are rejected;
+ *  - lower the resource limits of any root process (prlimit64: no
+ *    capability is needed to lower another process's limits of the same
+ *    uid), signal it (kill: Landlock scopes signals only from ABI 6 on), or
+ *    change its scheduling;
+ *  - connect to named AF_UNIX sockets (the service manager's private bus,
+ *    D-Bus, journald's sockets, where uid 0 is trusted): Landlock scopes
+ *    only abstract ones;
+ *  - reach files through io_uring, whose setxattr does not pass seccomp,
+ *    and System V or POSIX IPC objects of other root processes.
+ * Its own limits and signals stay allowed (abort(3) signals itself).  With
+ * `inet`, sockets of AF_INET and AF_INET6 stay allowed (debuginfod). */
+std::string deny_what_landlock_does_not(bool inet) {
+  const std::uint32_t self = static_cast<std::uint32_t>(getpid());
+  const std::uint32_t kDeny = SECCOMP_RET_ERRNO | EPERM, kAllow = SECCOMP_RET_ALLOW;
+  std::vector<sock_filter> f;
+  auto stmt = [&](std::uint16_t code, std::uint32_t k) { f.push_back(BPF_STMT(code, k)); };
+  auto jump = [&](std::uint16_t code, std::uint32_t k, std::uint8_t jt, std::uint8_t jf) {
+    f.push_back(BPF_JUMP(code, k, jt, jf));
+  };
+  constexpr std::uint32_t kNr = offsetof(struct seccomp_data, nr);
+  constexpr std::uint32_t kArg0 = offsetof(struct seccomp_data, args[0]); /* low 32 bits (little endian) */
+  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+  jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+  stmt(BPF_RET | BPF_K, kDeny);
+  stmt(BPF_LD | BPF_W | BPF_ABS, kNr);
+  jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* __X32_SYSCALL_BIT */, 0, 1);
+  stmt(BPF_RET | BPF_K, kDeny);
+  for (const long nr :
+       {SYS_chmod, SYS_fchmod, SYS_fchmodat, SYS_fchmodat2, SYS_chown, SYS_fchown, SYS_lchown, SYS_fchownat,
+        SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_setxattrat, SYS_removexattr, SYS_lremovexattr,
+        SYS_fremovexattr, SYS_removexattrat, SYS_utime, SYS_utimes, SYS_futimesat, SYS_utimensat, SYS_truncate,
+        SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_pidfd_send_signal, SYS_setpriority,
+        SYS_ioprio_set, SYS_socketpair, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_semget, SYS_semop,
+        SYS_semtimedop, SYS_semctl, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_mq_open, SYS_mq_unlink,
+        SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr}) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1);
+    stmt(BPF_RET | BPF_K, kDeny);
+  }
+  /* Calls whose first argument names a process: allowed on this process
+   * only (and on "this process", 0, where `zero` says so). */
+  auto self_only = [&](long nr, bool zero) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, zero ? 6 : 4);
+    stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+    jump(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
+    stmt(BPF_RET | BPF_K, kAllow);
+    if (zero) {
+      jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+      stmt(BPF_RET | BPF_K, kAllow);
+    }
+    stmt(BPF_RET | BPF_K, kDeny);
+  };
+  self_only(SYS_kill, true);
+  self_only(SYS_tkill, false);
+  self_only(SYS_tgkill, false);
+  self_only(SYS_rt_sigqueueinfo, false);
+  self_only(SYS_rt_tgsigqueueinfo, false);
+  self_only(SYS_prlimit64, true);
+  self_only(SYS_sched_setaffinity, true);
+  self_only(SYS_sched_setscheduler, true);
+  self_only(SYS_sched_setparam, true);
+  self_only(SYS_sched_setattr, true);
+  /* socket(2): none, or for debuginfod's downloads only IP. */
+  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 5);
+  stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+  jump(BPF_JMP | BPF_JEQ | BPF_K, inet ? AF_INET : 0xffffffffu, 1, 0);
+  jump(BPF_JMP | BPF_JEQ | BPF_K, inet ? AF_INET6 : 0xffffffffu, 0, 1);
+  stmt(BPF_RET | BPF_K, kAllow);
+  stmt(BPF_RET | BPF_K, kDeny);
+  stmt(BPF_RET | BPF_K, kAllow);
+  const sock_fprog prog{static_cast<unsigned short>(f.size()), f.data()};
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+    return std::string("seccomp filter: ") + strerrordesc_np(errno);
+  return "";
+}
+#else
+std::string deny_what_landlock_does_not(bool) { return "seccomp filter: not built for this architecture"; }
+#endif
 
 }  // namespace
 
@@ -113,7 +216,9 @@ Confinement confine_decoder() {
     }
   }
   if (syscall(SYS_landlock_restrict_self, owned.get(), 0) < 0) return not_confined("landlock_restrict_self", errno);
-  return {static_cast<int>(abi), ""};
+  Confinement c{static_cast<int>(abi), "", ""};
+  c.seccomp_failure = deny_what_landlock_does_not(debuginfod);
+  return c;
 }
 
 }  // namespace ctd

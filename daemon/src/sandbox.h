@@ -40,6 +40,10 @@ struct Confinement {
   int abi = 0;
   /** Why not confined (errno text and step), or "" when it is. */
   std::string failure;
+  /** With Landlock: why the seccomp filter for what Landlock does not
+   *  govern (metadata, other processes' limits and signals, named AF_UNIX
+   *  sockets, io_uring, IPC; sandbox.cc) could not be set, or "". */
+  std::string seccomp_failure;
 };
 
 /** Sets PR_SET_NO_NEW_PRIVS and restricts the calling process as above.
