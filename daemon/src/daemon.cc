@@ -707,6 +707,16 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
         "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
   }
 
+  if (work.decoded && work.decoded->decoded && !warned_unconfined_ &&
+      (work.decoded->landlock_abi == 0 || !work.decoded->seccomp)) {
+    warned_unconfined_ = true;
+    spdlog::warn("decoders run without {}{}{} (a kernel without it, or a seccomp filter of the service or container "
+                 "that refuses its calls): a decoder taken over by a hostile core is confined only by the service; "
+                 "see daemon.decoder.landlock_abi and .seccomp in the timelines, and docs/core-timelined.md",
+                 work.decoded->landlock_abi == 0 ? "Landlock" : "",
+                 work.decoded->landlock_abi == 0 && !work.decoded->seccomp ? " and " : "",
+                 work.decoded->seccomp ? "" : "their seccomp filter");
+  }
   Verdict verdict;
   if (work.decoded) {
     verdict = judge(e, *work.decoded, work.extract);

@@ -157,6 +157,7 @@ class Daemon {
   bool stop_ = false;
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
   bool cursor_saved_ = false;
+  bool warned_unconfined_ = false;  /**< "decoders run without Landlock" logged */
   std::optional<std::string> pending_anchor_;
   /** Fsyncs the timelines written since the last save, then their
    *  directories, then saves the cursor of the last entry handled.  A

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -93,15 +94,35 @@ unsigned long long status_kb(const char *name) {
 
 namespace {
 
+/* RLIMIT_DATA of a decoder: its RLIMIT_AS less the core on fd 3.  The
+ * address-space limit has room for the core, which the reader maps
+ * read-only (not counted in RLIMIT_DATA), and the core's size is the
+ * crashed user's choice (zeros compress to nothing and are kept sparse):
+ * this keeps the decoder's own memory (heap, private writable mappings) to
+ * --memory-limit whatever the core's size (setrlimit(2)). */
+void limit_own_memory() {
+  struct rlimit as;
+  struct stat st;
+  if (getrlimit(RLIMIT_AS, &as) < 0 || as.rlim_cur == RLIM_INFINITY || fstat(3, &st) < 0) return;
+  const rlim_t core = static_cast<rlim_t>(st.st_size);
+  const rlim_t own = as.rlim_cur > core ? as.rlim_cur - core : 0;
+  struct rlimit data;
+  if (getrlimit(RLIMIT_DATA, &data) < 0) return;
+  if (data.rlim_max != RLIM_INFINITY && data.rlim_max < own) return; /* already lower */
+  const struct rlimit to{own, own};
+  (void)setrlimit(RLIMIT_DATA, &to);
+}
+
 /* Decodes the core on fd 3 and writes the CTD1 output on fd 1 (decode.h,
  * "Protocol").  Returns the exit status. */
 int decode_fd3(const std::string &display, const char *tlmap_path) {
   namespace ctr = core_timeline::reader;
   /* Before anything of the core is read (sandbox.h). */
   const Confinement confined = confine_decoder();
-  if (confined.abi == 0) std::fprintf(stderr, "core-timelined decoder: not confined: %s\n", confined.failure.c_str());
-  else if (!confined.seccomp_failure.empty())
-    std::fprintf(stderr, "core-timelined decoder: %s\n", confined.seccomp_failure.c_str());
+  if (confined.abi == 0) std::fprintf(stderr, "core-timelined decoder: no Landlock: %s\n", confined.failure.c_str());
+  if (!confined.seccomp) std::fprintf(stderr, "core-timelined decoder: no seccomp filter: %s\n",
+                                      confined.seccomp_failure.c_str());
+  limit_own_memory();
   std::optional<ctr::TlMap> tlmap;
   std::string tlmap_warning;
   if (tlmap_path && tlmap_path[0] != '\0') {
@@ -121,7 +142,8 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   const std::string text = ctr::render_text(a);
   const std::string header = "CTD1 " + std::to_string(json.size()) + " " + std::to_string(text.size()) + " " +
                              std::to_string(ctr::exit_code(a.status)) + " " + std::to_string(status_kb("VmHWM")) + " " +
-                             std::to_string(status_kb("RssAnon")) + " " + std::to_string(confined.abi) + "\n";
+                             std::to_string(status_kb("RssAnon")) + " " + std::to_string(confined.abi) + " " +
+                             (confined.seccomp ? "1" : "0") + "\n";
   for (const std::string *s : {&header, &json, &text})
     if (!write_all(1, *s, "the decoder's output")) return 124;
   return 0;
@@ -659,15 +681,16 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
     return std::move(res);
   }
 
-  /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI>\n" */
+  /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI> <seccomp>\n" */
   const auto nl = output.find('\n');
   unsigned long long jl = 0, tl = 0, hwm = 0, anon = 0;
-  int ec = -1, landlock = -1;
+  int ec = -1, landlock = -1, seccomp = -1;
   char magic[5] = {};
   if (nl == std::string::npos || nl > 100 ||
-      std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu %d", magic, &jl, &tl, &ec, &hwm, &anon,
-                  &landlock) != 7 ||
-      std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || landlock < 0 || jl > output.size() || tl > output.size() ||
+      std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu %d %d", magic, &jl, &tl, &ec, &hwm, &anon,
+                  &landlock, &seccomp) != 8 ||
+      std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || landlock < 0 || (seccomp != 0 && seccomp != 1) ||
+      jl > output.size() || tl > output.size() ||
       nl + 1 + jl + tl != output.size()) {
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";
     return std::move(res);
@@ -691,6 +714,7 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
   res.max_rss_kb = hwm;
   res.anon_kb = anon;
   res.landlock_abi = landlock;
+  res.seccomp = seccomp == 1;
   res.exit_code = ec;
   res.decoded = true;
   return std::move(res);

@@ -21,9 +21,10 @@
  *    core-timeline-read twice would decode twice), and the daemon does not
  *    depend on finding another binary on disk.  /proc/self/exe still works
  *    while a package upgrade replaces the file.
- * Before it reads the core the child confines itself with Landlock
- * (sandbox.h): no writing, creating or removing files, no exec, no TCP,
- * no signals to the daemon.
+ * Before it reads the core the child confines itself (sandbox.h: Landlock
+ * and a seccomp filter): no writing, creating or removing files, no
+ * changing their metadata, no exec, no sockets, nothing done to another
+ * process; and it sets RLIMIT_DATA to RLIMIT_AS less the core's size.
  * The child also sets PR_SET_DUMPABLE 0 and RLIMIT_CORE 1, so a decoder that
  * crashes does not itself produce a core (and a journal entry, and a decode,
  * and a crash...), and PR_SET_PDEATHSIG SIGKILL, so it dies with the daemon.
@@ -43,7 +44,7 @@
  * DecodeResult::server_failure.
  *
  * Protocol.  The child gets the core on fd 3 (read-only), writes to stdout
- *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB> <Landlock ABI>\n"
+ *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB> <Landlock ABI> <seccomp 0|1>\n"
  *   <json> <text>
  * and exits 0.  <json> is render_json() of the Analysis and <text> is
  * render_text() - exactly what `core-timeline-read --json CORE` and
@@ -103,6 +104,8 @@ struct DecodeResult {
   int landlock_abi = 0;                 /**< the Landlock ABI the decoder confined
                                              itself with (sandbox.h); 0: it
                                              was not confined */
+  bool seccomp = false;                 /**< the decoder's seccomp filter was in
+                                             place (sandbox.h) */
   bool died_by_signal = false;          /**< a signal the daemon did not send */
   std::string server_failure;           /**< why the server was not used ("" if
                                              it was, or none was given) */

@@ -88,6 +88,7 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
         {"timed_out", p.decoded->timed_out},
         {"via_server", p.decoded->via_server},
         {"landlock_abi", p.decoded->landlock_abi},
+        {"seccomp", p.decoded->seccomp},
         {"failure", p.decoded->decoded ? json(nullptr) : json(p.decoded->failure)},
     };
   }

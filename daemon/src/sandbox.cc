@@ -51,10 +51,6 @@ struct RulesetAttr {
   std::uint64_t scoped = 0;
 };
 
-Confinement not_confined(const char *step, int err) {
-  return {0, std::string(step) + ": " + strerrordesc_np(err), ""};
-}
-
 /* The debuginfod client's cache directory (debuginfod-client(7)):
  * $DEBUGINFOD_CACHE_PATH, else $XDG_CACHE_HOME/debuginfod_client, else
  * $HOME/.cache/debuginfod_client; "" if none can be named. */
@@ -120,7 +116,9 @@ std::string deny_what_landlock_does_not(bool inet) {
         SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_pidfd_send_signal, SYS_setpriority,
         SYS_ioprio_set, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_semget, SYS_semop,
         SYS_semtimedop, SYS_semctl, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_mq_open, SYS_mq_unlink,
-        SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr}) {
+        SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr,
+        /* Landlock keeps these within the decoder; without it, too. */
+        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp}) {
     jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1);
     stmt(BPF_RET | BPF_K, kDeny);
   }
@@ -173,13 +171,16 @@ std::string deny_what_landlock_does_not(bool) { return "seccomp filter: not buil
 
 }  // namespace
 
-Confinement confine_decoder() {
-  /* landlock_restrict_self(2) needs it without CAP_SYS_ADMIN; the service
-   * sets it too (NoNewPrivileges=yes). */
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return not_confined("PR_SET_NO_NEW_PRIVS", errno);
-  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  if (abi < 0) return not_confined("Landlock (landlock_create_ruleset)", errno);
+namespace {
 
+/* The Landlock half of confine_decoder(): the ABI it restricted the
+ * process with, or 0 and why not in `failure`. */
+int restrict_with_landlock(bool debuginfod, std::string &failure) {
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 0) {
+    failure = std::string("Landlock (landlock_create_ruleset): ") + strerrordesc_np(errno);
+    return 0;
+  }
   RulesetAttr attr;
   std::size_t size = sizeof attr.handled_access_fs;
   /* Every right but reading files and directories: handled rights with no
@@ -191,14 +192,10 @@ Confinement confine_decoder() {
   if (abi >= 2) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
   if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
   if (abi >= 5) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
-  /* With DEBUGINFOD_URLS named, the symbolizer asks debuginfod servers over
-   * HTTP(S) and keeps what it gets in its cache: TCP stays allowed, and so
-   * does writing beneath the cache (made first if missing, as the client
-   * would). */
-  const char *urls = getenv("DEBUGINFOD_URLS");
-  const bool debuginfod = urls && *urls;
-  if (abi >= 4 && !debuginfod) {
-    attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+  /* No TCP server ever; no TCP client either, unless DEBUGINFOD_URLS names
+   * servers, whom the symbolizer asks over HTTP(S). */
+  if (abi >= 4) {
+    attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | (debuginfod ? 0 : LANDLOCK_ACCESS_NET_CONNECT_TCP);
     size = offsetof(RulesetAttr, scoped);
   }
   if (abi >= 6) {
@@ -206,8 +203,13 @@ Confinement confine_decoder() {
     size = sizeof attr;
   }
   const long ruleset = syscall(SYS_landlock_create_ruleset, &attr, size, 0);
-  if (ruleset < 0) return not_confined("landlock_create_ruleset", errno);
+  if (ruleset < 0) {
+    failure = std::string("landlock_create_ruleset: ") + strerrordesc_np(errno);
+    return 0;
+  }
   Fd owned(static_cast<int>(ruleset));
+  /* What the debuginfod client downloads is kept in its cache: writing
+   * beneath it stays allowed (made first if missing, as the client would). */
   if (debuginfod) {
     const std::string cache = debuginfod_cache();
     if (!cache.empty()) (void)make_dirs(cache, 0700);
@@ -222,9 +224,31 @@ Confinement confine_decoder() {
       (void)syscall(SYS_landlock_add_rule, owned.get(), LANDLOCK_RULE_PATH_BENEATH, &beneath, 0);
     }
   }
-  if (syscall(SYS_landlock_restrict_self, owned.get(), 0) < 0) return not_confined("landlock_restrict_self", errno);
-  Confinement c{static_cast<int>(abi), "", ""};
+  if (syscall(SYS_landlock_restrict_self, owned.get(), 0) < 0) {
+    failure = std::string("landlock_restrict_self: ") + strerrordesc_np(errno);
+    return 0;
+  }
+  return static_cast<int>(abi);
+}
+
+}  // namespace
+
+Confinement confine_decoder() {
+  Confinement c;
+  /* Both halves need it without CAP_SYS_ADMIN; the service sets it too
+   * (NoNewPrivileges=yes). */
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+    c.failure = std::string("PR_SET_NO_NEW_PRIVS: ") + strerrordesc_np(errno);
+    c.seccomp_failure = c.failure;
+    return c;
+  }
+  const char *urls = getenv("DEBUGINFOD_URLS");
+  const bool debuginfod = urls && *urls;
+  c.abi = restrict_with_landlock(debuginfod, c.failure);
+  /* The filter also where Landlock is missing: it still keeps the decoder
+   * from other processes and from the metadata of what root owns. */
   c.seccomp_failure = deny_what_landlock_does_not(debuginfod);
+  c.seccomp = c.seccomp_failure.empty();
   return c;
 }
 

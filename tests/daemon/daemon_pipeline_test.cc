@@ -616,6 +616,8 @@ TEST_F(DaemonPipeline, PathATimelineNextToItsCoreWithinFiveSecondsAsTheReaderPri
   EXPECT_EQ(doc["daemon"]["decoder"]["via_server"], true) << "decoded by fork and exec: " << daemon.log_tail();
   // It confined itself (daemon/src/sandbox.h; this machine kind has ABI 7).
   EXPECT_GE(doc["daemon"]["decoder"]["landlock_abi"].get<int>(), 1);
+  EXPECT_EQ(doc["daemon"]["decoder"]["seccomp"], true);
+  EXPECT_EQ(read_text(daemon.log).find("decoders run without"), std::string::npos) << daemon.log_tail();
   // Issue 4 item 6: on disk within a second of systemd-coredump's entry.
   EXPECT_LT(doc["daemon"]["decoded_usec"].get<std::uint64_t>() - cd["realtime_usec"].get<std::uint64_t>(), 1000000u);
   // It saw the core appear before the entry, and so read the journal
@@ -905,7 +907,7 @@ TEST_F(DaemonPipeline, TimelineThatCannotBeSyncedIsRemovedAndRedoneAfterTheResta
   EXPECT_EQ(daemon.stop(), 0);
   const std::string cursor = read_text(daemon.state + "/cursor");
   ASSERT_FALSE(cursor.empty());
-  daemon.start({}, {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_SUFFIX", ".timeline.json"}});
+  daemon.start({}, {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_CONTAINS", daemon.out + "/#"}});
   const auto c = crash({CT_CRASH_DEMO, "--path=a"});
   EXPECT_EQ(daemon.wait_exit(20s), 1) << daemon.log_tail();
   EXPECT_FALSE(find_timeline(dirs_of(daemon), c.pid, c.not_before_usec)) << "a timeline that is not durable stayed";

@@ -1053,6 +1053,7 @@ TEST_P(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
   // This machine kind's kernel has Landlock (ABI 7 measured): a decoder
   // that did not confine itself is a failure, not a skip.
   EXPECT_GE(r->landlock_abi, 1);
+  EXPECT_TRUE(r->seccomp);
   EXPECT_TRUE(decoders().empty()) << "the decoder was not reaped";
 }
 
@@ -1089,7 +1090,7 @@ TEST(DecoderOutput, DeeplyNestedJsonIsUndecodableNotFatal) {
   const int depth = 200000;
   const std::string json = "{\"status\":\"ok\",\"x\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
   std::ofstream(dir.path + "/out", std::ios::binary)
-      << "CTD1 " << json.size() << " 0 0 0 0 7\n" << json;
+      << "CTD1 " << json.size() << " 0 0 0 0 7 1\n" << json;
   const std::string fake = dir.path + "/fake-decoder";
   std::ofstream(fake) << "#!/bin/sh\nexec cat " << dir.path << "/out\n";
   ASSERT_EQ(chmod(fake.c_str(), 0755), 0);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fail_fsync.c - LD_PRELOAD: fsync(2) fails with EIO on each descriptor
- * whose path (/proc/self/fd/N) ends with $CT_FAIL_FSYNC_SUFFIX, as on a
- * disk that lost the write.  Nothing else changes.  For the pipeline test
- * TimelineDirectoryThatCannotBeFsyncedStopsTheDaemonAndSavesNoCursor.
+ * fail_fsync.c - LD_PRELOAD: fsync(2) fails with EIO, as on a disk that
+ * lost the write, on each descriptor whose path (readlink of
+ * /proc/self/fd/N) ends with $CT_FAIL_FSYNC_SUFFIX or contains
+ * $CT_FAIL_FSYNC_CONTAINS.  (A file made with O_TMPFILE keeps its first
+ * path there, "DIR/#INODE (deleted)", also once linked.)  Nothing else
+ * changes.  For the pipeline tests TimelineThatCannotBeSynced... and
+ * TimelineDirectoryThatCannotBeFsynced....
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -14,13 +17,15 @@
 #include <unistd.h>
 
 static int fails(int fd) {
-  const char *suffix = getenv("CT_FAIL_FSYNC_SUFFIX");
-  if (!suffix || !*suffix) return 0;
+  const char *suffix = getenv("CT_FAIL_FSYNC_SUFFIX"), *part = getenv("CT_FAIL_FSYNC_CONTAINS");
+  if ((!suffix || !*suffix) && (!part || !*part)) return 0;
   char link[64], path[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(link, path, sizeof path - 1);
   if (n < 0) return 0;
   path[n] = '\0';
+  if (part && *part && strstr(path, part)) return 1;
+  if (!suffix || !*suffix) return 0;
   const size_t ls = strlen(suffix);
   return (size_t)n >= ls && strcmp(path + n - ls, suffix) == 0;
 }

@@ -48,7 +48,7 @@ int main(void) {
   if (strcmp(mode, "lost-answer") == 0) {
     long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
     if (pid == 0) {
-      static const char garbage[] = "CTD1 999999 0 0 0 0 0\nnot json";
+      static const char garbage[] = "CTD1 999999 0 0 0 0 0 0\nnot json";
       for (int i = 0; i < 1000; ++i)
         if (write(fds[1], garbage, sizeof garbage - 1) < 0) break;
       _exit(0);
