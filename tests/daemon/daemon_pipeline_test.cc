@@ -155,6 +155,12 @@ class DaemonProc {
   }
 
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {}) {
+    // One at a time: a daemon still running (a test that failed before it
+    // stopped it) would take the next crashes from the one started now.
+    if (pid_ > 0) {
+      ADD_FAILURE() << "core-timelined started while the previous one (pid " << pid_ << ") still runs; killed it";
+      kill9();
+    }
     std::vector<std::string> args{CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
                                   "--first-start", first_start,    "--log-target", log_target, "--log-level",
                                   "debug",        "--tlmap-dir",   CT_TLMAP_DIR};
