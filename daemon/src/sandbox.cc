@@ -118,7 +118,10 @@ std::string deny_what_landlock_does_not(bool inet) {
         SYS_semtimedop, SYS_semctl, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_mq_open, SYS_mq_unlink,
         SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr,
         /* Landlock keeps these within the decoder; without it, too. */
-        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp}) {
+        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp,
+        /* root's keyrings (the unit has KeyringMode=private; a decoder
+         * started otherwise would share its caller's). */
+        SYS_keyctl, SYS_add_key, SYS_request_key}) {
     jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1);
     stmt(BPF_RET | BPF_K, kDeny);
   }

@@ -22,7 +22,7 @@
  * and a decoder never needs, answering EPERM: changing the metadata of
  * files (chmod, chown, xattrs - the user.coredump.* the daemon trusts -,
  * times, truncate by path), io_uring, System V and POSIX IPC, ptrace and
- * process_vm_*, sockets (none; only AF_INET and AF_INET6 with
+ * process_vm_*, keyrings, sockets (none; only AF_INET and AF_INET6 with
  * DEBUGINFOD_URLS), and signals, resource limits and scheduling of any
  * process but itself.  It applies also where Landlock is missing.
  *
