@@ -94,24 +94,6 @@ unsigned long long status_kb(const char *name) {
 
 namespace {
 
-/* RLIMIT_DATA of a decoder: its RLIMIT_AS less the core on fd 3.  The
- * address-space limit has room for the core, which the reader maps
- * read-only (not counted in RLIMIT_DATA), and the core's size is the
- * crashed user's choice (zeros compress to nothing and are kept sparse):
- * this keeps the decoder's own memory (heap, private writable mappings) to
- * --memory-limit whatever the core's size (setrlimit(2)). */
-void limit_own_memory() {
-  struct rlimit as;
-  struct stat st;
-  if (getrlimit(RLIMIT_AS, &as) < 0 || as.rlim_cur == RLIM_INFINITY || fstat(3, &st) < 0) return;
-  const rlim_t core = static_cast<rlim_t>(st.st_size);
-  const rlim_t own = as.rlim_cur > core ? as.rlim_cur - core : 0;
-  struct rlimit data;
-  if (getrlimit(RLIMIT_DATA, &data) < 0) return;
-  if (data.rlim_max != RLIM_INFINITY && data.rlim_max < own) return; /* already lower */
-  const struct rlimit to{own, own};
-  (void)setrlimit(RLIMIT_DATA, &to);
-}
 
 /* Decodes the core on fd 3 and writes the CTD1 output on fd 1 (decode.h,
  * "Protocol").  Returns the exit status. */
@@ -317,6 +299,19 @@ int decoder_server_main(int argc, char **argv) {
       if (fd >= 0) close(fd);
     if (send(3, &answer, sizeof answer, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof answer)) return 0;
   }
+}
+
+void limit_own_memory() {
+  struct rlimit as;
+  struct stat st;
+  if (getrlimit(RLIMIT_AS, &as) < 0 || as.rlim_cur == RLIM_INFINITY || fstat(3, &st) < 0) return;
+  const rlim_t core = static_cast<rlim_t>(st.st_size);
+  const rlim_t own = as.rlim_cur > core ? as.rlim_cur - core : 0;
+  struct rlimit data;
+  if (getrlimit(RLIMIT_DATA, &data) < 0) return;
+  if (data.rlim_max != RLIM_INFINITY && data.rlim_max < own) return; /* already lower */
+  const struct rlimit to{own, own};
+  (void)setrlimit(RLIMIT_DATA, &to);
 }
 
 Result<DecoderServer> DecoderServer::start(const std::string &self_exe) {

@@ -213,6 +213,19 @@ int decoder_child_main(int argc, char **argv);
 /** main() of `core-timelined --decoder-server` (socket on fd 3). */
 int decoder_server_main(int argc, char **argv);
 
+/**
+ * In a decoder, with the core on fd 3 and RLIMIT_AS set: sets RLIMIT_DATA
+ * to RLIMIT_AS less the core's size (st_size), the decoder's own memory
+ * (heap, private writable mappings; setrlimit(2)).  The core's size is the
+ * crashed user's choice (zeros compress to nothing and are kept sparse),
+ * and the reader maps it read-only, which RLIMIT_DATA does not count; so
+ * the room RLIMIT_AS leaves for the core cannot be spent on anything else.
+ * Leaves a lower hard RLIMIT_DATA as it is; does nothing without a finite
+ * RLIMIT_AS or a file on fd 3.  Called by the decoder before it reads the
+ * core.
+ */
+void limit_own_memory();
+
 }  // namespace ctd
 
 #endif  // CORE_TIMELINE_DAEMON_DECODE_H

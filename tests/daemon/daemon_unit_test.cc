@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <lz4frame.h>
 #include <lzma.h>
@@ -978,6 +979,45 @@ TEST(Sandbox, ConfinedRootWithoutCapabilitiesCannotChangeMetadataLimitsOrReachSo
   EXPECT_EQ(after.rlim_max, before.rlim_max) << "the decoder lowered another root process's RLIMIT_NOFILE";
   kill(other, SIGKILL);
   waitpid(other, nullptr, 0);
+}
+
+// The room RLIMIT_AS leaves for the core (memory limit + the core's size)
+// cannot be spent on the decoder's own memory: a core of 8 GiB of zeros
+// (kept sparse, the crashed user's choice) buys no heap.
+TEST(DecoderLimits, CoreSizeBuysTheDecoderNoMemoryOfItsOwn) {
+  TempDir dir;
+  const std::string core = dir.path + "/sparse-core";
+  constexpr rlim_t kCore = 8ull << 30, kOwn = 256ull << 20;
+  {
+    const int fd = open(core.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, static_cast<off_t>(kCore)), 0);
+    close(fd);
+  }
+  const pid_t p = fork();
+  ASSERT_GE(p, 0);
+  if (p == 0) {
+    const int fd = open(core.c_str(), O_RDONLY);
+    if (fd < 0 || dup2(fd, 3) < 0) _exit(10);
+    const rlimit as{kCore + kOwn, kCore + kOwn};
+    if (setrlimit(RLIMIT_AS, &as) < 0) _exit(11);
+    ctd::limit_own_memory();
+    rlimit data{};
+    if (getrlimit(RLIMIT_DATA, &data) < 0 || data.rlim_cur != kOwn) _exit(12);
+    // The core still maps whole, read-only, as the reader maps it.
+    if (mmap(nullptr, kCore, PROT_READ, MAP_PRIVATE, 3, 0) == MAP_FAILED) _exit(13);
+    // Within the limit: fine.  Beyond it (though RLIMIT_AS would allow
+    // it without the core's mapping): refused.
+    void *small = malloc(kOwn / 4);
+    if (!small) _exit(14);
+    void *big = malloc(2 * kOwn);
+    _exit(big ? 15 : 0);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(p, &st, 0), p);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "10-11: setup, 12: RLIMIT_DATA not the memory limit, 13: the core did not map, "
+                                   "14: the decoder's own memory refused, 15: more than its own memory allowed";
 }
 
 // ---- the isolated decoder ---------------------------------------------------
