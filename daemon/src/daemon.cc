@@ -277,10 +277,24 @@ Result<bool> Daemon::drain() {
   return true;
 }
 
+void Daemon::sync_later(Fd file, const std::string &dir, const std::string &name) {
+  unsynced_timelines_.push_back({std::move(file), dir + "/" + name});
+  unsynced_dirs_.insert(dir);
+}
+
 bool Daemon::entries_due() const { return core_watch_ && core_watch_->expected() > 0; }
 
 void Daemon::save_progress() {
   if (!unsaved_cursor_) return;
+  /* Nothing more is saved by this run, which stops: a later fsync of the
+   * same file may report success for data that never reached the disk. */
+  auto give_up = [this] {
+    unsynced_timelines_.clear();
+    unsynced_dirs_.clear();
+    unsaved_cursor_.reset();
+    unsaved_since_ = 0;
+    stop_ = failed_ = true;
+  };
   /* Start the writeback of every timeline, then wait for each: the file
    * system commits them together rather than one commit per fsync. */
   for (const auto &t : unsynced_timelines_)
@@ -295,12 +309,7 @@ void Daemon::save_progress() {
     spdlog::error("cannot fsync the timeline {}: {}; removed it and stopping without saving the journal cursor "
                   "(the entries since the last save are redone after a restart)",
                   it->path, strerrordesc_np(e));
-    /* Nothing more is saved by this run: a later fsync of the same file
-     * may report success for data that never reached the disk. */
-    unsynced_timelines_.clear();
-    unsynced_dirs_.clear();
-    unsaved_cursor_.reset();
-    stop_ = failed_ = true;
+    give_up();
     return;
   }
   /* The names of the timelines become durable before the cursor goes past
@@ -313,10 +322,7 @@ void Daemon::save_progress() {
       spdlog::error("cannot fsync {}: {}; stopping without saving the journal cursor (the entries since the last "
                     "save are redone after a restart)",
                     *it, d ? strerrordesc_np(errno) : d.error().message);
-      unsynced_timelines_.clear();
-      unsynced_dirs_.clear();
-      unsaved_cursor_.reset();
-      stop_ = failed_ = true;
+      give_up();
       return;
     }
     it = unsynced_dirs_.erase(it);
@@ -565,8 +571,7 @@ bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int
     case Existing::kWhole:
       /* Perhaps written by a run killed before it synced it: this run's
        * cursor goes past the entry only once it is durable. */
-      unsynced_timelines_.push_back({std::move(opened), dir + "/" + name});
-      unsynced_dirs_.insert(dir);
+      sync_later(std::move(opened), dir, name);
       return true;
     case Existing::kOther:
       spdlog::warn("pid {}: {}/{} is not a regular file of at most {} MiB; left as it is", e.pid, dir, name,
@@ -747,10 +752,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   Fd unsynced;
   auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
                           /*sync_directory=*/false, &unsynced);
-  if (w && unsynced.valid()) {
-    unsynced_timelines_.push_back({std::move(unsynced), dir + "/" + name});
-    unsynced_dirs_.insert(dir);
-  }
+  if (w && unsynced.valid()) sync_later(std::move(unsynced), dir, name);
   if (!w) {
     spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,
                   w.error().message);

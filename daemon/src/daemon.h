@@ -166,6 +166,9 @@ class Daemon {
    *  saving: the entries since the last save are redone after the
    *  restart. */
   void save_progress();
+  /** The timeline `dir`/`name`, open as `file`, is fsynced, and then
+   *  `dir`, by the next save_progress(). */
+  void sync_later(Fd file, const std::string &dir, const std::string &name);
   /** Whether a core in the coredump directory awaits its entry (so more
    *  entries are due within milliseconds). */
   bool entries_due() const;
