@@ -333,7 +333,12 @@ std::optional<Timeline> find_timeline(const std::vector<std::string> &dirs, pid_
       if (not_before_usec) {
         const std::string stem = name.substr(0, name.size() - std::string_view(".timeline.json").size());
         const std::uint64_t ts = std::strtoull(stem.substr(stem.rfind('.') + 1).c_str(), nullptr, 10);
-        if (ts + 1000000 <= not_before_usec) continue;
+        // COREDUMP_TIMESTAMP is the kernel's %t: whole seconds of its coarse
+        // clock (ktime_get_real_seconds()), which lags CLOCK_REALTIME by up
+        // to a tick, so a crash just after a second began can carry the
+        // second before: one more second of slack (a reused pid's earlier
+        // crash is minutes older).
+        if (ts + 2000000 <= not_before_usec) continue;
       }
       Timeline t{e.path(), json::parse(read_text(e.path()), nullptr, false)};
       if (t.doc.is_discarded()) continue;
