@@ -117,6 +117,33 @@ void BM_ReadTicks(benchmark::State &state) {
 }
 BENCHMARK(BM_ReadTicks);
 
+// The other clocks a writer could stamp with (docs/platform.md §6): rdtscp
+// waits for earlier instructions; clock_gettime goes through the vDSO;
+// CLOCK_MONOTONIC_COARSE is cheap but ticks only every few milliseconds.
+void BM_ReadTicksP(benchmark::State &state) {
+  unsigned aux = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtscp(&aux));
+}
+BENCHMARK(BM_ReadTicksP);
+
+void BM_ClockMonotonic(benchmark::State &state) {
+  struct timespec ts;
+  for (auto _ : state) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
+BENCHMARK(BM_ClockMonotonic);
+
+void BM_ClockMonotonicCoarse(benchmark::State &state) {
+  struct timespec ts;
+  for (auto _ : state) {
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
+BENCHMARK(BM_ClockMonotonicCoarse);
+
 alignas(128) fmt_::Slot g_bare_slots[4096];
 
 __attribute__((noinline)) void bare_stores(uint64_t i, uint32_t tid) {

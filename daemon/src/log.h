@@ -15,7 +15,7 @@
  * people and programs to find (mapping absent, entry rejected, timeline
  * written).
  *
- * Only the daemon's top level logs (STYLE.md); library-like modules return
+ * Only the daemon's top level logs; library-like modules return
  * errors.  Thread-safety: spdlog's _mt sinks; Scope is thread-local.
  */
 #ifndef CORE_TIMELINE_DAEMON_LOG_H

@@ -225,7 +225,7 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
     return -e;
   }
   /* Undo any MADV_DONTDUMP a caller's policy might apply to new mappings;
-   * the filter bits still decide (FACTS.md §1). */
+   * the filter bits still decide (docs/platform.md §1). */
   madvise(base, size, MADV_DODUMP);
 
   auto *h = static_cast<fmt::RingHeader *>(base);

@@ -270,7 +270,7 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     }
 
     /* Cross-check the untrusted write_index with what the slots show
-     * (spec, Honest Limitations: integrity by cross-check, not by CRC). */
+     * (docs/design.md: integrity by cross-check, not by CRC). */
     const std::uint64_t W = ls.write_index;
     if (ls.committed > 0 && W == 0) {
       ls.counter_inconsistent = true;

@@ -415,7 +415,7 @@ std::vector<std::pair<std::string, std::uint64_t>> event_ids(const json &doc) {
   return out;
 }
 
-// The a-path of crash_demo, as the spec states it: REQ_PARSE(41), FREE,
+// The a-path of crash_demo, as docs/design.md states it: REQ_PARSE(41), FREE,
 // BEFORE_DIE(1001), CRASH.
 void expect_a_path(const json &doc) {
   auto ev = event_ids(doc);

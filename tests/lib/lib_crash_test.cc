@@ -238,7 +238,7 @@ TEST(Contention, EightWritersAndACrashLeaveOnlyFullyWrittenSlots) {
   EXPECT_EQ(of_kind(c.events, fmt::kKindCrash).size(), 1u);
 }
 
-// The spec's two-path fixture (Differential Test): the NT_FILE note lists the
+// The two-path fixture of docs/design.md: the NT_FILE note lists the
 // memfd, its PT_LOAD has bytes, and each path's events are in them.
 struct PathExpect {
   const char *path;

@@ -3,7 +3,7 @@
 // crash_harness.h - real crashes, real cores, for the tests.
 //
 // Runs a program until it crashes and fetches its core the way production
-// does: from systemd-coredump, through the journal (FACTS.md §2).  Needs the
+// does: from systemd-coredump, through the journal (docs/platform.md §2).  Needs the
 // pipeline to be running (ctest fixture "pipeline", or
 // `tests/support/pipeline start`) and root, to read the stored cores.
 //

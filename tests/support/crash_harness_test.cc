@@ -106,7 +106,7 @@ TEST(CrashHarness, NullDereferenceLeavesAnElfCoreWithSigsegv) {
 // Guards against: a coredump_filter option that is silently ignored, and a
 // core that is not the decompressed memory of the process.  Under the
 // default filter (0x33) a shared anonymous page is in the core; with bit 1
-// cleared (0x31) it is not (FACTS.md §1).
+// cleared (0x31) it is not (docs/platform.md §1).
 TEST(CrashHarness, CoredumpFilterIsAppliedToTheChildOnly) {
   const std::string m = marker();
   std::string before = read_file("/proc/self/coredump_filter");

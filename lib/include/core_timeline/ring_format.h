@@ -63,7 +63,7 @@ inline constexpr std::uint32_t kInlineBytes = 64;
 /** Maximum build-id bytes stored in the header. */
 inline constexpr std::uint32_t kMaxBuildId = 64;
 /** Name the writer gives its memfd; the core's NT_FILE note lists it as
- *  "/memfd:core-timeline (deleted)" (memfd_create(2), FACTS.md §1). */
+ *  "/memfd:core-timeline (deleted)" (memfd_create(2), docs/platform.md §1). */
 inline constexpr char kMemfdName[] = "core-timeline";
 
 /** Sanity bounds a reader enforces before trusting any offset. */
@@ -72,7 +72,7 @@ inline constexpr std::uint32_t kMinSlotsPerLane = 8;
 inline constexpr std::uint32_t kMaxSlotsPerLane = 1u << 20;
 inline constexpr std::uint64_t kMaxRegionSize = 1ull << 32; /* 4 GiB */
 
-/** Bit 63 of slot.begin_seq: the slot is being written (spec, "Slot write
+/** Bit 63 of slot.begin_seq: the slot is being written (docs/design.md, "The slot write
  *  protocol").  A slot whose begin_seq has it set is torn. */
 inline constexpr std::uint64_t kSeqWriting = 1ull << 63;
 
@@ -260,7 +260,7 @@ static_assert(offsetof(LaneDesc, owner_name) == 32);
  * One event (128 bytes, two cache lines).  Sequence `seq` of a lane lives in
  * slot (seq - 1) % slots_per_lane.
  *
- * Write protocol (spec, "Slot write protocol"):
+ * Write protocol (docs/design.md, "The slot write protocol"):
  *   begin_seq = seq | kSeqWriting; store the fields; release fence;
  *   end_seq = seq; begin_seq = seq (release).
  * A reader accepts a slot only when begin_seq == end_seq == the sequence the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * render.h - an Analysis as text (the spec's example) or as JSON
+ * render.h - an Analysis as text (docs/design.md's example) or as JSON
  * (docs/timeline-json.md, validated by docs/timeline.schema.json).
  *
  * Strings from the core (paths, thread names) are untrusted bytes: text

@@ -6,7 +6,7 @@
  * These functions are pure: they look only at the bytes given, never at the
  * core or the host, so the fuzzer and the sidecar path use them as they are.
  *
- * Validation follows the spec's "Reader validation steps" and the format's
+ * Validation follows "The reader's validation steps" of docs/design.md and the format's
  * rules, in this order, before any offset from the header is used:
  *   magic "CTLN"; 512 header bytes present; endian_marker; version 1;
  *   header CRC-32C over [0, 384); header_size; unknown incompat_flags;

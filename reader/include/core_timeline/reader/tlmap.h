@@ -2,7 +2,7 @@
 /*
  * tlmap.h - names for user event ids (.tlmap files).
  *
- * A .tlmap file has one "ID NAME" pair a line, as in the spec:
+ * A .tlmap file has one "ID NAME" pair a line, as in docs/design.md:
  *
  *     # comment
  *     0x1001 REQ_PARSE
