@@ -233,8 +233,8 @@ class Summarizer {
         bool ok = key == "events"     ? events()
                   : key == "coredump" ? coredump()
                   : key == "text"     ? text()
-                  : kept(key)         ? keep(t_.top, key)
-                                      : skip();
+                  : kept(key) || wanted_root(key) ? keep(t_.top, key)
+                                                  : skip();
         if (!ok) return false;
         bool more = false;
         if (!k_.next('}', more)) return false;
@@ -263,13 +263,22 @@ class Summarizer {
   }
 
   bool text() {
-    if (!r_.want_text) return skip();
+    const bool as_path = wanted_root("text");
+    if (!r_.want_text && !as_path) return skip();
     std::string_view v;
     if (!k_.skim(1, v)) return false;
     auto j = parse_slice(v);
     if (!j) return k_.fail("invalid JSON in \"text\"");
-    if (j->is_string()) t_.text = std::move(j->get_ref<std::string &>());
+    if (as_path) t_.top["text"] = *j;
+    if (r_.want_text && j->is_string()) t_.text = std::move(j->get_ref<std::string &>());
     return true;
+  }
+
+  /* Whether a path of the request begins with the top-level `key`. */
+  bool wanted_root(std::string_view key) const {
+    for (const auto &p : r_.paths)
+      if (p.starts_with(key) && (p.size() == key.size() || p[key.size()] == '.')) return true;
+    return false;
   }
 
   bool wanted_field(const std::string &name) const {
@@ -278,6 +287,14 @@ class Summarizer {
       if (name == f) return true;
     for (const auto &f : r_.fields)
       if (name == f) return true;
+    constexpr std::string_view kFieldsPath = "coredump.fields";
+    for (const auto &p : r_.paths) {
+      const std::string_view v = p;
+      if (v == "coredump" || v == kFieldsPath) return true;
+      if (v.starts_with(kFieldsPath) && v.size() > kFieldsPath.size() && v[kFieldsPath.size()] == '.' &&
+          v.substr(kFieldsPath.size() + 1) == name)
+        return true;
+    }
     return false;
   }
 
@@ -324,6 +341,8 @@ class Summarizer {
     t_.has_events = true;
     t_.event_count = 0;
     t_.last_event = nullptr;
+    json *all = nullptr;   // with a path into "events": every event, kept
+    if (wanted_root("events")) all = &(t_.top["events"] = json::array());
     // Only the last kTailEvents texts are kept (for last_event): memory
     // does not grow with the number of events.
     std::array<std::string_view, kTailEvents> tail;
@@ -334,10 +353,11 @@ class Summarizer {
         if (!k_.peek('{')) return k_.fail(fmt::format("event {} is not an object", n));
         std::string_view v;
         if (!k_.skim(2, v)) return false;
-        if (r_.on_event && (!r_.may_want_event || r_.may_want_event(v))) {
+        if (all || (r_.on_event && (!r_.may_want_event || r_.may_want_event(v)))) {
           auto e = parse_slice(v);
           if (!e) return k_.fail(fmt::format("invalid JSON in event {}", n));
-          r_.on_event(*e, n);
+          if (r_.on_event && (!r_.may_want_event || r_.may_want_event(v))) r_.on_event(*e, n);
+          if (all) all->push_back(std::move(*e));
         }
         tail[n % kTailEvents] = v;
         ++n;
@@ -422,6 +442,14 @@ const json *Timeline::lookup(std::string_view dotted) const {
     auto dot = dotted.find('.');
     std::string part(dotted.substr(0, dot));
     dotted = dot == std::string_view::npos ? std::string_view() : dotted.substr(dot + 1);
+    if (cur->is_array()) {
+      std::size_t i = 0;
+      auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), i, 10);
+      if (part.empty() || ec != std::errc() || end != part.data() + part.size() || i >= cur->size())
+        return nullptr;
+      cur = &(*cur)[i];
+      continue;
+    }
     if (!cur->is_object()) return nullptr;
     auto it = cur->find(part);
     if (it == cur->end()) return nullptr;

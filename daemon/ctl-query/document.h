@@ -90,6 +90,11 @@ struct ReadRequest {
    *  always kept. */
   std::vector<std::string> fields;
   bool all_fields = false;    /**< keep every coredump.fields member */
+  /** Dotted paths the caller will look up (Timeline::lookup): the
+   *  top-level value each begins with is kept whole in Timeline::top
+   *  ("events" and "text" too), and so is the coredump.fields member that
+   *  a "coredump.fields.NAME" path names. */
+  std::vector<std::string> paths;
   /** Called for each element of "events", in document order, with its
    *  0-based index.  Each event is an object (else the document is
    *  malformed and the read fails after the calls already made). */
@@ -106,7 +111,7 @@ struct Timeline {
   std::optional<TimelineName> name;  /**< from the file name, if it parses */
   /** The top-level values kept: "schema_version", "status", "exit_code",
    *  "reason", "source", "process", "crash", "coredump", "daemon" (those
-   *  present).  "status" is a string and "coredump" an object whose
+   *  present) and those that ReadRequest::paths begin with.  "status" is a string and "coredump" an object whose
    *  "fields" holds only the fields asked for (ReadRequest::fields). */
   nlohmann::ordered_json top = nlohmann::ordered_json::object();
   bool has_events = false;           /**< the document has "events" */
@@ -128,7 +133,8 @@ struct Timeline {
   /** coredump.fields[key] when it is a string, else nullptr. */
   const std::string *field(std::string_view key) const;
   /** A value by dotted path below the kept top-level values
-   *  ("status", "coredump.boot_id", "process.exe"), or nullptr. */
+   *  ("status", "coredump.boot_id", "process.exe", "events.0.kind": a
+   *  part that is a decimal number indexes an array), or nullptr. */
   const nlohmann::ordered_json *lookup(std::string_view dotted) const;
 };
 

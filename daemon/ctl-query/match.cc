@@ -26,19 +26,23 @@ void add(std::vector<MatchGroup> &groups, const std::string &field, std::string 
   groups.push_back(MatchGroup{field, {std::move(value)}});
 }
 
-/* The document value a group is about, as a string; nullopt if absent or
- * not a scalar. */
+/* The document value a group is about: a coredump.fields member, else a
+ * value by dotted path (the boot id is in the document itself; the daemon
+ * need not repeat the journal's _BOOT_ID among the fields). */
+const nlohmann::ordered_json *find(const Timeline &t, const std::string &field) {
+  return t.lookup(field == "_BOOT_ID" ? "coredump.boot_id" : field);
+}
+
+/* That value as the text a match compares with; nullopt if absent or not
+ * a scalar. */
 std::optional<std::string> value_of(const Timeline &t, const std::string &field) {
   if (const std::string *f = t.field(field)) return *f;
-  // The boot id is in the document itself; the daemon need not repeat the
-  // journal's _BOOT_ID among the fields.
-  const nlohmann::ordered_json *v = t.lookup(field == "_BOOT_ID" ? "coredump.boot_id" : field);
-  if (!v || v->is_structured() || v->is_null()) return std::nullopt;
+  const nlohmann::ordered_json *v = find(t, field);
+  if (!v || v->is_structured()) return std::nullopt;
   if (v->is_string()) return v->get<std::string>();
-  if (v->is_boolean()) return v->get<bool>() ? "true" : "false";
-  if (v->is_number_unsigned()) return std::to_string(v->get<std::uint64_t>());
-  if (v->is_number_integer()) return std::to_string(v->get<std::int64_t>());
-  return std::nullopt;
+  // null, true, false, and numbers as JSON writes them (an integer in
+  // decimal, a fraction in its shortest round-trip form).
+  return v->dump();
 }
 
 }  // namespace
@@ -86,6 +90,11 @@ bool MatchSet::may_match(const TimelineName &n) const {
     if (std::find(g.values.begin(), g.values.end(), fact) == g.values.end()) return false;
   }
   return true;
+}
+
+bool MatchSet::has_field(const Timeline &t, std::size_t group) const {
+  const std::string &field = groups_.at(group).field;
+  return t.field(field) != nullptr || find(t, field) != nullptr;
 }
 
 bool MatchSet::matches(const Timeline &t) const {

@@ -4,10 +4,11 @@
  *
  *   FIELD=VALUE   contains '=': the document's coredump.fields[FIELD]
  *                 (COREDUMP_PID=, COREDUMP_UID=, _BOOT_ID=... any journal
- *                 field the daemon stored) when FIELD is one of them, else a
- *                 top-level document value by dotted path ("status=ok",
- *                 "coredump.boot_id=...", "process.exe=...",
- *                 "daemon.version=..."); _BOOT_ID falls back to
+ *                 field the daemon stored) when FIELD is one of them, else
+ *                 any value of the document by dotted path ("status=ok",
+ *                 "core.truncated=false", "process.exe=...",
+ *                 "daemon.decoder.seccomp=true", "events.0.kind=LANE_CLAIM":
+ *                 a decimal part indexes an array); _BOOT_ID falls back to
  *                 coredump.boot_id
  *   /path, a/b    contains '/': COREDUMP_EXE, the path made absolute against
  *                 the current directory and lexically normalized (and, when
@@ -17,8 +18,10 @@
  *
  * As in the journal's matching, several matches on the same field are
  * alternatives (pid 1 or pid 2) and matches on different fields must all
- * hold.  Values compare as exact strings; a number in the document compares
- * by its decimal text, true/false by those words.
+ * hold.  Values compare as exact strings; other scalars compare by their
+ * JSON text: an integer in decimal, a fraction in its shortest round-trip
+ * form (1.5), true, false and null by those words.  An object or array
+ * matches nothing.
  *
  * Thread-safety: a MatchSet is immutable after parse(); its methods may be
  * called from several threads.
@@ -26,6 +29,7 @@
 #ifndef CORE_TIMELINE_CTL_QUERY_MATCH_H
 #define CORE_TIMELINE_CTL_QUERY_MATCH_H
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -51,6 +55,11 @@ class MatchSet {
    *  document cannot match (COREDUMP_PID, COREDUMP_UID, COREDUMP_COMM,
    *  COREDUMP_TIMESTAMP and _BOOT_ID are in the name). */
   bool may_match(const TimelineName &name) const;
+
+  /** Whether the document has the field of groups()[group] at all, with
+   *  any value (a field that no document has is worth a note: a
+   *  misspelling). */
+  bool has_field(const Timeline &t, std::size_t group) const;
 
   /** Whether a read document matches every group. */
   bool matches(const Timeline &t) const;

@@ -366,6 +366,9 @@ int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexc
     for (const auto &g : matches->groups()) match_fields.push_back(g.field);
     std::vector<Slot> slots(todo.size());
     std::atomic<std::size_t> next{0};
+    // Which groups' fields some document had, and how many were read.
+    std::vector<std::atomic<bool>> field_seen(matches->groups().size());
+    std::atomic<std::size_t> documents_read{0};
     auto worker = [&]() {
       for (;;) {
         const std::size_t i = next.fetch_add(1);
@@ -376,6 +379,7 @@ int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexc
           ReadRequest req;
           req.max_bytes = o.max_bytes;
           req.fields = match_fields;
+          req.paths = match_fields;
           if (o.command == Command::kEvents) {
             req.on_event = [&](const json &e, std::size_t) {
               if (o.event_filter.matches(e)) events.push_back(e);
@@ -388,6 +392,10 @@ int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexc
             continue;
           }
           Timeline &t = r.value();
+          documents_read.fetch_add(1, std::memory_order_relaxed);
+          for (std::size_t g = 0; g < field_seen.size(); ++g)
+            if (!field_seen[g].load(std::memory_order_relaxed) && matches->has_field(t, g))
+              field_seen[g].store(true, std::memory_order_relaxed);
           if (!in_range(t.time_usec) || !matches->matches(t)) continue;
           if (o.command == Command::kEvents && events.empty()) continue;
           slots[i].row = make_row(std::move(t), std::move(events));
@@ -403,6 +411,10 @@ int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexc
     for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
     worker();
     for (auto &th : threads) th.join();
+    if (documents_read.load() > 0 && !o.quiet)
+      for (std::size_t g = 0; g < field_seen.size(); ++g)
+        if (!field_seen[g].load())
+          err << "ctl-query: no timeline has a field " << printable(matches->groups()[g].field) << '\n';
 
     // 4. Problems, in file order; then the matches, by crash time.
     std::vector<const Row *> rows;

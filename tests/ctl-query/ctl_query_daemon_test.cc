@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crash_harness.h"
+#include "leaves.h"
 #include "test_timelines.h"
 
 namespace {
@@ -265,6 +266,23 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   EXPECT_EQ(ja["events"], doc_a["events"].size());
   EXPECT_EQ(ja["journal_cursor"], doc_a["coredump"]["journal_cursor"]);
   EXPECT_EQ(lines_of(query({"events", "--no-legend", "--name", "BEFORE_DIE", pid_a, pid_b}).out).size(), 2u);
+
+  // Every value of the stored document matches by its dotted path (all of
+  // them at once: each must hold), and a misspelt path is named.
+  std::vector<std::string> every = ct::test::ctlq::leaf_matches(doc_a);
+  ASSERT_GT(every.size(), 100u);
+  every.insert(every.begin(), {"list", "--no-legend"});
+  ProcessResult leaves = query(every);
+  EXPECT_EQ(leaves.exit_code, 0) << leaves.err;
+  EXPECT_EQ(lines_of(leaves.out).size(), 1u) << leaves.out;
+  EXPECT_TRUE(contains(leaves.out, " " + pid_a + " ")) << leaves.out;
+  if (leaves.exit_code != 0) {
+    for (std::size_t i = 2; i < every.size(); ++i)
+      EXPECT_EQ(query({"list", pid_a, every[i]}).exit_code, 0) << every[i];
+  }
+  ProcessResult misspelt = query({"list", "core.trunacted=true"});
+  EXPECT_EQ(misspelt.exit_code, 1);
+  EXPECT_TRUE(contains(misspelt.err, "no timeline has a field core.trunacted\n")) << misspelt.err;
 
   // The user lists their own timeline and is told of root's.
   ProcessResult mine = query({"list"}, as_user);

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "leaves.h"
 #include "document.h"
 #include "match.h"
 #include "query.h"
@@ -284,6 +285,55 @@ TEST(Matches, SameFieldIsOrDifferentFieldsAreAnd) {
   // _BOOT_ID is coredump.boot_id when the fields do not carry it.
   EXPECT_TRUE(matches({"_BOOT_ID=feac8a91104c4813a37419e2b9ab4803"}));
   EXPECT_FALSE(matches({"_BOOT_ID=00000000000000000000000000000000"}));
+}
+
+// Guards against: matches on the paths that the summary did not keep
+// ("rings", "events", "text", null values) saying "no match" (issue 12).
+TEST(Matches, EveryLeafOfTheDocumentMatchesByItsDottedPath) {
+  const json d = sample_document();
+  const std::vector<std::string> leaves = ct::test::ctlq::leaf_matches(d);
+  ASSERT_GT(leaves.size(), 40u);
+  auto set = ctlq::MatchSet::parse(leaves, "/");
+  ASSERT_TRUE(set);
+  ctlq::ReadRequest req;
+  for (const auto &g : set->groups()) {
+    req.fields.push_back(g.field);
+    req.paths.push_back(g.field);
+  }
+  auto t = ctlq::parse_timeline(d.dump(), "x.timeline.json", req);
+  ASSERT_TRUE(t) << t.error().message;
+  for (const auto &m : leaves) {
+    auto one = ctlq::MatchSet::parse({m}, "/");
+    ASSERT_TRUE(one);
+    EXPECT_TRUE(one->matches(*t)) << m;
+    EXPECT_TRUE(one->has_field(*t, 0)) << m;
+  }
+  EXPECT_TRUE(set->matches(*t));
+  // Another value of the same path does not match.
+  EXPECT_FALSE(ctlq::MatchSet::parse({"rings.0.state=torn"}, "/")->matches(*t));
+  EXPECT_FALSE(ctlq::MatchSet::parse({"reason=ok"}, "/")->matches(*t));
+  EXPECT_FALSE(ctlq::MatchSet::parse({"events.3.kind=USER"}, "/")->matches(*t));  // no event 3
+  EXPECT_FALSE(ctlq::MatchSet::parse({"process=x"}, "/")->matches(*t));          // an object
+}
+
+TEST(Matches, AFieldNoTimelineHasGetsANote) {
+  TempDir dir;
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json",
+            sample_document().dump());
+  Cli leaf = cli({"-D", dir.path(), "list", "rings.0.lanes.0.lane=0", "reason=null", "text=" +
+                  sample_document()["text"].get<std::string>()});
+  EXPECT_EQ(leaf.rc, ctlq::kExitFound) << leaf.err;
+  EXPECT_EQ(leaf.err, "");
+  Cli misspelt = cli({"-D", dir.path(), "list", "core.trunacted=true"});
+  EXPECT_EQ(misspelt.rc, ctlq::kExitNoMatch);
+  EXPECT_NE(misspelt.err.find("no timeline has a field core.trunacted\n"), std::string::npos) << misspelt.err;
+  Cli field = cli({"-D", dir.path(), "list", "COREDUMP_PDI=4242"});
+  EXPECT_EQ(field.rc, ctlq::kExitNoMatch);
+  EXPECT_NE(field.err.find("no timeline has a field COREDUMP_PDI\n"), std::string::npos) << field.err;
+  // A field that is there with another value: no note, just no match.
+  Cli other = cli({"-D", dir.path(), "list", "status=no_ring"});
+  EXPECT_EQ(other.rc, ctlq::kExitNoMatch);
+  EXPECT_EQ(other.err.find("no timeline has a field"), std::string::npos) << other.err;
 }
 
 TEST(Matches, FileNamePrefilterOnlyRejectsWhatCannotMatch) {
