@@ -72,9 +72,9 @@ class Daemon {
   /** A new core whose entry has not been read after this long makes the
    *  daemon seek the journal again after the last entry it read (and again
    *  each such period): systemd-coredump sends the entry 40-50 ms after
-   *  linking the core (0.7-0.9 s in a storm of 32), and once, in CI, a
-   *  reader that polled every millisecond did not see an entry journald
-   *  had written for 5 s. */
+   *  linking the core (0.7-0.9 s in a storm of 32); a reader that polls
+   *  every millisecond has been seen to miss an entry journald had
+   *  written for 5 s (cause unknown), and seeking again finds it. */
   static constexpr std::uint64_t kReseekAfterMs = 2000;
 
   Daemon(Options options, TrustPolicy policy);

@@ -47,6 +47,7 @@
 #define CORE_TIMELINE_DAEMON_ENTRY_H
 
 #include <sys/types.h>
+#include <systemd/sd-messages.h>
 
 #include <cstdint>
 #include <map>
@@ -60,8 +61,9 @@
 
 namespace ctd {
 
-/** MESSAGE_ID of systemd-coredump's entries (SD_MESSAGE_COREDUMP). */
-inline constexpr std::string_view kCoredumpMessageId = "fc2e22bc6ee647b6b90729ab34a250b1";
+/** MESSAGE_ID of systemd-coredump's entries, fc2e22bc6ee647b6b90729ab34a250b1
+ *  (<systemd/sd-messages.h>). */
+inline constexpr std::string_view kCoredumpMessageId = SD_MESSAGE_COREDUMP_STR;
 
 /** Highest system uid (SYSTEM_UID_MAX of login.defs on Debian). */
 inline constexpr std::uint64_t kSystemUidMax = 999;

@@ -89,7 +89,6 @@ void setup(Target target, spdlog::level::level_enum level) {
   spdlog::set_default_logger(logger);
 }
 
-bool to_journal() { return g_journal; }
 
 void event(int priority, std::string_view message_id, const std::string &message, const Fields &fields) {
   if (g_journal) send(priority, message_id, message, fields);

@@ -43,9 +43,6 @@ using Fields = std::vector<std::pair<std::string, std::string>>;
 /** Installs the default logger for `target` at `level`. */
 void setup(Target target, spdlog::level::level_enum level);
 
-/** Whether journal output is on (after setup). */
-bool to_journal();
-
 /** Journal priority (0 emerg .. 7 debug) for a spdlog level. */
 int priority_of(spdlog::level::level_enum level);
 

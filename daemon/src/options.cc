@@ -33,7 +33,10 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
                "core-timelined"};
   app.set_config("--config", kDefaultConfig,
                  "Configuration file of 'name = value' lines (read if it exists)");
-  std::string first_start = "boot", timeout = "30", memory = "1G", keep_whole = "64M", max_kept = "1G";
+  std::string first_start = "boot", timeout = "30";
+  // Sizes: bytes, or with CLI11's size suffixes (K, M, G, T: powers of 1024;
+  // KB, KiB ... as CLI::AsSizeValue takes them).
+  const auto size = [] { return CLI::AsSizeValue(false).description(""); };
   app.add_option("--coredump-dir", o.coredump_dir, "Where systemd-coredump stores cores")->capture_default_str();
   app.add_option("--output-dir", o.output_dir,
                  "Where timelines of stored cores are written (default: next to the core)");
@@ -46,13 +49,17 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
       ->capture_default_str();
   app.add_option("--decode-timeout", timeout, "Seconds a core may take to decode before it is undecodable")
       ->capture_default_str();
-  app.add_option("--memory-limit", memory,
+  app.add_option("--memory-limit", o.memory_limit,
                  "Address space the decoder may use beyond the mapped core (bytes, K/M/G suffix)")
-      ->capture_default_str();
-  app.add_option("--keep-whole-below", keep_whole,
+      ->transform(size())
+      ->default_str("1G");
+  app.add_option("--keep-whole-below", o.keep_whole_below,
                  "Cores up to this size are decoded whole; larger ones sparse (only rings, headers, notes)")
-      ->capture_default_str();
-  app.add_option("--max-kept", max_kept, "Most bytes of one core kept for decoding")->capture_default_str();
+      ->transform(size())
+      ->default_str("64M");
+  app.add_option("--max-kept", o.max_kept, "Most bytes of one core kept for decoding")
+      ->transform(size())
+      ->default_str("1G");
   app.add_option("--tlmap-dir", o.tlmap_dir, "Event names: NAME.tlmap names the events of executable NAME")
       ->capture_default_str();
   app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
@@ -87,13 +94,10 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   if (end == timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)
     return Error{EINVAL, "--decode-timeout " + timeout + ": give seconds, more than 0 and at most 86400"};
   o.decode_timeout_ms = static_cast<std::uint64_t>(std::ceil(secs * 1000));
-  if (!parse_size(memory, o.memory_limit) || o.memory_limit < (1ull << 20))
-    return Error{EINVAL, "--memory-limit " + memory + ": give bytes (K/M/G suffix), at least 1M (the decoder "
-                                                      "itself needs about 20M)"};
-  if (!parse_size(keep_whole, o.keep_whole_below))
-    return Error{EINVAL, "--keep-whole-below " + keep_whole + ": give bytes (K/M/G suffix)"};
-  if (!parse_size(max_kept, o.max_kept) || o.max_kept < (1ull << 20))
-    return Error{EINVAL, "--max-kept " + max_kept + ": give bytes (K/M/G suffix), at least 1M"};
+  if (o.memory_limit < (1ull << 20))
+    return Error{EINVAL, "--memory-limit " + std::to_string(o.memory_limit) +
+                             ": at least 1M (the decoder itself needs about 20M)"};
+  if (o.max_kept < (1ull << 20)) return Error{EINVAL, "--max-kept " + std::to_string(o.max_kept) + ": at least 1M"};
   if (o.keep_whole_below > o.max_kept) o.keep_whole_below = o.max_kept;
   o.coredump_dir = strip_slashes(o.coredump_dir);
   o.state_dir = strip_slashes(o.state_dir);

@@ -57,24 +57,6 @@ bool parse_u64(std::string_view s, std::uint64_t &out) noexcept {
   return true;
 }
 
-bool parse_size(std::string_view s, std::uint64_t &out) noexcept {
-  if (s.empty()) return false;
-  unsigned shift = 0;
-  switch (s.back()) {
-    case 'K': case 'k': shift = 10; break;
-    case 'M': case 'm': shift = 20; break;
-    case 'G': case 'g': shift = 30; break;
-    case 'T': case 't': shift = 40; break;
-    default: break;
-  }
-  if (shift) s.remove_suffix(1);
-  std::uint64_t v;
-  if (!parse_u64(s, v)) return false;
-  if (shift && v > (UINT64_MAX >> shift)) return false;
-  out = v << shift;
-  return true;
-}
-
 std::string printable(std::string_view s, std::size_t max_len) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {

@@ -52,7 +52,6 @@ class Fd {
   ~Fd() { reset(); }
   int get() const noexcept { return fd_; }
   bool valid() const noexcept { return fd_ >= 0; }
-  int release() noexcept { return std::exchange(fd_, -1); }
   void reset(int fd = -1) noexcept;
 
  private:
@@ -70,9 +69,6 @@ Result<void> write_all(int fd, std::string_view data, std::string_view what);
 /** Parses a non-negative decimal integer that fits in uint64 (no sign, no
  *  spaces, no leading '+', at most 20 digits).  False on anything else. */
 bool parse_u64(std::string_view s, std::uint64_t &out) noexcept;
-
-/** A byte count with an optional K, M, G or T suffix (powers of 1024). */
-bool parse_size(std::string_view s, std::uint64_t &out) noexcept;
 
 /** `s` with bytes outside printable ASCII shown as \xNN: for log lines
  *  that quote untrusted strings (journal fields, paths). */

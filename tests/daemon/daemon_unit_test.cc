@@ -1326,6 +1326,13 @@ TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
   ASSERT_TRUE(o);
   EXPECT_EQ(o->first_start, ctd::FirstStart::kBoot);
   EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "lots"}));
+  // Sizes as CLI11 reads them (powers of 1024), with their lower bounds.
+  o = parse({"core-timelined", "--max-kept", "2G", "--keep-whole-below", "512K"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->max_kept, 2ull << 30);
+  EXPECT_EQ(o->keep_whole_below, 512ull << 10);
+  EXPECT_FALSE(parse({"core-timelined", "--max-kept", "512K"}));
+  EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "-1"}));
   EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
   EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
 }
