@@ -36,7 +36,11 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   std::string first_start = "boot", timeout = "30";
   // Sizes: bytes, or with CLI11's size suffixes (K, M, G, T: powers of 1024;
   // KB, KiB ... as CLI::AsSizeValue takes them).
-  const auto size = [] { return CLI::AsSizeValue(false).description(""); };
+  // (AsSizeValue would read "-1" as 2^64 - 1.)
+  const CLI::Validator not_negative(
+      [](std::string &v) { return v.find('-') == std::string::npos ? std::string() : "a size cannot be negative"; },
+      "");
+  const auto size = [&not_negative] { return CLI::AsSizeValue(false).description("") & not_negative; };
   app.add_option("--coredump-dir", o.coredump_dir, "Where systemd-coredump stores cores")->capture_default_str();
   app.add_option("--output-dir", o.output_dir,
                  "Where timelines of stored cores are written (default: next to the core)");
