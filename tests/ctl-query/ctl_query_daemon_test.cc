@@ -269,7 +269,10 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
 
   // Every value of the stored document matches by its dotted path (all of
   // them at once: each must hold), and a misspelt path is named.
+  // A value with a NUL byte (COREDUMP_PROC_AUXV is binary) cannot be an
+  // argument: execve(2) takes NUL-terminated strings.
   std::vector<std::string> every = ct::test::ctlq::leaf_matches(doc_a);
+  std::erase_if(every, [](const std::string &m) { return m.find('\0') != std::string::npos; });
   ASSERT_GT(every.size(), 100u);
   every.insert(every.begin(), {"list", "--no-legend"});
   ProcessResult leaves = query(every);
