@@ -159,6 +159,7 @@ class Analyzer {
   Location locate(std::uint64_t addr) const;
   AddressMapping describe(std::uint64_t addr) const;
   void decide_status();
+  std::string ring_may_be_cut_off() const;
 
   const CoreFile &core_;
   const ReadOptions &opts_;
@@ -851,6 +852,10 @@ void Analyzer::decide_status() {
   } else if (invalid) {
     a_.status = Status::kRingInvalid;
     a_.reason = fmt::format("ring invalid: {}", first_invalid->reason);
+  } else if (std::string why = ring_may_be_cut_off(); !why.empty()) {
+    a_.status = Status::kMappingAbsent;
+    a_.reason = std::move(why);
+    a_.absence_proves_nothing = true;
   } else {
     a_.status = Status::kNoRing;
     a_.reason = a_.magic_rejected_total > 0
@@ -858,6 +863,25 @@ void Analyzer::decide_status() {
                                   "header)", a_.magic_rejected_total)
                     : "no CTLN mapping found: the process did not run with libtimeline";
   }
+}
+
+/* Why finding no ring says nothing of libtimeline, or "" when it says the
+ * process did not use it.  With NT_FILE, the ring's /memfd:core-timeline
+ * mapping is listed however much of the core was cut (find_rings reports it
+ * cut off).  Without NT_FILE the page scan saw only the bytes the file holds:
+ * if truncation cut PT_LOAD bytes, the ring may have been in them. */
+std::string Analyzer::ring_may_be_cut_off() const {
+  if (core_.notes().has_file_note) return {};
+  std::size_t cut = 0;
+  for (const Segment &s : core_.segments())
+    if (s.present < s.filesz) cut++;
+  if (cut == 0) return {};
+  for (const Segment &n : core_.note_segments())
+    if (n.present < n.filesz)
+      return "the core is cut off before its notes and segments: whether libtimeline was used cannot be told";
+  return fmt::format("the core is cut off inside {} of its {} PT_LOAD segments and has no NT_FILE note to tell "
+                     "which mapping would hold a ring: whether libtimeline was used cannot be told",
+                     cut, core_.segments().size());
 }
 
 std::vector<RingReport> Analyzer::locate() {

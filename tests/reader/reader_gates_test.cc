@@ -451,6 +451,101 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
   }
 }
 
+/* Writes `b` to a temporary file and reads it with --core-only --no-symbols
+ * (read_json), and into `text` in text form when given; removes the file. */
+Read read_bytes(const std::vector<std::uint8_t> &b, const std::string &stem, std::string *text = nullptr) {
+  const std::string p = ct::testing::write_temp(b, stem);
+  Read r = read_json({"--core-only", "--no-symbols", p});
+  if (text != nullptr) *text = ct::testing::run({kReader, "--core-only", "--no-symbols", p}).out;
+  unlink(p.c_str());
+  return r;
+}
+
+/* File offset of the header (n_namesz) of the first note named "CORE" of
+ * type `type` in the PT_NOTEs of the core `b`; 0 if there is none. */
+std::size_t core_note(const std::vector<std::uint8_t> &b, std::uint32_t type) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, b.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_NOTE) continue;
+    for (std::size_t off = ph.p_offset; off + 12 <= ph.p_offset + ph.p_filesz;) {
+      std::uint32_t nh[3];
+      std::memcpy(nh, b.data() + off, 12);
+      const std::size_t desc = off + 12 + ((nh[0] + 3) & ~3u);
+      if (nh[2] == type && nh[0] == 5 && std::memcmp(b.data() + off + 12, "CORE", 5) == 0) return off;
+      off = desc + ((nh[1] + 3) & ~3u);
+    }
+  }
+  return 0;
+}
+
+/* Gives the note at `header` (core_note) a type no reader knows, as if the
+ * kernel had not written it. */
+void hide_note(std::vector<std::uint8_t> &b, std::size_t header) {
+  const std::uint32_t unknown = 0x7fff0001;
+  std::memcpy(b.data() + header + 8, &unknown, 4);
+}
+
+/* A core cut off before the segments that could hold a ring shows nothing
+ * about libtimeline either way: exit 2, "cannot be told", never exit 1's
+ * "did not run with libtimeline".  Cut after the ELF header and the program
+ * headers, 6 bytes into the PT_NOTE (`head -c $((0x708+6))` of a crash_demo
+ * core with 31 program headers); and, with the notes whole but no NT_FILE
+ * (hidden), cut where the ring's bytes start.  Controls: without NT_FILE and
+ * uncut, the page scan finds the ring (0); a crash_demo_nolib core cut after
+ * its notes keeps its NT_FILE, which lists every mapping and no ring, so
+ * "did not run with libtimeline" is what that core shows (1). */
+TEST_F(Gates, CutBeforeItsSegmentsCannotTellWhetherLibtimelineRan) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, orig.data(), sizeof eh);
+  const std::size_t phdrs_end = eh.e_phoff + std::size_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+  {
+    Read r = read_bytes({orig.begin(), orig.begin() + static_cast<std::ptrdiff_t>(phdrs_end + 6)}, "cut-notes");
+    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_EQ(r.run.err, "core-timeline-read: the core is cut off before its notes and segments: whether "
+                         "libtimeline was used cannot be told\n");
+    EXPECT_EQ(r.doc["status"], "mapping_absent");
+    EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+    EXPECT_TRUE(r.doc["core"]["truncated"].get<bool>());
+    EXPECT_TRUE(r.doc["events"].empty());
+  }
+  auto core = ctr::CoreFile::open(core_a_->core_path);
+  ASSERT_TRUE(core);
+  const std::uint64_t addr = hex_of(read_bytes(orig, "whole").doc["rings"][0]["address"]);
+  const ctr::Segment *seg = core->segment_for(addr);
+  ASSERT_NE(seg, nullptr);
+  const std::uint64_t ring_off = seg->offset + (addr - seg->vaddr);
+  std::vector<std::uint8_t> no_file = orig;
+  const std::size_t nt_file = core_note(no_file, NT_FILE);
+  ASSERT_NE(nt_file, 0u);
+  hide_note(no_file, nt_file);
+  {
+    Read r = read_bytes(no_file, "no-nt-file");
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(r.doc["rings"][0]["found_by"], "magic_scan");
+  }
+  {
+    Read r = read_bytes({no_file.begin(), no_file.begin() + static_cast<std::ptrdiff_t>(ring_off)}, "no-nt-file-cut");
+    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_NE(r.run.err.find("whether libtimeline was used cannot be told"), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.run.err.find("did not run"), std::string::npos) << r.run.err;
+    EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+  }
+  auto nolib = ct::test::run_and_collect_core({kNolib, "--path=a"});
+  const std::vector<std::uint8_t> nb = read_file(nolib.core_path);
+  auto ncore = ctr::CoreFile::open(nolib.core_path);
+  ASSERT_TRUE(ncore);
+  std::uint64_t notes_end = 0;
+  for (const auto &n : ncore->note_segments()) notes_end = std::max(notes_end, n.offset + n.filesz);
+  Read n = read_bytes({nb.begin(), nb.begin() + static_cast<std::ptrdiff_t>(notes_end)}, "nolib-cut");
+  EXPECT_EQ(n.run.exit_code, 1) << n.run.err;
+  EXPECT_NE(n.run.err.find("did not run with libtimeline"), std::string::npos) << n.run.err;
+  EXPECT_TRUE(n.doc["core"]["truncated"].get<bool>());
+}
+
 /* Replaces every NUL-terminated occurrence of `from` in `b` by `to` (of the
  * same length); returns how many. */
 int replace_cstr(std::vector<std::uint8_t> &b, const std::string &from, const std::string &to) {

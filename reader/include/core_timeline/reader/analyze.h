@@ -48,7 +48,10 @@ enum class Status {
   kOk,                /**< 0: a timeline was recovered */
   kNoRing,            /**< 1: no CTLN mapping found (library never there) */
   kMappingAbsent,     /**< 2: NT_FILE lists the ring, its bytes are not in
-                           the core (excluded, or cut off by truncation) */
+                           the core (excluded, or cut off by truncation);
+                           or no ring was found in a core cut off where
+                           one could be, without NT_FILE to list it:
+                           whether libtimeline was used cannot be told */
   kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty */
   kRingInvalid,       /**< 4: a ring is there but none validates or belongs
                            to this process */
@@ -219,7 +222,8 @@ struct Analysis {
                                       "unusable", "refused" */
   std::string sidecar_detail;
   /** True when events were dropped, overwritten, torn, lost to truncation
-   *  or a counter is inconsistent: then the absence of an event proves
+   *  or a counter is inconsistent, or when a cut-off core cannot tell
+   *  whether there was a ring: then the absence of an event proves
    *  nothing. */
   bool absence_proves_nothing = false;
   std::vector<std::string> warnings;
