@@ -546,6 +546,49 @@ TEST_F(Gates, CutBeforeItsSegmentsCannotTellWhetherLibtimelineRan) {
   EXPECT_TRUE(n.doc["core"]["truncated"].get<bool>());
 }
 
+/* A core with no PT_LOAD and no PT_NOTE holds nothing to read: exit 3, not
+ * exit 1's "did not run with libtimeline".  Nor does one whose only notes
+ * leave out NT_FILE: no memory, and no list of mappings to say where a ring
+ * was.  Made from crash_demo's real core: e_phnum 0; every program header
+ * PT_NULL; only the PT_LOADs PT_NULL and NT_FILE hidden.  Control: with
+ * NT_FILE kept, it lists the ring's mapping, which no PT_LOAD covers (2). */
+TEST_F(Gates, NoSegmentsAndNoNotesIsNothingToRead) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, orig.data(), sizeof eh);
+  auto phdr = [&](std::vector<std::uint8_t> &b, std::size_t i) {
+    return reinterpret_cast<Elf64_Phdr *>(b.data() + eh.e_phoff + i * sizeof(Elf64_Phdr));
+  };
+  std::vector<std::uint8_t> no_phdrs = orig;
+  const std::uint16_t zero = 0;
+  std::memcpy(no_phdrs.data() + offsetof(Elf64_Ehdr, e_phnum), &zero, 2);
+  std::vector<std::uint8_t> all_null = orig, loads_null = orig;
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    phdr(all_null, i)->p_type = PT_NULL;
+    if (phdr(loads_null, i)->p_type == PT_LOAD) phdr(loads_null, i)->p_type = PT_NULL;
+  }
+  std::vector<std::uint8_t> loads_null_no_file = loads_null;
+  const std::size_t nt_file = core_note(loads_null_no_file, NT_FILE);
+  ASSERT_NE(nt_file, 0u);
+  hide_note(loads_null_no_file, nt_file);
+  for (const auto *b : {&no_phdrs, &all_null, &loads_null_no_file}) {
+    Read r = read_bytes(*b, "nothing-to-read");
+    EXPECT_EQ(r.run.exit_code, 3) << r.run.err;
+    EXPECT_EQ(r.doc["status"], "core_unreadable");
+    EXPECT_NE(r.run.err.find("cannot read the core: "), std::string::npos) << r.run.err;
+    EXPECT_NE(r.run.err.find(b == &loads_null_no_file ? "no PT_LOAD program header and no NT_FILE note"
+                                                       : "no PT_LOAD and no PT_NOTE program header"),
+              std::string::npos) << r.run.err;
+    EXPECT_NE(r.run.err.find("not a usable core"), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.run.err.find("libtimeline"), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.doc["core"]["size"], orig.size());
+    EXPECT_EQ(r.doc["core"]["machine"], eh.e_machine);
+  }
+  Read listed = read_bytes(loads_null, "loads-null");
+  EXPECT_EQ(listed.run.exit_code, 2) << listed.run.err;
+  EXPECT_NE(listed.run.err.find("no PT_LOAD segment covers it"), std::string::npos) << listed.run.err;
+}
+
 /* Replaces every NUL-terminated occurrence of `from` in `b` by `to` (of the
  * same length); returns how many. */
 int replace_cstr(std::vector<std::uint8_t> &b, const std::string &from, const std::string &to) {

@@ -52,7 +52,9 @@ enum class Status {
                            or no ring was found in a core cut off where
                            one could be, without NT_FILE to list it:
                            whether libtimeline was used cannot be told */
-  kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty */
+  kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty; or
+                           nothing to read: no PT_LOAD, and no PT_NOTE or
+                           no NT_FILE */
   kRingInvalid,       /**< 4: a ring is there but none validates or belongs
                            to this process */
   kExecutableRefused, /**< 5: the EXECUTABLE's build-id contradicts the core */
