@@ -261,15 +261,16 @@ void Analyzer::crash_facts() {
     c.signo = n.signal->signo;
     c.si_code = n.signal->code;
     c.source = "NT_SIGINFO";
-    if (c.si_code > 0 && fault_signal(c.signo)) c.fault_address = n.signal->addr;
-    if (c.si_code <= 0) c.sender_pid = n.signal->sender_pid;
+    if (*c.si_code > 0 && fault_signal(c.signo)) c.fault_address = n.signal->addr;
+    if (*c.si_code <= 0) c.sender_pid = n.signal->sender_pid;
   } else {
     c.signo = n.threads.front().cursig != 0 ? n.threads.front().cursig : n.threads.front().signo;
-    c.si_code = n.threads.front().code;
+    c.si_code_note = "no NT_SIGINFO in the core, and NT_PRSTATUS does not record the signal's si_code (the kernel "
+                     "leaves its pr_info.si_code 0)";
     c.source = "NT_PRSTATUS";
   }
   c.signal_name = signal_name(c.signo);
-  c.si_code_name = si_code_name(c.signo, c.si_code);
+  if (c.si_code) c.si_code_name = si_code_name(c.signo, *c.si_code);
   if (!n.threads.empty()) {
     const auto &t = n.threads.front();
     c.tid = t.tid;

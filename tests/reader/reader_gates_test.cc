@@ -589,6 +589,44 @@ TEST_F(Gates, NoSegmentsAndNoNotesIsNothingToRead) {
   EXPECT_NE(listed.run.err.find("no PT_LOAD segment covers it"), std::string::npos) << listed.run.err;
 }
 
+/* The "crash: " line of the text form. */
+std::string crash_line(const std::string &text) {
+  const std::size_t at = text.find("\ncrash: ");
+  if (at == std::string::npos) return "no crash line in: " + text;
+  return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+/* Without NT_SIGINFO the core does not tell the si_code: NT_PRSTATUS's
+ * pr_info.si_code is one the kernel leaves 0 (fs/binfmt_elf.c
+ * fill_prstatus), which read as a code is SI_USER, "sent with kill()".  The
+ * reader says it is unknown, and why.  crash_demo's real core, its
+ * NT_SIGINFO hidden; control: with it, SEGV_MAPERR. */
+TEST_F(Gates, WithoutSiginfoTheSiCodeIsUnknown) {
+  std::vector<std::uint8_t> b = read_file(core_a_->core_path);
+  std::string text;
+  Read whole = read_bytes(b, "siginfo", &text);
+  EXPECT_EQ(whole.doc["crash"]["si_code_name"], "SEGV_MAPERR");
+  EXPECT_EQ(whole.doc["crash"]["from"], "NT_SIGINFO");
+  EXPECT_FALSE(whole.doc["crash"].contains("si_code_note"));
+  EXPECT_NE(crash_line(text).find("crash: SIGSEGV (SEGV_MAPERR)"), std::string::npos) << text;
+  const std::size_t siginfo = core_note(b, NT_SIGINFO);
+  ASSERT_NE(siginfo, 0u);
+  hide_note(b, siginfo);
+  Read r = read_bytes(b, "no-siginfo", &text);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const json &c = r.doc["crash"];
+  EXPECT_EQ(c["from"], "NT_PRSTATUS");
+  EXPECT_EQ(c["signal"], 11);
+  EXPECT_EQ(c["signal_name"], "SIGSEGV");
+  EXPECT_TRUE(c["si_code"].is_null()) << c;
+  EXPECT_TRUE(c["si_code_name"].is_null()) << c;
+  EXPECT_NE(c.value("si_code_note", "").find("no NT_SIGINFO"), std::string::npos) << c;
+  EXPECT_TRUE(c["sender_pid"].is_null()) << c;
+  const std::string line = crash_line(text);
+  EXPECT_NE(line.find("crash: SIGSEGV (si_code unknown: no NT_SIGINFO)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("SI_USER"), std::string::npos) << line;
+}
+
 /* Replaces every NUL-terminated occurrence of `from` in `b` by `to` (of the
  * same length); returns how many. */
 int replace_cstr(std::vector<std::uint8_t> &b, const std::string &from, const std::string &to) {

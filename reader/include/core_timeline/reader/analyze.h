@@ -176,8 +176,11 @@ std::string_view ring_state_name(RingReport::State s) noexcept;
 struct CrashFacts {
   std::int32_t signo = 0;
   std::string signal_name;
-  std::int32_t si_code = 0;
-  std::string si_code_name;
+  /** NT_SIGINFO's si_code; unknown without NT_SIGINFO: NT_PRSTATUS's
+   *  pr_info.si_code is not the signal's (the kernel leaves it 0). */
+  std::optional<std::int32_t> si_code;
+  std::string si_code_name;      /**< "" when si_code is unknown */
+  std::string si_code_note;      /**< why si_code is unknown, "" if known */
   std::optional<std::uint64_t> fault_address;  /**< when si_code says so */
   std::optional<std::int32_t> sender_pid;      /**< SI_USER, SI_TKILL, ... */
   std::uint32_t tid = 0;

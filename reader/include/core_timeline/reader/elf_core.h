@@ -69,7 +69,9 @@ struct FileMapping {
 struct ThreadStatus {
   std::uint32_t tid = 0;     /**< pr_pid: the thread id */
   std::int32_t signo = 0;    /**< pr_info.si_signo */
-  std::int32_t code = 0;     /**< pr_info.si_code */
+  std::int32_t code = 0;     /**< pr_info.si_code: the kernel leaves it 0
+                                  (fill_prstatus), so it is not the
+                                  signal's; NT_SIGINFO has that */
   std::int16_t cursig = 0;   /**< pr_cursig */
   bool has_regs = false;     /**< pc and sp decoded (x86-64, AArch64) */
   std::uint64_t pc = 0;
