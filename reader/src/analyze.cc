@@ -269,7 +269,17 @@ void Analyzer::crash_facts() {
                      "leaves its pr_info.si_code 0)";
     c.source = "NT_PRSTATUS";
   }
-  c.signal_name = signal_name(c.signo);
+  if (c.signo == 0) {
+    /* Nothing for the si_code, fault address or sender to belong to. */
+    c.signal_note = n.signal ? "no signal recorded: NT_SIGINFO has si_signo 0"
+                             : "no signal recorded: the first NT_PRSTATUS has pr_cursig and pr_info.si_signo 0";
+    if (c.si_code_note.empty()) c.si_code_note = "no signal recorded";
+    c.si_code.reset();
+    c.fault_address.reset();
+    c.sender_pid.reset();
+  } else {
+    c.signal_name = signal_name(c.signo);
+  }
   if (c.si_code) c.si_code_name = si_code_name(c.signo, *c.si_code);
   if (!n.threads.empty()) {
     const auto &t = n.threads.front();

@@ -627,6 +627,35 @@ TEST_F(Gates, WithoutSiginfoTheSiCodeIsUnknown) {
   EXPECT_EQ(line.find("SI_USER"), std::string::npos) << line;
 }
 
+/* A first NT_PRSTATUS with pr_cursig (and pr_info.si_signo) 0 and no
+ * NT_SIGINFO records no signal: "no signal recorded", never "SIG0
+ * (SI_USER)".  crash_demo's real core so edited. */
+TEST_F(Gates, CursigZeroIsNoSignalRecorded) {
+  std::vector<std::uint8_t> b = read_file(core_a_->core_path);
+  const std::size_t siginfo = core_note(b, NT_SIGINFO), prstatus = core_note(b, NT_PRSTATUS);
+  ASSERT_NE(siginfo, 0u);
+  ASSERT_NE(prstatus, 0u);
+  hide_note(b, siginfo);
+  const std::size_t desc = prstatus + 12 + 8;  // after n_namesz, n_descsz, n_type and "CORE\0" padded
+  const std::int32_t signo = 0;
+  const std::int16_t cursig = 0;
+  std::memcpy(b.data() + desc + 0, &signo, 4);    // pr_info.si_signo
+  std::memcpy(b.data() + desc + 12, &cursig, 2);  // pr_cursig
+  std::string text;
+  Read r = read_bytes(b, "cursig-0", &text);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const json &c = r.doc["crash"];
+  EXPECT_TRUE(c["signal"].is_null()) << c;
+  EXPECT_TRUE(c["signal_name"].is_null()) << c;
+  EXPECT_NE(c.value("signal_note", "").find("no signal recorded"), std::string::npos) << c;
+  EXPECT_TRUE(c["si_code"].is_null()) << c;
+  EXPECT_EQ(c["tid"], r.doc["process"]["threads"][0]);
+  const std::string line = crash_line(text);
+  EXPECT_EQ(line.rfind("crash: no signal recorded in tid ", 0), 0u) << line;
+  EXPECT_EQ(line.find("SIG0"), std::string::npos) << line;
+  EXPECT_EQ(line.find("SI_USER"), std::string::npos) << line;
+}
+
 /* Replaces every NUL-terminated occurrence of `from` in `b` by `to` (of the
  * same length); returns how many. */
 int replace_cstr(std::vector<std::uint8_t> &b, const std::string &from, const std::string &to) {

@@ -174,8 +174,9 @@ struct RingReport {
 std::string_view ring_state_name(RingReport::State s) noexcept;
 
 struct CrashFacts {
-  std::int32_t signo = 0;
-  std::string signal_name;
+  std::int32_t signo = 0;        /**< 0: no signal recorded (signal_note) */
+  std::string signal_name;       /**< "" when signo is 0 */
+  std::string signal_note;       /**< why there is no signal, "" if there is */
   /** NT_SIGINFO's si_code; unknown without NT_SIGINFO: NT_PRSTATUS's
    *  pr_info.si_code is not the signal's (the kernel leaves it 0). */
   std::optional<std::int32_t> si_code;
