@@ -979,18 +979,21 @@ Analysis Analyzer::run() {
 
 }  // namespace
 
-Analysis analysis_of_error(const std::string &path, const Error &error) {
+Analysis analysis_of_error(const std::string &path, const Error &error, const FileFacts &facts) {
   Analysis a;
   a.status = Status::kCoreUnreadable;
   a.core_path = path;
+  a.core_size = facts.size;
+  a.machine = facts.machine;
   a.reason = fmt::format("cannot read the core: {}", error.message);
   return a;
 }
 
 Analysis analyze_file(const std::string &path, const ReadOptions &options) noexcept {
   try {
-    auto core = CoreFile::open(path);
-    if (!core) return analysis_of_error(path, core.error());
+    FileFacts facts;
+    auto core = CoreFile::open(path, &facts);
+    if (!core) return analysis_of_error(path, core.error(), facts);
     return analyze(*core, options);
   } catch (const std::exception &e) {
     Analysis a;

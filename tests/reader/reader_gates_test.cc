@@ -21,6 +21,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core_timeline/reader/elf_core.h"
@@ -654,6 +655,29 @@ TEST_F(Gates, CursigZeroIsNoSignalRecorded) {
   EXPECT_EQ(line.rfind("crash: no signal recorded in tid ", 0), 0u) << line;
   EXPECT_EQ(line.find("SIG0"), std::string::npos) << line;
   EXPECT_EQ(line.find("SI_USER"), std::string::npos) << line;
+}
+
+/* A core refused as unsupported (32-bit, big-endian) still reports what it
+ * is: its real size and e_machine (read in the byte order its header
+ * declares), not 0 and 0.  crash_demo's real core made ELFCLASS32 with
+ * EM_386, and ELFDATA2MSB with EM_PPC64 written big-endian. */
+TEST_F(Gates, UnsupportedCoreReportsItsSizeAndMachine) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  std::vector<std::uint8_t> c32 = orig, msb = orig;
+  c32[EI_CLASS] = ELFCLASS32;
+  c32[18] = EM_386;
+  c32[19] = 0;
+  msb[EI_DATA] = ELFDATA2MSB;
+  msb[18] = 0;
+  msb[19] = EM_PPC64;
+  for (const auto &[b, machine, why] : {std::tuple{&c32, EM_386, "not a 64-bit ELF file"},
+                                        std::tuple{&msb, EM_PPC64, "not a little-endian ELF file"}}) {
+    Read r = read_bytes(*b, "unsupported");
+    EXPECT_EQ(r.run.exit_code, 3) << r.run.err;
+    EXPECT_NE(r.run.err.find(why), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.doc["core"]["size"], orig.size()) << why;
+    EXPECT_EQ(r.doc["core"]["machine"], machine) << why;
+  }
 }
 
 /* Replaces every NUL-terminated occurrence of `from` in `b` by `to` (of the

@@ -6,8 +6,9 @@
  * This is the reader library's main entry point (ct::reader), used by
  * core-timeline-read, the daemon and ctl-query:
  *
- *     auto core = CoreFile::open(path);          // or CoreFile::from_bytes
- *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error());
+ *     FileFacts facts;
+ *     auto core = CoreFile::open(path, &facts);  // or CoreFile::from_bytes
+ *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error(), facts);
  *     std::string text = render_text(a);          // render.h
  *     std::string json = render_json(a);
  *     return exit_code(a.status);
@@ -252,8 +253,9 @@ Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept;
 Analysis analyze_file(const std::string &path, const ReadOptions &options) noexcept;
 
 /** The Analysis for a core that could not be opened (status
- *  kCoreUnreadable, reason from `error`). */
-Analysis analysis_of_error(const std::string &path, const Error &error);
+ *  kCoreUnreadable, reason from `error`; core_size and machine from
+ *  `facts`, what CoreFile::open() told of a file it refused). */
+Analysis analysis_of_error(const std::string &path, const Error &error, const FileFacts &facts = {});
 
 /** Signal name ("SIGSEGV") for Linux signal numbers, or "SIG<n>". */
 std::string signal_name(int signo);
