@@ -863,6 +863,14 @@ void Analyzer::decide_status() {
   } else if (invalid) {
     a_.status = Status::kRingInvalid;
     a_.reason = fmt::format("ring invalid: {}", first_invalid->reason);
+  } else if (core_.segments().empty() && !core_.notes().has_file_note) {
+    /* No memory of the process, and no NT_FILE to list its mappings:
+     * nothing in the core could show a ring, or its absence.  The kernel
+     * writes a PT_LOAD for every mapping, dumped or not. */
+    a_.status = Status::kCoreUnreadable;
+    a_.reason = fmt::format("cannot read the core: {}: {}: not a usable core, nothing to read", core_.path(),
+                            core_.note_segments().empty() ? "no PT_LOAD and no PT_NOTE program header"
+                                                          : "no PT_LOAD program header and no NT_FILE note");
   } else if (std::string why = ring_may_be_cut_off(); !why.empty()) {
     a_.status = Status::kMappingAbsent;
     a_.reason = std::move(why);
@@ -910,16 +918,6 @@ Analysis Analyzer::run() {
     a_.warnings.push_back("the core file is truncated: some segments end past the end of the file");
   process_facts();
   crash_facts();
-  /* No memory of the process, and no NT_FILE to list its mappings: nothing
-   * in the core could show a ring, or its absence.  The kernel writes a
-   * PT_LOAD for every mapping, dumped or not, and a PT_NOTE for its notes. */
-  if (core_.segments().empty() && !core_.notes().has_file_note) {
-    a_.status = Status::kCoreUnreadable;
-    a_.reason = fmt::format("cannot read the core: {}: {}: not a usable core, nothing to read", core_.path(),
-                            core_.note_segments().empty() ? "no PT_LOAD and no PT_NOTE program header"
-                                                          : "no PT_LOAD program header and no NT_FILE note");
-    return std::move(a_);
-  }
 
   if (opts_.executable) {
     auto fid = file_build_id(*opts_.executable);
