@@ -114,8 +114,9 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   }
   ctr::ReadOptions opts;
   opts.tlmap = tlmap ? &*tlmap : nullptr;
-  auto core = ctr::CoreFile::open(kCoreFdPath);
-  ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(display, core.error());
+  ctr::FileFacts facts;
+  auto core = ctr::CoreFile::open(kCoreFdPath, &facts);
+  ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(display, core.error(), facts);
   a.core_path = display;
   replace_all(a.reason, kCoreFdPath, display);
   for (auto &w : a.warnings) replace_all(w, kCoreFdPath, display);

@@ -69,8 +69,9 @@ int main(int argc, char **argv) {
   opts.symbolize = !no_symbols;
   opts.tlmap = tlmap ? &*tlmap : nullptr;
 
-  auto core = ctr::CoreFile::open(core_path);
-  ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(core_path, core.error());
+  ctr::FileFacts facts;
+  auto core = ctr::CoreFile::open(core_path, &facts);
+  ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(core_path, core.error(), facts);
   const std::string out = as_json ? ctr::render_json(a) : ctr::render_text(a);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);

@@ -159,6 +159,7 @@ class Analyzer {
   Location locate(std::uint64_t addr) const;
   AddressMapping describe(std::uint64_t addr) const;
   void decide_status();
+  std::string ring_may_be_cut_off() const;
 
   const CoreFile &core_;
   const ReadOptions &opts_;
@@ -260,15 +261,26 @@ void Analyzer::crash_facts() {
     c.signo = n.signal->signo;
     c.si_code = n.signal->code;
     c.source = "NT_SIGINFO";
-    if (c.si_code > 0 && fault_signal(c.signo)) c.fault_address = n.signal->addr;
-    if (c.si_code <= 0) c.sender_pid = n.signal->sender_pid;
+    if (*c.si_code > 0 && fault_signal(c.signo)) c.fault_address = n.signal->addr;
+    if (*c.si_code <= 0) c.sender_pid = n.signal->sender_pid;
   } else {
     c.signo = n.threads.front().cursig != 0 ? n.threads.front().cursig : n.threads.front().signo;
-    c.si_code = n.threads.front().code;
+    c.si_code_note = "no NT_SIGINFO in the core, and NT_PRSTATUS does not record the signal's si_code (the kernel "
+                     "leaves its pr_info.si_code 0)";
     c.source = "NT_PRSTATUS";
   }
-  c.signal_name = signal_name(c.signo);
-  c.si_code_name = si_code_name(c.signo, c.si_code);
+  if (c.signo == 0) {
+    /* Nothing for the si_code, fault address or sender to belong to. */
+    c.signal_note = n.signal ? "no signal recorded: NT_SIGINFO has si_signo 0"
+                             : "no signal recorded: the first NT_PRSTATUS has pr_cursig and pr_info.si_signo 0";
+    if (c.si_code_note.empty()) c.si_code_note = "no signal recorded";
+    c.si_code.reset();
+    c.fault_address.reset();
+    c.sender_pid.reset();
+  } else {
+    c.signal_name = signal_name(c.signo);
+  }
+  if (c.si_code) c.si_code_name = si_code_name(c.signo, *c.si_code);
   if (!n.threads.empty()) {
     const auto &t = n.threads.front();
     c.tid = t.tid;
@@ -851,6 +863,18 @@ void Analyzer::decide_status() {
   } else if (invalid) {
     a_.status = Status::kRingInvalid;
     a_.reason = fmt::format("ring invalid: {}", first_invalid->reason);
+  } else if (core_.segments().empty() && !core_.notes().has_file_note) {
+    /* No memory of the process, and no NT_FILE to list its mappings:
+     * nothing in the core could show a ring, or its absence.  The kernel
+     * writes a PT_LOAD for every mapping, dumped or not. */
+    a_.status = Status::kCoreUnreadable;
+    a_.reason = fmt::format("cannot read the core: {}: {}: not a usable core, nothing to read", core_.path(),
+                            core_.note_segments().empty() ? "no PT_LOAD and no PT_NOTE program header"
+                                                          : "no PT_LOAD program header and no NT_FILE note");
+  } else if (std::string why = ring_may_be_cut_off(); !why.empty()) {
+    a_.status = Status::kMappingAbsent;
+    a_.reason = std::move(why);
+    a_.absence_proves_nothing = true;
   } else {
     a_.status = Status::kNoRing;
     a_.reason = a_.magic_rejected_total > 0
@@ -858,6 +882,25 @@ void Analyzer::decide_status() {
                                   "header)", a_.magic_rejected_total)
                     : "no CTLN mapping found: the process did not run with libtimeline";
   }
+}
+
+/* Why finding no ring says nothing of libtimeline, or "" when it says the
+ * process did not use it.  With NT_FILE, the ring's /memfd:core-timeline
+ * mapping is listed however much of the core was cut (find_rings reports it
+ * cut off).  Without NT_FILE the page scan saw only the bytes the file holds:
+ * if truncation cut PT_LOAD bytes, the ring may have been in them. */
+std::string Analyzer::ring_may_be_cut_off() const {
+  if (core_.notes().has_file_note) return {};
+  std::size_t cut = 0;
+  for (const Segment &s : core_.segments())
+    if (s.present < s.filesz) cut++;
+  if (cut == 0) return {};
+  for (const Segment &n : core_.note_segments())
+    if (n.present < n.filesz)
+      return "the core is cut off before its notes and segments: whether libtimeline was used cannot be told";
+  return fmt::format("the core is cut off inside {} of its {} PT_LOAD segments and has no NT_FILE note to tell "
+                     "which mapping would hold a ring: whether libtimeline was used cannot be told",
+                     cut, core_.segments().size());
 }
 
 std::vector<RingReport> Analyzer::locate() {
@@ -934,18 +977,21 @@ Analysis Analyzer::run() {
 
 }  // namespace
 
-Analysis analysis_of_error(const std::string &path, const Error &error) {
+Analysis analysis_of_error(const std::string &path, const Error &error, const FileFacts &facts) {
   Analysis a;
   a.status = Status::kCoreUnreadable;
   a.core_path = path;
+  a.core_size = facts.size;
+  a.machine = facts.machine;
   a.reason = fmt::format("cannot read the core: {}", error.message);
   return a;
 }
 
 Analysis analyze_file(const std::string &path, const ReadOptions &options) noexcept {
   try {
-    auto core = CoreFile::open(path);
-    if (!core) return analysis_of_error(path, core.error());
+    FileFacts facts;
+    auto core = CoreFile::open(path, &facts);
+    if (!core) return analysis_of_error(path, core.error(), facts);
     return analyze(*core, options);
   } catch (const std::exception &e) {
     Analysis a;

@@ -284,6 +284,10 @@ Result<void> CoreFile::Impl::parse() {
   if (d.empty()) return Error{Errc::kNotElf, fmt::format("{}: empty file (0 bytes), not an ELF core", path)};
   if (d.size() < 4 || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0)
     return Error{Errc::kNotElf, fmt::format("{}: no ELF magic at offset 0, not an ELF core", path)};
+  /* e_machine before anything is refused, so that the report of a core this
+   * reader does not support still names its machine. */
+  if (d.size() >= 20 && d[EI_DATA] == ELFDATA2LSB) machine = static_cast<std::uint16_t>(d[18] | d[19] << 8);
+  if (d.size() >= 20 && d[EI_DATA] == ELFDATA2MSB) machine = static_cast<std::uint16_t>(d[18] << 8 | d[19]);
   if (d.size() < sizeof(Elf64_Ehdr)) {
     if (d.size() > EI_CLASS && d[EI_CLASS] != ELFCLASS64) return not_core(path, "not a 64-bit ELF file");
     return Error{Errc::kTruncated, fmt::format("{}: ELF header cut off ({} of {} bytes)", path, d.size(),
@@ -295,7 +299,6 @@ Result<void> CoreFile::Impl::parse() {
   std::memcpy(&eh, d.data(), sizeof eh);
   if (eh.e_type != ET_CORE)
     return not_core(path, fmt::format("ELF type {} is not ET_CORE (4): not a core dump", eh.e_type));
-  machine = eh.e_machine;
   if (eh.e_phentsize != sizeof(Elf64_Phdr))
     return Error{Errc::kBadData, fmt::format("{}: e_phentsize {} at offset 0x36 is not {}", path,
                                              eh.e_phentsize, sizeof(Elf64_Phdr))};
@@ -395,7 +398,7 @@ CoreFile::CoreFile(CoreFile &&) noexcept = default;
 CoreFile &CoreFile::operator=(CoreFile &&) noexcept = default;
 CoreFile::~CoreFile() = default;
 
-Result<CoreFile> CoreFile::open(const std::string &path) noexcept try {
+Result<CoreFile> CoreFile::open(const std::string &path, FileFacts *refused) noexcept try {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
@@ -419,7 +422,10 @@ Result<CoreFile> CoreFile::open(const std::string &path) noexcept try {
     }
     impl->data = {static_cast<const std::uint8_t *>(impl->map), impl->map_len};
   }
-  CT_TRY_VOID(impl->parse());
+  if (auto r = impl->parse(); !r) {
+    if (refused != nullptr) *refused = {impl->data.size(), impl->machine};
+    return std::move(r).error();
+  }
   impl->build_modules();
   CoreFile core(std::move(impl));
   core.fill_build_ids();
@@ -428,12 +434,16 @@ Result<CoreFile> CoreFile::open(const std::string &path) noexcept try {
   return Error{Errc::kNoMemory, "out of memory"};
 }
 
-Result<CoreFile> CoreFile::from_bytes(std::vector<std::uint8_t> bytes, std::string name) noexcept try {
+Result<CoreFile> CoreFile::from_bytes(std::vector<std::uint8_t> bytes, std::string name,
+                                      FileFacts *refused) noexcept try {
   auto impl = std::make_unique<Impl>();
   impl->path = std::move(name);
   impl->owned = std::move(bytes);
   impl->data = impl->owned;
-  CT_TRY_VOID(impl->parse());
+  if (auto r = impl->parse(); !r) {
+    if (refused != nullptr) *refused = {impl->data.size(), impl->machine};
+    return std::move(r).error();
+  }
   impl->build_modules();
   CoreFile core(std::move(impl));
   core.fill_build_ids();

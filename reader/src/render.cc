@@ -182,7 +182,9 @@ std::string render_text(const Analysis &a) {
   }
   if (a.crash) {
     const auto &c = *a.crash;
-    std::string s = fmt::format("crash: {} ({})", c.signal_name, c.si_code_name);
+    std::string s = c.signo == 0 ? std::string("crash: no signal recorded")
+                                 : fmt::format("crash: {} ({})", c.signal_name,
+                                               c.si_code ? c.si_code_name : "si_code unknown: no NT_SIGINFO");
     if (c.fault_address) s += fmt::format(" addr={:#x}", *c.fault_address);
     if (c.sender_pid) s += fmt::format(" sent by pid {}", *c.sender_pid);
     s += fmt::format(" in tid {}", c.tid);
@@ -218,10 +220,12 @@ json to_json(const Analysis &a) {
   if (a.crash) {
     const auto &c = *a.crash;
     json cj;
-    cj["signal"] = c.signo;
-    cj["signal_name"] = c.signal_name;
-    cj["si_code"] = c.si_code;
-    cj["si_code_name"] = c.si_code_name;
+    cj["signal"] = c.signo != 0 ? json(c.signo) : json(nullptr);
+    cj["signal_name"] = c.signo != 0 ? json(c.signal_name) : json(nullptr);
+    if (!c.signal_note.empty()) cj["signal_note"] = c.signal_note;
+    cj["si_code"] = c.si_code ? json(*c.si_code) : json(nullptr);
+    cj["si_code_name"] = c.si_code ? json(c.si_code_name) : json(nullptr);
+    if (!c.si_code_note.empty()) cj["si_code_note"] = c.si_code_note;
     cj["fault_address"] = c.fault_address ? json(fmt::format("{:#x}", *c.fault_address)) : json(nullptr);
     cj["sender_pid"] = c.sender_pid ? json(*c.sender_pid) : json(nullptr);
     cj["tid"] = c.tid;

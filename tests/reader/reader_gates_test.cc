@@ -21,6 +21,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core_timeline/reader/elf_core.h"
@@ -448,6 +449,234 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
     EXPECT_TRUE(r.doc["rings"][0]["truncated"].get<bool>());
     EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
     EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+  }
+}
+
+/* Writes `b` to a temporary file and reads it with --core-only --no-symbols
+ * (read_json), and into `text` in text form when given; removes the file. */
+Read read_bytes(const std::vector<std::uint8_t> &b, const std::string &stem, std::string *text = nullptr) {
+  const std::string p = ct::testing::write_temp(b, stem);
+  Read r = read_json({"--core-only", "--no-symbols", p});
+  if (text != nullptr) *text = ct::testing::run({kReader, "--core-only", "--no-symbols", p}).out;
+  unlink(p.c_str());
+  return r;
+}
+
+/* File offset of the header (n_namesz) of the first note named "CORE" of
+ * type `type` in the PT_NOTEs of the core `b`; 0 if there is none. */
+std::size_t core_note(const std::vector<std::uint8_t> &b, std::uint32_t type) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, b.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_NOTE) continue;
+    for (std::size_t off = ph.p_offset; off + 12 <= ph.p_offset + ph.p_filesz;) {
+      std::uint32_t nh[3];
+      std::memcpy(nh, b.data() + off, 12);
+      const std::size_t desc = off + 12 + ((nh[0] + 3) & ~3u);
+      if (nh[2] == type && nh[0] == 5 && std::memcmp(b.data() + off + 12, "CORE", 5) == 0) return off;
+      off = desc + ((nh[1] + 3) & ~3u);
+    }
+  }
+  return 0;
+}
+
+/* Gives the note at `header` (core_note) a type no reader knows, as if the
+ * kernel had not written it. */
+void hide_note(std::vector<std::uint8_t> &b, std::size_t header) {
+  const std::uint32_t unknown = 0x7fff0001;
+  std::memcpy(b.data() + header + 8, &unknown, 4);
+}
+
+/* A core cut off before the segments that could hold a ring shows nothing
+ * about libtimeline either way: exit 2, "cannot be told", never exit 1's
+ * "did not run with libtimeline".  Cut after the ELF header and the program
+ * headers, 6 bytes into the PT_NOTE (`head -c $((0x708+6))` of a crash_demo
+ * core with 31 program headers); and, with the notes whole but no NT_FILE
+ * (hidden), cut where the ring's bytes start.  Controls: without NT_FILE and
+ * uncut, the page scan finds the ring (0); a crash_demo_nolib core cut after
+ * its notes keeps its NT_FILE, which lists every mapping and no ring, so
+ * "did not run with libtimeline" is what that core shows (1). */
+TEST_F(Gates, CutBeforeItsSegmentsCannotTellWhetherLibtimelineRan) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, orig.data(), sizeof eh);
+  const std::size_t phdrs_end = eh.e_phoff + std::size_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+  {
+    Read r = read_bytes({orig.begin(), orig.begin() + static_cast<std::ptrdiff_t>(phdrs_end + 6)}, "cut-notes");
+    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_EQ(r.run.err, "core-timeline-read: the core is cut off before its notes and segments: whether "
+                         "libtimeline was used cannot be told\n");
+    EXPECT_EQ(r.doc["status"], "mapping_absent");
+    EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+    EXPECT_TRUE(r.doc["core"]["truncated"].get<bool>());
+    EXPECT_TRUE(r.doc["events"].empty());
+  }
+  auto core = ctr::CoreFile::open(core_a_->core_path);
+  ASSERT_TRUE(core);
+  const std::uint64_t addr = hex_of(read_bytes(orig, "whole").doc["rings"][0]["address"]);
+  const ctr::Segment *seg = core->segment_for(addr);
+  ASSERT_NE(seg, nullptr);
+  const std::uint64_t ring_off = seg->offset + (addr - seg->vaddr);
+  std::vector<std::uint8_t> no_file = orig;
+  const std::size_t nt_file = core_note(no_file, NT_FILE);
+  ASSERT_NE(nt_file, 0u);
+  hide_note(no_file, nt_file);
+  {
+    Read r = read_bytes(no_file, "no-nt-file");
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(r.doc["rings"][0]["found_by"], "magic_scan");
+  }
+  {
+    Read r = read_bytes({no_file.begin(), no_file.begin() + static_cast<std::ptrdiff_t>(ring_off)}, "no-nt-file-cut");
+    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_NE(r.run.err.find("whether libtimeline was used cannot be told"), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.run.err.find("did not run"), std::string::npos) << r.run.err;
+    EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
+  }
+  auto nolib = ct::test::run_and_collect_core({kNolib, "--path=a"});
+  const std::vector<std::uint8_t> nb = read_file(nolib.core_path);
+  auto ncore = ctr::CoreFile::open(nolib.core_path);
+  ASSERT_TRUE(ncore);
+  std::uint64_t notes_end = 0;
+  for (const auto &n : ncore->note_segments()) notes_end = std::max(notes_end, n.offset + n.filesz);
+  Read n = read_bytes({nb.begin(), nb.begin() + static_cast<std::ptrdiff_t>(notes_end)}, "nolib-cut");
+  EXPECT_EQ(n.run.exit_code, 1) << n.run.err;
+  EXPECT_NE(n.run.err.find("did not run with libtimeline"), std::string::npos) << n.run.err;
+  EXPECT_TRUE(n.doc["core"]["truncated"].get<bool>());
+}
+
+/* A core with no PT_LOAD and no PT_NOTE holds nothing to read: exit 3, not
+ * exit 1's "did not run with libtimeline".  Nor does one whose only notes
+ * leave out NT_FILE: no memory, and no list of mappings to say where a ring
+ * was.  Made from crash_demo's real core: e_phnum 0; every program header
+ * PT_NULL; only the PT_LOADs PT_NULL and NT_FILE hidden.  Control: with
+ * NT_FILE kept, it lists the ring's mapping, which no PT_LOAD covers (2). */
+TEST_F(Gates, NoSegmentsAndNoNotesIsNothingToRead) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, orig.data(), sizeof eh);
+  auto phdr = [&](std::vector<std::uint8_t> &b, std::size_t i) {
+    return reinterpret_cast<Elf64_Phdr *>(b.data() + eh.e_phoff + i * sizeof(Elf64_Phdr));
+  };
+  std::vector<std::uint8_t> no_phdrs = orig;
+  const std::uint16_t zero = 0;
+  std::memcpy(no_phdrs.data() + offsetof(Elf64_Ehdr, e_phnum), &zero, 2);
+  std::vector<std::uint8_t> all_null = orig, loads_null = orig;
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    phdr(all_null, i)->p_type = PT_NULL;
+    if (phdr(loads_null, i)->p_type == PT_LOAD) phdr(loads_null, i)->p_type = PT_NULL;
+  }
+  std::vector<std::uint8_t> loads_null_no_file = loads_null;
+  const std::size_t nt_file = core_note(loads_null_no_file, NT_FILE);
+  ASSERT_NE(nt_file, 0u);
+  hide_note(loads_null_no_file, nt_file);
+  for (const auto *b : {&no_phdrs, &all_null, &loads_null_no_file}) {
+    Read r = read_bytes(*b, "nothing-to-read");
+    EXPECT_EQ(r.run.exit_code, 3) << r.run.err;
+    EXPECT_EQ(r.doc["status"], "core_unreadable");
+    EXPECT_NE(r.run.err.find("cannot read the core: "), std::string::npos) << r.run.err;
+    EXPECT_NE(r.run.err.find(b == &loads_null_no_file ? "no PT_LOAD program header and no NT_FILE note"
+                                                       : "no PT_LOAD and no PT_NOTE program header"),
+              std::string::npos) << r.run.err;
+    EXPECT_NE(r.run.err.find("not a usable core"), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.run.err.find("libtimeline"), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.doc["core"]["size"], orig.size());
+    EXPECT_EQ(r.doc["core"]["machine"], eh.e_machine);
+  }
+  Read listed = read_bytes(loads_null, "loads-null");
+  EXPECT_EQ(listed.run.exit_code, 2) << listed.run.err;
+  EXPECT_NE(listed.run.err.find("no PT_LOAD segment covers it"), std::string::npos) << listed.run.err;
+}
+
+/* The "crash: " line of the text form. */
+std::string crash_line(const std::string &text) {
+  const std::size_t at = text.find("\ncrash: ");
+  if (at == std::string::npos) return "no crash line in: " + text;
+  return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+/* Without NT_SIGINFO the core does not tell the si_code: NT_PRSTATUS's
+ * pr_info.si_code is one the kernel leaves 0 (fs/binfmt_elf.c
+ * fill_prstatus), which read as a code is SI_USER, "sent with kill()".  The
+ * reader says it is unknown, and why.  crash_demo's real core, its
+ * NT_SIGINFO hidden; control: with it, SEGV_MAPERR. */
+TEST_F(Gates, WithoutSiginfoTheSiCodeIsUnknown) {
+  std::vector<std::uint8_t> b = read_file(core_a_->core_path);
+  std::string text;
+  Read whole = read_bytes(b, "siginfo", &text);
+  EXPECT_EQ(whole.doc["crash"]["si_code_name"], "SEGV_MAPERR");
+  EXPECT_EQ(whole.doc["crash"]["from"], "NT_SIGINFO");
+  EXPECT_FALSE(whole.doc["crash"].contains("si_code_note"));
+  EXPECT_NE(crash_line(text).find("crash: SIGSEGV (SEGV_MAPERR)"), std::string::npos) << text;
+  const std::size_t siginfo = core_note(b, NT_SIGINFO);
+  ASSERT_NE(siginfo, 0u);
+  hide_note(b, siginfo);
+  Read r = read_bytes(b, "no-siginfo", &text);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const json &c = r.doc["crash"];
+  EXPECT_EQ(c["from"], "NT_PRSTATUS");
+  EXPECT_EQ(c["signal"], 11);
+  EXPECT_EQ(c["signal_name"], "SIGSEGV");
+  EXPECT_TRUE(c["si_code"].is_null()) << c;
+  EXPECT_TRUE(c["si_code_name"].is_null()) << c;
+  EXPECT_NE(c.value("si_code_note", "").find("no NT_SIGINFO"), std::string::npos) << c;
+  EXPECT_TRUE(c["sender_pid"].is_null()) << c;
+  const std::string line = crash_line(text);
+  EXPECT_NE(line.find("crash: SIGSEGV (si_code unknown: no NT_SIGINFO)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("SI_USER"), std::string::npos) << line;
+}
+
+/* A first NT_PRSTATUS with pr_cursig (and pr_info.si_signo) 0 and no
+ * NT_SIGINFO records no signal: "no signal recorded", never "SIG0
+ * (SI_USER)".  crash_demo's real core so edited. */
+TEST_F(Gates, CursigZeroIsNoSignalRecorded) {
+  std::vector<std::uint8_t> b = read_file(core_a_->core_path);
+  const std::size_t siginfo = core_note(b, NT_SIGINFO), prstatus = core_note(b, NT_PRSTATUS);
+  ASSERT_NE(siginfo, 0u);
+  ASSERT_NE(prstatus, 0u);
+  hide_note(b, siginfo);
+  const std::size_t desc = prstatus + 12 + 8;  // after n_namesz, n_descsz, n_type and "CORE\0" padded
+  const std::int32_t signo = 0;
+  const std::int16_t cursig = 0;
+  std::memcpy(b.data() + desc + 0, &signo, 4);    // pr_info.si_signo
+  std::memcpy(b.data() + desc + 12, &cursig, 2);  // pr_cursig
+  std::string text;
+  Read r = read_bytes(b, "cursig-0", &text);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const json &c = r.doc["crash"];
+  EXPECT_TRUE(c["signal"].is_null()) << c;
+  EXPECT_TRUE(c["signal_name"].is_null()) << c;
+  EXPECT_NE(c.value("signal_note", "").find("no signal recorded"), std::string::npos) << c;
+  EXPECT_TRUE(c["si_code"].is_null()) << c;
+  EXPECT_EQ(c["tid"], r.doc["process"]["threads"][0]);
+  const std::string line = crash_line(text);
+  EXPECT_EQ(line.rfind("crash: no signal recorded in tid ", 0), 0u) << line;
+  EXPECT_EQ(line.find("SIG0"), std::string::npos) << line;
+  EXPECT_EQ(line.find("SI_USER"), std::string::npos) << line;
+}
+
+/* A core refused as unsupported (32-bit, big-endian) still reports what it
+ * is: its real size and e_machine (read in the byte order its header
+ * declares), not 0 and 0.  crash_demo's real core made ELFCLASS32 with
+ * EM_386, and ELFDATA2MSB with EM_PPC64 written big-endian. */
+TEST_F(Gates, UnsupportedCoreReportsItsSizeAndMachine) {
+  const std::vector<std::uint8_t> orig = read_file(core_a_->core_path);
+  std::vector<std::uint8_t> c32 = orig, msb = orig;
+  c32[EI_CLASS] = ELFCLASS32;
+  c32[18] = EM_386;
+  c32[19] = 0;
+  msb[EI_DATA] = ELFDATA2MSB;
+  msb[18] = 0;
+  msb[19] = EM_PPC64;
+  for (const auto &[b, machine, why] : {std::tuple{&c32, EM_386, "not a 64-bit ELF file"},
+                                        std::tuple{&msb, EM_PPC64, "not a little-endian ELF file"}}) {
+    Read r = read_bytes(*b, "unsupported");
+    EXPECT_EQ(r.run.exit_code, 3) << r.run.err;
+    EXPECT_NE(r.run.err.find(why), std::string::npos) << r.run.err;
+    EXPECT_EQ(r.doc["core"]["size"], orig.size()) << why;
+    EXPECT_EQ(r.doc["core"]["machine"], machine) << why;
   }
 }
 

@@ -6,8 +6,9 @@
  * This is the reader library's main entry point (ct::reader), used by
  * core-timeline-read, the daemon and ctl-query:
  *
- *     auto core = CoreFile::open(path);          // or CoreFile::from_bytes
- *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error());
+ *     FileFacts facts;
+ *     auto core = CoreFile::open(path, &facts);  // or CoreFile::from_bytes
+ *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error(), facts);
  *     std::string text = render_text(a);          // render.h
  *     std::string json = render_json(a);
  *     return exit_code(a.status);
@@ -48,8 +49,13 @@ enum class Status {
   kOk,                /**< 0: a timeline was recovered */
   kNoRing,            /**< 1: no CTLN mapping found (library never there) */
   kMappingAbsent,     /**< 2: NT_FILE lists the ring, its bytes are not in
-                           the core (excluded, or cut off by truncation) */
-  kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty */
+                           the core (excluded, or cut off by truncation);
+                           or no ring was found in a core cut off where
+                           one could be, without NT_FILE to list it:
+                           whether libtimeline was used cannot be told */
+  kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty; or
+                           nothing to read: no PT_LOAD, and no PT_NOTE or
+                           no NT_FILE */
   kRingInvalid,       /**< 4: a ring is there but none validates or belongs
                            to this process */
   kExecutableRefused, /**< 5: the EXECUTABLE's build-id contradicts the core */
@@ -169,10 +175,14 @@ struct RingReport {
 std::string_view ring_state_name(RingReport::State s) noexcept;
 
 struct CrashFacts {
-  std::int32_t signo = 0;
-  std::string signal_name;
-  std::int32_t si_code = 0;
-  std::string si_code_name;
+  std::int32_t signo = 0;        /**< 0: no signal recorded (signal_note) */
+  std::string signal_name;       /**< "" when signo is 0 */
+  std::string signal_note;       /**< why there is no signal, "" if there is */
+  /** NT_SIGINFO's si_code; unknown without NT_SIGINFO: NT_PRSTATUS's
+   *  pr_info.si_code is not the signal's (the kernel leaves it 0). */
+  std::optional<std::int32_t> si_code;
+  std::string si_code_name;      /**< "" when si_code is unknown */
+  std::string si_code_note;      /**< why si_code is unknown, "" if known */
   std::optional<std::uint64_t> fault_address;  /**< when si_code says so */
   std::optional<std::int32_t> sender_pid;      /**< SI_USER, SI_TKILL, ... */
   std::uint32_t tid = 0;
@@ -219,7 +229,8 @@ struct Analysis {
                                       "unusable", "refused" */
   std::string sidecar_detail;
   /** True when events were dropped, overwritten, torn, lost to truncation
-   *  or a counter is inconsistent: then the absence of an event proves
+   *  or a counter is inconsistent, or when a cut-off core cannot tell
+   *  whether there was a ring: then the absence of an event proves
    *  nothing. */
   bool absence_proves_nothing = false;
   std::vector<std::string> warnings;
@@ -242,8 +253,9 @@ Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept;
 Analysis analyze_file(const std::string &path, const ReadOptions &options) noexcept;
 
 /** The Analysis for a core that could not be opened (status
- *  kCoreUnreadable, reason from `error`). */
-Analysis analysis_of_error(const std::string &path, const Error &error);
+ *  kCoreUnreadable, reason from `error`; core_size and machine from
+ *  `facts`, what CoreFile::open() told of a file it refused). */
+Analysis analysis_of_error(const std::string &path, const Error &error, const FileFacts &facts = {});
 
 /** Signal name ("SIGSEGV") for Linux signal numbers, or "SIG<n>". */
 std::string signal_name(int signo);

@@ -69,7 +69,9 @@ struct FileMapping {
 struct ThreadStatus {
   std::uint32_t tid = 0;     /**< pr_pid: the thread id */
   std::int32_t signo = 0;    /**< pr_info.si_signo */
-  std::int32_t code = 0;     /**< pr_info.si_code */
+  std::int32_t code = 0;     /**< pr_info.si_code: the kernel leaves it 0
+                                  (fill_prstatus), so it is not the
+                                  signal's; NT_SIGINFO has that */
   std::int16_t cursig = 0;   /**< pr_cursig */
   bool has_regs = false;     /**< pc and sp decoded (x86-64, AArch64) */
   std::uint64_t pc = 0;
@@ -129,6 +131,16 @@ struct CoreNotes {
   std::uint64_t warnings_omitted = 0; /**< warnings counted, not listed */
 };
 
+/** What can be told of a file that CoreFile::open() or from_bytes() read
+ *  but refused (not ELF, unsupported, program headers cut off), for the
+ *  report of it (analysis_of_error). */
+struct FileFacts {
+  std::uint64_t size = 0;     /**< bytes in the file */
+  std::uint16_t machine = 0;  /**< e_machine, in the byte order EI_DATA
+                                   declares (either class: it is at offset
+                                   18 in both); 0 without an ELF header */
+};
+
 class CoreFile {
  public:
   /**
@@ -139,12 +151,15 @@ class CoreFile {
    * The file must not be truncated by someone else while the CoreFile is
    * alive (that would raise SIGBUS on access); callers that cannot promise
    * this should use from_bytes().
+   * When the file was read but refused, `refused` (optional) gets its size
+   * and e_machine; it is left alone otherwise.
    */
-  static Result<CoreFile> open(const std::string &path) noexcept;
+  static Result<CoreFile> open(const std::string &path, FileFacts *refused = nullptr) noexcept;
 
   /** As open(), over bytes already in memory (tests, fuzzing, a core the
    *  daemon decompressed).  `name` is used in messages. */
-  static Result<CoreFile> from_bytes(std::vector<std::uint8_t> bytes, std::string name) noexcept;
+  static Result<CoreFile> from_bytes(std::vector<std::uint8_t> bytes, std::string name,
+                                     FileFacts *refused = nullptr) noexcept;
 
   CoreFile(CoreFile &&) noexcept;
   CoreFile &operator=(CoreFile &&) noexcept;
