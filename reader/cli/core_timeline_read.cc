@@ -7,8 +7,11 @@
  *                      [--unverified-symbols] [--no-symbols] CORE [EXECUTABLE]
  *
  * Exit codes (docs/timeline-json.md):
- *   0 timeline printed          1 no CTLN mapping found
- *   2 timeline mapping absent   3 core unreadable / not an ELF core
+ *   0 timeline printed          1 no CTLN mapping found (the process did
+ *                                 not use libtimeline)
+ *   2 timeline mapping absent, or whether there was one cannot be told
+ *     (excluded by coredump_filter, or the core is cut off)
+ *   3 core unreadable, not an ELF core, or nothing to read in it
  *   4 ring invalid              5 EXECUTABLE refused (build-id mismatch)
  *   6 sidecar identity mismatch 7 usage error / unreadable --tlmap
  * A failure prints one line "core-timeline-read: REASON" on stderr.
@@ -29,8 +32,9 @@ namespace ctr = core_timeline::reader;
 
 int main(int argc, char **argv) {
   CLI::App app{"Print the timeline that a process using libtimeline left in its core dump.\n"
-               "Exit codes: 0 timeline printed, 1 no CTLN mapping found, 2 timeline mapping absent,\n"
-               "3 core unreadable or not an ELF core, 4 ring invalid, 5 EXECUTABLE refused,\n"
+               "Exit codes: 0 timeline printed, 1 no CTLN mapping found, 2 timeline mapping absent\n"
+               "or cannot be told (excluded, or the core is cut off), 3 core unreadable, not an ELF core\n"
+               "or nothing to read, 4 ring invalid, 5 EXECUTABLE refused,\n"
                "6 sidecar identity mismatch, 7 usage error.",
                "core-timeline-read"};
   bool core_only = false, as_json = false, unverified = false, no_symbols = false;
