@@ -126,23 +126,15 @@ void BM_ReadTicksP(benchmark::State &state) {
 }
 BENCHMARK(BM_ReadTicksP);
 
-void BM_ClockMonotonic(benchmark::State &state) {
+void BM_ClockGettime(benchmark::State &state, clockid_t clock) {
   struct timespec ts;
   for (auto _ : state) {
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     benchmark::DoNotOptimize(ts);
   }
 }
-BENCHMARK(BM_ClockMonotonic);
-
-void BM_ClockMonotonicCoarse(benchmark::State &state) {
-  struct timespec ts;
-  for (auto _ : state) {
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    benchmark::DoNotOptimize(ts);
-  }
-}
-BENCHMARK(BM_ClockMonotonicCoarse);
+BENCHMARK_CAPTURE(BM_ClockGettime, monotonic, CLOCK_MONOTONIC);
+BENCHMARK_CAPTURE(BM_ClockGettime, monotonic_coarse, CLOCK_MONOTONIC_COARSE);
 
 alignas(128) fmt_::Slot g_bare_slots[4096];
 

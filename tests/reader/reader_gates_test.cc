@@ -701,23 +701,11 @@ std::string path_of_length(const std::string &dir, std::size_t len) {
   return dir + "/" + std::string(len - dir.size() - 1, 'x');
 }
 
-/* The NT_PRPSINFO of a core (for its pr_uid at 16): offset of its desc. */
+/* The NT_PRPSINFO of a core (for its pr_uid at 16): offset of its desc
+ * (after the 12-byte header and the name "CORE", padded to 8); 0 if none. */
 std::size_t prpsinfo_desc(const std::vector<std::uint8_t> &b) {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, b.data(), sizeof eh);
-  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    std::memcpy(&ph, b.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
-    if (ph.p_type != PT_NOTE) continue;
-    for (std::size_t off = ph.p_offset; off + 12 <= ph.p_offset + ph.p_filesz;) {
-      std::uint32_t nh[3];
-      std::memcpy(nh, b.data() + off, 12);
-      const std::size_t desc = off + 12 + ((nh[0] + 3) & ~3u);
-      if (nh[2] == NT_PRPSINFO) return desc;
-      off = desc + ((nh[1] + 3) & ~3u);
-    }
-  }
-  return 0;
+  const std::size_t note = core_note(b, NT_PRPSINFO);
+  return note ? note + 12 + 8 : 0;
 }
 
 /* Attack: the core names the files the symbolizer opens.  libdwfl opened
