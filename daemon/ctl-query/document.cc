@@ -353,10 +353,11 @@ class Summarizer {
         if (!k_.peek('{')) return k_.fail(fmt::format("event {} is not an object", n));
         std::string_view v;
         if (!k_.skim(2, v)) return false;
-        if (all || (r_.on_event && (!r_.may_want_event || r_.may_want_event(v)))) {
+        const bool to_caller = r_.on_event && (!r_.may_want_event || r_.may_want_event(v));
+        if (to_caller || all) {
           auto e = parse_slice(v);
           if (!e) return k_.fail(fmt::format("invalid JSON in event {}", n));
-          if (r_.on_event && (!r_.may_want_event || r_.may_want_event(v))) r_.on_event(*e, n);
+          if (to_caller) r_.on_event(*e, n);
           if (all) all->push_back(std::move(*e));
         }
         tail[n % kTailEvents] = v;

@@ -111,8 +111,9 @@ struct Timeline {
   std::optional<TimelineName> name;  /**< from the file name, if it parses */
   /** The top-level values kept: "schema_version", "status", "exit_code",
    *  "reason", "source", "process", "crash", "coredump", "daemon" (those
-   *  present) and those that ReadRequest::paths begin with.  "status" is a string and "coredump" an object whose
-   *  "fields" holds only the fields asked for (ReadRequest::fields). */
+   *  present) and those that ReadRequest::paths begin with.  "status" is
+   *  a string and "coredump" an object whose "fields" holds only the
+   *  fields asked for (ReadRequest::fields, ReadRequest::paths). */
   nlohmann::ordered_json top = nlohmann::ordered_json::object();
   bool has_events = false;           /**< the document has "events" */
   std::size_t event_count = 0;

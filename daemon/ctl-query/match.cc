@@ -26,9 +26,9 @@ void add(std::vector<MatchGroup> &groups, const std::string &field, std::string 
   groups.push_back(MatchGroup{field, {std::move(value)}});
 }
 
-/* The document value a group is about: a coredump.fields member, else a
- * value by dotted path (the boot id is in the document itself; the daemon
- * need not repeat the journal's _BOOT_ID among the fields). */
+/* The document value at a group's dotted path; _BOOT_ID is
+ * coredump.boot_id (the boot id is in the document itself; the daemon need
+ * not repeat the journal's _BOOT_ID among the fields). */
 const nlohmann::ordered_json *find(const Timeline &t, const std::string &field) {
   return t.lookup(field == "_BOOT_ID" ? "coredump.boot_id" : field);
 }
