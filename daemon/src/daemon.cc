@@ -108,7 +108,7 @@ Result<void> Daemon::start() {
   if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
   state_.emplace(std::move(*st));
   if (!state_->warning().empty()) spdlog::warn("{}", state_->warning());
-  auto j = Journal::open();
+  auto j = opt_.journal_directory.empty() ? Journal::open() : Journal::open_directory(opt_.journal_directory);
   if (!j) return std::move(j).error();
   journal_.emplace(std::move(*j));
   if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);

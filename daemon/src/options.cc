@@ -67,6 +67,8 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   app.add_option("--tlmap-dir", o.tlmap_dir, "Event names: NAME.tlmap names the events of executable NAME")
       ->capture_default_str();
   app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
+  app.add_option("--journal-directory", o.journal_directory,
+                 "Read the journal files in this directory instead of the system's journal (as journalctl -D)");
   app.add_option("--log-target", o.log_target, "auto, journal, stderr or both")
       ->check(CLI::IsMember({"auto", "journal", "stderr", "both"}))
       ->capture_default_str();
@@ -110,6 +112,8 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
     return Error{EINVAL, "--coredump-dir must be an absolute path"};
   if (o.state_dir.empty() || o.state_dir[0] != '/') return Error{EINVAL, "--state-dir must be an absolute path"};
   if (!o.output_dir.empty() && o.output_dir[0] != '/') return Error{EINVAL, "--output-dir must be an absolute path"};
+  if (!o.journal_directory.empty() && o.journal_directory[0] != '/')
+    return Error{EINVAL, "--journal-directory must be an absolute path"};
   return o;
 }
 

@@ -44,6 +44,10 @@ struct Options {
   std::string tlmap_dir = "/etc/core-timeline/tlmap.d";
   /** Handle what is in the journal, then exit (no waiting, no notify). */
   bool once = false;
+  /** Read the journal files in this directory (sd_journal_open_directory(3),
+   *  as `journalctl -D`) instead of the system's journal; "" = the
+   *  system's.  For a copied or received journal, and for tests. */
+  std::string journal_directory;
   std::string log_target = "auto";   /**< auto, journal, stderr, both */
   std::string log_level = "info";    /**< trace, debug, info, warn, err */
   /** Paths systemd-coredump may have as _EXE (empty: the defaults). */

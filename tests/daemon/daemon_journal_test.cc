@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+//
+// daemon_journal_test - core-timelined driven from journal files and real
+// cores, without the system's crash pipeline (issue 12, "the daemon in
+// seams").
+//
+// The inputs are a real core of `crash_demo --path=a` and its real
+// systemd-coredump journal entry, made once through the pipeline and
+// committed (fixtures/cores/make-cores).  Each test edits that entry in
+// journal export format, turns it into a journal file with the real
+// systemd-journal-remote (`-o FILE -`), lays the core out as
+// systemd-coredump would, and runs the real daemon binary over the
+// directory (--journal-directory, --once), in a scratch directory of its
+// own.  So the daemon's journal reading, trust rules, extraction of each
+// compression, Storage=journal, store and cursor run as in production; only
+// the kernel's and systemd-coredump's part is replaced by their recorded
+// output.  daemon_pipeline_test keeps the end-to-end path.
+//
+// Needs root (the daemon's decoder sandbox and chown of the timeline) and
+// systemd-journal-remote, zstd, lz4 and xz (packaging/install-build-deps).
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+constexpr const char kJournalRemote[] = "/lib/systemd/systemd-journal-remote";
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// ---- journal export format (systemd's docs/JOURNAL_EXPORT_FORMATS.md) ----
+// An entry is lines "NAME=VALUE\n", or for a value that is not text
+// "NAME\n", a little-endian 64-bit length, the bytes and "\n"; a blank line
+// ends the entry.  A field may repeat.
+
+struct Field {
+  std::string name, value;
+};
+using Entry = std::vector<Field>;
+
+std::vector<Entry> parse_export(const std::string &s) {
+  std::vector<Entry> entries(1);
+  std::size_t p = 0;
+  while (p < s.size()) {
+    const std::size_t nl = s.find('\n', p);
+    if (nl == std::string::npos) throw std::runtime_error("export: a line without its newline");
+    const std::string line = s.substr(p, nl - p);
+    p = nl + 1;
+    if (line.empty()) {
+      if (!entries.back().empty()) entries.emplace_back();
+      continue;
+    }
+    if (const auto eq = line.find('='); eq != std::string::npos) {
+      entries.back().push_back({line.substr(0, eq), line.substr(eq + 1)});
+      continue;
+    }
+    if (p + 8 > s.size()) throw std::runtime_error("export: a binary field without its length");
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(s[p + static_cast<std::size_t>(i)]);
+    p += 8;
+    if (n > s.size() - p) throw std::runtime_error("export: a binary field longer than the file");
+    entries.back().push_back({line, s.substr(p, n)});
+    p += n + 1;
+  }
+  if (entries.back().empty()) entries.pop_back();
+  return entries;
+}
+
+std::string to_export(const std::vector<Entry> &entries) {
+  std::string out;
+  for (const auto &e : entries) {
+    for (const auto &[name, value] : e) {
+      if (value.find('\n') == std::string::npos && value.find('\0') == std::string::npos) {
+        out += name + "=" + value + "\n";
+        continue;
+      }
+      out += name + "\n";
+      std::uint64_t n = value.size();
+      for (int i = 0; i < 8; ++i, n >>= 8) out += static_cast<char>(n & 0xff);
+      out += value + "\n";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string get(const Entry &e, const std::string &name) {
+  for (const auto &f : e)
+    if (f.name == name) return f.value;
+  return "";
+}
+
+void set(Entry &e, const std::string &name, const std::string &value) {
+  for (auto &f : e)
+    if (f.name == name) {
+      f.value = value;
+      return;
+    }
+  e.push_back({name, value});
+}
+
+void erase_field(Entry &e, const std::string &name) {
+  std::erase_if(e, [&](const Field &f) { return f.name == name; });
+}
+
+// ---- running things ----------------------------------------------------------
+
+struct Ran {
+  int status = -1;
+  std::string output;
+};
+
+// Runs argv with stdin from `input` (a file, or /dev/null) and stdout and
+// stderr to a file, and returns its wait status and output.
+Ran run(const std::vector<std::string> &argv, const std::string &input = "/dev/null",
+        const std::string &output_path = "") {
+  const std::string out = output_path.empty()
+                              ? (fs::temp_directory_path() / ("ct-djt-" + std::to_string(getpid()))).string()
+                              : output_path;
+  pid_t pid = fork();
+  if (pid < 0) return {};
+  if (pid == 0) {
+    int in = open(input.c_str(), O_RDONLY);
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || o < 0) _exit(126);
+    dup2(in, 0);
+    dup2(o, 1);
+    dup2(o, 2);
+    std::vector<char *> a;
+    for (const auto &s : argv) a.push_back(const_cast<char *>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  Ran r{st, slurp(out)};
+  if (output_path.empty()) unlink(out.c_str());
+  return r;
+}
+
+bool exited_0(const Ran &r) { return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
+
+// A scratch tree: journal/ (journal files), coredump/ (cores), out/
+// (timelines next to cores, --output-dir), state/ (cursor, timelines of
+// Storage=journal cores).
+class Scratch {
+ public:
+  Scratch() {
+    char tmpl[] = "/var/tmp/ct-daemon-journal-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    root_ = tmpl;
+    for (const char *d : {"journal", "coredump", "out", "state"}) fs::create_directories(root_ + "/" + d);
+    fs::permissions(root_, fs::perms(0755));
+    spit(path("empty.conf"), "");  // not the machine's configuration
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::string path(const std::string &sub) const { return root_ + "/" + sub; }
+
+  // The entries, as one more journal file (systemd-journal-remote).
+  void add_journal(const std::vector<Entry> &entries) {
+    const std::string exp = path("entries.export"), file = path("journal/" + std::to_string(files_++) + ".journal");
+    spit(exp, to_export(entries));
+    const Ran r = run({kJournalRemote, "-o", file, "-"}, exp);
+    ASSERT_TRUE(exited_0(r)) << "systemd-journal-remote: " << r.output;
+    ASSERT_TRUE(fs::exists(file)) << r.output;
+  }
+
+  // core-timelined --once over journal/; its log is kept in log().
+  Ran run_daemon() {
+    const Ran r = run({CT_DAEMON_BIN, "--once", "--first-start", "all", "--journal-directory", path("journal"),
+                       "--coredump-dir", path("coredump"), "--output-dir", path("out"), "--state-dir",
+                       path("state"), "--tlmap-dir", CT_TLMAP_DIR, "--config", path("empty.conf"),
+                       "--log-target", "stderr", "--log-level", "debug"},
+                      "/dev/null", path("daemon.log"));
+    log_ += r.output;
+    return r;
+  }
+  const std::string &log() const { return log_; }
+
+  // The timelines written, by file name.
+  std::vector<std::string> timelines() const {
+    std::vector<std::string> names;
+    for (const char *d : {"out", "state/timelines"}) {
+      if (!fs::exists(path(d))) continue;
+      for (const auto &e : fs::directory_iterator(path(d)))
+        if (e.path().filename().string().ends_with(".timeline.json")) names.push_back(e.path().string());
+    }
+    return names;
+  }
+
+ private:
+  std::string root_, log_;
+  int files_ = 0;
+};
+
+// The committed entry, sent as this machine's systemd-coredump would send
+// it: as its "systemd-coredump" user, whose uid differs between machines
+// (the crash was root's; entry.h), or as root where there is none.
+Entry fixture_entry() {
+  auto entries = parse_export(slurp(CT_FIXTURE_CORES "/crash_demo-a.export"));
+  if (entries.size() != 1) throw std::runtime_error("crash_demo-a.export: not one entry");
+  Entry e = entries.front();
+  const struct passwd *pw = getpwnam("systemd-coredump");
+  set(e, "_UID", std::to_string(pw ? pw->pw_uid : 0));
+  set(e, "_GID", std::to_string(pw ? pw->pw_gid : 0));
+  return e;
+}
+
+// The core, uncompressed (zstd -d).
+std::string fixture_core_bytes(Scratch &s) {
+  const std::string out = s.path("core.raw");
+  const Ran r = run({"/usr/bin/zstd", "-d", "-q", "-f", CT_FIXTURE_CORES "/crash_demo-a.core.zst", "-o", out});
+  if (!exited_0(r)) throw std::runtime_error("zstd -d: " + r.output);
+  return slurp(out);
+}
+
+// The fixture's core stored as systemd-coredump would with `suffix` (".zst",
+// ".lz4", ".xz" or "" for none) in the scratch coredump directory, and the
+// entry naming it there.  Returns the entry.
+Entry stored_crash(Scratch &s, const std::string &suffix) {
+  Entry e = fixture_entry();
+  std::string name = fs::path(get(e, "COREDUMP_FILENAME")).filename().string();
+  if (name.ends_with(".zst")) name.resize(name.size() - 4);
+  name += suffix;
+  const std::string dest = s.path("coredump/" + name);
+  const std::string raw = s.path("core.raw");
+  spit(raw, fixture_core_bytes(s));
+  Ran r;
+  if (suffix == ".zst") r = run({"/usr/bin/zstd", "-q", "-f", raw, "-o", dest});
+  else if (suffix == ".lz4") r = run({"/usr/bin/lz4", "-q", "-f", raw, dest});
+  else if (suffix == ".xz") r = run({"/usr/bin/xz", "-q", "-c", raw}, "/dev/null", dest);
+  else r = run({"/bin/cp", raw, dest});
+  if (!exited_0(r)) throw std::runtime_error("storing the core as " + dest + ": " + r.output);
+  set(e, "COREDUMP_FILENAME", dest);
+  return e;
+}
+
+json read_json(const std::string &path) { return json::parse(slurp(path)); }
+
+// The a-path's last user event, as the tlmap names it.
+bool has_before_die_1001(const json &doc) {
+  for (const auto &ev : doc.value("events", json::array()))
+    if (ev.value("name", "") == "BEFORE_DIE" && ev.contains("args") && ev["args"].is_array() && !ev["args"].empty() &&
+        ev["args"][0] == 1001)
+      return true;
+  return false;
+}
+
+// ---- tests ------------------------------------------------------------------
+
+// Guards against: an extraction path (zstd, lz4, xz, uncompressed) that only
+// the real pipeline's default, zstd, ever exercised.
+TEST(DaemonFromJournalFiles, EachCompressionOfAStoredCoreGivesItsTimeline) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  for (const std::string suffix : {".zst", ".lz4", ".xz", ""}) {
+    SCOPED_TRACE("core stored as '" + suffix + "'");
+    Scratch s;
+    Entry e = stored_crash(s, suffix);
+    ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+    const Ran r = s.run_daemon();
+    ASSERT_TRUE(exited_0(r)) << s.log();
+    const auto tl = s.timelines();
+    ASSERT_EQ(tl.size(), 1u) << s.log();
+    std::string core_name = fs::path(get(e, "COREDUMP_FILENAME")).filename().string();
+    if (!suffix.empty()) core_name.resize(core_name.size() - suffix.size());
+    EXPECT_EQ(fs::path(tl[0]).filename().string(), core_name + ".timeline.json");
+    const json doc = read_json(tl[0]);
+    EXPECT_EQ(doc["status"], "ok") << doc.dump(2).substr(0, 2000);
+    EXPECT_TRUE(has_before_die_1001(doc)) << doc["text"];
+    EXPECT_EQ(doc["coredump"]["storage"], "external");
+    EXPECT_EQ(doc["coredump"]["fields"]["COREDUMP_PID"], get(e, "COREDUMP_PID"));
+    EXPECT_EQ(doc["daemon"]["extraction"]["compression"],
+              suffix == ".zst" ? "zstd" : suffix == ".lz4" ? "lz4" : suffix == ".xz" ? "xz" : "none");
+  }
+}
+
+// Guards against: a core named by its entry but gone (vacuumed, removed)
+// being skipped in silence, or failing the daemon.
+TEST(DaemonFromJournalFiles, ACoreThatIsGoneIsCoreMissing) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  Entry e = stored_crash(s, ".zst");
+  fs::remove(get(e, "COREDUMP_FILENAME"));
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  const auto tl = s.timelines();
+  ASSERT_EQ(tl.size(), 1u) << s.log();
+  const json doc = read_json(tl[0]);
+  EXPECT_EQ(doc["status"], "core_missing");
+  EXPECT_NE(doc["reason"].get<std::string>().find("is gone"), std::string::npos) << doc["reason"];
+  EXPECT_FALSE(doc.contains("events"));
+}
+
+// Guards against: Storage=journal (the core in the entry's COREDUMP= field,
+// no file) being handled only where a test machine is configured for it.
+TEST(DaemonFromJournalFiles, StorageJournalReadsTheCoreFromTheEntry) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  Entry e = fixture_entry();
+  erase_field(e, "COREDUMP_FILENAME");
+  e.push_back({"COREDUMP", fixture_core_bytes(s)});
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  const auto tl = s.timelines();
+  ASSERT_EQ(tl.size(), 1u) << s.log();
+  EXPECT_NE(tl[0].find("/state/timelines/"), std::string::npos) << tl[0];
+  const json doc = read_json(tl[0]);
+  EXPECT_EQ(doc["status"], "ok");
+  EXPECT_EQ(doc["coredump"]["storage"], "journal");
+  EXPECT_TRUE(has_before_die_1001(doc)) << doc["text"];
+  EXPECT_FALSE(doc["coredump"]["fields"].contains("COREDUMP")) << "the core itself is not copied into the document";
+}
+
+// Guards against: an entry that its sender could forge, or that is
+// malformed, leaving a timeline (entry.h's trust rules), while a good entry
+// beside them still gets its own.
+TEST(DaemonFromJournalFiles, ForgedAndMalformedEntriesPlantNothing) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry good = stored_crash(s, ".zst");
+  std::vector<Entry> entries;
+  auto variant = [&](const std::string &pid, auto &&edit) {
+    Entry e = good;
+    std::string file = get(e, "COREDUMP_FILENAME");
+    const std::string old_pid = "." + get(e, "COREDUMP_PID") + ".";
+    file.replace(file.rfind(old_pid), old_pid.size(), "." + pid + ".");
+    fs::copy_file(get(good, "COREDUMP_FILENAME"), file, fs::copy_options::overwrite_existing);
+    set(e, "COREDUMP_PID", pid);
+    set(e, "COREDUMP_FILENAME", file);
+    edit(e);
+    entries.push_back(e);
+  };
+  // A regular user (uid 1000) speaking of root's crash.
+  variant("4001", [](Entry &e) { set(e, "_UID", "1000"); });
+  // Not written by journald's native protocol (_TRANSPORT=stdout: a service's output).
+  variant("4002", [](Entry &e) { set(e, "_TRANSPORT", "stdout"); });
+  // A pid that is not a number.
+  variant("4003", [](Entry &e) { set(e, "COREDUMP_PID", "40x3"); });
+  // A core file outside the coredump directory.
+  variant("4004", [](Entry &e) { set(e, "COREDUMP_FILENAME", "/etc/shadow"); });
+  // A second MESSAGE_ID (systemd-coredump --backtrace run by a user).
+  variant("4005", [](Entry &e) { e.push_back({"MESSAGE_ID", "1f4e0a44a88649939aaea34fc6da8c95"}); });
+  // A core file name that is not the one systemd-coredump gives this crash.
+  variant("4006", [](Entry &e) {
+    std::string f = get(e, "COREDUMP_FILENAME");
+    f.replace(f.rfind("core."), 5, "kore.");
+    set(e, "COREDUMP_FILENAME", f);
+  });
+  entries.push_back(good);
+  ASSERT_NO_FATAL_FAILURE(s.add_journal(entries));
+  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  const auto tl = s.timelines();
+  ASSERT_EQ(tl.size(), 1u) << s.log();
+  EXPECT_EQ(read_json(tl[0])["coredump"]["fields"]["COREDUMP_PID"], get(good, "COREDUMP_PID")) << s.log();
+  EXPECT_EQ(read_json(tl[0])["status"], "ok");
+  // Each for its own reason (entry.cc's words).
+  for (const char *why : {"written by _UID=1000 about a crash of COREDUMP_UID=0", "_TRANSPORT=stdout, not 'journal'",
+                          "COREDUMP_PID='40x3' is not a decimal number", "COREDUMP_FILENAME=/etc/shadow is outside",
+                          "MESSAGE_ID occurs 2 times", "/kore.crash_demo."})
+    EXPECT_NE(s.log().find(why), std::string::npos) << why << "\n" << s.log();
+}
+
+// Guards against: a restart that redoes what was done (a second timeline,
+// or one written over), or skips what came after the saved cursor.
+TEST(DaemonFromJournalFiles, TheCursorIsSavedAndARestartGoesOnAfterIt) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry first = stored_crash(s, ".zst");
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({first}));
+  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  ASSERT_EQ(s.timelines().size(), 1u) << s.log();
+  ASSERT_TRUE(fs::exists(s.path("state/cursor"))) << s.log();
+  const std::string first_timeline = s.timelines()[0];
+  // Gone: a redo of the first entry would write it again.
+  fs::remove(first_timeline);
+
+  // A later crash, in a later journal file.
+  Entry second = first;
+  std::string file = get(first, "COREDUMP_FILENAME");
+  const std::string old_pid = "." + get(first, "COREDUMP_PID") + ".";
+  file.replace(file.rfind(old_pid), old_pid.size(), ".4100.");
+  fs::copy_file(get(first, "COREDUMP_FILENAME"), file);
+  set(second, "COREDUMP_PID", "4100");
+  set(second, "COREDUMP_FILENAME", file);
+  set(second, "__REALTIME_TIMESTAMP", std::to_string(std::stoull(get(first, "__REALTIME_TIMESTAMP")) + 1000000));
+  set(second, "__MONOTONIC_TIMESTAMP", std::to_string(std::stoull(get(first, "__MONOTONIC_TIMESTAMP")) + 1000000));
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({second}));
+  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  const auto tl = s.timelines();
+  ASSERT_EQ(tl.size(), 1u) << s.log();
+  EXPECT_NE(tl[0], first_timeline);
+  EXPECT_EQ(read_json(tl[0])["coredump"]["fields"]["COREDUMP_PID"], "4100");
+}
+
+}  // namespace
