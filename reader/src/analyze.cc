@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <new>
@@ -109,17 +110,20 @@ std::string si_code_name(int signo, int code) {
     return std::to_string(code);
   };
   switch (signo) {
-    case 11: return pick(kSegv, std::size(kSegv));
-    case 7: return pick(kBus, std::size(kBus));
-    case 4: return pick(kIll, std::size(kIll));
-    case 8: return pick(kFpe, std::size(kFpe));
+    case SIGSEGV: return pick(kSegv, std::size(kSegv));
+    case SIGBUS: return pick(kBus, std::size(kBus));
+    case SIGILL: return pick(kIll, std::size(kIll));
+    case SIGFPE: return pick(kFpe, std::size(kFpe));
     default: return std::to_string(code);
   }
 }
 
 namespace {
 
-bool fault_signal(int signo) { return signo == 11 || signo == 7 || signo == 4 || signo == 8 || signo == 5; }
+/* The signals whose si_addr is the faulting address (sigaction(2)). */
+bool fault_signal(int signo) {
+  return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGTRAP;
+}
 
 std::string perms(std::uint32_t flags) {
   std::string p = "---";
