@@ -293,208 +293,285 @@ bool EventFilter::may_match_text(std::string_view text) const {
   return true;
 }
 
-int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexcept {
-  std::vector<Directory> dirs;
-  auto close_dirs = [&]() {
-    for (auto &d : dirs)
+namespace {
+
+/* Problems met along the way: each named on stderr (unless -q) as it is
+ * met, and counted by kind for the summary line. */
+class Problems {
+ public:
+  Problems(std::ostream &err, bool quiet) : err_(err), quiet_(quiet) {}
+
+  void report(const std::string &message, std::string_view kind) {
+    ++count_;
+    ++kinds_[std::string(kind)];
+    if (!quiet_) err_ << "ctl-query: " << printable(message) << '\n';
+  }
+  std::size_t count() const { return count_; }
+
+  /* "N timelines or directories could not be read (...)", if any. */
+  void summary() const {
+    if (count_ == 0) return;
+    std::string kinds;
+    for (const auto &[k, n] : kinds_) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
+    err_ << "ctl-query: " << count_ << (count_ == 1 ? " timeline or directory" : " timelines or directories")
+         << " could not be read (" << kinds << ")"
+         << (kinds_.count(std::string(problem_name(Problem::kPermissionDenied)))
+                 ? "; permission denied means they belong to another user: run as root to see them"
+                 : "")
+         << '\n';
+  }
+
+ private:
+  std::ostream &err_;
+  const bool quiet_;
+  std::size_t count_ = 0;
+  std::map<std::string, std::size_t> kinds_;
+};
+
+/* One run of list, show or events, step by step. */
+class Query {
+ public:
+  Query(const QueryOptions &o, const MatchSet &matches, std::ostream &out, std::ostream &err)
+      : o_(o), matches_(matches), out_(out), err_(err), problems_(err, o.quiet) {}
+  ~Query() {
+    for (auto &d : dirs_)
       if (d.fd >= 0) ::close(d.fd);
-  };
+  }
+  Query(const Query &) = delete;
+  Query &operator=(const Query &) = delete;
+
+  int run() {
+    if (const auto rc = open_directories()) return *rc;
+    select_by_name();
+    read_selected();
+    note_fields_no_timeline_has();
+    report_read_problems();
+    order_rows();
+    return print();
+  }
+
+ private:
+  /* 1. The directories (-D, or the default ones) and their
+   *    *.timeline.json files.  An exit status if a -D directory cannot be
+   *    opened. */
+  std::optional<int> open_directories() {
+    const bool explicit_dirs = !o_.directories.empty();
+    std::vector<std::string> paths = o_.directories;
+    if (!explicit_dirs) paths.assign(std::begin(kDefaultDirectories), std::end(kDefaultDirectories));
+    for (const auto &p : paths) {
+      int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) {
+        const int e = errno;
+        if (explicit_dirs) {
+          err_ << "ctl-query: " << printable(p) << ": cannot open the directory: " << std::strerror(e) << '\n';
+          return kExitNoDirectory;
+        }
+        if (e == ENOENT) continue;  // no timeline stored there yet
+        problems_.report(
+            p + ": cannot open the directory (" + std::strerror(e) + "); its timelines were not searched",
+            e == EACCES || e == EPERM ? problem_name(Problem::kPermissionDenied) : problem_name(Problem::kIoError));
+        continue;
+      }
+      dirs_.push_back(Directory{p, fd});
+      list_directory(dirs_.size() - 1);
+    }
+    std::sort(candidates_.begin(), candidates_.end(), [](const Candidate &a, const Candidate &b) {
+      return std::tie(a.dir, a.name) < std::tie(b.dir, b.name);
+    });
+    return std::nullopt;
+  }
+
+  void list_directory(std::size_t dir) {
+    const Directory &d = dirs_[dir];
+    int dup_fd = ::dup(d.fd);
+    DIR *listing = dup_fd >= 0 ? ::fdopendir(dup_fd) : nullptr;
+    if (!listing) {
+      if (dup_fd >= 0) ::close(dup_fd);
+      problems_.report(d.path + ": cannot list the directory: " + std::strerror(errno),
+                       problem_name(Problem::kIoError));
+      return;
+    }
+    while (struct dirent *de = ::readdir(listing)) {
+      std::string_view n = de->d_name;
+      if (!is_timeline_file_name(n)) continue;
+      candidates_.push_back(Candidate{dir, std::string(n), parse_timeline_name(n)});
+    }
+    ::closedir(listing);
+  }
+
+  bool in_range(std::uint64_t usec) const {
+    const auto t = static_cast<std::int64_t>(std::min<std::uint64_t>(usec, INT64_MAX));
+    return (!o_.since_usec || t >= *o_.since_usec) && (!o_.until_usec || t <= *o_.until_usec);
+  }
+
+  /* 2. What the file names leave possible. */
+  void select_by_name() {
+    todo_.reserve(candidates_.size());
+    for (const auto &c : candidates_)
+      if (!c.parsed || (matches_.may_match(*c.parsed) && in_range(c.parsed->usec))) todo_.push_back(&c);
+  }
+
+  /* 3. Read what is left, in parallel, keeping the fields the matches use;
+   *    note which match fields some document has. */
+  void read_selected() {
+    for (const auto &g : matches_.groups()) match_fields_.push_back(g.field);
+    slots_.resize(todo_.size());
+    field_seen_ = std::vector<std::atomic<bool>>(matches_.groups().size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&]() {
+      for (;;) {
+        const std::size_t i = next.fetch_add(1);
+        if (i >= todo_.size()) return;
+        read_one(*todo_[i], slots_[i]);
+      }
+    };
+    unsigned jobs = o_.jobs;
+    if (jobs == 0) jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    if (todo_.size() < 64) jobs = 1;
+    std::vector<std::thread> threads;
+    for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
+    worker();
+    for (auto &th : threads) th.join();
+  }
+
+  /* One document; runs on a worker thread (slot is its own). */
+  void read_one(const Candidate &c, Slot &slot) {
+    try {
+      std::vector<json> events;
+      ReadRequest req;
+      req.max_bytes = o_.max_bytes;
+      req.fields = match_fields_;
+      req.paths = match_fields_;
+      if (o_.command == Command::kEvents) {
+        req.on_event = [&](const json &e, std::size_t) {
+          if (o_.event_filter.matches(e)) events.push_back(e);
+        };
+        req.may_want_event = [&](std::string_view text) { return o_.event_filter.may_match_text(text); };
+      }
+      auto r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
+      if (!r) {
+        slot.error = r.error();
+        return;
+      }
+      Timeline &t = r.value();
+      documents_read_.fetch_add(1, std::memory_order_relaxed);
+      for (std::size_t g = 0; g < field_seen_.size(); ++g)
+        if (!field_seen_[g].load(std::memory_order_relaxed) && matches_.has_field(t, g))
+          field_seen_[g].store(true, std::memory_order_relaxed);
+      if (!in_range(t.time_usec) || !matches_.matches(t)) return;
+      if (o_.command == Command::kEvents && events.empty()) return;
+      slot.row = make_row(std::move(t), std::move(events));
+    } catch (const std::exception &e) {
+      slot.error = ReadError{Problem::kIoError, dirs_[c.dir].path + "/" + c.name + ": " + e.what()};
+    }
+  }
+
+  /* A match on a field that no document read has is most likely a
+   * misspelling: name it rather than let it look like "no match". */
+  void note_fields_no_timeline_has() const {
+    if (documents_read_.load() == 0 || o_.quiet) return;
+    for (std::size_t g = 0; g < field_seen_.size(); ++g)
+      if (!field_seen_[g].load())
+        err_ << "ctl-query: no timeline has a field " << printable(matches_.groups()[g].field) << '\n';
+  }
+
+  /* 4. Problems, in file order (a file that vanished is not one). */
+  void report_read_problems() {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (!slots_[i].error) continue;
+      const ReadError &e = *slots_[i].error;
+      if (e.kind == Problem::kVanished) continue;
+      std::string msg = e.message;
+      const Candidate &c = *todo_[i];
+      if (e.kind == Problem::kPermissionDenied && c.parsed)
+        msg += fmt::format(" (the timeline of pid {} ({}), uid {}, by its name)", c.parsed->pid, c.parsed->comm,
+                           c.parsed->uid);
+      problems_.report(msg, problem_name(e.kind));
+    }
+  }
+
+  /* 5. The matches, by crash time. */
+  void order_rows() {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].row) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const Row &x = *slots_[a].row, &y = *slots_[b].row;
+      return std::tie(x.time_usec, x.realtime_usec, x.path) < std::tie(y.time_usec, y.realtime_usec, y.path);
+    });
+    for (std::size_t i : order) {
+      rows_.push_back(&*slots_[i].row);
+      row_candidates_.push_back(todo_[i]);
+    }
+  }
+
+  /* 6. What the command prints, and the exit status. */
+  int print() {
+    std::size_t printed = 0;
+    if (o_.command == Command::kShow) {
+      if (!rows_.empty()) {
+        if (rows_.size() > 1 && !o_.quiet)
+          err_ << "ctl-query: " << rows_.size() << " timelines match; showing the newest ("
+               << printable(rows_.back()->path) << ")\n";
+        const Candidate &c = *row_candidates_.back();
+        problems_.summary();
+        return show(out_, err_, dirs_[c.dir], c.name, o_);
+      }
+    } else if (o_.command == Command::kList) {
+      std::vector<const Row *> rows = rows_;
+      if (o_.reverse) std::reverse(rows.begin(), rows.end());
+      if (o_.max_entries && rows.size() > *o_.max_entries) rows.resize(*o_.max_entries);
+      print_list(out_, rows, o_);
+      printed = rows.size();
+    } else {
+      std::vector<std::pair<const Row *, const json *>> lines;
+      for (const Row *r : rows_)
+        for (const auto &e : r->events) lines.emplace_back(r, &e);
+      if (o_.reverse) std::reverse(lines.begin(), lines.end());
+      if (o_.max_entries && lines.size() > *o_.max_entries) lines.resize(*o_.max_entries);
+      print_events(out_, lines, o_);
+      printed = lines.size();
+    }
+    out_.flush();
+    problems_.summary();
+    if (printed > 0) return kExitFound;
+    if (problems_.count() > 0) {
+      err_ << "ctl-query: no match among the timelines that could be read; "
+           << "a timeline that could not be read may match\n";
+      return kExitIncomplete;
+    }
+    if (!o_.quiet)
+      err_ << "ctl-query: " << (candidates_.empty() ? "no timelines found" : "no matching timelines") << '\n';
+    return kExitNoMatch;
+  }
+
+  const QueryOptions &o_;
+  const MatchSet &matches_;
+  std::ostream &out_, &err_;
+  Problems problems_;
+  std::vector<Directory> dirs_;
+  std::vector<Candidate> candidates_;
+  std::vector<const Candidate *> todo_;
+  std::vector<std::string> match_fields_;
+  std::vector<Slot> slots_;
+  std::vector<std::atomic<bool>> field_seen_;
+  std::atomic<std::size_t> documents_read_{0};
+  std::vector<const Row *> rows_;
+  std::vector<const Candidate *> row_candidates_;
+};
+
+}  // namespace
+
+int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexcept {
   try {
     auto matches = MatchSet::parse(o.matches, o.cwd);
     if (!matches) {
       err << "ctl-query: " << matches.error().message << '\n';
       return kExitUsage;
     }
-
-    // 1. The directories and their *.timeline.json files.
-    std::size_t problems = 0;
-    std::map<std::string, std::size_t> problem_kinds;
-    auto report = [&](const std::string &message, std::string_view kind) {
-      ++problems;
-      ++problem_kinds[std::string(kind)];
-      if (!o.quiet) err << "ctl-query: " << printable(message) << '\n';
-    };
-    const bool explicit_dirs = !o.directories.empty();
-    std::vector<std::string> paths = o.directories;
-    if (!explicit_dirs) paths.assign(std::begin(kDefaultDirectories), std::end(kDefaultDirectories));
-    std::vector<Candidate> candidates;
-    for (const auto &p : paths) {
-      int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (fd < 0) {
-        const int e = errno;
-        if (explicit_dirs) {
-          err << "ctl-query: " << printable(p) << ": cannot open the directory: " << std::strerror(e) << '\n';
-          close_dirs();
-          return kExitNoDirectory;
-        }
-        if (e == ENOENT) continue;  // no timeline stored there yet
-        report(p + ": cannot open the directory (" + std::strerror(e) + "); its timelines were not searched",
-               e == EACCES || e == EPERM ? problem_name(Problem::kPermissionDenied) : problem_name(Problem::kIoError));
-        continue;
-      }
-      dirs.push_back(Directory{p, fd});
-      int dup_fd = ::dup(fd);
-      DIR *d = dup_fd >= 0 ? ::fdopendir(dup_fd) : nullptr;
-      if (!d) {
-        if (dup_fd >= 0) ::close(dup_fd);
-        report(p + ": cannot list the directory: " + std::strerror(errno), problem_name(Problem::kIoError));
-        continue;
-      }
-      while (struct dirent *de = ::readdir(d)) {
-        std::string_view n = de->d_name;
-        if (!is_timeline_file_name(n)) continue;
-        candidates.push_back(Candidate{dirs.size() - 1, std::string(n), parse_timeline_name(n)});
-      }
-      ::closedir(d);
-    }
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
-      return std::tie(a.dir, a.name) < std::tie(b.dir, b.name);
-    });
-
-    // 2. Filter by the file name.
-    auto in_range = [&](std::uint64_t usec) {
-      const auto t = static_cast<std::int64_t>(std::min<std::uint64_t>(usec, INT64_MAX));
-      return (!o.since_usec || t >= *o.since_usec) && (!o.until_usec || t <= *o.until_usec);
-    };
-    std::vector<const Candidate *> todo;
-    todo.reserve(candidates.size());
-    for (const auto &c : candidates)
-      if (!c.parsed || (matches->may_match(*c.parsed) && in_range(c.parsed->usec))) todo.push_back(&c);
-
-    // 3. Read what is left, in parallel, keeping the fields the matches use.
-    std::vector<std::string> match_fields;
-    for (const auto &g : matches->groups()) match_fields.push_back(g.field);
-    std::vector<Slot> slots(todo.size());
-    std::atomic<std::size_t> next{0};
-    // Which groups' fields some document had, and how many were read.
-    std::vector<std::atomic<bool>> field_seen(matches->groups().size());
-    std::atomic<std::size_t> documents_read{0};
-    auto worker = [&]() {
-      for (;;) {
-        const std::size_t i = next.fetch_add(1);
-        if (i >= todo.size()) return;
-        const Candidate &c = *todo[i];
-        try {
-          std::vector<json> events;
-          ReadRequest req;
-          req.max_bytes = o.max_bytes;
-          req.fields = match_fields;
-          req.paths = match_fields;
-          if (o.command == Command::kEvents) {
-            req.on_event = [&](const json &e, std::size_t) {
-              if (o.event_filter.matches(e)) events.push_back(e);
-            };
-            req.may_want_event = [&](std::string_view text) { return o.event_filter.may_match_text(text); };
-          }
-          auto r = read_timeline(dirs[c.dir].fd, dirs[c.dir].path, c.name, req);
-          if (!r) {
-            slots[i].error = r.error();
-            continue;
-          }
-          Timeline &t = r.value();
-          documents_read.fetch_add(1, std::memory_order_relaxed);
-          for (std::size_t g = 0; g < field_seen.size(); ++g)
-            if (!field_seen[g].load(std::memory_order_relaxed) && matches->has_field(t, g))
-              field_seen[g].store(true, std::memory_order_relaxed);
-          if (!in_range(t.time_usec) || !matches->matches(t)) continue;
-          if (o.command == Command::kEvents && events.empty()) continue;
-          slots[i].row = make_row(std::move(t), std::move(events));
-        } catch (const std::exception &e) {
-          slots[i].error = ReadError{Problem::kIoError, dirs[c.dir].path + "/" + c.name + ": " + e.what()};
-        }
-      }
-    };
-    unsigned jobs = o.jobs;
-    if (jobs == 0) jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-    if (todo.size() < 64) jobs = 1;
-    std::vector<std::thread> threads;
-    for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
-    worker();
-    for (auto &th : threads) th.join();
-    if (documents_read.load() > 0 && !o.quiet)
-      for (std::size_t g = 0; g < field_seen.size(); ++g)
-        if (!field_seen[g].load())
-          err << "ctl-query: no timeline has a field " << printable(matches->groups()[g].field) << '\n';
-
-    // 4. Problems, in file order; then the matches, by crash time.
-    std::vector<const Row *> rows;
-    std::vector<const Candidate *> row_candidates;
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].error) {
-        const ReadError &e = *slots[i].error;
-        if (e.kind == Problem::kVanished) continue;
-        std::string msg = e.message;
-        const Candidate &c = *todo[i];
-        if (e.kind == Problem::kPermissionDenied && c.parsed)
-          msg += fmt::format(" (the timeline of pid {} ({}), uid {}, by its name)", c.parsed->pid, c.parsed->comm,
-                             c.parsed->uid);
-        report(msg, problem_name(e.kind));
-      }
-    }
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].row) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const Row &x = *slots[a].row, &y = *slots[b].row;
-      return std::tie(x.time_usec, x.realtime_usec, x.path) < std::tie(y.time_usec, y.realtime_usec, y.path);
-    });
-    for (std::size_t i : order) {
-      rows.push_back(&*slots[i].row);
-      row_candidates.push_back(todo[i]);
-    }
-
-    auto summary = [&]() {
-      if (problems == 0) return;
-      std::string kinds;
-      for (const auto &[k, n] : problem_kinds) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
-      err << "ctl-query: " << problems << (problems == 1 ? " timeline or directory" : " timelines or directories")
-          << " could not be read (" << kinds << ")"
-          << (problem_kinds.count(std::string(problem_name(Problem::kPermissionDenied)))
-                  ? "; permission denied means they belong to another user: run as root to see them"
-                  : "")
-          << '\n';
-    };
-
-    std::size_t printed = 0;
-    if (o.command == Command::kShow) {
-      if (!rows.empty()) {
-        if (rows.size() > 1 && !o.quiet)
-          err << "ctl-query: " << rows.size() << " timelines match; showing the newest (" << printable(rows.back()->path)
-              << ")\n";
-        const Candidate &c = *row_candidates.back();
-        summary();
-        int rc = show(out, err, dirs[c.dir], c.name, o);
-        close_dirs();
-        return rc;
-      }
-    } else if (o.command == Command::kList) {
-      if (o.reverse) std::reverse(rows.begin(), rows.end());
-      if (o.max_entries && rows.size() > *o.max_entries) rows.resize(*o.max_entries);
-      print_list(out, rows, o);
-      printed = rows.size();
-    } else {
-      std::vector<std::pair<const Row *, const json *>> lines;
-      for (const Row *r : rows)
-        for (const auto &e : r->events) lines.emplace_back(r, &e);
-      if (o.reverse) std::reverse(lines.begin(), lines.end());
-      if (o.max_entries && lines.size() > *o.max_entries) lines.resize(*o.max_entries);
-      print_events(out, lines, o);
-      printed = lines.size();
-    }
-    out.flush();
-    summary();
-    close_dirs();
-    if (printed > 0) return kExitFound;
-    if (problems > 0) {
-      err << "ctl-query: no match among the timelines that could be read; "
-          << "a timeline that could not be read may match\n";
-      return kExitIncomplete;
-    }
-    if (!o.quiet)
-      err << "ctl-query: " << (candidates.empty() ? "no timelines found" : "no matching timelines") << '\n';
-    return kExitNoMatch;
+    Query q(o, *matches, out, err);
+    return q.run();
   } catch (const std::exception &e) {
-    close_dirs();
     err << "ctl-query: " << e.what() << '\n';
     return kExitIncomplete;
   }
