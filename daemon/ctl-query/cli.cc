@@ -5,7 +5,10 @@
 
 #include <charconv>
 #include <climits>
+#include <optional>
 #include <set>
+#include <string>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -80,18 +83,22 @@ Expected<std::uint64_t> parse_u64(const std::string &text) {
   return v;
 }
 
-int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, std::ostream &err,
-                   std::int64_t now_usec) noexcept {
-  try {
-    CLI::App app{kDescription, "ctl-query"};
+namespace {
+
+/* The command line as CLI11 reads it: the options that go straight into
+ * QueryOptions, and the texts that are checked and converted after. */
+struct CommandLine {
+  CLI::App app{kDescription, "ctl-query"};
+  QueryOptions o;
+  std::string since, until, name, kind, arg, id, tid, json_mode;
+  std::size_t lines = 0;
+  bool newest = false, version = false;
+  std::vector<std::string> list_matches, show_matches, events_matches;
+  CLI::App *list = nullptr, *show = nullptr, *events = nullptr;
+
+  CommandLine() {
     app.require_subcommand(0, 1);
     app.fallthrough();
-
-    QueryOptions o;
-    std::string since, until, name, kind, arg, id, tid;
-    std::size_t lines = 0;
-    bool newest = false, version = false;
-    std::vector<std::string> list_matches, show_matches, events_matches;
     app.add_option("-S,--since", since, "Only crashes at or after this time (\"2026-11-30 06:25:26\", today, -1h)");
     app.add_option("-U,--until", until, "Only crashes at or before this time");
     app.add_flag("-r,--reverse", o.reverse, "Newest first");
@@ -102,7 +109,6 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
     app.add_flag("--json", o.json,
                  "JSON: one object per line (list, events); the stored document (show). "
                  "--json=short|pretty|off as coredumpctl");
-    std::string json_mode;
     app.add_option("--json-mode", json_mode, "")  /* what --json=MODE becomes (preprocess) */
         ->group("")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -120,48 +126,32 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
         ->check(CLI::Range(1u, 64u).description(""));
     app.add_flag("--version", version, "Print the version and exit");
 
-    auto *list = app.add_subcommand("list", "One line per crash: time, pid, uid, signal, executable, status, "
-                                            "event count, last event (default)");
+    list = app.add_subcommand("list", "One line per crash: time, pid, uid, signal, executable, status, "
+                                      "event count, last event (default)");
     list->add_option("MATCH", list_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
-    auto *show_cmd = app.add_subcommand("show", "Print the newest matching timeline as core-timeline-read does");
-    show_cmd->add_option("MATCH", show_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
-    auto *events = app.add_subcommand("events", "One line per matching event across timelines");
+    show = app.add_subcommand("show", "Print the newest matching timeline as core-timeline-read does");
+    show->add_option("MATCH", show_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    events = app.add_subcommand("events", "One line per matching event across timelines");
     events->add_option("--name", name, "Event name (BEFORE_DIE, MALLOC...)");
     events->add_option("--kind", kind, "Event kind (USER, MALLOC, CRASH...)");
     events->add_option("--arg", arg, "One of the event's two arguments equals this (decimal or 0x-hex)");
     events->add_option("--id", id, "Event id (decimal or 0x-hex)");
     events->add_option("--tid", tid, "Thread id");
     events->add_option("MATCH", events_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
-    for (auto *sub : {list, show_cmd, events}) sub->fallthrough();
+    for (auto *sub : {list, show, events}) sub->fallthrough();
+  }
 
-    const std::vector<std::string> args = preprocess(argv_in);
-    std::vector<const char *> cargs;
-    for (const auto &a : args) cargs.push_back(a.c_str());
-    try {
-      app.parse(static_cast<int>(cargs.size()), cargs.data());
-    } catch (const CLI::ParseError &e) {
-      const int rc = app.exit(e, out, err);
-      return rc == 0 ? 0 : kExitUsage;
-    }
-    if (version) {
-      out << "ctl-query " << CT_VERSION << '\n';
-      return 0;
-    }
+  /* After parsing: the texts into QueryOptions.  A message for stderr
+   * (without "ctl-query: ") on a usage error. */
+  std::optional<std::string> finish(std::int64_t now_usec) {
     if (!json_mode.empty() || app.count("--json-mode")) {
       /* As coredumpctl: short (compact), pretty (indented), off (text). */
-      if (json_mode == "short") {
-        o.json = o.json_short = true;
-      } else if (json_mode == "pretty") {
-        o.json = o.json_pretty = true;
-      } else if (json_mode == "off") {
-        o.json = false;
-      } else {
-        err << "ctl-query: --json=" << printable(json_mode) << ": MODE is short, pretty or off\n";
-        return kExitUsage;
-      }
+      if (json_mode == "short") o.json = o.json_short = true;
+      else if (json_mode == "pretty") o.json = o.json_pretty = true;
+      else if (json_mode == "off") o.json = false;
+      else return "--json=" + printable(json_mode) + ": MODE is short, pretty or off";
     }
-
-    if (show_cmd->parsed()) {
+    if (show->parsed()) {
       o.command = Command::kShow;
       o.matches = show_matches;
     } else if (events->parsed()) {
@@ -176,52 +166,55 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
       o.reverse = true;
       o.max_entries = 1;
     }
-    if (!since.empty()) {
-      auto t = parse_time_spec(since, now_usec);
-      if (!t) {
-        err << "ctl-query: --since: " << t.error().message << '\n';
-        return kExitUsage;
-      }
-      o.since_usec = *t;
+    for (auto [flag, text, dest] : {std::tuple{"--since", &since, &o.since_usec},
+                                    std::tuple{"--until", &until, &o.until_usec}}) {
+      if (text->empty()) continue;
+      auto t = parse_time_spec(*text, now_usec);
+      if (!t) return std::string(flag) + ": " + t.error().message;
+      *dest = *t;
     }
-    if (!until.empty()) {
-      auto t = parse_time_spec(until, now_usec);
-      if (!t) {
-        err << "ctl-query: --until: " << t.error().message << '\n';
-        return kExitUsage;
-      }
-      o.until_usec = *t;
-    }
-    if (o.since_usec && o.until_usec && *o.since_usec > *o.until_usec) {
-      err << "ctl-query: --since must not be after --until\n";
-      return kExitUsage;
-    }
-    struct U64Opt {
-      const char *flag;
-      const std::string &text;
-      std::optional<std::uint64_t> &dest;
-    };
-    for (const U64Opt &u : {U64Opt{"--arg", arg, o.event_filter.arg}, U64Opt{"--id", id, o.event_filter.id},
-                            U64Opt{"--tid", tid, o.event_filter.tid}}) {
-      if (u.text.empty()) continue;
-      auto v = parse_u64(u.text);
-      if (!v) {
-        err << "ctl-query: " << u.flag << ": " << v.error().message << '\n';
-        return kExitUsage;
-      }
-      u.dest = *v;
+    if (o.since_usec && o.until_usec && *o.since_usec > *o.until_usec) return "--since must not be after --until";
+    for (auto [flag, text, dest] : {std::tuple{"--arg", &arg, &o.event_filter.arg},
+                                    std::tuple{"--id", &id, &o.event_filter.id},
+                                    std::tuple{"--tid", &tid, &o.event_filter.tid}}) {
+      if (text->empty()) continue;
+      auto v = parse_u64(*text);
+      if (!v) return std::string(flag) + ": " + v.error().message;
+      *dest = *v;
     }
     if (!name.empty()) o.event_filter.name = name;
     if (!kind.empty()) o.event_filter.kind = kind;
-    if (o.max_bytes == 0) {
-      err << "ctl-query: --max-size must be at least 1 byte\n";
+    if (o.max_bytes == 0) return "--max-size must be at least 1 byte";
+    char cwd[PATH_MAX];
+    o.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, std::ostream &err,
+                   std::int64_t now_usec) noexcept {
+  try {
+    CommandLine cl;
+    const std::vector<std::string> args = preprocess(argv_in);
+    std::vector<const char *> cargs;
+    for (const auto &a : args) cargs.push_back(a.c_str());
+    try {
+      cl.app.parse(static_cast<int>(cargs.size()), cargs.data());
+    } catch (const CLI::ParseError &e) {
+      const int rc = cl.app.exit(e, out, err);
+      return rc == 0 ? 0 : kExitUsage;
+    }
+    if (cl.version) {
+      out << "ctl-query " << CT_VERSION << '\n';
+      return 0;
+    }
+    if (auto usage = cl.finish(now_usec)) {
+      err << "ctl-query: " << *usage << '\n';
       return kExitUsage;
     }
-
-    char cwd[PATH_MAX];
-    if (::getcwd(cwd, sizeof cwd)) o.cwd = cwd;
-    else o.cwd = "/";
-    return run_query(o, out, err);
+    return run_query(cl.o, out, err);
   } catch (const std::exception &e) {
     err << "ctl-query: " << e.what() << '\n';
     return kExitUsage;
