@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "text.h"
 
+#include "core_timeline/reader/printable.h"
+
 #include <cstdint>
 #include <optional>
 
@@ -52,13 +54,7 @@ std::string basename_of(std::string_view p) {
 }  // namespace
 
 std::string printable(std::string_view s, bool keep_lines) {
-  std::string o;
-  o.reserve(s.size());
-  for (unsigned char c : s) {
-    if ((c >= 0x20 && c < 0x7f) || (keep_lines && (c == '\n' || c == '\t'))) o.push_back(static_cast<char>(c));
-    else o += fmt::format("\\x{:02x}", c);
-  }
-  return o;
+  return reader::printable(s, {.keep_lines = keep_lines});
 }
 
 std::string scalar_text(const json *v) {

@@ -2,6 +2,8 @@
 /* util.cc - see util.h. */
 #include "util.h"
 
+#include "core_timeline/reader/printable.h"
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -58,22 +60,7 @@ bool parse_u64(std::string_view s, std::uint64_t &out) noexcept {
 }
 
 std::string printable(std::string_view s, std::size_t max_len) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (out.size() >= max_len) {
-      out += "...";
-      break;
-    }
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
+  return core_timeline::reader::printable(s, {.escape_backslash = true, .max_len = max_len});
 }
 
 }  // namespace ctd

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/symbolize.h"
 
 namespace core_timeline::reader {
@@ -522,13 +523,7 @@ void Analyzer::find_rings() {
 }
 
 std::string sanitize_name(std::span<const std::uint8_t> b) {
-  std::string s;
-  for (auto c : b) {
-    if (c == 0) break;
-    if (c >= 0x20 && c < 0x7f && c != '\\') s.push_back(static_cast<char>(c));
-    else s += fmt::format("\\x{:02x}", c);
-  }
-  return s;
+  return printable({reinterpret_cast<const char *>(b.data()), b.size()}, {.escape_backslash = true, .stop_at_nul = true});
 }
 
 Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e,

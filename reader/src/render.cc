@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/reader/printable.h"
 #include "core_timeline/ring_format.h"
 
 namespace core_timeline::reader {
@@ -14,17 +15,8 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-/* Printable ASCII as is, everything else \xNN: untrusted bytes never reach
- * a terminal raw. */
-std::string esc(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f) o.push_back(static_cast<char>(c));
-    else o += fmt::format("\\x{:02x}", c);
-  }
-  return o;
-}
+/* Untrusted bytes never reach a terminal raw (printable.h). */
+std::string esc(std::string_view s) { return printable(s); }
 
 std::string basename_of(std::string_view p) {
   auto slash = p.rfind('/');

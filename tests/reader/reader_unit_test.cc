@@ -12,6 +12,7 @@
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/cursor.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/ring.h"
 #include "core_timeline/reader/tlmap.h"
@@ -839,4 +840,18 @@ TEST(Instructions, CountEachWorksOwnInstructions) {
   ASSERT_EQ(ir.size(), 3u);
   EXPECT_NEAR(static_cast<double>(ir[1]) / static_cast<double>(ir[0]), 4.0, 0.05) << ir[0] << ", " << ir[1];
   EXPECT_LT(ir[2], 100u);
+}
+
+// Guards against: an escaper that lets a control byte, an escape sequence
+// or a byte above 0x7e reach a terminal, or that differs between the tools.
+TEST(Printable, UntrustedBytesBecomeHexEscapes) {
+  using core_timeline::reader::printable;
+  const std::string nasty("a\x1b[31m\n\t\\b\xff\0c", 13);
+  EXPECT_EQ(printable(nasty), "a\\x1b[31m\\x0a\\x09\\b\\xff\\x00c");
+  EXPECT_EQ(printable(nasty, {.keep_lines = true}), "a\\x1b[31m\n\t\\b\\xff\\x00c");
+  EXPECT_EQ(printable(nasty, {.escape_backslash = true}), "a\\x1b[31m\\x0a\\x09\\x5cb\\xff\\x00c");
+  EXPECT_EQ(printable(nasty, {.stop_at_nul = true}), "a\\x1b[31m\\x0a\\x09\\b\\xff");
+  EXPECT_EQ(printable("abcdef", {.max_len = 3}), "abc...");
+  EXPECT_EQ(printable("abc", {.max_len = 3}), "abc");
+  EXPECT_EQ(printable(""), "");
 }
