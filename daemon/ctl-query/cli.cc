@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "text.h"
+#include "core_timeline/reader/number.h"
 #include "time_spec.h"
 
 #ifndef CT_VERSION
@@ -70,17 +71,8 @@ std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
 }  // namespace
 
 Expected<std::uint64_t> parse_u64(const std::string &text) {
-  std::string_view s = text;
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s.remove_prefix(2);
-  }
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
-    return Failure{"\"" + printable(text) + "\" is not an unsigned number (decimal or 0x-hexadecimal)"};
-  return v;
+  if (auto v = reader::parse_unsigned(text, /*allow_hex=*/true)) return *v;
+  return Failure{"\"" + printable(text) + "\" is not an unsigned number (decimal or 0x-hexadecimal)"};
 }
 
 namespace {

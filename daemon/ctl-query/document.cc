@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/reader/number.h"
+
 namespace core_timeline::ctlq {
 
 using json = nlohmann::ordered_json;
@@ -387,13 +389,6 @@ class Summarizer {
   const ReadRequest &r_;
 };
 
-std::optional<std::uint64_t> digits_u64(const std::string &s) {
-  std::uint64_t v = 0;
-  if (s.empty()) return std::nullopt;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -444,11 +439,9 @@ const json *Timeline::lookup(std::string_view dotted) const {
     std::string part(dotted.substr(0, dot));
     dotted = dot == std::string_view::npos ? std::string_view() : dotted.substr(dot + 1);
     if (cur->is_array()) {
-      std::size_t i = 0;
-      auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), i, 10);
-      if (part.empty() || ec != std::errc() || end != part.data() + part.size() || i >= cur->size())
-        return nullptr;
-      cur = &(*cur)[i];
+      const auto i = reader::parse_unsigned<std::size_t>(part);
+      if (!i || *i >= cur->size()) return nullptr;
+      cur = &(*cur)[*i];
       continue;
     }
     if (!cur->is_object()) return nullptr;
@@ -489,7 +482,7 @@ Expected<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::
     else if (rt != cd->end() && rt->is_number_integer() && rt->get<std::int64_t>() >= 0)
       realtime = static_cast<std::uint64_t>(rt->get<std::int64_t>());
     std::optional<std::uint64_t> crash_time;
-    if (const std::string *ts = t.field("COREDUMP_TIMESTAMP")) crash_time = digits_u64(*ts);
+    if (const std::string *ts = t.field("COREDUMP_TIMESTAMP")) crash_time = reader::parse_unsigned(*ts);
     if (crash_time) t.time_usec = *crash_time;
     else if (realtime) t.time_usec = *realtime;
     else if (t.name) t.time_usec = t.name->usec;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core_timeline/reader/number.h"
 #include "text.h"
 
 namespace core_timeline::ctlq {
@@ -66,11 +67,9 @@ Expected<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const s
       fs::path canon = fs::canonical(p, ec);
       if (!ec) add(m.groups_, "COREDUMP_EXE", canon.string());
     } else if (all_digits(a)) {
-      unsigned long long pid = 0;
-      auto [ptr, ec] = std::from_chars(a.data(), a.data() + a.size(), pid);
-      if (ec != std::errc() || ptr != a.data() + a.size() || pid == 0 || pid > 4294967295ull)
-        return Failure{"match \"" + a + "\": not a valid PID"};
-      add(m.groups_, "COREDUMP_PID", std::to_string(pid));
+      const auto pid = reader::parse_unsigned<std::uint32_t>(a);
+      if (!pid || *pid == 0) return Failure{"match \"" + a + "\": not a valid PID"};
+      add(m.groups_, "COREDUMP_PID", std::to_string(*pid));
     } else {
       add(m.groups_, "COREDUMP_COMM", a);
     }

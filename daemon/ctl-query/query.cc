@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/reader/number.h"
 #include "match.h"
 #include "text.h"
 #include "time_spec.h"
@@ -94,10 +95,8 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
 std::string or_dash(const std::string &s) { return s.empty() ? "-" : printable(s); }
 
 json number_or_null(const std::string &s) {
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return nullptr;
-  return v;
+  const auto v = reader::parse_unsigned(s);
+  return v ? json(*v) : json(nullptr);
 }
 
 json string_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }

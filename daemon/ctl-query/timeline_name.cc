@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "timeline_name.h"
 
+#include "core_timeline/reader/number.h"
+
 #include <charconv>
 #include <vector>
 
@@ -13,16 +15,6 @@ int hex_value(char c) noexcept {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-/* A decimal number with no sign, no leading '+', no spaces; fits T. */
-template <class T>
-std::optional<T> parse_decimal(std::string_view s) {
-  if (s.empty() || s.size() > 20) return std::nullopt;
-  T v{};
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -66,9 +58,9 @@ std::optional<TimelineName> parse_timeline_name(std::string_view n) {
   if (parts.size() != 5 || parts[0].empty()) return std::nullopt;
   TimelineName t;
   t.comm = unescape_x(parts[0]);
-  auto uid = parse_decimal<std::uint32_t>(parts[1]);
-  auto pid = parse_decimal<std::uint32_t>(parts[3]);
-  auto usec = parse_decimal<std::uint64_t>(parts[4]);
+  auto uid = reader::parse_unsigned<std::uint32_t>(parts[1]);
+  auto pid = reader::parse_unsigned<std::uint32_t>(parts[3]);
+  auto usec = reader::parse_unsigned<std::uint64_t>(parts[4]);
   if (!uid || !pid || !usec || *pid == 0) return std::nullopt;
   if (parts[2].size() != 32) return std::nullopt;
   for (char c : parts[2])

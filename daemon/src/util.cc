@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include "core_timeline/reader/printable.h"
+#include "core_timeline/reader/number.h"
 
 #include <errno.h>
 #include <string.h>
@@ -47,16 +48,9 @@ Result<void> write_all(int fd, std::string_view data, std::string_view what) {
 }
 
 bool parse_u64(std::string_view s, std::uint64_t &out) noexcept {
-  if (s.empty() || s.size() > 20) return false;
-  std::uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  out = v;
-  return true;
+  const auto v = core_timeline::reader::parse_unsigned(s);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 std::string printable(std::string_view s, std::size_t max_len) {

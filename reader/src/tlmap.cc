@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/reader/number.h"
+
 namespace core_timeline::reader {
 
 namespace {
@@ -42,14 +44,8 @@ Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
       return Error{Errc::kBadData, fmt::format("{}:{}: expected \"ID NAME\"", origin, lineno)};
     std::string_view id_s = line.substr(0, sp);
     std::string_view name = trim(line.substr(sp));
-    int base = 10;
-    if (id_s.size() > 2 && id_s[0] == '0' && (id_s[1] == 'x' || id_s[1] == 'X')) {
-      id_s.remove_prefix(2);
-      base = 16;
-    }
-    std::uint32_t id = 0;
-    auto [p, ec] = std::from_chars(id_s.data(), id_s.data() + id_s.size(), id, base);
-    if (ec != std::errc() || p != id_s.data() + id_s.size())
+    const auto id = parse_unsigned<std::uint32_t>(id_s, /*allow_hex=*/true);
+    if (!id)
       return Error{Errc::kBadData, fmt::format("{}:{}: id \"{}\" is not a 32-bit decimal or 0x-hex number",
                                                origin, lineno, line.substr(0, sp))};
     if (name.empty() || name.size() > kMaxName)
@@ -59,8 +55,8 @@ Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
         return Error{Errc::kBadData,
                      fmt::format("{}:{}: name \"{}\" has a character outside [A-Za-z0-9_.:-]", origin, lineno,
                                  name)};
-    if (!m.names_.emplace(id, std::string(name)).second)
-      return Error{Errc::kBadData, fmt::format("{}:{}: id {:#x} is named twice", origin, lineno, id)};
+    if (!m.names_.emplace(*id, std::string(name)).second)
+      return Error{Errc::kBadData, fmt::format("{}:{}: id {:#x} is named twice", origin, lineno, *id)};
   }
   return m;
 }

@@ -12,6 +12,7 @@
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/cursor.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/number.h"
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/ring.h"
@@ -854,4 +855,22 @@ TEST(Printable, UntrustedBytesBecomeHexEscapes) {
   EXPECT_EQ(printable("abcdef", {.max_len = 3}), "abc...");
   EXPECT_EQ(printable("abc", {.max_len = 3}), "abc");
   EXPECT_EQ(printable(""), "");
+}
+
+// Guards against: a parser that takes a sign, a space, a suffix or an
+// overflowing value as a number (journal fields and file names are
+// untrusted).
+TEST(Number, OnlyWholeUnsignedNumbersParse) {
+  using core_timeline::reader::parse_unsigned;
+  EXPECT_EQ(parse_unsigned("0"), 0u);
+  EXPECT_EQ(parse_unsigned("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(parse_unsigned("0042"), 42u);
+  for (const char *bad : {"", "-1", "+1", " 1", "1 ", "1k", "18446744073709551616", "0x10", "1.5"})
+    EXPECT_FALSE(parse_unsigned(bad)) << '"' << bad << '"';
+  EXPECT_EQ(parse_unsigned("0x10", true), 16u);
+  EXPECT_EQ(parse_unsigned("0XfF", true), 255u);
+  EXPECT_FALSE(parse_unsigned("0x", true));
+  EXPECT_FALSE(parse_unsigned("0x-1", true));
+  EXPECT_EQ(parse_unsigned<std::uint32_t>("4294967295"), 4294967295u);
+  EXPECT_FALSE(parse_unsigned<std::uint32_t>("4294967296"));
 }
