@@ -280,21 +280,33 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
   const uint64_t not_before_us = usec_since_epoch(not_before);
   const uint64_t min_ts = (not_before_us / 1000000 - 1) * 1000000;
 
+  // The reader is opened afresh every kReopen while the entry is missing:
+  // right after journald (re)starts, a reader has been seen not to notice
+  // the entry that journalctl shows (sd_journal_wait never woke for it),
+  // as core-timelined's kReseekAfterMs also allows for.
+  constexpr auto kReopen = std::chrono::seconds(2);
   Journal jr;
-  int r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
-  if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_open failed: " + errno_text(-r));
-  sd_journal* j = jr.j;
-  r = sd_journal_set_data_threshold(j, 0);  // whole fields, COREDUMP= included
-  if (r < 0) fail("sd_journal_set_data_threshold: " + errno_text(-r));
-  std::string m1 = std::string("MESSAGE_ID=") + kCoredumpMessageId;
-  std::string m2 = "COREDUMP_PID=" + std::to_string(pid);
-  if ((r = sd_journal_add_match(j, m1.data(), m1.size())) < 0 ||
-      (r = sd_journal_add_match(j, m2.data(), m2.size())) < 0)
-    fail("sd_journal_add_match: " + errno_text(-r));
-  if ((r = sd_journal_seek_head(j)) < 0) fail("sd_journal_seek_head: " + errno_text(-r));
+  auto open_reader = [&]() {
+    sd_journal_close(jr.j);
+    jr.j = nullptr;
+    int r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
+    if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_open failed: " + errno_text(-r));
+    r = sd_journal_set_data_threshold(jr.j, 0);  // whole fields, COREDUMP= included
+    if (r < 0) fail("sd_journal_set_data_threshold: " + errno_text(-r));
+    std::string m1 = std::string("MESSAGE_ID=") + kCoredumpMessageId;
+    std::string m2 = "COREDUMP_PID=" + std::to_string(pid);
+    if ((r = sd_journal_add_match(jr.j, m1.data(), m1.size())) < 0 ||
+        (r = sd_journal_add_match(jr.j, m2.data(), m2.size())) < 0)
+      fail("sd_journal_add_match: " + errno_text(-r));
+    if ((r = sd_journal_seek_head(jr.j)) < 0) fail("sd_journal_seek_head: " + errno_text(-r));
+    return steady_clock::now();
+  };
+  auto opened = open_reader();
 
   int older = 0, untrusted = 0;
   for (;;) {
+    sd_journal* j = jr.j;
+    int r;
     while ((r = sd_journal_next(j)) > 0) {
       auto fields = read_entry(j, false, nullptr);
       if (!trusted_uid(field(fields, "_UID"))) {
@@ -314,7 +326,13 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
     if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_next: " + errno_text(-r));
     auto now = steady_clock::now();
     if (now >= deadline) break;
-    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();
+    if (now - opened >= kReopen) {
+      older = untrusted = 0;  // counted again from the head
+      opened = open_reader();
+      continue;
+    }
+    const auto until = std::min(deadline, opened + kReopen);
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - now).count();
     r = sd_journal_wait(j, static_cast<uint64_t>(left));
     if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_wait: " + errno_text(-r));
   }
