@@ -238,12 +238,12 @@ Entry fixture_entry() {
   return e;
 }
 
-// The core, uncompressed (zstd -d).
-std::string fixture_core_bytes(Scratch &s) {
+// The core, uncompressed (zstd -d) into the scratch tree; its path.
+std::string fixture_core_file(Scratch &s) {
   const std::string out = s.path("core.raw");
   const Ran r = run({"/usr/bin/zstd", "-d", "-q", "-f", CT_FIXTURE_CORES "/crash_demo-a.core.zst", "-o", out});
   if (!exited_0(r)) throw std::runtime_error("zstd -d: " + r.output);
-  return slurp(out);
+  return out;
 }
 
 // The fixture's core stored as systemd-coredump would with `suffix` (".zst",
@@ -255,8 +255,7 @@ Entry stored_crash(Scratch &s, const std::string &suffix) {
   if (name.ends_with(".zst")) name.resize(name.size() - 4);
   name += suffix;
   const std::string dest = s.path("coredump/" + name);
-  const std::string raw = s.path("core.raw");
-  spit(raw, fixture_core_bytes(s));
+  const std::string raw = fixture_core_file(s);
   Ran r;
   if (suffix == ".zst") r = run({"/usr/bin/zstd", "-q", "-f", raw, "-o", dest});
   else if (suffix == ".lz4") r = run({"/usr/bin/lz4", "-q", "-f", raw, dest});
@@ -330,7 +329,7 @@ TEST(DaemonFromJournalFiles, StorageJournalReadsTheCoreFromTheEntry) {
   Scratch s;
   Entry e = fixture_entry();
   erase_field(e, "COREDUMP_FILENAME");
-  e.push_back({"COREDUMP", fixture_core_bytes(s)});
+  e.push_back({"COREDUMP", slurp(fixture_core_file(s))});
   ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
   ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
   const auto tl = s.timelines();
