@@ -41,9 +41,6 @@ std::string current_boot_id() {
   return sd_id128_to_string(id, s);
 }
 
-std::size_t event_count(const nlohmann::ordered_json &doc) {
-  return doc.contains("events") && doc["events"].is_array() ? doc["events"].size() : 0;
-}
 
 }  // namespace
 
@@ -448,7 +445,7 @@ Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name,
   }
   w.extract = *x;
   if (x->core_bytes == 0) {
-    w.status_without_core = kStatusCoreUnreadable;
+    w.status_without_core = Status::kCoreUnreadable;
     w.reason_without_core = "the core file " + display + " holds no data" +
                             (x->stream_error.empty() ? "" : " (" + x->stream_error + ")");
   }
@@ -463,7 +460,7 @@ Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name,
   Fd tmp;
   auto w = extract_core_file(core_fd, name, display, &tmp);
   if (!w) return w;
-  if (w->status_without_core.empty())
+  if (!w->status_without_core)
     if (auto d = decode_extracted(*w, tmp, display, tlmap); !d) return std::move(d).error();
   w->work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
   return w;
@@ -534,7 +531,7 @@ bool Daemon::prepare_next() {
       finish_inflight();
       return true;
     }
-    if (!w->status_without_core.empty()) {
+    if (w->status_without_core) {
       finish_inflight();
       prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
       return true;
@@ -637,7 +634,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
     if (!core) {
       const int err = core.error().err;
-      work.status_without_core = err == ENOENT ? kStatusCoreMissing : kStatusCoreUnreadable;
+      work.status_without_core = err == ENOENT ? Status::kCoreMissing : Status::kCoreUnreadable;
       work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
                                                      " is gone (removed or vacuumed before core-timelined got to it)"
                                                : core.error().message;
@@ -697,7 +694,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     });
     if (!r) {
       if (r.error().err == ECANCELED) return Handled::kStop;
-      work.status_without_core = kStatusCoreUnreadable;
+      work.status_without_core = Status::kCoreUnreadable;
       work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
     } else if (auto d = decode_extracted(work, *temp, display, tlmap_for(e.exe)); !d) {
       if (d.error().err == ECANCELED) return Handled::kStop;
@@ -706,7 +703,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
       return Handled::kStop;
     }
   } else {
-    work.status_without_core = kStatusCoreMissing;
+    work.status_without_core = Status::kCoreMissing;
     work.reason_without_core =
         "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
         "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
@@ -726,7 +723,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   if (work.decoded) {
     verdict = judge(e, *work.decoded, work.extract);
   } else {
-    verdict.status = work.status_without_core;
+    verdict.status = work.status_without_core.value_or(Status::kUndecodable);
     verdict.reason = work.reason_without_core;
   }
 
@@ -768,25 +765,25 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   }
 
   const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
-  log::Fields fields{{"CORE_TIMELINE_STATUS", verdict.status},
+  log::Fields fields{{"CORE_TIMELINE_STATUS", std::string(status_name(verdict.status))},
                      {"CORE_TIMELINE_TIMELINE", path},
                      {"CORE_TIMELINE_EXE", e.exe},
                      {"CORE_TIMELINE_UID", std::to_string(e.uid)}};
   if (!verdict.reason.empty()) fields.push_back({"CORE_TIMELINE_REASON", verdict.reason});
-  if (verdict.status == "mapping_absent") {
+  if (verdict.status == Status::kMappingAbsent) {
     log::event(LOG_ERR, kMsgMappingAbsent,
                who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its timeline "
                      "is lost: " + verdict.reason,
                fields);
-  } else if (verdict.status == "ok") {
+  } else if (verdict.status == Status::kOk) {
     log::event(LOG_INFO, kMsgTimelineWritten,
-               who + ": timeline with " + std::to_string(event_count(work.decoded->document)) + " events written to " + path,
+               who + ": timeline with " + std::to_string(work.decoded->document.summary.event_count) + " events written to " + path,
                fields);
-  } else if (verdict.status == "no_ring") {
+  } else if (verdict.status == Status::kNoRing) {
     log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
   } else {
     log::event(LOG_WARNING, kMsgTimelineWritten,
-               who + ": " + verdict.status + ": " + verdict.reason + "; written to " + path, fields);
+               who + ": " + std::string(status_name(verdict.status)) + ": " + verdict.reason + "; written to " + path, fields);
   }
   return Handled::kDone;
 }

@@ -37,37 +37,11 @@ namespace {
 
 constexpr std::size_t kMaxOutput = 256u << 20;  /* a ring of 4 GiB renders to less */
 constexpr std::size_t kMaxStderr = 16u << 10;
-/* The reader's document nests a few levels; a decoder that was taken over
- * could send a million (nlohmann parses any depth with its own stack, but
- * copying and dumping a value recurse once per level: the daemon's stack
- * overflows, and after each restart on the same entry again). */
-constexpr int kMaxJsonDepth = 64;
 constexpr const char kCoreFdPath[] = "/proc/self/fd/3";
 
 void replace_all(std::string &s, std::string_view from, std::string_view to) {
   for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
     s.replace(pos, from.size(), to);
-}
-
-/* Whether the JSON `text` nests arrays and objects deeper than `max`
- * (brackets inside strings do not count). */
-bool nests_deeper_than(std::string_view text, int max) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
 }
 
 std::string signal_text(int sig) {
@@ -691,21 +665,12 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";
     return std::move(res);
   }
-  if (nests_deeper_than(std::string_view(output).substr(nl + 1, jl), kMaxJsonDepth)) {
-    res.failure = "the decoder's JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+  auto document = core_timeline::document::parse_reader_document(std::string_view(output).substr(nl + 1, jl));
+  if (!document) {
+    res.failure = "the decoder's JSON is not a timeline document: " + document.error().message;
     return std::move(res);
   }
-  try {
-    res.document = nlohmann::ordered_json::parse(output.begin() + static_cast<std::ptrdiff_t>(nl + 1),
-                                                 output.begin() + static_cast<std::ptrdiff_t>(nl + 1 + jl));
-  } catch (const nlohmann::json::exception &e) {
-    res.failure = std::string("the decoder's JSON does not parse: ") + e.what();
-    return std::move(res);
-  }
-  if (!res.document.is_object() || !res.document.contains("status") || !res.document["status"].is_string()) {
-    res.failure = "the decoder's JSON is not a timeline document";
-    return std::move(res);
-  }
+  res.document = std::move(*document);
   res.text = output.substr(nl + 1 + jl, tl);
   res.max_rss_kb = hwm;
   res.anon_kb = anon;

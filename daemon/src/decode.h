@@ -63,7 +63,7 @@
 #include <sys/types.h>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "core_timeline/document/stored.h"
 
 #include "util.h"
 
@@ -86,7 +86,7 @@ struct DecodeRequest {
 
 struct DecodeResult {
   bool decoded = false;                 /**< document and text are valid */
-  nlohmann::ordered_json document;      /**< the reader's --json document */
+  core_timeline::document::ReaderDocument document; /**< the reader's --json document */
   std::string text;                     /**< the reader's text output */
   int exit_code = -1;                   /**< the reader's exit code 0..7 */
   std::string failure;                  /**< why not decoded (one line) */

@@ -6,102 +6,61 @@
 
 namespace ctd {
 
+namespace doc = core_timeline::document;
+
 Verdict judge(const CoredumpEntry &entry, const DecodeResult &decoded, const std::optional<ExtractStats> &extract) {
   Verdict v;
   if (!decoded.decoded) {
-    v.status = kStatusUndecodable;
+    v.status = Status::kUndecodable;
     v.reason = decoded.failure;
     return v;
   }
-  const auto &doc = decoded.document;
-  v.reader_status = doc.value("status", std::string("?"));
-  const std::string reader_reason = doc.contains("reason") && doc["reason"].is_string() ? doc["reason"].get<std::string>() : "";
-  bool doc_truncated = false;
-  if (doc.contains("core") && doc["core"].is_object() && doc["core"].contains("truncated") &&
-      doc["core"]["truncated"].is_boolean())
-    doc_truncated = doc["core"]["truncated"].get<bool>();
+  const doc::ReaderSummary &reader = decoded.document.summary;
+  v.reader_status = reader.status;
+  const std::string reader_reason = reader.reason.value_or("");
   const bool stream = extract && extract->stream_truncated;
-  if ((stream || entry.truncated || doc_truncated) && v.reader_status != "ok") {
-    v.status = kStatusCoreTruncated;
+  if ((stream || entry.truncated || reader.core_truncated) && reader.status != Status::kOk) {
+    v.status = Status::kCoreTruncated;
     std::string why = stream ? "the stored core is cut short or corrupt (" + extract->stream_error + ")"
                       : entry.truncated ? "systemd-coredump truncated the core (COREDUMP_TRUNCATED=1: raise "
                                           "ProcessSizeMax=/ExternalSizeMax= in coredump.conf)"
                                         : "the core is truncated";
-    v.reason = why + "; the reader says " + v.reader_status + (reader_reason.empty() ? "" : ": " + reader_reason);
+    v.reason = why + "; the reader says " + std::string(status_name(reader.status)) +
+               (reader_reason.empty() ? "" : ": " + reader_reason);
     return v;
   }
-  v.status = v.reader_status;
+  v.status = reader.status;
   v.reason = reader_reason;
   return v;
 }
 
-nlohmann::ordered_json build_document(const DocumentParts &p) {
-  using json = nlohmann::ordered_json;
+doc::Json build_document(const DocumentParts &p) {
   const CoredumpEntry &e = *p.entry;
-  json doc;
-  if (p.decoded && p.decoded->decoded) {
-    doc = p.decoded->document;
-    doc["status"] = p.verdict.status;
-    if (p.verdict.status != p.verdict.reader_status) doc["reason"] = p.verdict.reason;
-  } else {
-    doc["schema_version"] = 1;
-    doc["status"] = p.verdict.status;
-    doc["reason"] = p.verdict.reason;
-  }
-
-  json fields = json::object();
-  for (const auto &[k, v] : e.fields) fields[k] = v;
-  doc["coredump"] = {
-      {"journal_cursor", e.cursor},
-      {"boot_id", e.boot_id},
-      {"realtime_usec", e.realtime_usec},
-      {"core_file", e.core_path ? json(*e.core_path) : json(nullptr)},
-      {"storage", std::string(storage_name(e.storage))},
-      {"fields", std::move(fields)},
-  };
-
-  json daemon = {
-      {"version", version()},
-      {"decoded_usec", p.decoded_usec},
-      {"duration_ms", p.duration_ms},
-      {"latency_ms", p.decoded_usec >= e.realtime_usec && e.realtime_usec
-                         ? static_cast<double>(p.decoded_usec - e.realtime_usec) / 1000.0
-                         : 0.0},
-      {"reader_status", p.verdict.reader_status.empty() ? json(nullptr) : json(p.verdict.reader_status)},
-      {"prepared_before_entry", p.prepared_before_entry},
-  };
-  if (p.extract) {
-    const auto &x = *p.extract;
-    daemon["extraction"] = {
-        {"compression", x.compression},   {"input_bytes", x.input_bytes},
-        {"core_bytes", x.core_bytes},     {"kept_bytes", x.kept_bytes},
-        {"sparse", x.sparse},             {"budget_exhausted", x.budget_exhausted},
-        {"stream_truncated", x.stream_truncated},
-        {"stream_error", x.stream_error.empty() ? json(nullptr) : json(x.stream_error)},
-    };
-  }
+  const bool decoded = p.decoded && p.decoded->decoded;
+  doc::StoredParts s;
+  s.reader = decoded ? &p.decoded->document : nullptr;
+  s.status = p.verdict.status;
+  s.reason = p.verdict.reason;
+  s.coredump = {e.cursor, e.boot_id, e.realtime_usec, e.core_path, std::string(storage_name(e.storage)), e.fields};
+  doc::DaemonFacts &d = s.daemon;
+  d.version = version();
+  d.decoded_usec = p.decoded_usec;
+  d.duration_ms = p.duration_ms;
+  d.latency_ms = p.decoded_usec >= e.realtime_usec && e.realtime_usec
+                     ? static_cast<double>(p.decoded_usec - e.realtime_usec) / 1000.0
+                     : 0.0;
+  d.reader_status = p.verdict.reader_status;
+  d.prepared_before_entry = p.prepared_before_entry;
+  d.extraction = p.extract;
   if (p.decoded) {
-    daemon["decoder"] = {
-        {"duration_ms", p.decoded->duration_ms},
-        {"max_rss_kb", p.decoded->max_rss_kb},
-        {"anon_kb", p.decoded->anon_kb},
-        {"timed_out", p.decoded->timed_out},
-        {"via_server", p.decoded->via_server},
-        {"landlock_abi", p.decoded->landlock_abi},
-        {"seccomp", p.decoded->seccomp},
-        {"failure", p.decoded->decoded ? json(nullptr) : json(p.decoded->failure)},
-    };
+    const DecodeResult &r = *p.decoded;
+    d.decoder = doc::DecoderFacts{r.duration_ms, r.max_rss_kb,   r.anon_kb, r.timed_out,
+                                  r.via_server,  r.landlock_abi, r.seccomp,
+                                  r.decoded ? std::nullopt : std::optional<std::string>(r.failure)};
   }
-  doc["daemon"] = std::move(daemon);
-  if (p.decoded && p.decoded->decoded)
-    doc["text"] = p.decoded->text;
-  else
-    doc["text"] = "core-timeline: " + p.verdict.status + ": " + p.verdict.reason + "\n";
-  return doc;
-}
-
-std::string serialize(const nlohmann::ordered_json &doc) {
-  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  s.text = decoded ? p.decoded->text
+                   : "core-timeline: " + std::string(status_name(p.verdict.status)) + ": " + p.verdict.reason + "\n";
+  return doc::stored_document(s);
 }
 
 }  // namespace ctd

@@ -1,17 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * document.h - the timeline document core-timelined writes for one
- * coredump entry (docs/core-timelined.md, "The document").
+ * document.h - what core-timelined stores for one coredump entry, in the
+ * terms of the timeline document module (core_timeline/document/stored.h,
+ * which owns the document's types, keys, JSON and file names).
  *
- * It is the reader's --json document (docs/timeline-json.md) with, on top:
- *   "status"   possibly replaced by a daemon status (core_missing, ...),
- *   "coredump" the journal entry: cursor, boot id, realtime_usec, core_file,
- *              storage and every field but COREDUMP=,
- *   "daemon"   version, decoded_usec, duration_ms and how the core was
- *              extracted and decoded,
- *   "text"     what core-timeline-read prints for the core.
- * When there was nothing to decode, only schema_version, status, reason,
- * coredump, daemon and text are there.
+ * judge() decides the document's status; build_document() gathers the
+ * entry, the extraction and the decoding into document::StoredParts.
  *
  * Thread-safety: pure functions.
  */
@@ -22,24 +16,22 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "core_timeline/document/status.h"
+#include "core_timeline/document/stored.h"
 #include "decode.h"
 #include "entry.h"
 #include "extract.h"
 
 namespace ctd {
 
-/** Daemon statuses beside the reader's status names. */
-inline constexpr const char kStatusCoreMissing[] = "core_missing";
-inline constexpr const char kStatusCoreTruncated[] = "core_truncated";
-inline constexpr const char kStatusCoreUnreadable[] = "core_unreadable";
-inline constexpr const char kStatusUndecodable[] = "undecodable";
+using Status = core_timeline::document::Status;
+using core_timeline::document::serialize;
+using core_timeline::document::status_name;
 
 struct Verdict {
-  std::string status;       /**< final status */
-  std::string reason;       /**< one line; "" for ok */
-  std::string reader_status;/**< the reader's, "" if it did not run */
+  Status status = Status::kUndecodable;  /**< the document's status */
+  std::string reason;                    /**< one line; "" for ok */
+  std::optional<Status> reader_status;   /**< the reader's, if it ran */
 };
 
 /**
@@ -62,10 +54,8 @@ struct DocumentParts {
   double duration_ms = 0;                    /**< time spent on the entry */
 };
 
-nlohmann::ordered_json build_document(const DocumentParts &parts);
-
-/** The document as written: indented by 2, invalid UTF-8 replaced, "\n". */
-std::string serialize(const nlohmann::ordered_json &doc);
+/** The stored document's JSON (document::stored_document()). */
+core_timeline::document::Json build_document(const DocumentParts &parts);
 
 }  // namespace ctd
 

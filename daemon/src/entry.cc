@@ -43,43 +43,14 @@ std::string_view storage_name(Storage s) noexcept {
   return "none";
 }
 
-std::string xescape_comm(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c >= 0x7f || c == '\\' || c == '.' || c == '/' || c == ' ') {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string_view strip_compression_suffix(std::string_view name) noexcept {
-  for (std::string_view suffix : {".zst", ".lz4", ".xz"})
-    if (name.size() > suffix.size() && name.ends_with(suffix)) return name.substr(0, name.size() - suffix.size());
-  return name;
-}
-
 std::string CoredumpEntry::key() const {
   return boot_id + "." + std::to_string(pid) + "." + std::to_string(timestamp);
-}
-
-std::string timeline_name_for_core(std::string_view core_name) {
-  if (core_name.empty()) return "";
-  return std::string(strip_compression_suffix(core_name)) + ".timeline.json";
 }
 
 std::string CoredumpEntry::core_timeline_name() const { return timeline_name_for_core(core_name); }
 
 std::string CoredumpEntry::state_timeline_name() const {
-  /* comm is at most 15 bytes from the kernel; a longer (odd) value is cut
-   * so that the name stays well below NAME_MAX. */
-  std::string c = xescape_comm(comm.empty() ? std::string_view("unknown") : std::string_view(comm).substr(0, 32));
-  return "core." + c + "." + std::to_string(uid) + "." + boot_id + "." + std::to_string(pid) + "." +
-         std::to_string(timestamp) + ".timeline.json";
+  return core_timeline::document::format_timeline_name({comm, uid, boot_id, pid, timestamp});
 }
 
 namespace {
@@ -178,12 +149,12 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
     if (name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos ||
         name.find('\0') != std::string_view::npos || name == "." || name == "..")
       return reject("COREDUMP_FILENAME=" + printable(*file) + " is not a file directly inside " + policy.coredump_dir);
-    const std::string tail = "." + std::to_string(e.uid) + "." + e.boot_id + "." + std::to_string(e.pid) + "." +
-                             std::to_string(e.timestamp);
-    std::string_view base = strip_compression_suffix(name);
-    if (!name.starts_with("core.") || !base.ends_with(tail) || base.size() <= 5 + tail.size())
-      return reject("COREDUMP_FILENAME=" + printable(*file) + " is not the name systemd-coredump gives this crash (core.COMM" +
-                    tail + "[.zst|.lz4|.xz])");
+    const auto facts = core_timeline::document::parse_core_file_name(name);
+    if (!facts || facts->uid != e.uid || facts->boot_id != e.boot_id || facts->pid != e.pid ||
+        facts->usec != e.timestamp)
+      return reject("COREDUMP_FILENAME=" + printable(*file) + " is not the name systemd-coredump gives this crash (core.COMM." +
+                    std::to_string(e.uid) + "." + e.boot_id + "." + std::to_string(e.pid) + "." +
+                    std::to_string(e.timestamp) + "[.zst|.lz4|.xz])");
     e.core_path = std::string(*file);
     e.core_name = std::string(name);
   }

@@ -57,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "core_timeline/document/names.h"
 #include "util.h"
 
 namespace ctd {
@@ -147,16 +148,10 @@ std::string xattrs_disagree(int fd, const CoredumpEntry &entry);
  *  4096 bytes), or nothing if it is not set or cannot be read. */
 std::optional<std::string> file_xattr(int fd, const char *name);
 
-/** systemd's xescape(s, "./ ") (src/basic/escape.c) plus '/': every byte
- *  below 0x20 or above 0x7e, '\\', '.', '/' and ' ' as \xNN. */
-std::string xescape_comm(std::string_view s);
-
-/** The name of the timeline of the core file `core_name`: without
- *  .zst/.lz4/.xz, plus ".timeline.json"; "" for "". */
-std::string timeline_name_for_core(std::string_view core_name);
-
-/** `name` without a trailing ".zst", ".lz4" or ".xz". */
-std::string_view strip_compression_suffix(std::string_view name) noexcept;
+/* The file names of timelines: core_timeline/document/names.h. */
+using core_timeline::document::strip_compression_suffix;
+using core_timeline::document::timeline_name_for_core;
+using core_timeline::document::xescape_comm;
 
 }  // namespace ctd
 

@@ -54,6 +54,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core_timeline/document/stored.h"
 #include "util.h"
 
 namespace ctd {
@@ -70,16 +71,8 @@ struct ExtractOptions {
   std::function<bool()> keep_going;
 };
 
-struct ExtractStats {
-  std::string compression;          /**< "zstd", "lz4", "xz", "none" */
-  std::uint64_t input_bytes = 0;    /**< bytes read from the stored core */
-  std::uint64_t core_bytes = 0;     /**< decompressed size (= the file's) */
-  std::uint64_t kept_bytes = 0;     /**< bytes written (not holes) */
-  bool sparse = false;              /**< some bytes were left as holes */
-  bool budget_exhausted = false;    /**< max_kept was reached */
-  bool stream_truncated = false;    /**< the input ended early or was corrupt */
-  std::string stream_error;         /**< the decompressor's words, if any */
-};
+/** How a stored core was made readable (the document's daemon.extraction). */
+using ExtractStats = core_timeline::document::Extraction;
 
 /** Opens directory `dir` (O_DIRECTORY|O_PATH-free read-only descriptor). */
 Result<Fd> open_directory(const std::string &dir);

@@ -48,7 +48,8 @@ namespace ctd {
 struct CoreWork {
   std::optional<ExtractStats> extract;   /**< unset: nothing was extracted */
   std::optional<DecodeResult> decoded;   /**< unset: nothing to decode, see below */
-  std::string status_without_core;       /**< set when not decoded: kStatusCore* */
+  /** Set when there is no core to decode: core_missing or core_unreadable. */
+  std::optional<core_timeline::document::Status> status_without_core;
   std::string reason_without_core;
   double work_ms = 0;                    /**< wall time of extraction and decoding */
 };

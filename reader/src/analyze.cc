@@ -37,19 +37,21 @@ int exit_code(Status s) noexcept {
   return 3;
 }
 
-std::string_view status_name(Status s) noexcept {
+document::Status document_status(Status s) noexcept {
   switch (s) {
-    case Status::kOk: return "ok";
-    case Status::kNoRing: return "no_ring";
-    case Status::kMappingAbsent: return "mapping_absent";
-    case Status::kCoreUnreadable: return "core_unreadable";
-    case Status::kRingInvalid: return "ring_invalid";
-    case Status::kExecutableRefused: return "executable_refused";
-    case Status::kSidecarMismatch: return "sidecar_mismatch";
-    case Status::kUsage: return "usage";
+    case Status::kOk: return document::Status::kOk;
+    case Status::kNoRing: return document::Status::kNoRing;
+    case Status::kMappingAbsent: return document::Status::kMappingAbsent;
+    case Status::kCoreUnreadable: return document::Status::kCoreUnreadable;
+    case Status::kRingInvalid: return document::Status::kRingInvalid;
+    case Status::kExecutableRefused: return document::Status::kExecutableRefused;
+    case Status::kSidecarMismatch: return document::Status::kSidecarMismatch;
+    case Status::kUsage: return document::Status::kUsage;
   }
-  return "core_unreadable";
+  return document::Status::kCoreUnreadable;
 }
+
+std::string_view status_name(Status s) noexcept { return document::status_name(document_status(s)); }
 
 std::string_view check_name(Check c) noexcept {
   switch (c) {

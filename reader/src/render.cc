@@ -5,12 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/keys.h"
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/ring_format.h"
 
 namespace core_timeline::reader {
 
 namespace f = core_timeline::format;
+namespace key = core_timeline::document::key;
 using json = nlohmann::ordered_json;
 
 namespace {
@@ -121,34 +123,34 @@ std::string ring_summary(const RingReport &r) {
 
 json location_json(const Location &l) {
   json j;
-  j["address"] = fmt::format("{:#x}", l.address);
-  j["module"] = l.in_module ? json(l.module) : json(nullptr);
-  j["build_id"] = l.build_id.empty() ? json(nullptr) : json(hex_bytes(l.build_id));
-  j["file_offset"] = l.in_module ? json(fmt::format("{:#x}", l.file_offset)) : json(nullptr);
-  j["function"] = l.function.empty() ? json(nullptr) : json(l.function);
-  j["offset"] = l.function.empty() ? json(nullptr) : json(fmt::format("{:#x}", l.function_offset));
-  j["source"] = l.source_file.empty() ? json(nullptr) : json({{"file", l.source_file}, {"line", l.line}});
-  j["verified"] = l.verification == "verified";
-  j["verification"] = l.verification;
-  j["mapping_changed"] = l.mapping_changed;
-  if (!l.note.empty()) j["note"] = l.note;
+  j[key::address] = fmt::format("{:#x}", l.address);
+  j[key::module] = l.in_module ? json(l.module) : json(nullptr);
+  j[key::build_id] = l.build_id.empty() ? json(nullptr) : json(hex_bytes(l.build_id));
+  j[key::file_offset] = l.in_module ? json(fmt::format("{:#x}", l.file_offset)) : json(nullptr);
+  j[key::function] = l.function.empty() ? json(nullptr) : json(l.function);
+  j[key::offset] = l.function.empty() ? json(nullptr) : json(fmt::format("{:#x}", l.function_offset));
+  j[key::source] = l.source_file.empty() ? json(nullptr) : json({{key::file, l.source_file}, {key::line, l.line}});
+  j[key::verified] = l.verification == "verified";
+  j[key::verification] = l.verification;
+  j[key::mapping_changed] = l.mapping_changed;
+  if (!l.note.empty()) j[key::note] = l.note;
   return j;
 }
 
 json mapping_json(const AddressMapping &m) {
   json j;
-  j["kind"] = m.kind;
-  j["path"] = m.kind == "file" ? json(m.path) : json(nullptr);
-  j["start"] = fmt::format("{:#x}", m.start);
-  j["end"] = fmt::format("{:#x}", m.end);
-  j["perms"] = m.perms;
-  j["dumped"] = m.dumped;
-  if (!m.note.empty()) j["note"] = m.note;
+  j[key::kind] = m.kind;
+  j[key::path] = m.kind == "file" ? json(m.path) : json(nullptr);
+  j[key::start] = fmt::format("{:#x}", m.start);
+  j[key::end] = fmt::format("{:#x}", m.end);
+  j[key::perms] = m.perms;
+  j[key::dumped] = m.dumped;
+  if (!m.note.empty()) j[key::note] = m.note;
   return j;
 }
 
 json check_json(const IdentityCheck &c) {
-  return json{{"result", std::string(check_name(c.result))}, {"detail", c.detail}};
+  return json{{key::result, std::string(check_name(c.result))}, {key::detail, c.detail}};
 }
 
 }  // namespace
@@ -192,158 +194,158 @@ std::string render_text(const Analysis &a) {
 
 json to_json(const Analysis &a) {
   json j;
-  j["schema_version"] = kJsonSchemaVersion;
-  j["status"] = std::string(status_name(a.status));
-  j["exit_code"] = exit_code(a.status);
-  j["reason"] = a.status == Status::kOk ? json(nullptr) : json(a.reason);
-  j["source"] = a.source.empty() ? json(nullptr) : json(a.source);
-  j["core"] = {{"path", a.core_path}, {"size", a.core_size}, {"truncated", a.core_truncated},
-               {"machine", a.machine}};
+  j[key::schema_version] = kJsonSchemaVersion;
+  j[key::status] = std::string(status_name(a.status));
+  j[key::exit_code] = exit_code(a.status);
+  j[key::reason] = a.status == Status::kOk ? json(nullptr) : json(a.reason);
+  j[key::source] = a.source.empty() ? json(nullptr) : json(a.source);
+  j[key::core] = {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
+               {key::machine, a.machine}};
   json p;
-  p["pid"] = a.process.pid ? json(*a.process.pid) : json(nullptr);
-  p["ppid"] = a.process.pid ? json(a.process.ppid) : json(nullptr);
-  p["comm"] = a.process.pid ? json(a.process.comm) : json(nullptr);
-  p["args"] = a.process.pid ? json(a.process.args) : json(nullptr);
-  p["exe"] = a.process.exe.empty() ? json(nullptr) : json(a.process.exe);
-  p["build_id"] = a.process.build_id.empty() ? json(nullptr) : json(hex_bytes(a.process.build_id));
-  if (!a.process.build_id_note.empty()) p["build_id_note"] = a.process.build_id_note;
-  p["threads"] = a.process.threads;
-  j["process"] = std::move(p);
+  p[key::pid] = a.process.pid ? json(*a.process.pid) : json(nullptr);
+  p[key::ppid] = a.process.pid ? json(a.process.ppid) : json(nullptr);
+  p[key::comm] = a.process.pid ? json(a.process.comm) : json(nullptr);
+  p[key::args] = a.process.pid ? json(a.process.args) : json(nullptr);
+  p[key::exe] = a.process.exe.empty() ? json(nullptr) : json(a.process.exe);
+  p[key::build_id] = a.process.build_id.empty() ? json(nullptr) : json(hex_bytes(a.process.build_id));
+  if (!a.process.build_id_note.empty()) p[key::build_id_note] = a.process.build_id_note;
+  p[key::threads] = a.process.threads;
+  j[key::process] = std::move(p);
   if (a.crash) {
     const auto &c = *a.crash;
     json cj;
-    cj["signal"] = c.signo != 0 ? json(c.signo) : json(nullptr);
-    cj["signal_name"] = c.signo != 0 ? json(c.signal_name) : json(nullptr);
-    if (!c.signal_note.empty()) cj["signal_note"] = c.signal_note;
-    cj["si_code"] = c.si_code ? json(*c.si_code) : json(nullptr);
-    cj["si_code_name"] = c.si_code ? json(c.si_code_name) : json(nullptr);
-    if (!c.si_code_note.empty()) cj["si_code_note"] = c.si_code_note;
-    cj["fault_address"] = c.fault_address ? json(fmt::format("{:#x}", *c.fault_address)) : json(nullptr);
-    cj["sender_pid"] = c.sender_pid ? json(*c.sender_pid) : json(nullptr);
-    cj["tid"] = c.tid;
-    cj["pc"] = c.has_regs ? json(fmt::format("{:#x}", c.pc)) : json(nullptr);
-    cj["sp"] = c.has_regs ? json(fmt::format("{:#x}", c.sp)) : json(nullptr);
-    cj["location"] = c.location ? location_json(*c.location) : json(nullptr);
-    cj["ring_slot"] = c.ring_slot;
-    cj["from"] = c.source;
-    j["crash"] = std::move(cj);
+    cj[key::signal] = c.signo != 0 ? json(c.signo) : json(nullptr);
+    cj[key::signal_name] = c.signo != 0 ? json(c.signal_name) : json(nullptr);
+    if (!c.signal_note.empty()) cj[key::signal_note] = c.signal_note;
+    cj[key::si_code] = c.si_code ? json(*c.si_code) : json(nullptr);
+    cj[key::si_code_name] = c.si_code ? json(c.si_code_name) : json(nullptr);
+    if (!c.si_code_note.empty()) cj[key::si_code_note] = c.si_code_note;
+    cj[key::fault_address] = c.fault_address ? json(fmt::format("{:#x}", *c.fault_address)) : json(nullptr);
+    cj[key::sender_pid] = c.sender_pid ? json(*c.sender_pid) : json(nullptr);
+    cj[key::tid] = c.tid;
+    cj[key::pc] = c.has_regs ? json(fmt::format("{:#x}", c.pc)) : json(nullptr);
+    cj[key::sp] = c.has_regs ? json(fmt::format("{:#x}", c.sp)) : json(nullptr);
+    cj[key::location] = c.location ? location_json(*c.location) : json(nullptr);
+    cj[key::ring_slot] = c.ring_slot;
+    cj[key::from] = c.source;
+    j[key::crash] = std::move(cj);
   } else {
-    j["crash"] = nullptr;
+    j[key::crash] = nullptr;
   }
   json rings = json::array();
   for (const auto &r : a.rings) {
     json rj;
-    rj["index"] = r.index;
-    rj["state"] = std::string(ring_state_name(r.state));
-    rj["reason"] = r.reason.empty() ? json(nullptr) : json(r.reason);
-    rj["found_by"] = r.found_by;
-    rj["address"] = fmt::format("{:#x}", r.address);
-    rj["mapping"] = r.mapping_name.empty() ? json(nullptr) : json(r.mapping_name);
-    rj["mapping_size"] = r.mapping_size;
+    rj[key::index] = r.index;
+    rj[key::state] = std::string(ring_state_name(r.state));
+    rj[key::reason] = r.reason.empty() ? json(nullptr) : json(r.reason);
+    rj[key::found_by] = r.found_by;
+    rj[key::address] = fmt::format("{:#x}", r.address);
+    rj[key::mapping] = r.mapping_name.empty() ? json(nullptr) : json(r.mapping_name);
+    rj[key::mapping_size] = r.mapping_size;
     if (r.ring) {
       const auto &d = *r.ring;
       const auto &h = d.header;
-      rj["identity"] = {{"pid", check_json(r.pid)}, {"build_id", check_json(r.build_id)},
-                        {"start_time", check_json(r.start_time)}};
-      rj["header"] = {{"version", h.version},
-                      {"writer_version", fmt::format("{}.{}.{}", h.writer_version >> 16,
+      rj[key::identity] = {{key::pid, check_json(r.pid)}, {key::build_id, check_json(r.build_id)},
+                        {key::start_time, check_json(r.start_time)}};
+      rj[key::header] = {{key::version, h.version},
+                      {key::writer_version, fmt::format("{}.{}.{}", h.writer_version >> 16,
                                                      (h.writer_version >> 8) & 0xff, h.writer_version & 0xff)},
-                      {"pid", h.pid},
-                      {"build_id", h.build_id.empty() ? json(nullptr) : json(hex_bytes(h.build_id))},
-                      {"process_start_ticks", h.process_start_ticks},
-                      {"region_size", h.region_size},
-                      {"lane_count", h.lane_count},
-                      {"slots_per_lane", h.slots_per_lane},
-                      {"compat_flags", h.compat_flags},
-                      {"handlers_installed", (h.compat_flags & f::kCompatHandlers) != 0},
-                      {"clock", (h.compat_flags & f::kCompatClockTsc) ? "tsc"
+                      {key::pid, h.pid},
+                      {key::build_id, h.build_id.empty() ? json(nullptr) : json(hex_bytes(h.build_id))},
+                      {key::process_start_ticks, h.process_start_ticks},
+                      {key::region_size, h.region_size},
+                      {key::lane_count, h.lane_count},
+                      {key::slots_per_lane, h.slots_per_lane},
+                      {key::compat_flags, h.compat_flags},
+                      {key::handlers_installed, (h.compat_flags & f::kCompatHandlers) != 0},
+                      {key::clock, (h.compat_flags & f::kCompatClockTsc) ? "tsc"
                                 : (h.compat_flags & f::kCompatClockCntvct) ? "cntvct" : "unknown"},
-                      {"ticks_per_second", d.ticks_per_second > 0 ? json(d.ticks_per_second) : json(nullptr)},
-                      {"mmap_generation", h.mmap_generation},
-                      {"enabled_sources", h.enabled_sources}};
-      rj["dropped"] = h.dropped;
-      rj["overwritten"] = d.overwritten;
-      rj["missing"] = d.missing;
-      rj["counter_inconsistent"] = d.counter_inconsistent;
-      rj["truncated"] = d.truncated;
-      rj["bytes_present"] = d.bytes_present;
+                      {key::ticks_per_second, d.ticks_per_second > 0 ? json(d.ticks_per_second) : json(nullptr)},
+                      {key::mmap_generation, h.mmap_generation},
+                      {key::enabled_sources, h.enabled_sources}};
+      rj[key::dropped] = h.dropped;
+      rj[key::overwritten] = d.overwritten;
+      rj[key::missing] = d.missing;
+      rj[key::counter_inconsistent] = d.counter_inconsistent;
+      rj[key::truncated] = d.truncated;
+      rj[key::bytes_present] = d.bytes_present;
       json lanes = json::array();
       for (const auto &l : d.lanes) {
         if (l.committed == 0 && l.write_index == 0 && l.torn == 0 && l.invalid == 0 && !l.counter_inconsistent &&
             l.slots_absent == 0)
           continue; /* never used: left out to keep documents small */
         json lj;
-        lj["lane"] = l.index;
-        lj["shared"] = l.shared;
-        lj["owner_tid"] = l.owner_tid;
-        lj["owner_name"] = l.owner_name;
-        lj["write_index"] = l.write_index;
-        lj["committed"] = l.committed;
-        lj["first_seq"] = l.committed ? json(l.first_seq) : json(nullptr);
-        lj["last_seq"] = l.committed ? json(l.last_seq) : json(nullptr);
-        lj["overwritten"] = l.overwritten;
-        lj["missing"] = l.missing;
-        lj["torn"] = l.torn;
-        lj["invalid"] = l.invalid;
-        lj["in_flight"] = l.in_flight;
-        lj["slots_absent"] = l.slots_absent;
-        lj["counter_inconsistent"] = l.counter_inconsistent;
-        lj["counter_reason"] = l.counter_inconsistent ? json(l.counter_reason) : json(nullptr);
+        lj[key::lane] = l.index;
+        lj[key::shared] = l.shared;
+        lj[key::owner_tid] = l.owner_tid;
+        lj[key::owner_name] = l.owner_name;
+        lj[key::write_index] = l.write_index;
+        lj[key::committed] = l.committed;
+        lj[key::first_seq] = l.committed ? json(l.first_seq) : json(nullptr);
+        lj[key::last_seq] = l.committed ? json(l.last_seq) : json(nullptr);
+        lj[key::overwritten] = l.overwritten;
+        lj[key::missing] = l.missing;
+        lj[key::torn] = l.torn;
+        lj[key::invalid] = l.invalid;
+        lj[key::in_flight] = l.in_flight;
+        lj[key::slots_absent] = l.slots_absent;
+        lj[key::counter_inconsistent] = l.counter_inconsistent;
+        lj[key::counter_reason] = l.counter_inconsistent ? json(l.counter_reason) : json(nullptr);
         lanes.push_back(std::move(lj));
       }
-      rj["lanes"] = std::move(lanes);
+      rj[key::lanes] = std::move(lanes);
       json torn = json::array();
       for (const auto &t : d.rejected)
-        torn.push_back({{"lane", t.lane}, {"slot", t.slot}, {"seq", t.seq},
-                        {"kind", t.torn ? "torn" : "invalid"}, {"reason", t.reason}});
-      rj["torn"] = std::move(torn);
+        torn.push_back({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
+                        {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
+      rj[key::torn] = std::move(torn);
     }
     rings.push_back(std::move(rj));
   }
-  j["rings"] = std::move(rings);
+  j[key::rings] = std::move(rings);
   json events = json::array();
   for (const auto &e : a.events) {
     json ej;
-    ej["ring"] = e.ring;
-    ej["lane"] = e.lane;
-    ej["seq"] = e.seq;
-    ej["tid"] = e.tid;
-    ej["thread"] = e.thread.empty() ? json(nullptr) : json(e.thread);
-    ej["tid_in_core"] = e.tid_in_core;
-    ej["kind"] = e.kind_name;
-    ej["name"] = e.name;
-    ej["named"] = e.named;
-    ej["id"] = e.id;
-    ej["args"] = {e.arg0, e.arg1};
-    ej["timestamp"] = e.timestamp;
-    ej["time_ns"] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
-    ej["return_address"] = fmt::format("{:#x}", e.return_address);
-    ej["location"] = e.location ? location_json(*e.location) : json(nullptr);
-    ej["inline_bytes"] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
-    ej["pointer"] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
+    ej[key::ring] = e.ring;
+    ej[key::lane] = e.lane;
+    ej[key::seq] = e.seq;
+    ej[key::tid] = e.tid;
+    ej[key::thread] = e.thread.empty() ? json(nullptr) : json(e.thread);
+    ej[key::tid_in_core] = e.tid_in_core;
+    ej[key::kind] = e.kind_name;
+    ej[key::name] = e.name;
+    ej[key::named] = e.named;
+    ej[key::id] = e.id;
+    ej[key::args] = {e.arg0, e.arg1};
+    ej[key::timestamp] = e.timestamp;
+    ej[key::time_ns] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
+    ej[key::return_address] = fmt::format("{:#x}", e.return_address);
+    ej[key::location] = e.location ? location_json(*e.location) : json(nullptr);
+    ej[key::inline_bytes] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
+    ej[key::pointer] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
     if (e.crash) {
       const auto &c = *e.crash;
-      ej["crash"] = {{"signal", c.signo},           {"signal_name", c.signal_name},
-                     {"si_code", c.si_code},        {"si_code_name", c.si_code_name},
-                     {"si_errno", c.si_errno},      {"si_pid", c.sender_pid},
-                     {"fault_address", fmt::format("{:#x}", c.fault_address)},
-                     {"sp", fmt::format("{:#x}", c.sp)},
-                     {"chained", c.chained},        {"repeated", c.repeated}};
+      ej[key::crash] = {{key::signal, c.signo},           {key::signal_name, c.signal_name},
+                     {key::si_code, c.si_code},        {key::si_code_name, c.si_code_name},
+                     {key::si_errno, c.si_errno},      {key::si_pid, c.sender_pid},
+                     {key::fault_address, fmt::format("{:#x}", c.fault_address)},
+                     {key::sp, fmt::format("{:#x}", c.sp)},
+                     {key::chained, c.chained},        {key::repeated, c.repeated}};
     } else {
-      ej["crash"] = nullptr;
+      ej[key::crash] = nullptr;
     }
-    ej["source"] = e.source;
+    ej[key::source] = e.source;
     events.push_back(std::move(ej));
   }
-  j["events"] = std::move(events);
+  j[key::events] = std::move(events);
   json mr = json::array();
-  for (const auto &m : a.magic_rejected) mr.push_back({{"address", fmt::format("{:#x}", m.address)}, {"reason", m.reason}});
-  j["magic_rejected"] = {{"total", a.magic_rejected_total}, {"first", std::move(mr)}};
-  j["sidecar"] = a.sidecar_path ? json{{"path", *a.sidecar_path}, {"status", a.sidecar_status},
-                                       {"detail", a.sidecar_detail}}
+  for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
+  j[key::magic_rejected] = {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}};
+  j[key::sidecar] = a.sidecar_path ? json{{key::path, *a.sidecar_path}, {key::status, a.sidecar_status},
+                                       {key::detail, a.sidecar_detail}}
                                 : json(nullptr);
-  j["absence_proves_nothing"] = a.absence_proves_nothing;
-  j["warnings"] = a.warnings;
+  j[key::absence_proves_nothing] = a.absence_proves_nothing;
+  j[key::warnings] = a.warnings;
   return j;
 }
 

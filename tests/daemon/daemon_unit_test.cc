@@ -52,6 +52,7 @@
 #include "sandbox.h"
 
 namespace fs = std::filesystem;
+namespace ctdoc = core_timeline::document;
 
 namespace {
 
@@ -743,30 +744,70 @@ TEST(Files, StateDirectoryModesHoldUnderAStrictUmask) {
 
 // ---- statuses ------------------------------------------------------------
 
+namespace {
+
+// The reader's document `j`, through the parser the daemon uses.
+ctdoc::ReaderDocument reader_document(const nlohmann::ordered_json &j) {
+  auto d = ctdoc::parse_reader_document(j.dump());
+  EXPECT_TRUE(d) << d.error().message;
+  return d ? std::move(*d) : ctdoc::ReaderDocument{};
+}
+
+}  // namespace
+
 TEST(Verdict, StatusRules) {
+  using ctd::Status;
   auto e = ctd::validate_entry(genuine_entry(), policy());
   ASSERT_TRUE(e);
   ctd::DecodeResult d;
   d.decoded = false;
   d.failure = "the decoder was killed by SIGSEGV";
-  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, "undecodable");
+  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, Status::kUndecodable);
 
   d.decoded = true;
-  d.document = {{"status", "mapping_absent"}, {"reason", "excluded"}, {"core", {{"truncated", false}}}};
-  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, "mapping_absent");
+  nlohmann::ordered_json j = {
+      {"status", "mapping_absent"}, {"exit_code", 2}, {"reason", "excluded"}, {"core", {{"truncated", false}}}};
+  d.document = reader_document(j);
+  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, Status::kMappingAbsent);
   // The same reader status in a truncated core: the truncation is the cause.
-  d.document["core"]["truncated"] = true;
+  j["core"]["truncated"] = true;
+  d.document = reader_document(j);
   auto v = ctd::judge(*e, d, std::nullopt);
-  EXPECT_EQ(v.status, "core_truncated");
-  EXPECT_EQ(v.reader_status, "mapping_absent");
+  EXPECT_EQ(v.status, Status::kCoreTruncated);
+  EXPECT_EQ(v.reader_status, Status::kMappingAbsent);
   ctd::ExtractStats x;
   x.stream_truncated = true;
   x.stream_error = "zstd: truncated";
-  d.document["core"]["truncated"] = false;
-  EXPECT_EQ(ctd::judge(*e, d, x).status, "core_truncated");
+  j["core"]["truncated"] = false;
+  d.document = reader_document(j);
+  EXPECT_EQ(ctd::judge(*e, d, x).status, Status::kCoreTruncated);
   // A timeline recovered from a truncated core is still ok.
-  d.document["status"] = "ok";
-  EXPECT_EQ(ctd::judge(*e, d, x).status, "ok");
+  j["status"] = "ok";
+  j["exit_code"] = 0;
+  d.document = reader_document(j);
+  EXPECT_EQ(ctd::judge(*e, d, x).status, Status::kOk);
+}
+
+TEST(ReaderDocument, RefusesWhatIsNotAReaderDocument) {
+  EXPECT_FALSE(ctdoc::parse_reader_document("[]"));
+  EXPECT_FALSE(ctdoc::parse_reader_document(R"({"status":"ok"})"));                      // no exit_code
+  EXPECT_FALSE(ctdoc::parse_reader_document(R"({"status":"core_missing","exit_code":3})"));  // not the reader's
+  EXPECT_FALSE(ctdoc::parse_reader_document(R"({"status":"ok","exit_code":9})"));
+  EXPECT_FALSE(ctdoc::parse_reader_document(R"({"status":"ok","exit_code":0,"core":{"truncated":1}})"));
+  EXPECT_FALSE(ctdoc::parse_reader_document(R"({"status":"ok","exit_code":0,"events":{}})"));
+  EXPECT_FALSE(ctdoc::parse_reader_document(R"({"status":"ok","exit_code":0)"));
+  // 64 levels parse; 65 do not, and the message says why.
+  auto nested = [](int levels) {
+    return R"({"status":"ok","exit_code":0,"x":)" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_TRUE(ctdoc::parse_reader_document(nested(64)));
+  auto deep = ctdoc::parse_reader_document(nested(65));
+  ASSERT_FALSE(deep);
+  EXPECT_NE(deep.error().message.find("deeper than 64 levels"), std::string::npos) << deep.error().message;
+  auto ok = ctdoc::parse_reader_document(R"({"status":"ok","exit_code":0,"events":[{},{}]})");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->summary.event_count, 2u);
+  EXPECT_EQ(ok->summary.status, ctdoc::Status::kOk);
 }
 
 TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
@@ -774,7 +815,7 @@ TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
   ASSERT_TRUE(e);
   ctd::DocumentParts p;
   p.entry = &*e;
-  p.verdict = {"core_missing", "the core file is gone", ""};
+  p.verdict = {ctd::Status::kCoreMissing, "the core file is gone", std::nullopt};
   p.decoded_usec = 1796020112000000;
   auto doc = ctd::build_document(p);
   EXPECT_EQ(doc["status"], "core_missing");
@@ -1086,9 +1127,10 @@ TEST_P(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_TRUE(r->decoded) << r->failure;
   EXPECT_EQ(r->exit_code, 3);
-  EXPECT_EQ(r->document["status"], "core_unreadable");
-  EXPECT_EQ(r->document["core"]["path"], "/var/lib/systemd/coredump/core.test");
-  EXPECT_EQ(r->document.dump().find("/proc/self/fd"), std::string::npos) << r->document.dump();
+  EXPECT_EQ(r->document.tree["status"], "core_unreadable");
+  EXPECT_EQ(r->document.summary.status, ctd::Status::kCoreUnreadable);
+  EXPECT_EQ(r->document.tree["core"]["path"], "/var/lib/systemd/coredump/core.test");
+  EXPECT_EQ(r->document.tree.dump().find("/proc/self/fd"), std::string::npos) << r->document.tree.dump();
   EXPECT_GT(r->max_rss_kb, 0u);
   // This machine kind's kernel has Landlock (ABI 7 measured): a decoder
   // that did not confine itself is a failure, not a skip.
@@ -1147,7 +1189,7 @@ TEST(DecoderOutput, DeeplyNestedJsonIsUndecodableNotFatal) {
         e.pid = 1;
         ctd::DocumentParts p;
         p.entry = &e;
-        p.verdict = r->decoded ? ctd::judge(e, *r, std::nullopt) : ctd::Verdict{"undecodable", r->failure, ""};
+        p.verdict = r->decoded ? ctd::judge(e, *r, std::nullopt) : ctd::Verdict{ctd::Status::kUndecodable, r->failure, std::nullopt};
         p.decoded = &*r;
         const std::string text = ctd::serialize(ctd::build_document(p));
         _exit(r->decoded ? 4 : 0);
@@ -1288,7 +1330,7 @@ TEST(DecoderServer, BrokenAnswersFallBackToForkAndExecAndLeaveNoChild) {
     EXPECT_FALSE(r->via_server);
     EXPECT_NE(r->server_failure, "");
     ASSERT_TRUE(r->decoded) << r->failure;
-    EXPECT_EQ(r->document["status"], "core_unreadable");
+    EXPECT_EQ(r->document.summary.status, ctd::Status::kCoreUnreadable);
     EXPECT_FALSE(s->running());
     EXPECT_TRUE(my_children().empty()) << "a child of the broken server's is left";
   }

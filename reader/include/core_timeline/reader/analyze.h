@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core_timeline/document/status.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/result.h"
 #include "core_timeline/reader/ring.h"
@@ -66,8 +67,12 @@ enum class Status {
 
 /** Process exit code for a status (0..7, as listed above). */
 int exit_code(Status s) noexcept;
+/** The document's status for a reader status (core_timeline/document/status.h,
+ *  which also names it). */
+document::Status document_status(Status s) noexcept;
 /** Stable name: "ok", "no_ring", "mapping_absent", "core_unreadable",
- *  "ring_invalid", "executable_refused", "sidecar_mismatch", "usage". */
+ *  "ring_invalid", "executable_refused", "sidecar_mismatch", "usage"
+ *  (document::status_name()). */
 std::string_view status_name(Status s) noexcept;
 
 struct ReadOptions {

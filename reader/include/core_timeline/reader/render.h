@@ -21,7 +21,7 @@
 namespace core_timeline::reader {
 
 /** Version of the JSON document's shape (docs/timeline-json.md). */
-inline constexpr int kJsonSchemaVersion = 1;
+inline constexpr int kJsonSchemaVersion = document::kSchemaVersion;
 
 /** Text: a summary line, one line per event, the crash, warnings. */
 std::string render_text(const Analysis &a);

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * keys.h - every member name of the timeline document, spelled once.
+ *
+ * The timeline document is what core-timeline-read --json prints
+ * (docs/timeline-json.md) and what core-timelined stores, that document
+ * plus "coredump", "daemon" and "text" (docs/core-timelined.md, "The
+ * document"); docs/timeline.schema.json describes both.  Whatever writes or
+ * reads a member names it through these constants: the reader's renderer
+ * (reader/src/render.cc), the stored document (stored.h), the daemon and
+ * ctl-query.  A name is defined once however many objects have it
+ * ("truncated" is a member of "core" and of each ring alike).
+ *
+ * Thread-safety: constants.
+ */
+#ifndef CORE_TIMELINE_DOCUMENT_KEYS_H
+#define CORE_TIMELINE_DOCUMENT_KEYS_H
+
+namespace core_timeline::document::key {
+
+inline constexpr char absence_proves_nothing[] = "absence_proves_nothing";
+inline constexpr char address[] = "address";
+inline constexpr char anon_kb[] = "anon_kb";
+inline constexpr char args[] = "args";
+inline constexpr char boot_id[] = "boot_id";
+inline constexpr char budget_exhausted[] = "budget_exhausted";
+inline constexpr char build_id[] = "build_id";
+inline constexpr char build_id_note[] = "build_id_note";
+inline constexpr char bytes_present[] = "bytes_present";
+inline constexpr char chained[] = "chained";
+inline constexpr char clock[] = "clock";
+inline constexpr char comm[] = "comm";
+inline constexpr char committed[] = "committed";
+inline constexpr char compat_flags[] = "compat_flags";
+inline constexpr char compression[] = "compression";
+inline constexpr char core[] = "core";
+inline constexpr char core_bytes[] = "core_bytes";
+inline constexpr char core_file[] = "core_file";
+inline constexpr char coredump[] = "coredump";
+inline constexpr char counter_inconsistent[] = "counter_inconsistent";
+inline constexpr char counter_reason[] = "counter_reason";
+inline constexpr char crash[] = "crash";
+inline constexpr char daemon[] = "daemon";
+inline constexpr char decoded_usec[] = "decoded_usec";
+inline constexpr char decoder[] = "decoder";
+inline constexpr char detail[] = "detail";
+inline constexpr char dropped[] = "dropped";
+inline constexpr char dumped[] = "dumped";
+inline constexpr char duration_ms[] = "duration_ms";
+inline constexpr char enabled_sources[] = "enabled_sources";
+inline constexpr char end[] = "end";
+inline constexpr char events[] = "events";
+inline constexpr char exe[] = "exe";
+inline constexpr char exit_code[] = "exit_code";
+inline constexpr char extraction[] = "extraction";
+inline constexpr char failure[] = "failure";
+inline constexpr char fault_address[] = "fault_address";
+inline constexpr char fields[] = "fields";
+inline constexpr char file[] = "file";
+inline constexpr char file_offset[] = "file_offset";
+inline constexpr char first[] = "first";
+inline constexpr char first_seq[] = "first_seq";
+inline constexpr char found_by[] = "found_by";
+inline constexpr char from[] = "from";
+inline constexpr char function[] = "function";
+inline constexpr char handlers_installed[] = "handlers_installed";
+inline constexpr char header[] = "header";
+inline constexpr char id[] = "id";
+inline constexpr char identity[] = "identity";
+inline constexpr char in_flight[] = "in_flight";
+inline constexpr char index[] = "index";
+inline constexpr char inline_bytes[] = "inline_bytes";
+inline constexpr char input_bytes[] = "input_bytes";
+inline constexpr char invalid[] = "invalid";
+inline constexpr char journal_cursor[] = "journal_cursor";
+inline constexpr char kept_bytes[] = "kept_bytes";
+inline constexpr char kind[] = "kind";
+inline constexpr char landlock_abi[] = "landlock_abi";
+inline constexpr char lane[] = "lane";
+inline constexpr char lane_count[] = "lane_count";
+inline constexpr char lanes[] = "lanes";
+inline constexpr char last_seq[] = "last_seq";
+inline constexpr char latency_ms[] = "latency_ms";
+inline constexpr char line[] = "line";
+inline constexpr char location[] = "location";
+inline constexpr char machine[] = "machine";
+inline constexpr char magic_rejected[] = "magic_rejected";
+inline constexpr char mapping[] = "mapping";
+inline constexpr char mapping_changed[] = "mapping_changed";
+inline constexpr char mapping_size[] = "mapping_size";
+inline constexpr char max_rss_kb[] = "max_rss_kb";
+inline constexpr char missing[] = "missing";
+inline constexpr char mmap_generation[] = "mmap_generation";
+inline constexpr char module[] = "module";
+inline constexpr char name[] = "name";
+inline constexpr char named[] = "named";
+inline constexpr char note[] = "note";
+inline constexpr char offset[] = "offset";
+inline constexpr char overwritten[] = "overwritten";
+inline constexpr char owner_name[] = "owner_name";
+inline constexpr char owner_tid[] = "owner_tid";
+inline constexpr char path[] = "path";
+inline constexpr char pc[] = "pc";
+inline constexpr char perms[] = "perms";
+inline constexpr char pid[] = "pid";
+inline constexpr char pointer[] = "pointer";
+inline constexpr char ppid[] = "ppid";
+inline constexpr char prepared_before_entry[] = "prepared_before_entry";
+inline constexpr char process[] = "process";
+inline constexpr char process_start_ticks[] = "process_start_ticks";
+inline constexpr char reader_status[] = "reader_status";
+inline constexpr char realtime_usec[] = "realtime_usec";
+inline constexpr char reason[] = "reason";
+inline constexpr char region_size[] = "region_size";
+inline constexpr char repeated[] = "repeated";
+inline constexpr char result[] = "result";
+inline constexpr char return_address[] = "return_address";
+inline constexpr char ring[] = "ring";
+inline constexpr char ring_slot[] = "ring_slot";
+inline constexpr char rings[] = "rings";
+inline constexpr char schema_version[] = "schema_version";
+inline constexpr char seccomp[] = "seccomp";
+inline constexpr char sender_pid[] = "sender_pid";
+inline constexpr char seq[] = "seq";
+inline constexpr char shared[] = "shared";
+inline constexpr char si_code[] = "si_code";
+inline constexpr char si_code_name[] = "si_code_name";
+inline constexpr char si_code_note[] = "si_code_note";
+inline constexpr char si_errno[] = "si_errno";
+inline constexpr char si_pid[] = "si_pid";
+inline constexpr char sidecar[] = "sidecar";
+inline constexpr char signal[] = "signal";
+inline constexpr char signal_name[] = "signal_name";
+inline constexpr char signal_note[] = "signal_note";
+inline constexpr char size[] = "size";
+inline constexpr char slot[] = "slot";
+inline constexpr char slots_absent[] = "slots_absent";
+inline constexpr char slots_per_lane[] = "slots_per_lane";
+inline constexpr char source[] = "source";
+inline constexpr char sp[] = "sp";
+inline constexpr char sparse[] = "sparse";
+inline constexpr char start[] = "start";
+inline constexpr char start_time[] = "start_time";
+inline constexpr char state[] = "state";
+inline constexpr char status[] = "status";
+inline constexpr char storage[] = "storage";
+inline constexpr char stream_error[] = "stream_error";
+inline constexpr char stream_truncated[] = "stream_truncated";
+inline constexpr char text[] = "text";
+inline constexpr char thread[] = "thread";
+inline constexpr char threads[] = "threads";
+inline constexpr char ticks_per_second[] = "ticks_per_second";
+inline constexpr char tid[] = "tid";
+inline constexpr char tid_in_core[] = "tid_in_core";
+inline constexpr char time_ns[] = "time_ns";
+inline constexpr char timed_out[] = "timed_out";
+inline constexpr char timestamp[] = "timestamp";
+inline constexpr char torn[] = "torn";
+inline constexpr char total[] = "total";
+inline constexpr char truncated[] = "truncated";
+inline constexpr char verification[] = "verification";
+inline constexpr char verified[] = "verified";
+inline constexpr char version[] = "version";
+inline constexpr char via_server[] = "via_server";
+inline constexpr char warnings[] = "warnings";
+inline constexpr char write_index[] = "write_index";
+inline constexpr char writer_version[] = "writer_version";
+
+}  // namespace core_timeline::document::key
+
+#endif  // CORE_TIMELINE_DOCUMENT_KEYS_H

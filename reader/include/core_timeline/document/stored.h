@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stored.h - the timeline document core-timelined stores for one coredump
+ * journal entry (docs/core-timelined.md, "The document"), and the typed
+ * view of the reader's document it is built from.
+ *
+ * A stored document is core-timeline-read's --json document
+ * (docs/timeline-json.md) with, on top:
+ *   "status"   possibly replaced by a daemon status (core_truncated, ...),
+ *              and then "reason" by the daemon's;
+ *   "coredump" the journal entry (Coredump);
+ *   "daemon"   how the entry was handled (DaemonFacts);
+ *   "text"     what core-timeline-read prints for the core.
+ * When nothing was decoded, only schema_version, status, reason, coredump,
+ * daemon and text are there.  docs/timeline.schema.json describes both
+ * shapes; tests validate real stored documents against it.
+ *
+ * Errors: parse_reader_document() returns reader::Error (kBadData: not
+ * JSON, nested too deep, not a timeline document; kNoMemory).  Nothing
+ * else here fails.
+ *
+ * Thread-safety: plain values and pure functions.
+ */
+#ifndef CORE_TIMELINE_DOCUMENT_STORED_H
+#define CORE_TIMELINE_DOCUMENT_STORED_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core_timeline/document/status.h"
+#include "core_timeline/reader/result.h"
+
+namespace core_timeline::document {
+
+using Json = nlohmann::ordered_json;
+
+/** Deepest nesting a document may have (the format needs 6).  A decoder
+ *  taken over by a hostile core could send a million levels: nlohmann
+ *  parses any depth with its own stack, but copying and dumping a value
+ *  recurse once per level, so the daemon's stack would overflow, and again
+ *  after each restart on the same entry. */
+inline constexpr int kMaxDepth = 64;
+
+/** What the daemon and ctl-query need of the reader's document, read once
+ *  from it by summarize(). */
+struct ReaderSummary {
+  Status status = Status::kCoreUnreadable;
+  std::optional<std::string> reason;  /**< null for ok */
+  int exit_code = 3;                  /**< core-timeline-read's, 0..7 */
+  bool core_truncated = false;        /**< core.truncated */
+  std::size_t event_count = 0;        /**< events[] */
+};
+
+/** The reader's document: its JSON tree and the summary of it. */
+struct ReaderDocument {
+  Json tree;
+  ReaderSummary summary;
+};
+
+/**
+ * Parses the reader's --json document, `bytes` (untrusted: it comes from
+ * the decoder child, which read a hostile core): valid JSON, an object
+ * nested at most kMaxDepth deep (checked while parsing, by nlohmann's
+ * parser callback: nothing deeper is built), with a "status" the reader
+ * gives, an "exit_code" 0..7, and "core", "events" of the right types when
+ * present.  Never throws.
+ */
+reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noexcept;
+
+/** The summary of a reader's document tree; kBadData names the member
+ *  that is missing or of the wrong type. */
+reader::Result<ReaderSummary> summarize(const Json &reader_document);
+
+/** "coredump": the journal entry a stored timeline is for. */
+struct Coredump {
+  std::string journal_cursor;
+  std::string boot_id;                  /**< _BOOT_ID */
+  std::uint64_t realtime_usec = 0;      /**< __REALTIME_TIMESTAMP */
+  std::optional<std::string> core_file; /**< COREDUMP_FILENAME */
+  std::string storage;                  /**< "external", "journal", "none" */
+  /** The first value of every field but COREDUMP= (untrusted bytes;
+   *  invalid UTF-8 is replaced when the document is serialized). */
+  std::map<std::string, std::string> fields;
+};
+
+/** "daemon.extraction": how the stored core was made readable. */
+struct Extraction {
+  std::string compression;          /**< "zstd", "lz4", "xz", "none" */
+  std::uint64_t input_bytes = 0;    /**< bytes read from the stored core */
+  std::uint64_t core_bytes = 0;     /**< decompressed size (= the file's) */
+  std::uint64_t kept_bytes = 0;     /**< bytes written (not holes) */
+  bool sparse = false;              /**< some bytes were left as holes */
+  bool budget_exhausted = false;    /**< the extraction budget was reached */
+  bool stream_truncated = false;    /**< the input ended early or was corrupt */
+  std::string stream_error;         /**< the decompressor's words ("": none) */
+};
+
+/** "daemon.decoder": how the decoder child ran. */
+struct DecoderFacts {
+  double duration_ms = 0;
+  std::uint64_t max_rss_kb = 0;     /**< VmHWM */
+  std::uint64_t anon_kb = 0;        /**< RssAnon */
+  bool timed_out = false;
+  bool via_server = false;
+  int landlock_abi = 0;             /**< 0: not confined by Landlock */
+  bool seccomp = false;
+  std::optional<std::string> failure;  /**< why nothing was decoded */
+};
+
+/** "daemon": how core-timelined handled the entry. */
+struct DaemonFacts {
+  std::string version;
+  std::uint64_t decoded_usec = 0;   /**< CLOCK_REALTIME when done, usec */
+  double duration_ms = 0;           /**< time spent on the entry */
+  /** decoded_usec - coredump.realtime_usec, in ms; 0 when either is
+   *  unknown or the clock went back. */
+  double latency_ms = 0;
+  std::optional<Status> reader_status;  /**< null: the reader did not run */
+  bool prepared_before_entry = false;
+  std::optional<Extraction> extraction;
+  std::optional<DecoderFacts> decoder;
+};
+
+/** What a stored document is made of.  `reader` null: nothing was
+ *  decoded.  `status` and `reason` are the document's; when `reader` is
+ *  given and status is its own, the reader's reason is kept. */
+struct StoredParts {
+  const ReaderDocument *reader = nullptr;
+  Status status = Status::kUndecodable;
+  std::string reason;
+  Coredump coredump;
+  DaemonFacts daemon;
+  std::string text;
+};
+
+/** The stored document's JSON value. */
+Json stored_document(const StoredParts &parts);
+
+/** The document as written: indented by 2, invalid UTF-8 replaced by
+ *  U+FFFD, ending in "\n". */
+std::string serialize(const Json &doc);
+
+}  // namespace core_timeline::document
+
+#endif  // CORE_TIMELINE_DOCUMENT_STORED_H
