@@ -17,269 +17,138 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/keys.h"
+#include "core_timeline/document/names.h"
+#include "core_timeline/document/stored.h"
 #include "core_timeline/reader/number.h"
 
 namespace core_timeline::ctlq {
 
 using json = nlohmann::ordered_json;
+namespace document = core_timeline::document;
+namespace key = core_timeline::document::key;
 
 namespace {
 
-/* The top-level values a Timeline keeps (besides "events", "coredump" and
+/* The top-level members a Timeline keeps (besides "events", "coredump" and
  * "text", which are handled member by member). */
-constexpr std::array<std::string_view, 8> kKeptKeys{"schema_version", "status", "exit_code", "reason",
-                                                    "source",         "process", "crash",    "daemon"};
+constexpr std::array<const char *, 8> kKeptKeys{key::schema_version, key::status, key::exit_code, key::reason,
+                                                key::source,         key::process, key::crash,    key::daemon};
 
-bool kept(std::string_view key) {
-  for (auto k : kKeptKeys)
-    if (k == key) return true;
+bool kept(std::string_view k) {
+  for (const char *c : kKeptKeys)
+    if (k == c) return true;
   return false;
 }
 
 /* last_event is looked for among this many last events. */
 constexpr std::size_t kTailEvents = 64;
 
-/* A bounds-checked cursor over JSON text that checks and skips structure
- * without building values (the idea of drgn's binary_buffer: a failed step
- * does not advance, and the error names the byte offset).  Strings are
- * checked for termination and raw control characters; numbers and
- * literals only for their characters; nesting for depth and matching
- * brackets.  Values that are used are then parsed by nlohmann::json from
- * the slice skim() returns, which checks them fully. */
-class Skimmer {
- public:
-  explicit Skimmer(std::string_view s) : s_(s) {}
+/* Thrown by the parser callback to stop at the first thing that makes the
+ * document malformed; Reader::error() says what. */
+struct Stop {};
 
-  std::size_t pos() const { return p_; }
+using Event = nlohmann::json::parse_event_t;
+
+/* nlohmann's parser callback (json::parse(..., callback)): it is called
+ * with the nesting depth for each key, value and container boundary, and
+ * what it returns false for is not built.  It keeps what the request
+ * needs, checks the shape of what it keeps, and stops the parse (Stop) at
+ * the first member too deep or of the wrong type.  Depths: 0 the document,
+ * 1 its members, 2 the members of "coredump" and the elements of
+ * "events", 3 the members of "coredump.fields". */
+class Reader {
+ public:
+  Reader(Timeline &t, const ReadRequest &r) : t_(t), r_(r), all_events_(wanted_root(key::events)) {}
+
+  bool operator()(int depth, Event event, json &parsed) {
+    const bool opens = event == Event::object_start || event == Event::array_start;
+    if (opens && depth >= document::kMaxDepth) fail(fmt::format("nested deeper than {} levels", document::kMaxDepth));
+    if (depth == 0) {
+      if (event != Event::object_start && event != Event::object_end) fail("the document is not a JSON object");
+      return true;
+    }
+    if (depth == 1 && event == Event::key) {
+      top_ = parsed.get<std::string>();
+      in_fields_ = false;
+      return top_ == key::coredump || top_ == key::events || top_ == key::text || kept(top_) || wanted_root(top_);
+    }
+    if (top_ == key::coredump) return coredump(depth, event, parsed);
+    if (top_ == key::events) return events(depth, event, parsed);
+    if (top_ == key::text && depth == 1 && event == Event::value) {
+      if (r_.want_text && parsed.is_string()) t_.text = parsed.get<std::string>();
+      return wanted_root(key::text);
+    }
+    return true;
+  }
+
+  /* After the parse: the count, and the last event that is not the CRASH
+   * slot (the crash is in "crash"). */
+  void finish() {
+    t_.event_count = n_;
+    for (std::size_t back = 1; back <= std::min(n_, kTailEvents); ++back) {
+      json &e = tail_[(n_ - back) % kTailEvents];
+      auto kind = e.find(key::kind);
+      if (kind == e.end() || !kind->is_string() || *kind != "CRASH") {
+        t_.last_event = std::move(e);
+        break;
+      }
+    }
+  }
+
   const std::string &error() const { return error_; }
 
-  void ws() {
-    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\n' || s_[p_] == '\r' || s_[p_] == '\t')) ++p_;
-  }
-  /* Consumes `c` after optional whitespace. */
-  bool eat(char c) {
-    ws();
-    if (p_ < s_.size() && s_[p_] == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  bool peek(char c) {
-    ws();
-    return p_ < s_.size() && s_[p_] == c;
-  }
-  bool at_end() {
-    ws();
-    return p_ == s_.size();
-  }
-  bool fail(std::string_view what) {
-    if (error_.empty()) error_ = fmt::format("{} at byte {}", what, p_);
-    return false;
-  }
-
-  /* Skips one value; on success `out` is its text. */
-  bool skim(int depth, std::string_view &out) {
-    ws();
-    const std::size_t start = p_;
-    if (!value(depth)) return false;
-    out = s_.substr(start, p_ - start);
-    return true;
-  }
-
-  /* Reads an object key and the ':' after it. */
-  bool key(std::string &out) {
-    ws();
-    if (p_ >= s_.size() || s_[p_] != '"') return fail("expected a member name");
-    const std::size_t start = p_;
-    if (!string()) return false;
-    std::string_view raw = s_.substr(start, p_ - start);
-    if (raw.find('\\') == std::string_view::npos) {
-      out.assign(raw.substr(1, raw.size() - 2));
-    } else {
-      auto j = json::parse(raw.begin(), raw.end(), nullptr, false);
-      if (j.is_discarded() || !j.is_string()) return fail("invalid escape in a member name");
-      out = j.get<std::string>();
-    }
-    if (!eat(':')) return fail("expected ':'");
-    return true;
-  }
-
-  /* After '{' or '[' has been eaten: true if the container ends here
-   * (consuming the closing bracket). */
-  bool empty_container(char close) { return eat(close); }
-
-  /* After a member or element: ',' (more follow) or the closing bracket.
-   * `more` says which. */
-  bool next(char close, bool &more) {
-    ws();
-    if (p_ < s_.size() && s_[p_] == ',') {
-      ++p_;
-      more = true;
-      return true;
-    }
-    if (p_ < s_.size() && s_[p_] == close) {
-      ++p_;
-      more = false;
-      return true;
-    }
-    return fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-  }
-
  private:
-  bool value(int depth) {
-    ws();
-    if (p_ >= s_.size()) return fail("unexpected end of the document");
-    const char c = s_[p_];
-    if (c == '"') return string();
-    if (c == '{' || c == '[') {
-      if (depth >= kMaxDepth) return fail(fmt::format("nested deeper than {} levels", kMaxDepth));
-      const bool object = c == '{';
-      const char close = object ? '}' : ']';
-      ++p_;
-      if (eat(close)) return true;
-      for (;;) {
-        if (object) {
-          ws();
-          if (p_ >= s_.size() || s_[p_] != '"') return fail("expected a member name");
-          if (!string() || !eat(':')) return fail("expected ':'");
-        }
-        if (!value(depth + 1)) return false;
-        bool more = false;
-        if (!next(close, more)) return false;
-        if (!more) return true;
-      }
-    }
-    if (c == 't') return literal("true");
-    if (c == 'f') return literal("false");
-    if (c == 'n') return literal("null");
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      ++p_;
-      while (p_ < s_.size() && ((s_[p_] >= '0' && s_[p_] <= '9') || s_[p_] == '.' || s_[p_] == 'e' ||
-                                s_[p_] == 'E' || s_[p_] == '+' || s_[p_] == '-'))
-        ++p_;
+  [[noreturn]] void fail(std::string what) {
+    error_ = std::move(what);
+    throw Stop{};
+  }
+
+  bool coredump(int depth, Event event, json &parsed) {
+    if (depth == 1) {
+      if (event != Event::object_start && event != Event::object_end) fail("\"coredump\" is not an object");
       return true;
     }
-    return fail("unexpected character");
-  }
-
-  bool literal(std::string_view word) {
-    if (s_.substr(p_, word.size()) != word) return fail("invalid literal");
-    p_ += word.size();
-    return true;
-  }
-
-  /* At the opening quote; moves past the closing one. */
-  bool string() {
-    std::size_t p = p_ + 1;
-    while (p < s_.size()) {
-      const auto c = static_cast<unsigned char>(s_[p]);
-      if (c == '"') {
-        p_ = p + 1;
-        return true;
-      }
-      if (c == '\\') {
-        p += 2;
-        continue;
-      }
-      if (c < 0x20) return fail("control character in a string");
-      ++p;
+    if (depth == 2 && event == Event::key) {
+      in_fields_ = parsed == key::fields;
+      return true;
     }
-    return fail("unterminated string");
+    if (!in_fields_) return true;
+    if (depth == 2 && event != Event::object_start && event != Event::object_end)
+      fail("\"coredump.fields\" is not an object");
+    if (depth == 3 && event == Event::key) return wanted_field(parsed.get_ref<const std::string &>());
+    return true;
   }
 
-  std::string_view s_;
-  std::size_t p_ = 0;
-  std::string error_;
-};
-
-/* Parses a slice the skimmer delimited; nullopt if it is not valid JSON. */
-std::optional<json> parse_slice(std::string_view slice) {
-  auto j = json::parse(slice.begin(), slice.end(), nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
-/* Records the first syntax error of a whole-document check. */
-struct Validator : nlohmann::json_sax<json> {
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t &) override { return true; }
-  bool string(string_t &) override { return true; }
-  bool binary(binary_t &) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t &) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t position, const std::string &, const nlohmann::detail::exception &ex) override {
-    error = fmt::format("JSON syntax error near byte {}: {}", position, ex.what());
-    return false;
-  }
-  std::string error;
-};
-
-/* The document's top level, member by member. */
-class Summarizer {
- public:
-  Summarizer(std::string_view bytes, Timeline &t, const ReadRequest &r) : k_(bytes), t_(t), r_(r) {}
-
-  bool run() {
-    if (!k_.eat('{')) return k_.fail("the document is not a JSON object");
-    if (!k_.empty_container('}')) {
-      for (;;) {
-        std::string key;
-        if (!k_.key(key)) return false;
-        bool ok = key == "events"     ? events()
-                  : key == "coredump" ? coredump()
-                  : key == "text"     ? text()
-                  : kept(key) || wanted_root(key) ? keep(t_.top, key)
-                                                  : skip();
-        if (!ok) return false;
-        bool more = false;
-        if (!k_.next('}', more)) return false;
-        if (!more) break;
-      }
+  bool events(int depth, Event event, json &parsed) {
+    if (depth == 1) {
+      if (event != Event::array_start && event != Event::array_end) fail("\"events\" is not an array");
+      t_.has_events = true;
+      // Built (its elements reach the callback), but kept at its end only
+      // for a path into it; unkept, it is left as a discarded value.
+      return event == Event::array_start || all_events_;
     }
-    if (!k_.at_end()) return k_.fail("text after the document");
-    return true;
+    if (depth > 2) return true;
+    if (event == Event::object_start) {
+      if (n_ >= kMaxEvents) fail(fmt::format("more than {} events", kMaxEvents));
+      return true;
+    }
+    if (event != Event::object_end) fail(fmt::format("event {} is not an object", n_));
+    if (r_.on_event) r_.on_event(parsed, n_);
+    json &slot = tail_[n_ % kTailEvents];
+    ++n_;
+    if (all_events_) {
+      slot = parsed;
+      return true;
+    }
+    slot = std::move(parsed);
+    return false;  // not built into the document: memory does not grow with the events
   }
 
-  const std::string &error() const { return k_.error(); }
-
- private:
-  bool skip() {
-    std::string_view v;
-    return k_.skim(1, v);
-  }
-
-  bool keep(json &into, const std::string &key, int depth = 1) {
-    std::string_view v;
-    if (!k_.skim(depth, v)) return false;
-    auto j = parse_slice(v);
-    if (!j) return k_.fail("invalid JSON in \"" + key + "\"");
-    into[key] = std::move(*j);
-    return true;
-  }
-
-  bool text() {
-    const bool as_path = wanted_root("text");
-    if (!r_.want_text && !as_path) return skip();
-    std::string_view v;
-    if (!k_.skim(1, v)) return false;
-    auto j = parse_slice(v);
-    if (!j) return k_.fail("invalid JSON in \"text\"");
-    if (as_path) t_.top["text"] = *j;
-    if (r_.want_text && j->is_string()) t_.text = std::move(j->get_ref<std::string &>());
-    return true;
-  }
-
-  /* Whether a path of the request begins with the top-level `key`. */
-  bool wanted_root(std::string_view key) const {
+  /* Whether a path of the request begins with the top-level `k`. */
+  bool wanted_root(std::string_view k) const {
     for (const auto &p : r_.paths)
-      if (p.starts_with(key) && (p.size() == key.size() || p[key.size()] == '.')) return true;
+      if (p.starts_with(k) && (p.size() == k.size() || p[k.size()] == '.')) return true;
     return false;
   }
 
@@ -289,106 +158,36 @@ class Summarizer {
       if (name == f) return true;
     for (const auto &f : r_.fields)
       if (name == f) return true;
-    constexpr std::string_view kFieldsPath = "coredump.fields";
+    const std::string fields_path = std::string(key::coredump) + "." + key::fields;
     for (const auto &p : r_.paths) {
       const std::string_view v = p;
-      if (v == "coredump" || v == kFieldsPath) return true;
-      if (v.starts_with(kFieldsPath) && v.size() > kFieldsPath.size() && v[kFieldsPath.size()] == '.' &&
-          v.substr(kFieldsPath.size() + 1) == name)
+      if (v == key::coredump || v == fields_path) return true;
+      if (v.starts_with(fields_path) && v.size() > fields_path.size() && v[fields_path.size()] == '.' &&
+          v.substr(fields_path.size() + 1) == name)
         return true;
     }
     return false;
   }
 
-  bool coredump() {
-    json &cd = t_.top["coredump"];
-    if (!k_.eat('{')) return k_.fail("\"coredump\" is not an object");
-    cd = json::object();
-    if (k_.empty_container('}')) return true;
-    for (;;) {
-      std::string key;
-      if (!k_.key(key)) return false;
-      if (key == "fields") {
-        if (!fields(cd["fields"])) return false;
-      } else if (!keep(cd, key, 2)) {
-        return false;
-      }
-      bool more = false;
-      if (!k_.next('}', more)) return false;
-      if (!more) return true;
-    }
-  }
-
-  bool fields(json &into) {
-    if (!k_.eat('{')) return k_.fail("\"coredump.fields\" is not an object");
-    into = json::object();
-    if (k_.empty_container('}')) return true;
-    for (;;) {
-      std::string key;
-      if (!k_.key(key)) return false;
-      if (wanted_field(key)) {
-        if (!keep(into, key, 3)) return false;
-      } else {
-        std::string_view v;
-        if (!k_.skim(3, v)) return false;
-      }
-      bool more = false;
-      if (!k_.next('}', more)) return false;
-      if (!more) return true;
-    }
-  }
-
-  bool events() {
-    if (!k_.eat('[')) return k_.fail("\"events\" is not an array");
-    t_.has_events = true;
-    t_.event_count = 0;
-    t_.last_event = nullptr;
-    json *all = nullptr;   // with a path into "events": every event, kept
-    if (wanted_root("events")) all = &(t_.top["events"] = json::array());
-    // Only the last kTailEvents texts are kept (for last_event): memory
-    // does not grow with the number of events.
-    std::array<std::string_view, kTailEvents> tail;
-    std::size_t n = 0;
-    if (!k_.empty_container(']')) {
-      for (;;) {
-        if (n >= kMaxEvents) return k_.fail(fmt::format("more than {} events", kMaxEvents));
-        if (!k_.peek('{')) return k_.fail(fmt::format("event {} is not an object", n));
-        std::string_view v;
-        if (!k_.skim(2, v)) return false;
-        const bool to_caller = r_.on_event && (!r_.may_want_event || r_.may_want_event(v));
-        if (to_caller || all) {
-          auto e = parse_slice(v);
-          if (!e) return k_.fail(fmt::format("invalid JSON in event {}", n));
-          if (to_caller) r_.on_event(*e, n);
-          if (all) all->push_back(std::move(*e));
-        }
-        tail[n % kTailEvents] = v;
-        ++n;
-        bool more = false;
-        if (!k_.next(']', more)) return false;
-        if (!more) break;
-      }
-    }
-    t_.event_count = n;
-    // The last event that is not the CRASH slot (the crash is in "crash").
-    for (std::size_t back = 1; back <= std::min(n, kTailEvents); ++back) {
-      const std::size_t i = n - back;
-      auto e = parse_slice(tail[i % kTailEvents]);
-      if (!e) return k_.fail(fmt::format("invalid JSON in event {}", i));
-      auto kind = e->find("kind");
-      if (kind == e->end() || !kind->is_string() || *kind != "CRASH") {
-        t_.last_event = std::move(*e);
-        break;
-      }
-    }
-    return true;
-  }
-
-  Skimmer k_;
   Timeline &t_;
   const ReadRequest &r_;
+  const bool all_events_;   // a path into "events": every event is kept
+  std::string top_;         // the top-level member being parsed
+  bool in_fields_ = false;  // inside coredump.fields
+  std::size_t n_ = 0;       // events so far
+  std::array<json, kTailEvents> tail_;  // the last kTailEvents events
+  std::string error_;
 };
 
+/* nlohmann's parse_error text without its "[json.exception.parse_error.101] " tag. */
+std::string syntax_error(const nlohmann::json::parse_error &e) {
+  std::string_view w = e.what();
+  if (w.starts_with("[json.exception.")) {
+    const auto close = w.find("] ");
+    if (close != std::string_view::npos) w.remove_prefix(close + 2);
+  }
+  return "JSON syntax error: " + std::string(w);
+}
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -420,12 +219,12 @@ std::string_view problem_name(Problem p) noexcept {
   return "unknown problem";
 }
 
-const std::string &Timeline::status() const { return top.at("status").get_ref<const std::string &>(); }
+const std::string &Timeline::status() const { return top.at(key::status).get_ref<const std::string &>(); }
 
 const std::string *Timeline::field(std::string_view key) const {
-  auto cd = top.find("coredump");
+  auto cd = top.find(key::coredump);
   if (cd == top.end() || !cd->is_object()) return nullptr;
-  auto fields = cd->find("fields");
+  auto fields = cd->find(key::fields);
   if (fields == cd->end() || !fields->is_object()) return nullptr;
   auto it = fields->find(std::string(key));
   if (it == fields->end() || !it->is_string()) return nullptr;
@@ -458,26 +257,32 @@ Expected<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::
     Timeline t;
     t.path = path;
     auto slash = path.rfind('/');
-    t.name = parse_timeline_name(slash == std::string::npos ? path : path.substr(slash + 1));
-    if (request.validate_all) {
-      Validator v;
-      if (!json::sax_parse(bytes.begin(), bytes.end(), &v, nlohmann::json::input_format_t::json, true, false))
-        return ReadError{Problem::kMalformed, path + ": malformed: " + v.error};
+    t.name = document::parse_timeline_name(slash == std::string::npos ? path : path.substr(slash + 1));
+    const std::size_t first = bytes.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos || bytes[first] != '{')
+      return ReadError{Problem::kMalformed, path + ": malformed: the document is not a JSON object"};
+    Reader reader(t, request);
+    try {
+      t.top = json::parse(bytes.begin(), bytes.end(), std::ref(reader));
+    } catch (const Stop &) {
+      return ReadError{Problem::kMalformed, path + ": malformed: " + reader.error()};
+    } catch (const nlohmann::json::parse_error &e) {
+      return ReadError{Problem::kMalformed, path + ": malformed: " + syntax_error(e)};
     }
-    Summarizer sum(bytes, t, request);
-    if (!sum.run()) return ReadError{Problem::kMalformed, path + ": malformed: " + sum.error()};
-    auto st = t.top.find("status");
+    reader.finish();
+    if (auto ev = t.top.find(key::events); ev != t.top.end() && ev->is_discarded()) t.top.erase(ev);
+    auto st = t.top.find(key::status);
     if (st == t.top.end() || !st->is_string())
       return ReadError{Problem::kMalformed, path + ": malformed: not a timeline document: no \"status\" string"};
-    auto cd = t.top.find("coredump");
+    auto cd = t.top.find(key::coredump);
     if (cd == t.top.end() || !cd->is_object())
       return ReadError{Problem::kMalformed, path + ": malformed: not a core-timelined document: no \"coredump\" object"};
-    auto fields = cd->find("fields");
+    auto fields = cd->find(key::fields);
     if (fields == cd->end() || !fields->is_object())
       return ReadError{Problem::kMalformed, path + ": malformed: not a core-timelined document: no \"coredump.fields\" object"};
 
     std::optional<std::uint64_t> realtime;
-    auto rt = cd->find("realtime_usec");
+    auto rt = cd->find(key::realtime_usec);
     if (rt != cd->end() && rt->is_number_unsigned()) realtime = rt->get<std::uint64_t>();
     else if (rt != cd->end() && rt->is_number_integer() && rt->get<std::int64_t>() >= 0)
       realtime = static_cast<std::uint64_t>(rt->get<std::int64_t>());

@@ -4,24 +4,23 @@
  * "The stored document"), an untrusted file.
  *
  * A document is core-timeline-read's --json document plus "coredump",
- * "daemon" and "text" (written by core-timelined).  Listing 10,000 of them
- * must stay interactive, so ctl-query does not parse whole documents: a
- * bounds-checked skimmer walks the document's structure (brackets, strings,
- * nesting depth) and nlohmann::json parses only the values that are used:
- * the small top-level ones (status, reason, process, crash, daemon...),
- * coredump's own members, the coredump.fields asked for, and either every
- * element of "events" (on_event) or only the last ones (last_event).  The
- * rest ("rings", other journal fields, other events, "text" unless asked
- * for) is skipped: its structure is checked, its values are not.  With
- * validate_all the whole document is also checked to be valid JSON (show
- * does this: it prints the document).
+ * "daemon" and "text" (written by core-timelined; its types, keys and file
+ * names are the document module's, core_timeline/document/).  Listing
+ * 10,000 of them must stay interactive, so ctl-query builds only what it
+ * uses: nlohmann::json parses the whole document (every byte is checked
+ * to be JSON), and its parser callback, told the depth and each member
+ * name, keeps only the small top-level values (status, reason, process,
+ * crash, daemon...), coredump's own members, the coredump.fields asked
+ * for, and either hands each element of "events" to on_event or keeps
+ * only the last ones (last_event).  The rest ("rings", other journal
+ * fields, other events, "text" unless asked for) is parsed and dropped.
  *
  * Limits: a file larger than max_bytes is not read ("too large"); nesting
- * deeper than kMaxDepth, more than kMaxEvents events, a top level that is
- * not an object, "events" that is not an array of objects, a missing
- * "status" string or "coredump" object with a "fields" object, and any
- * JSON error in what is read make the document "malformed".  Nothing in a
- * document can make the reader throw or crash, recurse deeper than
+ * deeper than document::kMaxDepth, more than kMaxEvents events, a top
+ * level that is not an object, "events" that is not an array of objects,
+ * a missing "status" string or "coredump" object with a "fields" object,
+ * and any JSON error make the document "malformed".  Nothing in a document
+ * can make the reader throw or crash, build anything nested deeper than
  * kMaxDepth, or keep more than a bounded part of "events" (besides what
  * on_event keeps).
  *
@@ -42,12 +41,10 @@
 #include <nlohmann/json.hpp>
 
 #include "expected.h"
-#include "timeline_name.h"
+#include "core_timeline/document/names.h"
 
 namespace core_timeline::ctlq {
 
-/** Deepest nesting a document may have (the format needs 6). */
-inline constexpr int kMaxDepth = 64;
 /** Most events a document may hold (a ring of 4096 lanes x 256 slots
  *  holds at most 1048576; a 64 MiB document, about 200,000). */
 inline constexpr std::size_t kMaxEvents = 1u << 20;
@@ -85,7 +82,6 @@ struct ReadRequest {
   std::uint64_t max_bytes = kDefaultMaxBytes;
   bool want_text = false;     /**< keep the stored "text" */
   bool keep_raw = false;      /**< keep the file's bytes (show --json) */
-  bool validate_all = false;  /**< check the whole document is valid JSON */
   /** The coredump.fields to keep; the others are skipped.  kListFields are
    *  always kept. */
   std::vector<std::string> fields;
@@ -99,16 +95,12 @@ struct ReadRequest {
    *  0-based index.  Each event is an object (else the document is
    *  malformed and the read fails after the calls already made). */
   std::function<void(const nlohmann::ordered_json &event, std::size_t index)> on_event;
-  /** When set, an event whose JSON text this returns false for is not
-   *  parsed nor passed to on_event (it must only reject events on_event
-   *  would ignore: a cheap pre-test on the text). */
-  std::function<bool(std::string_view event_json)> may_want_event;
 };
 
 /** One timeline, as far as ctl-query reads it. */
 struct Timeline {
   std::string path;                  /**< as found (directory + name) */
-  std::optional<TimelineName> name;  /**< from the file name, if it parses */
+  std::optional<core_timeline::document::TimelineName> name;  /**< from the file name, if it parses */
   /** The top-level values kept: "schema_version", "status", "exit_code",
    *  "reason", "source", "process", "crash", "coredump", "daemon" (those
    *  present) and those that ReadRequest::paths begin with.  "status" is

@@ -35,9 +35,14 @@
 
 #include "document.h"
 #include "expected.h"
-#include "timeline_name.h"
+#include "core_timeline/document/names.h"
 
 namespace core_timeline::ctlq {
+
+/* Timeline file names are the document module's (core_timeline/document/names.h). */
+using core_timeline::document::is_timeline_file_name;
+using core_timeline::document::parse_timeline_name;
+using core_timeline::document::TimelineName;
 
 /** One field and the values any of which it may have. */
 struct MatchGroup {

@@ -59,11 +59,6 @@ struct EventFilter {
   /** Whether an event object (docs/timeline-json.md) meets every condition;
    *  a missing or mistyped value does not. */
   bool matches(const nlohmann::ordered_json &event) const;
-
-  /** A cheap pre-test on an event's JSON text: false only when matches()
-   *  must be false (the name or kind asked for does not occur in it as a
-   *  JSON string, and the text has no escape that could spell it). */
-  bool may_match_text(std::string_view event_json) const;
 };
 
 struct QueryOptions {
