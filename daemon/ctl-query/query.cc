@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/keys.h"
 #include "core_timeline/reader/number.h"
 #include "match.h"
 #include "text.h"
@@ -25,6 +26,7 @@
 namespace core_timeline::ctlq {
 
 using json = nlohmann::ordered_json;
+namespace key = core_timeline::document::key;
 
 namespace {
 
@@ -58,9 +60,9 @@ struct Slot {
   std::optional<ReadError> error;
 };
 
-std::string string_of(const Timeline &t, const char *field, const char *fallback_path = nullptr) {
+std::string string_of(const Timeline &t, const char *field, const std::string &fallback_path = {}) {
   if (const std::string *f = t.field(field)) return *f;
-  if (fallback_path) {
+  if (!fallback_path.empty()) {
     const json *v = t.lookup(fallback_path);
     if (v && !v->is_null() && !v->is_structured()) return v->is_string() ? v->get<std::string>() : scalar_text(v);
   }
@@ -72,19 +74,19 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   r.path = std::move(t.path);
   r.time_usec = t.time_usec;
   r.realtime_usec = t.realtime_usec;
-  r.pid = string_of(t, "COREDUMP_PID", "process.pid");
+  r.pid = string_of(t, "COREDUMP_PID", key::dotted({key::process, key::pid}));
   r.uid = string_of(t, "COREDUMP_UID");
   r.gid = string_of(t, "COREDUMP_GID");
-  r.signal = string_of(t, "COREDUMP_SIGNAL", "crash.signal");
-  r.signal_name = string_of(t, "COREDUMP_SIGNAL_NAME", "crash.signal_name");
-  r.exe = string_of(t, "COREDUMP_EXE", "process.exe");
-  r.comm = string_of(t, "COREDUMP_COMM", "process.comm");
+  r.signal = string_of(t, "COREDUMP_SIGNAL", key::dotted({key::crash, key::signal}));
+  r.signal_name = string_of(t, "COREDUMP_SIGNAL_NAME", key::dotted({key::crash, key::signal_name}));
+  r.exe = string_of(t, "COREDUMP_EXE", key::dotted({key::process, key::exe}));
+  r.comm = string_of(t, "COREDUMP_COMM", key::dotted({key::process, key::comm}));
   r.status = t.status();
-  const json *reason = t.lookup("reason");
+  const json *reason = t.lookup(key::reason);
   if (reason && reason->is_string()) r.reason = reason->get<std::string>();
   r.boot_id = string_of(t, "_BOOT_ID", "coredump.boot_id");
-  if (const json *b = t.lookup("coredump.boot_id"); b && b->is_string()) r.boot_id = b->get<std::string>();
-  if (const json *c = t.lookup("coredump.journal_cursor"); c && c->is_string()) r.cursor = c->get<std::string>();
+  if (const json *b = t.lookup(key::dotted({key::coredump, key::boot_id})); b && b->is_string()) r.boot_id = b->get<std::string>();
+  if (const json *c = t.lookup(key::dotted({key::coredump, key::journal_cursor})); c && c->is_string()) r.cursor = c->get<std::string>();
   r.has_events = t.has_events;
   r.event_count = t.event_count;
   r.last_event = std::move(t.last_event);
@@ -109,7 +111,7 @@ std::string dump_object(const json &j, const QueryOptions &o) {
 }
 
 std::string event_name(const json &e) {
-  auto it = e.find("name");
+  auto it = e.find(key::name);
   return it != e.end() && it->is_string() ? printable(it->get_ref<const std::string &>()) : "?";
 }
 
@@ -119,7 +121,7 @@ std::string event_summary(const json &e) {
 }
 
 std::string event_tid(const json &e) {
-  auto it = e.find("tid");
+  auto it = e.find(key::tid);
   return it != e.end() ? scalar_text(&*it) : "-";
 }
 
@@ -238,7 +240,7 @@ int show(std::ostream &out, std::ostream &err, const Directory &dir, const std::
     return kExitFound;
   }
   // No stored text (decoding did not happen): say what the document says.
-  const json *reason = t.lookup("reason");
+  const json *reason = t.lookup(key::reason);
   out << "core-timeline: " << printable(t.status());
   if (reason && reason->is_string()) out << ": " << printable(reason->get_ref<const std::string &>());
   out << '\n';
@@ -258,17 +260,17 @@ bool u64_member_is(const json &e, const char *key, std::uint64_t want) {
 bool EventFilter::matches(const json &e) const {
   if (!e.is_object()) return false;
   if (name) {
-    auto it = e.find("name");
+    auto it = e.find(key::name);
     if (it == e.end() || !it->is_string() || *it != *name) return false;
   }
   if (kind) {
-    auto it = e.find("kind");
+    auto it = e.find(key::kind);
     if (it == e.end() || !it->is_string() || *it != *kind) return false;
   }
-  if (id && !u64_member_is(e, "id", *id)) return false;
-  if (tid && !u64_member_is(e, "tid", *tid)) return false;
+  if (id && !u64_member_is(e, key::id, *id)) return false;
+  if (tid && !u64_member_is(e, key::tid, *tid)) return false;
   if (arg) {
-    auto it = e.find("args");
+    auto it = e.find(key::args);
     if (it == e.end() || !it->is_array()) return false;
     bool any = false;
     for (const auto &a : *it)

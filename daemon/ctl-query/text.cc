@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "text.h"
 
+#include "core_timeline/document/keys.h"
 #include "core_timeline/reader/printable.h"
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 namespace core_timeline::ctlq {
 
 using json = nlohmann::ordered_json;
+namespace key = core_timeline::document::key;
 
 namespace {
 
@@ -68,20 +70,20 @@ std::string scalar_text(const json *v) {
 }
 
 std::string event_args_text(const json &e) {
-  const json *args = member(e, "args");
+  const json *args = member(e, key::args);
   const json *a0 = args && args->is_array() && args->size() > 0 ? &(*args)[0] : nullptr;
   const json *a1 = args && args->is_array() && args->size() > 1 ? &(*args)[1] : nullptr;
-  const json *kindv = member(e, "kind");
+  const json *kindv = member(e, key::kind);
   const std::string kind = kindv && kindv->is_string() ? kindv->get<std::string>() : "";
-  const json *id = member(e, "id");
+  const json *id = member(e, key::id);
   if (kind == "USER") {
     auto v1 = u64_of(a1);
     return v1 && *v1 != 0 ? fmt::format("arg={} arg1={}", dec(a0), dec(a1)) : fmt::format("arg={}", dec(a0));
   }
   if (kind == "CRASH") {
-    const json *c = member(e, "crash");
-    return fmt::format("sig={} code={} addr={}", str_of(c ? member(*c, "signal_name") : nullptr),
-                       str_of(c ? member(*c, "si_code_name") : nullptr), str_of(c ? member(*c, "fault_address") : nullptr));
+    const json *c = member(e, key::crash);
+    return fmt::format("sig={} code={} addr={}", str_of(c ? member(*c, key::signal_name) : nullptr),
+                       str_of(c ? member(*c, key::si_code_name) : nullptr), str_of(c ? member(*c, key::fault_address) : nullptr));
   }
   if (kind == "LANE_CLAIM") return fmt::format("lane={} prev_owner={}", dec(a0), dec(a1));
   if (kind == "MALLOC" || kind == "CALLOC" || kind == "REALLOC")
@@ -92,35 +94,35 @@ std::string event_args_text(const json &e) {
   if (kind == "CLOSE") return fmt::format("fd={} result={}", dec(id), sdec(a0));
   if (kind == "OPEN" || kind == "CONNECT") return fmt::format("result={}", sdec(a0));
   if (kind == "THREAD_NAME") {
-    const json *t = member(e, "thread");
+    const json *t = member(e, key::thread);
     return fmt::format("name=\"{}\"", str_of(t));
   }
   return fmt::format("id={} arg0={} arg1={}", hex(id), hex(a0), hex(a1));
 }
 
 std::string location_text(const json &e) {
-  const json *l = member(e, "location");
+  const json *l = member(e, key::location);
   if (!l || !l->is_object()) return "-";
-  const json *fn = member(*l, "function");
-  const json *mod = member(*l, "module");
+  const json *fn = member(*l, key::function);
+  const json *mod = member(*l, key::module);
   std::string s;
   if (fn && fn->is_string()) {
-    s = fmt::format("{}+{}", printable(fn->get_ref<const std::string &>()), str_of(member(*l, "offset")));
-    const json *src = member(*l, "source");
+    s = fmt::format("{}+{}", printable(fn->get_ref<const std::string &>()), str_of(member(*l, key::offset)));
+    const json *src = member(*l, key::source);
     if (src && src->is_object()) {
-      const json *file = member(*src, "file");
+      const json *file = member(*src, key::file);
       s += fmt::format(" ({}:{})", file && file->is_string() ? printable(basename_of(file->get<std::string>())) : "?",
-                       dec(member(*src, "line")));
+                       dec(member(*src, key::line)));
     }
     if (mod && mod->is_string()) s += " in " + printable(basename_of(mod->get<std::string>()));
   } else if (mod && mod->is_string()) {
-    s = fmt::format("{}+{}", printable(basename_of(mod->get<std::string>())), str_of(member(*l, "file_offset")));
+    s = fmt::format("{}+{}", printable(basename_of(mod->get<std::string>())), str_of(member(*l, key::file_offset)));
   } else {
-    s = str_of(member(*l, "address")) + " (in no file mapping)";
+    s = str_of(member(*l, key::address)) + " (in no file mapping)";
   }
-  const json *ver = member(*l, "verification");
+  const json *ver = member(*l, key::verification);
   if (ver && ver->is_string() && *ver == "unverified-no-core-buildid") s += " [UNVERIFIED: no build-id in core]";
-  const json *changed = member(*l, "mapping_changed");
+  const json *changed = member(*l, key::mapping_changed);
   if (changed && changed->is_boolean() && changed->get<bool>()) s += " [mappings changed since]";
   return s;
 }

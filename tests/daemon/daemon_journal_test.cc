@@ -266,7 +266,18 @@ Entry stored_crash(Scratch &s, const std::string &suffix) {
   return e;
 }
 
-json read_json(const std::string &path) { return json::parse(slurp(path)); }
+// The stored document at `path`, once it is checked against
+// docs/timeline.schema.json (Debian's python3-jsonschema): every document a
+// test here reads is a real one the daemon stored.
+json read_json(const std::string &path) {
+  const Ran v = run({"/usr/bin/python3", "-c",
+                     "import json,sys,jsonschema\n"
+                     "s=json.load(open(sys.argv[1]))\n"
+                     "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))\n",
+                     CT_SCHEMA_PATH, path});
+  EXPECT_TRUE(exited_0(v)) << path << " does not match docs/timeline.schema.json:\n" << v.output;
+  return json::parse(slurp(path));
+}
 
 // The a-path's last user event, as the tlmap names it.
 bool has_before_die_1001(const json &doc) {

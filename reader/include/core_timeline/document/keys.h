@@ -16,6 +16,10 @@
 #ifndef CORE_TIMELINE_DOCUMENT_KEYS_H
 #define CORE_TIMELINE_DOCUMENT_KEYS_H
 
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
 namespace core_timeline::document::key {
 
 inline constexpr char absence_proves_nothing[] = "absence_proves_nothing";
@@ -165,6 +169,17 @@ inline constexpr char via_server[] = "via_server";
 inline constexpr char warnings[] = "warnings";
 inline constexpr char write_index[] = "write_index";
 inline constexpr char writer_version[] = "writer_version";
+
+/** The dotted path of nested members, dotted({process, pid}) == "process.pid"
+ *  (ctl-query's FIELD=VALUE paths, docs/ctl-query.md). */
+inline std::string dotted(std::initializer_list<std::string_view> members) {
+  std::string s;
+  for (std::string_view m : members) {
+    if (!s.empty()) s += '.';
+    s += m;
+  }
+  return s;
+}
 
 }  // namespace core_timeline::document::key
 
