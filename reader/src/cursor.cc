@@ -5,22 +5,6 @@
 
 namespace core_timeline::reader {
 
-std::string_view errc_name(Errc code) noexcept {
-  switch (code) {
-    case Errc::kIo: return "io";
-    case Errc::kNotElf: return "not_elf";
-    case Errc::kUnsupported: return "unsupported";
-    case Errc::kBadData: return "bad_data";
-    case Errc::kTruncated: return "truncated";
-    case Errc::kNotFound: return "not_found";
-    case Errc::kMismatch: return "mismatch";
-    case Errc::kNoMemory: return "no_memory";
-    case Errc::kInvalidArgument: return "invalid_argument";
-    case Errc::kInternal: return "internal";
-  }
-  return "internal";
-}
-
 std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
 Error Cursor::error(Errc code, std::string_view field, std::string_view detail) const {

@@ -26,7 +26,6 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/cursor.h"
-#include "try.h"
 
 namespace core_timeline::reader {
 

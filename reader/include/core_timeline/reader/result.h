@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * result.h - errors as values for the core-timeline reader (ct::reader).
+ * result.h - errors as values, for the whole project: the reader library
+ * (ct::reader), the document module, core-timelined and ctl-query.
  *
- * No function of ct::reader throws across its public API: each returns a
- * Result<T> holding either a T or an Error.  An Error carries a code (what
- * kind of failure, for programs) and a one-line message (what and where, for
- * people): the message names the file offset or field that was wrong, in the
- * manner of drgn's binary_buffer errors.
+ * No function of these throws across its API: each returns a Result<T>
+ * holding either a T or an Error.  An Error carries a code (what kind of
+ * failure, for programs), a one-line message (what and where, for people:
+ * the file offset or field that was wrong, in the manner of drgn's
+ * binary_buffer errors, or the file and the system call) and, when a
+ * system call failed, its errno value.  CT_TRY and CT_TRY_VOID return an
+ * Error early from a function that returns a Result.
  *
  * Thread-safety: plain values; a Result may be moved between threads.
  */
@@ -14,6 +17,7 @@
 #define CORE_TIMELINE_READER_RESULT_H
 
 #include <cassert>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,14 +41,24 @@ enum class Errc : int {
   kInternal,        /**< a bug in the reader */
 };
 
-/** Stable lower-case name of an Errc ("bad_data", ...), for JSON and logs. */
-std::string_view errc_name(Errc code) noexcept;
-
-/** An error: a code and a one-line message naming what and where. */
+/** An error: a code, a one-line message naming what and where, and the
+ *  errno value of the system call that failed (0: none did). */
 struct Error {
   Errc code = Errc::kInternal;
   std::string message;
+  int sys_errno = 0;
 };
+
+/** The Error of a system call that failed with errno value `err` (> 0):
+ *  code kIo, message "<what>: <strerror(err)>" (strerrordesc_np(3),
+ *  thread-safe), sys_errno `err`. */
+inline Error system_error(int err, std::string_view what) {
+  const char *desc = ::strerrordesc_np(err);
+  std::string m(what);
+  m += ": ";
+  m += desc ? desc : "unknown error " + std::to_string(err);
+  return Error{Errc::kIo, std::move(m), err};
+}
 
 /** A T or an E (by default the reader's Error).  Moving out of value() after
  *  checking ok() is the usual pattern; value() on an error, or error() on a
@@ -91,5 +105,24 @@ class [[nodiscard]] Result<void, E> {
 };
 
 }  // namespace core_timeline::reader
+
+#define CT_CONCAT_INNER(a, b) a##b
+#define CT_CONCAT(a, b) CT_CONCAT_INNER(a, b)
+
+/* CT_TRY(name, expr): evaluates `expr`, a Result<T, E>; on an error returns
+ * that E from the enclosing function (which returns a Result with the same
+ * E), else declares `name` holding the T. */
+#define CT_TRY(name, expr)                                          \
+  auto CT_CONCAT(ct_try_, __LINE__) = (expr);                       \
+  if (!CT_CONCAT(ct_try_, __LINE__))                                \
+    return std::move(CT_CONCAT(ct_try_, __LINE__)).error();         \
+  auto name = std::move(*CT_CONCAT(ct_try_, __LINE__))
+
+/* CT_TRY_VOID(expr): the same for a Result<void, E>. */
+#define CT_TRY_VOID(expr)                                           \
+  do {                                                              \
+    auto ct_try_v = (expr);                                         \
+    if (!ct_try_v) return std::move(ct_try_v).error();              \
+  } while (0)
 
 #endif  // CORE_TIMELINE_READER_RESULT_H
