@@ -70,9 +70,9 @@ std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
 
 }  // namespace
 
-Expected<std::uint64_t> parse_u64(const std::string &text) {
+Result<std::uint64_t> parse_u64(const std::string &text) {
   if (auto v = reader::parse_unsigned(text, /*allow_hex=*/true)) return *v;
-  return Failure{"\"" + printable(text) + "\" is not an unsigned number (decimal or 0x-hexadecimal)"};
+  return invalid("\"" + printable(text) + "\" is not an unsigned number (decimal or 0x-hexadecimal)");
 }
 
 namespace {

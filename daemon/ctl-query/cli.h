@@ -22,7 +22,7 @@ namespace core_timeline::ctlq {
 
 /** Parses an unsigned number in decimal or 0x-hexadecimal ("1001",
  *  "0x3e9"), as --arg, --id and --tid take it. */
-Expected<std::uint64_t> parse_u64(const std::string &text);
+Result<std::uint64_t> parse_u64(const std::string &text);
 
 /** The whole program: parses argv (argv[0] is the program name), runs the
  *  command, writes to out/err and returns the exit code (query.h ExitCode;

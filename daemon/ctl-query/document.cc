@@ -251,7 +251,7 @@ const json *Timeline::lookup(std::string_view dotted) const {
   return cur == &top ? nullptr : cur;
 }
 
-Expected<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
+Result<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
                                              const ReadRequest &request) noexcept {
   try {
     Timeline t;
@@ -301,7 +301,7 @@ Expected<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::
   }
 }
 
-Expected<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
+Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
                                             const ReadRequest &request) noexcept {
   std::string path;
   try {

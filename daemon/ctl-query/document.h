@@ -133,14 +133,14 @@ struct Timeline {
 
 /** Parses a document held in memory; `path` names it in messages and is
  *  stored in the result.  Never throws. */
-Expected<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
+Result<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
                                              const ReadRequest &request) noexcept;
 
 /** Opens `name` in the directory `dirfd` (openat, O_NOFOLLOW: a symbolic
  *  link is not followed), checks it is a regular file of at most
  *  request.max_bytes, reads and parses it.  `dir` is used for the path in
  *  messages.  Never throws. */
-Expected<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
+Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
                                             const ReadRequest &request) noexcept;
 
 }  // namespace core_timeline::ctlq

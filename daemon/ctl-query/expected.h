@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * expected.h - a value or a one-line error message, for ctl-query's
- * internals (GCC 12 has no std::expected).  The message names the thing that
- * was wrong and is printed to the user as is, after "ctl-query: ".
+ * expected.h - ctl-query's errors are the project's (core_timeline/reader/
+ * result.h): a Result holds a value or an Error whose message names the
+ * thing that was wrong and is printed to the user as is, after
+ * "ctl-query: ".  Bad command-line values are Errc::kInvalidArgument.
  *
  * Thread-safety: plain values.
  */
@@ -15,15 +16,12 @@
 
 namespace core_timeline::ctlq {
 
-/** The error half of an Expected: a message for people. */
-struct Failure {
-  std::string message;
-};
+using core_timeline::reader::Errc;
+using core_timeline::reader::Error;
+using core_timeline::reader::Result;
 
-/** A T or an E (by default a Failure): the reader's Result
- *  (core_timeline/reader/result.h) with a message-only error. */
-template <class T, class E = Failure>
-using Expected = core_timeline::reader::Result<T, E>;
+/** The Error of a value the user gave that cannot be used. */
+inline Error invalid(std::string message) { return Error{Errc::kInvalidArgument, std::move(message)}; }
 
 }  // namespace core_timeline::ctlq
 

@@ -48,12 +48,12 @@ std::optional<std::string> value_of(const Timeline &t, const std::string &field)
 
 }  // namespace
 
-Expected<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const std::string &cwd) {
+Result<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const std::string &cwd) {
   MatchSet m;
   for (const auto &a : args) {
-    if (a.empty()) return Failure{"an empty match"};
+    if (a.empty()) return invalid("an empty match");
     if (auto eq = a.find('='); eq != std::string::npos) {
-      if (eq == 0) return Failure{"match \"" + printable(a) + "\": no field name before '='"};
+      if (eq == 0) return invalid("match \"" + printable(a) + "\": no field name before '='");
       add(m.groups_, a.substr(0, eq), a.substr(eq + 1));
     } else if (a.find('/') != std::string::npos) {
       namespace fs = std::filesystem;
@@ -68,7 +68,7 @@ Expected<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const s
       if (!ec) add(m.groups_, "COREDUMP_EXE", canon.string());
     } else if (all_digits(a)) {
       const auto pid = reader::parse_unsigned<std::uint32_t>(a);
-      if (!pid || *pid == 0) return Failure{"match \"" + a + "\": not a valid PID"};
+      if (!pid || *pid == 0) return invalid("match \"" + a + "\": not a valid PID");
       add(m.groups_, "COREDUMP_PID", std::to_string(*pid));
     } else {
       add(m.groups_, "COREDUMP_COMM", a);

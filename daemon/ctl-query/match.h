@@ -54,7 +54,7 @@ class MatchSet {
  public:
   /** Parses the MATCH arguments; `cwd` makes relative paths absolute.
    *  Fails on an empty argument or an empty FIELD. */
-  static Expected<MatchSet> parse(const std::vector<std::string> &args, const std::string &cwd);
+  static Result<MatchSet> parse(const std::vector<std::string> &args, const std::string &cwd);
 
   /** False only when the facts of a timeline's file name prove that its
    *  document cannot match (COREDUMP_PID, COREDUMP_UID, COREDUMP_COMM,

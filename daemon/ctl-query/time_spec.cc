@@ -84,9 +84,9 @@ std::optional<int> take_number(std::string_view &s, std::size_t digits) {
   return v;
 }
 
-Failure bad(std::string_view text, const char *what) {
-  return Failure{"cannot parse time \"" + std::string(text) + "\": " + what +
-                 " (try \"YYYY-MM-DD HH:MM:SS\", \"today\", \"yesterday\", \"-1h\" or \"@EPOCH\")"};
+Error bad(std::string_view text, const char *what) {
+  return invalid("cannot parse time \"" + std::string(text) + "\": " + what +
+                 " (try \"YYYY-MM-DD HH:MM:SS\", \"today\", \"yesterday\", \"-1h\" or \"@EPOCH\")");
 }
 
 bool add_overflows(std::int64_t a, std::int64_t b, std::int64_t *out) { return __builtin_add_overflow(a, b, out); }
@@ -113,9 +113,9 @@ std::int64_t realtime_now_usec() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * kUsecPerSec + ts.tv_nsec / 1000;
 }
 
-Expected<std::int64_t> parse_time_span(std::string_view text) {
+Result<std::int64_t> parse_time_span(std::string_view text) {
   std::string_view s = trim(text);
-  if (s.empty()) return Failure{"empty time span"};
+  if (s.empty()) return invalid("empty time span");
   std::int64_t total = 0;
   while (!s.empty()) {
     // number [. fraction]
@@ -164,7 +164,7 @@ Expected<std::int64_t> parse_time_span(std::string_view text) {
   return total;
 }
 
-Expected<std::int64_t> parse_time_spec(std::string_view text, std::int64_t now_usec) {
+Result<std::int64_t> parse_time_spec(std::string_view text, std::int64_t now_usec) {
   std::string_view s = trim(text);
   if (s.empty()) return bad(text, "empty");
 

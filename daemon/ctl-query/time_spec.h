@@ -34,10 +34,10 @@ namespace core_timeline::ctlq {
 /** Parses a time as above into microseconds since the epoch.  `now_usec`
  *  is "now" (CLOCK_REALTIME) for the relative forms and for "today".  The
  *  error names the text and what was expected. */
-Expected<std::int64_t> parse_time_spec(std::string_view text, std::int64_t now_usec);
+Result<std::int64_t> parse_time_spec(std::string_view text, std::int64_t now_usec);
 
 /** Parses a time span ("1h 30min", "2d", "90") into microseconds. */
-Expected<std::int64_t> parse_time_span(std::string_view text);
+Result<std::int64_t> parse_time_span(std::string_view text);
 
 /** A time as coredumpctl prints it, in the local zone:
  *  "Mon 2026-11-30 06:25:26 UTC". */
