@@ -67,23 +67,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool consume(std::string_view &s, std::string_view prefix) {
-  if (s.substr(0, prefix.size()) != prefix) return false;
-  s.remove_prefix(prefix.size());
-  return true;
-}
-
-/* Exactly `digits` decimal digits (digits == 0: one or more, at most 9). */
-std::optional<int> take_number(std::string_view &s, std::size_t digits) {
-  std::size_t n = 0;
-  while (n < s.size() && std::isdigit(static_cast<unsigned char>(s[n]))) ++n;
-  if (n == 0 || (digits && n != digits) || n > 9) return std::nullopt;
-  int v = 0;
-  for (std::size_t i = 0; i < n; ++i) v = v * 10 + (s[i] - '0');
-  s.remove_prefix(n);
-  return v;
-}
-
 Error bad(std::string_view text, const char *what) {
   return invalid("cannot parse time \"" + std::string(text) + "\": " + what +
                  " (try \"YYYY-MM-DD HH:MM:SS\", \"today\", \"yesterday\", \"-1h\" or \"@EPOCH\")");
@@ -103,6 +86,158 @@ std::optional<std::int64_t> midnight(std::int64_t now_usec, int days) {
   time_t t = mktime(&tm);
   if (t == static_cast<time_t>(-1)) return std::nullopt;
   return static_cast<std::int64_t>(t) * kUsecPerSec;
+}
+
+/* The named days: midnight today, yesterday, tomorrow; "now". */
+std::optional<Result<std::int64_t>> named_day(std::string_view s, std::string_view text, std::int64_t now_usec) {
+  if (s == "now") return Result<std::int64_t>(now_usec);
+  const int days = s == "today" ? 0 : s == "yesterday" ? -1 : s == "tomorrow" ? 1 : 2;
+  if (days == 2) return std::nullopt;
+  auto m = midnight(now_usec, days);
+  if (!m) return Result<std::int64_t>(bad(text, "the local date cannot be computed"));
+  return Result<std::int64_t>(*m);
+}
+
+/* +SPAN, -SPAN, "SPAN ago", "SPAN left": relative to now. */
+std::optional<Result<std::int64_t>> relative(std::string_view s, std::string_view text, std::int64_t now_usec) {
+  int sign = 0;
+  std::string_view span_text;
+  if (s.front() == '+' || s.front() == '-') {
+    sign = s.front() == '+' ? 1 : -1;
+    span_text = s.substr(1);
+  } else if (s.size() > 4 && s.ends_with(" ago")) {
+    sign = -1;
+    span_text = s.substr(0, s.size() - 4);
+  } else if (s.size() > 5 && s.ends_with(" left")) {
+    sign = 1;
+    span_text = s.substr(0, s.size() - 5);
+  }
+  if (sign == 0) return std::nullopt;
+  auto span = parse_time_span(span_text);
+  if (!span) return Result<std::int64_t>(bad(text, "expected a time span such as 1h or 30min after the sign"));
+  std::int64_t r = 0;
+  if (add_overflows(now_usec, sign * *span, &r)) return Result<std::int64_t>(bad(text, "too far from now"));
+  return Result<std::int64_t>(r);
+}
+
+/* A leading weekday ("Mon ", "Monday "), removed from `s`: 0 Sunday..6. */
+std::optional<int> take_weekday(std::string_view &s) {
+  for (std::size_t i = 0; i < kWeekdays.size(); ++i)
+    for (std::string_view w : {std::string_view(kWeekdaysLong[i]), std::string_view(kWeekdays[i])})
+      if (s.size() > w.size() && s.starts_with(w) && s[w.size()] == ' ') {
+        s.remove_prefix(w.size() + 1);
+        return static_cast<int>(i);
+      }
+  return std::nullopt;
+}
+
+enum class Zone { kLocal, kUtc };
+
+/* A trailing zone, removed from `s`: "Z", " Z", " UTC", or the local
+ * zone's abbreviation (tzname, tzset(3)); nullopt for another one. */
+std::optional<Zone> take_zone(std::string_view &s) {
+  for (std::string_view z : {"Z", " Z", " UTC"})
+    if (s.size() > z.size() && s.ends_with(z)) {
+      s.remove_suffix(z.size());
+      return Zone::kUtc;
+    }
+  const auto space = s.rfind(' ');
+  if (space == std::string_view::npos || s.find(':') == std::string_view::npos || space < s.rfind(':'))
+    return Zone::kLocal;  // no word after the time
+  const std::string_view word = s.substr(space + 1);
+  tzset();
+  if (word != tzname[0] && word != tzname[1]) return std::nullopt;
+  s.remove_suffix(word.size() + 1);
+  return Zone::kLocal;
+}
+
+/* Trailing ".DIGITS" after the seconds, removed from `s`: microseconds
+ * (digits past the sixth are dropped); -1 when there is none, -2 when the
+ * '.' has no digits. */
+std::int64_t take_fraction(std::string_view &s) {
+  const auto dot = s.rfind('.');
+  if (dot == std::string_view::npos || s.find(':') == std::string_view::npos || dot < s.rfind(':')) return -1;
+  const std::string_view digits = s.substr(dot + 1);
+  if (digits.empty()) return -2;
+  std::int64_t usec = 0, scale = 100000;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(digits[i]))) return -2;
+    if (i < 6) usec += (digits[i] - '0') * scale;
+    scale /= 10;
+  }
+  s.remove_suffix(digits.size() + 1);
+  return usec;
+}
+
+/* The date and time forms, tried in order as systemd's parse_timestamp()
+ * (src/basic/time-util.c) tries its table of strptime(3) formats; each must
+ * take the whole text.  `seconds`: the form ends in seconds (a fraction
+ * may follow); `date`: it has one (else: today). */
+struct Form {
+  const char *format;
+  bool seconds, date;
+};
+constexpr std::array<Form, 7> kForms{{
+    {"%Y-%m-%d %H:%M:%S", true, true},
+    {"%Y-%m-%dT%H:%M:%S", true, true},
+    {"%Y-%m-%d %H:%M", false, true},
+    {"%Y-%m-%dT%H:%M", false, true},
+    {"%Y-%m-%d", false, true},
+    {"%H:%M:%S", true, false},
+    {"%H:%M", false, false},
+}};
+
+/* The broken-down time of `s` in one of kForms; nullopt if none takes it.
+ * strptime(3) checks the ranges of each field (hour 0-23, minute 0-59...). */
+std::optional<Form> match_form(const std::string &s, struct tm &tm) {
+  for (const Form &f : kForms) {
+    struct tm t {};
+    const char *end = strptime(s.c_str(), f.format, &t);
+    if (end && *end == '\0' && std::isdigit(static_cast<unsigned char>(s.front())) &&
+        (!f.date || (s.size() >= 10 && s[4] == '-' && s[7] == '-'))) {
+      tm = t;
+      return f;
+    }
+  }
+  return std::nullopt;
+}
+
+/* Seconds since the epoch of `tm` in `zone` (mktime(3), timegm(3)); an
+ * error for a day that does not exist (2026-02-30 normalized) or that
+ * does not fall on `weekday`. */
+Result<std::int64_t> to_epoch(struct tm tm, Zone zone, std::optional<int> weekday, std::string_view text) {
+  const struct tm wanted = tm;
+  tm.tm_isdst = -1;
+  const time_t t = zone == Zone::kUtc ? timegm(&tm) : mktime(&tm);
+  if (t == static_cast<time_t>(-1) && !(wanted.tm_year == 69 && wanted.tm_mon == 11 && wanted.tm_mday == 31))
+    return bad(text, "not a representable time");
+  if (tm.tm_year != wanted.tm_year || tm.tm_mon != wanted.tm_mon || tm.tm_mday != wanted.tm_mday)
+    return bad(text, "no such day");
+  if (weekday && tm.tm_wday != *weekday) return bad(text, "the weekday does not match the date");
+  return static_cast<std::int64_t>(t);
+}
+
+/* [WEEKDAY ] (DATE[( |T)TIME] | TIME)[.FRACTION][ ZONE] */
+Result<std::int64_t> absolute(std::string_view s, std::string_view text, std::int64_t now_usec) {
+  const std::optional<int> weekday = take_weekday(s);
+  const std::optional<Zone> zone = take_zone(s);
+  if (!zone) return bad(text, "unknown time zone (use UTC or the local zone)");
+  const std::int64_t frac_usec = take_fraction(s);
+  if (frac_usec == -2) return bad(text, "expected digits after the seconds' '.'");
+  struct tm tm {};
+  const auto form = s.empty() ? std::nullopt : match_form(std::string(s), tm);
+  if (!form || (frac_usec >= 0 && !form->seconds)) return bad(text, "not a date, a time or a relative time");
+  if (!form->date) {
+    const time_t now = static_cast<time_t>(now_usec / kUsecPerSec);
+    struct tm today {};
+    if (!(*zone == Zone::kUtc ? gmtime_r(&now, &today) : localtime_r(&now, &today))) return bad(text, "no current date");
+    tm.tm_year = today.tm_year;
+    tm.tm_mon = today.tm_mon;
+    tm.tm_mday = today.tm_mday;
+  }
+  auto t = to_epoch(tm, *zone, weekday, text);
+  if (!t) return t;
+  return *t * kUsecPerSec + std::max<std::int64_t>(frac_usec, 0);
 }
 
 }  // namespace
@@ -165,141 +300,17 @@ Result<std::int64_t> parse_time_span(std::string_view text) {
 }
 
 Result<std::int64_t> parse_time_spec(std::string_view text, std::int64_t now_usec) {
-  std::string_view s = trim(text);
+  const std::string_view s = trim(text);
   if (s.empty()) return bad(text, "empty");
-
-  if (s == "now") return now_usec;
-  if (s == "today" || s == "yesterday" || s == "tomorrow") {
-    auto m = midnight(now_usec, s == "today" ? 0 : s == "yesterday" ? -1 : 1);
-    if (!m) return bad(text, "the local date cannot be computed");
-    return *m;
-  }
-
+  if (auto day = named_day(s, text, now_usec)) return std::move(*day);
   if (s.front() == '@') {
     auto span = parse_time_span(s.substr(1));
     if (!span || s.size() < 2 || !std::isdigit(static_cast<unsigned char>(s[1])))
       return bad(text, "expected seconds since the epoch after '@'");
     return *span;
   }
-
-  // Relative: +SPAN, -SPAN, "SPAN ago", "SPAN left".
-  int sign = 0;
-  std::string_view span_text;
-  if (s.front() == '+' || s.front() == '-') {
-    sign = s.front() == '+' ? 1 : -1;
-    span_text = s.substr(1);
-  } else if (s.size() > 4 && s.substr(s.size() - 4) == " ago") {
-    sign = -1;
-    span_text = s.substr(0, s.size() - 4);
-  } else if (s.size() > 5 && s.substr(s.size() - 5) == " left") {
-    sign = 1;
-    span_text = s.substr(0, s.size() - 5);
-  }
-  if (sign != 0) {
-    auto span = parse_time_span(span_text);
-    if (!span) return bad(text, "expected a time span such as 1h or 30min after the sign");
-    std::int64_t r = 0;
-    if (add_overflows(now_usec, sign * *span, &r)) return bad(text, "too far from now");
-    return r;
-  }
-
-  // Absolute: [WEEKDAY ] (DATE[( |T)TIME] | TIME)[ ZONE]
-  std::optional<int> weekday;
-  for (int i = 0; i < 7 && !weekday; ++i) {
-    for (std::string_view w : {std::string_view(kWeekdaysLong[static_cast<std::size_t>(i)]),
-                               std::string_view(kWeekdays[static_cast<std::size_t>(i)])}) {
-      if (s.size() > w.size() && s.substr(0, w.size()) == w && s[w.size()] == ' ') {
-        weekday = i;
-        s.remove_prefix(w.size() + 1);
-        break;
-      }
-    }
-  }
-
-  struct tm tm {};
-  bool have_date = false;
-  std::int64_t frac_usec = 0;
-  {
-    std::string_view probe = s;
-    auto y = take_number(probe, 4);
-    if (y && consume(probe, "-")) {
-      auto mo = take_number(probe, 2);
-      if (!mo || !consume(probe, "-")) return bad(text, "expected YYYY-MM-DD");
-      auto d = take_number(probe, 2);
-      if (!d) return bad(text, "expected YYYY-MM-DD");
-      tm.tm_year = *y - 1900;
-      tm.tm_mon = *mo - 1;
-      tm.tm_mday = *d;
-      have_date = true;
-      s = probe;
-      if (!s.empty() && (s.front() == ' ' || s.front() == 'T') && s.size() > 1 &&
-          std::isdigit(static_cast<unsigned char>(s[1])))
-        s.remove_prefix(1);
-    }
-  }
-  bool have_time = false;
-  if (!s.empty() && std::isdigit(static_cast<unsigned char>(s.front()))) {
-    auto h = take_number(s, 2);
-    if (!h || !consume(s, ":")) return bad(text, "expected HH:MM[:SS]");
-    auto mi = take_number(s, 2);
-    if (!mi) return bad(text, "expected HH:MM[:SS]");
-    int sec = 0;
-    if (consume(s, ":")) {
-      auto se = take_number(s, 2);
-      if (!se) return bad(text, "expected HH:MM:SS");
-      sec = *se;
-      if (consume(s, ".")) {
-        std::size_t n = 0;
-        std::int64_t scale = 100000;
-        while (n < s.size() && std::isdigit(static_cast<unsigned char>(s[n]))) {
-          if (n < 6) {
-            frac_usec += (s[n] - '0') * scale;
-            scale /= 10;
-          }
-          ++n;
-        }
-        if (n == 0) return bad(text, "expected digits after the seconds' '.'");
-        s.remove_prefix(n);
-      }
-    }
-    if (*h > 23 || *mi > 59 || sec > 60) return bad(text, "hour, minute or second out of range");
-    tm.tm_hour = *h;
-    tm.tm_min = *mi;
-    tm.tm_sec = sec;
-    have_time = true;
-  }
-  if (!have_date && !have_time) return bad(text, "not a date, a time or a relative time");
-
-  bool utc = false;
-  if (consume(s, "Z") || consume(s, " UTC") || consume(s, " Z")) {
-    utc = true;
-  } else if (consume(s, " ")) {
-    tzset();
-    if (s == tzname[0] || s == tzname[1]) s = {};
-    else return bad(text, "unknown time zone (use UTC or the local zone)");
-  }
-  if (!s.empty()) return bad(text, "unexpected text at the end");
-
-  if (!have_date) {
-    time_t now = static_cast<time_t>(now_usec / kUsecPerSec);
-    struct tm today {};
-    if (!(utc ? gmtime_r(&now, &today) : localtime_r(&now, &today))) return bad(text, "no current date");
-    tm.tm_year = today.tm_year;
-    tm.tm_mon = today.tm_mon;
-    tm.tm_mday = today.tm_mday;
-  }
-  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31)
-    return bad(text, "month or day out of range");
-
-  const struct tm wanted = tm;
-  tm.tm_isdst = -1;
-  time_t t = utc ? timegm(&tm) : mktime(&tm);
-  if (t == static_cast<time_t>(-1) && !(wanted.tm_year == 69 && wanted.tm_mon == 11 && wanted.tm_mday == 31))
-    return bad(text, "not a representable time");
-  if (tm.tm_year != wanted.tm_year || tm.tm_mon != wanted.tm_mon || tm.tm_mday != wanted.tm_mday)
-    return bad(text, "no such day");
-  if (weekday && tm.tm_wday != *weekday) return bad(text, "the weekday does not match the date");
-  return static_cast<std::int64_t>(t) * kUsecPerSec + frac_usec;
+  if (auto rel = relative(s, text, now_usec)) return std::move(*rel);
+  return absolute(s, text, now_usec);
 }
 
 std::string format_time(std::int64_t usec) {
