@@ -153,6 +153,142 @@ json check_json(const IdentityCheck &c) {
   return json{{key::result, std::string(check_name(c.result))}, {key::detail, c.detail}};
 }
 
+json process_json(const Analysis &a) {
+  json p;
+  p[key::pid] = a.process.pid ? json(*a.process.pid) : json(nullptr);
+  p[key::ppid] = a.process.pid ? json(a.process.ppid) : json(nullptr);
+  p[key::comm] = a.process.pid ? json(a.process.comm) : json(nullptr);
+  p[key::args] = a.process.pid ? json(a.process.args) : json(nullptr);
+  p[key::exe] = a.process.exe.empty() ? json(nullptr) : json(a.process.exe);
+  p[key::build_id] = a.process.build_id.empty() ? json(nullptr) : json(hex_bytes(a.process.build_id));
+  if (!a.process.build_id_note.empty()) p[key::build_id_note] = a.process.build_id_note;
+  p[key::threads] = a.process.threads;
+  return p;
+}
+
+json crash_json(const CrashFacts &c) {
+  json cj;
+  cj[key::signal] = c.signo != 0 ? json(c.signo) : json(nullptr);
+  cj[key::signal_name] = c.signo != 0 ? json(c.signal_name) : json(nullptr);
+  if (!c.signal_note.empty()) cj[key::signal_note] = c.signal_note;
+  cj[key::si_code] = c.si_code ? json(*c.si_code) : json(nullptr);
+  cj[key::si_code_name] = c.si_code ? json(c.si_code_name) : json(nullptr);
+  if (!c.si_code_note.empty()) cj[key::si_code_note] = c.si_code_note;
+  cj[key::fault_address] = c.fault_address ? json(fmt::format("{:#x}", *c.fault_address)) : json(nullptr);
+  cj[key::sender_pid] = c.sender_pid ? json(*c.sender_pid) : json(nullptr);
+  cj[key::tid] = c.tid;
+  cj[key::pc] = c.has_regs ? json(fmt::format("{:#x}", c.pc)) : json(nullptr);
+  cj[key::sp] = c.has_regs ? json(fmt::format("{:#x}", c.sp)) : json(nullptr);
+  cj[key::location] = c.location ? location_json(*c.location) : json(nullptr);
+  cj[key::ring_slot] = c.ring_slot;
+  cj[key::from] = c.source;
+  return cj;
+}
+
+json ring_json(const RingReport &r) {
+  json rj;
+  rj[key::index] = r.index;
+  rj[key::state] = std::string(ring_state_name(r.state));
+  rj[key::reason] = r.reason.empty() ? json(nullptr) : json(r.reason);
+  rj[key::found_by] = r.found_by;
+  rj[key::address] = fmt::format("{:#x}", r.address);
+  rj[key::mapping] = r.mapping_name.empty() ? json(nullptr) : json(r.mapping_name);
+  rj[key::mapping_size] = r.mapping_size;
+  if (r.ring) {
+    const auto &d = *r.ring;
+    const auto &h = d.header;
+    rj[key::identity] = {{key::pid, check_json(r.pid)}, {key::build_id, check_json(r.build_id)},
+                      {key::start_time, check_json(r.start_time)}};
+    rj[key::header] = {{key::version, h.version},
+                    {key::writer_version, fmt::format("{}.{}.{}", h.writer_version >> 16,
+                                                   (h.writer_version >> 8) & 0xff, h.writer_version & 0xff)},
+                    {key::pid, h.pid},
+                    {key::build_id, h.build_id.empty() ? json(nullptr) : json(hex_bytes(h.build_id))},
+                    {key::process_start_ticks, h.process_start_ticks},
+                    {key::region_size, h.region_size},
+                    {key::lane_count, h.lane_count},
+                    {key::slots_per_lane, h.slots_per_lane},
+                    {key::compat_flags, h.compat_flags},
+                    {key::handlers_installed, (h.compat_flags & f::kCompatHandlers) != 0},
+                    {key::clock, (h.compat_flags & f::kCompatClockTsc) ? "tsc"
+                              : (h.compat_flags & f::kCompatClockCntvct) ? "cntvct" : "unknown"},
+                    {key::ticks_per_second, d.ticks_per_second > 0 ? json(d.ticks_per_second) : json(nullptr)},
+                    {key::mmap_generation, h.mmap_generation},
+                    {key::enabled_sources, h.enabled_sources}};
+    rj[key::dropped] = h.dropped;
+    rj[key::overwritten] = d.overwritten;
+    rj[key::missing] = d.missing;
+    rj[key::counter_inconsistent] = d.counter_inconsistent;
+    rj[key::truncated] = d.truncated;
+    rj[key::bytes_present] = d.bytes_present;
+    json lanes = json::array();
+    for (const auto &l : d.lanes) {
+      if (l.committed == 0 && l.write_index == 0 && l.torn == 0 && l.invalid == 0 && !l.counter_inconsistent &&
+          l.slots_absent == 0)
+        continue; /* never used: left out to keep documents small */
+      json lj;
+      lj[key::lane] = l.index;
+      lj[key::shared] = l.shared;
+      lj[key::owner_tid] = l.owner_tid;
+      lj[key::owner_name] = l.owner_name;
+      lj[key::write_index] = l.write_index;
+      lj[key::committed] = l.committed;
+      lj[key::first_seq] = l.committed ? json(l.first_seq) : json(nullptr);
+      lj[key::last_seq] = l.committed ? json(l.last_seq) : json(nullptr);
+      lj[key::overwritten] = l.overwritten;
+      lj[key::missing] = l.missing;
+      lj[key::torn] = l.torn;
+      lj[key::invalid] = l.invalid;
+      lj[key::in_flight] = l.in_flight;
+      lj[key::slots_absent] = l.slots_absent;
+      lj[key::counter_inconsistent] = l.counter_inconsistent;
+      lj[key::counter_reason] = l.counter_inconsistent ? json(l.counter_reason) : json(nullptr);
+      lanes.push_back(std::move(lj));
+    }
+    rj[key::lanes] = std::move(lanes);
+    json torn = json::array();
+    for (const auto &t : d.rejected)
+      torn.push_back({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
+                      {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
+    rj[key::torn] = std::move(torn);
+  }
+  return rj;
+}
+
+json event_json(const Event &e) {
+  json ej;
+  ej[key::ring] = e.ring;
+  ej[key::lane] = e.lane;
+  ej[key::seq] = e.seq;
+  ej[key::tid] = e.tid;
+  ej[key::thread] = e.thread.empty() ? json(nullptr) : json(e.thread);
+  ej[key::tid_in_core] = e.tid_in_core;
+  ej[key::kind] = e.kind_name;
+  ej[key::name] = e.name;
+  ej[key::named] = e.named;
+  ej[key::id] = e.id;
+  ej[key::args] = {e.arg0, e.arg1};
+  ej[key::timestamp] = e.timestamp;
+  ej[key::time_ns] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
+  ej[key::return_address] = fmt::format("{:#x}", e.return_address);
+  ej[key::location] = e.location ? location_json(*e.location) : json(nullptr);
+  ej[key::inline_bytes] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
+  ej[key::pointer] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
+  if (e.crash) {
+    const auto &c = *e.crash;
+    ej[key::crash] = {{key::signal, c.signo},           {key::signal_name, c.signal_name},
+                   {key::si_code, c.si_code},        {key::si_code_name, c.si_code_name},
+                   {key::si_errno, c.si_errno},      {key::si_pid, c.sender_pid},
+                   {key::fault_address, fmt::format("{:#x}", c.fault_address)},
+                   {key::sp, fmt::format("{:#x}", c.sp)},
+                   {key::chained, c.chained},        {key::repeated, c.repeated}};
+  } else {
+    ej[key::crash] = nullptr;
+  }
+  ej[key::source] = e.source;
+  return ej;
+}
+
 }  // namespace
 
 std::string render_text(const Analysis &a) {
@@ -201,142 +337,13 @@ json to_json(const Analysis &a) {
   j[key::source] = a.source.empty() ? json(nullptr) : json(a.source);
   j[key::core] = {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
                {key::machine, a.machine}};
-  json p;
-  p[key::pid] = a.process.pid ? json(*a.process.pid) : json(nullptr);
-  p[key::ppid] = a.process.pid ? json(a.process.ppid) : json(nullptr);
-  p[key::comm] = a.process.pid ? json(a.process.comm) : json(nullptr);
-  p[key::args] = a.process.pid ? json(a.process.args) : json(nullptr);
-  p[key::exe] = a.process.exe.empty() ? json(nullptr) : json(a.process.exe);
-  p[key::build_id] = a.process.build_id.empty() ? json(nullptr) : json(hex_bytes(a.process.build_id));
-  if (!a.process.build_id_note.empty()) p[key::build_id_note] = a.process.build_id_note;
-  p[key::threads] = a.process.threads;
-  j[key::process] = std::move(p);
-  if (a.crash) {
-    const auto &c = *a.crash;
-    json cj;
-    cj[key::signal] = c.signo != 0 ? json(c.signo) : json(nullptr);
-    cj[key::signal_name] = c.signo != 0 ? json(c.signal_name) : json(nullptr);
-    if (!c.signal_note.empty()) cj[key::signal_note] = c.signal_note;
-    cj[key::si_code] = c.si_code ? json(*c.si_code) : json(nullptr);
-    cj[key::si_code_name] = c.si_code ? json(c.si_code_name) : json(nullptr);
-    if (!c.si_code_note.empty()) cj[key::si_code_note] = c.si_code_note;
-    cj[key::fault_address] = c.fault_address ? json(fmt::format("{:#x}", *c.fault_address)) : json(nullptr);
-    cj[key::sender_pid] = c.sender_pid ? json(*c.sender_pid) : json(nullptr);
-    cj[key::tid] = c.tid;
-    cj[key::pc] = c.has_regs ? json(fmt::format("{:#x}", c.pc)) : json(nullptr);
-    cj[key::sp] = c.has_regs ? json(fmt::format("{:#x}", c.sp)) : json(nullptr);
-    cj[key::location] = c.location ? location_json(*c.location) : json(nullptr);
-    cj[key::ring_slot] = c.ring_slot;
-    cj[key::from] = c.source;
-    j[key::crash] = std::move(cj);
-  } else {
-    j[key::crash] = nullptr;
-  }
+  j[key::process] = process_json(a);
+  j[key::crash] = a.crash ? crash_json(*a.crash) : json(nullptr);
   json rings = json::array();
-  for (const auto &r : a.rings) {
-    json rj;
-    rj[key::index] = r.index;
-    rj[key::state] = std::string(ring_state_name(r.state));
-    rj[key::reason] = r.reason.empty() ? json(nullptr) : json(r.reason);
-    rj[key::found_by] = r.found_by;
-    rj[key::address] = fmt::format("{:#x}", r.address);
-    rj[key::mapping] = r.mapping_name.empty() ? json(nullptr) : json(r.mapping_name);
-    rj[key::mapping_size] = r.mapping_size;
-    if (r.ring) {
-      const auto &d = *r.ring;
-      const auto &h = d.header;
-      rj[key::identity] = {{key::pid, check_json(r.pid)}, {key::build_id, check_json(r.build_id)},
-                        {key::start_time, check_json(r.start_time)}};
-      rj[key::header] = {{key::version, h.version},
-                      {key::writer_version, fmt::format("{}.{}.{}", h.writer_version >> 16,
-                                                     (h.writer_version >> 8) & 0xff, h.writer_version & 0xff)},
-                      {key::pid, h.pid},
-                      {key::build_id, h.build_id.empty() ? json(nullptr) : json(hex_bytes(h.build_id))},
-                      {key::process_start_ticks, h.process_start_ticks},
-                      {key::region_size, h.region_size},
-                      {key::lane_count, h.lane_count},
-                      {key::slots_per_lane, h.slots_per_lane},
-                      {key::compat_flags, h.compat_flags},
-                      {key::handlers_installed, (h.compat_flags & f::kCompatHandlers) != 0},
-                      {key::clock, (h.compat_flags & f::kCompatClockTsc) ? "tsc"
-                                : (h.compat_flags & f::kCompatClockCntvct) ? "cntvct" : "unknown"},
-                      {key::ticks_per_second, d.ticks_per_second > 0 ? json(d.ticks_per_second) : json(nullptr)},
-                      {key::mmap_generation, h.mmap_generation},
-                      {key::enabled_sources, h.enabled_sources}};
-      rj[key::dropped] = h.dropped;
-      rj[key::overwritten] = d.overwritten;
-      rj[key::missing] = d.missing;
-      rj[key::counter_inconsistent] = d.counter_inconsistent;
-      rj[key::truncated] = d.truncated;
-      rj[key::bytes_present] = d.bytes_present;
-      json lanes = json::array();
-      for (const auto &l : d.lanes) {
-        if (l.committed == 0 && l.write_index == 0 && l.torn == 0 && l.invalid == 0 && !l.counter_inconsistent &&
-            l.slots_absent == 0)
-          continue; /* never used: left out to keep documents small */
-        json lj;
-        lj[key::lane] = l.index;
-        lj[key::shared] = l.shared;
-        lj[key::owner_tid] = l.owner_tid;
-        lj[key::owner_name] = l.owner_name;
-        lj[key::write_index] = l.write_index;
-        lj[key::committed] = l.committed;
-        lj[key::first_seq] = l.committed ? json(l.first_seq) : json(nullptr);
-        lj[key::last_seq] = l.committed ? json(l.last_seq) : json(nullptr);
-        lj[key::overwritten] = l.overwritten;
-        lj[key::missing] = l.missing;
-        lj[key::torn] = l.torn;
-        lj[key::invalid] = l.invalid;
-        lj[key::in_flight] = l.in_flight;
-        lj[key::slots_absent] = l.slots_absent;
-        lj[key::counter_inconsistent] = l.counter_inconsistent;
-        lj[key::counter_reason] = l.counter_inconsistent ? json(l.counter_reason) : json(nullptr);
-        lanes.push_back(std::move(lj));
-      }
-      rj[key::lanes] = std::move(lanes);
-      json torn = json::array();
-      for (const auto &t : d.rejected)
-        torn.push_back({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
-                        {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
-      rj[key::torn] = std::move(torn);
-    }
-    rings.push_back(std::move(rj));
-  }
+  for (const auto &r : a.rings) rings.push_back(ring_json(r));
   j[key::rings] = std::move(rings);
   json events = json::array();
-  for (const auto &e : a.events) {
-    json ej;
-    ej[key::ring] = e.ring;
-    ej[key::lane] = e.lane;
-    ej[key::seq] = e.seq;
-    ej[key::tid] = e.tid;
-    ej[key::thread] = e.thread.empty() ? json(nullptr) : json(e.thread);
-    ej[key::tid_in_core] = e.tid_in_core;
-    ej[key::kind] = e.kind_name;
-    ej[key::name] = e.name;
-    ej[key::named] = e.named;
-    ej[key::id] = e.id;
-    ej[key::args] = {e.arg0, e.arg1};
-    ej[key::timestamp] = e.timestamp;
-    ej[key::time_ns] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
-    ej[key::return_address] = fmt::format("{:#x}", e.return_address);
-    ej[key::location] = e.location ? location_json(*e.location) : json(nullptr);
-    ej[key::inline_bytes] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
-    ej[key::pointer] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
-    if (e.crash) {
-      const auto &c = *e.crash;
-      ej[key::crash] = {{key::signal, c.signo},           {key::signal_name, c.signal_name},
-                     {key::si_code, c.si_code},        {key::si_code_name, c.si_code_name},
-                     {key::si_errno, c.si_errno},      {key::si_pid, c.sender_pid},
-                     {key::fault_address, fmt::format("{:#x}", c.fault_address)},
-                     {key::sp, fmt::format("{:#x}", c.sp)},
-                     {key::chained, c.chained},        {key::repeated, c.repeated}};
-    } else {
-      ej[key::crash] = nullptr;
-    }
-    ej[key::source] = e.source;
-    events.push_back(std::move(ej));
-  }
+  for (const auto &e : a.events) events.push_back(event_json(e));
   j[key::events] = std::move(events);
   json mr = json::array();
   for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
