@@ -53,6 +53,72 @@ document::Status document_status(Status s) noexcept {
 
 std::string_view status_name(Status s) noexcept { return document::status_name(document_status(s)); }
 
+namespace {
+
+/* The name of `v` in `table`, a list of {value, name} pairs. */
+template <class E, std::size_t N>
+std::string_view name_in(const std::array<std::pair<E, std::string_view>, N> &table, E v) noexcept {
+  for (const auto &[value, name] : table)
+    if (value == v) return name;
+  return "?";
+}
+
+}  // namespace
+
+std::string_view verification_name(Verification v) noexcept {
+  static constexpr std::array<std::pair<Verification, std::string_view>, 3> kNames{{
+      {Verification::kRaw, "raw"},
+      {Verification::kVerified, "verified"},
+      {Verification::kUnverifiedNoCoreBuildId, "unverified-no-core-buildid"},
+  }};
+  return name_in(kNames, v);
+}
+
+std::string_view mapping_kind_name(MappingKind k) noexcept {
+  static constexpr std::array<std::pair<MappingKind, std::string_view>, 3> kNames{{
+      {MappingKind::kUnmapped, "unmapped"}, {MappingKind::kFile, "file"}, {MappingKind::kAnonymous, "anonymous"}}};
+  return name_in(kNames, k);
+}
+
+std::string_view origin_name(Origin o) noexcept {
+  static constexpr std::array<std::pair<Origin, std::string_view>, 2> kNames{{{Origin::kCore, "core"}, {Origin::kSidecar, "sidecar"}}};
+  return name_in(kNames, o);
+}
+
+std::string_view found_by_name(FoundBy f) noexcept {
+  static constexpr std::array<std::pair<FoundBy, std::string_view>, 3> kNames{{
+      {FoundBy::kNtFile, "nt_file"}, {FoundBy::kMagicScan, "magic_scan"}, {FoundBy::kSidecar, "sidecar"}}};
+  return name_in(kNames, f);
+}
+
+std::string_view signal_note_name(SignalNote n) noexcept {
+  static constexpr std::array<std::pair<SignalNote, std::string_view>, 2> kNames{{
+      {SignalNote::kSiginfo, "NT_SIGINFO"}, {SignalNote::kPrstatus, "NT_PRSTATUS"}}};
+  return name_in(kNames, n);
+}
+
+std::string_view timeline_source_name(TimelineSource s) noexcept {
+  static constexpr std::array<std::pair<TimelineSource, std::string_view>, 4> kNames{{
+      {TimelineSource::kNone, ""},
+      {TimelineSource::kCoreOnly, "core-only"},
+      {TimelineSource::kCoreAndSidecar, "core+sidecar"},
+      {TimelineSource::kDegradedSidecar, "degraded-sidecar"},
+  }};
+  return name_in(kNames, s);
+}
+
+std::string_view sidecar_status_name(SidecarStatus s) noexcept {
+  static constexpr std::array<std::pair<SidecarStatus, std::string_view>, 6> kNames{{
+      {SidecarStatus::kNone, ""},
+      {SidecarStatus::kIgnored, "ignored"},
+      {SidecarStatus::kMerged, "merged"},
+      {SidecarStatus::kDegraded, "degraded"},
+      {SidecarStatus::kUnusable, "unusable"},
+      {SidecarStatus::kRefused, "refused"},
+  }};
+  return name_in(kNames, s);
+}
+
 std::string_view check_name(Check c) noexcept {
   switch (c) {
     case Check::kMatch: return "match";
@@ -161,7 +227,7 @@ class Analyzer {
   void check_identity(RingReport &rep);
   bool handle_sidecar();
   void build_events();
-  Event make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e, std::string source);
+  Event make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e, Origin source);
   void symbolize_all();
   Location locate(std::uint64_t addr) const;
   AddressMapping describe(std::uint64_t addr) const;
@@ -230,16 +296,16 @@ AddressMapping Analyzer::describe(std::uint64_t addr) const {
   const Segment *s = core_.segment_for(addr);
   const FileMapping *fm = core_.file_for(addr);
   if (s == nullptr && fm == nullptr) {
-    m.kind = "unmapped";
+    m.kind = MappingKind::kUnmapped;
     return m;
   }
   if (fm != nullptr) {
-    m.kind = "file";
+    m.kind = MappingKind::kFile;
     m.path = fm->name;
     m.start = fm->start;
     m.end = fm->end;
   } else {
-    m.kind = "anonymous";
+    m.kind = MappingKind::kAnonymous;
     m.start = s->vaddr;
     m.end = s->end();
   }
@@ -247,7 +313,7 @@ AddressMapping Analyzer::describe(std::uint64_t addr) const {
     m.perms = perms(s->flags);
     m.dumped = addr - s->vaddr < s->present;
   }
-  if (m.kind == "anonymous") {
+  if (m.kind == MappingKind::kAnonymous) {
     /* The thread(s) whose stack pointer lies in the mapping, from the
      * sorted stacks_ (a scan of every thread per event was quadratic). */
     auto lo = std::lower_bound(stacks_.begin(), stacks_.end(), std::make_pair(m.start, std::uint32_t{0}));
@@ -267,14 +333,14 @@ void Analyzer::crash_facts() {
   if (n.signal) {
     c.signo = n.signal->signo;
     c.si_code = n.signal->code;
-    c.source = "NT_SIGINFO";
+    c.source = SignalNote::kSiginfo;
     if (*c.si_code > 0 && fault_signal(c.signo)) c.fault_address = n.signal->addr;
     if (*c.si_code <= 0) c.sender_pid = n.signal->sender_pid;
   } else {
     c.signo = n.threads.front().cursig != 0 ? n.threads.front().cursig : n.threads.front().signo;
     c.si_code_note = "no NT_SIGINFO in the core, and NT_PRSTATUS does not record the signal's si_code (the kernel "
                      "leaves its pr_info.si_code 0)";
-    c.source = "NT_PRSTATUS";
+    c.source = SignalNote::kPrstatus;
   }
   if (c.signo == 0) {
     /* Nothing for the si_code, fault address or sender to belong to. */
@@ -431,7 +497,7 @@ void Analyzer::find_rings() {
     }
     std::uint64_t extent = end - fm.start;
     RingReport rep;
-    rep.found_by = "nt_file";
+    rep.found_by = FoundBy::kNtFile;
     rep.address = fm.start;
     rep.mapping_size = extent;
     rep.mapping_name = fm.path;
@@ -488,7 +554,7 @@ void Analyzer::find_rings() {
       return;
     }
     RingReport rep;
-    rep.found_by = "magic_scan";
+    rep.found_by = FoundBy::kMagicScan;
     rep.address = a;
     rep.mapping_size = core_.mapped_extent(a);
     if (const FileMapping *fm = core_.file_for(a)) rep.mapping_name = fm->path;
@@ -529,7 +595,7 @@ std::string sanitize_name(std::span<const std::uint8_t> b) {
 }
 
 Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e,
-                           std::string source) {
+                           Origin source) {
   Event ev;
   ev.ring = ring_index;
   ev.lane = e.lane;
@@ -543,7 +609,7 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
   ev.realtime_ns = ticks_to_realtime_ns(ring, e.timestamp);
   ev.return_address = e.return_address;
   ev.inline_bytes.assign(e.inline_data.begin(), e.inline_data.begin() + e.inline_len);
-  ev.source = std::move(source);
+  ev.source = source;
   const char *kn = kind_name(e.kind);
   ev.kind_name = kn != nullptr ? kn : fmt::format("KIND_{}", e.kind);
   ev.name = ev.kind_name;
@@ -599,7 +665,7 @@ bool Analyzer::handle_sidecar() {
   if (!opts_.sidecar_path) return true;
   a_.sidecar_path = opts_.sidecar_path;
   if (opts_.core_only) {
-    a_.sidecar_status = "ignored";
+    a_.sidecar_status = SidecarStatus::kIgnored;
     a_.sidecar_detail = "--core-only: the sidecar was not read";
     return true;
   }
@@ -626,14 +692,14 @@ bool Analyzer::handle_sidecar() {
   }
   if (fd >= 0) close(fd);
   if (!err.empty()) {
-    a_.sidecar_status = "unusable";
+    a_.sidecar_status = SidecarStatus::kUnusable;
     a_.sidecar_detail = err;
     a_.warnings.push_back(fmt::format("sidecar {}: {}, ignoring it", path, err));
     return true;
   }
   auto dec = decode_ring(bytes, f::kMaxRegionSize);
   if (!dec) {
-    a_.sidecar_status = "unusable";
+    a_.sidecar_status = SidecarStatus::kUnusable;
     a_.sidecar_detail = dec.error().message;
     a_.warnings.push_back(fmt::format("sidecar {}: {}, ignoring it", path, dec.error().message));
     return true;
@@ -641,7 +707,7 @@ bool Analyzer::handle_sidecar() {
   const auto &sh = dec->header;
   const auto &p = a_.process;
   auto refuse = [&](std::string why) {
-    a_.sidecar_status = "refused";
+    a_.sidecar_status = SidecarStatus::kRefused;
     a_.sidecar_detail = why;
     a_.status = Status::kSidecarMismatch;
     a_.reason = fmt::format("sidecar identity mismatch: {} ({}); rerun with --core-only to ignore it", why, path);
@@ -694,9 +760,9 @@ bool Analyzer::handle_sidecar() {
         conflicts++;
       }
     }
-    for (const auto &e : extra) a_.events.push_back(make_event(target->index, *target->ring, e, "sidecar"));
-    a_.source = "core+sidecar";
-    a_.sidecar_status = "merged";
+    for (const auto &e : extra) a_.events.push_back(make_event(target->index, *target->ring, e, Origin::kSidecar));
+    a_.source = TimelineSource::kCoreAndSidecar;
+    a_.sidecar_status = SidecarStatus::kMerged;
     a_.sidecar_detail = fmt::format("{} events recovered from the sidecar that the core's ring no longer held",
                                     added);
     if (conflicts > 0)
@@ -707,7 +773,7 @@ bool Analyzer::handle_sidecar() {
   /* No valid ring in the core: degraded mode, said loudly. */
   RingReport rep;
   rep.index = static_cast<std::uint32_t>(a_.rings.size());
-  rep.found_by = "sidecar";
+  rep.found_by = FoundBy::kSidecar;
   rep.mapping_name = path;
   rep.mapping_size = bytes.size();
   rep.state = RingReport::State::kValid;
@@ -715,8 +781,8 @@ bool Analyzer::handle_sidecar() {
   check_identity(rep);
   rep.start_time = {Check::kUnchecked, "no ring in the core to compare the sidecar's start time with"};
   a_.rings.push_back(std::move(rep));
-  a_.source = "degraded-sidecar";
-  a_.sidecar_status = "degraded";
+  a_.source = TimelineSource::kDegradedSidecar;
+  a_.sidecar_status = SidecarStatus::kDegraded;
   a_.sidecar_detail = "the core holds no ring; the events come from the sidecar, an older copy";
   a_.warnings.push_back(fmt::format("DEGRADED: the timeline comes from the sidecar {}, not the core; it is as "
                                     "old as its last sync and the newest events may be missing", path));
@@ -726,12 +792,12 @@ bool Analyzer::handle_sidecar() {
 void Analyzer::build_events() {
   std::map<std::uint32_t, std::string> names;  /* tid -> thread name */
   for (const auto &r : a_.rings) {
-    if (r.state != RingReport::State::kValid || r.found_by == "sidecar") continue;
-    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, "core"));
+    if (r.state != RingReport::State::kValid || r.found_by == FoundBy::kSidecar) continue;
+    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, Origin::kCore));
   }
   for (const auto &r : a_.rings) {
-    if (r.state != RingReport::State::kValid || r.found_by != "sidecar") continue;
-    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, "sidecar"));
+    if (r.state != RingReport::State::kValid || r.found_by != FoundBy::kSidecar) continue;
+    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, Origin::kSidecar));
   }
   /* Merge order: within a lane, seq order is exact; across lanes and rings,
    * by slot timestamp.  A timestamp of 0 (none) or one earlier than its lane
@@ -830,10 +896,10 @@ void Analyzer::symbolize_all() {
                                    hex_bytes(s->file_build_id));
         continue;
       }
-      l.verification = "verified";
+      l.verification = Verification::kVerified;
     } else {
       if (!opts_.unverified_symbols) continue;
-      l.verification = "unverified-no-core-buildid";
+      l.verification = Verification::kUnverifiedNoCoreBuildId;
       l.note = fmt::format("symbols from {}, which cannot be verified against the core", s->module_file);
     }
     l.function = s->function;
@@ -848,7 +914,7 @@ void Analyzer::decide_status() {
   bool valid = false, absent = false, invalid = false;
   const RingReport *first_absent = nullptr, *first_invalid = nullptr;
   for (const auto &r : a_.rings) {
-    if (r.state == RingReport::State::kValid && r.found_by != "sidecar") valid = true;
+    if (r.state == RingReport::State::kValid && r.found_by != FoundBy::kSidecar) valid = true;
     if (r.state == RingReport::State::kAbsent) { absent = true; if (!first_absent) first_absent = &r; }
     if (r.state == RingReport::State::kInvalid || r.state == RingReport::State::kForeign) {
       invalid = true;
@@ -857,7 +923,7 @@ void Analyzer::decide_status() {
   }
   if (valid) {
     a_.status = Status::kOk;
-    if (a_.source.empty()) a_.source = "core-only";
+    if (a_.source == TimelineSource::kNone) a_.source = TimelineSource::kCoreOnly;
   } else if (absent) {
     a_.status = Status::kMappingAbsent;
     a_.reason = fmt::format("timeline mapping absent: {}", first_absent->reason);
@@ -972,7 +1038,7 @@ Analysis Analyzer::run() {
   if (a_.absence_proves_nothing)
     a_.warnings.push_back("events were dropped, overwritten, torn or lost: the absence of an event from this "
                           "timeline proves nothing");
-  if (a_.status == Status::kOk || a_.source == "degraded-sidecar") symbolize_all();
+  if (a_.status == Status::kOk || a_.source == TimelineSource::kDegradedSidecar) symbolize_all();
   return std::move(a_);
 }
 

@@ -45,14 +45,14 @@ std::string location_text(const Location &l) {
   } else {
     s = fmt::format("{:#x} (in no file mapping)", l.address);
   }
-  if (l.verification == "unverified-no-core-buildid") s += " [UNVERIFIED: no build-id in core]";
+  if (l.verification == Verification::kUnverifiedNoCoreBuildId) s += " [UNVERIFIED: no build-id in core]";
   if (l.mapping_changed) s += " [mappings changed since]";
   return s;
 }
 
 std::string mapping_text(const AddressMapping &m) {
-  if (m.kind == "unmapped") return "-> unmapped";
-  std::string s = m.kind == "file" ? fmt::format("-> {} {}", esc(m.path), m.perms)
+  if (m.kind == MappingKind::kUnmapped) return "-> unmapped";
+  std::string s = m.kind == MappingKind::kFile ? fmt::format("-> {} {}", esc(m.path), m.perms)
                                    : fmt::format("-> anon {} {:#x}-{:#x}", m.perms, m.start, m.end);
   if (!m.note.empty()) s += fmt::format(" ({})", m.note);
   if (!m.dumped) s += " (not in core)";
@@ -116,7 +116,7 @@ std::string ring_summary(const RingReport &r) {
   if (used > 8) lanes += fmt::format(", and {} more lanes", used - 8);
   if (used == 0) lanes = " no events";
   return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots):{}, dropped={} overwritten={} torn={}{}{}",
-                     r.index, r.address, r.found_by == "sidecar" ? "from sidecar" : r.found_by, d.header.lane_count,
+                     r.index, r.address, r.found_by == FoundBy::kSidecar ? "from sidecar" : found_by_name(r.found_by), d.header.lane_count,
                      d.header.slots_per_lane, lanes, d.header.dropped, d.overwritten, d.torn + d.invalid,
                      d.counter_inconsistent ? " COUNTER_INCONSISTENT" : "", d.truncated ? " TRUNCATED" : "");
 }
@@ -130,8 +130,8 @@ json location_json(const Location &l) {
   j[key::function] = l.function.empty() ? json(nullptr) : json(l.function);
   j[key::offset] = l.function.empty() ? json(nullptr) : json(fmt::format("{:#x}", l.function_offset));
   j[key::source] = l.source_file.empty() ? json(nullptr) : json({{key::file, l.source_file}, {key::line, l.line}});
-  j[key::verified] = l.verification == "verified";
-  j[key::verification] = l.verification;
+  j[key::verified] = l.verification == Verification::kVerified;
+  j[key::verification] = std::string(verification_name(l.verification));
   j[key::mapping_changed] = l.mapping_changed;
   if (!l.note.empty()) j[key::note] = l.note;
   return j;
@@ -139,8 +139,8 @@ json location_json(const Location &l) {
 
 json mapping_json(const AddressMapping &m) {
   json j;
-  j[key::kind] = m.kind;
-  j[key::path] = m.kind == "file" ? json(m.path) : json(nullptr);
+  j[key::kind] = std::string(mapping_kind_name(m.kind));
+  j[key::path] = m.kind == MappingKind::kFile ? json(m.path) : json(nullptr);
   j[key::start] = fmt::format("{:#x}", m.start);
   j[key::end] = fmt::format("{:#x}", m.end);
   j[key::perms] = m.perms;
@@ -181,7 +181,7 @@ json crash_json(const CrashFacts &c) {
   cj[key::sp] = c.has_regs ? json(fmt::format("{:#x}", c.sp)) : json(nullptr);
   cj[key::location] = c.location ? location_json(*c.location) : json(nullptr);
   cj[key::ring_slot] = c.ring_slot;
-  cj[key::from] = c.source;
+  cj[key::from] = std::string(signal_note_name(c.source));
   return cj;
 }
 
@@ -190,7 +190,7 @@ json ring_json(const RingReport &r) {
   rj[key::index] = r.index;
   rj[key::state] = std::string(ring_state_name(r.state));
   rj[key::reason] = r.reason.empty() ? json(nullptr) : json(r.reason);
-  rj[key::found_by] = r.found_by;
+  rj[key::found_by] = std::string(found_by_name(r.found_by));
   rj[key::address] = fmt::format("{:#x}", r.address);
   rj[key::mapping] = r.mapping_name.empty() ? json(nullptr) : json(r.mapping_name);
   rj[key::mapping_size] = r.mapping_size;
@@ -285,7 +285,7 @@ json event_json(const Event &e) {
   } else {
     ej[key::crash] = nullptr;
   }
-  ej[key::source] = e.source;
+  ej[key::source] = std::string(origin_name(e.source));
   return ej;
 }
 
@@ -298,14 +298,14 @@ std::string render_text(const Analysis &a) {
   } else {
     std::string who = a.process.pid ? fmt::format("pid {} ({})", *a.process.pid, esc(a.process.comm))
                                     : std::string("pid unknown");
-    out += fmt::format("core-timeline: {}, {}, {} events\n", a.source, who, a.events.size());
+    out += fmt::format("core-timeline: {}, {}, {} events\n", timeline_source_name(a.source), who, a.events.size());
     for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
     for (const auto &e : a.events) {
       std::string line = fmt::format("tid {:<7} {:<15} {:<16} {}", e.tid, e.thread.empty() ? std::string("-") : esc(e.thread),
                                      esc(e.name), args_text(e));
       if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash))
         line += "  at " + location_text(*e.location);
-      if (e.source != "core") line += fmt::format("  [from {}]", e.source);
+      if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
       if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
       out += line + "\n";
     }
@@ -334,7 +334,7 @@ json to_json(const Analysis &a) {
   j[key::status] = std::string(status_name(a.status));
   j[key::exit_code] = exit_code(a.status);
   j[key::reason] = a.status == Status::kOk ? json(nullptr) : json(a.reason);
-  j[key::source] = a.source.empty() ? json(nullptr) : json(a.source);
+  j[key::source] = a.source == TimelineSource::kNone ? json(nullptr) : json(timeline_source_name(a.source));
   j[key::core] = {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
                {key::machine, a.machine}};
   j[key::process] = process_json(a);
@@ -348,7 +348,7 @@ json to_json(const Analysis &a) {
   json mr = json::array();
   for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
   j[key::magic_rejected] = {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}};
-  j[key::sidecar] = a.sidecar_path ? json{{key::path, *a.sidecar_path}, {key::status, a.sidecar_status},
+  j[key::sidecar] = a.sidecar_path ? json{{key::path, *a.sidecar_path}, {key::status, sidecar_status_name(a.sidecar_status)},
                                        {key::detail, a.sidecar_detail}}
                                 : json(nullptr);
   j[key::absence_proves_nothing] = a.absence_proves_nothing;

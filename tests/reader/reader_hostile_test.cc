@@ -329,7 +329,7 @@ TEST(HostileCore, StackOwnerLookupIsIndexed) {
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   ASSERT_EQ(a.events.size(), kEvents);
   ASSERT_TRUE(a.events[0].pointer);
-  EXPECT_EQ(a.events[0].pointer->kind, "anonymous");
+  EXPECT_EQ(a.events[0].pointer->kind, ctr::MappingKind::kAnonymous);
   EXPECT_EQ(a.events[0].pointer->note, "stack of tid 5000 (and 15000 more threads)");
 }
 
@@ -577,7 +577,7 @@ TEST(HostileCore, FifoInsteadOfAFileDoesNotBlock) {
     opts.symbolize = false;
     opts.sidecar_path = fifo;
     auto a = ctr::analyze(*good, opts);
-    if (a.sidecar_status != "unusable" || a.status != ctr::Status::kOk) failures |= 2;
+    if (a.sidecar_status != ctr::SidecarStatus::kUnusable || a.status != ctr::Status::kOk) failures |= 2;
     if (ctr::file_build_id(fifo)) failures |= 4;
     _exit(failures);
   }

@@ -376,14 +376,14 @@ TEST(Analyze, HealthyCoreGivesNamedTimeline) {
   o.tlmap = &*tl;
   auto a = analyze_bytes(ct::testing::standard_core(r).build(), o);
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
-  EXPECT_EQ(a.source, "core-only");
+  EXPECT_EQ(a.source, ctr::TimelineSource::kCoreOnly);
   EXPECT_EQ(names(a), (std::vector<std::string>{"REQ_PARSE", "FREE", "BEFORE_DIE"}));
   ASSERT_EQ(a.rings.size(), 1u);
-  EXPECT_EQ(a.rings[0].found_by, "nt_file");
+  EXPECT_EQ(a.rings[0].found_by, ctr::FoundBy::kNtFile);
   EXPECT_EQ(a.rings[0].pid.result, ctr::Check::kMatch);
   EXPECT_EQ(a.rings[0].build_id.result, ctr::Check::kMatch);
   ASSERT_TRUE(a.events[1].pointer);
-  EXPECT_EQ(a.events[1].pointer->kind, "anonymous");
+  EXPECT_EQ(a.events[1].pointer->kind, ctr::MappingKind::kAnonymous);
   EXPECT_EQ(a.events[1].pointer->note, "stack of tid 4242");
   ASSERT_TRUE(a.crash);
   EXPECT_EQ(a.crash->signal_name, "SIGSEGV");
@@ -441,7 +441,7 @@ TEST(Analyze, MissingNtFileFindsRingByValidatedMagic) {
   auto a = analyze_bytes(c.build());
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
   ASSERT_EQ(a.rings.size(), 1u);
-  EXPECT_EQ(a.rings[0].found_by, "magic_scan");
+  EXPECT_EQ(a.rings[0].found_by, ctr::FoundBy::kMagicScan);
   EXPECT_EQ(a.rings[0].address, ct::testing::kRingAddr);
   EXPECT_EQ(a.events.size(), 3u);
   expect_schema_valid(a);
@@ -457,7 +457,7 @@ TEST(Analyze, RenamedMemfdAndSharedAnonRingsAreFound) {
     auto a = analyze_bytes(c.build());
     EXPECT_EQ(a.status, ctr::Status::kOk) << path << ": " << a.reason;
     ASSERT_EQ(a.rings.size(), 1u) << path;
-    EXPECT_EQ(a.rings[0].found_by, std::string(path).rfind("/memfd:", 0) == 0 ? "nt_file" : "magic_scan") << path;
+    EXPECT_EQ(a.rings[0].found_by, std::string(path).rfind("/memfd:", 0) == 0 ? ctr::FoundBy::kNtFile : ctr::FoundBy::kMagicScan) << path;
     EXPECT_EQ(a.events.size(), 3u) << path;
   }
 }
@@ -535,7 +535,7 @@ TEST(Analyze, LocateRingsValidatesHeadersWithoutDecoding) {
   auto rings = ctr::locate_rings(*core);
   ASSERT_EQ(rings.size(), 1u);
   EXPECT_EQ(rings[0].state, ctr::RingReport::State::kValid) << rings[0].reason;
-  EXPECT_EQ(rings[0].found_by, "nt_file");
+  EXPECT_EQ(rings[0].found_by, ctr::FoundBy::kNtFile);
   EXPECT_EQ(rings[0].address, ct::testing::kRingAddr);
   EXPECT_FALSE(rings[0].ring.has_value());
   // A bad header CRC is found the same way, and refused.
@@ -703,7 +703,7 @@ TEST(Analyze, SymbolizerFailureCostsSymbolsNotTheTimeline) {
   EXPECT_EQ(a.events.size(), 3u);
   for (const auto &e : a.events) {
     if (e.location) {
-      EXPECT_EQ(e.location->verification, "raw");
+      EXPECT_EQ(e.location->verification, ctr::Verification::kRaw);
     }
   }
   expect_schema_valid(a);
@@ -748,11 +748,11 @@ TEST_F(Sidecar, SameRingMergesOlderEvents) {
   o.sidecar_path = sc;
   auto a = analyze_bytes(ct::testing::standard_core(now).build(), o);
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
-  EXPECT_EQ(a.source, "core+sidecar");
+  EXPECT_EQ(a.source, ctr::TimelineSource::kCoreAndSidecar);
   ASSERT_EQ(a.events.size(), 12u);
-  EXPECT_EQ(a.events[0].source, "sidecar");
+  EXPECT_EQ(a.events[0].source, ctr::Origin::kSidecar);
   EXPECT_EQ(a.events[0].arg0, 1u);
-  EXPECT_EQ(a.events[11].source, "core");
+  EXPECT_EQ(a.events[11].source, ctr::Origin::kCore);
   EXPECT_EQ(a.rings[0].start_time.result, ctr::Check::kMatch);
   expect_schema_valid(a);
 }
@@ -773,7 +773,7 @@ TEST_F(Sidecar, ForeignPidIsRefusedUnlessCoreOnly) {
   o.core_only = true;
   auto b = analyze_bytes(bytes, o);
   EXPECT_EQ(b.status, ctr::Status::kOk);
-  EXPECT_EQ(b.sidecar_status, "ignored");
+  EXPECT_EQ(b.sidecar_status, ctr::SidecarStatus::kIgnored);
   EXPECT_EQ(b.events.size(), 3u);
   expect_schema_valid(b);
 }
@@ -800,7 +800,7 @@ TEST_F(Sidecar, DegradedModeIsLoudAndKeepsExitTwo) {
   o.sidecar_path = keep(ct::testing::write_temp(r.bytes(), "sidecar"));
   auto a = analyze_bytes(c.build(), o);
   EXPECT_EQ(a.status, ctr::Status::kMappingAbsent);
-  EXPECT_EQ(a.source, "degraded-sidecar");
+  EXPECT_EQ(a.source, ctr::TimelineSource::kDegradedSidecar);
   EXPECT_EQ(a.events.size(), 3u);
   bool loud = false;
   for (const auto &w : a.warnings) loud |= w.find("DEGRADED") != std::string::npos;

@@ -93,6 +93,43 @@ struct IdentityCheck {
   std::string detail;
 };
 
+/* The closed sets of the Analysis; each name function gives the word the
+ * JSON document and the text use (docs/timeline-json.md). */
+
+/** How far a Location's symbols can be trusted: "raw" (no symbols: see
+ *  its note), "verified" (from a file whose build-id equals the core's),
+ *  "unverified-no-core-buildid" (--unverified-symbols). */
+enum class Verification { kRaw, kVerified, kUnverifiedNoCoreBuildId };
+std::string_view verification_name(Verification v) noexcept;
+
+/** What an address points into: "file", "anonymous", "unmapped". */
+enum class MappingKind { kUnmapped, kFile, kAnonymous };
+std::string_view mapping_kind_name(MappingKind k) noexcept;
+
+/** Where an event was read: "core" (the ring in the core) or "sidecar". */
+enum class Origin { kCore, kSidecar };
+std::string_view origin_name(Origin o) noexcept;
+
+/** How a ring was found: "nt_file" (its memfd in NT_FILE), "magic_scan"
+ *  (the "CTLN" magic in a writable segment), "sidecar". */
+enum class FoundBy { kNtFile, kMagicScan, kSidecar };
+std::string_view found_by_name(FoundBy f) noexcept;
+
+/** The note the crash's signal facts come from: "NT_SIGINFO" or
+ *  "NT_PRSTATUS". */
+enum class SignalNote { kSiginfo, kPrstatus };
+std::string_view signal_note_name(SignalNote n) noexcept;
+
+/** What the timeline was made from: none (no timeline), "core-only",
+ *  "core+sidecar", "degraded-sidecar". */
+enum class TimelineSource { kNone, kCoreOnly, kCoreAndSidecar, kDegradedSidecar };
+std::string_view timeline_source_name(TimelineSource s) noexcept;
+
+/** What became of a sidecar: none given (""), "ignored", "merged",
+ *  "degraded", "unusable", "refused". */
+enum class SidecarStatus { kNone, kIgnored, kMerged, kDegraded, kUnusable, kRefused };
+std::string_view sidecar_status_name(SidecarStatus s) noexcept;
+
 /** Where a code address lies, from the core; plus symbols when verified. */
 struct Location {
   std::uint64_t address = 0;
@@ -104,10 +141,7 @@ struct Location {
   std::uint64_t function_offset = 0;
   std::string source_file;
   int line = 0;
-  /** "verified" (symbols from a file whose build-id equals the core's),
-   *  "unverified-no-core-buildid" (--unverified-symbols), or "raw" (no
-   *  symbols: see note). */
-  std::string verification = "raw";
+  Verification verification = Verification::kRaw;
   std::string note;
   bool mapping_changed = false;  /**< the event's mmap_generation and the
                                       ring's at the crash are both known
@@ -116,8 +150,8 @@ struct Location {
 
 /** What an address (a pointer argument) points into, from the core. */
 struct AddressMapping {
-  std::string kind;         /**< "file", "anonymous", "unmapped" */
-  std::string path;         /**< for "file" (untrusted bytes) */
+  MappingKind kind = MappingKind::kUnmapped;
+  std::string path;         /**< for kFile (untrusted bytes) */
   std::string note;         /**< e.g. "stack of tid 7124" */
   std::uint64_t start = 0, end = 0;
   std::string perms;        /**< "rwx" letters from p_flags, '-' if absent */
@@ -162,13 +196,13 @@ struct Event {
   std::vector<std::uint8_t> inline_bytes;  /**< inline_len bytes */
   std::optional<AddressMapping> pointer;   /**< for pointer arguments */
   std::optional<CrashSlot> crash;          /**< kind CRASH */
-  std::string source = "core";   /**< "core" or "sidecar" */
+  Origin source = Origin::kCore;
 };
 
 struct RingReport {
   enum class State { kValid, kAbsent, kInvalid, kForeign };
   std::uint32_t index = 0;
-  std::string found_by;          /**< "nt_file", "magic_scan", "sidecar" */
+  FoundBy found_by = FoundBy::kNtFile;
   std::uint64_t address = 0;
   std::uint64_t mapping_size = 0;
   std::string mapping_name;      /**< NT_FILE path, "" if none */
@@ -195,7 +229,7 @@ struct CrashFacts {
   std::uint64_t pc = 0, sp = 0;
   std::optional<Location> location;            /**< of pc */
   bool ring_slot = false;        /**< a CRASH event is in a ring */
-  std::string source;            /**< "NT_SIGINFO", "NT_PRSTATUS" */
+  SignalNote source = SignalNote::kPrstatus;
 };
 
 struct ProcessFacts {
@@ -217,8 +251,7 @@ struct MagicMiss {
 struct Analysis {
   Status status = Status::kCoreUnreadable;
   std::string reason;            /**< one line for stderr when status != ok */
-  std::string source;            /**< "core-only", "core+sidecar",
-                                      "degraded-sidecar", "" (none) */
+  TimelineSource source = TimelineSource::kNone;
   std::string core_path;
   std::uint64_t core_size = 0;
   bool core_truncated = false;
@@ -230,8 +263,7 @@ struct Analysis {
   std::vector<MagicMiss> magic_rejected;  /**< "CTLN" that did not validate */
   std::uint64_t magic_rejected_total = 0;
   std::optional<std::string> sidecar_path;
-  std::string sidecar_status;    /**< "", "ignored", "merged", "degraded",
-                                      "unusable", "refused" */
+  SidecarStatus sidecar_status = SidecarStatus::kNone;
   std::string sidecar_detail;
   /** True when events were dropped, overwritten, torn, lost to truncation
    *  or a counter is inconsistent, or when a cut-off core cannot tell
