@@ -254,6 +254,19 @@ bool has_before_die_1001(const json &doc) {
   return false;
 }
 
+// The a-path as docs/design.md states it, every event but the lane claims:
+// REQ_PARSE(41), FREE, BEFORE_DIE(1001), CRASH.
+std::vector<std::string> a_path_events(const json &doc) {
+  std::vector<std::string> out;
+  for (const auto &ev : doc.value("events", json::array())) {
+    const std::string name = ev.value("name", "");
+    if (name == "LANE_CLAIM") continue;
+    const bool user = ev.value("kind", "") == "USER";
+    out.push_back(user && ev.contains("args") && !ev["args"].empty() ? name + "/" + ev["args"][0].dump() : name);
+  }
+  return out;
+}
+
 // ---- tests ------------------------------------------------------------------
 
 // Guards against: an extraction path (zstd, lz4, xz, uncompressed) that only
@@ -296,6 +309,10 @@ TEST(DaemonFromJournalFiles, ACoreThatIsGoneIsCoreMissing) {
   EXPECT_EQ(doc["status"], "core_missing");
   EXPECT_NE(doc["reason"].get<std::string>().find("is gone"), std::string::npos) << doc["reason"];
   EXPECT_FALSE(doc.contains("events"));
+  // Where there is no core to put it next to, it goes to the state directory.
+  EXPECT_NE(tl[0].find("/state/timelines/"), std::string::npos) << tl[0];
+  EXPECT_EQ(doc["coredump"]["storage"], "external");
+  EXPECT_EQ(doc["coredump"]["core_file"], get(e, "COREDUMP_FILENAME"));
 }
 
 // Guards against: Storage=journal (the core in the entry's COREDUMP= field,
@@ -311,10 +328,17 @@ TEST(DaemonFromJournalFiles, StorageJournalReadsTheCoreFromTheEntry) {
   const auto tl = s.timelines();
   ASSERT_EQ(tl.size(), 1u) << s.log();
   EXPECT_NE(tl[0].find("/state/timelines/"), std::string::npos) << tl[0];
+  // Named as systemd-coredump would have named the file.
+  EXPECT_EQ(fs::path(tl[0]).filename().string(), "core.crash_demo.0." + get(e, "_BOOT_ID") + "." +
+                                                     get(e, "COREDUMP_PID") + "." + get(e, "COREDUMP_TIMESTAMP") +
+                                                     ".timeline.json");
   const json doc = read_json(tl[0]);
   EXPECT_EQ(doc["status"], "ok");
   EXPECT_EQ(doc["coredump"]["storage"], "journal");
+  EXPECT_TRUE(doc["coredump"]["core_file"].is_null());
   EXPECT_TRUE(has_before_die_1001(doc)) << doc["text"];
+  EXPECT_EQ(a_path_events(doc), (std::vector<std::string>{"REQ_PARSE/41", "FREE", "BEFORE_DIE/1001", "CRASH"}))
+      << doc["text"];
   EXPECT_FALSE(doc["coredump"]["fields"].contains("COREDUMP")) << "the core itself is not copied into the document";
 }
 

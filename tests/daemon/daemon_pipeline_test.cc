@@ -6,10 +6,12 @@
 // the daemon with its own state and output directories, crashes things,
 // reads what the daemon wrote (files, and its journal entries through
 // sd-journal), and stops it (tests/support/daemon_harness.h).
+// daemon_journal_test covers what needs no kernel crash (each compression,
+// Storage=journal, a missing core, forged and malformed entries, the saved
+// cursor) from real journal files; the tests here are end to end.
 //
-// Machine-wide settings a test changes (a coredump.conf drop-in,
-// kernel.core_pipe_limit) are restored by RAII guards, also when the test
-// fails.  Needs root.
+// The machine-wide setting a test changes (kernel.core_pipe_limit) is
+// restored by an RAII guard, also when the test fails.  Needs root.
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -212,27 +214,6 @@ void expect_a_path(const json &doc) {
   }
   EXPECT_TRUE(req41 && die1001);
 }
-
-// RAII: a drop-in for systemd-coredump, removed at the end of the scope.
-class CoredumpDropIn {
- public:
-  explicit CoredumpDropIn(const std::string &text) {
-    const std::string dir = "/etc/systemd/coredump.conf.d";
-    made_dir_ = !fs::exists(dir);
-    fs::create_directories(dir);
-    path_ = dir + "/ct-daemon-test-" + std::to_string(getpid()) + ".conf";
-    std::ofstream(path_) << text;
-  }
-  ~CoredumpDropIn() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-    if (made_dir_) fs::remove("/etc/systemd/coredump.conf.d", ec);  // only if empty
-  }
-
- private:
-  std::string path_;
-  bool made_dir_ = false;
-};
 
 // What the descriptors of `pid` point to (readlink of /proc/PID/fd/*).
 std::vector<std::string> fd_targets(pid_t pid) {
@@ -565,50 +546,9 @@ TEST_F(DaemonPipeline, DecoderThatCannotRunMakesUndecodableAndTheDaemonGoesOn) {
 }
 
 // ---- where the core is ---------------------------------------------------------
-
-TEST_F(DaemonPipeline, StorageJournalIsDecodedFromTheJournalField) {
-  daemon.start();
-  Crash c;
-  {
-    CoredumpDropIn dropin("[Coredump]\nStorage=journal\n");
-    c = crash({CT_CRASH_DEMO, "--path=a"});
-    // Keep the drop-in until systemd-coredump has read it for this crash.
-    auto e = ct::test::wait_for_coredump_entry(c.pid, std::chrono::system_clock::time_point(
-                                                          std::chrono::microseconds(c.not_before_usec)));
-    EXPECT_EQ(e.count("COREDUMP_FILENAME"), 0u) << "the drop-in did not take effect";
-  }
-  Timeline t = wait_timeline(daemon, c.pid);
-  EXPECT_EQ(fs::path(t.path).parent_path(), fs::path(daemon.state_dir() + "/timelines"));
-  EXPECT_EQ(fs::path(t.path).filename().string(), "core.crash_demo.0." + boot_id() + "." + std::to_string(c.pid) + "." +
-                                                       t.doc["coredump"]["fields"]["COREDUMP_TIMESTAMP"].get<std::string>() +
-                                                       ".timeline.json");
-  EXPECT_EQ(t.doc["status"], "ok");
-  EXPECT_EQ(t.doc["coredump"]["storage"], "journal");
-  EXPECT_TRUE(t.doc["coredump"]["core_file"].is_null());
-  expect_a_path(t.doc);
-  EXPECT_EQ(daemon.stop(), 0);
-}
-
-TEST_F(DaemonPipeline, CoreDeletedBeforeExtractionIsCoreMissingAfterAResume) {
-  // Start once so that a cursor is saved, stop, crash, delete the core,
-  // start again: the daemon resumes after its cursor and finds the core
-  // gone.
-  daemon.start();
-  EXPECT_EQ(daemon.stop(), 0);
-  ASSERT_TRUE(fs::exists(daemon.state_dir() + "/cursor"));
-  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
-  auto e = ct::test::wait_for_coredump_entry(
-      c.pid, std::chrono::system_clock::time_point(std::chrono::microseconds(c.not_before_usec)));
-  ASSERT_TRUE(e.count("COREDUMP_FILENAME"));
-  ASSERT_EQ(unlink(e["COREDUMP_FILENAME"].c_str()), 0);
-  daemon.start();
-  Timeline t = wait_timeline(daemon, c.pid);
-  EXPECT_EQ(t.doc["status"], "core_missing");
-  EXPECT_EQ(t.doc["coredump"]["storage"], "external");
-  EXPECT_EQ(t.doc["coredump"]["core_file"], e["COREDUMP_FILENAME"]);
-  EXPECT_EQ(fs::path(t.path).parent_path(), fs::path(daemon.state_dir() + "/timelines"));
-  EXPECT_EQ(daemon.stop(), 0);
-}
+//
+// Storage=journal and a core gone before its extraction are
+// daemon_journal_test's (real journal files, without the pipeline).
 
 // The daemon names a timeline as soon as it is written and fsyncs it before
 // it saves the journal cursor past its entry (daemon.h, step 5).  A power
