@@ -14,12 +14,9 @@
 // restored by an RAII guard, also when the test fails.  Needs root.
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <systemd/sd-journal.h>
