@@ -121,6 +121,7 @@ Spawned spawn_impl(const std::vector<std::string> &argv, const ProcessOptions &o
   }
   if (pid == 0) {
     g_child_error_fd = errp[1];
+    if (opts.own_process_group && setpgid(0, 0) < 0) child_failed("cannot make a process group of its own");
     redirect(opts.in, 0, -1);
     redirect(opts.out, 1, outp[1]);
     redirect(opts.err, 2, errpipe[1]);
@@ -193,7 +194,7 @@ Ran run(const std::vector<std::string> &argv, const ProcessOptions &opts) {
   }
   const auto deadline = opts.timeout ? Clock::now() + *opts.timeout : Clock::time_point::max();
   auto abandon = [&] {
-    kill(s.pid, SIGKILL);
+    kill(opts.own_process_group ? -s.pid : s.pid, SIGKILL);
     while (waitpid(s.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     close_fd(s.out);
@@ -230,7 +231,7 @@ Ran run(const std::vector<std::string> &argv, const ProcessOptions &opts) {
     if (n == 0 && opts.timeout && !r.timed_out && Clock::now() >= deadline) {
       // Killed; what it printed so far is still read, but not what a
       // descendant that holds the pipes prints later.
-      kill(s.pid, SIGKILL);
+      kill(opts.own_process_group ? -s.pid : s.pid, SIGKILL);
       r.timed_out = true;
       continue;
     }

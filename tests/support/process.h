@@ -55,6 +55,9 @@ struct ProcessOptions {
   std::vector<std::string> unset_env;
   std::function<void()> in_child;
   bool search_path = false;
+  // The child leads a process group of its own, and a timeout kills the
+  // whole group (what it forked too).
+  bool own_process_group = false;
   // run(): the child is killed (SIGKILL) once it has run this long; Ran
   // says so.  None: run() waits as long as it takes.
   std::optional<std::chrono::milliseconds> timeout;
