@@ -35,6 +35,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon_harness.h"
 #include "process.h"
 
 namespace {
@@ -159,6 +160,15 @@ class Scratch {
     for (const char *d : {"journal", "coredump", "out", "state"}) fs::create_directories(root_ + "/" + d);
     fs::permissions(root_, fs::perms(0755));
     spit(path("empty.conf"), "");  // not the machine's configuration
+    ct::test::DaemonHarness::Options o;
+    o.binary = CT_DAEMON_BIN;
+    o.root = root_;
+    o.first_start = "all";
+    o.log_target = "stderr";
+    o.log_level = "debug";
+    o.tlmap_dir = CT_TLMAP_DIR;
+    o.config = path("empty.conf");
+    daemon_.emplace(o);
   }
   ~Scratch() {
     std::error_code ec;
@@ -177,29 +187,25 @@ class Scratch {
 
   // core-timelined --once over journal/; its log is kept in log().
   ct::test::Ran run_daemon() {
-    const auto r = run({CT_DAEMON_BIN, "--once", "--first-start", "all", "--journal-directory", path("journal"),
-                        "--coredump-dir", path("coredump"), "--output-dir", path("out"), "--state-dir",
-                        path("state"), "--tlmap-dir", CT_TLMAP_DIR, "--config", path("empty.conf"),
-                        "--log-target", "stderr", "--log-level", "debug"});
-    log_ += output_of(r);
-    return r;
+    return daemon_->run_once({"--journal-directory", path("journal"), "--coredump-dir", path("coredump")});
   }
-  const std::string &log() const { return log_; }
+  std::string log() const { return daemon_->log(); }
 
   // The timelines written, by file name.
   std::vector<std::string> timelines() const {
     std::vector<std::string> names;
-    for (const char *d : {"out", "state/timelines"}) {
-      if (!fs::exists(path(d))) continue;
-      for (const auto &e : fs::directory_iterator(path(d)))
+    for (const auto &d : daemon_->timeline_dirs()) {
+      if (!fs::exists(d)) continue;
+      for (const auto &e : fs::directory_iterator(d))
         if (e.path().filename().string().ends_with(".timeline.json")) names.push_back(e.path().string());
     }
     return names;
   }
 
  private:
-  std::string root_, log_;
+  std::string root_;
   int files_ = 0;
+  std::optional<ct::test::DaemonHarness> daemon_;
 };
 
 // The committed entry, sent as this machine's systemd-coredump would send

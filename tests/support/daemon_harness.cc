@@ -20,8 +20,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "process.h"
-
 namespace ct::test {
 namespace {
 
@@ -96,14 +94,7 @@ void DaemonHarness::start(const std::vector<std::string> &extra, const std::map<
     kill_now();
     fail("core-timelined started while the previous one (pid " + std::to_string(old) + ") still ran; killed it");
   }
-  std::vector<std::string> args{opts_.binary, "--state-dir", state_, "--first-start", opts_.first_start};
-  if (!out_.empty()) args.insert(args.end(), {"--output-dir", out_});
-  if (!opts_.log_target.empty()) args.insert(args.end(), {"--log-target", opts_.log_target});
-  if (!opts_.log_level.empty()) args.insert(args.end(), {"--log-level", opts_.log_level});
-  if (!opts_.tlmap_dir.empty()) args.insert(args.end(), {"--tlmap-dir", opts_.tlmap_dir});
-  if (!opts_.config.empty()) args.insert(args.end(), {"--config", opts_.config});
-  args.insert(args.end(), extra.begin(), extra.end());
-
+  const std::vector<std::string> args = arguments(extra);
   ProcessOptions po;
   po.in = Stream::null();
   po.out = Stream::append(log_);
@@ -129,6 +120,29 @@ void DaemonHarness::start(const std::vector<std::string> &extra, const std::map<
   }
   fail("core-timelined did not report READY=1 within " + std::to_string(opts_.ready_timeout.count()) +
        " ms; its log:\n" + log_tail());
+}
+
+std::vector<std::string> DaemonHarness::arguments(const std::vector<std::string> &extra) const {
+  std::vector<std::string> args{opts_.binary, "--state-dir", state_, "--first-start", opts_.first_start};
+  if (!out_.empty()) args.insert(args.end(), {"--output-dir", out_});
+  if (!opts_.log_target.empty()) args.insert(args.end(), {"--log-target", opts_.log_target});
+  if (!opts_.log_level.empty()) args.insert(args.end(), {"--log-level", opts_.log_level});
+  if (!opts_.tlmap_dir.empty()) args.insert(args.end(), {"--tlmap-dir", opts_.tlmap_dir});
+  if (!opts_.config.empty()) args.insert(args.end(), {"--config", opts_.config});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+Ran DaemonHarness::run_once(const std::vector<std::string> &extra) {
+  if (pid_ > 0) fail("core-timelined --once while the one started before (pid " + std::to_string(pid_) + ") runs");
+  std::vector<std::string> args = arguments(extra);
+  args.push_back("--once");
+  ProcessOptions po;
+  po.in = Stream::null();
+  po.out = Stream::append(log_);
+  po.err = Stream::to_stdout();
+  po.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_*"};
+  return run(args, po);
 }
 
 int DaemonHarness::stop() {

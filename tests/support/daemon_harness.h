@@ -32,6 +32,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "process.h"
+
 namespace ct::test {
 
 // This boot's id, as systemd writes it (32 hex digits, no dashes).
@@ -85,6 +87,10 @@ class DaemonHarness {
   // still runs (that one is killed: it would take the next crashes).
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {});
 
+  // Runs it with --once instead (it handles the entries there are, then
+  // exits), its stdout and stderr appended to the log; how it ended.
+  Ran run_once(const std::vector<std::string> &extra = {});
+
   // SIGTERM, then its exit status: WEXITSTATUS; -1 if a signal ended it
   // or it had to be killed after stop_timeout; -2 if it was not running.
   int stop();
@@ -122,6 +128,7 @@ class DaemonHarness {
   std::size_t files_of(pid_t pid) const;
 
  private:
+  std::vector<std::string> arguments(const std::vector<std::string> &extra) const;
   Options opts_;
   std::string state_, out_, log_, notify_path_;
   int notify_fd_ = -1;
