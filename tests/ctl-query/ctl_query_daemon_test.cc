@@ -91,7 +91,6 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   ct::test::DaemonHarness::Options opts;
   opts.binary = CT_DAEMON;
   opts.root = root;
-  opts.first_start = "new";
   opts.log_target = "stderr";
   opts.tlmap_dir = tlmaps;
   opts.config = config;

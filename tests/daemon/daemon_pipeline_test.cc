@@ -78,7 +78,6 @@ ct::test::DaemonHarness::Options daemon_options(const std::string &root) {
   ct::test::DaemonHarness::Options o;
   o.binary = CT_DAEMON_BIN;
   o.root = root;
-  o.first_start = "new";
   o.log_target = "both";
   o.log_level = "debug";
   o.tlmap_dir = CT_TLMAP_DIR;
