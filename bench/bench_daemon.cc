@@ -35,10 +35,8 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/inotify.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <systemd/sd-journal.h>
@@ -69,6 +67,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_stats.h"
+#include "daemon_harness.h"
+#include "process.h"
 
 #ifndef CT_PIPELINE_SCRIPT
 #define CT_PIPELINE_SCRIPT ""
@@ -78,12 +78,14 @@
 #define SYS_pidfd_open 434
 #endif
 
-extern char **environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+using ct::test::boot_id;
+using ct::test::read_text;
 
 constexpr const char kCoredumpMessageId[] = "fc2e22bc6ee647b6b90729ab34a250b1";
 constexpr const char kPipeLimitPath[] = "/proc/sys/kernel/core_pipe_limit";
@@ -92,24 +94,10 @@ constexpr const char kCoredumpDir[] = "/var/lib/systemd/coredump";
 // ---- signals: stop cleanly, restore the machine first --------------------
 
 volatile sig_atomic_t g_stop = 0;
-volatile sig_atomic_t g_limit_changed = 0;
-char g_limit_saved[32];
-std::size_t g_limit_saved_len = 0;
-
-void restore_limit_raw() {  // async-signal-safe
-  int fd = open(kPipeLimitPath, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t w = write(fd, g_limit_saved, g_limit_saved_len);
-  (void)w;
-  close(fd);
-}
 
 extern "C" void on_signal(int) {
   g_stop = 1;
-  if (g_limit_changed) {
-    restore_limit_raw();
-    g_limit_changed = 0;
-  }
+  ct::test::CorePipeLimit::restore_from_signal_handler();
 }
 
 struct Interrupted : std::runtime_error {
@@ -140,19 +128,8 @@ std::int64_t clock_us(clockid_t c) {
 std::int64_t mono_us() { return clock_us(CLOCK_MONOTONIC); }
 std::int64_t real_us() { return clock_us(CLOCK_REALTIME); }
 
-std::string read_text(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), {});
-}
-
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string boot_id() {
-  std::string s = trim(read_text("/proc/sys/kernel/random/boot_id"));
-  std::erase(s, '-');
   return s;
 }
 
@@ -176,42 +153,20 @@ struct Timed {
 
 bool exited_ok(int st) { return WIFEXITED(st) && WEXITSTATUS(st) == 0; }
 
-// Reaps `pid`; a signal to us kills it and throws.
-int reap(pid_t pid) {
-  int st = 0;
-  for (;;) {
-    if (waitpid(pid, &st, 0) == pid) return st;
-    if (errno != EINTR) fail("waitpid: " + std::string(std::strerror(errno)));
-    if (g_stop) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      throw Interrupted();
-    }
-  }
-}
-
 // Runs argv ($PATH lookup) with stdout to `out` and stderr to `err`, timed
-// from just before fork to waitpid's return.
+// from just before fork to waitpid's return; a signal to us kills it and
+// throws.
 Timed run_timed(const std::vector<std::string> &argv, const std::string &out, const std::string &err) {
-  std::vector<char *> a;
-  for (const auto &s : argv) a.push_back(const_cast<char *>(s.c_str()));
-  a.push_back(nullptr);
+  ct::test::ProcessOptions po;
+  po.in = ct::test::Stream::null();
+  po.out = ct::test::Stream::file(out, 0600);
+  po.err = ct::test::Stream::file(err, 0600);
+  po.search_path = true;
+  po.on_interrupt = check_stop;
   const std::int64_t t0 = mono_us();
-  pid_t pid = fork();
-  if (pid < 0) fail("fork: " + std::string(std::strerror(errno)));
-  if (pid == 0) {
-    int in = open("/dev/null", O_RDONLY);
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || o < 0 || e < 0) _exit(126);
-    dup2(in, 0);
-    dup2(o, 1);
-    dup2(e, 2);
-    execvp(a[0], a.data());
-    _exit(127);
-  }
+  const ct::test::Ran r = ct::test::run(argv, po);
   Timed t;
-  t.status = reap(pid);
+  t.status = r.wait_status;
   t.ms = static_cast<double>(mono_us() - t0) / 1000.0;
   return t;
 }
@@ -240,130 +195,6 @@ std::string tool_name(const std::string &stored) {
 
 struct Plain {
   double c1 = 0, c2 = 0, c3 = 0;
-};
-
-// ---- core-timelined -------------------------------------------------------------
-
-class Daemon {
- public:
-  Daemon(std::string bin, std::string root) : bin_(std::move(bin)), root_(std::move(root)) {}
-  Daemon(const Daemon &) = delete;
-  Daemon &operator=(const Daemon &) = delete;
-  ~Daemon() {
-    try {
-      stop();
-    } catch (...) {
-    }
-    if (notify_fd_ >= 0) close(notify_fd_);
-  }
-
-  void start(const std::vector<std::string> &extra) {
-    notify_path_ = root_ + "/notify";
-    notify_fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    std::strncpy(sa.sun_path, notify_path_.c_str(), sizeof sa.sun_path - 1);
-    if (bind(notify_fd_, reinterpret_cast<sockaddr *>(&sa), sizeof sa) < 0)
-      fail("bind " + notify_path_ + ": " + std::strerror(errno));
-    log_ = root_ + "/daemon.log";
-    std::vector<std::string> args{bin_};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<std::string> envs;
-    for (char **e = environ; *e; ++e)
-      if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0 && std::strncmp(*e, "WATCHDOG_", 9) != 0) envs.emplace_back(*e);
-    envs.push_back("NOTIFY_SOCKET=" + notify_path_);
-    std::vector<char *> a, e;
-    for (auto &s : args) a.push_back(s.data());
-    a.push_back(nullptr);
-    for (auto &s : envs) e.push_back(s.data());
-    e.push_back(nullptr);
-    int logfd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (logfd < 0) fail("open " + log_);
-    pid_ = fork();
-    if (pid_ == 0) {
-      int in = open("/dev/null", O_RDONLY);
-      dup2(in, 0);
-      dup2(logfd, 1);
-      dup2(logfd, 2);
-      execve(a[0], a.data(), e.data());
-      _exit(127);
-    }
-    close(logfd);
-    const std::int64_t deadline = mono_us() + 15 * 1000000;
-    while (mono_us() < deadline) {
-      check_stop();
-      pollfd p{notify_fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) > 0) {
-        char buf[4096];
-        ssize_t n = recv(notify_fd_, buf, sizeof buf, 0);
-        if (n > 0 && std::string(buf, static_cast<std::size_t>(n)).find("READY=1") != std::string::npos) return;
-      }
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        fail("core-timelined exited before READY=1; its log:\n" + read_text(log_));
-      }
-    }
-    fail("core-timelined did not report READY=1 within 15 s; its log:\n" + read_text(log_));
-  }
-
-  // SIGTERM; the exit status, -1 if it had to be killed after 10 s.
-  int stop() {
-    if (pid_ <= 0) return exit_;
-    kill(pid_, SIGTERM);
-    const std::int64_t deadline = mono_us() + 10 * 1000000;
-    int st = 0;
-    while (mono_us() < deadline) {
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        exit_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        return exit_;
-      }
-      usleep(10000);
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-    exit_ = -1;
-    return exit_;
-  }
-
-  const std::string &log() const { return log_; }
-
- private:
-  std::string bin_, root_, notify_path_, log_;
-  int notify_fd_ = -1;
-  pid_t pid_ = -1;
-  int exit_ = -2;
-};
-
-// ---- kernel.core_pipe_limit for the storm ------------------------------
-
-class CorePipeLimit {
- public:
-  explicit CorePipeLimit(int at_least) {
-    const std::string old = trim(read_text(kPipeLimitPath));
-    before_ = std::stoi(old);
-    if (before_ >= at_least) return;
-    const std::string saved = old + "\n";
-    std::memcpy(g_limit_saved, saved.data(), std::min(saved.size(), sizeof g_limit_saved));
-    g_limit_saved_len = std::min(saved.size(), sizeof g_limit_saved);
-    g_limit_changed = 1;
-    std::ofstream(kPipeLimitPath) << std::max(at_least, 64) << "\n";
-    now_ = std::max(at_least, 64);
-  }
-  ~CorePipeLimit() {
-    if (g_limit_changed) {
-      restore_limit_raw();
-      g_limit_changed = 0;
-    }
-  }
-  CorePipeLimit(const CorePipeLimit &) = delete;
-  CorePipeLimit &operator=(const CorePipeLimit &) = delete;
-  int before() const { return before_; }
-  int now() const { return now_ ? now_ : before_; }
-
- private:
-  int before_ = 0, now_ = 0;
 };
 
 // ---- crashers, deaths and timelines ------------------------------------
@@ -803,7 +634,7 @@ struct CaseResult {
 
 class Bench {
  public:
-  Bench(const Config &cfg, Workspace &ws, TimelineWatch &watch, Daemon &daemon)
+  Bench(const Config &cfg, Workspace &ws, TimelineWatch &watch, ct::test::DaemonHarness &daemon)
       : cfg_(cfg), ws_(ws), watch_(watch), daemon_(daemon) {}
 
   Plain plain_tools(const std::string &stored, pid_t pid) {
@@ -839,7 +670,7 @@ class Bench {
       auto cs = spawn_crashers(argv, 1);
       std::map<pid_t, Arrival> got;
       std::map<pid_t, std::int64_t> woke;
-      wait_deaths_and_timelines(cs, watch_, got, jw, woke, cfg_.timeout_s, daemon_.log());
+      wait_deaths_and_timelines(cs, watch_, got, jw, woke, cfg_.timeout_s, daemon_.log_path());
       const Crasher &c = cs[0];
       if (!WIFSIGNALED(c.status) || !WCOREDUMP(c.status))
         fail(name + ": pid " + std::to_string(c.pid) + " did not die with a core (wait status " +
@@ -871,7 +702,9 @@ class Bench {
   Storm storm(const std::vector<std::string> &argv, int n) {
     Storm st;
     st.n = n;
-    CorePipeLimit limit(n);
+    // Room for the n and for a crash elsewhere meanwhile (systemd's 16
+    // would make the kernel drop cores); put back as it was, also on SIGINT.
+    ct::test::CorePipeLimit limit(std::max(n, 64));
     st.limit_before = limit.before();
     st.limit_used = limit.now();
     sync();
@@ -880,7 +713,7 @@ class Bench {
     auto cs = spawn_crashers(argv, n);
     std::map<pid_t, Arrival> got;
     std::map<pid_t, std::int64_t> woke;
-    wait_deaths_and_timelines(cs, watch_, got, jw, woke, cfg_.timeout_s, daemon_.log());
+    wait_deaths_and_timelines(cs, watch_, got, jw, woke, cfg_.timeout_s, daemon_.log_path());
     std::set<pid_t> pids;
     for (const auto &c : cs) {
       if (!WCOREDUMP(c.status)) {
@@ -972,7 +805,7 @@ class Bench {
   const Config &cfg_;
   Workspace &ws_;
   TimelineWatch &watch_;
-  Daemon &daemon_;
+  ct::test::DaemonHarness &daemon_;
 };
 
 std::string loadavg() { return trim(read_text("/proc/loadavg")); }
@@ -1038,14 +871,18 @@ int run(const Config &cfg) {
   std::ofstream(ws.path + "/core-timelined.conf") << "# bench_daemon: defaults only\n";
 
   TimelineWatch watch(out);
-  Daemon daemon(daemon_bin, ws.path);
-  std::vector<std::string> args{"--config", ws.path + "/core-timelined.conf", "--state-dir", ws.path + "/state",
-                                "--first-start", "new", "--tlmap-dir", bin};
-  if (!cfg.next_to_core) {
-    args.push_back("--output-dir");
-    args.push_back(out);
-  }
-  daemon.start(args);
+  ct::test::DaemonHarness::Options dopts;
+  dopts.binary = daemon_bin;
+  dopts.root = ws.path;
+  dopts.output_dir = !cfg.next_to_core;
+  dopts.first_start = "new";
+  dopts.config = ws.path + "/core-timelined.conf";
+  dopts.tlmap_dir = bin;
+  dopts.stop_timeout = std::chrono::seconds(10);
+  dopts.on_wait = check_stop;
+  ct::test::DaemonHarness daemon(dopts);
+  if (!cfg.next_to_core && daemon.output_dir() != out) fail("the daemon's output directory is not " + out);
+  daemon.start();
   watch.watch_cursor(ws.path + "/state");
   const std::string load_start = loadavg();
 

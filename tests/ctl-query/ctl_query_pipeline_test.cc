@@ -39,7 +39,6 @@
 namespace {
 
 using json = nlohmann::ordered_json;
-using ct::test::ctlq::ProcessResult;
 using ct::test::ctlq::TestTimeline;
 namespace fs = std::filesystem;
 
@@ -144,20 +143,22 @@ class CtlQuery : public ::testing::Test {
   static std::uint64_t crash_usec(Which w) { return std::stoull(field(w, "COREDUMP_TIMESTAMP")); }
 
   // ctl-query -D <the documents> ARGS...
-  static ProcessResult query(std::vector<std::string> args, const std::function<void()> &in_child = {}) {
+  static ct::test::Ran query(std::vector<std::string> args, const std::function<void()> &in_child = {}) {
     args.insert(args.begin(), {CT_CTL_QUERY, "-D", dir_});
-    return ct::test::ctlq::run_process(args, in_child);
+    ct::test::ProcessOptions o;
+    o.in_child = in_child;
+    return ct::test::run(args, o);
   }
 
   // The data lines of a list or events output (without the header).
-  static std::vector<std::string> rows(const ProcessResult &r) {
+  static std::vector<std::string> rows(const ct::test::Ran &r) {
     auto l = lines_of(r.out);
     if (!l.empty() && l[0].rfind("TIME", 0) == 0) l.erase(l.begin());
     return l;
   }
 
   // Which crashes a list output shows, by pid, in output order.
-  static std::vector<Which> listed(const ProcessResult &r) {
+  static std::vector<Which> listed(const ct::test::Ran &r) {
     std::vector<Which> out;
     for (const auto &line : rows(r)) {
       std::istringstream in(line);
@@ -188,8 +189,8 @@ TEST_F(CtlQuery, TheDocumentsAreWhatTheReaderFound) {
 }
 
 TEST_F(CtlQuery, ListShowsOneLinePerCrashInTimeOrder) {
-  ProcessResult r = query({"list"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ct::test::Ran r = query({"list"});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_EQ(r.err, "");
   auto l = lines_of(r.out);
   ASSERT_EQ(l.size(), 5u) << r.out;
@@ -210,13 +211,13 @@ TEST_F(CtlQuery, ListShowsOneLinePerCrashInTimeOrder) {
   EXPECT_TRUE(contains(l[1 + kPathB], "BEFORE_DIE arg=2002")) << l[1 + kPathB];
   EXPECT_EQ(l[1 + kNoLib].substr(l[1 + kNoLib].size() - 2), " -") << l[1 + kNoLib];
   // --no-legend drops the header only.
-  ProcessResult bare = query({"list", "--no-legend"});
+  ct::test::Ran bare = query({"list", "--no-legend"});
   EXPECT_EQ(lines_of(bare.out), std::vector<std::string>(l.begin() + 1, l.end()));
 }
 
 TEST_F(CtlQuery, ListJsonIsOneObjectPerLine) {
-  ProcessResult r = query({"--json", "list"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ct::test::Ran r = query({"--json", "list"});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   auto l = lines_of(r.out);
   ASSERT_EQ(l.size(), 4u) << r.out;
   for (Which w : {kPathA, kPathB, kNoLib, kAbsent}) {
@@ -242,39 +243,39 @@ TEST_F(CtlQuery, ListJsonIsOneObjectPerLine) {
 }
 
 TEST_F(CtlQuery, ShowPrintsTheStoredTextOfTheNewestMatch) {
-  ProcessResult a = query({"show", pid(kPathA)});
-  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ct::test::Ran a = query({"show", pid(kPathA)});
+  ASSERT_EQ(a.exit_code(), 0) << a.err;
   EXPECT_EQ(a.out, doc(kPathA)["text"].get<std::string>());
   EXPECT_TRUE(contains(a.out, "BEFORE_DIE")) << a.out;
   EXPECT_TRUE(contains(a.out, "arg=1001")) << a.out;
   EXPECT_FALSE(contains(a.out, "arg=2002")) << a.out;
 
   // No match argument: the newest of all, and a note that others match.
-  ProcessResult newest = query({"show"});
-  ASSERT_EQ(newest.exit_code, 0) << newest.err;
+  ct::test::Ran newest = query({"show"});
+  ASSERT_EQ(newest.exit_code(), 0) << newest.err;
   EXPECT_EQ(newest.out, doc(kAbsent)["text"].get<std::string>());
   EXPECT_TRUE(contains(newest.err, "4 timelines match; showing the newest")) << newest.err;
 
   // crash_demo matches a, b and the mapping-absent one: the newest wins.
-  ProcessResult by_comm = query({"show", "crash_demo"});
+  ct::test::Ran by_comm = query({"show", "crash_demo"});
   EXPECT_EQ(by_comm.out, doc(kAbsent)["text"].get<std::string>());
-  ProcessResult ok_only = query({"show", "status=ok"});
+  ct::test::Ran ok_only = query({"show", "status=ok"});
   EXPECT_EQ(ok_only.out, doc(kPathB)["text"].get<std::string>());
 
   // --json: the stored document.
-  ProcessResult js = query({"show", "--json", pid(kPathB)});
-  ASSERT_EQ(js.exit_code, 0) << js.err;
+  ct::test::Ran js = query({"show", "--json", pid(kPathB)});
+  ASSERT_EQ(js.exit_code(), 0) << js.err;
   EXPECT_EQ(json::parse(js.out), doc(kPathB));
 
-  ProcessResult none = query({"show", "1"});
-  EXPECT_EQ(none.exit_code, 1);
+  ct::test::Ran none = query({"show", "1"});
+  EXPECT_EQ(none.exit_code(), 1);
   EXPECT_EQ(none.out, "");
   EXPECT_TRUE(contains(none.err, "no matching timelines")) << none.err;
 }
 
 TEST_F(CtlQuery, EventsFindsEventsAcrossTimelines) {
-  ProcessResult one = query({"events", "--name", "BEFORE_DIE", "--arg", "1001"});
-  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ct::test::Ran one = query({"events", "--name", "BEFORE_DIE", "--arg", "1001"});
+  ASSERT_EQ(one.exit_code(), 0) << one.err;
   auto l = rows(one);
   ASSERT_EQ(l.size(), 1u) << one.out;
   for (const std::string &s : {pid(kPathA), field(kPathA, "COREDUMP_EXE"), std::string("BEFORE_DIE"),
@@ -284,20 +285,20 @@ TEST_F(CtlQuery, EventsFindsEventsAcrossTimelines) {
     EXPECT_TRUE(contains(lines_of(one.out)[0], col));
 
   // Both paths, in time order; the same with the id in hex.
-  ProcessResult both = query({"events", "--name", "BEFORE_DIE"});
+  ct::test::Ran both = query({"events", "--name", "BEFORE_DIE"});
   l = rows(both);
   ASSERT_EQ(l.size(), 2u) << both.out;
   EXPECT_TRUE(contains(l[0], "arg=1001") && contains(l[0], " " + pid(kPathA) + " ")) << l[0];
   EXPECT_TRUE(contains(l[1], "arg=2002") && contains(l[1], " " + pid(kPathB) + " ")) << l[1];
   const std::uint64_t id = doc(kPathA)["events"][3]["id"];
-  ProcessResult by_id = query({"events", "--kind", "USER", "--id", "0x" + [&] {
+  ct::test::Ran by_id = query({"events", "--kind", "USER", "--id", "0x" + [&] {
                                  std::ostringstream h;
                                  h << std::hex << id;
                                  return h.str();
                                }()});
   EXPECT_EQ(rows(by_id).size(), 2u) << by_id.out;
 
-  ProcessResult js = query({"--json", "events", "--name", "BEFORE_DIE"});
+  ct::test::Ran js = query({"--json", "events", "--name", "BEFORE_DIE"});
   auto jl = lines_of(js.out);
   ASSERT_EQ(jl.size(), 2u);
   json first = json::parse(jl[0]), second = json::parse(jl[1]);
@@ -311,8 +312,8 @@ TEST_F(CtlQuery, EventsFindsEventsAcrossTimelines) {
   // The events of one timeline: as many as it stores.
   EXPECT_EQ(rows(query({"events", pid(kPathB)})).size(), doc(kPathB)["events"].size());
 
-  ProcessResult none = query({"events", "--name", "BEFORE_DIE", "--arg", "3003"});
-  EXPECT_EQ(none.exit_code, 1);
+  ct::test::Ran none = query({"events", "--name", "BEFORE_DIE", "--arg", "3003"});
+  EXPECT_EQ(none.exit_code(), 1);
   EXPECT_EQ(none.out, "");
 }
 
@@ -320,21 +321,21 @@ TEST_F(CtlQuery, MatchesAsCoredumpctlTakesThem) {
   EXPECT_EQ(listed(query({"list", pid(kPathB)})), (std::vector<Which>{kPathB}));
   // Same field: either; different fields: both.
   EXPECT_EQ(listed(query({"list", pid(kPathB), pid(kPathA)})), (std::vector<Which>{kPathA, kPathB}));
-  EXPECT_EQ(query({"list", pid(kPathA), field(kNoLib, "COREDUMP_COMM")}).exit_code, 1);
+  EXPECT_EQ(query({"list", pid(kPathA), field(kNoLib, "COREDUMP_COMM")}).exit_code(), 1);
   // A path is the executable.
   EXPECT_EQ(listed(query({"list", CT_CRASH_DEMO})), (std::vector<Which>{kPathA, kPathB, kAbsent}));
   EXPECT_EQ(listed(query({"list", CT_CRASH_DEMO_NOLIB})), (std::vector<Which>{kNoLib}));
   // ... relative to the current directory.
   const fs::path exe(CT_CRASH_DEMO);
   const std::string bin_dir = exe.parent_path().string();
-  ProcessResult rel = query({"list", "./" + exe.filename().string()}, [bin_dir] {
+  ct::test::Ran rel = query({"list", "./" + exe.filename().string()}, [bin_dir] {
     if (chdir(bin_dir.c_str()) != 0) _exit(126);
   });
   EXPECT_EQ(listed(rel), (std::vector<Which>{kPathA, kPathB, kAbsent})) << rel.err;
   // Anything else is the command name (truncated by the kernel to 15).
   EXPECT_EQ(listed(query({"list", "crash_demo"})), (std::vector<Which>{kPathA, kPathB, kAbsent}));
   EXPECT_EQ(listed(query({"list", field(kNoLib, "COREDUMP_COMM")})), (std::vector<Which>{kNoLib}));
-  EXPECT_EQ(query({"list", "crash_dem"}).exit_code, 1);
+  EXPECT_EQ(query({"list", "crash_dem"}).exit_code(), 1);
   // FIELD=VALUE: a journal field, or a value of the document.
   EXPECT_EQ(listed(query({"list", "COREDUMP_SIGNAL_NAME=SIGSEGV"})).size(), 4u);
   EXPECT_EQ(listed(query({"list", "COREDUMP_PID=" + pid(kNoLib)})), (std::vector<Which>{kNoLib}));
@@ -344,8 +345,8 @@ TEST_F(CtlQuery, MatchesAsCoredumpctlTakesThem) {
   EXPECT_EQ(listed(query({"list", "status=ok", "crash_demo"})), (std::vector<Which>{kPathA, kPathB}));
   EXPECT_EQ(listed(query({"list", "COREDUMP_CMDLINE=" + field(kPathB, "COREDUMP_CMDLINE")})),
             (std::vector<Which>{kPathB}));
-  ProcessResult none = query({"list", "COREDUMP_PID=1"});
-  EXPECT_EQ(none.exit_code, 1);
+  ct::test::Ran none = query({"list", "COREDUMP_PID=1"});
+  EXPECT_EQ(none.exit_code(), 1);
   EXPECT_EQ(none.out, "");
 }
 
@@ -362,8 +363,8 @@ TEST_F(CtlQuery, SinceAndUntilSelectByCrashTime) {
   // Relative and named times: the crashes happened minutes ago at most.
   EXPECT_EQ(listed(query({"list", "--since", "-1h"})).size(), 4u);
   EXPECT_EQ(listed(query({"list", "--since", "yesterday"})).size(), 4u);
-  EXPECT_EQ(query({"list", "--until", "yesterday"}).exit_code, 1);
-  EXPECT_EQ(query({"list", "--until", "-1h"}).exit_code, 1);
+  EXPECT_EQ(query({"list", "--until", "yesterday"}).exit_code(), 1);
+  EXPECT_EQ(query({"list", "--until", "-1h"}).exit_code(), 1);
   // "today": those at or after local midnight (all, unless the test ran
   // across midnight).
   time_t now = time(nullptr);
@@ -375,7 +376,7 @@ TEST_F(CtlQuery, SinceAndUntilSelectByCrashTime) {
   std::vector<Which> today;
   for (Which w : {kPathA, kPathB, kNoLib, kAbsent})
     if (crash_usec(w) >= midnight) today.push_back(w);
-  ProcessResult t = query({"list", "--since", "today"});
+  ct::test::Ran t = query({"list", "--since", "today"});
   EXPECT_EQ(listed(t), today);
   // Events take the same times.
   EXPECT_EQ(rows(query({"events", "--name", "BEFORE_DIE", "--since", local_time(crash_usec(kPathB))})).size(),
@@ -406,22 +407,22 @@ TEST_F(CtlQuery, DirectoryOption) {
     std::ofstream o(other + "/copied.timeline.json");
     o << doc(kPathB).dump(2);
   }
-  ProcessResult two = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", dir_, "-D", other, "--json", "list",
+  ct::test::Ran two = ct::test::run({CT_CTL_QUERY, "-D", dir_, "-D", other, "--json", "list",
                                                    pid(kPathB)});
-  ASSERT_EQ(two.exit_code, 0) << two.err;
+  ASSERT_EQ(two.exit_code(), 0) << two.err;
   auto l = lines_of(two.out);
   ASSERT_EQ(l.size(), 2u) << two.out;
   EXPECT_EQ(json::parse(l[1])["file"], other + "/copied.timeline.json");
-  ProcessResult only_other = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", other, "list"});
+  ct::test::Ran only_other = ct::test::run({CT_CTL_QUERY, "-D", other, "list"});
   EXPECT_EQ(rows(only_other).size(), 1u);
 
-  ProcessResult missing = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", other + "/missing", "list"});
-  EXPECT_EQ(missing.exit_code, 4);
+  ct::test::Ran missing = ct::test::run({CT_CTL_QUERY, "-D", other + "/missing", "list"});
+  EXPECT_EQ(missing.exit_code(), 4);
   EXPECT_TRUE(contains(missing.err, other + "/missing: cannot open the directory")) << missing.err;
 
   fs::remove(other + "/copied.timeline.json");
-  ProcessResult empty = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", other, "list"});
-  EXPECT_EQ(empty.exit_code, 1);
+  ct::test::Ran empty = ct::test::run({CT_CTL_QUERY, "-D", other, "list"});
+  EXPECT_EQ(empty.exit_code(), 1);
   EXPECT_TRUE(contains(empty.err, "no timelines found")) << empty.err;
 }
 
@@ -444,12 +445,14 @@ TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
   };
   auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {CT_CTL_QUERY, "-D", d});
-    return ct::test::ctlq::run_process(args, as_nobody);
+    ct::test::ProcessOptions o;
+    o.in_child = as_nobody;
+    return ct::test::run(args, o);
   };
 
-  ProcessResult r = run({"list"});
-  ASSERT_NE(r.exit_code, 126) << "could not become nobody";
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ct::test::Ran r = run({"list"});
+  ASSERT_NE(r.exit_code(), 126) << "could not become nobody";
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   auto l = rows(r);
   ASSERT_EQ(l.size(), 1u) << r.out;
   EXPECT_TRUE(contains(l[0], " " + pid(kPathA) + " ")) << l[0];
@@ -459,25 +462,25 @@ TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
   EXPECT_FALSE(contains(r.err, mine)) << r.err;
 
   // Asking for the other user's crash: not "no match" (1) but 3.
-  ProcessResult other = run({"list", pid(kPathB)});
-  EXPECT_EQ(other.exit_code, 3) << other.out << other.err;
+  ct::test::Ran other = run({"list", pid(kPathB)});
+  EXPECT_EQ(other.exit_code(), 3) << other.out << other.err;
   EXPECT_TRUE(contains(other.err, theirs + ": permission denied")) << other.err;
   EXPECT_FALSE(contains(other.err, "no matching timelines")) << other.err;
   // Asking for one's own: its name rules the other out, nothing to report.
-  ProcessResult own = run({"list", pid(kPathA)});
-  EXPECT_EQ(own.exit_code, 0);
+  ct::test::Ran own = run({"list", pid(kPathA)});
+  EXPECT_EQ(own.exit_code(), 0);
   EXPECT_EQ(own.err, "");
   // show and events read what they may and say what they may not.
-  ProcessResult show = run({"show"});
-  EXPECT_EQ(show.exit_code, 0) << show.err;
+  ct::test::Ran show = run({"show"});
+  EXPECT_EQ(show.exit_code(), 0) << show.err;
   EXPECT_EQ(show.out, doc(kPathA)["text"].get<std::string>());
   EXPECT_TRUE(contains(show.err, "permission denied")) << show.err;
-  ProcessResult ev = run({"events", "--name", "BEFORE_DIE"});
+  ct::test::Ran ev = run({"events", "--name", "BEFORE_DIE"});
   EXPECT_EQ(rows(ev).size(), 1u) << ev.out;
   EXPECT_TRUE(contains(ev.err, "permission denied")) << ev.err;
 
   // Root reads both.
-  ProcessResult root = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", d, "list"});
+  ct::test::Ran root = ct::test::run({CT_CTL_QUERY, "-D", d, "list"});
   EXPECT_EQ(rows(root).size(), 2u);
   EXPECT_EQ(root.err, "");
 }
@@ -510,8 +513,8 @@ TEST_F(CtlQuery, MalformedAndHugeDocumentsAreReportedAndSkipped) {
   fs::resize_file(d + "/huge.timeline.json", 1ull << 30);
   fs::create_symlink(timelines_[kPathA].file_name, d + "/link.timeline.json");
 
-  ProcessResult r = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", d, "list"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ct::test::Ran r = ct::test::run({CT_CTL_QUERY, "-D", d, "list"});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_EQ(listed(r), (std::vector<Which>{kPathA}));
   for (const std::string &s : {timelines_[kPathB].file_name + ": malformed: ",
                                std::string("array.timeline.json: malformed: the document is not a JSON object"),
@@ -522,11 +525,11 @@ TEST_F(CtlQuery, MalformedAndHugeDocumentsAreReportedAndSkipped) {
                                std::string("6 timelines or directories could not be read")})
     EXPECT_TRUE(contains(r.err, s)) << "missing \"" << s << "\" in:\n" << r.err;
   // Only the cut-off document could be b's: "cannot tell", never "no match".
-  ProcessResult b_only = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", d, "list", pid(kPathB)});
-  EXPECT_EQ(b_only.exit_code, 3) << b_only.err;
+  ct::test::Ran b_only = ct::test::run({CT_CTL_QUERY, "-D", d, "list", pid(kPathB)});
+  EXPECT_EQ(b_only.exit_code(), 3) << b_only.err;
   // show validates the whole document before printing it.
-  ProcessResult show_b = ct::test::ctlq::run_process({CT_CTL_QUERY, "-D", d, "show", "--json", pid(kPathA)});
-  EXPECT_EQ(show_b.exit_code, 0) << show_b.err;
+  ct::test::Ran show_b = ct::test::run({CT_CTL_QUERY, "-D", d, "show", "--json", pid(kPathA)});
+  EXPECT_EQ(show_b.exit_code(), 0) << show_b.err;
   EXPECT_EQ(json::parse(show_b.out), doc(kPathA));
 }
 
@@ -552,12 +555,12 @@ TEST_F(CtlQuery, TenThousandTimelines) {
     std::ofstream o(d + "/core.crash_demo.0." + boot + "." + p + "." + std::to_string(usec) + ".timeline.json");
     o << text;
   }
-  auto timed = [&](std::vector<std::string> args, ProcessResult &out) {
+  auto timed = [&](std::vector<std::string> args, ct::test::Ran &out) {
     args.insert(args.begin(), {CT_CTL_QUERY, "-D", d});
     struct rusage before {}, after {};
     getrusage(RUSAGE_CHILDREN, &before);
     const auto t0 = std::chrono::steady_clock::now();
-    out = ct::test::ctlq::run_process(args);
+    out = ct::test::run(args);
     const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     getrusage(RUSAGE_CHILDREN, &after);
     const double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
@@ -569,7 +572,7 @@ TEST_F(CtlQuery, TenThousandTimelines) {
     s << std::fixed << wall << " s wall, " << cpu << " s CPU";
     return s.str();
   };
-  ProcessResult list, one, events;
+  ct::test::Ran list, one, events;
   const std::string t_list = timed({"list"}, list);
   const std::string t_one = timed({"list", std::to_string(1000000 + kCount / 2)}, one);
   const std::string t_events = timed({"events", "--name", "BEFORE_DIE", "--arg", "1001", "-1"}, events);
@@ -579,12 +582,12 @@ TEST_F(CtlQuery, TenThousandTimelines) {
   RecordProperty("list_pid_10000", t_one);
   RecordProperty("events_10000", t_events);
 
-  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.exit_code(), 0) << list.err;
   EXPECT_EQ(list.err, "");
   EXPECT_EQ(rows(list).size(), static_cast<std::size_t>(kCount));
-  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.exit_code(), 0) << one.err;
   EXPECT_EQ(rows(one).size(), 1u);
-  EXPECT_EQ(events.exit_code, 0) << events.err;
+  EXPECT_EQ(events.exit_code(), 0) << events.err;
   ASSERT_EQ(rows(events).size(), 1u);
   EXPECT_TRUE(contains(rows(events)[0], std::to_string(1000000 + kCount - 1))) << rows(events)[0];
 }

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "test_timelines.h"
 
-#include <fcntl.h>
-#include <poll.h>
+#include "daemon_harness.h"
+
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <systemd/sd-journal.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -70,74 +68,22 @@ std::string strip_compression(std::string name) {
   return name;
 }
 
-std::uint64_t now_usec() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
-}
-
 }  // namespace
-
-ProcessResult run_process(const std::vector<std::string> &argv, const std::function<void()> &in_child) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) fail(std::string("pipe2: ") + strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) fail(std::string("fork: ") + strerror(errno));
-  if (pid == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    if (in_child) in_child();
-    std::vector<char *> args;
-    for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  ProcessResult r;
-  struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  std::string *dest[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        dest[i]->append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
 
 TestTimeline build_test_timeline(const ct::test::CrashRun &crash, const std::string &reader,
                                  const std::string &tlmap) {
   const auto started = std::chrono::steady_clock::now();
-  ProcessResult js = run_process({reader, "--json", "--tlmap", tlmap, crash.core_path});
-  ProcessResult text = run_process({reader, "--tlmap", tlmap, crash.core_path});
+  const ct::test::Ran js = ct::test::run({reader, "--json", "--tlmap", tlmap, crash.core_path});
+  const ct::test::Ran text = ct::test::run({reader, "--tlmap", tlmap, crash.core_path});
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   json doc = json::parse(js.out, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     fail("core-timeline-read --json " + crash.core_path + " printed no JSON document (exit " +
-         std::to_string(js.exit_code) + "): " + js.err);
-  if (text.exit_code != js.exit_code)
-    fail("core-timeline-read exited " + std::to_string(text.exit_code) + " for text, " +
-         std::to_string(js.exit_code) + " for --json");
+         std::to_string(js.exit_code()) + "): " + js.err);
+  if (text.exit_code() != js.exit_code())
+    fail("core-timeline-read exited " + std::to_string(text.exit_code()) + " for text, " +
+         std::to_string(js.exit_code()) + " for --json");
 
   const auto &f = crash.journal_fields;
   const EntryTimes times = entry_times(f);
@@ -153,7 +99,7 @@ TestTimeline build_test_timeline(const ct::test::CrashRun &crash, const std::str
   coredump["storage"] = core_file.empty() ? "journal" : "external";
   coredump["fields"] = std::move(fields);
   doc["coredump"] = std::move(coredump);
-  doc["daemon"] = {{"version", "test-helper (tests/ctl-query)"}, {"decoded_usec", now_usec()}, {"duration_ms", ms}};
+  doc["daemon"] = {{"version", "test-helper (tests/ctl-query)"}, {"decoded_usec", ct::test::now_usec()}, {"duration_ms", ms}};
   doc["text"] = text.out;
   // Journal fields are bytes (COREDUMP_PROC_AUXV is binary): as written to
   // the file, invalid UTF-8 becomes U+FFFD; keep the document in memory

@@ -25,26 +25,15 @@
 
 #include <sys/types.h>
 
-#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "crash_harness.h"
+#include "process.h"
 
 namespace ct::test::ctlq {
-
-/** What a finished child process printed and how it ended. */
-struct ProcessResult {
-  int exit_code = -1;  // WEXITSTATUS, or 128 + the signal
-  std::string out, err;
-};
-
-/** Runs argv (argv[0] a path) with stdout and stderr captured; `in_child`
- *  runs in the child before exec (e.g. to drop privileges; it must only
- *  make system calls).  Throws if fork fails. */
-ProcessResult run_process(const std::vector<std::string> &argv, const std::function<void()> &in_child = {});
 
 /** A document built by build_test_timeline(), and the name core-timelined
  *  gives it: the core's file name without .zst/.lz4/.xz, plus

@@ -18,10 +18,8 @@
 //
 // Needs root (the daemon's decoder sandbox and chown of the timeline) and
 // systemd-journal-remote, zstd, lz4 and xz (packaging/install-build-deps).
-#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -36,6 +34,9 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "daemon_harness.h"
+#include "process.h"
 
 namespace {
 
@@ -133,41 +134,19 @@ void erase_field(Entry &e, const std::string &name) {
 
 // ---- running things ----------------------------------------------------------
 
-struct Ran {
-  int status = -1;
-  std::string output;
-};
-
 // Runs argv with stdin from `input` (a file, or /dev/null) and stdout and
-// stderr to a file, and returns its wait status and output.
-Ran run(const std::vector<std::string> &argv, const std::string &input = "/dev/null",
-        const std::string &output_path = "") {
-  const std::string out = output_path.empty()
-                              ? (fs::temp_directory_path() / ("ct-djt-" + std::to_string(getpid()))).string()
-                              : output_path;
-  pid_t pid = fork();
-  if (pid < 0) return {};
-  if (pid == 0) {
-    int in = open(input.c_str(), O_RDONLY);
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || o < 0) _exit(126);
-    dup2(in, 0);
-    dup2(o, 1);
-    dup2(o, 2);
-    std::vector<char *> a;
-    for (const auto &s : argv) a.push_back(const_cast<char *>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  Ran r{st, slurp(out)};
-  if (output_path.empty()) unlink(out.c_str());
-  return r;
+// stderr captured together, or stdout written to `output_path`.
+ct::test::Ran run(const std::vector<std::string> &argv, const std::string &input = "/dev/null",
+                  const std::string &output_path = "") {
+  ct::test::ProcessOptions o;
+  o.in = ct::test::Stream::file(input);
+  if (!output_path.empty()) o.out = ct::test::Stream::file(output_path);
+  o.err = output_path.empty() ? ct::test::Stream::to_stdout() : ct::test::Stream::capture();
+  return ct::test::run(argv, o);
 }
 
-bool exited_0(const Ran &r) { return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
+// What it printed, stdout and stderr.
+std::string output_of(const ct::test::Ran &r) { return r.out + r.err; }
 
 // A scratch tree: journal/ (journal files), coredump/ (cores), out/
 // (timelines next to cores, --output-dir), state/ (cursor, timelines of
@@ -181,6 +160,15 @@ class Scratch {
     for (const char *d : {"journal", "coredump", "out", "state"}) fs::create_directories(root_ + "/" + d);
     fs::permissions(root_, fs::perms(0755));
     spit(path("empty.conf"), "");  // not the machine's configuration
+    ct::test::DaemonHarness::Options o;
+    o.binary = CT_DAEMON_BIN;
+    o.root = root_;
+    o.first_start = "all";
+    o.log_target = "stderr";
+    o.log_level = "debug";
+    o.tlmap_dir = CT_TLMAP_DIR;
+    o.config = path("empty.conf");
+    daemon_.emplace(o);
   }
   ~Scratch() {
     std::error_code ec;
@@ -192,37 +180,32 @@ class Scratch {
   void add_journal(const std::vector<Entry> &entries) {
     const std::string exp = path("entries.export"), file = path("journal/" + std::to_string(files_++) + ".journal");
     spit(exp, to_export(entries));
-    const Ran r = run({kJournalRemote, "-o", file, "-"}, exp);
-    ASSERT_TRUE(exited_0(r)) << "systemd-journal-remote: " << r.output;
-    ASSERT_TRUE(fs::exists(file)) << r.output;
+    const auto r = run({kJournalRemote, "-o", file, "-"}, exp);
+    ASSERT_TRUE(r.ok()) << "systemd-journal-remote: " << output_of(r);
+    ASSERT_TRUE(fs::exists(file)) << output_of(r);
   }
 
   // core-timelined --once over journal/; its log is kept in log().
-  Ran run_daemon() {
-    const Ran r = run({CT_DAEMON_BIN, "--once", "--first-start", "all", "--journal-directory", path("journal"),
-                       "--coredump-dir", path("coredump"), "--output-dir", path("out"), "--state-dir",
-                       path("state"), "--tlmap-dir", CT_TLMAP_DIR, "--config", path("empty.conf"),
-                       "--log-target", "stderr", "--log-level", "debug"},
-                      "/dev/null", path("daemon.log"));
-    log_ += r.output;
-    return r;
+  ct::test::Ran run_daemon() {
+    return daemon_->run_once({"--journal-directory", path("journal"), "--coredump-dir", path("coredump")});
   }
-  const std::string &log() const { return log_; }
+  std::string log() const { return daemon_->log(); }
 
   // The timelines written, by file name.
   std::vector<std::string> timelines() const {
     std::vector<std::string> names;
-    for (const char *d : {"out", "state/timelines"}) {
-      if (!fs::exists(path(d))) continue;
-      for (const auto &e : fs::directory_iterator(path(d)))
+    for (const auto &d : daemon_->timeline_dirs()) {
+      if (!fs::exists(d)) continue;
+      for (const auto &e : fs::directory_iterator(d))
         if (e.path().filename().string().ends_with(".timeline.json")) names.push_back(e.path().string());
     }
     return names;
   }
 
  private:
-  std::string root_, log_;
+  std::string root_;
   int files_ = 0;
+  std::optional<ct::test::DaemonHarness> daemon_;
 };
 
 // The committed entry, sent as this machine's systemd-coredump would send
@@ -241,8 +224,8 @@ Entry fixture_entry() {
 // The core, uncompressed (zstd -d) into the scratch tree; its path.
 std::string fixture_core_file(Scratch &s) {
   const std::string out = s.path("core.raw");
-  const Ran r = run({"/usr/bin/zstd", "-d", "-q", "-f", CT_FIXTURE_CORES "/crash_demo-a.core.zst", "-o", out});
-  if (!exited_0(r)) throw std::runtime_error("zstd -d: " + r.output);
+  const auto r = run({"/usr/bin/zstd", "-d", "-q", "-f", CT_FIXTURE_CORES "/crash_demo-a.core.zst", "-o", out});
+  if (!r.ok()) throw std::runtime_error("zstd -d: " + output_of(r));
   return out;
 }
 
@@ -256,12 +239,12 @@ Entry stored_crash(Scratch &s, const std::string &suffix) {
   name += suffix;
   const std::string dest = s.path("coredump/" + name);
   const std::string raw = fixture_core_file(s);
-  Ran r;
+  ct::test::Ran r;
   if (suffix == ".zst") r = run({"/usr/bin/zstd", "-q", "-f", raw, "-o", dest});
   else if (suffix == ".lz4") r = run({"/usr/bin/lz4", "-q", "-f", raw, dest});
   else if (suffix == ".xz") r = run({"/usr/bin/xz", "-q", "-c", raw}, "/dev/null", dest);
   else r = run({"/bin/cp", raw, dest});
-  if (!exited_0(r)) throw std::runtime_error("storing the core as " + dest + ": " + r.output);
+  if (!r.ok()) throw std::runtime_error("storing the core as " + dest + ": " + output_of(r));
   set(e, "COREDUMP_FILENAME", dest);
   return e;
 }
@@ -288,6 +271,19 @@ bool has_before_die_1001(const json &doc) {
   return false;
 }
 
+// The a-path as docs/design.md states it, every event but the lane claims:
+// REQ_PARSE(41), FREE, BEFORE_DIE(1001), CRASH.
+std::vector<std::string> a_path_events(const json &doc) {
+  std::vector<std::string> out;
+  for (const auto &ev : doc.value("events", json::array())) {
+    const std::string name = ev.value("name", "");
+    if (name == "LANE_CLAIM") continue;
+    const bool user = ev.value("kind", "") == "USER";
+    out.push_back(user && ev.contains("args") && !ev["args"].empty() ? name + "/" + ev["args"][0].dump() : name);
+  }
+  return out;
+}
+
 // ---- tests ------------------------------------------------------------------
 
 // Guards against: an extraction path (zstd, lz4, xz, uncompressed) that only
@@ -299,8 +295,7 @@ TEST(DaemonFromJournalFiles, EachCompressionOfAStoredCoreGivesItsTimeline) {
     Scratch s;
     Entry e = stored_crash(s, suffix);
     ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
-    const Ran r = s.run_daemon();
-    ASSERT_TRUE(exited_0(r)) << s.log();
+    ASSERT_TRUE(s.run_daemon().ok()) << s.log();
     const auto tl = s.timelines();
     ASSERT_EQ(tl.size(), 1u) << s.log();
     std::string core_name = fs::path(get(e, "COREDUMP_FILENAME")).filename().string();
@@ -324,13 +319,17 @@ TEST(DaemonFromJournalFiles, ACoreThatIsGoneIsCoreMissing) {
   Entry e = stored_crash(s, ".zst");
   fs::remove(get(e, "COREDUMP_FILENAME"));
   ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
-  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
   const auto tl = s.timelines();
   ASSERT_EQ(tl.size(), 1u) << s.log();
   const json doc = read_json(tl[0]);
   EXPECT_EQ(doc["status"], "core_missing");
   EXPECT_NE(doc["reason"].get<std::string>().find("is gone"), std::string::npos) << doc["reason"];
   EXPECT_FALSE(doc.contains("events"));
+  // Where there is no core to put it next to, it goes to the state directory.
+  EXPECT_NE(tl[0].find("/state/timelines/"), std::string::npos) << tl[0];
+  EXPECT_EQ(doc["coredump"]["storage"], "external");
+  EXPECT_EQ(doc["coredump"]["core_file"], get(e, "COREDUMP_FILENAME"));
 }
 
 // Guards against: Storage=journal (the core in the entry's COREDUMP= field,
@@ -342,14 +341,21 @@ TEST(DaemonFromJournalFiles, StorageJournalReadsTheCoreFromTheEntry) {
   erase_field(e, "COREDUMP_FILENAME");
   e.push_back({"COREDUMP", slurp(fixture_core_file(s))});
   ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
-  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
   const auto tl = s.timelines();
   ASSERT_EQ(tl.size(), 1u) << s.log();
   EXPECT_NE(tl[0].find("/state/timelines/"), std::string::npos) << tl[0];
+  // Named as systemd-coredump would have named the file.
+  EXPECT_EQ(fs::path(tl[0]).filename().string(), "core.crash_demo.0." + get(e, "_BOOT_ID") + "." +
+                                                     get(e, "COREDUMP_PID") + "." + get(e, "COREDUMP_TIMESTAMP") +
+                                                     ".timeline.json");
   const json doc = read_json(tl[0]);
   EXPECT_EQ(doc["status"], "ok");
   EXPECT_EQ(doc["coredump"]["storage"], "journal");
+  EXPECT_TRUE(doc["coredump"]["core_file"].is_null());
   EXPECT_TRUE(has_before_die_1001(doc)) << doc["text"];
+  EXPECT_EQ(a_path_events(doc), (std::vector<std::string>{"REQ_PARSE/41", "FREE", "BEFORE_DIE/1001", "CRASH"}))
+      << doc["text"];
   EXPECT_FALSE(doc["coredump"]["fields"].contains("COREDUMP")) << "the core itself is not copied into the document";
 }
 
@@ -390,7 +396,7 @@ TEST(DaemonFromJournalFiles, ForgedAndMalformedEntriesPlantNothing) {
   });
   entries.push_back(good);
   ASSERT_NO_FATAL_FAILURE(s.add_journal(entries));
-  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
   const auto tl = s.timelines();
   ASSERT_EQ(tl.size(), 1u) << s.log();
   EXPECT_EQ(read_json(tl[0])["coredump"]["fields"]["COREDUMP_PID"], get(good, "COREDUMP_PID")) << s.log();
@@ -409,7 +415,7 @@ TEST(DaemonFromJournalFiles, TheCursorIsSavedAndARestartGoesOnAfterIt) {
   Scratch s;
   const Entry first = stored_crash(s, ".zst");
   ASSERT_NO_FATAL_FAILURE(s.add_journal({first}));
-  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
   ASSERT_EQ(s.timelines().size(), 1u) << s.log();
   ASSERT_TRUE(fs::exists(s.path("state/cursor"))) << s.log();
   const std::string first_timeline = s.timelines()[0];
@@ -427,7 +433,7 @@ TEST(DaemonFromJournalFiles, TheCursorIsSavedAndARestartGoesOnAfterIt) {
   set(second, "__REALTIME_TIMESTAMP", std::to_string(std::stoull(get(first, "__REALTIME_TIMESTAMP")) + 1000000));
   set(second, "__MONOTONIC_TIMESTAMP", std::to_string(std::stoull(get(first, "__MONOTONIC_TIMESTAMP")) + 1000000));
   ASSERT_NO_FATAL_FAILURE(s.add_journal({second}));
-  ASSERT_TRUE(exited_0(s.run_daemon())) << s.log();
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
   const auto tl = s.timelines();
   ASSERT_EQ(tl.size(), 1u) << s.log();
   EXPECT_NE(tl[0], first_timeline);

@@ -5,19 +5,18 @@
 // systemd-coredump and journald (tests/support/pipeline); each test starts
 // the daemon with its own state and output directories, crashes things,
 // reads what the daemon wrote (files, and its journal entries through
-// sd-journal), and stops it.
+// sd-journal), and stops it (tests/support/daemon_harness.h).
+// daemon_journal_test covers what needs no kernel crash (each compression,
+// Storage=journal, a missing core, forged and malformed entries, the saved
+// cursor) from real journal files; the tests here are end to end.
 //
-// Machine-wide settings a test changes (a coredump.conf drop-in,
-// kernel.core_pipe_limit) are restored by RAII guards, also when the test
-// fails.  Needs root.
+// The machine-wide setting a test changes (kernel.core_pipe_limit) is
+// restored by an RAII guard, also when the test fails.  Needs root.
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <systemd/sd-journal.h>
@@ -39,6 +38,8 @@
 #include <nlohmann/json.hpp>
 
 #include "crash_harness.h"
+#include "daemon_harness.h"
+#include "process.h"
 #include "ids.h"
 
 namespace fs = std::filesystem;
@@ -50,51 +51,10 @@ namespace {
 
 // ---- small helpers ----------------------------------------------------------
 
-std::string boot_id() {
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::string s;
-  f >> s;
-  std::erase(s, '-');
-  return s;
-}
-
-std::uint64_t now_usec() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
-}
-
-std::string read_text(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), {});
-}
-
-// Runs argv, returns (exit status, stdout).
-std::pair<int, std::string> run_capture(const std::vector<std::string> &argv) {
-  int p[2];
-  if (pipe(p) < 0) throw std::runtime_error("pipe");
-  std::vector<char *> a;
-  for (auto &s : argv) a.push_back(const_cast<char *>(s.c_str()));
-  a.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(p[1], 1);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    close(p[0]);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  close(p[1]);
-  std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  close(p[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using ct::test::boot_id;
+using ct::test::now_usec;
+using ct::test::read_text;
+using ct::test::Timeline;
 
 // A directory for one test; readable by everyone (the unprivileged-user
 // test reads its timelines as another uid).
@@ -113,150 +73,16 @@ struct TestDir {
   }
 };
 
-// A datagram socket standing in for systemd's NOTIFY_SOCKET (sd_notify(3)).
-struct NotifySocket {
-  int fd = -1;
-  std::string path;
-  explicit NotifySocket(std::string p) : path(std::move(p)) {
-    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    std::strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
-    unlink(path.c_str());
-    if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) < 0) throw std::runtime_error("bind " + path);
-  }
-  ~NotifySocket() {
-    close(fd);
-    unlink(path.c_str());
-  }
-  // The next message, or "" after `timeout`.
-  std::string next(std::chrono::milliseconds timeout) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return "";
-    char buf[4096];
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
-  }
-};
-
-// core-timelined, started by the test.
-class DaemonProc {
- public:
-  explicit DaemonProc(const std::string &root)
-      : state(root + "/state"), out(root + "/out"), log(root + "/daemon.log"), notify_(root + "/notify") {
-    fs::create_directories(out);
-    chmod(out.c_str(), 0755);
-  }
-  ~DaemonProc() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {}) {
-    // One at a time: a daemon still running (a test that failed before it
-    // stopped it) would take the next crashes from the one started now.
-    if (pid_ > 0) {
-      ADD_FAILURE() << "core-timelined started while the previous one (pid " << pid_ << ") still runs; killed it";
-      kill9();
-    }
-    std::vector<std::string> args{CT_DAEMON_BIN,  "--state-dir",   state,       "--output-dir", out,
-                                  "--first-start", first_start,    "--log-target", log_target, "--log-level",
-                                  "debug",        "--tlmap-dir",   CT_TLMAP_DIR};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<std::string> envs;
-    for (char **e = environ; *e; ++e) envs.emplace_back(*e);
-    envs.push_back("NOTIFY_SOCKET=" + notify_.path);
-    for (const auto &[k, v] : env) envs.push_back(k + "=" + v);
-    std::vector<char *> a, e;
-    for (auto &s : args) a.push_back(s.data());
-    a.push_back(nullptr);
-    for (auto &s : envs) e.push_back(s.data());
-    e.push_back(nullptr);
-    int logfd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(logfd, 1);
-      dup2(logfd, 2);
-      execve(a[0], a.data(), e.data());
-      _exit(127);
-    }
-    close(logfd);
-    ready_ = false;
-    const auto deadline = Clock::now() + 15s;
-    while (Clock::now() < deadline) {
-      std::string m = notify_.next(100ms);
-      if (m.find("READY=1") != std::string::npos) {
-        ready_ = true;
-        return;
-      }
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-    }
-    FAIL() << "core-timelined did not report READY=1 within 15 s; its log:\n" << log_tail();
-  }
-
-  // SIGTERM, then the exit status (-1: had to be killed after 10 s).
-  int stop() {
-    if (pid_ <= 0) return -2;
-    kill(pid_, SIGTERM);
-    int st = 0;
-    const auto deadline = Clock::now() + 10s;
-    while (Clock::now() < deadline) {
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-    return -1;
-  }
-
-  void kill9() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
-  // Its exit status once it exits by itself within `timeout`; -3 while it
-  // still runs.
-  int wait_exit(std::chrono::milliseconds timeout) {
-    if (pid_ <= 0) return -2;
-    const auto deadline = Clock::now() + timeout;
-    int st = 0;
-    do {
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-      }
-      std::this_thread::sleep_for(10ms);
-    } while (Clock::now() < deadline);
-    return -3;
-  }
-
-  pid_t pid() const { return pid_; }
-  NotifySocket &notify() { return notify_; }
-
-  std::string log_tail() const {
-    std::string s = read_text(log);
-    return s.size() > 6000 ? "..." + s.substr(s.size() - 6000) : s;
-  }
-
-  std::string state, out, log;
-  std::string log_target = "both";  /**< --log-target */
-  std::string first_start = "new";  /**< --first-start */
-
- private:
-  NotifySocket notify_;
-  pid_t pid_ = -1;
-  bool ready_ = false;
-};
+// core-timelined, started by the test, in the test's directory.
+ct::test::DaemonHarness::Options daemon_options(const std::string &root) {
+  ct::test::DaemonHarness::Options o;
+  o.binary = CT_DAEMON_BIN;
+  o.root = root;
+  o.log_target = "both";
+  o.log_level = "debug";
+  o.tlmap_dir = CT_TLMAP_DIR;
+  return o;
+}
 
 struct Crash {
   pid_t pid = -1;
@@ -268,32 +94,25 @@ struct Crash {
 // coredump_filter and another uid; does not wait.
 pid_t spawn_crasher(const std::vector<std::string> &argv, std::optional<unsigned> filter = {},
                     std::optional<uid_t> uid = {}) {
-  std::vector<char *> a;
-  for (auto &s : argv) a.push_back(const_cast<char *>(s.c_str()));
-  a.push_back(nullptr);
   char f[32] = "";
   if (filter) std::snprintf(f, sizeof f, "0x%x", *filter);
-  pid_t pid = fork();
-  if (pid == 0) {
+  ct::test::ProcessOptions po;
+  po.out = ct::test::Stream::null();
+  po.err = ct::test::Stream::null();
+  po.in_child = [&f, uid] {
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS}) signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
     if (f[0]) {
       int fd = open("/proc/self/coredump_filter", O_WRONLY);
-      if (fd < 0 || write(fd, f, strlen(f)) < 0) _exit(126);
+      if (fd < 0 || write(fd, f, strlen(f)) < 0) ct::test::child_failed("cannot write /proc/self/coredump_filter");
       close(fd);
     }
-    if (uid) {
-      if (setgroups(0, nullptr) < 0 || setresgid(*uid, *uid, *uid) < 0 || setresuid(*uid, *uid, *uid) < 0) _exit(125);
-    }
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  return pid;
+    if (uid && (setgroups(0, nullptr) < 0 || setresgid(*uid, *uid, *uid) < 0 || setresuid(*uid, *uid, *uid) < 0))
+      ct::test::child_failed("cannot change its uid");
+  };
+  return ct::test::spawn(argv, po);
 }
 
 Crash wait_crash(pid_t pid, std::uint64_t not_before) {
@@ -313,59 +132,19 @@ Crash crash(const std::vector<std::string> &argv, std::optional<unsigned> filter
   return c;
 }
 
-struct Timeline {
-  std::string path;
-  json doc;
-};
-
-// The timeline of `pid` (this boot) in one of `dirs`, if there; with
-// `not_before_usec`, only one of a crash at or after then (by the
-// COREDUMP_TIMESTAMP its name ends with, whole seconds): pids are reused
-// within a boot.
-std::optional<Timeline> find_timeline(const std::vector<std::string> &dirs, pid_t pid,
-                                      std::uint64_t not_before_usec = 0) {
-  const std::string needle = "." + boot_id() + "." + std::to_string(pid) + ".";
-  for (const auto &d : dirs) {
-    std::error_code ec;
-    for (const auto &e : fs::directory_iterator(d, ec)) {
-      const std::string name = e.path().filename();
-      if (name.find(needle) == std::string::npos || !name.ends_with(".timeline.json")) continue;
-      if (not_before_usec) {
-        const std::string stem = name.substr(0, name.size() - std::string_view(".timeline.json").size());
-        const std::uint64_t ts = std::strtoull(stem.substr(stem.rfind('.') + 1).c_str(), nullptr, 10);
-        // COREDUMP_TIMESTAMP is the kernel's %t: whole seconds of its coarse
-        // clock (ktime_get_real_seconds()), which lags CLOCK_REALTIME by up
-        // to a tick, so a crash just after a second began can carry the
-        // second before: one more second of slack (a reused pid's earlier
-        // crash is minutes older).
-        if (ts + 2000000 <= not_before_usec) continue;
-      }
-      Timeline t{e.path(), json::parse(read_text(e.path()), nullptr, false)};
-      if (t.doc.is_discarded()) continue;
-      return t;
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> dirs_of(const DaemonProc &d) { return {d.out, d.state + "/timelines"}; }
-
-Timeline wait_timeline(const DaemonProc &d, pid_t pid, std::chrono::milliseconds timeout = 10s,
+// The timeline of `pid`, waited for; a failure (with the daemon's log) and
+// an empty one if it does not come within `timeout`.
+Timeline wait_timeline(const ct::test::DaemonHarness &d, pid_t pid, std::chrono::milliseconds timeout = 10s,
                        std::uint64_t not_before_usec = 0) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (auto t = find_timeline(dirs_of(d), pid, not_before_usec)) return *t;
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(10ms);
-  }
+  if (auto t = d.wait_timeline(pid, timeout, not_before_usec)) return *t;
   ADD_FAILURE() << "no timeline for pid " << pid << " within " << timeout.count() << " ms; daemon log:\n"
                 << d.log_tail();
   return {};
 }
 
-std::size_t count_timelines(const DaemonProc &d, const std::vector<Crash> &crashes) {
+std::size_t count_timelines(const ct::test::DaemonHarness &d, const std::vector<Crash> &crashes) {
   std::size_t n = 0;
-  for (const auto &c : crashes) n += find_timeline(dirs_of(d), c.pid).has_value();
+  for (const auto &c : crashes) n += d.find_timeline(c.pid).has_value();
   return n;
 }
 
@@ -431,48 +210,6 @@ void expect_a_path(const json &doc) {
   }
   EXPECT_TRUE(req41 && die1001);
 }
-
-// RAII: a drop-in for systemd-coredump, removed at the end of the scope.
-class CoredumpDropIn {
- public:
-  explicit CoredumpDropIn(const std::string &text) {
-    const std::string dir = "/etc/systemd/coredump.conf.d";
-    made_dir_ = !fs::exists(dir);
-    fs::create_directories(dir);
-    path_ = dir + "/ct-daemon-test-" + std::to_string(getpid()) + ".conf";
-    std::ofstream(path_) << text;
-  }
-  ~CoredumpDropIn() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-    if (made_dir_) fs::remove("/etc/systemd/coredump.conf.d", ec);  // only if empty
-  }
-
- private:
-  std::string path_;
-  bool made_dir_ = false;
-};
-
-// RAII: kernel.core_pipe_limit raised for a crash storm, restored after.
-class CorePipeLimit {
- public:
-  explicit CorePipeLimit(int at_least) {
-    old_ = read_text(kPath);
-    while (!old_.empty() && old_.back() == '\n') old_.pop_back();
-    if (std::stoi(old_) != 0 && std::stoi(old_) < at_least) {
-      std::ofstream(kPath) << at_least << "\n";
-      changed_ = true;
-    }
-  }
-  ~CorePipeLimit() {
-    if (changed_) std::ofstream(kPath) << old_ << "\n";
-  }
-
- private:
-  static constexpr const char *kPath = "/proc/sys/kernel/core_pipe_limit";
-  std::string old_;
-  bool changed_ = false;
-};
 
 // What the descriptors of `pid` point to (readlink of /proc/PID/fd/*).
 std::vector<std::string> fd_targets(pid_t pid) {
@@ -551,16 +288,6 @@ class JournaldPaused {
   pid_t pid_;
 };
 
-// Waits until the daemon's log holds `needle`.
-bool wait_log(const DaemonProc &d, const std::string &needle, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (read_text(d.log).find(needle) != std::string::npos) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
 // The stored core of crash `c` in systemd-coredump's directory: its pid
 // and this boot in the name, and the newest such (pids are reused within a
 // boot), stored after the crash began.
@@ -591,7 +318,7 @@ class DaemonPipeline : public ::testing::Test {
     if (HasFailure()) std::fprintf(stderr, "test directory kept: %s\n", dir.path.c_str());
   }
   TestDir dir;
-  DaemonProc daemon{dir.path};
+  ct::test::DaemonHarness daemon{daemon_options(dir.path)};
 };
 
 }  // namespace
@@ -628,12 +355,12 @@ TEST_F(DaemonPipeline, PathATimelineNextToItsCoreWithinFiveSecondsAsTheReaderPri
   // It confined itself (daemon/src/sandbox.h; this machine kind has ABI 7).
   EXPECT_GE(doc["daemon"]["decoder"]["landlock_abi"].get<int>(), 1);
   EXPECT_EQ(doc["daemon"]["decoder"]["seccomp"], true);
-  EXPECT_EQ(read_text(daemon.log).find("decoders run without"), std::string::npos) << daemon.log_tail();
+  EXPECT_EQ(daemon.log().find("decoders run without"), std::string::npos) << daemon.log_tail();
   // Issue 4 item 6: on disk within a second of systemd-coredump's entry.
   EXPECT_LT(doc["daemon"]["decoded_usec"].get<std::uint64_t>() - cd["realtime_usec"].get<std::uint64_t>(), 1000000u);
   // It saw the core appear before the entry, and so read the journal
   // eagerly rather than at journald's announcement (core_watch.h).
-  EXPECT_NE(read_text(daemon.log).find("its core " + fs::path(core).filename().string() +
+  EXPECT_NE(daemon.log().find("its core " + fs::path(core).filename().string() +
                                        " appeared in the coredump directory"),
             std::string::npos)
       << daemon.log_tail();
@@ -646,12 +373,13 @@ TEST_F(DaemonPipeline, PathATimelineNextToItsCoreWithinFiveSecondsAsTheReaderPri
   // in --tlmap-dir as the executable's name).
   const std::string plain = dir.path + "/core.a";
   ct::test::decompress_core_file(core, plain);
-  auto [rc_text, text] = run_capture({CT_READER_BIN, "--tlmap", std::string(CT_TLMAP_DIR) + "/crash_demo.tlmap", plain});
-  EXPECT_EQ(rc_text, 0);
-  EXPECT_EQ(doc["text"], text);
-  auto [rc_json, js] = run_capture({CT_READER_BIN, "--json", "--tlmap", std::string(CT_TLMAP_DIR) + "/crash_demo.tlmap", plain});
-  EXPECT_EQ(rc_json, 0);
-  json reader = json::parse(js);
+  const auto text = ct::test::run({CT_READER_BIN, "--tlmap", std::string(CT_TLMAP_DIR) + "/crash_demo.tlmap", plain});
+  EXPECT_EQ(text.exit_code(), 0) << text.err;
+  EXPECT_EQ(doc["text"], text.out);
+  const auto js =
+      ct::test::run({CT_READER_BIN, "--json", "--tlmap", std::string(CT_TLMAP_DIR) + "/crash_demo.tlmap", plain});
+  EXPECT_EQ(js.exit_code(), 0) << js.err;
+  json reader = json::parse(js.out);
   json mine = doc;
   for (const char *k : {"coredump", "daemon", "text"}) mine.erase(k);
   reader["core"]["path"] = core;
@@ -680,7 +408,7 @@ TEST_F(DaemonPipeline, PathBIsToldApartFromPathA) {
 // only if the entry's file is still the one it prepared.  journald is held
 // (SIGSTOP) so that the entry certainly comes after the preparation.
 TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged) {
-  daemon.log_target = "stderr";  // its own log must not wait for journald
+  daemon.options().log_target = "stderr";  // its own log must not wait for journald
   daemon.start();
   const auto b = crash({CT_CRASH_DEMO, "--path=b"});
   const Timeline tb = wait_timeline(daemon, b.pid);
@@ -695,13 +423,13 @@ TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged)
     a = crash({CT_CRASH_DEMO, "--path=a"});
     const auto core = stored_core(a);
     ASSERT_TRUE(core) << "no stored core for pid " << a.pid;
-    ASSERT_TRUE(wait_log(daemon, "prepared " + fs::path(*core).filename().string() + " before its entry", 10s))
+    ASSERT_TRUE(daemon.wait_log("prepared " + fs::path(*core).filename().string() + " before its entry", 10s))
         << daemon.log_tail();
     // Without journald the entry cannot come: systemd-coredump sends it
     // 40-50 ms after linking the core, so after 200 ms a timeline here
     // would mean journald was not held (the test would prove nothing).
     std::this_thread::sleep_for(200ms);
-    EXPECT_FALSE(find_timeline(dirs_of(daemon), a.pid)) << "a timeline while journald is held";
+    EXPECT_FALSE(daemon.find_timeline(a.pid)) << "a timeline while journald is held";
   }
   const Timeline ta = wait_timeline(daemon, a.pid);
   EXPECT_EQ(ta.doc["status"], "ok");
@@ -716,7 +444,7 @@ TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged)
     a2 = crash({CT_CRASH_DEMO, "--path=a"});
     const auto core = stored_core(a2);
     ASSERT_TRUE(core) << "no stored core for pid " << a2.pid;
-    ASSERT_TRUE(wait_log(daemon, "prepared " + fs::path(*core).filename().string() + " before its entry", 10s))
+    ASSERT_TRUE(daemon.wait_log("prepared " + fs::path(*core).filename().string() + " before its entry", 10s))
         << daemon.log_tail();
     const std::string tmp = fs::path(*core).parent_path().string() + "/.#ct-test-" + std::to_string(getpid());
     fs::copy_file(b_core, tmp);
@@ -729,7 +457,7 @@ TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged)
     if (k != "LANE_CLAIM") kinds.push_back(k + "/" + std::to_string(arg));
   ASSERT_GE(kinds.size(), 1u) << t2.doc.dump(1).substr(0, 2000);
   EXPECT_EQ(kinds[0], "id=4098/7") << "not the events of the file the entry names";
-  EXPECT_NE(read_text(daemon.log).find("not using the preparation of"), std::string::npos) << daemon.log_tail();
+  EXPECT_NE(daemon.log().find("not using the preparation of"), std::string::npos) << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
 }
 
@@ -738,7 +466,7 @@ TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged)
 // once missed an entry for 5 s in CI).  Held back longer than that, the
 // entry is still read, once, and the crash gets one timeline.
 TEST_F(DaemonPipeline, EntryLateByMoreThanTheReseekPeriodIsReadOnce) {
-  daemon.log_target = "stderr";  // its own log must not wait for journald
+  daemon.options().log_target = "stderr";  // its own log must not wait for journald
   daemon.start();
   const auto first = crash({CT_CRASH_DEMO, "--path=b"});
   ASSERT_EQ(wait_timeline(daemon, first.pid).doc["status"], "ok");
@@ -747,18 +475,14 @@ TEST_F(DaemonPipeline, EntryLateByMoreThanTheReseekPeriodIsReadOnce) {
     JournaldPaused paused;
     ASSERT_TRUE(paused.paused()) << "no journald to hold";
     c = crash({CT_CRASH_DEMO, "--path=a"});
-    ASSERT_TRUE(wait_log(daemon, "seeking the journal again after the last entry read", 10s)) << daemon.log_tail();
+    ASSERT_TRUE(daemon.wait_log("seeking the journal again after the last entry read", 10s)) << daemon.log_tail();
   }
   const Timeline t = wait_timeline(daemon, c.pid);
   EXPECT_EQ(t.doc["status"], "ok");
   expect_a_path(t.doc);
   EXPECT_EQ(daemon.stop(), 0);
-  std::size_t n = 0;
-  const std::string needle = "." + boot_id() + "." + std::to_string(c.pid) + ".";
-  for (const auto &d : dirs_of(daemon))
-    for (const auto &e : fs::directory_iterator(d)) n += e.path().filename().string().find(needle) != std::string::npos;
-  EXPECT_EQ(n, 1u);
-  const std::string log = read_text(daemon.log);
+  EXPECT_EQ(daemon.files_of(c.pid), 1u);
+  const std::string log = daemon.log();
   EXPECT_EQ(log.find("its timeline already exists"), std::string::npos) << "an entry was read twice:\n" << log;
 }
 
@@ -818,50 +542,9 @@ TEST_F(DaemonPipeline, DecoderThatCannotRunMakesUndecodableAndTheDaemonGoesOn) {
 }
 
 // ---- where the core is ---------------------------------------------------------
-
-TEST_F(DaemonPipeline, StorageJournalIsDecodedFromTheJournalField) {
-  daemon.start();
-  Crash c;
-  {
-    CoredumpDropIn dropin("[Coredump]\nStorage=journal\n");
-    c = crash({CT_CRASH_DEMO, "--path=a"});
-    // Keep the drop-in until systemd-coredump has read it for this crash.
-    auto e = ct::test::wait_for_coredump_entry(c.pid, std::chrono::system_clock::time_point(
-                                                          std::chrono::microseconds(c.not_before_usec)));
-    EXPECT_EQ(e.count("COREDUMP_FILENAME"), 0u) << "the drop-in did not take effect";
-  }
-  Timeline t = wait_timeline(daemon, c.pid);
-  EXPECT_EQ(fs::path(t.path).parent_path(), fs::path(daemon.state + "/timelines"));
-  EXPECT_EQ(fs::path(t.path).filename().string(), "core.crash_demo.0." + boot_id() + "." + std::to_string(c.pid) + "." +
-                                                       t.doc["coredump"]["fields"]["COREDUMP_TIMESTAMP"].get<std::string>() +
-                                                       ".timeline.json");
-  EXPECT_EQ(t.doc["status"], "ok");
-  EXPECT_EQ(t.doc["coredump"]["storage"], "journal");
-  EXPECT_TRUE(t.doc["coredump"]["core_file"].is_null());
-  expect_a_path(t.doc);
-  EXPECT_EQ(daemon.stop(), 0);
-}
-
-TEST_F(DaemonPipeline, CoreDeletedBeforeExtractionIsCoreMissingAfterAResume) {
-  // Start once so that a cursor is saved, stop, crash, delete the core,
-  // start again: the daemon resumes after its cursor and finds the core
-  // gone.
-  daemon.start();
-  EXPECT_EQ(daemon.stop(), 0);
-  ASSERT_TRUE(fs::exists(daemon.state + "/cursor"));
-  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
-  auto e = ct::test::wait_for_coredump_entry(
-      c.pid, std::chrono::system_clock::time_point(std::chrono::microseconds(c.not_before_usec)));
-  ASSERT_TRUE(e.count("COREDUMP_FILENAME"));
-  ASSERT_EQ(unlink(e["COREDUMP_FILENAME"].c_str()), 0);
-  daemon.start();
-  Timeline t = wait_timeline(daemon, c.pid);
-  EXPECT_EQ(t.doc["status"], "core_missing");
-  EXPECT_EQ(t.doc["coredump"]["storage"], "external");
-  EXPECT_EQ(t.doc["coredump"]["core_file"], e["COREDUMP_FILENAME"]);
-  EXPECT_EQ(fs::path(t.path).parent_path(), fs::path(daemon.state + "/timelines"));
-  EXPECT_EQ(daemon.stop(), 0);
-}
+//
+// Storage=journal and a core gone before its extraction are
+// daemon_journal_test's (real journal files, without the pipeline).
 
 // The daemon names a timeline as soon as it is written and fsyncs it before
 // it saves the journal cursor past its entry (daemon.h, step 5).  A power
@@ -872,7 +555,7 @@ TEST_F(DaemonPipeline, CoreDeletedBeforeExtractionIsCoreMissingAfterAResume) {
 TEST_F(DaemonPipeline, TimelineCutShortByAPowerCutIsWrittenAgainAfterARestart) {
   daemon.start();
   EXPECT_EQ(daemon.stop(), 0);
-  ASSERT_TRUE(fs::exists(daemon.state + "/cursor"));
+  ASSERT_TRUE(fs::exists(daemon.state_dir() + "/cursor"));
   const auto empty = crash({CT_CRASH_DEMO, "--path=a"});
   const auto cut = crash({CT_CRASH_DEMO, "--path=a"});
   const auto whole = crash({CT_CRASH_DEMO, "--path=a"});
@@ -884,8 +567,8 @@ TEST_F(DaemonPipeline, TimelineCutShortByAPowerCutIsWrittenAgainAfterARestart) {
       if (core.ends_with(suffix)) core.resize(core.size() - std::strlen(suffix));
     return core + ".timeline.json";
   };
-  const std::string a = daemon.out + "/" + timeline_name(empty), b = daemon.out + "/" + timeline_name(cut),
-                    c = daemon.out + "/" + timeline_name(whole);
+  const std::string a = daemon.output_dir() + "/" + timeline_name(empty), b = daemon.output_dir() + "/" + timeline_name(cut),
+                    c = daemon.output_dir() + "/" + timeline_name(whole);
   std::ofstream(a).flush();
   std::ofstream(b) << R"({"status": "ok", "coredump": {"fields": {"COREDUMP_PID": ")";
   std::ofstream(c) << R"({"planted": true})" << "\n";
@@ -901,7 +584,7 @@ TEST_F(DaemonPipeline, TimelineCutShortByAPowerCutIsWrittenAgainAfterARestart) {
   const auto after = crash({CT_CRASH_DEMO, "--path=a"});
   wait_timeline(daemon, after.pid, 10s, after.not_before_usec);
   EXPECT_EQ(read_text(c), "{\"planted\": true}\n");
-  const std::string log = read_text(daemon.log);
+  const std::string log = daemon.log();
   EXPECT_NE(log.find(a + " is empty or cut short"), std::string::npos) << daemon.log_tail();
   EXPECT_NE(log.find(b + " is empty or cut short"), std::string::npos) << daemon.log_tail();
   EXPECT_EQ(log.find(c + " is empty or cut short"), std::string::npos) << daemon.log_tail();
@@ -916,20 +599,20 @@ TEST_F(DaemonPipeline, TimelineThatCannotBeSyncedIsRemovedAndRedoneAfterTheResta
   // A saved cursor, so that nothing is fsynced before the first entry.
   daemon.start();
   EXPECT_EQ(daemon.stop(), 0);
-  const std::string cursor = read_text(daemon.state + "/cursor");
+  const std::string cursor = read_text(daemon.state_dir() + "/cursor");
   ASSERT_FALSE(cursor.empty());
-  daemon.start({}, {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_CONTAINS", daemon.out + "/#"}});
+  daemon.start({}, {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_CONTAINS", daemon.output_dir() + "/#"}});
   const auto c = crash({CT_CRASH_DEMO, "--path=a"});
   EXPECT_EQ(daemon.wait_exit(20s), 1) << daemon.log_tail();
-  EXPECT_FALSE(find_timeline(dirs_of(daemon), c.pid, c.not_before_usec)) << "a timeline that is not durable stayed";
-  EXPECT_EQ(read_text(daemon.state + "/cursor"), cursor) << "the cursor went past an entry whose timeline was lost";
-  EXPECT_NE(read_text(daemon.log).find("cannot fsync the timeline"), std::string::npos) << daemon.log_tail();
+  EXPECT_FALSE(daemon.find_timeline(c.pid, c.not_before_usec)) << "a timeline that is not durable stayed";
+  EXPECT_EQ(read_text(daemon.state_dir() + "/cursor"), cursor) << "the cursor went past an entry whose timeline was lost";
+  EXPECT_NE(daemon.log().find("cannot fsync the timeline"), std::string::npos) << daemon.log_tail();
   daemon.start();
   Timeline t = wait_timeline(daemon, c.pid, 10s, c.not_before_usec);
   EXPECT_EQ(t.doc["status"], "ok");
   expect_a_path(t.doc);
   EXPECT_EQ(daemon.stop(), 0);
-  EXPECT_NE(read_text(daemon.state + "/cursor"), cursor);
+  EXPECT_NE(read_text(daemon.state_dir() + "/cursor"), cursor);
 }
 
 // A directory of timelines that cannot be fsynced (EIO: the disk lost a
@@ -962,8 +645,8 @@ TEST_F(DaemonPipeline, TimelineDirectoryThatCannotBeFsyncedStopsTheDaemonAndSave
   ct::test::wait_for_coredump_entry(fake_pid, std::chrono::system_clock::time_point(std::chrono::microseconds(
                                                   std::strtoull(ts.c_str(), nullptr, 10))));
   const std::string self = fs::read_symlink("/proc/self/exe");
-  daemon.first_start = "boot";  // a first start: the anchor is saved after the backlog
-  daemon.log_target = "stderr";
+  daemon.options().first_start = "boot";  // a first start: the anchor is saved after the backlog
+  daemon.options().log_target = "stderr";
   daemon.start({"--coredump-dir", cores, "--coredump-exe", self},
                {{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_SUFFIX", "/state/timelines"}});
   // Every coredump entry of this boot is before ours (most are rejected at
@@ -973,27 +656,27 @@ TEST_F(DaemonPipeline, TimelineDirectoryThatCannotBeFsyncedStopsTheDaemonAndSave
   const auto deadline = Clock::now() + 180s;
   while (Clock::now() < deadline) {
     if ((status = daemon.wait_exit(100ms)) != -3) break;
-    if (!written && find_timeline(dirs_of(daemon), fake_pid)) written = Clock::now();
+    if (!written && daemon.find_timeline(fake_pid)) written = Clock::now();
     if (written && Clock::now() - *written > 2s) break;
   }
-  if (status == -3) daemon.kill9();
-  EXPECT_FALSE(fs::exists(daemon.state + "/cursor"))
+  if (status == -3) daemon.kill_now();
+  EXPECT_FALSE(fs::exists(daemon.state_dir() + "/cursor"))
       << "the journal cursor was saved although no directory of timelines could be fsynced: "
-      << read_text(daemon.state + "/cursor");
+      << read_text(daemon.state_dir() + "/cursor");
   EXPECT_EQ(status, 1) << "the daemon did not stop (status -3: still running)";
   {
-    std::ifstream log(daemon.log);
+    std::ifstream log(daemon.log_path());
     std::size_t errors = 0;
     for (std::string line; std::getline(log, line);) errors += line.find("cannot fsync") != std::string::npos;
     EXPECT_LE(errors, 5u) << "the failed fsync was retried in a loop";
   }
   // Without the fault: the entry gets its timeline once, and the cursor is saved.
-  fs::resize_file(daemon.log, 0);
+  fs::resize_file(daemon.log_path(), 0);
   daemon.start({"--coredump-dir", cores, "--coredump-exe", self});
   Timeline t = wait_timeline(daemon, fake_pid, 180s);
   EXPECT_EQ(t.doc["status"], "core_missing");
   EXPECT_EQ(daemon.stop(), 0);
-  EXPECT_TRUE(fs::exists(daemon.state + "/cursor"));
+  EXPECT_TRUE(fs::exists(daemon.state_dir() + "/cursor"));
 }
 
 // --first-start boot (the default): a crash of this boot from before the
@@ -1015,7 +698,7 @@ TEST_F(DaemonPipeline, FirstStartBootTakesThisBootsEarlierCrashesOnce) {
     while (sd_journal_next(j) > 0) ++backlog;
     sd_journal_close(j);
   }
-  daemon.first_start = "boot";
+  daemon.options().first_start = "boot";
   daemon.start();
   // This boot may hold earlier crashes with the same pids: by pid and time.
   Timeline t = wait_timeline(daemon, early.pid, 30s + backlog * 20ms, early.not_before_usec);
@@ -1027,7 +710,7 @@ TEST_F(DaemonPipeline, FirstStartBootTakesThisBootsEarlierCrashesOnce) {
   EXPECT_EQ(daemon.stop(), 0);
   auto count = [&] {
     std::size_t n = 0;
-    for (const auto &d : dirs_of(daemon)) {
+    for (const auto &d : daemon.timeline_dirs()) {
       std::error_code ec;
       for (const auto &e : fs::directory_iterator(d, ec)) n += e.path().string().ends_with(".timeline.json");
     }
@@ -1039,7 +722,7 @@ TEST_F(DaemonPipeline, FirstStartBootTakesThisBootsEarlierCrashesOnce) {
   daemon.start();
   EXPECT_EQ(wait_timeline(daemon, c2.pid, 10s, c2.not_before_usec).doc["status"], "ok");
   EXPECT_EQ(count(), before + 1) << "the second start went through the boot again";
-  EXPECT_NE(read_text(daemon.log).find("resuming after the saved journal cursor"), std::string::npos)
+  EXPECT_NE(daemon.log().find("resuming after the saved journal cursor"), std::string::npos)
       << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
 }
@@ -1081,7 +764,7 @@ TEST_F(DaemonPipeline, UsersReadTheirOwnTimelinesAndNotOthers) {
 // ---- never lose or repeat a crash ---------------------------------------------
 
 TEST_F(DaemonPipeline, ThirtyTwoSimultaneousCrashesGiveThirtyTwoTimelines) {
-  CorePipeLimit limit(64);  // systemd's 16 would make the kernel drop cores
+  ct::test::CorePipeLimit limit(64);  // systemd's 16 would make the kernel drop cores
   daemon.start();
   const std::uint64_t t = now_usec();
   std::vector<pid_t> pids;
@@ -1100,18 +783,12 @@ TEST_F(DaemonPipeline, ThirtyTwoSimultaneousCrashesGiveThirtyTwoTimelines) {
   EXPECT_EQ(cursors.size(), 32u);
   EXPECT_EQ(paths.size(), 32u);
   // Each crash has exactly one timeline among everything written.
-  for (const auto &c : crashes) {
-    std::size_t n = 0;
-    const std::string needle = "." + boot_id() + "." + std::to_string(c.pid) + ".";
-    for (const auto &d : dirs_of(daemon))
-      for (const auto &e : fs::directory_iterator(d)) n += e.path().filename().string().find(needle) != std::string::npos;
-    EXPECT_EQ(n, 1u) << "pid " << c.pid;
-  }
+  for (const auto &c : crashes) EXPECT_EQ(daemon.files_of(c.pid), 1u) << "pid " << c.pid;
   EXPECT_EQ(daemon.stop(), 0);
 }
 
 TEST_F(DaemonPipeline, KillNineDuringAStormThenRestartGivesExactlyOneEach) {
-  CorePipeLimit limit(64);
+  ct::test::CorePipeLimit limit(64);
   daemon.start();
   const std::uint64_t t = now_usec();
   std::vector<pid_t> pids;
@@ -1125,14 +802,14 @@ TEST_F(DaemonPipeline, KillNineDuringAStormThenRestartGivesExactlyOneEach) {
   const auto deadline = Clock::now() + 20s;
   while (Clock::now() < deadline && (at_kill = count_timelines(daemon, crashes)) == 0)
     std::this_thread::sleep_for(1ms);
-  daemon.kill9();
+  daemon.kill_now();
   for (auto &c : crashes) c = wait_crash(c.pid, t);
   ASSERT_GT(at_kill, 0u) << "no timeline within 20 s:\n" << daemon.log_tail();
   at_kill = count_timelines(daemon, crashes);
   ASSERT_LT(at_kill, 32u) << "the storm was over before the kill; the test proves nothing";
   // Nothing may remain of the killed run but whole timelines.
   std::map<std::string, ino_t> before;
-  for (const auto &d : dirs_of(daemon))
+  for (const auto &d : daemon.timeline_dirs())
     for (const auto &e : fs::directory_iterator(d)) {
       EXPECT_TRUE(e.path().filename().string().ends_with(".timeline.json")) << e.path();
       EXPECT_FALSE(json::parse(read_text(e.path()), nullptr, false).is_discarded()) << e.path();
@@ -1146,20 +823,14 @@ TEST_F(DaemonPipeline, KillNineDuringAStormThenRestartGivesExactlyOneEach) {
     Timeline tl = wait_timeline(daemon, c.pid, 30s);
     EXPECT_EQ(tl.doc["status"], "ok") << tl.path;
   }
-  for (const auto &c : crashes) {
-    std::size_t n = 0;
-    const std::string needle = "." + boot_id() + "." + std::to_string(c.pid) + ".";
-    for (const auto &d : dirs_of(daemon))
-      for (const auto &e : fs::directory_iterator(d)) n += e.path().filename().string().find(needle) != std::string::npos;
-    EXPECT_EQ(n, 1u) << "pid " << c.pid;
-  }
+  for (const auto &c : crashes) EXPECT_EQ(daemon.files_of(c.pid), 1u) << "pid " << c.pid;
   // What was written before the kill was not written again.
   for (const auto &[path, ino] : before) {
     struct stat st;
     ASSERT_EQ(stat(path.c_str(), &st), 0) << path;
     EXPECT_EQ(st.st_ino, ino) << path << " was rewritten";
   }
-  EXPECT_TRUE(fs::is_empty(daemon.state + "/tmp"));
+  EXPECT_TRUE(fs::is_empty(daemon.state_dir() + "/tmp"));
   std::fprintf(stderr, "timelines at the kill: %zu of 32\n", at_kill);
   EXPECT_EQ(daemon.stop(), 0);
 }
@@ -1177,7 +848,8 @@ TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescr
       for (const auto &t : fd_targets(daemon.pid()))
         if (!is_journal(t)) ++others0, others0_list += " " + t;
     }
-    ASSERT_EQ(run_capture({"/usr/bin/journalctl", "--rotate"}).first, 0);
+    const auto rotated = ct::test::run({"/usr/bin/journalctl", "--rotate"});
+    ASSERT_EQ(rotated.exit_code(), 0) << rotated.err;
   }
   crashes.push_back(crash({CT_CRASH_DEMO, "--path=a"}));
   for (const auto &c : crashes) EXPECT_EQ(wait_timeline(daemon, c.pid).doc["status"], "ok");
@@ -1250,19 +922,21 @@ TEST_F(DaemonPipeline, ForgedEntriesAreIgnoredAndLogged) {
   std::ofstream(input) << "MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\nCOREDUMP_FILENAME=/etc/shadow\n"
                           "MESSAGE=forged through --backtrace\n\n";
   chmod(input.c_str(), 0644);
-  pid_t bt = fork();
-  if (bt == 0) {
+  ct::test::ProcessOptions as_nobody;
+  as_nobody.in = ct::test::Stream::file(input);
+  as_nobody.in_child = [] {
     if (setgroups(0, nullptr) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
-      _exit(3);
-    int in = open(input.c_str(), O_RDONLY);
-    dup2(in, 0);
-    const std::string self = std::to_string(getpid());
-    execl("/lib/systemd/systemd-coredump", "systemd-coredump", "--backtrace", self.c_str(), "65534", "65534", "11",
-          ts.c_str(), "0", "forged", nullptr);
-    _exit(127);
-  }
-  waitpid(bt, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "systemd-coredump --backtrace failed: " << st;
+      ct::test::child_failed("cannot become nobody");
+  };
+  // The pid it reports itself as is its own: known only in the child, so
+  // through a shell that execs systemd-coredump with its $$.
+  const auto forged = ct::test::run({"/bin/sh", "-c",
+                                     "exec /lib/systemd/systemd-coredump --backtrace $$ 65534 65534 11 " + ts +
+                                         " 0 forged"},
+                                    as_nobody);
+  const pid_t bt = forged.pid;
+  ASSERT_EQ(forged.exit_code(), 0) << "systemd-coredump --backtrace failed: " << forged.wait_status << "\n"
+                                   << forged.err;
   e = wait_journal({"MESSAGE_ID=" + std::string(ctd::kMsgEntryRejected), "CORE_TIMELINE_SENDER_PID=" + std::to_string(bt)},
                    since, 5s);
   ASSERT_TRUE(e) << "no rejection logged for systemd-coredump --backtrace (pid " << bt << ")\n" << daemon.log_tail();
@@ -1273,7 +947,7 @@ TEST_F(DaemonPipeline, ForgedEntriesAreIgnoredAndLogged) {
   // them all by now; none left a timeline.
   const auto c = crash({CT_CRASH_DEMO, "--path=a"});
   EXPECT_EQ(wait_timeline(daemon, c.pid).doc["status"], "ok");
-  for (const auto &d : dirs_of(daemon))
+  for (const auto &d : daemon.timeline_dirs())
     for (const auto &f : fs::directory_iterator(d)) {
       const std::string name = f.path().filename();
       EXPECT_EQ(name.find("." + boot_id() + "." + fake_pid + "."), std::string::npos) << f.path();
@@ -1316,10 +990,10 @@ TEST_F(DaemonPipeline, BigCoreIsStreamedSparseWithMemoryThatDoesNotFollowItsSize
   // The sparse core says what the whole core says.
   const std::string plain = dir.path + "/core.big";
   ct::test::decompress_core_file(t.doc["coredump"]["core_file"], plain);
-  auto [rc, text] = run_capture({CT_READER_BIN, plain});
+  const auto text = ct::test::run({CT_READER_BIN, plain});
   fs::remove(plain);
-  EXPECT_EQ(rc, 0);
-  EXPECT_EQ(t.doc["text"], text);
+  EXPECT_EQ(text.exit_code(), 0) << text.err;
+  EXPECT_EQ(t.doc["text"], text.out);
   EXPECT_EQ(daemon.stop(), 0);
 }
 
@@ -1330,7 +1004,7 @@ TEST_F(DaemonPipeline, NotifiesReadinessPingsTheWatchdogAndStopsCleanlyOnSigterm
   int pings = 0;
   const auto deadline = Clock::now() + 1200ms;
   while (Clock::now() < deadline) {
-    std::string m = daemon.notify().next(100ms);
+    std::string m = daemon.next_notification(100ms);
     if (m.find("WATCHDOG=1") != std::string::npos) ++pings;
   }
   EXPECT_GE(pings, 3) << "WATCHDOG_USEC=400000 asks for a ping at least every 400 ms";
@@ -1341,7 +1015,7 @@ TEST_F(DaemonPipeline, NotifiesReadinessPingsTheWatchdogAndStopsCleanlyOnSigterm
   EXPECT_EQ(daemon.stop(), 0);
   EXPECT_LT(Clock::now() - t0, 2s);
   bool stopping = false;
-  for (std::string m; !(m = daemon.notify().next(200ms)).empty();) stopping = stopping || m.find("STOPPING=1") != std::string::npos;
+  for (std::string m; !(m = daemon.next_notification(200ms)).empty();) stopping = stopping || m.find("STOPPING=1") != std::string::npos;
   EXPECT_TRUE(stopping);
-  EXPECT_NE(read_text(daemon.log).find("SIGTERM received: stopping"), std::string::npos);
+  EXPECT_NE(daemon.log().find("SIGTERM received: stopping"), std::string::npos);
 }

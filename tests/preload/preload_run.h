@@ -4,24 +4,18 @@
 // (tests/preload/CMakeLists.txt) as CT_* definitions.
 #pragma once
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "preload_victim.h"
-
-extern char **environ;
+#include "process.h"
 
 namespace ct_test {
 
@@ -66,73 +60,18 @@ struct RunResult {
 
 // Run argv[0] with LD_PRELOAD set to `preload` (and the rest of this
 // process's environment), collecting its output; SIGKILL it and its process
-// group after `timeout_s` seconds.
+// group after `timeout_s` seconds (ct::test::run).
 inline RunResult run_with_preload(const std::vector<std::string> &argv,
                                   const std::vector<std::string> &preload, int timeout_s) {
-  RunResult r;
-  std::vector<std::string> env_storage;
-  for (char **e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_storage.push_back(*e);
-  std::string ld = "LD_PRELOAD=";
+  ct::test::ProcessOptions o;
+  std::string ld;
   for (size_t i = 0; i < preload.size(); ++i) ld += (i ? " " : "") + preload[i];
-  env_storage.push_back(ld);
-  std::vector<char *> envp, args;
-  for (auto &s : env_storage) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto &s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    r.output = "pipe2 failed";
-    return r;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-  /* Its own process group, so a timeout also kills children it forked. */
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    r.output = std::string("posix_spawn ") + args[0] + ": " + std::strerror(rc);
-    return r;
-  }
-
-  struct timespec start;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  char buf[4096];
-  for (;;) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long elapsed_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-    long left_ms = timeout_s * 1000L - elapsed_ms;
-    if (left_ms <= 0) {
-      kill(-pid, SIGKILL);
-      r.timed_out = true;
-      break;
-    }
-    struct pollfd pfd = {out[0], POLLIN, 0};
-    int n = poll(&pfd, 1, static_cast<int>(left_ms));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    ssize_t got = read(out[0], buf, sizeof buf);
-    if (got <= 0) break; /* EOF: the child (and any child of it) closed the pipe */
-    r.output.append(buf, static_cast<size_t>(got));
-  }
-  close(out[0]);
-  while (waitpid(pid, &r.status, 0) < 0 && errno == EINTR) {
-  }
-  return r;
+  o.env["LD_PRELOAD"] = ld;
+  o.err = ct::test::Stream::to_stdout();
+  o.own_process_group = true;  // a timeout also kills children it forked
+  o.timeout = std::chrono::seconds(timeout_s);
+  const ct::test::Ran ran = ct::test::run(argv, o);
+  return {ran.wait_status, ran.timed_out, ran.out};
 }
 
 // A temporary file of kDataBytes bytes for preload_victim, removed with it.

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "instructions.h"
 
-#include <fcntl.h>
+#include "process.h"
+
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +24,6 @@
 #else
 #define CT_HAVE_CALLGRIND 0
 #endif
-
-extern char **environ;
 
 namespace ct::testing {
 
@@ -60,29 +58,19 @@ constexpr std::string_view kLabel = "ct-work ";
   _exit(0);
 }
 
-/* The parent's environment without what would make the child write the
- * parent's test reports or run another shard's tests, plus kDirVar. */
-std::vector<std::string> child_environment(const std::string &dir) {
-  static constexpr std::string_view kDropped[] = {"TEST_PREMATURE_EXIT_FILE", "TEST_SHARD_STATUS_FILE",
-                                                  "TEST_TOTAL_SHARDS", "TEST_SHARD_INDEX", "XML_OUTPUT_FILE",
-                                                  kDirVar};
-  std::vector<std::string> env;
-  for (char **e = environ; *e != nullptr; ++e) {
-    const std::string_view kv = *e;
-    const std::string_view name = kv.substr(0, kv.find('='));
-    bool drop = name.starts_with("GTEST_");
-    for (auto d : kDropped) drop |= name == d;
-    if (!drop) env.emplace_back(kv);
-  }
-  env.push_back(std::string(kDirVar) + "=" + dir);
-  return env;
-}
-
-std::vector<char *> c_strings(std::vector<std::string> &v) {
-  std::vector<char *> out;
-  for (auto &s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+/* The child runs with the parent's environment without what would make it
+ * write the parent's test reports or run another shard's tests, plus
+ * kDirVar. */
+ct::test::ProcessOptions child_options(const std::string &dir, const fs::path &log) {
+  ct::test::ProcessOptions o;
+  o.unset_env = {"GTEST_*", "TEST_PREMATURE_EXIT_FILE", "TEST_SHARD_STATUS_FILE", "TEST_TOTAL_SHARDS",
+                 "TEST_SHARD_INDEX", "XML_OUTPUT_FILE"};
+  o.env[kDirVar] = dir;
+  o.in = ct::test::Stream::null();
+  o.out = ct::test::Stream::file(log.string());
+  o.err = ct::test::Stream::to_stdout();
+  o.search_path = true;
+  return o;
 }
 
 std::string tail_of(const fs::path &path, std::size_t max) {
@@ -164,24 +152,15 @@ std::vector<std::uint64_t> instructions_of(const std::vector<std::function<void(
                                    "--callgrind-out-file=" + (dir / "callgrind.out").string(),
                                    exe.string(),
                                    filter};
-  std::vector<std::string> env = child_environment(dir.string());
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int err = posix_spawnp(&pid, "valgrind", &fa, nullptr, c_strings(args).data(), c_strings(env).data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) {
-    if (err == ENOENT)
+  int status = 0;
+  try {
+    status = ct::test::run(args, child_options(dir.string(), log)).wait_status;
+  } catch (const std::runtime_error &e) {
+    if (std::string_view(e.what()).find(std::strerror(ENOENT)) != std::string_view::npos)
       ADD_FAILURE() << "valgrind is not in PATH: install it (packaging/install-build-deps lists it); " << kWhy;
-    else ADD_FAILURE() << "cannot start valgrind: " << std::strerror(err);
+    else ADD_FAILURE() << "cannot start valgrind: " << e.what();
     fs::remove_all(dir, ec);
     return {};
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
 
   const auto counts = read_dumps(dir);

@@ -4,7 +4,6 @@
 #define CORE_TIMELINE_TESTS_READER_TEST_UTIL_H
 
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "core_builder.h"
+#include "process.h"
 
 namespace ct::testing {
 
@@ -30,32 +30,20 @@ inline std::string slurp(const std::string &path) {
   return ss.str();
 }
 
-/** Runs argv (argv[0] a path) with stdout/stderr captured to files; with
- *  `as_limit` bytes of address space at most (RLIMIT_AS) when nonzero. */
+/** Runs argv (argv[0] a path) with stdout/stderr captured (ct::test::run);
+ *  with `as_limit` bytes of address space at most (RLIMIT_AS) when nonzero. */
 inline RunResult run(const std::vector<std::string> &argv, unsigned long long as_limit = 0) {
-  const std::string out = write_temp({}, "stdout"), err = write_temp({}, "stderr");
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
-    if (as_limit != 0) {
+  ct::test::ProcessOptions o;
+  if (as_limit != 0)
+    o.in_child = [as_limit] {
       struct rlimit rl = {as_limit, as_limit};
       setrlimit(RLIMIT_AS, &rl);
-    }
-    std::vector<char *> args;
-    for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
+    };
+  const ct::test::Ran ran = ct::test::run(argv, o);
   RunResult r;
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  unlink(out.c_str());
-  unlink(err.c_str());
+  r.exit_code = ran.exit_code();
+  r.out = ran.out;
+  r.err = ran.err;
   return r;
 }
 

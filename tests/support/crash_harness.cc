@@ -3,6 +3,8 @@
 // crash_harness.cc - see crash_harness.h.
 #include "crash_harness.h"
 
+#include "process.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <lz4frame.h>
@@ -21,9 +23,6 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
-#include <thread>
-
-extern char** environ;
 
 namespace ct::test {
 namespace {
@@ -419,48 +418,15 @@ CrashRun run_and_collect_core(const std::vector<std::string>& argv, const CrashO
   if (argv.empty()) fail("run_and_collect_core: empty argv");
   const std::string& exe = argv[0];
 
-  // Everything the child needs is built before fork: after it, only
-  // async-signal-safe calls.
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    std::string name = kv.substr(0, kv.find('='));
-    bool drop = opts.env.count(name) > 0;
-    for (const auto& u : opts.unset_env) drop = drop || u == name;
-    if (!drop) env_strings.push_back(std::move(kv));
-  }
-  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> cenv;
-  for (auto& s : env_strings) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-
   char filter[32] = "";
   if (opts.coredump_filter) snprintf(filter, sizeof filter, "0x%x", *opts.coredump_filter);
-
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC) < 0) fail("pipe2: " + errno_text(errno));
-
-  const auto not_before = system_clock::now();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int err = errno;
-    close(pfd[0]);
-    close(pfd[1]);
-    fail("fork: " + errno_text(err));
-  }
-  if (pid == 0) {
-    // Child.  Report a failure as {stage, errno} on the pipe.
-    close(pfd[0]);
-    auto die = [&](int stage) {
-      int msg[2] = {stage, errno};
-      ssize_t ignored = write(pfd[1], msg, sizeof msg);
-      (void)ignored;
-      _exit(127);
-    };
+  ProcessOptions po;
+  po.out = Stream::inherit();
+  po.err = Stream::inherit();
+  po.env = opts.env;
+  po.unset_env = opts.unset_env;
+  po.timeout = opts.timeout;
+  po.in_child = [&filter] {
     // Default dispositions and an empty mask for the signals that make cores.
     for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGQUIT, SIGPIPE})
       signal(sig, SIG_DFL);
@@ -475,49 +441,20 @@ CrashRun run_and_collect_core(const std::vector<std::string>& argv, const CrashO
     }
     if (filter[0]) {
       int fd = open("/proc/self/coredump_filter", O_WRONLY | O_CLOEXEC);
-      if (fd < 0) die(1);
-      if (write(fd, filter, strlen(filter)) < 0) die(1);
+      if (fd < 0 || write(fd, filter, strlen(filter)) < 0) child_failed("cannot write /proc/self/coredump_filter");
       close(fd);
     }
-    execve(cargv[0], cargv.data(), cenv.data());
-    die(2);
-  }
-  close(pfd[1]);
-
-  auto reap = [&](int* status) {
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
-    }
   };
-  int msg[2];
-  ssize_t n;
-  do n = read(pfd[0], msg, sizeof msg);
-  while (n < 0 && errno == EINTR);
-  close(pfd[0]);
-  if (n == static_cast<ssize_t>(sizeof msg)) {
-    int status;
-    reap(&status);
-    if (msg[0] == 1)
-      fail("child pid " + std::to_string(pid) + ": cannot write " + filter + " to /proc/self/coredump_filter: " +
-           errno_text(msg[1]));
-    fail("child pid " + std::to_string(pid) + ": cannot exec " + exe + ": " + errno_text(msg[1]));
-  }
 
-  // Wait for the child, no longer than the timeout.
+  const auto not_before = system_clock::now();
+  const Ran ran = ct::test::run(argv, po);
   CrashRun run;
-  run.pid = pid;
-  const auto deadline = steady_clock::now() + opts.timeout;
-  for (;;) {
-    pid_t w = waitpid(pid, &run.wait_status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) fail("waitpid " + std::to_string(pid) + ": " + errno_text(errno));
-    if (steady_clock::now() >= deadline) {
-      kill(pid, SIGKILL);
-      reap(&run.wait_status);
-      fail("pid " + std::to_string(pid) + " (" + exe + ") did not die within " +
-           std::to_string(opts.timeout.count()) + " ms; killed it");
-    }
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  run.pid = ran.pid;
+  run.wait_status = ran.wait_status;
+  const pid_t pid = ran.pid;
+  if (ran.timed_out)
+    fail("pid " + std::to_string(pid) + " (" + exe + ") did not die within " + std::to_string(opts.timeout.count()) +
+         " ms; killed it");
 
   const int st = run.wait_status;
   if (WIFEXITED(st))
