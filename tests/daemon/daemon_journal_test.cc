@@ -253,12 +253,12 @@ Entry stored_crash(Scratch &s, const std::string &suffix) {
 // docs/timeline.schema.json (Debian's python3-jsonschema): every document a
 // test here reads is a real one the daemon stored.
 json read_json(const std::string &path) {
-  const Ran v = run({"/usr/bin/python3", "-c",
+  const ct::test::Ran v = run({"/usr/bin/python3", "-c",
                      "import json,sys,jsonschema\n"
                      "s=json.load(open(sys.argv[1]))\n"
                      "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))\n",
                      CT_SCHEMA_PATH, path});
-  EXPECT_TRUE(exited_0(v)) << path << " does not match docs/timeline.schema.json:\n" << v.output;
+  EXPECT_TRUE(v.ok()) << path << " does not match docs/timeline.schema.json:\n" << output_of(v);
   return json::parse(slurp(path));
 }
 
