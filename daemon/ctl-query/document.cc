@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 
 namespace core_timeline::ctlq {
@@ -392,19 +393,7 @@ class Summarizer {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using reader::Fd;
 
 }  // namespace
 

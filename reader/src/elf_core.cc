@@ -19,6 +19,7 @@
 
 #include "core_timeline/reader/cursor.h"
 #include "core_timeline/reader/elf_headers.h"
+#include "core_timeline/reader/fd.h"
 #include "try.h"
 
 namespace core_timeline::reader {
@@ -246,7 +247,7 @@ std::string hex_bytes(std::span<const std::uint8_t> bytes) {
 
 struct CoreFile::Impl {
   std::string path;
-  int fd = -1;
+  Fd fd;
   void *map = nullptr;
   std::size_t map_len = 0;
   std::vector<std::uint8_t> owned;
@@ -267,7 +268,6 @@ struct CoreFile::Impl {
 
   ~Impl() {
     if (map != nullptr) munmap(map, map_len);
-    if (fd >= 0) close(fd);
   }
 
   Result<void> parse();
@@ -374,17 +374,17 @@ Result<CoreFile> CoreFile::open(const std::string &path, FileFacts *refused) noe
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
    * writer, before the regular-file check below could refuse it.  It does
    * not change reads of a regular file. */
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (impl->fd < 0)
+  impl->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!impl->fd.valid())
     return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
   struct stat st;
-  if (fstat(impl->fd, &st) != 0)
+  if (fstat(impl->fd.get(), &st) != 0)
     return Error{Errc::kIo, fmt::format("{}: cannot stat: {}", path, std::strerror(errno))};
   if (!S_ISREG(st.st_mode))
     return Error{Errc::kIo, fmt::format("{}: not a regular file", path)};
   if (st.st_size > 0) {
     impl->map_len = static_cast<std::size_t>(st.st_size);
-    impl->map = mmap(nullptr, impl->map_len, PROT_READ, MAP_PRIVATE, impl->fd, 0);
+    impl->map = mmap(nullptr, impl->map_len, PROT_READ, MAP_PRIVATE, impl->fd.get(), 0);
     if (impl->map == MAP_FAILED) {
       impl->map = nullptr;
       return Error{Errc::kIo, fmt::format("{}: cannot mmap {} bytes: {}", path, impl->map_len,
@@ -424,7 +424,7 @@ Result<CoreFile> CoreFile::from_bytes(std::vector<std::uint8_t> bytes, std::stri
 
 std::span<const std::uint8_t> CoreFile::bytes() const noexcept { return impl_->data; }
 const std::string &CoreFile::path() const noexcept { return impl_->path; }
-int CoreFile::fd() const noexcept { return impl_->fd; }
+int CoreFile::fd() const noexcept { return impl_->fd.get(); }
 std::uint16_t CoreFile::machine() const noexcept { return impl_->machine; }
 const std::vector<Segment> &CoreFile::segments() const noexcept { return impl_->loads; }
 const std::vector<Segment> &CoreFile::note_segments() const noexcept { return impl_->notes_segs; }

@@ -3,9 +3,11 @@
 // Unit tests of ct::reader over rings and cores built in the test
 // (core_builder.h).  Each test names the rule it guards.
 #include <elf.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <initializer_list>
@@ -17,6 +19,7 @@
 #include "core_timeline/reader/cursor.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/elf_headers.h"
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
@@ -290,6 +293,31 @@ TEST(ElfHeaders, PnXnumTakesTheCountFromSectionHeaderZero) {
     EXPECT_TRUE(says(missing.error(), "core: e_shoff at offset 0x28: e_phnum is PN_XNUM")) << missing.error().message;
   }
   EXPECT_EQ(file.pos(), 0u);
+}
+
+/* ---------------------------------------------------------------------- Fd */
+
+TEST(Fd, ClosesItsDescriptorOnceAndMovesIt) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  auto is_open = [](int fd) { return fcntl(fd, F_GETFD) != -1; };
+  {
+    ctr::Fd w(p[1]);
+    ctr::Fd r(p[0]);
+    ctr::Fd moved(std::move(r));
+    EXPECT_FALSE(r.valid());  // NOLINT(bugprone-use-after-move): a move leaves it empty
+    EXPECT_EQ(r.get(), -1);
+    EXPECT_EQ(moved.get(), p[0]);
+    moved.reset(p[0]);  // the one it holds: kept open
+    EXPECT_TRUE(is_open(p[0]));
+    moved.reset();
+    EXPECT_FALSE(is_open(p[0]));
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_FALSE(moved.valid());
+    EXPECT_TRUE(is_open(p[1]));
+  }
+  EXPECT_FALSE(is_open(p[1]));  // closed by the destructor
+  EXPECT_FALSE(ctr::Fd(-1).valid());
 }
 
 /* ------------------------------------------------------------ ring decoder */
