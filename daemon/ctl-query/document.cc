@@ -20,6 +20,7 @@
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/document/stored.h"
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 
 namespace core_timeline::ctlq {
@@ -191,19 +192,7 @@ std::string syntax_error(const nlohmann::json::parse_error &e) {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using reader::Fd;
 
 }  // namespace
 

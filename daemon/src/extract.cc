@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/elf_headers.h"
 #include "core_timeline/ring_format.h"
 
 namespace ctd {
@@ -111,50 +112,85 @@ Result<void> CoreSink::feed(std::span<const std::uint8_t> data) {
   return {};
 }
 
+namespace {
+
+namespace ctr = core_timeline::reader;
+
+/* What the first bytes of a core tell so far (CoreSink::feed_head). */
+struct Head {
+  enum Verdict {
+    kMore,     /* `need` bytes are needed to tell */
+    kReady,    /* the ELF header, the program headers and every PT_NOTE */
+    kKeepAll,  /* its headers or notes cannot be planned for within kMaxHead */
+    kNotCore,  /* not the start of a 64-bit little-endian ELF core */
+  } verdict = kMore;
+  std::uint64_t need = sizeof(Elf64_Ehdr);
+  std::uint16_t machine = 0;
+  std::vector<Elf64_Phdr> phdrs;  /* once the whole table is there */
+};
+
+Head judge_head(std::span<const std::uint8_t> head) {
+  Head h;
+  if (head.size() < h.need) return h;
+  ctr::Cursor file(head, 0, "core");
+  auto eh = ctr::read_elf64_ehdr(file);
+  if (!eh || eh->e_type != ET_CORE) {
+    h.verdict = Head::kNotCore;
+    return h;
+  }
+  h.machine = eh->e_machine;
+  /* No bound on the count here: kMaxHead bounds the table. */
+  auto table = ctr::phdr_table(file, *eh, UINT64_MAX);
+  if (!table && table.error().code == ctr::Errc::kBadData) { /* e_phentsize */
+    h.verdict = Head::kNotCore;
+    return h;
+  }
+  /* PN_XNUM: the count is in section header 0, at the end of the file;
+   * kTruncated: e_phoff + the table runs past 2^64. */
+  if (!table || eh->e_phnum == PN_XNUM || table->end() > kMaxHead) {
+    h.verdict = Head::kKeepAll;
+    return h;
+  }
+  h.need = table->end();
+  auto entries = ctr::phdr_entries(file, *table);
+  if (!entries) return h;
+  h.phdrs.reserve(table->e_phnum);
+  for (std::uint64_t i = 0; i < table->e_phnum; ++i) {
+    auto ph = ctr::read_elf64_phdr(*entries);
+    if (!ph) { /* cannot happen: phdr_entries() holds the whole table */
+      h.verdict = Head::kKeepAll;
+      return h;
+    }
+    h.phdrs.push_back(*ph);
+    if (ph->p_type != PT_NOTE) continue;
+    if (ph->p_offset > kMaxHead || ph->p_filesz > kMaxHead - ph->p_offset) {
+      h.verdict = Head::kKeepAll;
+      return h;
+    }
+    h.need = std::max<std::uint64_t>(h.need, ph->p_offset + ph->p_filesz);
+  }
+  if (head.size() >= h.need) h.verdict = Head::kReady;
+  return h;
+}
+
+}  // namespace
+
 Result<void> CoreSink::feed_head(std::span<const std::uint8_t> &data) {
   for (;;) {
     /* How many head bytes are needed before planning? */
-    std::uint64_t need = sizeof(Elf64_Ehdr);
-    bool ready = false, fallback_all = false, not_elf = false;
-    if (head_.size() >= sizeof(Elf64_Ehdr)) {
-      Elf64_Ehdr eh;
-      std::memcpy(&eh, head_.data(), sizeof eh);
-      if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-          eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_type != ET_CORE || eh.e_phentsize != sizeof(Elf64_Phdr)) {
-        not_elf = true;
-      } else if (eh.e_phnum == PN_XNUM || eh.e_phoff > kMaxHead ||
-                 eh.e_phoff + std::uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr) > kMaxHead) {
-        fallback_all = true;
-      } else {
-        const std::uint64_t phend = eh.e_phoff + std::uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr);
-        need = phend;
-        if (head_.size() >= phend) {
-          for (unsigned i = 0; i < eh.e_phnum; ++i) {
-            Elf64_Phdr ph;
-            std::memcpy(&ph, head_.data() + eh.e_phoff + i * sizeof(Elf64_Phdr), sizeof ph);
-            if (ph.p_type != PT_NOTE) continue;
-            if (ph.p_offset > kMaxHead || ph.p_filesz > kMaxHead - ph.p_offset) {
-              fallback_all = true;
-              break;
-            }
-            need = std::max<std::uint64_t>(need, ph.p_offset + ph.p_filesz);
-          }
-          ready = !fallback_all && head_.size() >= need;
-        }
-      }
-    }
-    if (not_elf || fallback_all) {
+    const Head h = judge_head(head_);
+    if (h.verdict == Head::kNotCore || h.verdict == Head::kKeepAll) {
       /* Not something we can plan for: keep everything (budget permitting),
        * or for a non-core the first MiB, enough for the reader to say what
        * it is. */
-      keep_all_ = fallback_all;
-      if (not_elf) {
+      keep_all_ = h.verdict == Head::kKeepAll;
+      if (h.verdict == Head::kNotCore) {
         keep_.push_back({0, kNotElfKeep});
         sparse_ = true;
       }
       head_done_ = true;
-    } else if (ready) {
-      auto r = plan();
+    } else if (h.verdict == Head::kReady) {
+      auto r = plan(h.machine, h.phdrs);
       if (!r) return r;
       head_done_ = true;
     }
@@ -167,25 +203,22 @@ Result<void> CoreSink::feed_head(std::span<const std::uint8_t> &data) {
       return r;
     }
     if (data.empty()) return {};
-    const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(need - head_.size(), data.size()));
+    const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(h.need - head_.size(), data.size()));
     head_.insert(head_.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(take));
     data = data.subspan(take);
   }
 }
 
-Result<void> CoreSink::plan() {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, head_.data(), sizeof eh);
+Result<void> CoreSink::plan(std::uint16_t machine, const std::vector<Elf64_Phdr> &phdrs) {
   std::vector<Elf64_Phdr> loads;
   core_timeline::reader::CoreNotes notes;
   std::uint64_t total = head_.size();
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    std::memcpy(&ph, head_.data() + eh.e_phoff + i * sizeof(Elf64_Phdr), sizeof ph);
+  for (const Elf64_Phdr &ph : phdrs) {
     if (ph.p_offset <= UINT64_MAX - ph.p_filesz) total = std::max<std::uint64_t>(total, ph.p_offset + ph.p_filesz);
     if (ph.p_type == PT_NOTE) {
+      /* judge_head() waited for every PT_NOTE's bytes. */
       core_timeline::reader::parse_core_notes(
-          std::span<const std::uint8_t>(head_.data() + ph.p_offset, ph.p_filesz), ph.p_offset, eh.e_machine, notes);
+          std::span<const std::uint8_t>(head_).subspan(ph.p_offset, ph.p_filesz), ph.p_offset, machine, notes);
     } else if (ph.p_type == PT_LOAD && ph.p_filesz > 0 && ph.p_offset <= UINT64_MAX - ph.p_filesz) {
       loads.push_back(ph);
     }

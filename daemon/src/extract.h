@@ -45,6 +45,7 @@
 #ifndef CORE_TIMELINE_DAEMON_EXTRACT_H
 #define CORE_TIMELINE_DAEMON_EXTRACT_H
 
+#include <elf.h>
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -115,7 +116,7 @@ class CoreSink {
     std::uint64_t begin, end;
   };
   Result<void> feed_head(std::span<const std::uint8_t> &data);
-  Result<void> plan();
+  Result<void> plan(std::uint16_t machine, const std::vector<Elf64_Phdr> &phdrs);
   Result<void> page_done(std::uint64_t offset, const std::uint8_t *bytes, std::size_t len);
   Result<void> emit(std::uint64_t offset, const std::uint8_t *bytes, std::size_t len);
   Result<void> flush();

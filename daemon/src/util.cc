@@ -18,11 +18,6 @@ Error errno_error(int err, std::string_view what) {
   return Error{err, std::string(what) + ": " + strerrordesc_np(err)};
 }
 
-void Fd::reset(int fd) noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 static std::uint64_t clock_usec(clockid_t id) noexcept {
   struct timespec ts;
   clock_gettime(id, &ts);

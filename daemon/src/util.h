@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/result.h"
 
 namespace ctd {
@@ -37,26 +38,8 @@ Error errno_error(int err, std::string_view what);
 template <class T>
 using Result = core_timeline::reader::Result<T, Error>;
 
-/** An owned file descriptor; closed by the destructor. */
-class Fd {
- public:
-  Fd() noexcept = default;
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  Fd(Fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd &operator=(Fd &&o) noexcept {
-    if (this != &o) reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  ~Fd() { reset(); }
-  int get() const noexcept { return fd_; }
-  bool valid() const noexcept { return fd_ >= 0; }
-  void reset(int fd = -1) noexcept;
-
- private:
-  int fd_ = -1;
-};
+/** An owned file descriptor (core_timeline/reader/fd.h). */
+using Fd = core_timeline::reader::Fd;
 
 /** CLOCK_REALTIME in microseconds since the epoch. */
 std::uint64_t realtime_usec() noexcept;

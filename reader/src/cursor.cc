@@ -8,7 +8,11 @@ namespace core_timeline::reader {
 std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
 Error Cursor::error(Errc code, std::string_view field, std::string_view detail) const {
-  return Error{code, fmt::format("{}: {} at offset {:#x}: {}", what_, field, offset(), detail)};
+  return error_at(pos_, code, field, detail);
+}
+
+Error Cursor::error_at(std::size_t pos, Errc code, std::string_view field, std::string_view detail) const {
+  return Error{code, fmt::format("{}: {} at offset {:#x}: {}", what_, field, base_ + pos, detail)};
 }
 
 Error Cursor::short_read(std::string_view field, std::size_t need) const {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -17,6 +18,8 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/cursor.h"
+#include "core_timeline/reader/elf_headers.h"
+#include "core_timeline/reader/fd.h"
 
 namespace core_timeline::reader {
 
@@ -243,7 +246,7 @@ std::string hex_bytes(std::span<const std::uint8_t> bytes) {
 
 struct CoreFile::Impl {
   std::string path;
-  int fd = -1;
+  Fd fd;
   void *map = nullptr;
   std::size_t map_len = 0;
   std::vector<std::uint8_t> owned;
@@ -264,7 +267,6 @@ struct CoreFile::Impl {
 
   ~Impl() {
     if (map != nullptr) munmap(map, map_len);
-    if (fd >= 0) close(fd);
   }
 
   Result<void> parse();
@@ -272,54 +274,22 @@ struct CoreFile::Impl {
   const Segment *segment_for(std::uint64_t addr) const noexcept;
 };
 
-namespace {
-Error not_core(const std::string &path, std::string_view why) {
-  return Error{Errc::kUnsupported, fmt::format("{}: {}", path, why)};
-}
-}  // namespace
-
 Result<void> CoreFile::Impl::parse() {
   const auto &d = data;
   if (d.empty()) return Error{Errc::kNotElf, fmt::format("{}: empty file (0 bytes), not an ELF core", path)};
-  if (d.size() < 4 || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0)
-    return Error{Errc::kNotElf, fmt::format("{}: no ELF magic at offset 0, not an ELF core", path)};
   /* e_machine before anything is refused, so that the report of a core this
    * reader does not support still names its machine. */
   if (d.size() >= 20 && d[EI_DATA] == ELFDATA2LSB) machine = static_cast<std::uint16_t>(d[18] | d[19] << 8);
   if (d.size() >= 20 && d[EI_DATA] == ELFDATA2MSB) machine = static_cast<std::uint16_t>(d[18] << 8 | d[19]);
-  if (d.size() < sizeof(Elf64_Ehdr)) {
-    if (d.size() > EI_CLASS && d[EI_CLASS] != ELFCLASS64) return not_core(path, "not a 64-bit ELF file");
-    return Error{Errc::kTruncated, fmt::format("{}: ELF header cut off ({} of {} bytes)", path, d.size(),
-                                               sizeof(Elf64_Ehdr))};
-  }
-  if (d[EI_CLASS] != ELFCLASS64) return not_core(path, "not a 64-bit ELF file (EI_CLASS), unsupported");
-  if (d[EI_DATA] != ELFDATA2LSB) return not_core(path, "not a little-endian ELF file (EI_DATA), unsupported");
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, d.data(), sizeof eh);
+  Cursor file(d, 0, path);
+  CT_TRY(eh, read_elf64_ehdr(file));
   if (eh.e_type != ET_CORE)
-    return not_core(path, fmt::format("ELF type {} is not ET_CORE (4): not a core dump", eh.e_type));
-  if (eh.e_phentsize != sizeof(Elf64_Phdr))
-    return Error{Errc::kBadData, fmt::format("{}: e_phentsize {} at offset 0x36 is not {}", path,
-                                             eh.e_phentsize, sizeof(Elf64_Phdr))};
-  std::uint64_t phnum = eh.e_phnum;
-  if (phnum == PN_XNUM) {
-    /* More than 65534 program headers: the count is in section 0's sh_info
-     * (elf(5)). */
-    Elf64_Shdr sh0;
-    if (eh.e_shoff == 0 || !load_at(d, eh.e_shoff, sh0))
-      return Error{Errc::kTruncated, fmt::format("{}: e_phnum is PN_XNUM but section header 0 at {:#x} "
-                                                 "is not in the file", path, eh.e_shoff)};
-    phnum = sh0.sh_info;
-  }
-  if (phnum > kMaxPhdrs)
-    return Error{Errc::kBadData, fmt::format("{}: {} program headers is more than {}", path, phnum, kMaxPhdrs)};
-  if (eh.e_phoff > d.size() || (d.size() - eh.e_phoff) / sizeof(Elf64_Phdr) < phnum)
-    return Error{Errc::kTruncated,
-                 fmt::format("{}: program header table ({} entries at offset {:#x}) runs past the end of "
-                             "the file ({} bytes)", path, phnum, eh.e_phoff, d.size())};
-  for (std::uint64_t i = 0; i < phnum; ++i) {
-    Elf64_Phdr ph;
-    std::memcpy(&ph, d.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    return file.error_at(offsetof(Elf64_Ehdr, e_type), Errc::kUnsupported, "e_type",
+                         fmt::format("ELF type {} is not ET_CORE ({}): not a core dump", eh.e_type, ET_CORE));
+  CT_TRY(table, phdr_table(file, eh, kMaxPhdrs));
+  CT_TRY(entries, phdr_entries(file, table));
+  for (std::uint64_t i = 0; i < table.e_phnum; ++i) {
+    CT_TRY(ph, read_elf64_phdr(entries));
     if (ph.p_type != PT_LOAD && ph.p_type != PT_NOTE) continue;
     Segment s;
     s.index = static_cast<std::uint32_t>(i);
@@ -403,17 +373,17 @@ Result<CoreFile> CoreFile::open(const std::string &path, FileFacts *refused) noe
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
    * writer, before the regular-file check below could refuse it.  It does
    * not change reads of a regular file. */
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (impl->fd < 0)
+  impl->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!impl->fd.valid())
     return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
   struct stat st;
-  if (fstat(impl->fd, &st) != 0)
+  if (fstat(impl->fd.get(), &st) != 0)
     return Error{Errc::kIo, fmt::format("{}: cannot stat: {}", path, std::strerror(errno))};
   if (!S_ISREG(st.st_mode))
     return Error{Errc::kIo, fmt::format("{}: not a regular file", path)};
   if (st.st_size > 0) {
     impl->map_len = static_cast<std::size_t>(st.st_size);
-    impl->map = mmap(nullptr, impl->map_len, PROT_READ, MAP_PRIVATE, impl->fd, 0);
+    impl->map = mmap(nullptr, impl->map_len, PROT_READ, MAP_PRIVATE, impl->fd.get(), 0);
     if (impl->map == MAP_FAILED) {
       impl->map = nullptr;
       return Error{Errc::kIo, fmt::format("{}: cannot mmap {} bytes: {}", path, impl->map_len,
@@ -453,7 +423,7 @@ Result<CoreFile> CoreFile::from_bytes(std::vector<std::uint8_t> bytes, std::stri
 
 std::span<const std::uint8_t> CoreFile::bytes() const noexcept { return impl_->data; }
 const std::string &CoreFile::path() const noexcept { return impl_->path; }
-int CoreFile::fd() const noexcept { return impl_->fd; }
+int CoreFile::fd() const noexcept { return impl_->fd.get(); }
 std::uint16_t CoreFile::machine() const noexcept { return impl_->machine; }
 const std::vector<Segment> &CoreFile::segments() const noexcept { return impl_->loads; }
 const std::vector<Segment> &CoreFile::note_segments() const noexcept { return impl_->notes_segs; }
@@ -550,21 +520,25 @@ Result<std::vector<std::uint8_t>> CoreFile::build_id_at(std::uint64_t base) cons
   auto page = read_memory(base, 1u << 16);
   if (page.empty())
     return Error{Errc::kNotFound, fmt::format("the ELF header at {:#x} is not in the core", base)};
-  if (page.size() < sizeof(Elf64_Ehdr) || std::memcmp(page.data(), ELFMAG, SELFMAG) != 0)
-    return Error{Errc::kNotFound, fmt::format("no ELF header at {:#x} in the core", base)};
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, page.data(), sizeof eh);
-  if (page[EI_CLASS] != ELFCLASS64 || page[EI_DATA] != ELFDATA2LSB || eh.e_phentsize != sizeof(Elf64_Phdr))
+  Cursor image(page, base, "module ELF header");
+  auto eh = read_elf64_ehdr(image);
+  if (!eh && eh.error().code == Errc::kUnsupported)
     return Error{Errc::kNotFound, fmt::format("ELF header at {:#x} is not 64-bit little-endian", base)};
-  if (eh.e_phnum > kMaxEmbeddedPhdrs || eh.e_phoff > page.size() ||
-      (page.size() - eh.e_phoff) / sizeof(Elf64_Phdr) < eh.e_phnum)
-    return Error{Errc::kNotFound,
-                 fmt::format("program headers of the ELF image at {:#x} are not in the dumped bytes", base)};
+  if (!eh) return Error{Errc::kNotFound, fmt::format("no ELF header at {:#x} in the core", base)};
+  auto table = phdr_table(image, *eh, kMaxEmbeddedPhdrs);
+  if (!table)
+    return Error{Errc::kNotFound, fmt::format("program headers of the ELF image at {:#x} are not usable: {}", base,
+                                              table.error().message)};
+  auto entries = phdr_entries(image, *table);
+  if (!entries)
+    return Error{Errc::kNotFound, fmt::format("program headers of the ELF image at {:#x} are not in the dumped "
+                                              "bytes: {}", base, entries.error().message)};
   bool saw_note = false;
   std::uint64_t budget = kMaxEmbeddedNoteBytes;
-  for (std::size_t i = 0; i < eh.e_phnum && budget > 0; ++i) {
-    Elf64_Phdr ph;
-    std::memcpy(&ph, page.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+  for (std::uint64_t i = 0; i < table->e_phnum && budget > 0; ++i) {
+    auto phr = read_elf64_phdr(*entries);
+    if (!phr) break; /* cannot happen: phdr_entries() holds the whole table */
+    const Elf64_Phdr &ph = *phr;
     if (ph.p_type != PT_NOTE) continue;
     saw_note = true;
     if (ph.p_offset > page.size() || page.size() - ph.p_offset < ph.p_filesz) continue;

@@ -3,15 +3,23 @@
 // Unit tests of ct::reader over rings and cores built in the test
 // (core_builder.h).  Each test names the rule it guards.
 #include <elf.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <initializer_list>
+
+#include <fmt/format.h>
 
 #include "core_builder.h"
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/cursor.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/elf_headers.h"
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
@@ -72,6 +80,244 @@ TEST(Cursor, UnterminatedStringIsBadData) {
   auto s = c.cstring("name");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, ctr::Errc::kBadData);
+}
+
+/* ------------------------------------------------------------- ELF headers */
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+/* An ELF core header followed by `phdrs` (e_phoff 64), with `edit` applied
+ * to the header before it is written. */
+template <class Edit>
+Bytes elf_file(const std::vector<Elf64_Phdr> &phdrs, Edit &&edit) {
+  Elf64_Ehdr eh = ct::testing::core_ehdr(static_cast<std::uint16_t>(phdrs.size()));
+  edit(eh);
+  Bytes b(sizeof eh + phdrs.size() * sizeof(Elf64_Phdr));
+  std::memcpy(b.data(), &eh, sizeof eh);
+  if (!phdrs.empty()) std::memcpy(b.data() + sizeof eh, phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr));
+  return b;
+}
+
+Bytes elf_file(const std::vector<Elf64_Phdr> &phdrs) {
+  return elf_file(phdrs, [](Elf64_Ehdr &) {});
+}
+
+Elf64_Phdr phdr_of(std::uint32_t type, std::uint64_t offset, std::uint64_t filesz) {
+  Elf64_Phdr p{};
+  p.p_type = type;
+  p.p_offset = offset;
+  p.p_filesz = filesz;
+  p.p_memsz = filesz;
+  return p;
+}
+
+/* The header read through `file`, which is then past it (at 64). */
+Elf64_Ehdr header_of(ctr::Cursor &file) {
+  auto eh = ctr::read_elf64_ehdr(file);
+  EXPECT_TRUE(eh) << eh.error().message;
+  EXPECT_EQ(file.pos(), sizeof(Elf64_Ehdr));
+  return eh ? *eh : Elf64_Ehdr{};
+}
+
+bool says(const ctr::Error &e, const std::string &text) {
+  return e.message.find(text) != std::string::npos;
+}
+
+/* The error of phdr_entries() over `b`, whose header and table extent are
+ * sound; checks that the cursor stayed where it was, past the header. */
+ctr::Error entries_error(const Bytes &b) {
+  ctr::Cursor file(b, 0, "core");
+  const Elf64_Ehdr eh = header_of(file);
+  auto t = ctr::phdr_table(file, eh, 16);
+  if (!t) return ctr::Error{ctr::Errc::kInternal, "phdr_table refused it: " + t.error().message};
+  auto entries = ctr::phdr_entries(file, *t);
+  EXPECT_EQ(file.pos(), sizeof(Elf64_Ehdr));  // did not advance
+  if (entries) return ctr::Error{ctr::Errc::kInternal, "phdr_entries accepted it"};
+  return entries.error();
+}
+
+}  // namespace
+
+TEST(ElfHeaders, HeaderAndProgramHeadersAreReadInOrder) {
+  const Bytes b = elf_file({phdr_of(PT_NOTE, 0x1000, 0x200), phdr_of(PT_LOAD, 0x2000, 0x3000)});
+  ctr::Cursor file(b, 0, "core");
+  const Elf64_Ehdr eh = header_of(file);
+  EXPECT_EQ(eh.e_type, ET_CORE);
+  auto t = ctr::phdr_table(file, eh, 16);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->e_phoff, 64u);
+  EXPECT_EQ(t->e_phnum, 2u);
+  EXPECT_EQ(t->end(), 64u + 2 * 56);
+  auto entries = ctr::phdr_entries(file, *t);
+  ASSERT_TRUE(entries) << entries.error().message;
+  EXPECT_EQ(file.pos(), b.size());  // past the table
+  EXPECT_EQ(entries->offset(), 64u);
+  auto first = ctr::read_elf64_phdr(*entries);
+  auto second = ctr::read_elf64_phdr(*entries);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->p_type, PT_NOTE);
+  EXPECT_EQ(first->p_offset, 0x1000u);
+  EXPECT_EQ(second->p_type, PT_LOAD);
+  EXPECT_EQ(second->p_filesz, 0x3000u);
+  auto third = ctr::read_elf64_phdr(*entries);
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().code, ctr::Errc::kTruncated);
+  EXPECT_TRUE(says(third.error(), "program header table: p_type at offset 0xb0")) << third.error().message;
+  EXPECT_EQ(entries->pos(), 2 * 56u);  // did not advance
+}
+
+TEST(ElfHeaders, HeaderThatIsNotElf64LittleEndianIsRefusedWithoutAdvancing) {
+  struct Case {
+    Bytes bytes;
+    ctr::Errc code;
+    const char *field_at;
+  };
+  Bytes elf32 = elf_file({});
+  elf32[EI_CLASS] = ELFCLASS32;
+  Bytes msb = elf_file({});
+  msb[EI_DATA] = ELFDATA2MSB;
+  Bytes cut = elf_file({});
+  cut.resize(40);
+  const Case cases[] = {
+      {{'#', '!', '/', 'b', 'i', 'n'}, ctr::Errc::kNotElf, "e_ident at offset 0x10"},
+      {elf32, ctr::Errc::kUnsupported, "e_ident[EI_CLASS] at offset 0x14"},
+      {msb, ctr::Errc::kUnsupported, "e_ident[EI_DATA] at offset 0x15"},
+      {cut, ctr::Errc::kTruncated, "Elf64_Ehdr at offset 0x10"},
+  };
+  for (const auto &c : cases) {
+    ctr::Cursor file(c.bytes, 0x10, "file");
+    auto eh = ctr::read_elf64_ehdr(file);
+    ASSERT_FALSE(eh) << c.field_at;
+    EXPECT_EQ(eh.error().code, c.code) << eh.error().message;
+    EXPECT_TRUE(says(eh.error(), std::string("file: ") + c.field_at)) << eh.error().message;
+    EXPECT_EQ(file.pos(), 0u) << c.field_at;
+  }
+}
+
+/* e_phoff past the end of the bytes: the table's place is told by the header
+ * alone (phdr_table), its bytes are not there (phdr_entries). */
+TEST(ElfHeaders, PhoffPastTheEndIsTruncatedNamingEPhoff) {
+  const ctr::Error e =
+      entries_error(elf_file({phdr_of(PT_NOTE, 0, 0)}, [](Elf64_Ehdr &eh) { eh.e_phoff = 0x10000; }));
+  EXPECT_EQ(e.code, ctr::Errc::kTruncated);
+  EXPECT_TRUE(says(e, "core: e_phoff at offset 0x20: 0x10000 is past the end (0x78 bytes)")) << e.message;
+}
+
+/* e_phnum * e_phentsize is two 16-bit fields (with PN_XNUM a 32-bit sh_info
+ * times 56), which cannot overflow 64 bits; e_phoff plus it can. */
+TEST(ElfHeaders, TableEndPast2To64IsTruncatedNamingEPhoff) {
+  const Bytes b = elf_file({phdr_of(PT_LOAD, 0, 0), phdr_of(PT_LOAD, 0, 0)},
+                           [](Elf64_Ehdr &eh) { eh.e_phoff = UINT64_MAX - 100; });
+  ctr::Cursor file(b, 0, "core");
+  const Elf64_Ehdr eh = header_of(file);
+  auto t = ctr::phdr_table(file, eh, UINT64_MAX);
+  ASSERT_FALSE(t) << "end " << t->end();
+  EXPECT_EQ(t.error().code, ctr::Errc::kTruncated);
+  EXPECT_TRUE(says(t.error(), "core: e_phoff at offset 0x20: 0xffffffffffffff9b + 2 program headers"))
+      << t.error().message;
+  EXPECT_EQ(file.pos(), sizeof(Elf64_Ehdr));
+  /* One entry ends below 2^64: only the sum is judged here. */
+  ctr::Cursor again(b, 0, "core");
+  Elf64_Ehdr one = header_of(again);
+  one.e_phnum = 1;
+  auto fits = ctr::phdr_table(again, one, UINT64_MAX);
+  ASSERT_TRUE(fits) << fits.error().message;
+  EXPECT_EQ(fits->end(), UINT64_MAX - 100 + 56);
+}
+
+TEST(ElfHeaders, PhentsizeOtherThanElf64PhdrIsBadDataNamingEPhentsize) {
+  for (const std::uint16_t size : std::initializer_list<std::uint16_t>{0, 32 /* Elf32_Phdr */, 57, 112}) {
+    const Bytes b = elf_file({phdr_of(PT_LOAD, 0, 0), phdr_of(PT_LOAD, 0, 0)},
+                             [&](Elf64_Ehdr &eh) { eh.e_phentsize = size; });
+    ctr::Cursor file(b, 0, "core");
+    const Elf64_Ehdr eh = header_of(file);
+    auto t = ctr::phdr_table(file, eh, 16);
+    ASSERT_FALSE(t) << size;
+    EXPECT_EQ(t.error().code, ctr::Errc::kBadData);
+    EXPECT_TRUE(says(t.error(), fmt::format("core: e_phentsize at offset 0x36: {} is not sizeof(Elf64_Phdr) (56)",
+                                             size)))
+        << t.error().message;
+    EXPECT_EQ(file.pos(), sizeof(Elf64_Ehdr));
+  }
+}
+
+TEST(ElfHeaders, TableCutShortIsTruncatedNamingEPhnum) {
+  Bytes b = elf_file({phdr_of(PT_NOTE, 0, 0), phdr_of(PT_LOAD, 0, 0), phdr_of(PT_LOAD, 0, 0)});
+  b.resize(b.size() - 20);  // the third entry is cut
+  const ctr::Error e = entries_error(b);
+  EXPECT_EQ(e.code, ctr::Errc::kTruncated);
+  EXPECT_TRUE(says(e, "core: e_phnum at offset 0x38: 3 program headers at e_phoff 0x40 need 0xa8 bytes, 0x94 are "
+                      "there"))
+      << e.message;
+  /* Read entry by entry, the cut one fails and leaves the cursor on it. */
+  ctr::Cursor raw(std::span<const std::uint8_t>(b).subspan(64), 64, "table");
+  ASSERT_TRUE(ctr::read_elf64_phdr(raw));
+  ASSERT_TRUE(ctr::read_elf64_phdr(raw));
+  auto cut = ctr::read_elf64_phdr(raw);
+  ASSERT_FALSE(cut);
+  EXPECT_TRUE(says(cut.error(), "table: p_type at offset 0xb0: an Elf64_Phdr needs 56 bytes, 36 left"))
+      << cut.error().message;
+  EXPECT_EQ(raw.pos(), 2 * 56u);
+}
+
+/* PN_XNUM: the count is section header 0's sh_info (elf(5)), bounded like
+ * e_phnum; without section header 0 the table cannot be told. */
+TEST(ElfHeaders, PnXnumTakesTheCountFromSectionHeaderZero) {
+  Bytes b = elf_file({phdr_of(PT_LOAD, 0, 0), phdr_of(PT_LOAD, 0, 0)});
+  const std::size_t shoff = b.size();
+  Elf64_Shdr sh0{};
+  sh0.sh_info = 2;
+  b.resize(shoff + sizeof sh0);
+  std::memcpy(b.data() + shoff, &sh0, sizeof sh0);
+  Elf64_Ehdr xnum;
+  std::memcpy(&xnum, b.data(), sizeof xnum);
+  xnum.e_phnum = PN_XNUM;
+  xnum.e_shoff = shoff;
+  ctr::Cursor file(b, 0, "core");
+  auto t = ctr::phdr_table(file, xnum, 16);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->e_phnum, 2u);
+  auto over = ctr::phdr_table(file, xnum, 1);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, ctr::Errc::kBadData);
+  EXPECT_TRUE(says(over.error(), fmt::format("core: sh_info at offset {:#x}: 2 program headers is more than 1",
+                                              shoff + offsetof(Elf64_Shdr, sh_info))))
+      << over.error().message;
+  for (const std::uint64_t bad_shoff : {std::uint64_t{0}, std::uint64_t{shoff + 1}}) {
+    xnum.e_shoff = bad_shoff;
+    auto missing = ctr::phdr_table(file, xnum, 16);
+    ASSERT_FALSE(missing) << bad_shoff;
+    EXPECT_EQ(missing.error().code, ctr::Errc::kTruncated);
+    EXPECT_TRUE(says(missing.error(), "core: e_shoff at offset 0x28: e_phnum is PN_XNUM")) << missing.error().message;
+  }
+  EXPECT_EQ(file.pos(), 0u);
+}
+
+/* ---------------------------------------------------------------------- Fd */
+
+TEST(Fd, ClosesItsDescriptorOnceAndMovesIt) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  auto is_open = [](int fd) { return fcntl(fd, F_GETFD) != -1; };
+  {
+    ctr::Fd w(p[1]);
+    ctr::Fd r(p[0]);
+    ctr::Fd moved(std::move(r));
+    EXPECT_FALSE(r.valid());  // NOLINT(bugprone-use-after-move): a move leaves it empty
+    EXPECT_EQ(r.get(), -1);
+    EXPECT_EQ(moved.get(), p[0]);
+    moved.reset(p[0]);  // the one it holds: kept open
+    EXPECT_TRUE(is_open(p[0]));
+    moved.reset();
+    EXPECT_FALSE(is_open(p[0]));
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_FALSE(moved.valid());
+    EXPECT_TRUE(is_open(p[1]));
+  }
+  EXPECT_FALSE(is_open(p[1]));  // closed by the destructor
+  EXPECT_FALSE(ctr::Fd(-1).valid());
 }
 
 /* ------------------------------------------------------------ ring decoder */

@@ -24,6 +24,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "core_timeline/reader/fd.h"
+
 namespace ct::test {
 namespace {
 
@@ -42,26 +44,18 @@ std::string signal_name(int sig) {
 
 // ---- files ----------------------------------------------------------------
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
+using core_timeline::reader::Fd;
 
 // Reads a stored core in chunks.
 class Input {
  public:
   explicit Input(const std::string& path) : path_(path), fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_.fd < 0) fail("cannot open stored core " + path + ": " + errno_text(errno));
+    if (!fd_.valid()) fail("cannot open stored core " + path + ": " + errno_text(errno));
   }
   // Returns the number of bytes read into buf; 0 at end of file.
   size_t read(void* buf, size_t len) {
     for (;;) {
-      ssize_t n = ::read(fd_.fd, buf, len);
+      ssize_t n = ::read(fd_.get(), buf, len);
       if (n >= 0) return static_cast<size_t>(n);
       if (errno != EINTR) fail("cannot read stored core " + path_ + ": " + errno_text(errno));
     }
@@ -78,7 +72,7 @@ class Output {
   explicit Output(const std::string& path)
       : path_(path), tmp_(path + ".part"),
         fd_(open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) {
-    if (fd_.fd < 0) fail("cannot create " + tmp_ + ": " + errno_text(errno));
+    if (!fd_.valid()) fail("cannot create " + tmp_ + ": " + errno_text(errno));
   }
   ~Output() {
     if (!committed_) unlink(tmp_.c_str());
@@ -86,7 +80,7 @@ class Output {
   void write(const void* buf, size_t len) {
     const char* p = static_cast<const char*>(buf);
     while (len > 0) {
-      ssize_t n = ::write(fd_.fd, p, len);
+      ssize_t n = ::write(fd_.get(), p, len);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) fail("cannot write " + tmp_ + ": " + errno_text(errno));
       p += n;

@@ -71,6 +71,9 @@ class Cursor {
 
   /** An Error of code `code` for `field` at the current offset. */
   Error error(Errc code, std::string_view field, std::string_view detail) const;
+  /** The same for a field at position `pos` of the span (base + pos is
+   *  named), read earlier or judged later than the cursor stands. */
+  Error error_at(std::size_t pos, Errc code, std::string_view field, std::string_view detail) const;
 
  private:
   template <class T>

@@ -17,7 +17,9 @@
  * past the end of the file: those are kept, with `present` saying how many
  * of their bytes the file really holds.  Notes that cannot be parsed are
  * skipped with a warning (notes()->warnings); only an unusable ELF header or
- * program header table makes open() fail.
+ * program header table makes open() fail.  Those two are read with
+ * elf_headers.h, as are the ELF headers of modules dumped in the core's
+ * memory (build_id_at).
  *
  * Only 64-bit little-endian cores are supported (x86-64 and AArch64 get
  * register decoding; other machines get everything but pc/sp).
