@@ -190,7 +190,11 @@ std::string syntax_error(const nlohmann::json::parse_error &e) {
   return "JSON syntax error: " + std::string(w);
 }
 
-std::string errno_text(int e) { return std::strerror(e); }
+/* strerror(3) is not thread-safe, and documents are read in parallel. */
+std::string errno_text(int e) {
+  const char *d = ::strerrordesc_np(e);
+  return d ? d : "error " + std::to_string(e);
+}
 
 using reader::Fd;
 
