@@ -47,7 +47,12 @@ std::size_t event_count(const nlohmann::ordered_json &doc) {
 
 }  // namespace
 
-Daemon::Daemon(Options options, TrustPolicy policy) : opt_(std::move(options)), policy_(std::move(policy)) {
+Daemon::Daemon(Options options, TrustPolicy policy, Parts parts)
+    : opt_(std::move(options)),
+      policy_(std::move(policy)),
+      parts_(std::move(parts)),
+      entries_(*parts_.entries),
+      store_(*parts_.store) {
   policy_.coredump_dir = opt_.coredump_dir;
   if (!opt_.coredump_exes.empty()) policy_.coredump_exes = opt_.coredump_exes;
 }
@@ -98,63 +103,49 @@ Result<void> Daemon::start() {
   std::uint64_t wd = 0;
   if (!opt_.once && sd_watchdog_enabled(0, &wd) > 0) watchdog_usec_ = wd;
 
-  if (!opt_.output_dir.empty()) {
-    struct stat ost;
-    const bool created = stat(opt_.output_dir.c_str(), &ost) < 0;
-    if (auto r = make_dirs(opt_.output_dir, 0755); !r) return r;
-    if (created) chmod(opt_.output_dir.c_str(), 0755);
-  }
-  auto st = StateDir::open(opt_.state_dir);
-  if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
-  state_.emplace(std::move(*st));
-  if (!state_->warning().empty()) spdlog::warn("{}", state_->warning());
-  auto j = opt_.journal_directory.empty() ? Journal::open() : Journal::open_directory(opt_.journal_directory);
-  if (!j) return std::move(j).error();
-  journal_.emplace(std::move(*j));
   if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);
   if (auto r = position(); !r) return r;
-  /* After position(): its log line goes to the journal, whose newest entry
-   * position() may have just been reading (the CI failure kReseekAfterMs
-   * tells of came right after this line was logged before it). */
-  start_decoder_server();
+  /* After position(): the decoder server's log line goes to the journal,
+   * whose newest entry position() may have just been reading. */
+  parts_.decoder->warm_up();
   return {};
 }
 
 Result<void> Daemon::position() {
-  auto saved = state_->load_cursor();
+  auto saved = store_.load_cursor();
   if (!saved) return std::move(saved).error();
   if (*saved) {
-    auto r = journal_->seek_after_cursor(**saved);
+    auto r = entries_.seek_after_cursor(**saved);
     if (!r) return std::move(r).error();
     cursor_saved_ = true;
     spdlog::info("resuming after the saved journal cursor{}",
                  *r ? "" : " (its entry is gone from the journal: rotated or vacuumed; resuming at the next one)");
     return {};
   }
-  auto newest = journal_->newest_cursor();
+  auto newest = entries_.newest_cursor();
   if (!newest) return std::move(newest).error();
   switch (opt_.first_start) {
     case FirstStart::kNew:
       if (*newest) {
-        auto r = journal_->seek_after_cursor(**newest);
+        auto r = entries_.seek_after_cursor(**newest);
         if (!r) return std::move(r).error();
-        auto s = state_->save_cursor(**newest);
+        auto s = store_.save_cursor(**newest);
         if (!s) return s;
         cursor_saved_ = true;
-      } else if (auto r = journal_->seek_tail(); !r) {
+      } else if (auto r = entries_.seek_tail(); !r) {
         return r;
       }
       spdlog::info("first start: handling crashes from now on (first-start=new)");
       return {};
     case FirstStart::kBoot: {
       const std::string boot = current_boot_id();
-      if (auto r = boot.empty() ? journal_->seek_head() : journal_->seek_boot_start(boot); !r) return r;
+      if (auto r = boot.empty() ? entries_.seek_head() : entries_.seek_boot_start(boot); !r) return r;
       pending_anchor_ = *newest;
       spdlog::info("first start: handling the crashes of this boot ({}) (first-start=boot)", boot);
       return {};
     }
     case FirstStart::kAll:
-      if (auto r = journal_->seek_head(); !r) return r;
+      if (auto r = entries_.seek_head(); !r) return r;
       pending_anchor_ = *newest;
       spdlog::info("first start: handling every crash in the journal (first-start=all)");
       return {};
@@ -191,7 +182,7 @@ int Daemon::run() {
     if (pending_anchor_ && !cursor_saved_ && !unsaved_cursor_) {
       /* The backlog of the first start is done and held no coredump entry:
        * remember where the journal was, so a restart does not redo it. */
-      if (auto s = state_->save_cursor(*pending_anchor_); s) cursor_saved_ = true;
+      if (auto s = store_.save_cursor(*pending_anchor_); s) cursor_saved_ = true;
       else spdlog::warn("cannot save the journal cursor: {}", s.error().message);
     }
     pending_anchor_.reset();
@@ -202,10 +193,10 @@ int Daemon::run() {
     const bool busy = prepare_next() || !to_prepare_.empty() || inflight_.has_value();
     if (stop_) break;
     prepared_.expire(monotonic_usec());
-    struct pollfd p[3] = {{journal_->fd(), journal_->events(), 0},
+    struct pollfd p[3] = {{entries_.fd(), entries_.events(), 0},
                           {signal_fd_.get(), POLLIN, 0},
                           {core_watch_->fd(), POLLIN, 0}};
-    int timeout = journal_->timeout_ms();
+    int timeout = entries_.timeout_ms();
     auto at_most = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
     if (watchdog_usec_) at_most(static_cast<int>(watchdog_usec_ / 4000));
     /* A core awaits its entry: look again soon rather than at journald's
@@ -226,7 +217,7 @@ int Daemon::run() {
         spdlog::debug("a new core has awaited its entry for {:.1f} s: seeking the journal again after the last "
                       "entry read",
                       static_cast<double>(now - *since) / 1e6);
-        if (auto rs = journal_->reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
+        if (auto rs = entries_.reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
       }
     }
     if (busy) timeout = 0;
@@ -238,7 +229,7 @@ int Daemon::run() {
     }
     if (r > 0 && (p[2].revents & POLLIN)) core_watch_->read_events(monotonic_usec());
     if (!keep_going()) break;
-    auto pr = journal_->process();
+    auto pr = entries_.process();
     if (!pr) {
       spdlog::error("{}; stopping", pr.error().message);
       status = 1;
@@ -257,7 +248,7 @@ Result<bool> Daemon::drain() {
   RawEntry raw;
   std::string warning;
   while (keep_going()) {
-    auto n = journal_->next(raw, warning);
+    auto n = entries_.next(raw, warning);
     if (!n) return std::move(n).error();
     if (!*n) break;
     if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
@@ -300,34 +291,33 @@ void Daemon::save_progress() {
   for (const auto &t : unsynced_timelines_)
     (void)sync_file_range(t.file.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
   for (auto it = unsynced_timelines_.begin(); it != unsynced_timelines_.end(); it = unsynced_timelines_.erase(it)) {
-    if (fsync(it->file.get()) == 0) continue;
+    auto synced = store_.sync_file(it->file.get(), it->path);
+    if (synced) continue;
     /* The file system lost it (EIO, ENOSPC on a thin volume...): unlink
      * it so that no timeline that may be short stays named, and stop
      * without saving, so that its entry is redone after the restart. */
-    const int e = errno;
     unlink(it->path.c_str());
-    spdlog::error("cannot fsync the timeline {}: {}; removed it and stopping without saving the journal cursor "
-                  "(the entries since the last save are redone after a restart)",
-                  it->path, strerrordesc_np(e));
+    spdlog::error("{}; removed it and stopping without saving the journal cursor (the entries since the last save "
+                  "are redone after a restart)",
+                  synced.error().message);
     give_up();
     return;
   }
   /* The names of the timelines become durable before the cursor goes past
    * their entries. */
   for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
-    auto d = open_directory(*it);
-    if (!d || fsync(d->get()) < 0) {
+    if (auto synced = store_.sync_directory(*it); !synced) {
       /* As for a timeline: its names may not be durable, and retrying
        * could report success for what never reached the disk. */
-      spdlog::error("cannot fsync {}: {}; stopping without saving the journal cursor (the entries since the last "
-                    "save are redone after a restart)",
-                    *it, d ? strerrordesc_np(errno) : d.error().message);
+      spdlog::error("{}; stopping without saving the journal cursor (the entries since the last save are redone "
+                    "after a restart)",
+                    synced.error().message);
       give_up();
       return;
     }
     it = unsynced_dirs_.erase(it);
   }
-  if (auto s = state_->save_cursor(*unsaved_cursor_); !s) {
+  if (auto s = store_.save_cursor(*unsaved_cursor_); !s) {
     /* The timelines are durable; without the cursor they would be skipped
      * as existing after a restart, so going on is safe. */
     spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
@@ -365,19 +355,6 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   return handle_trusted(e);
 }
 
-void Daemon::start_decoder_server() {
-  const std::uint64_t now = monotonic_usec();
-  if (decoder_server_started_ && now - decoder_server_started_ < 10'000'000) return;
-  decoder_server_started_ = now;
-  auto s = DecoderServer::start();
-  if (!s) {
-    spdlog::warn("cannot start the decoder server: {}; decoders are started by fork and exec", s.error().message);
-    return;
-  }
-  decoder_server_ = std::move(*s);
-  spdlog::debug("decoder server started (pid {})", decoder_server_.pid());
-}
-
 std::string Daemon::timelines_dir() const {
   return opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
 }
@@ -391,8 +368,9 @@ std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
   return t;
 }
 
-Result<DecoderRun> Daemon::start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
-                                         const std::optional<std::string> &tlmap) {
+Result<std::unique_ptr<Decoder::Run>> Daemon::start_decoder(const CoreWork &w, const Fd &tmp,
+                                                             const std::string &display,
+                                                             const std::optional<std::string> &tlmap) {
   DecodeRequest req;
   /* The decoder gets a read-only descriptor of the temporary core. */
   char proc[64];
@@ -402,24 +380,12 @@ Result<DecoderRun> Daemon::start_decoder(const CoreWork &w, const Fd &tmp, const
   req.core_size = w.extract ? w.extract->core_bytes : 0;
   req.display_name = display;
   req.tlmap = tlmap;
-  if (!decoder_server_.running()) start_decoder_server();
-  return DecoderRun::start(req, DecodeLimits{opt_.decode_timeout_ms, opt_.memory_limit}, &decoder_server_);
+  return parts_.decoder->start(req);
 }
 
-Result<void> Daemon::finish_decoder(CoreWork &w, DecoderRun &run) {
+Result<void> Daemon::finish_decoder(CoreWork &w, Decoder::Run &run) {
   auto d = run.finish([this] { return keep_going(); });
   if (!d) return std::move(d).error();
-  if (!d->server_failure.empty())
-    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec{}", d->server_failure,
-                 decoder_server_.running() ? "" : " (a new server is started at most every 10 s)");
-  if (d->via_server && d->died_by_signal) {
-    /* A fresh address space layout for the next decoders (decode.h,
-     * DecoderServer::kRenewEvery). */
-    if (auto r = decoder_server_.renew(); !r)
-      spdlog::warn("cannot renew the decoder server after a decoder died by a signal: {}", r.error().message);
-    else
-      spdlog::debug("a decoder died by a signal: decoder server renewed (pid {})", decoder_server_.pid());
-  }
   w.decoded = std::move(*d);
   return {};
 }
@@ -428,20 +394,16 @@ Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::str
                                       const std::optional<std::string> &tlmap) {
   auto run = start_decoder(w, tmp, display, tlmap);
   if (!run) return std::move(run).error();
-  return finish_decoder(w, *run);
+  return finish_decoder(w, **run);
 }
 
 Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name, const std::string &display,
                                            Fd *tmp_out) {
   const std::uint64_t t0 = monotonic_usec();
   CoreWork w;
-  auto tmp = make_temp_file(state_->tmp_path());
+  auto tmp = make_temp_file(store_.tmp_path());
   if (!tmp) return std::move(tmp).error();
-  ExtractOptions xo;
-  xo.keep_whole_below = opt_.keep_whole_below;
-  xo.max_kept = opt_.max_kept;
-  xo.keep_going = [this] { return keep_going(); };
-  auto x = extract_file(core_fd, name, tmp->get(), xo);
+  auto x = parts_.extractor->from_file(core_fd, name, tmp->get(), [this] { return keep_going(); });
   if (!x) {
     if (x.error().err == ECANCELED) return std::move(x).error();
     return Error{x.error().err, "extracting " + display + ": " + x.error().message};
@@ -473,7 +435,7 @@ void Daemon::finish_inflight() {
   if (!inflight_) return;
   const std::uint64_t t0 = monotonic_usec();
   InFlight &f = *inflight_;
-  auto d = finish_decoder(f.work, f.run);
+  auto d = finish_decoder(f.work, *f.run);
   if (!d) {
     if (d.error().err != ECANCELED)
       spdlog::debug("not preparing {}: {}; its entry will do it", printable(f.name, 256), d.error().message);
@@ -618,7 +580,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
 
   /* One timeline per crash: also after a restart that redoes this entry. */
   if (timeline_exists(e, out_dir, out_fd ? out_fd->get() : -1, core_tl) ||
-      timeline_exists(e, state_->timelines_path(), state_->timelines_fd(), state_tl)) {
+      timeline_exists(e, store_.timelines_path(), store_.timelines_fd(), state_tl)) {
     spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
     ++handled_;
     return Handled::kDone;
@@ -679,18 +641,14 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     }
   } else if (e.storage == Storage::kJournal) {
     display = "journal:" + state_tl.substr(0, state_tl.size() - std::string_view(".timeline.json").size());
-    auto temp = make_temp_file(state_->tmp_path());
+    auto temp = make_temp_file(store_.tmp_path());
     if (!temp) {
       spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, temp.error().message);
       stop_ = failed_ = true;
       return Handled::kStop;
     }
-    ExtractOptions xo;
-    xo.keep_whole_below = opt_.keep_whole_below;
-    xo.max_kept = opt_.max_kept;
-    xo.keep_going = [this] { return keep_going(); };
-    auto r = journal_->with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
-      auto x = extract_bytes(bytes, temp->get(), xo);
+    auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
+      auto x = parts_.extractor->from_bytes(bytes, temp->get(), [this] { return keep_going(); });
       if (!x) return std::move(x).error();
       work.extract = *x;
       return {};
@@ -743,15 +701,15 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   /* Next to the core when it was opened (its owner is known); otherwise in
    * the state directory with the owner systemd-coredump would have used. */
   const bool beside_core = owner.has_value();
-  const std::string dir = beside_core ? out_dir : state_->timelines_path();
+  const std::string dir = beside_core ? out_dir : store_.timelines_path();
   const std::string name = beside_core ? core_tl : state_tl;
-  const int dirfd = beside_core ? out_fd->get() : state_->timelines_fd();
+  const int dirfd = beside_core ? out_fd->get() : store_.timelines_fd();
   std::string acl_warning;
   /* Named at once; it and its directory are fsynced before the cursor is
    * saved past this entry (save_progress()), for a run of entries. */
   Fd unsynced;
-  auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
-                          /*sync_directory=*/false, &unsynced);
+  auto w = store_.write_timeline(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
+                                 &unsynced);
   if (w && unsynced.valid()) sync_later(std::move(unsynced), dir, name);
   if (!w) {
     spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,

@@ -2,8 +2,10 @@
 /*
  * daemon.h - core-timelined's main loop.
  *
- * One thread.  It follows the journal (journal.h), and for each trusted
- * systemd-coredump entry (entry.h) in journal order:
+ * One thread.  It works with four parts it is given (parts.h): the entry
+ * source (the journal, journal.h), the extractor (extract.h), the decoder
+ * (decode.h) and the store (files.h).  It follows the entry source, and
+ * for each trusted systemd-coredump entry (entry.h) in journal order:
  *   1. skips it if a whole timeline for its crash (boot id, pid,
  *      timestamp) already exists - after a restart, also after kill -9
  *      between writing a timeline and saving the cursor; a timeline cut
@@ -57,6 +59,7 @@
 #include "files.h"
 #include "journal.h"
 #include "options.h"
+#include "parts.h"
 #include "prepared.h"
 #include "util.h"
 
@@ -77,10 +80,16 @@ class Daemon {
    *  written for 5 s (cause unknown), and seeking again finds it. */
   static constexpr std::uint64_t kReseekAfterMs = 2000;
 
-  Daemon(Options options, TrustPolicy policy);
+  /** A daemon for `options` that works with `parts` (parts.h; each must
+   *  be set): make_parts(options) for core-timelined, the tests' own
+   *  otherwise.  Options::journal_directory, state_dir and the sizes and
+   *  limits are the parts' business; the Daemon uses the rest. */
+  Daemon(Options options, TrustPolicy policy, Parts parts);
   /** Runs until stopped (or, with --once, until the journal is read).
    *  Returns the process exit status: 0 on a clean stop, 1 if it could
-   *  not start (the reason is logged). */
+   *  not start or had to stop on an error (the reason is logged, at error
+   *  level: a timeline that could not be written or fsynced, the journal
+   *  failing).  Call once. */
   int run();
 
  private:
@@ -105,9 +114,9 @@ class Daemon {
    *  start_decoder() and finish_decoder() are its two halves. */
   Result<void> decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
                                 const std::optional<std::string> &tlmap);
-  Result<DecoderRun> start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
-                                   const std::optional<std::string> &tlmap);
-  Result<void> finish_decoder(CoreWork &w, DecoderRun &run);
+  Result<std::unique_ptr<Decoder::Run>> start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
+                                                      const std::optional<std::string> &tlmap);
+  Result<void> finish_decoder(CoreWork &w, Decoder::Run &run);
   /** Collects the decoder of the preparation in flight, if any, and keeps
    *  its result in prepared_. */
   void finish_inflight();
@@ -119,8 +128,6 @@ class Daemon {
   /** Prepares the next new core of the coredump directory, if one waits;
    *  true if it did some work. */
   bool prepare_next();
-  /** (Re)starts the decoder server, at most once every 10 s. */
-  void start_decoder_server();
   /** Whether a prepared core still awaits its entry. */
   bool prepared_awaiting() const;
   /** Whether `name` in `dirfd` (`dir`) is this entry's timeline, to be left
@@ -134,13 +141,12 @@ class Daemon {
 
   Options opt_;
   TrustPolicy policy_;
-  std::optional<StateDir> state_;
-  std::optional<Journal> journal_;
+  Parts parts_;
+  EntrySource &entries_;
+  Store &store_;
   std::optional<CoreWatch> core_watch_;  /**< not with --once */
   std::deque<std::string> to_prepare_;   /**< new cores, in the order seen;
                                               at most CoreWatch::kMaxExpected */
-  DecoderServer decoder_server_;         /**< decode.h; restarted when it fails */
-  std::uint64_t decoder_server_started_ = 0;
   PreparedCores prepared_;
   /** A preparation whose decoder runs while the daemon extracts the next
    *  new core or handles entries: at most one, so at most two decoders run
@@ -150,7 +156,7 @@ class Daemon {
     CoreIdentity identity;
     std::optional<std::string> tlmap;
     CoreWork work;
-    DecoderRun run;
+    std::unique_ptr<Decoder::Run> run;
   };
   std::optional<InFlight> inflight_;
   Fd signal_fd_;

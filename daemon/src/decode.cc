@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
@@ -721,6 +723,59 @@ Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &l
   auto run = DecoderRun::start(req, limits, server);
   if (!run) return std::move(run).error();
   return run->finish(keep_going);
+}
+
+class ChildDecoder::ChildRun final : public Decoder::Run {
+ public:
+  ChildRun(ChildDecoder *owner, DecoderRun run) : owner_(owner), run_(std::move(run)) {}
+  Result<DecodeResult> finish(const std::function<bool()> &keep_going) override {
+    auto r = run_.finish(keep_going);
+    if (r) owner_->after(*r);
+    return r;
+  }
+
+ private:
+  ChildDecoder *owner_;
+  DecoderRun run_;
+};
+
+ChildDecoder::ChildDecoder(DecodeLimits limits, std::string self_exe)
+    : limits_(limits), self_exe_(std::move(self_exe)) {}
+
+void ChildDecoder::warm_up() { start_server(); }
+
+void ChildDecoder::start_server() {
+  const std::uint64_t now = monotonic_usec();
+  if (server_started_ && now - server_started_ < kServerRetryMs * 1000) return;
+  server_started_ = now;
+  auto s = DecoderServer::start(self_exe_);
+  if (!s) {
+    spdlog::warn("cannot start the decoder server: {}; decoders are started by fork and exec", s.error().message);
+    return;
+  }
+  server_ = std::move(*s);
+  spdlog::debug("decoder server started (pid {})", server_.pid());
+}
+
+Result<std::unique_ptr<Decoder::Run>> ChildDecoder::start(const DecodeRequest &req) {
+  if (!server_.running()) start_server();
+  DecodeRequest r = req;
+  r.self_exe = self_exe_;
+  auto run = DecoderRun::start(r, limits_, &server_);
+  if (!run) return std::move(run).error();
+  return std::unique_ptr<Decoder::Run>(std::make_unique<ChildRun>(this, std::move(*run)));
+}
+
+void ChildDecoder::after(const DecodeResult &d) {
+  if (!d.server_failure.empty())
+    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec{}", d.server_failure,
+                 server_.running() ? "" : " (a new server is started at most every 10 s)");
+  if (!d.via_server || !d.died_by_signal) return;
+  /* A fresh address space layout for the next decoders (kRenewEvery). */
+  if (auto r = server_.renew(); !r)
+    spdlog::warn("cannot renew the decoder server after a decoder died by a signal: {}", r.error().message);
+  else
+    spdlog::debug("a decoder died by a signal: decoder server renewed (pid {})", server_.pid());
 }
 
 }  // namespace ctd

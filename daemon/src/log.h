@@ -15,8 +15,8 @@
  * people and programs to find (mapping absent, entry rejected, timeline
  * written).
  *
- * Only the daemon's top level logs; library-like modules return
- * errors.  Thread-safety: spdlog's _mt sinks; Scope is thread-local.
+ * Only the daemon's top level and its parts (parts.h) log; library-like
+ * modules return errors.  Thread-safety: spdlog's _mt sinks; Scope is thread-local.
  */
 #ifndef CORE_TIMELINE_DAEMON_LOG_H
 #define CORE_TIMELINE_DAEMON_LOG_H

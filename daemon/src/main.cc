@@ -22,6 +22,7 @@
 #include "decode.h"
 #include "log.h"
 #include "options.h"
+#include "parts.h"
 
 int main(int argc, char **argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return ctd::decoder_child_main(argc, argv);
@@ -39,6 +40,11 @@ int main(int argc, char **argv) {
                       : o.log_target == "both"   ? ctd::log::Target::kBoth
                                                  : ctd::log::Target::kAuto;
   ctd::log::setup(target, spdlog::level::from_str(o.log_level));
-  ctd::Daemon daemon(o, ctd::default_trust_policy());
+  auto parts = ctd::make_parts(o);
+  if (!parts) {
+    spdlog::error("cannot start: {}", parts.error().message);
+    return 1;
+  }
+  ctd::Daemon daemon(o, ctd::default_trust_policy(), std::move(*parts));
   return daemon.run();
 }
