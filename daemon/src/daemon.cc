@@ -410,7 +410,7 @@ Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name,
   }
   w.extract = *x;
   if (x->core_bytes == 0) {
-    w.status_without_core = kStatusCoreUnreadable;
+    w.status_without_core = Status::kCoreUnreadable;
     w.reason_without_core = "the core file " + display + " holds no data" +
                             (x->stream_error.empty() ? "" : " (" + x->stream_error + ")");
   }
@@ -425,7 +425,7 @@ Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name,
   Fd tmp;
   auto w = extract_core_file(core_fd, name, display, &tmp);
   if (!w) return w;
-  if (w->status_without_core.empty())
+  if (!w->status_without_core)
     if (auto d = decode_extracted(*w, tmp, display, tlmap); !d) return std::move(d).error();
   w->work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
   return w;
@@ -496,7 +496,7 @@ bool Daemon::prepare_next() {
       finish_inflight();
       return true;
     }
-    if (!w->status_without_core.empty()) {
+    if (w->status_without_core) {
       finish_inflight();
       prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
       return true;
@@ -563,160 +563,198 @@ bool Daemon::prepared_awaiting() const {
   return any;
 }
 
+namespace {
+
+/* Whatever becomes of an entry, a preparation of its core is not kept (a
+ * rejected entry, a core gone, a preparation that did not fit). */
+struct DiscardPrepared {
+  PreparedCores &p;
+  const std::string &name;
+  ~DiscardPrepared() {
+    if (!name.empty()) p.discard(name);
+  }
+};
+
+Verdict verdict_for(const CoredumpEntry &e, const CoreWork &w) {
+  if (w.decoded) return judge(e, *w.decoded, w.extract);
+  Verdict v;
+  v.status = w.status_without_core.value_or(Status::kUndecodable);
+  v.reason = w.reason_without_core;
+  return v;
+}
+
+}  // namespace
+
 Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   const std::uint64_t t0 = monotonic_usec();
-  /* Whatever becomes of the entry, a preparation of its core is not kept
-   * (a rejected entry, a core gone, a preparation that did not fit). */
-  struct DiscardPrepared {
-    PreparedCores &p;
-    const std::string &name;
-    ~DiscardPrepared() {
-      if (!name.empty()) p.discard(name);
-    }
-  } discard_prepared{prepared_, e.core_name};
-  const std::string out_dir = timelines_dir();
-  const std::string core_tl = e.core_timeline_name(), state_tl = e.state_timeline_name();
-  auto out_fd = open_directory(out_dir);
-
+  DiscardPrepared discard_prepared{prepared_, e.core_name};
+  const Destination to = destination_for(e);
   /* One timeline per crash: also after a restart that redoes this entry. */
-  if (timeline_exists(e, out_dir, out_fd ? out_fd->get() : -1, core_tl) ||
-      timeline_exists(e, store_.timelines_path(), store_.timelines_fd(), state_tl)) {
+  if (already_has_timeline(e, to)) {
     spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
     ++handled_;
     return Handled::kDone;
   }
+  Gathered g;
+  if (const Next n = gather(e, to, g); n != Next::kGoOn) return n == Next::kStop ? Handled::kStop : Handled::kDone;
+  warn_once_if_unconfined(g.work);
+  const Verdict verdict = verdict_for(e, g.work);
+  return store_timeline(e, to, g, verdict, document_text(e, verdict, g, t0));
+}
 
-  std::optional<FileOwner> owner;  /* set when the timeline goes next to the core */
-  std::string display;
-  CoreWork work;
-  bool prepared = false;
-  double prepared_ms = 0;  /* work done before the entry */
+Daemon::Destination Daemon::destination_for(const CoredumpEntry &e) {
+  Destination to;
+  to.out_dir = timelines_dir();
+  to.core_name = e.core_timeline_name();
+  to.state_name = e.state_timeline_name();
+  if (auto fd = open_directory(to.out_dir)) to.out_fd = std::move(*fd);
+  else to.out_error = fd.error().message;
+  return to;
+}
 
-  if (e.storage == Storage::kExternal) {
-    display = *e.core_path;
-    auto dir = open_directory(opt_.coredump_dir);
-    struct stat st {};
-    Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
-    if (!core) {
-      const int err = core.error().err;
-      work.status_without_core = err == ENOENT ? kStatusCoreMissing : kStatusCoreUnreadable;
-      work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
+bool Daemon::already_has_timeline(const CoredumpEntry &e, const Destination &to) {
+  return timeline_exists(e, to.out_dir, to.out_fd.get(), to.core_name) ||
+         timeline_exists(e, store_.timelines_path(), store_.timelines_fd(), to.state_name);
+}
+
+Daemon::Next Daemon::stop_on_error(const CoredumpEntry &e, const std::string &what) {
+  spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, what);
+  stop_ = failed_ = true;
+  return Next::kStop;
+}
+
+Daemon::Next Daemon::gather(const CoredumpEntry &e, const Destination &to, Gathered &g) {
+  switch (e.storage) {
+    case Storage::kExternal:
+      return gather_from_file(e, to, g);
+    case Storage::kJournal:
+      return gather_from_journal(e, g);
+    case Storage::kNone:
+      break;
+  }
+  g.work.status_without_core = Status::kCoreMissing;
+  g.work.reason_without_core =
+      "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
+      "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
+  return Next::kGoOn;
+}
+
+Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination &to, Gathered &g) {
+  g.display = *e.core_path;
+  auto dir = open_directory(opt_.coredump_dir);
+  struct stat st {};
+  Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
+  if (!core) {
+    const int err = core.error().err;
+    g.work.status_without_core = err == ENOENT ? Status::kCoreMissing : Status::kCoreUnreadable;
+    g.work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
                                                      " is gone (removed or vacuumed before core-timelined got to it)"
                                                : core.error().message;
-    } else if (!out_fd) {
-      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, out_fd.error().message);
-      stop_ = failed_ = true;
-      return Handled::kStop;
-    } else {
-      if (const std::string d = xattrs_disagree(core->get(), e); !d.empty()) {
-        log::event(LOG_WARNING, kMsgEntryRejected,
-                   "ignoring a journal entry that does not match the core it names (" + *e.core_path + "): " + d,
-                   {{"CORE_TIMELINE_SENDER_PID", e.fields.count("_PID") ? e.fields.at("_PID") : "?"},
-                    {"CORE_TIMELINE_SENDER_UID", e.fields.count("_UID") ? e.fields.at("_UID") : "?"},
-                    {"CORE_TIMELINE_REASON", d}});
-        return Handled::kDone;
-      }
-      owner = owner_of_core(core->get(), st);
-      const auto tlmap = tlmap_for(e.exe);
-      if (inflight_ && inflight_->name == e.core_name) finish_inflight();
-      std::string why_not;
-      if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
-        work = std::move(*p);
-        prepared = true;
-        prepared_ms = work.work_ms;
-        spdlog::debug("pid {}: using the preparation of {} made before its entry", e.pid, printable(e.core_name, 256));
-      } else {
-        if (!why_not.empty())
-          spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
-                       printable(e.core_name, 256), why_not);
-        auto w = work_on_core_file(core->get(), e.core_name, display, tlmap);
-        if (!w) {
-          if (w.error().err == ECANCELED) return Handled::kStop;
-          spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, w.error().message);
-          stop_ = failed_ = true;
-          return Handled::kStop;
-        }
-        work = std::move(*w);
-      }
-    }
-  } else if (e.storage == Storage::kJournal) {
-    display = "journal:" + state_tl.substr(0, state_tl.size() - std::string_view(".timeline.json").size());
-    auto temp = make_temp_file(store_.tmp_path());
-    if (!temp) {
-      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, temp.error().message);
-      stop_ = failed_ = true;
-      return Handled::kStop;
-    }
-    auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
-      auto x = parts_.extractor->from_bytes(bytes, temp->get(), [this] { return keep_going(); });
-      if (!x) return std::move(x).error();
-      work.extract = *x;
-      return {};
-    });
-    if (!r) {
-      if (r.error().err == ECANCELED) return Handled::kStop;
-      work.status_without_core = kStatusCoreUnreadable;
-      work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
-    } else if (auto d = decode_extracted(work, *temp, display, tlmap_for(e.exe)); !d) {
-      if (d.error().err == ECANCELED) return Handled::kStop;
-      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, d.error().message);
-      stop_ = failed_ = true;
-      return Handled::kStop;
-    }
-  } else {
-    work.status_without_core = kStatusCoreMissing;
-    work.reason_without_core =
-        "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
-        "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
+    return Next::kGoOn;
   }
+  if (!to.out_fd.valid()) return stop_on_error(e, to.out_error);
+  if (rejected_by_xattrs(core->get(), e)) return Next::kDone;
+  g.owner = owner_of_core(core->get(), st);
+  return work_on_entry_core(e, core->get(), st, g);
+}
 
-  if (work.decoded && work.decoded->decoded && !warned_unconfined_ &&
-      (work.decoded->landlock_abi == 0 || !work.decoded->seccomp)) {
-    warned_unconfined_ = true;
-    spdlog::warn("decoders run without {}{}{} (a kernel without it, or a seccomp filter of the service or container "
-                 "that refuses its calls): a decoder taken over by a hostile core is confined only by the service; "
-                 "see daemon.decoder.landlock_abi and .seccomp in the timelines, and docs/core-timelined.md",
-                 work.decoded->landlock_abi == 0 ? "Landlock" : "",
-                 work.decoded->landlock_abi == 0 && !work.decoded->seccomp ? " and " : "",
-                 work.decoded->seccomp ? "" : "their seccomp filter");
-  }
-  Verdict verdict;
-  if (work.decoded) {
-    verdict = judge(e, *work.decoded, work.extract);
-  } else {
-    verdict.status = work.status_without_core;
-    verdict.reason = work.reason_without_core;
-  }
+bool Daemon::rejected_by_xattrs(int core_fd, const CoredumpEntry &e) {
+  const std::string d = xattrs_disagree(core_fd, e);
+  if (d.empty()) return false;
+  log::event(LOG_WARNING, kMsgEntryRejected,
+             "ignoring a journal entry that does not match the core it names (" + *e.core_path + "): " + d,
+             {{"CORE_TIMELINE_SENDER_PID", e.fields.count("_PID") ? e.fields.at("_PID") : "?"},
+              {"CORE_TIMELINE_SENDER_UID", e.fields.count("_UID") ? e.fields.at("_UID") : "?"},
+              {"CORE_TIMELINE_REASON", d}});
+  return true;
+}
 
+Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, const struct stat &st, Gathered &g) {
+  const auto tlmap = tlmap_for(e.exe);
+  if (inflight_ && inflight_->name == e.core_name) finish_inflight();
+  std::string why_not;
+  if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
+    g.work = std::move(*p);
+    g.prepared = true;
+    g.prepared_ms = g.work.work_ms;
+    spdlog::debug("pid {}: using the preparation of {} made before its entry", e.pid, printable(e.core_name, 256));
+    return Next::kGoOn;
+  }
+  if (!why_not.empty())
+    spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
+                 printable(e.core_name, 256), why_not);
+  auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap);
+  if (!w) return w.error().err == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
+  g.work = std::move(*w);
+  return Next::kGoOn;
+}
+
+Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
+  const std::string_view suffix = ".timeline.json";
+  const std::string state_name = e.state_timeline_name();
+  g.display = "journal:" + state_name.substr(0, state_name.size() - suffix.size());
+  auto temp = make_temp_file(store_.tmp_path());
+  if (!temp) return stop_on_error(e, temp.error().message);
+  auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
+    auto x = parts_.extractor->from_bytes(bytes, temp->get(), [this] { return keep_going(); });
+    if (!x) return std::move(x).error();
+    g.work.extract = *x;
+    return {};
+  });
+  if (!r) {
+    if (r.error().err == ECANCELED) return Next::kStop;
+    g.work.status_without_core = Status::kCoreUnreadable;
+    g.work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
+    return Next::kGoOn;
+  }
+  if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe)); !d)
+    return d.error().err == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
+  return Next::kGoOn;
+}
+
+void Daemon::warn_once_if_unconfined(const CoreWork &w) {
+  if (warned_unconfined_ || !w.decoded || !w.decoded->decoded) return;
+  const bool landlock = w.decoded->landlock_abi != 0, seccomp = w.decoded->seccomp;
+  if (landlock && seccomp) return;
+  warned_unconfined_ = true;
+  spdlog::warn("decoders run without {}{}{} (a kernel without it, or a seccomp filter of the service or container "
+               "that refuses its calls): a decoder taken over by a hostile core is confined only by the service; "
+               "see daemon.decoder.landlock_abi and .seccomp in the timelines, and docs/core-timelined.md",
+               landlock ? "" : "Landlock", !landlock && !seccomp ? " and " : "", seccomp ? "" : "their seccomp filter");
+}
+
+std::string Daemon::document_text(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
+                                  std::uint64_t t0) const {
   DocumentParts parts;
   parts.entry = &e;
   parts.verdict = verdict;
-  parts.decoded = work.decoded ? &*work.decoded : nullptr;
-  parts.extract = work.extract;
-  parts.prepared_before_entry = prepared;
+  parts.decoded = g.work.decoded ? &*g.work.decoded : nullptr;
+  parts.extract = g.work.extract;
+  parts.prepared_before_entry = g.prepared;
   parts.decoded_usec = realtime_usec();
-  parts.duration_ms = prepared_ms + static_cast<double>(monotonic_usec() - t0) / 1000.0;
-  const std::string text = serialize(build_document(parts));
+  parts.duration_ms = g.prepared_ms + static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  return serialize(build_document(parts));
+}
 
+Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination &to, const Gathered &g,
+                                       const Verdict &verdict, const std::string &text) {
   /* Next to the core when it was opened (its owner is known); otherwise in
    * the state directory with the owner systemd-coredump would have used. */
-  const bool beside_core = owner.has_value();
-  const std::string dir = beside_core ? out_dir : store_.timelines_path();
-  const std::string name = beside_core ? core_tl : state_tl;
-  const int dirfd = beside_core ? out_fd->get() : store_.timelines_fd();
+  const bool beside_core = g.owner.has_value();
+  const std::string dir = beside_core ? to.out_dir : store_.timelines_path();
+  const std::string &name = beside_core ? to.core_name : to.state_name;
+  const int dirfd = beside_core ? to.out_fd.get() : store_.timelines_fd();
   std::string acl_warning;
   /* Named at once; it and its directory are fsynced before the cursor is
    * saved past this entry (save_progress()), for a run of entries. */
   Fd unsynced;
-  auto w = store_.write_timeline(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
+  auto w = store_.write_timeline(dirfd, dir, name, text, beside_core ? *g.owner : owner_for_uid(e.uid), &acl_warning,
                                  &unsynced);
-  if (w && unsynced.valid()) sync_later(std::move(unsynced), dir, name);
   if (!w) {
-    spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,
-                  w.error().message);
-    stop_ = failed_ = true;
+    stop_on_error(e, "cannot write its timeline: " + w.error().message);
     return Handled::kStop;
   }
+  if (unsynced.valid()) sync_later(std::move(unsynced), dir, name);
   if (!acl_warning.empty()) spdlog::warn("{}", acl_warning);
   ++handled_;
   const std::string path = dir + "/" + name;
@@ -724,29 +762,39 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     spdlog::info("pid {}: {} appeared meanwhile; left as it is", e.pid, path);
     return Handled::kDone;
   }
+  report(e, verdict, g.work, path);
+  return Handled::kDone;
+}
 
+void Daemon::report(const CoredumpEntry &e, const Verdict &verdict, const CoreWork &w, const std::string &path) {
   const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
-  log::Fields fields{{"CORE_TIMELINE_STATUS", verdict.status},
+  const std::string status(status_name(verdict.status));
+  log::Fields fields{{"CORE_TIMELINE_STATUS", status},
                      {"CORE_TIMELINE_TIMELINE", path},
                      {"CORE_TIMELINE_EXE", e.exe},
                      {"CORE_TIMELINE_UID", std::to_string(e.uid)}};
   if (!verdict.reason.empty()) fields.push_back({"CORE_TIMELINE_REASON", verdict.reason});
-  if (verdict.status == "mapping_absent") {
-    log::event(LOG_ERR, kMsgMappingAbsent,
-               who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its timeline "
-                     "is lost: " + verdict.reason,
-               fields);
-  } else if (verdict.status == "ok") {
-    log::event(LOG_INFO, kMsgTimelineWritten,
-               who + ": timeline with " + std::to_string(event_count(work.decoded->document)) + " events written to " + path,
-               fields);
-  } else if (verdict.status == "no_ring") {
-    log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
-  } else {
-    log::event(LOG_WARNING, kMsgTimelineWritten,
-               who + ": " + verdict.status + ": " + verdict.reason + "; written to " + path, fields);
+  switch (verdict.status) {
+    case Status::kMappingAbsent:
+      log::event(LOG_ERR, kMsgMappingAbsent,
+                 who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its "
+                       "timeline is lost: " + verdict.reason,
+                 fields);
+      return;
+    case Status::kOk:
+      log::event(LOG_INFO, kMsgTimelineWritten,
+                 who + ": timeline with " + std::to_string(w.decoded ? event_count(w.decoded->document) : 0) +
+                     " events written to " + path,
+                 fields);
+      return;
+    case Status::kNoRing:
+      log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
+      return;
+    default:
+      log::event(LOG_WARNING, kMsgTimelineWritten,
+                 who + ": " + status + ": " + verdict.reason + "; written to " + path, fields);
+      return;
   }
-  return Handled::kDone;
 }
 
 }  // namespace ctd

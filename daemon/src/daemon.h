@@ -55,6 +55,7 @@
 
 #include "core_watch.h"
 #include "decode.h"
+#include "document.h"
 #include "entry.h"
 #include "files.h"
 #include "journal.h"
@@ -99,7 +100,54 @@ class Daemon {
   /** Reads and handles entries until none is left or a stop. */
   Result<bool> drain();
   Handled handle(const RawEntry &raw);
+  /** Steps 1-5 for a trusted entry, each a function below. */
   Handled handle_trusted(const CoredumpEntry &e);
+  /** Where an entry's timeline may go: `core_name` in `out_dir` (open as
+   *  `out_fd`; invalid if it cannot be opened, `out_error` says why),
+   *  or `state_name` in the store's timelines directory. */
+  struct Destination {
+    std::string out_dir;
+    Fd out_fd;
+    std::string out_error;
+    std::string core_name, state_name;
+  };
+  /** What became of an entry's core before its document is made. */
+  struct Gathered {
+    std::optional<FileOwner> owner;  /**< set when the core was opened: the
+                                          timeline goes next to it, so owned */
+    std::string display;             /**< the core as the document names it */
+    CoreWork work;
+    bool prepared = false;           /**< `work` is a preparation's (prepared.h) */
+    double prepared_ms = 0;          /**< work done before the entry */
+  };
+  /** How a step of handle_trusted() ends: the next step follows, or the
+   *  entry is done (nothing more to write), or the daemon stops. */
+  enum class Next { kGoOn, kDone, kStop };
+  Destination destination_for(const CoredumpEntry &e);
+  /** Step 1: a timeline of this crash is there already (timeline_exists). */
+  bool already_has_timeline(const CoredumpEntry &e, const Destination &to);
+  /** Steps 2-3: the core of the entry, by its storage, extracted and
+   *  decoded into g.work (or g.work says why not). */
+  Next gather(const CoredumpEntry &e, const Destination &to, Gathered &g);
+  Next gather_from_file(const CoredumpEntry &e, const Destination &to, Gathered &g);
+  Next gather_from_journal(const CoredumpEntry &e, Gathered &g);
+  /** The opened core's preparation if it fits, else the core done now. */
+  Next work_on_entry_core(const CoredumpEntry &e, int core_fd, const struct stat &st, Gathered &g);
+  /** Whether the core's user.coredump.* xattrs contradict the entry (logs
+   *  the rejection). */
+  bool rejected_by_xattrs(int core_fd, const CoredumpEntry &e);
+  /** Logs an error that makes the entry impossible to finish now and
+   *  stops the daemon (exit 1; the entry is redone after the restart). */
+  Next stop_on_error(const CoredumpEntry &e, const std::string &what);
+  void warn_once_if_unconfined(const CoreWork &w);
+  /** The document, serialized; `t0`: when the entry's handling began. */
+  std::string document_text(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
+                            std::uint64_t t0) const;
+  /** Step 4: writes `text` where it goes, unsynced (step 5 syncs it). */
+  Handled store_timeline(const CoredumpEntry &e, const Destination &to, const Gathered &g, const Verdict &verdict,
+                         const std::string &text);
+  /** Logs the journal message for a timeline written to `path`. */
+  void report(const CoredumpEntry &e, const Verdict &verdict, const CoreWork &w, const std::string &path);
   /** Extracts the stored core open on `core_fd` (`name` in the coredump
    *  directory; its suffix says the compression) and decodes it.  Errors:
    *  ECANCELED when asked to stop, else what makes the core impossible to

@@ -9,28 +9,34 @@ namespace ctd {
 Verdict judge(const CoredumpEntry &entry, const DecodeResult &decoded, const std::optional<ExtractStats> &extract) {
   Verdict v;
   if (!decoded.decoded) {
-    v.status = kStatusUndecodable;
+    v.status = Status::kUndecodable;
     v.reason = decoded.failure;
     return v;
   }
   const auto &doc = decoded.document;
-  v.reader_status = doc.value("status", std::string("?"));
+  const std::string reader_status = doc.value("status", std::string("?"));
+  v.reader_status = status_from_name(reader_status);
+  if (!v.reader_status) {
+    v.status = Status::kUndecodable;
+    v.reason = "the decoder reported a status the daemon does not know: " + printable(reader_status, 64);
+    return v;
+  }
   const std::string reader_reason = doc.contains("reason") && doc["reason"].is_string() ? doc["reason"].get<std::string>() : "";
   bool doc_truncated = false;
   if (doc.contains("core") && doc["core"].is_object() && doc["core"].contains("truncated") &&
       doc["core"]["truncated"].is_boolean())
     doc_truncated = doc["core"]["truncated"].get<bool>();
   const bool stream = extract && extract->stream_truncated;
-  if ((stream || entry.truncated || doc_truncated) && v.reader_status != "ok") {
-    v.status = kStatusCoreTruncated;
+  if ((stream || entry.truncated || doc_truncated) && v.reader_status != Status::kOk) {
+    v.status = Status::kCoreTruncated;
     std::string why = stream ? "the stored core is cut short or corrupt (" + extract->stream_error + ")"
                       : entry.truncated ? "systemd-coredump truncated the core (COREDUMP_TRUNCATED=1: raise "
                                           "ProcessSizeMax=/ExternalSizeMax= in coredump.conf)"
                                         : "the core is truncated";
-    v.reason = why + "; the reader says " + v.reader_status + (reader_reason.empty() ? "" : ": " + reader_reason);
+    v.reason = why + "; the reader says " + reader_status + (reader_reason.empty() ? "" : ": " + reader_reason);
     return v;
   }
-  v.status = v.reader_status;
+  v.status = *v.reader_status;
   v.reason = reader_reason;
   return v;
 }
@@ -41,11 +47,11 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
   json doc;
   if (p.decoded && p.decoded->decoded) {
     doc = p.decoded->document;
-    doc["status"] = p.verdict.status;
-    if (p.verdict.status != p.verdict.reader_status) doc["reason"] = p.verdict.reason;
+    doc["status"] = status_name(p.verdict.status);
+    if (p.verdict.reader_status != p.verdict.status) doc["reason"] = p.verdict.reason;
   } else {
     doc["schema_version"] = 1;
-    doc["status"] = p.verdict.status;
+    doc["status"] = status_name(p.verdict.status);
     doc["reason"] = p.verdict.reason;
   }
 
@@ -67,7 +73,7 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
       {"latency_ms", p.decoded_usec >= e.realtime_usec && e.realtime_usec
                          ? static_cast<double>(p.decoded_usec - e.realtime_usec) / 1000.0
                          : 0.0},
-      {"reader_status", p.verdict.reader_status.empty() ? json(nullptr) : json(p.verdict.reader_status)},
+      {"reader_status", p.verdict.reader_status ? json(status_name(*p.verdict.reader_status)) : json(nullptr)},
       {"prepared_before_entry", p.prepared_before_entry},
   };
   if (p.extract) {
@@ -96,7 +102,7 @@ nlohmann::ordered_json build_document(const DocumentParts &p) {
   if (p.decoded && p.decoded->decoded)
     doc["text"] = p.decoded->text;
   else
-    doc["text"] = "core-timeline: " + p.verdict.status + ": " + p.verdict.reason + "\n";
+    doc["text"] = "core-timeline: " + std::string(status_name(p.verdict.status)) + ": " + p.verdict.reason + "\n";
   return doc;
 }
 

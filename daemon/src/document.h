@@ -27,19 +27,14 @@
 #include "decode.h"
 #include "entry.h"
 #include "extract.h"
+#include "status.h"
 
 namespace ctd {
 
-/** Daemon statuses beside the reader's status names. */
-inline constexpr const char kStatusCoreMissing[] = "core_missing";
-inline constexpr const char kStatusCoreTruncated[] = "core_truncated";
-inline constexpr const char kStatusCoreUnreadable[] = "core_unreadable";
-inline constexpr const char kStatusUndecodable[] = "undecodable";
-
 struct Verdict {
-  std::string status;       /**< final status */
-  std::string reason;       /**< one line; "" for ok */
-  std::string reader_status;/**< the reader's, "" if it did not run */
+  Status status = Status::kUndecodable;  /**< final status (status.h) */
+  std::string reason;                    /**< one line; "" for ok */
+  std::optional<Status> reader_status;   /**< the reader's; unset if it did not run */
 };
 
 /**
@@ -48,7 +43,8 @@ struct Verdict {
  *  - the core is truncated (the compressed stream ended early or was
  *    corrupt, COREDUMP_TRUNCATED=1, or the reader found segments cut off)
  *    and the reader did not recover a timeline: core_truncated;
- *  - otherwise the reader's status.
+ *  - otherwise the reader's status (a status the daemon does not know:
+ *    undecodable).
  */
 Verdict judge(const CoredumpEntry &entry, const DecodeResult &decoded, const std::optional<ExtractStats> &extract);
 

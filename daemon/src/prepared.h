@@ -41,6 +41,7 @@
 
 #include "decode.h"
 #include "extract.h"
+#include "status.h"
 
 namespace ctd {
 
@@ -48,7 +49,8 @@ namespace ctd {
 struct CoreWork {
   std::optional<ExtractStats> extract;   /**< unset: nothing was extracted */
   std::optional<DecodeResult> decoded;   /**< unset: nothing to decode, see below */
-  std::string status_without_core;       /**< set when not decoded: kStatusCore* */
+  std::optional<Status> status_without_core;  /**< set when nothing was decoded:
+                                                  kCoreMissing or kCoreUnreadable */
   std::string reason_without_core;
   double work_ms = 0;                    /**< wall time of extraction and decoding */
 };

@@ -749,24 +749,55 @@ TEST(Verdict, StatusRules) {
   ctd::DecodeResult d;
   d.decoded = false;
   d.failure = "the decoder was killed by SIGSEGV";
-  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, "undecodable");
+  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, ctd::Status::kUndecodable);
 
   d.decoded = true;
   d.document = {{"status", "mapping_absent"}, {"reason", "excluded"}, {"core", {{"truncated", false}}}};
-  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, "mapping_absent");
+  EXPECT_EQ(ctd::judge(*e, d, std::nullopt).status, ctd::Status::kMappingAbsent);
   // The same reader status in a truncated core: the truncation is the cause.
   d.document["core"]["truncated"] = true;
   auto v = ctd::judge(*e, d, std::nullopt);
-  EXPECT_EQ(v.status, "core_truncated");
-  EXPECT_EQ(v.reader_status, "mapping_absent");
+  EXPECT_EQ(v.status, ctd::Status::kCoreTruncated);
+  EXPECT_EQ(v.reader_status, ctd::Status::kMappingAbsent);
   ctd::ExtractStats x;
   x.stream_truncated = true;
   x.stream_error = "zstd: truncated";
   d.document["core"]["truncated"] = false;
-  EXPECT_EQ(ctd::judge(*e, d, x).status, "core_truncated");
+  EXPECT_EQ(ctd::judge(*e, d, x).status, ctd::Status::kCoreTruncated);
   // A timeline recovered from a truncated core is still ok.
   d.document["status"] = "ok";
-  EXPECT_EQ(ctd::judge(*e, d, x).status, "ok");
+  EXPECT_EQ(ctd::judge(*e, d, x).status, ctd::Status::kOk);
+  // A status the daemon does not know (a decoder taken over) is no status
+  // to store.
+  d.document["status"] = "usage";
+  v = ctd::judge(*e, d, std::nullopt);
+  EXPECT_EQ(v.status, ctd::Status::kUndecodable);
+  EXPECT_EQ(v.reader_status, std::nullopt);
+  EXPECT_NE(v.reason.find("a status the daemon does not know: usage"), std::string::npos) << v.reason;
+}
+
+// Guards against: a status whose name drifts from the documented one
+// (docs/core-timelined.md, "Statuses"), or a name that does not read back.
+TEST(Verdict, EachStatusHasItsDocumentedNameAndReadsBack) {
+  const std::pair<ctd::Status, const char *> names[] = {
+      {ctd::Status::kOk, "ok"},
+      {ctd::Status::kNoRing, "no_ring"},
+      {ctd::Status::kMappingAbsent, "mapping_absent"},
+      {ctd::Status::kCoreUnreadable, "core_unreadable"},
+      {ctd::Status::kRingInvalid, "ring_invalid"},
+      {ctd::Status::kExecutableRefused, "executable_refused"},
+      {ctd::Status::kSidecarMismatch, "sidecar_mismatch"},
+      {ctd::Status::kCoreMissing, "core_missing"},
+      {ctd::Status::kCoreTruncated, "core_truncated"},
+      {ctd::Status::kUndecodable, "undecodable"},
+  };
+  for (const auto &[status, name] : names) {
+    EXPECT_EQ(ctd::status_name(status), name);
+    EXPECT_EQ(ctd::status_from_name(name), status) << name;
+  }
+  EXPECT_EQ(ctd::status_from_name("usage"), std::nullopt);
+  EXPECT_EQ(ctd::status_from_name("OK"), std::nullopt);
+  EXPECT_EQ(ctd::status_from_name(""), std::nullopt);
 }
 
 TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
@@ -774,7 +805,7 @@ TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
   ASSERT_TRUE(e);
   ctd::DocumentParts p;
   p.entry = &*e;
-  p.verdict = {"core_missing", "the core file is gone", ""};
+  p.verdict = {ctd::Status::kCoreMissing, "the core file is gone", std::nullopt};
   p.decoded_usec = 1796020112000000;
   auto doc = ctd::build_document(p);
   EXPECT_EQ(doc["status"], "core_missing");
@@ -1147,7 +1178,7 @@ TEST(DecoderOutput, DeeplyNestedJsonIsUndecodableNotFatal) {
         e.pid = 1;
         ctd::DocumentParts p;
         p.entry = &e;
-        p.verdict = r->decoded ? ctd::judge(e, *r, std::nullopt) : ctd::Verdict{"undecodable", r->failure, ""};
+        p.verdict = r->decoded ? ctd::judge(e, *r, std::nullopt) : ctd::Verdict{ctd::Status::kUndecodable, r->failure, std::nullopt};
         p.decoded = &*r;
         const std::string text = ctd::serialize(ctd::build_document(p));
         _exit(r->decoded ? 4 : 0);
