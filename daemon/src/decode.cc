@@ -566,119 +566,129 @@ DecoderRun::~DecoderRun() {
   known_children().erase(pid_);
 }
 
-Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going) {
-  const pid_t pid = pid_;
-  const std::uint64_t start = start_;
-  const DecodeLimits &limits = limits_;
-  DecodeResult &res = res_;
-  Fd &pidfd = pidfd_, &out_r = out_r_, &err_r = err_r_;
-  std::string output, errors;
-  bool out_open = true, err_open = true, killed = false, too_big = false, cancelled = false;
-  const std::uint64_t deadline = start + limits.timeout_ms * 1000;
-  auto kill_child = [&] {
-    if (!killed) {
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      killed = true;
-    }
-  };
+namespace {
+
+/* What a decoder wrote and how its wait ended (DecoderRun::finish). */
+struct Collected {
+  std::string output, errors;  /* stdout (at most kMaxOutput), stderr (kMaxStderr) */
+  bool out_open = true, err_open = true;
+  bool killed = false;         /* by the daemon: timeout, output too big, cancel */
+  bool timed_out = false, too_big = false, cancelled = false;
+};
+
+bool has_exited(pid_t pid) {
+  siginfo_t si{};
+  return waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+void kill_decoder(pid_t pid, Collected &c) {
+  if (c.killed) return;
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+  c.killed = true;
+}
+
+/* One read from the decoder's stdout (`is_out`) or stderr into `c`; an
+ * output over kMaxOutput kills it. */
+void read_from(int fd, bool is_out, std::vector<char> &buf, pid_t pid, Collected &c) {
+  const ssize_t r = read(fd, buf.data(), buf.size());
+  if (r < 0 && errno == EINTR) return;
+  if (r <= 0) {
+    (is_out ? c.out_open : c.err_open) = false;
+    return;
+  }
+  const std::size_t n = static_cast<std::size_t>(r);
+  if (!is_out) {
+    if (c.errors.size() < kMaxStderr) c.errors.append(buf.data(), std::min(n, kMaxStderr - c.errors.size()));
+    return;
+  }
+  if (c.output.size() + n > kMaxOutput) {
+    c.too_big = true;
+    c.out_open = false;
+    kill_decoder(pid, c);
+    return;
+  }
+  c.output.append(buf.data(), n);
+}
+
+/* Reads the decoder's output until it has exited and closed both pipes
+ * (or exited after being killed): at `deadline_usec` (monotonic) it is
+ * killed, and when keep_going() says stop. */
+Collected collect(pid_t pid, const Fd &pidfd, const Fd &out_r, const Fd &err_r, std::uint64_t deadline_usec,
+                  const std::function<bool()> &keep_going) {
+  Collected c;
   std::vector<char> buf(1 << 16);
   for (;;) {
-    const bool exited = [&] {
-      siginfo_t si{};
-      return waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
-    }();
-    if (exited && !out_open && !err_open) break;
-    if (exited && killed) break;
+    const bool exited = has_exited(pid);
+    if (exited && ((!c.out_open && !c.err_open) || c.killed)) break;
     const std::uint64_t now = monotonic_usec();
-    if (!killed && now >= deadline) {
-      res.timed_out = true;
-      kill_child();
+    if (!c.killed && now >= deadline_usec) {
+      c.timed_out = true;
+      kill_decoder(pid, c);
       continue;
     }
-    if (!killed && keep_going && !keep_going()) {
-      cancelled = true;
-      kill_child();
+    if (!c.killed && keep_going && !keep_going()) {
+      c.cancelled = true;
+      kill_decoder(pid, c);
       continue;
     }
     struct pollfd p[3];
     int n = 0;
-    if (out_open) p[n++] = {out_r.get(), POLLIN, 0};
-    if (err_open) p[n++] = {err_r.get(), POLLIN, 0};
+    if (c.out_open) p[n++] = {out_r.get(), POLLIN, 0};
+    if (c.err_open) p[n++] = {err_r.get(), POLLIN, 0};
     if (pidfd.valid() && !exited) p[n++] = {pidfd.get(), POLLIN, 0};
-    std::uint64_t wait_ms = killed ? 100 : std::min<std::uint64_t>((deadline - now + 999) / 1000, 1000);
-    int pr = poll(p, static_cast<nfds_t>(n), n ? static_cast<int>(wait_ms) : 10);
+    const std::uint64_t wait_ms = c.killed ? 100 : std::min<std::uint64_t>((deadline_usec - now + 999) / 1000, 1000);
+    const int pr = poll(p, static_cast<nfds_t>(n), n ? static_cast<int>(wait_ms) : 10);
     if (pr < 0 && errno != EINTR) break;
     for (int i = 0; i < n && pr > 0; ++i) {
-      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (p[i].fd == pidfd.get()) continue;
-      const bool is_out = p[i].fd == out_r.get();
-      ssize_t r = read(p[i].fd, buf.data(), buf.size());
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        (is_out ? out_open : err_open) = false;
-        continue;
-      }
-      if (is_out) {
-        if (output.size() + static_cast<std::size_t>(r) > kMaxOutput) {
-          too_big = true;
-          out_open = false;
-          kill_child();
-        } else {
-          output.append(buf.data(), static_cast<std::size_t>(r));
-        }
-      } else if (errors.size() < kMaxStderr) {
-        errors.append(buf.data(), std::min(static_cast<std::size_t>(r), kMaxStderr - errors.size()));
-      }
+      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)) || p[i].fd == pidfd.get()) continue;
+      read_from(p[i].fd, p[i].fd == out_r.get(), buf, pid, c);
     }
   }
-  int status = 0;
-  struct rusage ru{};
-  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-  }
-  known_children().erase(pid);
-  pid_ = -1;
-  res.died_by_signal = WIFSIGNALED(status) && !killed;
-  res.duration_ms = static_cast<double>(monotonic_usec() - start) / 1000.0;
-  res.output_bytes = output.size();
-  if (cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
+  return c;
+}
 
-  /* The child's last stderr line, for the failure text. */
-  std::string last_err = errors;
-  while (!last_err.empty() && (last_err.back() == '\n' || last_err.back() == ' ')) last_err.pop_back();
-  if (auto nl = last_err.rfind('\n'); nl != std::string::npos) last_err = last_err.substr(nl + 1);
-  last_err = printable(last_err, 200);
-  res.out_of_memory = errors.find("bad_alloc") != std::string::npos ||
-                      errors.find("cannot allocate memory") != std::string::npos ||
-                      errors.find("Cannot allocate memory") != std::string::npos;
+/* The decoder's last stderr line, printable, for a failure's text. */
+std::string last_line(const std::string &errors) {
+  std::string last = errors;
+  while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+  return printable(last, 200);
+}
+
+bool ran_out_of_memory(const std::string &errors) {
+  return errors.find("bad_alloc") != std::string::npos || errors.find("cannot allocate memory") != std::string::npos ||
+         errors.find("Cannot allocate memory") != std::string::npos;
+}
+
+/* Why a decoder that ended with wait status `status` gave no result, or
+ * nullopt if it exited 0 (its output is then parsed). */
+std::optional<std::string> failure_of(int status, const Collected &c, bool out_of_memory, const DecodeLimits &limits,
+                                      const std::string &self_exe) {
+  const std::string last_err = last_line(c.errors);
+  const std::string said = last_err.empty() ? "" : ": " + last_err;
   const std::string limits_text = "(limits: " + std::to_string(limits.timeout_ms) + " ms, " +
                                   std::to_string(limits.memory_limit >> 20) + " MiB + the core's size)";
-  if (res.timed_out) {
-    res.failure = "the decoder did not finish within " + std::to_string(limits.timeout_ms) +
-                  " ms and was killed; raise decode-timeout if cores are this slow to decode";
-    return std::move(res);
-  }
-  if (too_big) {
-    res.failure = "the decoder's output exceeded " + std::to_string(kMaxOutput >> 20) + " MiB; killed";
-    return std::move(res);
-  }
-  if (WIFSIGNALED(status)) {
-    res.failure = "the decoder was killed by " + signal_text(WTERMSIG(status)) +
-                  (res.out_of_memory ? " after running out of memory " : " ") + limits_text +
-                  (last_err.empty() ? "" : ": " + last_err);
-    return std::move(res);
-  }
+  if (c.timed_out)
+    return "the decoder did not finish within " + std::to_string(limits.timeout_ms) +
+           " ms and was killed; raise decode-timeout if cores are this slow to decode";
+  if (c.too_big) return "the decoder's output exceeded " + std::to_string(kMaxOutput >> 20) + " MiB; killed";
+  if (WIFSIGNALED(status))
+    return "the decoder was killed by " + signal_text(WTERMSIG(status)) +
+           (out_of_memory ? " after running out of memory " : " ") + limits_text + said;
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code != 0) {
-    res.failure = code == 126 || code == 127
-                      ? "the decoder could not be started (exec of " + self_exe_ + " failed, exit " +
-                            std::to_string(code) + ")" + (last_err.empty() ? "" : ": " + last_err)
-                      : "the decoder exited with status " + std::to_string(code) + " " + limits_text +
-                            (last_err.empty() ? "" : ": " + last_err);
-    if (res.out_of_memory) res.failure += " (out of memory)";
-    return std::move(res);
-  }
+  if (code == 0) return std::nullopt;
+  std::string failure = code == 126 || code == 127
+                            ? "the decoder could not be started (exec of " + self_exe + " failed, exit " +
+                                  std::to_string(code) + ")" + said
+                            : "the decoder exited with status " + std::to_string(code) + " " + limits_text + said;
+  if (out_of_memory) failure += " (out of memory)";
+  return failure;
+}
 
+/* The result in a decoder's output (decode.h, "Protocol") moved out of
+ * res (filled in), or with its failure set. */
+Result<DecodeResult> decoded_from(const std::string &output, DecodeResult &res) {
   /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI> <seccomp>\n" */
   const auto nl = output.find('\n');
   unsigned long long jl = 0, tl = 0, hwm = 0, anon = 0;
@@ -716,6 +726,31 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
   res.exit_code = ec;
   res.decoded = true;
   return std::move(res);
+}
+
+}  // namespace
+
+Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going) {
+  const pid_t pid = pid_;
+  const Collected c = collect(pid, pidfd_, out_r_, err_r_, start_ + limits_.timeout_ms * 1000, keep_going);
+  int status = 0;
+  struct rusage ru{};
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  known_children().erase(pid);
+  pid_ = -1;
+  DecodeResult &res = res_;
+  res.timed_out = c.timed_out;
+  res.died_by_signal = WIFSIGNALED(status) && !c.killed;
+  res.duration_ms = static_cast<double>(monotonic_usec() - start_) / 1000.0;
+  res.output_bytes = c.output.size();
+  if (c.cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
+  res.out_of_memory = ran_out_of_memory(c.errors);
+  if (auto failure = failure_of(status, c, res.out_of_memory, limits_, self_exe_)) {
+    res.failure = std::move(*failure);
+    return std::move(res);
+  }
+  return decoded_from(c.output, res);
 }
 
 Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
