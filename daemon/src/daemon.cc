@@ -162,86 +162,101 @@ int Daemon::run() {
   spdlog::info("core-timelined {} started: cores in {}, timelines {}, state in {}", version(), opt_.coredump_dir,
                opt_.output_dir.empty() ? "next to the cores" : "in " + opt_.output_dir, opt_.state_dir);
   last_ping_ = monotonic_usec();
-  int status = 0;
-  for (;;) {
-    auto more = drain();
-    if (!more) {
-      spdlog::error("reading the journal failed: {}; stopping (systemd restarts the service)", more.error().message);
-      status = 1;
-      break;
-    }
-    /* Saved when due, and when the first start's backlog is done: what it
-     * wrote before the anchor could be - and the anchor only if that save
-     * succeeded. */
-    if (unsaved_cursor_ && (pending_anchor_ || monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000))
-      save_progress();
-    if (stop_) {
-      if (failed_) status = 1;
-      break;
-    }
-    if (pending_anchor_ && !cursor_saved_ && !unsaved_cursor_) {
-      /* The backlog of the first start is done and held no coredump entry:
-       * remember where the journal was, so a restart does not redo it. */
-      if (auto s = store_.save_cursor(*pending_anchor_); s) cursor_saved_ = true;
-      else spdlog::warn("cannot save the journal cursor: {}", s.error().message);
-    }
-    pending_anchor_.reset();
-    if (opt_.once) break;
-    core_watch_->retry();
-    /* Idle: prepare a core that awaits its entry; then look at the journal
-     * again before sleeping. */
-    const bool busy = prepare_next() || !to_prepare_.empty() || inflight_.has_value();
-    if (stop_) break;
-    prepared_.expire(monotonic_usec());
-    struct pollfd p[3] = {{entries_.fd(), entries_.events(), 0},
-                          {signal_fd_.get(), POLLIN, 0},
-                          {core_watch_->fd(), POLLIN, 0}};
-    int timeout = entries_.timeout_ms();
-    auto at_most = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
-    if (watchdog_usec_) at_most(static_cast<int>(watchdog_usec_ / 4000));
-    /* A core awaits its entry: look again soon rather than at journald's
-     * announcement (core_watch.h). */
-    if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
-    /* A prepared core's timeline is a write away once its entry is read. */
-    if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
-    /* Entries handled and not saved: save by kCursorSaveMs after the
-     * oldest. */
-    if (unsaved_cursor_) {
-      const std::uint64_t waited_ms = (monotonic_usec() - unsaved_since_) / 1000;
-      at_most(waited_ms >= kCursorSaveMs ? 0 : static_cast<int>(kCursorSaveMs - waited_ms));
-    }
-    if (const auto since = core_watch_->oldest_expected()) {
-      const std::uint64_t now = monotonic_usec();
-      if (now - *since >= kReseekAfterMs * 1000 && now - reseeked_at_ >= kReseekAfterMs * 1000) {
-        reseeked_at_ = now;
-        spdlog::debug("a new core has awaited its entry for {:.1f} s: seeking the journal again after the last "
-                      "entry read",
-                      static_cast<double>(now - *since) / 1e6);
-        if (auto rs = entries_.reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
-      }
-    }
-    if (busy) timeout = 0;
-    int r = poll(p, 3, timeout);
-    if (r < 0 && errno != EINTR) {
-      spdlog::error("poll: {}", strerrordesc_np(errno));
-      status = 1;
-      break;
-    }
-    if (r > 0 && (p[2].revents & POLLIN)) core_watch_->read_events(monotonic_usec());
-    if (!keep_going()) break;
-    auto pr = entries_.process();
-    if (!pr) {
-      spdlog::error("{}; stopping", pr.error().message);
-      status = 1;
-      break;
-    }
-    if (*pr == SD_JOURNAL_INVALIDATE) spdlog::debug("journal files were added or removed (rotation or vacuum)");
-  }
+  const int status = loop();
   /* Whatever stopped it, the entries done are saved. */
   save_progress();
   if (!opt_.once) sd_notify(0, "STOPPING=1");
   spdlog::info("stopped after handling {} coredump entries", handled_);
   return status;
+}
+
+int Daemon::loop() {
+  for (;;) {
+    auto more = drain();
+    if (!more) {
+      spdlog::error("reading the journal failed: {}; stopping (systemd restarts the service)", more.error().message);
+      return 1;
+    }
+    save_when_due();
+    if (stop_) return failed_ ? 1 : 0;
+    save_first_start_anchor();
+    if (opt_.once) return 0;
+    core_watch_->retry();
+    /* Idle: prepare a core that awaits its entry; then look at the journal
+     * again before sleeping. */
+    const bool busy = prepare_next() || !to_prepare_.empty() || inflight_.has_value();
+    if (stop_) return failed_ ? 1 : 0;
+    prepared_.expire(monotonic_usec());
+    reseek_if_an_entry_is_overdue();
+    if (const auto end = wait_for_news(busy ? 0 : poll_timeout_ms())) return *end;
+  }
+}
+
+void Daemon::save_when_due() {
+  /* Saved when due, and when the first start's backlog is done: what it
+   * wrote before the anchor could be - and the anchor only if that save
+   * succeeded. */
+  if (unsaved_cursor_ && (pending_anchor_ || monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000))
+    save_progress();
+}
+
+void Daemon::save_first_start_anchor() {
+  if (pending_anchor_ && !cursor_saved_ && !unsaved_cursor_) {
+    /* The backlog of the first start is done and held no coredump entry:
+     * remember where the journal was, so a restart does not redo it. */
+    if (auto s = store_.save_cursor(*pending_anchor_); s) cursor_saved_ = true;
+    else spdlog::warn("cannot save the journal cursor: {}", s.error().message);
+  }
+  pending_anchor_.reset();
+}
+
+int Daemon::poll_timeout_ms() {
+  int timeout = entries_.timeout_ms();
+  auto at_most = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
+  if (watchdog_usec_) at_most(static_cast<int>(watchdog_usec_ / 4000));
+  /* A core awaits its entry: look again soon rather than at journald's
+   * announcement (core_watch.h). */
+  if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
+  /* A prepared core's timeline is a write away once its entry is read. */
+  if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
+  /* Entries handled and not saved: save by kCursorSaveMs after the
+   * oldest. */
+  if (unsaved_cursor_) {
+    const std::uint64_t waited_ms = (monotonic_usec() - unsaved_since_) / 1000;
+    at_most(waited_ms >= kCursorSaveMs ? 0 : static_cast<int>(kCursorSaveMs - waited_ms));
+  }
+  return timeout;
+}
+
+void Daemon::reseek_if_an_entry_is_overdue() {
+  const auto since = core_watch_->oldest_expected();
+  if (!since) return;
+  const std::uint64_t now = monotonic_usec();
+  if (now - *since < kReseekAfterMs * 1000 || now - reseeked_at_ < kReseekAfterMs * 1000) return;
+  reseeked_at_ = now;
+  spdlog::debug("a new core has awaited its entry for {:.1f} s: seeking the journal again after the last entry read",
+                static_cast<double>(now - *since) / 1e6);
+  if (auto rs = entries_.reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
+}
+
+std::optional<int> Daemon::wait_for_news(int timeout_ms) {
+  struct pollfd p[3] = {{entries_.fd(), entries_.events(), 0},
+                        {signal_fd_.get(), POLLIN, 0},
+                        {core_watch_->fd(), POLLIN, 0}};
+  const int r = poll(p, 3, timeout_ms);
+  if (r < 0 && errno != EINTR) {
+    spdlog::error("poll: {}", strerrordesc_np(errno));
+    return 1;
+  }
+  if (r > 0 && (p[2].revents & POLLIN)) core_watch_->read_events(monotonic_usec());
+  if (!keep_going()) return failed_ ? 1 : 0;
+  auto pr = entries_.process();
+  if (!pr) {
+    spdlog::error("{}; stopping", pr.error().message);
+    return 1;
+  }
+  if (*pr == SD_JOURNAL_INVALIDATE) spdlog::debug("journal files were added or removed (rotation or vacuum)");
+  return std::nullopt;
 }
 
 Result<bool> Daemon::drain() {
@@ -459,63 +474,78 @@ bool Daemon::prepare_next() {
   while (!to_prepare_.empty() && keep_going()) {
     const std::string name = std::move(to_prepare_.front());
     to_prepare_.pop_front();
-    /* Its entry came first, or it waited too long: the entry does it. */
-    if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
-      continue;
-    /* Its entry was handled before the directory's event was read. */
-    if (auto out = open_directory(timelines_dir()); out && file_exists(out->get(), timeline_name_for_core(name))) {
-      core_watch_->handled(name);
-      continue;
-    }
-    const std::string display = opt_.coredump_dir + "/" + name;
-    auto dir = open_directory(opt_.coredump_dir);
-    struct stat st {};
-    Result<Fd> core = dir ? open_core_file(dir->get(), name, &st) : Result<Fd>(std::move(dir).error());
-    if (!core) {
-      spdlog::debug("not preparing {}: {}", printable(display, 256), core.error().message);
-      continue;
-    }
-    /* The entry says which executable crashed; before it, the xattr that
-     * systemd-coredump set on the core says the same (coredump.c
-     * fix_xattr()); take() compares the two. */
-    const auto exe = file_xattr(core->get(), "user.coredump.exe");
-    if (!exe && !opt_.tlmap_dir.empty()) {
-      /* Without it the event-names file cannot be chosen before the entry,
-       * and a preparation with the wrong one would be done twice. */
-      spdlog::debug("not preparing {}: it has no user.coredump.exe xattr", printable(display, 256));
-      continue;
-    }
-    const auto tlmap = tlmap_for(exe.value_or(""));
-    /* Extract this core while the previous one decodes (on the other CPU),
-     * then start its decoder and collect the previous one. */
-    Fd tmp;
-    auto w = extract_core_file(core->get(), name, display, &tmp);
-    if (!w) {
-      if (w.error().err != ECANCELED)
-        spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
-      finish_inflight();
-      return true;
-    }
-    if (w->status_without_core) {
-      finish_inflight();
-      prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
-      return true;
-    }
-    const std::uint64_t t0 = monotonic_usec();
-    auto run = start_decoder(*w, tmp, display, tlmap);
-    w->work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
-    finish_inflight();
-    if (!run) {
-      spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), run.error().message);
-      return true;
-    }
-    inflight_.emplace(InFlight{name, CoreIdentity::of(st), tlmap, std::move(*w), std::move(*run)});
-    return true;
+    if (worth_preparing(name) && prepare(name)) return true;
   }
   /* Nothing new: collect the decoder still running. */
   if (!inflight_) return false;
   finish_inflight();
   return true;
+}
+
+bool Daemon::worth_preparing(const std::string &name) {
+  /* Its entry came first, or it waited too long: the entry does it. */
+  if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
+    return false;
+  /* Its entry was handled before the directory's event was read. */
+  if (auto out = open_directory(timelines_dir()); out && file_exists(out->get(), timeline_name_for_core(name))) {
+    core_watch_->handled(name);
+    return false;
+  }
+  return true;
+}
+
+bool Daemon::prepare(const std::string &name) {
+  const std::string display = opt_.coredump_dir + "/" + name;
+  auto dir = open_directory(opt_.coredump_dir);
+  struct stat st {};
+  Result<Fd> core = dir ? open_core_file(dir->get(), name, &st) : Result<Fd>(std::move(dir).error());
+  if (!core) {
+    spdlog::debug("not preparing {}: {}", printable(display, 256), core.error().message);
+    return false;
+  }
+  /* The entry says which executable crashed; before it, the xattr that
+   * systemd-coredump set on the core says the same (coredump.c
+   * fix_xattr()); take() compares the two. */
+  const auto exe = file_xattr(core->get(), "user.coredump.exe");
+  if (!exe && !opt_.tlmap_dir.empty()) {
+    /* Without it the event-names file cannot be chosen before the entry,
+     * and a preparation with the wrong one would be done twice. */
+    spdlog::debug("not preparing {}: it has no user.coredump.exe xattr", printable(display, 256));
+    return false;
+  }
+  InFlight next{name, CoreIdentity::of(st), tlmap_for(exe.value_or("")), {}, nullptr};
+  /* Extract this core while the previous one decodes (on the other CPU),
+   * then start its decoder and collect the previous one. */
+  Fd tmp;
+  auto w = extract_core_file(core->get(), name, display, &tmp);
+  if (!w) {
+    if (w.error().err != ECANCELED)
+      spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
+    finish_inflight();
+    return true;
+  }
+  next.work = std::move(*w);
+  start_preparation(std::move(next), tmp, display);
+  return true;
+}
+
+void Daemon::start_preparation(InFlight next, const Fd &tmp, const std::string &display) {
+  if (next.work.status_without_core) {
+    /* Nothing to decode: done already. */
+    finish_inflight();
+    prepared_.put(std::move(next.name), next.identity, std::move(next.tlmap), std::move(next.work), monotonic_usec());
+    return;
+  }
+  const std::uint64_t t0 = monotonic_usec();
+  auto run = start_decoder(next.work, tmp, display, next.tlmap);
+  next.work.work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  finish_inflight();
+  if (!run) {
+    spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), run.error().message);
+    return;
+  }
+  next.run = std::move(*run);
+  inflight_.emplace(std::move(next));
 }
 
 bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name) {

@@ -96,6 +96,25 @@ class Daemon {
  private:
   enum class Handled { kDone, kStop };
   Result<void> start();
+  /** run()'s loop: reads, saves, prepares and waits until a stop; returns
+   *  the exit status.  Each turn is the steps below. */
+  int loop();
+  /** Saves progress if an entry has waited kCursorSaveMs, or the first
+   *  start's backlog is done. */
+  void save_when_due();
+  /** After the first start's backlog: saves its anchor if no entry's
+   *  cursor was saved. */
+  void save_first_start_anchor();
+  /** How long to wait for news (ms, -1: until some): the journal's, the
+   *  watchdog's, an awaited core's and the next save's due times. */
+  int poll_timeout_ms();
+  /** Seeks the journal again after kReseekAfterMs without a new core's
+   *  entry (and again each such period). */
+  void reseek_if_an_entry_is_overdue();
+  /** Waits up to `timeout_ms` for the journal, a signal or the coredump
+   *  directory, then lets the journal process what came; an exit status
+   *  when the loop must end. */
+  std::optional<int> wait_for_news(int timeout_ms);
   Result<void> position();
   /** Reads and handles entries until none is left or a stop. */
   Result<bool> drain();
@@ -176,6 +195,12 @@ class Daemon {
   /** Prepares the next new core of the coredump directory, if one waits;
    *  true if it did some work. */
   bool prepare_next();
+  /** Whether new core `name` still awaits a preparation: its entry has
+   *  not come, nor has its timeline. */
+  bool worth_preparing(const std::string &name);
+  /** Extracts core `name` and starts its decoder (start_preparation);
+   *  false if it could not even be opened, or should not be prepared. */
+  bool prepare(const std::string &name);
   /** Whether a prepared core still awaits its entry. */
   bool prepared_awaiting() const;
   /** Whether `name` in `dirfd` (`dir`) is this entry's timeline, to be left
@@ -207,6 +232,10 @@ class Daemon {
     std::unique_ptr<Decoder::Run> run;
   };
   std::optional<InFlight> inflight_;
+  /** Starts the decoder of `next`, extracted into `tmp`, and makes it the
+   *  preparation in flight once the previous one is collected (one whose
+   *  core needs no decoding is kept at once). */
+  void start_preparation(InFlight next, const Fd &tmp, const std::string &display);
   Fd signal_fd_;
   bool stop_ = false;
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
