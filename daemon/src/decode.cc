@@ -216,6 +216,103 @@ int decoder_child_main(int argc, char **argv) {
   return decode_fd3(argv[2], argc >= 4 ? argv[3] : nullptr);
 }
 
+namespace {
+
+/* One request to the decoder server, as received: its descriptors (core,
+ * stdout, stderr, go; -1 where missing) and its NUL-terminated fields,
+ * which point into the caller's buffer. */
+struct ServerRequest {
+  int fds[4] = {-1, -1, -1, -1};
+  std::size_t nfds = 0;
+  std::vector<std::string_view> fields;
+};
+
+/* Receives the next request on fd 3 into `buf` (kMaxRequest bytes).
+ * Returns recvmsg's result: <= 0 at the end or on an error. */
+ssize_t receive_request(char *buf, ServerRequest &r) {
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(4 * sizeof(int))];
+  } ctl;
+  struct iovec iov {buf, kMaxRequest};
+  struct msghdr m {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.b;
+  m.msg_controllen = sizeof ctl.b;
+  const ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return n;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < k; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        if (r.nfds < 4) r.fds[r.nfds++] = fd;
+        else close(fd);
+      }
+    }
+  /* Four NUL-terminated fields. */
+  for (std::size_t at = 0; at < static_cast<std::size_t>(n) && r.fields.size() < 4;) {
+    const void *nul = std::memchr(buf + at, '\0', static_cast<std::size_t>(n) - at);
+    if (!nul) break;
+    const std::size_t len = static_cast<std::size_t>(static_cast<const char *>(nul) - (buf + at));
+    r.fields.emplace_back(buf + at, len);
+    at += len + 1;
+  }
+  return n;
+}
+
+/* In the clone: waits for the daemon's go, takes the request's
+ * descriptors as 0-3, limits its memory to `as_limit` and decodes. */
+[[noreturn]] void run_cloned_decoder(const ServerRequest &r, pid_t daemon, unsigned long long as_limit,
+                                     const std::string &display, const std::string &tlmap) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != daemon) _exit(127);
+  /* Nothing before the daemon has confirmed this pid (spawn()). */
+  char go = 0;
+  ssize_t g;
+  while ((g = read(r.fds[3], &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (g != 1) _exit(127);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(r.fds[1], 1) < 0 || dup2(r.fds[2], 2) < 0 || dup2(r.fds[0], 3) < 0)
+    _exit(127);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  /* An exec'd decoder under a limit below its own size fails to
+   * load; this one would run on without room to grow.  Fail alike. */
+  const unsigned long long own_kb = status_kb("VmSize");
+  if (own_kb * 1024 > as_limit) {
+    std::fprintf(stderr, "Cannot allocate memory: the memory limit (%llu bytes with the core) is below the "
+                         "decoder's own size (%llu kB)\n", as_limit, own_kb);
+    _exit(125);
+  }
+  if (!limit_address_space(as_limit)) _exit(125);
+  _exit(decode_fd3(display, tlmap.c_str()));
+}
+
+/* Makes the decoder `r` asks for; the answer to send: its pid, or minus
+ * an errno. */
+std::int32_t serve(const ServerRequest &r, pid_t daemon) {
+  unsigned long long as_limit = 0;
+  if (r.nfds != 4 || r.fields.size() != 4 || r.fields[0] != kServerMagic ||
+      std::sscanf(std::string(r.fields[1]).c_str(), "%llu", &as_limit) != 1)
+    return -EINVAL;
+  const std::string display(r.fields[2]), tlmap(r.fields[3]);
+  /* The decoder is the daemon's child (CLONE_PARENT), so the daemon
+   * waits for it, times it out and kills it as it would a child it
+   * forked.  A raw clone, as systemd's raw_clone() (src/basic/raw-clone.h):
+   * the child runs on a copy of this stack, like fork(2), without
+   * glibc's fork handlers, which this single-threaded server does not
+   * need. */
+  const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, nullptr, nullptr, 0);
+  if (pid == 0) run_cloned_decoder(r, daemon, as_limit, display, tlmap);
+  return pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
+}
+
+}  // namespace
+
 int decoder_server_main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -223,82 +320,12 @@ int decoder_server_main(int argc, char **argv) {
   const pid_t daemon = getppid();
   for (;;) {
     char buf[kMaxRequest];
-    union {
-      struct cmsghdr h;
-      char b[CMSG_SPACE(4 * sizeof(int))];
-    } ctl;
-    struct iovec iov {buf, sizeof buf};
-    struct msghdr m {};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl.b;
-    m.msg_controllen = sizeof ctl.b;
-    const ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
+    ServerRequest r;
+    const ssize_t n = receive_request(buf, r);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return 0; /* the daemon closed its end: done */
-    int fds[4] = {-1, -1, -1, -1}; /* core, stdout, stderr, go */
-    std::size_t nfds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < k; ++i) {
-          int fd;
-          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-          if (nfds < 4) fds[nfds++] = fd;
-          else close(fd);
-        }
-      }
-    /* Four NUL-terminated fields. */
-    std::vector<std::string_view> f;
-    for (std::size_t at = 0; at < static_cast<std::size_t>(n) && f.size() < 4;) {
-      const void *nul = std::memchr(buf + at, '\0', static_cast<std::size_t>(n) - at);
-      if (!nul) break;
-      const std::size_t len = static_cast<std::size_t>(static_cast<const char *>(nul) - (buf + at));
-      f.emplace_back(buf + at, len);
-      at += len + 1;
-    }
-    std::int32_t answer;
-    unsigned long long as_limit = 0;
-    if (nfds != 4 || f.size() != 4 || f[0] != kServerMagic ||
-        std::sscanf(std::string(f[1]).c_str(), "%llu", &as_limit) != 1) {
-      answer = -EINVAL;
-    } else {
-      const std::string display(f[2]), tlmap(f[3]);
-      /* The decoder is the daemon's child (CLONE_PARENT), so the daemon
-       * waits for it, times it out and kills it as it would a child it
-       * forked.  A raw clone, as systemd's raw_clone() (src/basic/raw-clone.h):
-       * the child runs on a copy of this stack, like fork(2), without
-       * glibc's fork handlers, which this single-threaded server does not
-       * need. */
-      const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, nullptr, nullptr, 0);
-      if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != daemon) _exit(127);
-        /* Nothing before the daemon has confirmed this pid (spawn()). */
-        char go = 0;
-        ssize_t g;
-        while ((g = read(fds[3], &go, 1)) < 0 && errno == EINTR) {
-        }
-        if (g != 1) _exit(127);
-        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || dup2(fds[0], 3) < 0)
-          _exit(127);
-        syscall(SYS_close_range, 4u, ~0u, 0u);
-        /* An exec'd decoder under a limit below its own size fails to
-         * load; this one would run on without room to grow.  Fail alike. */
-        const unsigned long long own_kb = status_kb("VmSize");
-        if (own_kb * 1024 > as_limit) {
-          std::fprintf(stderr, "Cannot allocate memory: the memory limit (%llu bytes with the core) is below the "
-                               "decoder's own size (%llu kB)\n", as_limit, own_kb);
-          _exit(125);
-        }
-        if (!limit_address_space(as_limit)) _exit(125);
-        _exit(decode_fd3(display, tlmap.c_str()));
-      }
-      answer = pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
-    }
-    for (int fd : fds)
+    const std::int32_t answer = serve(r, daemon);
+    for (int fd : r.fds)
       if (fd >= 0) close(fd);
     if (send(3, &answer, sizeof answer, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof answer)) return 0;
   }
