@@ -428,10 +428,11 @@ void DecoderServer::stop() noexcept {
   reap_unknown_children();
 }
 
-Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
-  if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
-  if (spawned_ >= kRenewEvery)
-    if (auto r = renew(); !r) return Error{ENOTCONN, "renewing the decoder server: " + r.error().message};
+namespace {
+
+/* The server request for `req` (kServerMagic, the limit, display name and
+ * tlmap, each NUL-terminated).  Errors: EINVAL, E2BIG (DecoderServer::spawn). */
+Result<std::string> request_message(const DecodeRequest &req, std::uint64_t as_limit) {
   std::string msg;
   for (const std::string &field : {std::string(kServerMagic), std::to_string(as_limit), req.display_name,
                                    req.tlmap.value_or("")}) {
@@ -440,10 +441,11 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
     msg += '\0';
   }
   if (msg.size() > kMaxRequest) return Error{E2BIG, "decoder request too long"};
-  int go[2];
-  if (pipe2(go, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder server");
-  Fd go_r(go[0]), go_w(go[1]);
-  const int fds[4] = {req.core_fd, out_w, err_w, go_r.get()};
+  return msg;
+}
+
+/* sendmsg(2) of `msg` with `fds` (SCM_RIGHTS) on `sock`, retrying EINTR. */
+ssize_t send_with_fds(int sock, std::string &msg, const int (&fds)[4]) {
   union {
     struct cmsghdr h;
     char b[CMSG_SPACE(sizeof fds)];
@@ -460,8 +462,23 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   ssize_t n;
-  while ((n = sendmsg(sock_.get(), &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  while ((n = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
   }
+  return n;
+}
+
+}  // namespace
+
+Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
+  if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
+  if (spawned_ >= kRenewEvery)
+    if (auto r = renew(); !r) return Error{ENOTCONN, "renewing the decoder server: " + r.error().message};
+  auto msg = request_message(req, as_limit);
+  if (!msg) return std::move(msg).error();
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder server");
+  Fd go_r(go[0]), go_w(go[1]);
+  const ssize_t n = send_with_fds(sock_.get(), *msg, {req.core_fd, out_w, err_w, go_r.get()});
   go_r.reset();
   /* Any failure from here on: go_w closes first, so a decoder the server
    * made reads EOF and exits; stop() then reaps it with the server. */
@@ -497,6 +514,41 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   return pid;
 }
 
+namespace {
+
+/* A pipe for a decoder's stdout or stderr: the daemon's read end `r`,
+ * the decoder's write end `w`. */
+Result<void> make_pipe(Fd &r, Fd &w) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
+  r.reset(p[0]);
+  w.reset(p[1]);
+  return {};
+}
+
+/* In the forked child: async-signal-safe calls only until execve.  The
+ * core goes to fd 3, the pipes to 1 and 2, under the limits of decode.h. */
+[[noreturn]] void exec_decoder(const DecodeRequest &req, int out_w, int err_w, std::uint64_t as_limit, pid_t parent,
+                               char *const argv[], char *const envp[]) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != parent) _exit(127);
+  /* The daemon keeps 0-2 open (Daemon::start), so the pipes are above
+   * 2; the core may already be fd 3, where dup2 would keep CLOEXEC. */
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
+  if (req.core_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(req.core_fd, 3) < 0) _exit(127);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  reset_signals();
+  if (!limit_address_space(as_limit)) _exit(125);
+  struct rlimit core{1, 1};  /* 1: no core even through a core_pattern pipe (core(5)) */
+  setrlimit(RLIMIT_CORE, &core); /* fails only if the hard limit is 0: no core anyway */
+  execve(req.self_exe.c_str(), argv, envp);
+  _exit(126);
+}
+
+}  // namespace
+
 Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimits &limits, DecoderServer *server) {
   DecoderRun run;
   DecodeResult &res = run.res_;
@@ -513,55 +565,27 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
   const std::uint64_t as_limit = limits.memory_limit + req.core_size;
   const pid_t parent = getpid();
 
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
-  if (pipe2(err, O_CLOEXEC) < 0) {
-    const int e = errno;
-    close(out[0]);
-    close(out[1]);
-    return errno_error(e, "pipe2 for the decoder");
-  }
-  Fd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
-
+  Fd out_r, out_w, err_r, err_w;
+  if (auto p = make_pipe(out_r, out_w); !p) return std::move(p).error();
+  if (auto p = make_pipe(err_r, err_w); !p) return std::move(p).error();
   pid_t pid = -1;
   if (server && server->running()) {
-    auto p = server->spawn(req, as_limit, out[1], err[1]);
+    auto p = server->spawn(req, as_limit, out_w.get(), err_w.get());
     if (p) {
       pid = *p;
       res.via_server = true;
     } else {
       res.server_failure = p.error().message;
       /* The fallback gets pipes no decoder of the server ever held. */
-      if (pipe2(out, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
-      out_r.reset(out[0]);
-      out_w.reset(out[1]);
-      if (pipe2(err, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
-      err_r.reset(err[0]);
-      err_w.reset(err[1]);
+      if (auto q = make_pipe(out_r, out_w); !q) return std::move(q).error();
+      if (auto q = make_pipe(err_r, err_w); !q) return std::move(q).error();
     }
   }
   if (pid < 0) {
     pid = fork();
-    if (pid > 0) known_children().insert(pid);
-  }
-  if (pid < 0) return errno_error(errno, "fork for the decoder");
-  if (pid == 0) {
-    /* Child: async-signal-safe calls only until execve. */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != parent) _exit(127);
-    /* The daemon keeps 0-2 open (Daemon::start), so the pipes are above
-     * 2; the core may already be fd 3, where dup2 would keep CLOEXEC. */
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
-    if (req.core_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(req.core_fd, 3) < 0) _exit(127);
-    syscall(SYS_close_range, 4u, ~0u, 0u);
-    reset_signals();
-    if (!limit_address_space(as_limit)) _exit(125);
-    struct rlimit core{1, 1};  /* 1: no core even through a core_pattern pipe (core(5)) */
-    setrlimit(RLIMIT_CORE, &core); /* fails only if the hard limit is 0: no core anyway */
-    execve(req.self_exe.c_str(), argv.data(), envp.data());
-    _exit(126);
+    if (pid == 0) exec_decoder(req, out_w.get(), err_w.get(), as_limit, parent, argv.data(), envp.data());
+    if (pid < 0) return errno_error(errno, "fork for the decoder");
+    known_children().insert(pid);
   }
   out_w.reset();
   err_w.reset();
