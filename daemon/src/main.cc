@@ -35,11 +35,7 @@ int main(int argc, char **argv) {
   }
   if (exit_now >= 0) return exit_now;
   const auto &o = *opts;
-  const auto target = o.log_target == "journal" ? ctd::log::Target::kJournal
-                      : o.log_target == "stderr" ? ctd::log::Target::kStderr
-                      : o.log_target == "both"   ? ctd::log::Target::kBoth
-                                                 : ctd::log::Target::kAuto;
-  ctd::log::setup(target, spdlog::level::from_str(o.log_level));
+  ctd::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
   auto parts = ctd::make_parts(o);
   if (!parts) {
     spdlog::error("cannot start: {}", parts.error().message);

@@ -1366,6 +1366,19 @@ TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
   EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "-1"}));
   EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
   EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
+  // Closed sets: each name gives its own value, and is the one documented.
+  for (const auto t : {ctd::log::Target::kAuto, ctd::log::Target::kJournal, ctd::log::Target::kStderr,
+                       ctd::log::Target::kBoth}) {
+    o = parse({"core-timelined", "--log-target", std::string(ctd::log::target_name(t))});
+    ASSERT_TRUE(o) << o.error().message;
+    EXPECT_EQ(o->log_target, t) << ctd::log::target_name(t);
+  }
+  EXPECT_EQ(ctd::log::target_name(ctd::log::Target::kStderr), "stderr");
+  EXPECT_FALSE(parse({"core-timelined", "--log-target", "syslog"}));
+  o = parse({"core-timelined", "--first-start", "all"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->first_start, ctd::FirstStart::kAll);
+  EXPECT_EQ(ctd::first_start_name(ctd::FirstStart::kAll), "all");
 }
 
 // ---- the journal catalog ---------------------------------------------------
