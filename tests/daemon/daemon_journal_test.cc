@@ -445,14 +445,19 @@ TEST(DaemonFromJournalFiles, TheCursorIsSavedAndARestartGoesOnAfterIt) {
 // records what it is asked, or whose fsync fails where asked (a disk that
 // lost a write cannot be had here; everything else is real).
 
+// What a RecordingStore makes fail with EIO, as fsync(2) does after a
+// writeback error: the fsync of a timeline whose path contains `file`, of
+// the directory `dir` (when not empty), and with `cursor` the cursor's save.
+struct Faults {
+  std::string file, dir;
+  bool cursor = false;
+};
+
 // A FileStore that records each call, in order ("write NAME", "sync_file
-// NAME", "sync_directory DIR", "save_cursor"), and fails with EIO the
-// fsync of a timeline whose path contains `fail_file`, or of the directory
-// `fail_dir` (when not empty), as fsync(2) does after a writeback error.
+// NAME", "sync_directory DIR", "save_cursor"), and fails as `faults` say.
 class RecordingStore : public ctd::FileStore {
  public:
-  RecordingStore(ctd::FileStore base, std::string fail_file = "", std::string fail_dir = "")
-      : ctd::FileStore(std::move(base)), fail_file_(std::move(fail_file)), fail_dir_(std::move(fail_dir)) {}
+  RecordingStore(ctd::FileStore base, Faults faults) : ctd::FileStore(std::move(base)), faults_(std::move(faults)) {}
 
   ctd::Result<ctd::WriteOutcome> write_timeline(int dirfd, const std::string &dir, const std::string &name,
                                                 std::string_view data, const ctd::FileOwner &owner,
@@ -462,24 +467,25 @@ class RecordingStore : public ctd::FileStore {
   }
   ctd::Result<void> sync_file(int fd, const std::string &path) override {
     calls.push_back("sync_file " + fs::path(path).filename().string());
-    if (!fail_file_.empty() && path.find(fail_file_) != std::string::npos)
+    if (!faults_.file.empty() && path.find(faults_.file) != std::string::npos)
       return ctd::errno_error(EIO, "cannot fsync the timeline " + path);
     return FileStore::sync_file(fd, path);
   }
   ctd::Result<void> sync_directory(const std::string &dir) override {
     calls.push_back("sync_directory " + dir);
-    if (!fail_dir_.empty() && dir == fail_dir_) return ctd::errno_error(EIO, "cannot fsync " + dir);
+    if (!faults_.dir.empty() && dir == faults_.dir) return ctd::errno_error(EIO, "cannot fsync " + dir);
     return FileStore::sync_directory(dir);
   }
   ctd::Result<void> save_cursor(const std::string &cursor) override {
     calls.push_back("save_cursor");
+    if (faults_.cursor) return ctd::errno_error(EIO, "cannot fsync " + timelines_path() + "/../cursor.new");
     return FileStore::save_cursor(cursor);
   }
 
   std::vector<std::string> calls;
 
  private:
-  std::string fail_file_, fail_dir_;
+  Faults faults_;
 };
 
 // What one in-process run of the Daemon did.
@@ -490,8 +496,8 @@ struct InProcessRun {
 };
 
 // Runs a Daemon (--once, --first-start all) over the scratch tree, with a
-// RecordingStore failing as asked; its log is kept in s.log() too.
-InProcessRun run_in_process(Scratch &s, const std::string &fail_file = "", const std::string &fail_dir = "") {
+// RecordingStore failing as `faults` say; its log is kept in s.log() too.
+InProcessRun run_in_process(Scratch &s, const Faults &faults = {}) {
   ctd::Options o;
   o.config = s.path("empty.conf");
   o.coredump_dir = s.path("coredump");
@@ -521,7 +527,7 @@ InProcessRun run_in_process(Scratch &s, const std::string &fail_file = "", const
   parts.extractor = std::make_unique<ctd::StreamExtractor>(o.keep_whole_below, o.max_kept);
   parts.decoder = std::make_unique<ctd::ChildDecoder>(ctd::DecodeLimits{o.decode_timeout_ms, o.memory_limit},
                                                       CT_DAEMON_BIN);
-  auto store = std::make_unique<RecordingStore>(std::move(*files), fail_file, fail_dir);
+  auto store = std::make_unique<RecordingStore>(std::move(*files), faults);
   RecordingStore *seen = store.get();
   parts.store = std::move(store);
   {
@@ -614,7 +620,7 @@ TEST(DaemonInProcess, TimelineWhoseFsyncFailsIsRemovedTheCursorStaysAndTheRestar
   const Entry second = later_crash(first, "4200");
   const std::string name = timeline_name_of(second);
   ASSERT_NO_FATAL_FAILURE(s.add_journal({second}));
-  const InProcessRun failed = run_in_process(s, name);
+  const InProcessRun failed = run_in_process(s, {.file = name, .dir = "", .cursor = false});
   EXPECT_EQ(failed.status, 1) << "a daemon that lost a timeline must stop with an error\n" << failed.log;
   EXPECT_EQ(log_lines(failed.log, "error", "cannot fsync the timeline " + s.path("out/" + name)), 1u) << failed.log;
   EXPECT_EQ(log_lines(failed.log, "error", "removed it and stopping without saving the journal cursor"), 1u)
@@ -648,7 +654,7 @@ TEST(DaemonInProcess, DirectoryWhoseFsyncFailsSavesNoCursorAndTheRestartSyncsWha
     if (core_gone) fs::remove(get(e, "COREDUMP_FILENAME"));
     ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
     const std::string dir = s.path(core_gone ? "state/timelines" : "out");
-    const InProcessRun failed = run_in_process(s, "", dir);
+    const InProcessRun failed = run_in_process(s, {.file = "", .dir = dir, .cursor = false});
     EXPECT_EQ(failed.status, 1) << failed.log;
     EXPECT_EQ(log_lines(failed.log, "error", "cannot fsync " + dir + ": "), 1u) << failed.log;
     EXPECT_EQ(log_lines(failed.log, "error", "stopping without saving the journal cursor"), 1u) << failed.log;
@@ -668,6 +674,30 @@ TEST(DaemonInProcess, DirectoryWhoseFsyncFailsSavesNoCursorAndTheRestartSyncsWha
         << "the timeline found is not made durable before the cursor passes it";
     EXPECT_EQ(cursor_of(s), read_json(tl[0])["coredump"]["journal_cursor"]);
   }
+}
+
+// Guards against: a cursor that cannot be saved (its file's fsync fails)
+// passing quietly, stopping the daemon although its timelines are durable,
+// or making the restart write a second timeline for an entry it redoes.
+TEST(DaemonInProcess, CursorThatCannotBeSavedIsAnErrorAndTheRestartSkipsWhatWasWritten) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry e = stored_crash(s, ".zst");
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+  const InProcessRun failed = run_in_process(s, {.file = "", .dir = "", .cursor = true});
+  EXPECT_EQ(failed.status, 0) << "the timeline is durable: nothing is lost by going on\n" << failed.log;
+  EXPECT_EQ(log_lines(failed.log, "error", "cannot save the journal cursor: "), 1u) << failed.log;
+  EXPECT_FALSE(fs::exists(s.path("state/cursor")));
+  const std::string name = timeline_name_of(e);
+  ASSERT_TRUE(fs::exists(s.path("out/" + name))) << failed.log;
+  const std::string first = slurp(s.path("out/" + name));
+
+  const InProcessRun again = run_in_process(s);
+  ASSERT_EQ(again.status, 0) << again.log;
+  EXPECT_EQ(log_lines(again.log, "info", "its timeline already exists; skipping entry"), 1u) << again.log;
+  EXPECT_EQ(s.timelines().size(), 1u);
+  EXPECT_EQ(slurp(s.path("out/" + name)), first) << "the timeline was written again";
+  EXPECT_EQ(cursor_of(s), read_json(s.path("out/" + name))["coredump"]["journal_cursor"]);
 }
 
 }  // namespace
