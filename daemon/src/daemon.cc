@@ -292,15 +292,29 @@ bool Daemon::entries_due() const { return core_watch_ && core_watch_->expected()
 
 void Daemon::save_progress() {
   if (!unsaved_cursor_) return;
-  /* Nothing more is saved by this run, which stops: a later fsync of the
-   * same file may report success for data that never reached the disk. */
-  auto give_up = [this] {
+  if (!sync_timelines() || !sync_directories()) {
+    /* Nothing more is saved by this run, which stops: a later fsync of the
+     * same file may report success for data that never reached the disk. */
     unsynced_timelines_.clear();
     unsynced_dirs_.clear();
     unsaved_cursor_.reset();
     unsaved_since_ = 0;
     stop_ = failed_ = true;
-  };
+    return;
+  }
+  if (auto s = store_.save_cursor(*unsaved_cursor_); !s) {
+    /* The timelines are durable; without the cursor they would be skipped
+     * as existing after a restart, so going on is safe. */
+    spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
+                  opt_.state_dir);
+  } else {
+    cursor_saved_ = true;
+  }
+  unsaved_cursor_.reset();
+  unsaved_since_ = 0;
+}
+
+bool Daemon::sync_timelines() {
   /* Start the writeback of every timeline, then wait for each: the file
    * system commits them together rather than one commit per fsync. */
   for (const auto &t : unsynced_timelines_)
@@ -315,33 +329,25 @@ void Daemon::save_progress() {
     spdlog::error("{}; removed it and stopping without saving the journal cursor (the entries since the last save "
                   "are redone after a restart)",
                   synced.error().message);
-    give_up();
-    return;
+    return false;
   }
+  return true;
+}
+
+bool Daemon::sync_directories() {
   /* The names of the timelines become durable before the cursor goes past
    * their entries. */
-  for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
-    if (auto synced = store_.sync_directory(*it); !synced) {
-      /* As for a timeline: its names may not be durable, and retrying
-       * could report success for what never reached the disk. */
-      spdlog::error("{}; stopping without saving the journal cursor (the entries since the last save are redone "
-                    "after a restart)",
-                    synced.error().message);
-      give_up();
-      return;
-    }
-    it = unsynced_dirs_.erase(it);
+  for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end(); it = unsynced_dirs_.erase(it)) {
+    auto synced = store_.sync_directory(*it);
+    if (synced) continue;
+    /* As for a timeline: its names may not be durable, and retrying
+     * could report success for what never reached the disk. */
+    spdlog::error("{}; stopping without saving the journal cursor (the entries since the last save are redone "
+                  "after a restart)",
+                  synced.error().message);
+    return false;
   }
-  if (auto s = store_.save_cursor(*unsaved_cursor_); !s) {
-    /* The timelines are durable; without the cursor they would be skipped
-     * as existing after a restart, so going on is safe. */
-    spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
-                  opt_.state_dir);
-  } else {
-    cursor_saved_ = true;
-  }
-  unsaved_cursor_.reset();
-  unsaved_since_ = 0;
+  return true;
 }
 
 Daemon::Handled Daemon::handle(const RawEntry &raw) {

@@ -86,6 +86,8 @@ class Daemon {
    *  otherwise.  Options::journal_directory, state_dir and the sizes and
    *  limits are the parts' business; the Daemon uses the rest. */
   Daemon(Options options, TrustPolicy policy, Parts parts);
+  Daemon(const Daemon &) = delete;
+  Daemon &operator=(const Daemon &) = delete;
   /** Runs until stopped (or, with --once, until the journal is read).
    *  Returns the process exit status: 0 on a clean stop, 1 if it could
    *  not start or had to stop on an error (the reason is logged, at error
@@ -249,6 +251,11 @@ class Daemon {
    *  saving: the entries since the last save are redone after the
    *  restart. */
   void save_progress();
+  /** save_progress()'s fsyncs of the timelines, then of their directories
+   *  (Store::sync_file, sync_directory); each stops at the first failure,
+   *  logged (a timeline that failed is unlinked first), and says false. */
+  bool sync_timelines();
+  bool sync_directories();
   /** The timeline `dir`/`name`, open as `file`, is fsynced, and then
    *  `dir`, by the next save_progress(). */
   void sync_later(Fd file, const std::string &dir, const std::string &name);
