@@ -44,7 +44,12 @@ std::string current_boot_id() {
 
 }  // namespace
 
-Daemon::Daemon(Options options, TrustPolicy policy) : opt_(std::move(options)), policy_(std::move(policy)) {
+Daemon::Daemon(Options options, TrustPolicy policy, Parts parts)
+    : opt_(std::move(options)),
+      policy_(std::move(policy)),
+      parts_(std::move(parts)),
+      entries_(*parts_.entries),
+      store_(*parts_.store) {
   policy_.coredump_dir = opt_.coredump_dir;
   if (!opt_.coredump_exes.empty()) policy_.coredump_exes = opt_.coredump_exes;
 }
@@ -95,63 +100,49 @@ Result<void> Daemon::start() {
   std::uint64_t wd = 0;
   if (!opt_.once && sd_watchdog_enabled(0, &wd) > 0) watchdog_usec_ = wd;
 
-  if (!opt_.output_dir.empty()) {
-    struct stat ost;
-    const bool created = stat(opt_.output_dir.c_str(), &ost) < 0;
-    if (auto r = make_dirs(opt_.output_dir, 0755); !r) return r;
-    if (created) chmod(opt_.output_dir.c_str(), 0755);
-  }
-  auto st = StateDir::open(opt_.state_dir);
-  if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
-  state_.emplace(std::move(*st));
-  if (!state_->warning().empty()) spdlog::warn("{}", state_->warning());
-  auto j = opt_.journal_directory.empty() ? Journal::open() : Journal::open_directory(opt_.journal_directory);
-  if (!j) return std::move(j).error();
-  journal_.emplace(std::move(*j));
   if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);
   if (auto r = position(); !r) return r;
-  /* After position(): its log line goes to the journal, whose newest entry
-   * position() may have just been reading (the CI failure kReseekAfterMs
-   * tells of came right after this line was logged before it). */
-  start_decoder_server();
+  /* After position(): the decoder server's log line goes to the journal,
+   * whose newest entry position() may have just been reading. */
+  parts_.decoder->warm_up();
   return {};
 }
 
 Result<void> Daemon::position() {
-  auto saved = state_->load_cursor();
+  auto saved = store_.load_cursor();
   if (!saved) return std::move(saved).error();
   if (*saved) {
-    auto r = journal_->seek_after_cursor(**saved);
+    auto r = entries_.seek_after_cursor(**saved);
     if (!r) return std::move(r).error();
     cursor_saved_ = true;
     spdlog::info("resuming after the saved journal cursor{}",
                  *r ? "" : " (its entry is gone from the journal: rotated or vacuumed; resuming at the next one)");
     return {};
   }
-  auto newest = journal_->newest_cursor();
+  auto newest = entries_.newest_cursor();
   if (!newest) return std::move(newest).error();
   switch (opt_.first_start) {
     case FirstStart::kNew:
       if (*newest) {
-        auto r = journal_->seek_after_cursor(**newest);
+        auto r = entries_.seek_after_cursor(**newest);
         if (!r) return std::move(r).error();
-        auto s = state_->save_cursor(**newest);
+        auto s = store_.save_cursor(**newest);
         if (!s) return s;
         cursor_saved_ = true;
-      } else if (auto r = journal_->seek_tail(); !r) {
+      } else if (auto r = entries_.seek_tail(); !r) {
         return r;
       }
       spdlog::info("first start: handling crashes from now on (first-start=new)");
       return {};
     case FirstStart::kBoot: {
       const std::string boot = current_boot_id();
-      if (auto r = boot.empty() ? journal_->seek_head() : journal_->seek_boot_start(boot); !r) return r;
+      if (auto r = boot.empty() ? entries_.seek_head() : entries_.seek_boot_start(boot); !r) return r;
       pending_anchor_ = *newest;
       spdlog::info("first start: handling the crashes of this boot ({}) (first-start=boot)", boot);
       return {};
     }
     case FirstStart::kAll:
-      if (auto r = journal_->seek_head(); !r) return r;
+      if (auto r = entries_.seek_head(); !r) return r;
       pending_anchor_ = *newest;
       spdlog::info("first start: handling every crash in the journal (first-start=all)");
       return {};
@@ -168,81 +159,7 @@ int Daemon::run() {
   spdlog::info("core-timelined {} started: cores in {}, timelines {}, state in {}", version(), opt_.coredump_dir,
                opt_.output_dir.empty() ? "next to the cores" : "in " + opt_.output_dir, opt_.state_dir);
   last_ping_ = monotonic_usec();
-  int status = 0;
-  for (;;) {
-    auto more = drain();
-    if (!more) {
-      spdlog::error("reading the journal failed: {}; stopping (systemd restarts the service)", more.error().message);
-      status = 1;
-      break;
-    }
-    /* Saved when due, and when the first start's backlog is done: what it
-     * wrote before the anchor could be - and the anchor only if that save
-     * succeeded. */
-    if (unsaved_cursor_ && (pending_anchor_ || monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000))
-      save_progress();
-    if (stop_) {
-      if (failed_) status = 1;
-      break;
-    }
-    if (pending_anchor_ && !cursor_saved_ && !unsaved_cursor_) {
-      /* The backlog of the first start is done and held no coredump entry:
-       * remember where the journal was, so a restart does not redo it. */
-      if (auto s = state_->save_cursor(*pending_anchor_); s) cursor_saved_ = true;
-      else spdlog::warn("cannot save the journal cursor: {}", s.error().message);
-    }
-    pending_anchor_.reset();
-    if (opt_.once) break;
-    core_watch_->retry();
-    /* Idle: prepare a core that awaits its entry; then look at the journal
-     * again before sleeping. */
-    const bool busy = prepare_next() || !to_prepare_.empty() || inflight_.has_value();
-    if (stop_) break;
-    prepared_.expire(monotonic_usec());
-    struct pollfd p[3] = {{journal_->fd(), journal_->events(), 0},
-                          {signal_fd_.get(), POLLIN, 0},
-                          {core_watch_->fd(), POLLIN, 0}};
-    int timeout = journal_->timeout_ms();
-    auto at_most = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
-    if (watchdog_usec_) at_most(static_cast<int>(watchdog_usec_ / 4000));
-    /* A core awaits its entry: look again soon rather than at journald's
-     * announcement (core_watch.h). */
-    if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
-    /* A prepared core's timeline is a write away once its entry is read. */
-    if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
-    /* Entries handled and not saved: save by kCursorSaveMs after the
-     * oldest. */
-    if (unsaved_cursor_) {
-      const std::uint64_t waited_ms = (monotonic_usec() - unsaved_since_) / 1000;
-      at_most(waited_ms >= kCursorSaveMs ? 0 : static_cast<int>(kCursorSaveMs - waited_ms));
-    }
-    if (const auto since = core_watch_->oldest_expected()) {
-      const std::uint64_t now = monotonic_usec();
-      if (now - *since >= kReseekAfterMs * 1000 && now - reseeked_at_ >= kReseekAfterMs * 1000) {
-        reseeked_at_ = now;
-        spdlog::debug("a new core has awaited its entry for {:.1f} s: seeking the journal again after the last "
-                      "entry read",
-                      static_cast<double>(now - *since) / 1e6);
-        if (auto rs = journal_->reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
-      }
-    }
-    if (busy) timeout = 0;
-    int r = poll(p, 3, timeout);
-    if (r < 0 && errno != EINTR) {
-      spdlog::error("poll: {}", strerrordesc_np(errno));
-      status = 1;
-      break;
-    }
-    if (r > 0 && (p[2].revents & POLLIN)) core_watch_->read_events(monotonic_usec());
-    if (!keep_going()) break;
-    auto pr = journal_->process();
-    if (!pr) {
-      spdlog::error("{}; stopping", pr.error().message);
-      status = 1;
-      break;
-    }
-    if (*pr == SD_JOURNAL_INVALIDATE) spdlog::debug("journal files were added or removed (rotation or vacuum)");
-  }
+  const int status = loop();
   /* Whatever stopped it, the entries done are saved. */
   save_progress();
   if (!opt_.once) sd_notify(0, "STOPPING=1");
@@ -250,11 +167,100 @@ int Daemon::run() {
   return status;
 }
 
+int Daemon::loop() {
+  for (;;) {
+    auto more = drain();
+    if (!more) {
+      spdlog::error("reading the journal failed: {}; stopping (systemd restarts the service)", more.error().message);
+      return 1;
+    }
+    save_when_due();
+    if (stop_) return failed_ ? 1 : 0;
+    save_first_start_anchor();
+    if (opt_.once) return 0;
+    core_watch_->retry();
+    /* Idle: prepare a core that awaits its entry; then look at the journal
+     * again before sleeping. */
+    const bool busy = prepare_next() || !to_prepare_.empty() || inflight_.has_value();
+    if (stop_) return failed_ ? 1 : 0;
+    prepared_.expire(monotonic_usec());
+    reseek_if_an_entry_is_overdue();
+    if (const auto end = wait_for_news(busy ? 0 : poll_timeout_ms())) return *end;
+  }
+}
+
+void Daemon::save_when_due() {
+  /* Saved when due, and when the first start's backlog is done: what it
+   * wrote before the anchor could be - and the anchor only if that save
+   * succeeded. */
+  if (unsaved_cursor_ && (pending_anchor_ || monotonic_usec() - unsaved_since_ >= kCursorSaveMs * 1000))
+    save_progress();
+}
+
+void Daemon::save_first_start_anchor() {
+  if (pending_anchor_ && !cursor_saved_ && !unsaved_cursor_) {
+    /* The backlog of the first start is done and held no coredump entry:
+     * remember where the journal was, so a restart does not redo it. */
+    if (auto s = store_.save_cursor(*pending_anchor_); s) cursor_saved_ = true;
+    else spdlog::warn("cannot save the journal cursor: {}", s.error().message);
+  }
+  pending_anchor_.reset();
+}
+
+int Daemon::poll_timeout_ms() {
+  int timeout = entries_.timeout_ms();
+  auto at_most = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
+  if (watchdog_usec_) at_most(static_cast<int>(watchdog_usec_ / 4000));
+  /* A core awaits its entry: look again soon rather than at journald's
+   * announcement (core_watch.h). */
+  if (const int eager = core_watch_->timeout_ms(monotonic_usec()); eager >= 0) at_most(eager);
+  /* A prepared core's timeline is a write away once its entry is read. */
+  if (prepared_awaiting()) at_most(PreparedCores::kPollMs);
+  /* Entries handled and not saved: save by kCursorSaveMs after the
+   * oldest. */
+  if (unsaved_cursor_) {
+    const std::uint64_t waited_ms = (monotonic_usec() - unsaved_since_) / 1000;
+    at_most(waited_ms >= kCursorSaveMs ? 0 : static_cast<int>(kCursorSaveMs - waited_ms));
+  }
+  return timeout;
+}
+
+void Daemon::reseek_if_an_entry_is_overdue() {
+  const auto since = core_watch_->oldest_expected();
+  if (!since) return;
+  const std::uint64_t now = monotonic_usec();
+  if (now - *since < kReseekAfterMs * 1000 || now - reseeked_at_ < kReseekAfterMs * 1000) return;
+  reseeked_at_ = now;
+  spdlog::debug("a new core has awaited its entry for {:.1f} s: seeking the journal again after the last entry read",
+                static_cast<double>(now - *since) / 1e6);
+  if (auto rs = entries_.reseek(); !rs) spdlog::warn("seeking the journal again: {}", rs.error().message);
+}
+
+std::optional<int> Daemon::wait_for_news(int timeout_ms) {
+  struct pollfd p[3] = {{entries_.fd(), entries_.events(), 0},
+                        {signal_fd_.get(), POLLIN, 0},
+                        {core_watch_->fd(), POLLIN, 0}};
+  const int r = poll(p, 3, timeout_ms);
+  if (r < 0 && errno != EINTR) {
+    spdlog::error("poll: {}", strerrordesc_np(errno));
+    return 1;
+  }
+  if (r > 0 && (p[2].revents & POLLIN)) core_watch_->read_events(monotonic_usec());
+  if (!keep_going()) return failed_ ? 1 : 0;
+  auto pr = entries_.process();
+  if (!pr) {
+    spdlog::error("{}; stopping", pr.error().message);
+    return 1;
+  }
+  if (*pr == SD_JOURNAL_INVALIDATE) spdlog::debug("journal files were added or removed (rotation or vacuum)");
+  return std::nullopt;
+}
+
 Result<bool> Daemon::drain() {
   RawEntry raw;
   std::string warning;
   while (keep_going()) {
-    auto n = journal_->next(raw, warning);
+    auto n = entries_.next(raw, warning);
     if (!n) return std::move(n).error();
     if (!*n) break;
     if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
@@ -283,48 +289,17 @@ bool Daemon::entries_due() const { return core_watch_ && core_watch_->expected()
 
 void Daemon::save_progress() {
   if (!unsaved_cursor_) return;
-  /* Nothing more is saved by this run, which stops: a later fsync of the
-   * same file may report success for data that never reached the disk. */
-  auto give_up = [this] {
+  if (!sync_timelines() || !sync_directories()) {
+    /* Nothing more is saved by this run, which stops: a later fsync of the
+     * same file may report success for data that never reached the disk. */
     unsynced_timelines_.clear();
     unsynced_dirs_.clear();
     unsaved_cursor_.reset();
     unsaved_since_ = 0;
     stop_ = failed_ = true;
-  };
-  /* Start the writeback of every timeline, then wait for each: the file
-   * system commits them together rather than one commit per fsync. */
-  for (const auto &t : unsynced_timelines_)
-    (void)sync_file_range(t.file.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
-  for (auto it = unsynced_timelines_.begin(); it != unsynced_timelines_.end(); it = unsynced_timelines_.erase(it)) {
-    if (fsync(it->file.get()) == 0) continue;
-    /* The file system lost it (EIO, ENOSPC on a thin volume...): unlink
-     * it so that no timeline that may be short stays named, and stop
-     * without saving, so that its entry is redone after the restart. */
-    const int e = errno;
-    unlink(it->path.c_str());
-    spdlog::error("cannot fsync the timeline {}: {}; removed it and stopping without saving the journal cursor "
-                  "(the entries since the last save are redone after a restart)",
-                  it->path, strerrordesc_np(e));
-    give_up();
     return;
   }
-  /* The names of the timelines become durable before the cursor goes past
-   * their entries. */
-  for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end();) {
-    auto d = open_directory(*it);
-    if (!d || fsync(d->get()) < 0) {
-      /* As for a timeline: its names may not be durable, and retrying
-       * could report success for what never reached the disk. */
-      spdlog::error("cannot fsync {}: {}; stopping without saving the journal cursor (the entries since the last "
-                    "save are redone after a restart)",
-                    *it, d ? strerrordesc_np(errno) : d.error().message);
-      give_up();
-      return;
-    }
-    it = unsynced_dirs_.erase(it);
-  }
-  if (auto s = state_->save_cursor(*unsaved_cursor_); !s) {
+  if (auto s = store_.save_cursor(*unsaved_cursor_); !s) {
     /* The timelines are durable; without the cursor they would be skipped
      * as existing after a restart, so going on is safe. */
     spdlog::error("cannot save the journal cursor: {}; check {} (space, permissions)", s.error().message,
@@ -334,6 +309,42 @@ void Daemon::save_progress() {
   }
   unsaved_cursor_.reset();
   unsaved_since_ = 0;
+}
+
+bool Daemon::sync_timelines() {
+  /* Start the writeback of every timeline, then wait for each: the file
+   * system commits them together rather than one commit per fsync. */
+  for (const auto &t : unsynced_timelines_)
+    (void)sync_file_range(t.file.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+  for (auto it = unsynced_timelines_.begin(); it != unsynced_timelines_.end(); it = unsynced_timelines_.erase(it)) {
+    auto synced = store_.sync_file(it->file.get(), it->path);
+    if (synced) continue;
+    /* The file system lost it (EIO, ENOSPC on a thin volume...): unlink
+     * it so that no timeline that may be short stays named, and stop
+     * without saving, so that its entry is redone after the restart. */
+    unlink(it->path.c_str());
+    spdlog::error("{}; removed it and stopping without saving the journal cursor (the entries since the last save "
+                  "are redone after a restart)",
+                  synced.error().message);
+    return false;
+  }
+  return true;
+}
+
+bool Daemon::sync_directories() {
+  /* The names of the timelines become durable before the cursor goes past
+   * their entries. */
+  for (auto it = unsynced_dirs_.begin(); it != unsynced_dirs_.end(); it = unsynced_dirs_.erase(it)) {
+    auto synced = store_.sync_directory(*it);
+    if (synced) continue;
+    /* As for a timeline: its names may not be durable, and retrying
+     * could report success for what never reached the disk. */
+    spdlog::error("{}; stopping without saving the journal cursor (the entries since the last save are redone "
+                  "after a restart)",
+                  synced.error().message);
+    return false;
+  }
+  return true;
 }
 
 Daemon::Handled Daemon::handle(const RawEntry &raw) {
@@ -362,19 +373,6 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   return handle_trusted(e);
 }
 
-void Daemon::start_decoder_server() {
-  const std::uint64_t now = monotonic_usec();
-  if (decoder_server_started_ && now - decoder_server_started_ < 10'000'000) return;
-  decoder_server_started_ = now;
-  auto s = DecoderServer::start();
-  if (!s) {
-    spdlog::warn("cannot start the decoder server: {}; decoders are started by fork and exec", s.error().message);
-    return;
-  }
-  decoder_server_ = std::move(*s);
-  spdlog::debug("decoder server started (pid {})", decoder_server_.pid());
-}
-
 std::string Daemon::timelines_dir() const {
   return opt_.output_dir.empty() ? opt_.coredump_dir : opt_.output_dir;
 }
@@ -388,8 +386,9 @@ std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
   return t;
 }
 
-Result<DecoderRun> Daemon::start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
-                                         const std::optional<std::string> &tlmap) {
+Result<std::unique_ptr<Decoder::Run>> Daemon::start_decoder(const CoreWork &w, const Fd &tmp,
+                                                             const std::string &display,
+                                                             const std::optional<std::string> &tlmap) {
   DecodeRequest req;
   /* The decoder gets a read-only descriptor of the temporary core. */
   char proc[64];
@@ -399,24 +398,12 @@ Result<DecoderRun> Daemon::start_decoder(const CoreWork &w, const Fd &tmp, const
   req.core_size = w.extract ? w.extract->core_bytes : 0;
   req.display_name = display;
   req.tlmap = tlmap;
-  if (!decoder_server_.running()) start_decoder_server();
-  return DecoderRun::start(req, DecodeLimits{opt_.decode_timeout_ms, opt_.memory_limit}, &decoder_server_);
+  return parts_.decoder->start(req);
 }
 
-Result<void> Daemon::finish_decoder(CoreWork &w, DecoderRun &run) {
+Result<void> Daemon::finish_decoder(CoreWork &w, Decoder::Run &run) {
   auto d = run.finish([this] { return keep_going(); });
   if (!d) return std::move(d).error();
-  if (!d->server_failure.empty())
-    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec{}", d->server_failure,
-                 decoder_server_.running() ? "" : " (a new server is started at most every 10 s)");
-  if (d->via_server && d->died_by_signal) {
-    /* A fresh address space layout for the next decoders (decode.h,
-     * DecoderServer::kRenewEvery). */
-    if (auto r = decoder_server_.renew(); !r)
-      spdlog::warn("cannot renew the decoder server after a decoder died by a signal: {}", r.error().message);
-    else
-      spdlog::debug("a decoder died by a signal: decoder server renewed (pid {})", decoder_server_.pid());
-  }
   w.decoded = std::move(*d);
   return {};
 }
@@ -425,20 +412,16 @@ Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::str
                                       const std::optional<std::string> &tlmap) {
   auto run = start_decoder(w, tmp, display, tlmap);
   if (!run) return std::move(run).error();
-  return finish_decoder(w, *run);
+  return finish_decoder(w, **run);
 }
 
 Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name, const std::string &display,
                                            Fd *tmp_out) {
   const std::uint64_t t0 = monotonic_usec();
   CoreWork w;
-  auto tmp = make_temp_file(state_->tmp_path());
+  auto tmp = make_temp_file(store_.tmp_path());
   if (!tmp) return std::move(tmp).error();
-  ExtractOptions xo;
-  xo.keep_whole_below = opt_.keep_whole_below;
-  xo.max_kept = opt_.max_kept;
-  xo.keep_going = [this] { return keep_going(); };
-  auto x = extract_file(core_fd, name, tmp->get(), xo);
+  auto x = parts_.extractor->from_file(core_fd, name, tmp->get(), [this] { return keep_going(); });
   if (!x) {
     if (x.error().err == ECANCELED) return std::move(x).error();
     return Error{x.error().err, "extracting " + display + ": " + x.error().message};
@@ -470,7 +453,7 @@ void Daemon::finish_inflight() {
   if (!inflight_) return;
   const std::uint64_t t0 = monotonic_usec();
   InFlight &f = *inflight_;
-  auto d = finish_decoder(f.work, f.run);
+  auto d = finish_decoder(f.work, *f.run);
   if (!d) {
     if (d.error().err != ECANCELED)
       spdlog::debug("not preparing {}: {}; its entry will do it", printable(f.name, 256), d.error().message);
@@ -494,63 +477,78 @@ bool Daemon::prepare_next() {
   while (!to_prepare_.empty() && keep_going()) {
     const std::string name = std::move(to_prepare_.front());
     to_prepare_.pop_front();
-    /* Its entry came first, or it waited too long: the entry does it. */
-    if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
-      continue;
-    /* Its entry was handled before the directory's event was read. */
-    if (auto out = open_directory(timelines_dir()); out && file_exists(out->get(), timeline_name_for_core(name))) {
-      core_watch_->handled(name);
-      continue;
-    }
-    const std::string display = opt_.coredump_dir + "/" + name;
-    auto dir = open_directory(opt_.coredump_dir);
-    struct stat st {};
-    Result<Fd> core = dir ? open_core_file(dir->get(), name, &st) : Result<Fd>(std::move(dir).error());
-    if (!core) {
-      spdlog::debug("not preparing {}: {}", printable(display, 256), core.error().message);
-      continue;
-    }
-    /* The entry says which executable crashed; before it, the xattr that
-     * systemd-coredump set on the core says the same (coredump.c
-     * fix_xattr()); take() compares the two. */
-    const auto exe = file_xattr(core->get(), "user.coredump.exe");
-    if (!exe && !opt_.tlmap_dir.empty()) {
-      /* Without it the event-names file cannot be chosen before the entry,
-       * and a preparation with the wrong one would be done twice. */
-      spdlog::debug("not preparing {}: it has no user.coredump.exe xattr", printable(display, 256));
-      continue;
-    }
-    const auto tlmap = tlmap_for(exe.value_or(""));
-    /* Extract this core while the previous one decodes (on the other CPU),
-     * then start its decoder and collect the previous one. */
-    Fd tmp;
-    auto w = extract_core_file(core->get(), name, display, &tmp);
-    if (!w) {
-      if (w.error().err != ECANCELED)
-        spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
-      finish_inflight();
-      return true;
-    }
-    if (w->status_without_core) {
-      finish_inflight();
-      prepared_.put(name, CoreIdentity::of(st), tlmap, std::move(*w), monotonic_usec());
-      return true;
-    }
-    const std::uint64_t t0 = monotonic_usec();
-    auto run = start_decoder(*w, tmp, display, tlmap);
-    w->work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
-    finish_inflight();
-    if (!run) {
-      spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), run.error().message);
-      return true;
-    }
-    inflight_.emplace(InFlight{name, CoreIdentity::of(st), tlmap, std::move(*w), std::move(*run)});
-    return true;
+    if (worth_preparing(name) && prepare(name)) return true;
   }
   /* Nothing new: collect the decoder still running. */
   if (!inflight_) return false;
   finish_inflight();
   return true;
+}
+
+bool Daemon::worth_preparing(const std::string &name) {
+  /* Its entry came first, or it waited too long: the entry does it. */
+  if (!core_watch_->is_expected(name) || prepared_.contains(name) || (inflight_ && inflight_->name == name))
+    return false;
+  /* Its entry was handled before the directory's event was read. */
+  if (auto out = open_directory(timelines_dir()); out && file_exists(out->get(), timeline_name_for_core(name))) {
+    core_watch_->handled(name);
+    return false;
+  }
+  return true;
+}
+
+bool Daemon::prepare(const std::string &name) {
+  const std::string display = opt_.coredump_dir + "/" + name;
+  auto dir = open_directory(opt_.coredump_dir);
+  struct stat st {};
+  Result<Fd> core = dir ? open_core_file(dir->get(), name, &st) : Result<Fd>(std::move(dir).error());
+  if (!core) {
+    spdlog::debug("not preparing {}: {}", printable(display, 256), core.error().message);
+    return false;
+  }
+  /* The entry says which executable crashed; before it, the xattr that
+   * systemd-coredump set on the core says the same (coredump.c
+   * fix_xattr()); take() compares the two. */
+  const auto exe = file_xattr(core->get(), "user.coredump.exe");
+  if (!exe && !opt_.tlmap_dir.empty()) {
+    /* Without it the event-names file cannot be chosen before the entry,
+     * and a preparation with the wrong one would be done twice. */
+    spdlog::debug("not preparing {}: it has no user.coredump.exe xattr", printable(display, 256));
+    return false;
+  }
+  InFlight next{name, CoreIdentity::of(st), tlmap_for(exe.value_or("")), {}, nullptr};
+  /* Extract this core while the previous one decodes (on the other CPU),
+   * then start its decoder and collect the previous one. */
+  Fd tmp;
+  auto w = extract_core_file(core->get(), name, display, &tmp);
+  if (!w) {
+    if (w.error().err != ECANCELED)
+      spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
+    finish_inflight();
+    return true;
+  }
+  next.work = std::move(*w);
+  start_preparation(std::move(next), tmp, display);
+  return true;
+}
+
+void Daemon::start_preparation(InFlight next, const Fd &tmp, const std::string &display) {
+  if (next.work.status_without_core) {
+    /* Nothing to decode: done already. */
+    finish_inflight();
+    prepared_.put(std::move(next.name), next.identity, std::move(next.tlmap), std::move(next.work), monotonic_usec());
+    return;
+  }
+  const std::uint64_t t0 = monotonic_usec();
+  auto run = start_decoder(next.work, tmp, display, next.tlmap);
+  next.work.work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  finish_inflight();
+  if (!run) {
+    spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), run.error().message);
+    return;
+  }
+  next.run = std::move(*run);
+  inflight_.emplace(std::move(next));
 }
 
 bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name) {
@@ -598,164 +596,198 @@ bool Daemon::prepared_awaiting() const {
   return any;
 }
 
+namespace {
+
+/* Whatever becomes of an entry, a preparation of its core is not kept (a
+ * rejected entry, a core gone, a preparation that did not fit). */
+struct DiscardPrepared {
+  PreparedCores &p;
+  const std::string &name;
+  ~DiscardPrepared() {
+    if (!name.empty()) p.discard(name);
+  }
+};
+
+Verdict verdict_for(const CoredumpEntry &e, const CoreWork &w) {
+  if (w.decoded) return judge(e, *w.decoded, w.extract);
+  Verdict v;
+  v.status = w.status_without_core.value_or(Status::kUndecodable);
+  v.reason = w.reason_without_core;
+  return v;
+}
+
+}  // namespace
+
 Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   const std::uint64_t t0 = monotonic_usec();
-  /* Whatever becomes of the entry, a preparation of its core is not kept
-   * (a rejected entry, a core gone, a preparation that did not fit). */
-  struct DiscardPrepared {
-    PreparedCores &p;
-    const std::string &name;
-    ~DiscardPrepared() {
-      if (!name.empty()) p.discard(name);
-    }
-  } discard_prepared{prepared_, e.core_name};
-  const std::string out_dir = timelines_dir();
-  const std::string core_tl = e.core_timeline_name(), state_tl = e.state_timeline_name();
-  auto out_fd = open_directory(out_dir);
-
+  DiscardPrepared discard_prepared{prepared_, e.core_name};
+  const Destination to = destination_for(e);
   /* One timeline per crash: also after a restart that redoes this entry. */
-  if (timeline_exists(e, out_dir, out_fd ? out_fd->get() : -1, core_tl) ||
-      timeline_exists(e, state_->timelines_path(), state_->timelines_fd(), state_tl)) {
+  if (already_has_timeline(e, to)) {
     spdlog::info("pid {}: its timeline already exists; skipping entry", e.pid);
     ++handled_;
     return Handled::kDone;
   }
+  Gathered g;
+  if (const Next n = gather(e, to, g); n != Next::kGoOn) return n == Next::kStop ? Handled::kStop : Handled::kDone;
+  warn_once_if_unconfined(g.work);
+  const Verdict verdict = verdict_for(e, g.work);
+  return store_timeline(e, to, g, verdict, document_text(e, verdict, g, t0));
+}
 
-  std::optional<FileOwner> owner;  /* set when the timeline goes next to the core */
-  std::string display;
-  CoreWork work;
-  bool prepared = false;
-  double prepared_ms = 0;  /* work done before the entry */
+Daemon::Destination Daemon::destination_for(const CoredumpEntry &e) {
+  Destination to;
+  to.out_dir = timelines_dir();
+  to.core_name = e.core_timeline_name();
+  to.state_name = e.state_timeline_name();
+  if (auto fd = open_directory(to.out_dir)) to.out_fd = std::move(*fd);
+  else to.out_error = fd.error().message;
+  return to;
+}
 
-  if (e.storage == Storage::kExternal) {
-    display = *e.core_path;
-    auto dir = open_directory(opt_.coredump_dir);
-    struct stat st {};
-    Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
-    if (!core) {
-      const int err = core.error().err;
-      work.status_without_core = err == ENOENT ? Status::kCoreMissing : Status::kCoreUnreadable;
-      work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
+bool Daemon::already_has_timeline(const CoredumpEntry &e, const Destination &to) {
+  return timeline_exists(e, to.out_dir, to.out_fd.get(), to.core_name) ||
+         timeline_exists(e, store_.timelines_path(), store_.timelines_fd(), to.state_name);
+}
+
+Daemon::Next Daemon::stop_on_error(const CoredumpEntry &e, const std::string &what) {
+  spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, what);
+  stop_ = failed_ = true;
+  return Next::kStop;
+}
+
+Daemon::Next Daemon::gather(const CoredumpEntry &e, const Destination &to, Gathered &g) {
+  switch (e.storage) {
+    case Storage::kExternal:
+      return gather_from_file(e, to, g);
+    case Storage::kJournal:
+      return gather_from_journal(e, g);
+    case Storage::kNone:
+      break;
+  }
+  g.work.status_without_core = Status::kCoreMissing;
+  g.work.reason_without_core =
+      "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
+      "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
+  return Next::kGoOn;
+}
+
+Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination &to, Gathered &g) {
+  g.display = *e.core_path;
+  auto dir = open_directory(opt_.coredump_dir);
+  struct stat st {};
+  Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
+  if (!core) {
+    const int err = core.error().err;
+    g.work.status_without_core = err == ENOENT ? Status::kCoreMissing : Status::kCoreUnreadable;
+    g.work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
                                                      " is gone (removed or vacuumed before core-timelined got to it)"
                                                : core.error().message;
-    } else if (!out_fd) {
-      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, out_fd.error().message);
-      stop_ = failed_ = true;
-      return Handled::kStop;
-    } else {
-      if (const std::string d = xattrs_disagree(core->get(), e); !d.empty()) {
-        log::event(LOG_WARNING, kMsgEntryRejected,
-                   "ignoring a journal entry that does not match the core it names (" + *e.core_path + "): " + d,
-                   {{"CORE_TIMELINE_SENDER_PID", e.fields.count("_PID") ? e.fields.at("_PID") : "?"},
-                    {"CORE_TIMELINE_SENDER_UID", e.fields.count("_UID") ? e.fields.at("_UID") : "?"},
-                    {"CORE_TIMELINE_REASON", d}});
-        return Handled::kDone;
-      }
-      owner = owner_of_core(core->get(), st);
-      const auto tlmap = tlmap_for(e.exe);
-      if (inflight_ && inflight_->name == e.core_name) finish_inflight();
-      std::string why_not;
-      if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
-        work = std::move(*p);
-        prepared = true;
-        prepared_ms = work.work_ms;
-        spdlog::debug("pid {}: using the preparation of {} made before its entry", e.pid, printable(e.core_name, 256));
-      } else {
-        if (!why_not.empty())
-          spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
-                       printable(e.core_name, 256), why_not);
-        auto w = work_on_core_file(core->get(), e.core_name, display, tlmap);
-        if (!w) {
-          if (w.error().err == ECANCELED) return Handled::kStop;
-          spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, w.error().message);
-          stop_ = failed_ = true;
-          return Handled::kStop;
-        }
-        work = std::move(*w);
-      }
-    }
-  } else if (e.storage == Storage::kJournal) {
-    display = "journal:" + state_tl.substr(0, state_tl.size() - std::string_view(".timeline.json").size());
-    auto temp = make_temp_file(state_->tmp_path());
-    if (!temp) {
-      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, temp.error().message);
-      stop_ = failed_ = true;
-      return Handled::kStop;
-    }
-    ExtractOptions xo;
-    xo.keep_whole_below = opt_.keep_whole_below;
-    xo.max_kept = opt_.max_kept;
-    xo.keep_going = [this] { return keep_going(); };
-    auto r = journal_->with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
-      auto x = extract_bytes(bytes, temp->get(), xo);
-      if (!x) return std::move(x).error();
-      work.extract = *x;
-      return {};
-    });
-    if (!r) {
-      if (r.error().err == ECANCELED) return Handled::kStop;
-      work.status_without_core = Status::kCoreUnreadable;
-      work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
-    } else if (auto d = decode_extracted(work, *temp, display, tlmap_for(e.exe)); !d) {
-      if (d.error().err == ECANCELED) return Handled::kStop;
-      spdlog::error("pid {}: {}; will retry this entry after a restart", e.pid, d.error().message);
-      stop_ = failed_ = true;
-      return Handled::kStop;
-    }
-  } else {
-    work.status_without_core = Status::kCoreMissing;
-    work.reason_without_core =
-        "systemd-coredump stored no core (Storage=none, or the core was larger than ProcessSizeMax=, "
-        "ExternalSizeMax= or JournalSizeMax= in coredump.conf)";
+    return Next::kGoOn;
   }
+  if (!to.out_fd.valid()) return stop_on_error(e, to.out_error);
+  if (rejected_by_xattrs(core->get(), e)) return Next::kDone;
+  g.owner = owner_of_core(core->get(), st);
+  return work_on_entry_core(e, core->get(), st, g);
+}
 
-  if (work.decoded && work.decoded->decoded && !warned_unconfined_ &&
-      (work.decoded->landlock_abi == 0 || !work.decoded->seccomp)) {
-    warned_unconfined_ = true;
-    spdlog::warn("decoders run without {}{}{} (a kernel without it, or a seccomp filter of the service or container "
-                 "that refuses its calls): a decoder taken over by a hostile core is confined only by the service; "
-                 "see daemon.decoder.landlock_abi and .seccomp in the timelines, and docs/core-timelined.md",
-                 work.decoded->landlock_abi == 0 ? "Landlock" : "",
-                 work.decoded->landlock_abi == 0 && !work.decoded->seccomp ? " and " : "",
-                 work.decoded->seccomp ? "" : "their seccomp filter");
-  }
-  Verdict verdict;
-  if (work.decoded) {
-    verdict = judge(e, *work.decoded, work.extract);
-  } else {
-    verdict.status = work.status_without_core.value_or(Status::kUndecodable);
-    verdict.reason = work.reason_without_core;
-  }
+bool Daemon::rejected_by_xattrs(int core_fd, const CoredumpEntry &e) {
+  const std::string d = xattrs_disagree(core_fd, e);
+  if (d.empty()) return false;
+  log::event(LOG_WARNING, kMsgEntryRejected,
+             "ignoring a journal entry that does not match the core it names (" + *e.core_path + "): " + d,
+             {{"CORE_TIMELINE_SENDER_PID", e.fields.count("_PID") ? e.fields.at("_PID") : "?"},
+              {"CORE_TIMELINE_SENDER_UID", e.fields.count("_UID") ? e.fields.at("_UID") : "?"},
+              {"CORE_TIMELINE_REASON", d}});
+  return true;
+}
 
+Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, const struct stat &st, Gathered &g) {
+  const auto tlmap = tlmap_for(e.exe);
+  if (inflight_ && inflight_->name == e.core_name) finish_inflight();
+  std::string why_not;
+  if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
+    g.work = std::move(*p);
+    g.prepared = true;
+    g.prepared_ms = g.work.work_ms;
+    spdlog::debug("pid {}: using the preparation of {} made before its entry", e.pid, printable(e.core_name, 256));
+    return Next::kGoOn;
+  }
+  if (!why_not.empty())
+    spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
+                 printable(e.core_name, 256), why_not);
+  auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap);
+  if (!w) return w.error().err == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
+  g.work = std::move(*w);
+  return Next::kGoOn;
+}
+
+Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
+  const std::string_view suffix = ".timeline.json";
+  const std::string state_name = e.state_timeline_name();
+  g.display = "journal:" + state_name.substr(0, state_name.size() - suffix.size());
+  auto temp = make_temp_file(store_.tmp_path());
+  if (!temp) return stop_on_error(e, temp.error().message);
+  auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
+    auto x = parts_.extractor->from_bytes(bytes, temp->get(), [this] { return keep_going(); });
+    if (!x) return std::move(x).error();
+    g.work.extract = *x;
+    return {};
+  });
+  if (!r) {
+    if (r.error().err == ECANCELED) return Next::kStop;
+    g.work.status_without_core = Status::kCoreUnreadable;
+    g.work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
+    return Next::kGoOn;
+  }
+  if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe)); !d)
+    return d.error().err == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
+  return Next::kGoOn;
+}
+
+void Daemon::warn_once_if_unconfined(const CoreWork &w) {
+  if (warned_unconfined_ || !w.decoded || !w.decoded->decoded) return;
+  const bool landlock = w.decoded->landlock_abi != 0, seccomp = w.decoded->seccomp;
+  if (landlock && seccomp) return;
+  warned_unconfined_ = true;
+  spdlog::warn("decoders run without {}{}{} (a kernel without it, or a seccomp filter of the service or container "
+               "that refuses its calls): a decoder taken over by a hostile core is confined only by the service; "
+               "see daemon.decoder.landlock_abi and .seccomp in the timelines, and docs/core-timelined.md",
+               landlock ? "" : "Landlock", !landlock && !seccomp ? " and " : "", seccomp ? "" : "their seccomp filter");
+}
+
+std::string Daemon::document_text(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
+                                  std::uint64_t t0) const {
   DocumentParts parts;
   parts.entry = &e;
   parts.verdict = verdict;
-  parts.decoded = work.decoded ? &*work.decoded : nullptr;
-  parts.extract = work.extract;
-  parts.prepared_before_entry = prepared;
+  parts.decoded = g.work.decoded ? &*g.work.decoded : nullptr;
+  parts.extract = g.work.extract;
+  parts.prepared_before_entry = g.prepared;
   parts.decoded_usec = realtime_usec();
-  parts.duration_ms = prepared_ms + static_cast<double>(monotonic_usec() - t0) / 1000.0;
-  const std::string text = serialize(build_document(parts));
+  parts.duration_ms = g.prepared_ms + static_cast<double>(monotonic_usec() - t0) / 1000.0;
+  return serialize(build_document(parts));
+}
 
+Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination &to, const Gathered &g,
+                                       const Verdict &verdict, const std::string &text) {
   /* Next to the core when it was opened (its owner is known); otherwise in
    * the state directory with the owner systemd-coredump would have used. */
-  const bool beside_core = owner.has_value();
-  const std::string dir = beside_core ? out_dir : state_->timelines_path();
-  const std::string name = beside_core ? core_tl : state_tl;
-  const int dirfd = beside_core ? out_fd->get() : state_->timelines_fd();
+  const bool beside_core = g.owner.has_value();
+  const std::string dir = beside_core ? to.out_dir : store_.timelines_path();
+  const std::string &name = beside_core ? to.core_name : to.state_name;
+  const int dirfd = beside_core ? to.out_fd.get() : store_.timelines_fd();
   std::string acl_warning;
   /* Named at once; it and its directory are fsynced before the cursor is
    * saved past this entry (save_progress()), for a run of entries. */
   Fd unsynced;
-  auto w = write_new_file(dirfd, dir, name, text, beside_core ? *owner : owner_for_uid(e.uid), &acl_warning,
-                          /*sync_directory=*/false, &unsynced);
-  if (w && unsynced.valid()) sync_later(std::move(unsynced), dir, name);
+  auto w = store_.write_timeline(dirfd, dir, name, text, beside_core ? *g.owner : owner_for_uid(e.uid), &acl_warning,
+                                 &unsynced);
   if (!w) {
-    spdlog::error("pid {}: cannot write its timeline: {}; will retry this entry after a restart", e.pid,
-                  w.error().message);
-    stop_ = failed_ = true;
+    stop_on_error(e, "cannot write its timeline: " + w.error().message);
     return Handled::kStop;
   }
+  if (unsynced.valid()) sync_later(std::move(unsynced), dir, name);
   if (!acl_warning.empty()) spdlog::warn("{}", acl_warning);
   ++handled_;
   const std::string path = dir + "/" + name;
@@ -763,29 +795,39 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     spdlog::info("pid {}: {} appeared meanwhile; left as it is", e.pid, path);
     return Handled::kDone;
   }
+  report(e, verdict, g.work, path);
+  return Handled::kDone;
+}
 
+void Daemon::report(const CoredumpEntry &e, const Verdict &verdict, const CoreWork &w, const std::string &path) {
   const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
-  log::Fields fields{{"CORE_TIMELINE_STATUS", std::string(status_name(verdict.status))},
+  const std::string status(status_name(verdict.status));
+  log::Fields fields{{"CORE_TIMELINE_STATUS", status},
                      {"CORE_TIMELINE_TIMELINE", path},
                      {"CORE_TIMELINE_EXE", e.exe},
                      {"CORE_TIMELINE_UID", std::to_string(e.uid)}};
   if (!verdict.reason.empty()) fields.push_back({"CORE_TIMELINE_REASON", verdict.reason});
-  if (verdict.status == Status::kMappingAbsent) {
-    log::event(LOG_ERR, kMsgMappingAbsent,
-               who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its timeline "
-                     "is lost: " + verdict.reason,
-               fields);
-  } else if (verdict.status == Status::kOk) {
-    log::event(LOG_INFO, kMsgTimelineWritten,
-               who + ": timeline with " + std::to_string(work.decoded->document.summary.event_count) + " events written to " + path,
-               fields);
-  } else if (verdict.status == Status::kNoRing) {
-    log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
-  } else {
-    log::event(LOG_WARNING, kMsgTimelineWritten,
-               who + ": " + std::string(status_name(verdict.status)) + ": " + verdict.reason + "; written to " + path, fields);
+  switch (verdict.status) {
+    case Status::kMappingAbsent:
+      log::event(LOG_ERR, kMsgMappingAbsent,
+                 who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its "
+                       "timeline is lost: " + verdict.reason,
+                 fields);
+      return;
+    case Status::kOk:
+      log::event(LOG_INFO, kMsgTimelineWritten,
+                 who + ": timeline with " + std::to_string(w.decoded ? w.decoded->document.summary.event_count : 0) +
+                     " events written to " + path,
+                 fields);
+      return;
+    case Status::kNoRing:
+      log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
+      return;
+    default:
+      log::event(LOG_WARNING, kMsgTimelineWritten,
+                 who + ": " + status + ": " + verdict.reason + "; written to " + path, fields);
+      return;
   }
-  return Handled::kDone;
 }
 
 }  // namespace ctd

@@ -2,8 +2,10 @@
 /*
  * daemon.h - core-timelined's main loop.
  *
- * One thread.  It follows the journal (journal.h), and for each trusted
- * systemd-coredump entry (entry.h) in journal order:
+ * One thread.  It works with four parts it is given (parts.h): the entry
+ * source (the journal, journal.h), the extractor (extract.h), the decoder
+ * (decode.h) and the store (files.h).  It follows the entry source, and
+ * for each trusted systemd-coredump entry (entry.h) in journal order:
  *   1. skips it if a whole timeline for its crash (boot id, pid,
  *      timestamp) already exists - after a restart, also after kill -9
  *      between writing a timeline and saving the cursor; a timeline cut
@@ -53,10 +55,12 @@
 
 #include "core_watch.h"
 #include "decode.h"
+#include "document.h"
 #include "entry.h"
 #include "files.h"
 #include "journal.h"
 #include "options.h"
+#include "parts.h"
 #include "prepared.h"
 #include "util.h"
 
@@ -77,20 +81,94 @@ class Daemon {
    *  written for 5 s (cause unknown), and seeking again finds it. */
   static constexpr std::uint64_t kReseekAfterMs = 2000;
 
-  Daemon(Options options, TrustPolicy policy);
+  /** A daemon for `options` that works with `parts` (parts.h; each must
+   *  be set): make_parts(options) for core-timelined, the tests' own
+   *  otherwise.  Options::journal_directory, state_dir and the sizes and
+   *  limits are the parts' business; the Daemon uses the rest. */
+  Daemon(Options options, TrustPolicy policy, Parts parts);
+  Daemon(const Daemon &) = delete;
+  Daemon &operator=(const Daemon &) = delete;
   /** Runs until stopped (or, with --once, until the journal is read).
    *  Returns the process exit status: 0 on a clean stop, 1 if it could
-   *  not start (the reason is logged). */
+   *  not start or had to stop on an error (the reason is logged, at error
+   *  level: a timeline that could not be written or fsynced, the journal
+   *  failing).  Call once. */
   int run();
 
  private:
   enum class Handled { kDone, kStop };
   Result<void> start();
+  /** run()'s loop: reads, saves, prepares and waits until a stop; returns
+   *  the exit status.  Each turn is the steps below. */
+  int loop();
+  /** Saves progress if an entry has waited kCursorSaveMs, or the first
+   *  start's backlog is done. */
+  void save_when_due();
+  /** After the first start's backlog: saves its anchor if no entry's
+   *  cursor was saved. */
+  void save_first_start_anchor();
+  /** How long to wait for news (ms, -1: until some): the journal's, the
+   *  watchdog's, an awaited core's and the next save's due times. */
+  int poll_timeout_ms();
+  /** Seeks the journal again after kReseekAfterMs without a new core's
+   *  entry (and again each such period). */
+  void reseek_if_an_entry_is_overdue();
+  /** Waits up to `timeout_ms` for the journal, a signal or the coredump
+   *  directory, then lets the journal process what came; an exit status
+   *  when the loop must end. */
+  std::optional<int> wait_for_news(int timeout_ms);
   Result<void> position();
   /** Reads and handles entries until none is left or a stop. */
   Result<bool> drain();
   Handled handle(const RawEntry &raw);
+  /** Steps 1-5 for a trusted entry, each a function below. */
   Handled handle_trusted(const CoredumpEntry &e);
+  /** Where an entry's timeline may go: `core_name` in `out_dir` (open as
+   *  `out_fd`; invalid if it cannot be opened, `out_error` says why),
+   *  or `state_name` in the store's timelines directory. */
+  struct Destination {
+    std::string out_dir;
+    Fd out_fd;
+    std::string out_error;
+    std::string core_name, state_name;
+  };
+  /** What became of an entry's core before its document is made. */
+  struct Gathered {
+    std::optional<FileOwner> owner;  /**< set when the core was opened: the
+                                          timeline goes next to it, so owned */
+    std::string display;             /**< the core as the document names it */
+    CoreWork work;
+    bool prepared = false;           /**< `work` is a preparation's (prepared.h) */
+    double prepared_ms = 0;          /**< work done before the entry */
+  };
+  /** How a step of handle_trusted() ends: the next step follows, or the
+   *  entry is done (nothing more to write), or the daemon stops. */
+  enum class Next { kGoOn, kDone, kStop };
+  Destination destination_for(const CoredumpEntry &e);
+  /** Step 1: a timeline of this crash is there already (timeline_exists). */
+  bool already_has_timeline(const CoredumpEntry &e, const Destination &to);
+  /** Steps 2-3: the core of the entry, by its storage, extracted and
+   *  decoded into g.work (or g.work says why not). */
+  Next gather(const CoredumpEntry &e, const Destination &to, Gathered &g);
+  Next gather_from_file(const CoredumpEntry &e, const Destination &to, Gathered &g);
+  Next gather_from_journal(const CoredumpEntry &e, Gathered &g);
+  /** The opened core's preparation if it fits, else the core done now. */
+  Next work_on_entry_core(const CoredumpEntry &e, int core_fd, const struct stat &st, Gathered &g);
+  /** Whether the core's user.coredump.* xattrs contradict the entry (logs
+   *  the rejection). */
+  bool rejected_by_xattrs(int core_fd, const CoredumpEntry &e);
+  /** Logs an error that makes the entry impossible to finish now and
+   *  stops the daemon (exit 1; the entry is redone after the restart). */
+  Next stop_on_error(const CoredumpEntry &e, const std::string &what);
+  void warn_once_if_unconfined(const CoreWork &w);
+  /** The document, serialized; `t0`: when the entry's handling began. */
+  std::string document_text(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
+                            std::uint64_t t0) const;
+  /** Step 4: writes `text` where it goes, unsynced (step 5 syncs it). */
+  Handled store_timeline(const CoredumpEntry &e, const Destination &to, const Gathered &g, const Verdict &verdict,
+                         const std::string &text);
+  /** Logs the journal message for a timeline written to `path`. */
+  void report(const CoredumpEntry &e, const Verdict &verdict, const CoreWork &w, const std::string &path);
   /** Extracts the stored core open on `core_fd` (`name` in the coredump
    *  directory; its suffix says the compression) and decodes it.  Errors:
    *  ECANCELED when asked to stop, else what makes the core impossible to
@@ -105,9 +183,9 @@ class Daemon {
    *  start_decoder() and finish_decoder() are its two halves. */
   Result<void> decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
                                 const std::optional<std::string> &tlmap);
-  Result<DecoderRun> start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
-                                   const std::optional<std::string> &tlmap);
-  Result<void> finish_decoder(CoreWork &w, DecoderRun &run);
+  Result<std::unique_ptr<Decoder::Run>> start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
+                                                      const std::optional<std::string> &tlmap);
+  Result<void> finish_decoder(CoreWork &w, Decoder::Run &run);
   /** Collects the decoder of the preparation in flight, if any, and keeps
    *  its result in prepared_. */
   void finish_inflight();
@@ -119,8 +197,12 @@ class Daemon {
   /** Prepares the next new core of the coredump directory, if one waits;
    *  true if it did some work. */
   bool prepare_next();
-  /** (Re)starts the decoder server, at most once every 10 s. */
-  void start_decoder_server();
+  /** Whether new core `name` still awaits a preparation: its entry has
+   *  not come, nor has its timeline. */
+  bool worth_preparing(const std::string &name);
+  /** Extracts core `name` and starts its decoder (start_preparation);
+   *  false if it could not even be opened, or should not be prepared. */
+  bool prepare(const std::string &name);
   /** Whether a prepared core still awaits its entry. */
   bool prepared_awaiting() const;
   /** Whether `name` in `dirfd` (`dir`) is this entry's timeline, to be left
@@ -134,13 +216,12 @@ class Daemon {
 
   Options opt_;
   TrustPolicy policy_;
-  std::optional<StateDir> state_;
-  std::optional<Journal> journal_;
+  Parts parts_;
+  EntrySource &entries_;
+  Store &store_;
   std::optional<CoreWatch> core_watch_;  /**< not with --once */
   std::deque<std::string> to_prepare_;   /**< new cores, in the order seen;
                                               at most CoreWatch::kMaxExpected */
-  DecoderServer decoder_server_;         /**< decode.h; restarted when it fails */
-  std::uint64_t decoder_server_started_ = 0;
   PreparedCores prepared_;
   /** A preparation whose decoder runs while the daemon extracts the next
    *  new core or handles entries: at most one, so at most two decoders run
@@ -150,9 +231,13 @@ class Daemon {
     CoreIdentity identity;
     std::optional<std::string> tlmap;
     CoreWork work;
-    DecoderRun run;
+    std::unique_ptr<Decoder::Run> run;
   };
   std::optional<InFlight> inflight_;
+  /** Starts the decoder of `next`, extracted into `tmp`, and makes it the
+   *  preparation in flight once the previous one is collected (one whose
+   *  core needs no decoding is kept at once). */
+  void start_preparation(InFlight next, const Fd &tmp, const std::string &display);
   Fd signal_fd_;
   bool stop_ = false;
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
@@ -166,6 +251,11 @@ class Daemon {
    *  saving: the entries since the last save are redone after the
    *  restart. */
   void save_progress();
+  /** save_progress()'s fsyncs of the timelines, then of their directories
+   *  (Store::sync_file, sync_directory); each stops at the first failure,
+   *  logged (a timeline that failed is unlinked first), and says false. */
+  bool sync_timelines();
+  bool sync_directories();
   /** The timeline `dir`/`name`, open as `file`, is fsynced, and then
    *  `dir`, by the next save_progress(). */
   void sync_later(Fd file, const std::string &dir, const std::string &name);

@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
@@ -188,6 +190,103 @@ int decoder_child_main(int argc, char **argv) {
   return decode_fd3(argv[2], argc >= 4 ? argv[3] : nullptr);
 }
 
+namespace {
+
+/* One request to the decoder server, as received: its descriptors (core,
+ * stdout, stderr, go; -1 where missing) and its NUL-terminated fields,
+ * which point into the caller's buffer. */
+struct ServerRequest {
+  int fds[4] = {-1, -1, -1, -1};
+  std::size_t nfds = 0;
+  std::vector<std::string_view> fields;
+};
+
+/* Receives the next request on fd 3 into `buf` (kMaxRequest bytes).
+ * Returns recvmsg's result: <= 0 at the end or on an error. */
+ssize_t receive_request(char *buf, ServerRequest &r) {
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(4 * sizeof(int))];
+  } ctl;
+  struct iovec iov {buf, kMaxRequest};
+  struct msghdr m {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.b;
+  m.msg_controllen = sizeof ctl.b;
+  const ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return n;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < k; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        if (r.nfds < 4) r.fds[r.nfds++] = fd;
+        else close(fd);
+      }
+    }
+  /* Four NUL-terminated fields. */
+  for (std::size_t at = 0; at < static_cast<std::size_t>(n) && r.fields.size() < 4;) {
+    const void *nul = std::memchr(buf + at, '\0', static_cast<std::size_t>(n) - at);
+    if (!nul) break;
+    const std::size_t len = static_cast<std::size_t>(static_cast<const char *>(nul) - (buf + at));
+    r.fields.emplace_back(buf + at, len);
+    at += len + 1;
+  }
+  return n;
+}
+
+/* In the clone: waits for the daemon's go, takes the request's
+ * descriptors as 0-3, limits its memory to `as_limit` and decodes. */
+[[noreturn]] void run_cloned_decoder(const ServerRequest &r, pid_t daemon, unsigned long long as_limit,
+                                     const std::string &display, const std::string &tlmap) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != daemon) _exit(127);
+  /* Nothing before the daemon has confirmed this pid (spawn()). */
+  char go = 0;
+  ssize_t g;
+  while ((g = read(r.fds[3], &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (g != 1) _exit(127);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(r.fds[1], 1) < 0 || dup2(r.fds[2], 2) < 0 || dup2(r.fds[0], 3) < 0)
+    _exit(127);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  /* An exec'd decoder under a limit below its own size fails to
+   * load; this one would run on without room to grow.  Fail alike. */
+  const unsigned long long own_kb = status_kb("VmSize");
+  if (own_kb * 1024 > as_limit) {
+    std::fprintf(stderr, "Cannot allocate memory: the memory limit (%llu bytes with the core) is below the "
+                         "decoder's own size (%llu kB)\n", as_limit, own_kb);
+    _exit(125);
+  }
+  if (!limit_address_space(as_limit)) _exit(125);
+  _exit(decode_fd3(display, tlmap.c_str()));
+}
+
+/* Makes the decoder `r` asks for; the answer to send: its pid, or minus
+ * an errno. */
+std::int32_t serve(const ServerRequest &r, pid_t daemon) {
+  unsigned long long as_limit = 0;
+  if (r.nfds != 4 || r.fields.size() != 4 || r.fields[0] != kServerMagic ||
+      std::sscanf(std::string(r.fields[1]).c_str(), "%llu", &as_limit) != 1)
+    return -EINVAL;
+  const std::string display(r.fields[2]), tlmap(r.fields[3]);
+  /* The decoder is the daemon's child (CLONE_PARENT), so the daemon
+   * waits for it, times it out and kills it as it would a child it
+   * forked.  A raw clone, as systemd's raw_clone() (src/basic/raw-clone.h):
+   * the child runs on a copy of this stack, like fork(2), without
+   * glibc's fork handlers, which this single-threaded server does not
+   * need. */
+  const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, nullptr, nullptr, 0);
+  if (pid == 0) run_cloned_decoder(r, daemon, as_limit, display, tlmap);
+  return pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
+}
+
+}  // namespace
+
 int decoder_server_main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -195,82 +294,12 @@ int decoder_server_main(int argc, char **argv) {
   const pid_t daemon = getppid();
   for (;;) {
     char buf[kMaxRequest];
-    union {
-      struct cmsghdr h;
-      char b[CMSG_SPACE(4 * sizeof(int))];
-    } ctl;
-    struct iovec iov {buf, sizeof buf};
-    struct msghdr m {};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl.b;
-    m.msg_controllen = sizeof ctl.b;
-    const ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
+    ServerRequest r;
+    const ssize_t n = receive_request(buf, r);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return 0; /* the daemon closed its end: done */
-    int fds[4] = {-1, -1, -1, -1}; /* core, stdout, stderr, go */
-    std::size_t nfds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < k; ++i) {
-          int fd;
-          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-          if (nfds < 4) fds[nfds++] = fd;
-          else close(fd);
-        }
-      }
-    /* Four NUL-terminated fields. */
-    std::vector<std::string_view> f;
-    for (std::size_t at = 0; at < static_cast<std::size_t>(n) && f.size() < 4;) {
-      const void *nul = std::memchr(buf + at, '\0', static_cast<std::size_t>(n) - at);
-      if (!nul) break;
-      const std::size_t len = static_cast<std::size_t>(static_cast<const char *>(nul) - (buf + at));
-      f.emplace_back(buf + at, len);
-      at += len + 1;
-    }
-    std::int32_t answer;
-    unsigned long long as_limit = 0;
-    if (nfds != 4 || f.size() != 4 || f[0] != kServerMagic ||
-        std::sscanf(std::string(f[1]).c_str(), "%llu", &as_limit) != 1) {
-      answer = -EINVAL;
-    } else {
-      const std::string display(f[2]), tlmap(f[3]);
-      /* The decoder is the daemon's child (CLONE_PARENT), so the daemon
-       * waits for it, times it out and kills it as it would a child it
-       * forked.  A raw clone, as systemd's raw_clone() (src/basic/raw-clone.h):
-       * the child runs on a copy of this stack, like fork(2), without
-       * glibc's fork handlers, which this single-threaded server does not
-       * need. */
-      const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, nullptr, nullptr, 0);
-      if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != daemon) _exit(127);
-        /* Nothing before the daemon has confirmed this pid (spawn()). */
-        char go = 0;
-        ssize_t g;
-        while ((g = read(fds[3], &go, 1)) < 0 && errno == EINTR) {
-        }
-        if (g != 1) _exit(127);
-        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || dup2(fds[0], 3) < 0)
-          _exit(127);
-        syscall(SYS_close_range, 4u, ~0u, 0u);
-        /* An exec'd decoder under a limit below its own size fails to
-         * load; this one would run on without room to grow.  Fail alike. */
-        const unsigned long long own_kb = status_kb("VmSize");
-        if (own_kb * 1024 > as_limit) {
-          std::fprintf(stderr, "Cannot allocate memory: the memory limit (%llu bytes with the core) is below the "
-                               "decoder's own size (%llu kB)\n", as_limit, own_kb);
-          _exit(125);
-        }
-        if (!limit_address_space(as_limit)) _exit(125);
-        _exit(decode_fd3(display, tlmap.c_str()));
-      }
-      answer = pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
-    }
-    for (int fd : fds)
+    const std::int32_t answer = serve(r, daemon);
+    for (int fd : r.fds)
       if (fd >= 0) close(fd);
     if (send(3, &answer, sizeof answer, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof answer)) return 0;
   }
@@ -373,10 +402,11 @@ void DecoderServer::stop() noexcept {
   reap_unknown_children();
 }
 
-Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
-  if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
-  if (spawned_ >= kRenewEvery)
-    if (auto r = renew(); !r) return Error{ENOTCONN, "renewing the decoder server: " + r.error().message};
+namespace {
+
+/* The server request for `req` (kServerMagic, the limit, display name and
+ * tlmap, each NUL-terminated).  Errors: EINVAL, E2BIG (DecoderServer::spawn). */
+Result<std::string> request_message(const DecodeRequest &req, std::uint64_t as_limit) {
   std::string msg;
   for (const std::string &field : {std::string(kServerMagic), std::to_string(as_limit), req.display_name,
                                    req.tlmap.value_or("")}) {
@@ -385,10 +415,11 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
     msg += '\0';
   }
   if (msg.size() > kMaxRequest) return Error{E2BIG, "decoder request too long"};
-  int go[2];
-  if (pipe2(go, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder server");
-  Fd go_r(go[0]), go_w(go[1]);
-  const int fds[4] = {req.core_fd, out_w, err_w, go_r.get()};
+  return msg;
+}
+
+/* sendmsg(2) of `msg` with `fds` (SCM_RIGHTS) on `sock`, retrying EINTR. */
+ssize_t send_with_fds(int sock, std::string &msg, const int (&fds)[4]) {
   union {
     struct cmsghdr h;
     char b[CMSG_SPACE(sizeof fds)];
@@ -405,8 +436,23 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   ssize_t n;
-  while ((n = sendmsg(sock_.get(), &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  while ((n = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
   }
+  return n;
+}
+
+}  // namespace
+
+Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
+  if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
+  if (spawned_ >= kRenewEvery)
+    if (auto r = renew(); !r) return Error{ENOTCONN, "renewing the decoder server: " + r.error().message};
+  auto msg = request_message(req, as_limit);
+  if (!msg) return std::move(msg).error();
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder server");
+  Fd go_r(go[0]), go_w(go[1]);
+  const ssize_t n = send_with_fds(sock_.get(), *msg, {req.core_fd, out_w, err_w, go_r.get()});
   go_r.reset();
   /* Any failure from here on: go_w closes first, so a decoder the server
    * made reads EOF and exits; stop() then reaps it with the server. */
@@ -442,6 +488,41 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   return pid;
 }
 
+namespace {
+
+/* A pipe for a decoder's stdout or stderr: the daemon's read end `r`,
+ * the decoder's write end `w`. */
+Result<void> make_pipe(Fd &r, Fd &w) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
+  r.reset(p[0]);
+  w.reset(p[1]);
+  return {};
+}
+
+/* In the forked child: async-signal-safe calls only until execve.  The
+ * core goes to fd 3, the pipes to 1 and 2, under the limits of decode.h. */
+[[noreturn]] void exec_decoder(const DecodeRequest &req, int out_w, int err_w, std::uint64_t as_limit, pid_t parent,
+                               char *const argv[], char *const envp[]) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != parent) _exit(127);
+  /* The daemon keeps 0-2 open (Daemon::start), so the pipes are above
+   * 2; the core may already be fd 3, where dup2 would keep CLOEXEC. */
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(127);
+  if (req.core_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(req.core_fd, 3) < 0) _exit(127);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  reset_signals();
+  if (!limit_address_space(as_limit)) _exit(125);
+  struct rlimit core{1, 1};  /* 1: no core even through a core_pattern pipe (core(5)) */
+  setrlimit(RLIMIT_CORE, &core); /* fails only if the hard limit is 0: no core anyway */
+  execve(req.self_exe.c_str(), argv, envp);
+  _exit(126);
+}
+
+}  // namespace
+
 Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimits &limits, DecoderServer *server) {
   DecoderRun run;
   DecodeResult &res = run.res_;
@@ -458,55 +539,27 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
   const std::uint64_t as_limit = limits.memory_limit + req.core_size;
   const pid_t parent = getpid();
 
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
-  if (pipe2(err, O_CLOEXEC) < 0) {
-    const int e = errno;
-    close(out[0]);
-    close(out[1]);
-    return errno_error(e, "pipe2 for the decoder");
-  }
-  Fd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
-
+  Fd out_r, out_w, err_r, err_w;
+  if (auto p = make_pipe(out_r, out_w); !p) return std::move(p).error();
+  if (auto p = make_pipe(err_r, err_w); !p) return std::move(p).error();
   pid_t pid = -1;
   if (server && server->running()) {
-    auto p = server->spawn(req, as_limit, out[1], err[1]);
+    auto p = server->spawn(req, as_limit, out_w.get(), err_w.get());
     if (p) {
       pid = *p;
       res.via_server = true;
     } else {
       res.server_failure = p.error().message;
       /* The fallback gets pipes no decoder of the server ever held. */
-      if (pipe2(out, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
-      out_r.reset(out[0]);
-      out_w.reset(out[1]);
-      if (pipe2(err, O_CLOEXEC) < 0) return errno_error(errno, "pipe2 for the decoder");
-      err_r.reset(err[0]);
-      err_w.reset(err[1]);
+      if (auto q = make_pipe(out_r, out_w); !q) return std::move(q).error();
+      if (auto q = make_pipe(err_r, err_w); !q) return std::move(q).error();
     }
   }
   if (pid < 0) {
     pid = fork();
-    if (pid > 0) known_children().insert(pid);
-  }
-  if (pid < 0) return errno_error(errno, "fork for the decoder");
-  if (pid == 0) {
-    /* Child: async-signal-safe calls only until execve. */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != parent) _exit(127);
-    /* The daemon keeps 0-2 open (Daemon::start), so the pipes are above
-     * 2; the core may already be fd 3, where dup2 would keep CLOEXEC. */
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(127);
-    if (req.core_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(req.core_fd, 3) < 0) _exit(127);
-    syscall(SYS_close_range, 4u, ~0u, 0u);
-    reset_signals();
-    if (!limit_address_space(as_limit)) _exit(125);
-    struct rlimit core{1, 1};  /* 1: no core even through a core_pattern pipe (core(5)) */
-    setrlimit(RLIMIT_CORE, &core); /* fails only if the hard limit is 0: no core anyway */
-    execve(req.self_exe.c_str(), argv.data(), envp.data());
-    _exit(126);
+    if (pid == 0) exec_decoder(req, out_w.get(), err_w.get(), as_limit, parent, argv.data(), envp.data());
+    if (pid < 0) return errno_error(errno, "fork for the decoder");
+    known_children().insert(pid);
   }
   out_w.reset();
   err_w.reset();
@@ -538,119 +591,129 @@ DecoderRun::~DecoderRun() {
   known_children().erase(pid_);
 }
 
-Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going) {
-  const pid_t pid = pid_;
-  const std::uint64_t start = start_;
-  const DecodeLimits &limits = limits_;
-  DecodeResult &res = res_;
-  Fd &pidfd = pidfd_, &out_r = out_r_, &err_r = err_r_;
-  std::string output, errors;
-  bool out_open = true, err_open = true, killed = false, too_big = false, cancelled = false;
-  const std::uint64_t deadline = start + limits.timeout_ms * 1000;
-  auto kill_child = [&] {
-    if (!killed) {
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      killed = true;
-    }
-  };
+namespace {
+
+/* What a decoder wrote and how its wait ended (DecoderRun::finish). */
+struct Collected {
+  std::string output, errors;  /* stdout (at most kMaxOutput), stderr (kMaxStderr) */
+  bool out_open = true, err_open = true;
+  bool killed = false;         /* by the daemon: timeout, output too big, cancel */
+  bool timed_out = false, too_big = false, cancelled = false;
+};
+
+bool has_exited(pid_t pid) {
+  siginfo_t si{};
+  return waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+void kill_decoder(pid_t pid, Collected &c) {
+  if (c.killed) return;
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+  c.killed = true;
+}
+
+/* One read from the decoder's stdout (`is_out`) or stderr into `c`; an
+ * output over kMaxOutput kills it. */
+void read_from(int fd, bool is_out, std::vector<char> &buf, pid_t pid, Collected &c) {
+  const ssize_t r = read(fd, buf.data(), buf.size());
+  if (r < 0 && errno == EINTR) return;
+  if (r <= 0) {
+    (is_out ? c.out_open : c.err_open) = false;
+    return;
+  }
+  const std::size_t n = static_cast<std::size_t>(r);
+  if (!is_out) {
+    if (c.errors.size() < kMaxStderr) c.errors.append(buf.data(), std::min(n, kMaxStderr - c.errors.size()));
+    return;
+  }
+  if (c.output.size() + n > kMaxOutput) {
+    c.too_big = true;
+    c.out_open = false;
+    kill_decoder(pid, c);
+    return;
+  }
+  c.output.append(buf.data(), n);
+}
+
+/* Reads the decoder's output until it has exited and closed both pipes
+ * (or exited after being killed): at `deadline_usec` (monotonic) it is
+ * killed, and when keep_going() says stop. */
+Collected collect(pid_t pid, const Fd &pidfd, const Fd &out_r, const Fd &err_r, std::uint64_t deadline_usec,
+                  const std::function<bool()> &keep_going) {
+  Collected c;
   std::vector<char> buf(1 << 16);
   for (;;) {
-    const bool exited = [&] {
-      siginfo_t si{};
-      return waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
-    }();
-    if (exited && !out_open && !err_open) break;
-    if (exited && killed) break;
+    const bool exited = has_exited(pid);
+    if (exited && ((!c.out_open && !c.err_open) || c.killed)) break;
     const std::uint64_t now = monotonic_usec();
-    if (!killed && now >= deadline) {
-      res.timed_out = true;
-      kill_child();
+    if (!c.killed && now >= deadline_usec) {
+      c.timed_out = true;
+      kill_decoder(pid, c);
       continue;
     }
-    if (!killed && keep_going && !keep_going()) {
-      cancelled = true;
-      kill_child();
+    if (!c.killed && keep_going && !keep_going()) {
+      c.cancelled = true;
+      kill_decoder(pid, c);
       continue;
     }
     struct pollfd p[3];
     int n = 0;
-    if (out_open) p[n++] = {out_r.get(), POLLIN, 0};
-    if (err_open) p[n++] = {err_r.get(), POLLIN, 0};
+    if (c.out_open) p[n++] = {out_r.get(), POLLIN, 0};
+    if (c.err_open) p[n++] = {err_r.get(), POLLIN, 0};
     if (pidfd.valid() && !exited) p[n++] = {pidfd.get(), POLLIN, 0};
-    std::uint64_t wait_ms = killed ? 100 : std::min<std::uint64_t>((deadline - now + 999) / 1000, 1000);
-    int pr = poll(p, static_cast<nfds_t>(n), n ? static_cast<int>(wait_ms) : 10);
+    const std::uint64_t wait_ms = c.killed ? 100 : std::min<std::uint64_t>((deadline_usec - now + 999) / 1000, 1000);
+    const int pr = poll(p, static_cast<nfds_t>(n), n ? static_cast<int>(wait_ms) : 10);
     if (pr < 0 && errno != EINTR) break;
     for (int i = 0; i < n && pr > 0; ++i) {
-      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (p[i].fd == pidfd.get()) continue;
-      const bool is_out = p[i].fd == out_r.get();
-      ssize_t r = read(p[i].fd, buf.data(), buf.size());
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        (is_out ? out_open : err_open) = false;
-        continue;
-      }
-      if (is_out) {
-        if (output.size() + static_cast<std::size_t>(r) > kMaxOutput) {
-          too_big = true;
-          out_open = false;
-          kill_child();
-        } else {
-          output.append(buf.data(), static_cast<std::size_t>(r));
-        }
-      } else if (errors.size() < kMaxStderr) {
-        errors.append(buf.data(), std::min(static_cast<std::size_t>(r), kMaxStderr - errors.size()));
-      }
+      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)) || p[i].fd == pidfd.get()) continue;
+      read_from(p[i].fd, p[i].fd == out_r.get(), buf, pid, c);
     }
   }
-  int status = 0;
-  struct rusage ru{};
-  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-  }
-  known_children().erase(pid);
-  pid_ = -1;
-  res.died_by_signal = WIFSIGNALED(status) && !killed;
-  res.duration_ms = static_cast<double>(monotonic_usec() - start) / 1000.0;
-  res.output_bytes = output.size();
-  if (cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
+  return c;
+}
 
-  /* The child's last stderr line, for the failure text. */
-  std::string last_err = errors;
-  while (!last_err.empty() && (last_err.back() == '\n' || last_err.back() == ' ')) last_err.pop_back();
-  if (auto nl = last_err.rfind('\n'); nl != std::string::npos) last_err = last_err.substr(nl + 1);
-  last_err = printable(last_err, 200);
-  res.out_of_memory = errors.find("bad_alloc") != std::string::npos ||
-                      errors.find("cannot allocate memory") != std::string::npos ||
-                      errors.find("Cannot allocate memory") != std::string::npos;
+/* The decoder's last stderr line, printable, for a failure's text. */
+std::string last_line(const std::string &errors) {
+  std::string last = errors;
+  while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+  return printable(last, 200);
+}
+
+bool ran_out_of_memory(const std::string &errors) {
+  return errors.find("bad_alloc") != std::string::npos || errors.find("cannot allocate memory") != std::string::npos ||
+         errors.find("Cannot allocate memory") != std::string::npos;
+}
+
+/* Why a decoder that ended with wait status `status` gave no result, or
+ * nullopt if it exited 0 (its output is then parsed). */
+std::optional<std::string> failure_of(int status, const Collected &c, bool out_of_memory, const DecodeLimits &limits,
+                                      const std::string &self_exe) {
+  const std::string last_err = last_line(c.errors);
+  const std::string said = last_err.empty() ? "" : ": " + last_err;
   const std::string limits_text = "(limits: " + std::to_string(limits.timeout_ms) + " ms, " +
                                   std::to_string(limits.memory_limit >> 20) + " MiB + the core's size)";
-  if (res.timed_out) {
-    res.failure = "the decoder did not finish within " + std::to_string(limits.timeout_ms) +
-                  " ms and was killed; raise decode-timeout if cores are this slow to decode";
-    return std::move(res);
-  }
-  if (too_big) {
-    res.failure = "the decoder's output exceeded " + std::to_string(kMaxOutput >> 20) + " MiB; killed";
-    return std::move(res);
-  }
-  if (WIFSIGNALED(status)) {
-    res.failure = "the decoder was killed by " + signal_text(WTERMSIG(status)) +
-                  (res.out_of_memory ? " after running out of memory " : " ") + limits_text +
-                  (last_err.empty() ? "" : ": " + last_err);
-    return std::move(res);
-  }
+  if (c.timed_out)
+    return "the decoder did not finish within " + std::to_string(limits.timeout_ms) +
+           " ms and was killed; raise decode-timeout if cores are this slow to decode";
+  if (c.too_big) return "the decoder's output exceeded " + std::to_string(kMaxOutput >> 20) + " MiB; killed";
+  if (WIFSIGNALED(status))
+    return "the decoder was killed by " + signal_text(WTERMSIG(status)) +
+           (out_of_memory ? " after running out of memory " : " ") + limits_text + said;
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code != 0) {
-    res.failure = code == 126 || code == 127
-                      ? "the decoder could not be started (exec of " + self_exe_ + " failed, exit " +
-                            std::to_string(code) + ")" + (last_err.empty() ? "" : ": " + last_err)
-                      : "the decoder exited with status " + std::to_string(code) + " " + limits_text +
-                            (last_err.empty() ? "" : ": " + last_err);
-    if (res.out_of_memory) res.failure += " (out of memory)";
-    return std::move(res);
-  }
+  if (code == 0) return std::nullopt;
+  std::string failure = code == 126 || code == 127
+                            ? "the decoder could not be started (exec of " + self_exe + " failed, exit " +
+                                  std::to_string(code) + ")" + said
+                            : "the decoder exited with status " + std::to_string(code) + " " + limits_text + said;
+  if (out_of_memory) failure += " (out of memory)";
+  return failure;
+}
 
+/* The result in a decoder's output (decode.h, "Protocol") moved out of
+ * res (filled in), or with its failure set. */
+Result<DecodeResult> decoded_from(const std::string &output, DecodeResult &res) {
   /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI> <seccomp>\n" */
   const auto nl = output.find('\n');
   unsigned long long jl = 0, tl = 0, hwm = 0, anon = 0;
@@ -681,11 +744,89 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
   return std::move(res);
 }
 
+}  // namespace
+
+Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going) {
+  const pid_t pid = pid_;
+  const Collected c = collect(pid, pidfd_, out_r_, err_r_, start_ + limits_.timeout_ms * 1000, keep_going);
+  int status = 0;
+  struct rusage ru{};
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  known_children().erase(pid);
+  pid_ = -1;
+  DecodeResult &res = res_;
+  res.timed_out = c.timed_out;
+  res.died_by_signal = WIFSIGNALED(status) && !c.killed;
+  res.duration_ms = static_cast<double>(monotonic_usec() - start_) / 1000.0;
+  res.output_bytes = c.output.size();
+  if (c.cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
+  res.out_of_memory = ran_out_of_memory(c.errors);
+  if (auto failure = failure_of(status, c, res.out_of_memory, limits_, self_exe_)) {
+    res.failure = std::move(*failure);
+    return std::move(res);
+  }
+  return decoded_from(c.output, res);
+}
+
 Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
                                  const std::function<bool()> &keep_going, DecoderServer *server) {
   auto run = DecoderRun::start(req, limits, server);
   if (!run) return std::move(run).error();
   return run->finish(keep_going);
+}
+
+class ChildDecoder::ChildRun final : public Decoder::Run {
+ public:
+  ChildRun(ChildDecoder *owner, DecoderRun run) : owner_(owner), run_(std::move(run)) {}
+  Result<DecodeResult> finish(const std::function<bool()> &keep_going) override {
+    auto r = run_.finish(keep_going);
+    if (r) owner_->after(*r);
+    return r;
+  }
+
+ private:
+  ChildDecoder *owner_;
+  DecoderRun run_;
+};
+
+ChildDecoder::ChildDecoder(DecodeLimits limits, std::string self_exe)
+    : limits_(limits), self_exe_(std::move(self_exe)) {}
+
+void ChildDecoder::warm_up() { start_server(); }
+
+void ChildDecoder::start_server() {
+  const std::uint64_t now = monotonic_usec();
+  if (server_started_ && now - server_started_ < kServerRetryMs * 1000) return;
+  server_started_ = now;
+  auto s = DecoderServer::start(self_exe_);
+  if (!s) {
+    spdlog::warn("cannot start the decoder server: {}; decoders are started by fork and exec", s.error().message);
+    return;
+  }
+  server_ = std::move(*s);
+  spdlog::debug("decoder server started (pid {})", server_.pid());
+}
+
+Result<std::unique_ptr<Decoder::Run>> ChildDecoder::start(const DecodeRequest &req) {
+  if (!server_.running()) start_server();
+  DecodeRequest r = req;
+  r.self_exe = self_exe_;
+  auto run = DecoderRun::start(r, limits_, &server_);
+  if (!run) return std::move(run).error();
+  return std::unique_ptr<Decoder::Run>(std::make_unique<ChildRun>(this, std::move(*run)));
+}
+
+void ChildDecoder::after(const DecodeResult &d) {
+  if (!d.server_failure.empty())
+    spdlog::warn("decoder server: {}; this core's decoder was started by fork and exec{}", d.server_failure,
+                 server_.running() ? "" : " (a new server is started at most every 10 s)");
+  if (!d.via_server || !d.died_by_signal) return;
+  /* A fresh address space layout for the next decoders (kRenewEvery). */
+  if (auto r = server_.renew(); !r)
+    spdlog::warn("cannot renew the decoder server after a decoder died by a signal: {}", r.error().message);
+  else
+    spdlog::debug("a decoder died by a signal: decoder server renewed (pid {})", server_.pid());
 }
 
 }  // namespace ctd

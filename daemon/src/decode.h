@@ -59,6 +59,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <sys/types.h>
 #include <string>
@@ -206,6 +207,63 @@ class DecoderRun {
  */
 Result<DecodeResult> run_decoder(const DecodeRequest &req, const DecodeLimits &limits,
                                  const std::function<bool()> &keep_going, DecoderServer *server = nullptr);
+
+/**
+ * Decoding an extracted core: one of the four parts of the daemon
+ * (parts.h).  start() begins decoding `req` (its core_fd, core_size,
+ * display_name and tlmap; the caller may close core_fd once it returns)
+ * and returns the decode in flight, so the daemon can do other work
+ * meanwhile; Run::finish() waits for its result, calling `keep_going` at
+ * least once a second (false: the decoder is killed, ECANCELED).
+ * Destroying a Run that was not finished kills its decoder.  Errors of
+ * start(): the decoder could not be started (pipes, fork); of finish():
+ * cancellation only - everything a decoder does wrong is a DecodeResult
+ * with decoded == false.  Thread-safety: one thread.
+ */
+class Decoder {
+ public:
+  class Run {
+   public:
+    virtual ~Run() = default;
+    virtual Result<DecodeResult> finish(const std::function<bool()> &keep_going) = 0;
+  };
+  virtual ~Decoder() = default;
+  /** Readies what the first core needs (the decoder server); never fails
+   *  the caller. */
+  virtual void warm_up() {}
+  virtual Result<std::unique_ptr<Run>> start(const DecodeRequest &req) = 0;
+};
+
+/**
+ * core-timelined's Decoder: each core in a child of its own as above,
+ * within `limits`, made by a DecoderServer exec'd from `self_exe` (by
+ * warm_up(), and again at most every kServerRetryMs once it has failed)
+ * or, without one, by fork and exec of `self_exe`.  After a decoder that
+ * died by a signal the server is renewed.  What becomes of the server is
+ * logged (spdlog): it does not fail a decode.
+ */
+class ChildDecoder final : public Decoder {
+ public:
+  static constexpr std::uint64_t kServerRetryMs = 10000;
+
+  explicit ChildDecoder(DecodeLimits limits, std::string self_exe = "/proc/self/exe");
+  void warm_up() override;
+  /** req.self_exe is replaced by this decoder's. */
+  Result<std::unique_ptr<Run>> start(const DecodeRequest &req) override;
+  const DecoderServer &server() const noexcept { return server_; }
+
+ private:
+  class ChildRun;
+  void start_server();
+  /** After a decode: says why the server was not used, renews it after a
+   *  decoder that died by a signal. */
+  void after(const DecodeResult &result);
+
+  DecodeLimits limits_;
+  std::string self_exe_;
+  DecoderServer server_;
+  std::uint64_t server_started_ = 0;
+};
 
 /** main() of `core-timelined --decode-child NAME [TLMAP]` (see above). */
 int decoder_child_main(int argc, char **argv);

@@ -16,6 +16,11 @@ Verdict judge(const CoredumpEntry &entry, const DecodeResult &decoded, const std
     return v;
   }
   const doc::ReaderSummary &reader = decoded.document.summary;
+  if (reader.status == Status::kUsage) {
+    v.status = Status::kUndecodable;
+    v.reason = "the decoder gave a status the daemon does not store: usage (the reader's command line)";
+    return v;
+  }
   v.reader_status = reader.status;
   const std::string reader_reason = reader.reason.value_or("");
   const bool stream = extract && extract->stream_truncated;

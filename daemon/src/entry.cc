@@ -74,16 +74,20 @@ Result<std::uint64_t> number(const RawEntry &raw, std::string_view name) {
   return v;
 }
 
-}  // namespace
-
-Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &policy) {
+/* Rule 1 (entry.h): exactly one MESSAGE_ID, systemd-coredump's. */
+Result<void> check_message_id(const RawEntry &raw) {
   auto ids = raw.values("MESSAGE_ID");
   if (ids.size() != 1)
     return reject("MESSAGE_ID occurs " + std::to_string(ids.size()) +
                   " times; systemd-coredump's own entries carry exactly one (a second one marks a copy made by "
                   "'systemd-coredump --backtrace', which any user can run)");
   if (ids[0] != kCoredumpMessageId) return reject("MESSAGE_ID=" + printable(ids[0], 64) + " is not systemd-coredump's");
+  return {};
+}
 
+/* Rule 2: sent by systemd-coredump over the native protocol; the sender's
+ * _UID. */
+Result<std::uint64_t> check_sender(const RawEntry &raw, const TrustPolicy &policy) {
   auto transport = raw.single("_TRANSPORT");
   if (!transport || *transport != "journal")
     return reject("_TRANSPORT=" + printable(transport.value_or("?"), 64) + ", not 'journal'");
@@ -103,26 +107,27 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
     for (const auto &e : policy.coredump_exes) exe_ok = exe_ok || exes[0] == e;
     if (!exe_ok) return reject("sent by _EXE=" + printable(exes[0], 128) + ", not systemd-coredump");
   }
-
   std::uint64_t sender_uid;
   auto sender = raw.single("_UID");
   if (!sender || !parse_u64(*sender, sender_uid)) return reject("_UID missing or repeated");
+  return sender_uid;
+}
 
-  CoredumpEntry e;
-  e.cursor = raw.cursor;
-  e.realtime_usec = raw.realtime_usec;
-  auto uid = number(raw, "COREDUMP_UID");
-  if (!uid) return std::move(uid).error();
-  e.uid = *uid;
-  /* systemd-coredump logs as the crashed user only when that user is not
-   * a system user (uid > SYSTEM_UID_MAX, 999 on Debian). */
+/* Rule 3: the sender may speak of a crash of `crash_uid`.  systemd-coredump
+ * logs as the crashed user only when that user is not a system user (uid >
+ * SYSTEM_UID_MAX, 999 on Debian). */
+Result<void> check_writer(std::uint64_t sender_uid, std::uint64_t crash_uid, const TrustPolicy &policy) {
   const bool writer_ok = sender_uid == 0 || (policy.coredump_user_uid && sender_uid == *policy.coredump_user_uid) ||
-                         (sender_uid == e.uid && e.uid > kSystemUidMax);
-  if (!writer_ok)
-    return reject("written by _UID=" + std::to_string(sender_uid) + " about a crash of COREDUMP_UID=" +
-                  std::to_string(e.uid) +
-                  "; systemd-coredump logs as root, as systemd-coredump, or as the crashed (non-system) user only");
+                         (sender_uid == crash_uid && crash_uid > kSystemUidMax);
+  if (writer_ok) return {};
+  return reject("written by _UID=" + std::to_string(sender_uid) + " about a crash of COREDUMP_UID=" +
+                std::to_string(crash_uid) +
+                "; systemd-coredump logs as root, as systemd-coredump, or as the crashed (non-system) user only");
+}
 
+/* Rule 4: the crash's key (boot id, pid, timestamp) and the fields that
+ * occur at most once. */
+Result<void> read_crash_fields(const RawEntry &raw, CoredumpEntry &e) {
   auto boot = raw.values("_BOOT_ID");
   if (boot.size() != 1 || !is_boot_id(boot[0])) return reject("_BOOT_ID missing or malformed");
   e.boot_id = std::string(boot[0]);
@@ -139,25 +144,48 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
   e.comm = std::string(raw.single("COREDUMP_COMM").value_or(""));
   e.exe = std::string(raw.single("COREDUMP_EXE").value_or(""));
   e.truncated = raw.single("COREDUMP_TRUNCATED").value_or("") == "1";
+  return {};
+}
 
-  if (auto file = raw.single("COREDUMP_FILENAME")) {
-    const std::string prefix = policy.coredump_dir + "/";
-    if (!file->starts_with(prefix))
-      return reject("COREDUMP_FILENAME=" + printable(*file) + " is outside the coredump directory " +
-                    policy.coredump_dir);
-    std::string_view name = file->substr(prefix.size());
-    if (name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos ||
-        name.find('\0') != std::string_view::npos || name == "." || name == "..")
-      return reject("COREDUMP_FILENAME=" + printable(*file) + " is not a file directly inside " + policy.coredump_dir);
-    const auto facts = core_timeline::document::parse_core_file_name(name);
-    if (!facts || facts->uid != e.uid || facts->boot_id != e.boot_id || facts->pid != e.pid ||
-        facts->usec != e.timestamp)
-      return reject("COREDUMP_FILENAME=" + printable(*file) + " is not the name systemd-coredump gives this crash (core.COMM." +
-                    std::to_string(e.uid) + "." + e.boot_id + "." + std::to_string(e.pid) + "." +
-                    std::to_string(e.timestamp) + "[.zst|.lz4|.xz])");
-    e.core_path = std::string(*file);
-    e.core_name = std::string(name);
-  }
+/* Rule 5: COREDUMP_FILENAME, if there, is the name systemd-coredump gives
+ * this crash, directly inside the coredump directory. */
+Result<void> read_core_file(const RawEntry &raw, const TrustPolicy &policy, CoredumpEntry &e) {
+  auto file = raw.single("COREDUMP_FILENAME");
+  if (!file) return {};
+  const std::string prefix = policy.coredump_dir + "/";
+  if (!file->starts_with(prefix))
+    return reject("COREDUMP_FILENAME=" + printable(*file) + " is outside the coredump directory " +
+                  policy.coredump_dir);
+  std::string_view name = file->substr(prefix.size());
+  if (name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos ||
+      name.find('\0') != std::string_view::npos || name == "." || name == "..")
+    return reject("COREDUMP_FILENAME=" + printable(*file) + " is not a file directly inside " + policy.coredump_dir);
+  const auto facts = core_timeline::document::parse_core_file_name(name);
+  if (!facts || facts->uid != e.uid || facts->boot_id != e.boot_id || facts->pid != e.pid ||
+      facts->usec != e.timestamp)
+    return reject("COREDUMP_FILENAME=" + printable(*file) + " is not the name systemd-coredump gives this crash (core.COMM." +
+                  std::to_string(e.uid) + "." + e.boot_id + "." + std::to_string(e.pid) + "." +
+                  std::to_string(e.timestamp) + "[.zst|.lz4|.xz])");
+  e.core_path = std::string(*file);
+  e.core_name = std::string(name);
+  return {};
+}
+
+}  // namespace
+
+Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &policy) {
+  if (auto r = check_message_id(raw); !r) return std::move(r).error();
+  auto sender_uid = check_sender(raw, policy);
+  if (!sender_uid) return std::move(sender_uid).error();
+  CoredumpEntry e;
+  e.cursor = raw.cursor;
+  e.realtime_usec = raw.realtime_usec;
+  auto uid = number(raw, "COREDUMP_UID");
+  if (!uid) return std::move(uid).error();
+  e.uid = *uid;
+  if (auto r = check_writer(*sender_uid, e.uid, policy); !r) return std::move(r).error();
+  if (auto r = read_crash_fields(raw, e); !r) return std::move(r).error();
+  if (auto r = read_core_file(raw, policy, e); !r) return std::move(r).error();
   e.storage = e.core_path ? Storage::kExternal : raw.has_core_field ? Storage::kJournal : Storage::kNone;
   for (const auto &[k, v] : raw.fields) e.fields.emplace(k, v);
   return e;

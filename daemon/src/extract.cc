@@ -551,4 +551,25 @@ Result<ExtractStats> extract_bytes(std::span<const std::uint8_t> core, int out_f
   return stats;
 }
 
+StreamExtractor::StreamExtractor(std::uint64_t keep_whole_below, std::uint64_t max_kept) noexcept
+    : keep_whole_below_(keep_whole_below), max_kept_(max_kept) {}
+
+ExtractOptions StreamExtractor::with(const std::function<bool()> &keep_going) const {
+  ExtractOptions xo;
+  xo.keep_whole_below = keep_whole_below_;
+  xo.max_kept = max_kept_;
+  xo.keep_going = keep_going;
+  return xo;
+}
+
+Result<ExtractStats> StreamExtractor::from_file(int in_fd, std::string_view name, int out_fd,
+                                                const std::function<bool()> &keep_going) {
+  return extract_file(in_fd, name, out_fd, with(keep_going));
+}
+
+Result<ExtractStats> StreamExtractor::from_bytes(std::span<const std::uint8_t> core, int out_fd,
+                                                 const std::function<bool()> &keep_going) {
+  return extract_bytes(core, out_fd, with(keep_going));
+}
+
 }  // namespace ctd

@@ -99,6 +99,38 @@ Result<ExtractStats> extract_file(int in_fd, std::string_view name, int out_fd, 
 Result<ExtractStats> extract_bytes(std::span<const std::uint8_t> core, int out_fd, const ExtractOptions &opts);
 
 /**
+ * Getting a stored core into a file the decoder can map: one of the four
+ * parts of the daemon (parts.h).  from_file() is extract_file() and
+ * from_bytes() extract_bytes(), with the sizes the part was made with;
+ * `keep_going` is ExtractOptions::keep_going (false cancels: ECANCELED).
+ * Errors: as those functions'.  Thread-safety: one thread.
+ */
+class Extractor {
+ public:
+  virtual ~Extractor() = default;
+  virtual Result<ExtractStats> from_file(int in_fd, std::string_view name, int out_fd,
+                                         const std::function<bool()> &keep_going) = 0;
+  virtual Result<ExtractStats> from_bytes(std::span<const std::uint8_t> core, int out_fd,
+                                          const std::function<bool()> &keep_going) = 0;
+};
+
+/** core-timelined's Extractor: the decompressors and the sparse sink
+ *  below, keeping cores of at most `keep_whole_below` bytes whole and at
+ *  most `max_kept` bytes of a larger one (ExtractOptions). */
+class StreamExtractor final : public Extractor {
+ public:
+  StreamExtractor(std::uint64_t keep_whole_below, std::uint64_t max_kept) noexcept;
+  Result<ExtractStats> from_file(int in_fd, std::string_view name, int out_fd,
+                                 const std::function<bool()> &keep_going) override;
+  Result<ExtractStats> from_bytes(std::span<const std::uint8_t> core, int out_fd,
+                                  const std::function<bool()> &keep_going) override;
+
+ private:
+  ExtractOptions with(const std::function<bool()> &keep_going) const;
+  std::uint64_t keep_whole_below_, max_kept_;
+};
+
+/**
  * The sink: decompressed bytes in, sparse file out (rules above).  Exposed
  * for tests.
  */

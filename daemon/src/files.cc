@@ -252,4 +252,34 @@ Result<void> StateDir::save_cursor(const std::string &cursor) {
   return {};
 }
 
+Result<FileStore> FileStore::open(const std::string &state_dir, const std::string &output_dir) {
+  if (!output_dir.empty()) {
+    struct stat ost;
+    const bool created = stat(output_dir.c_str(), &ost) < 0;
+    if (auto r = make_dirs(output_dir, 0755); !r) return std::move(r).error();
+    if (created) (void)chmod(output_dir.c_str(), 0755);
+  }
+  auto st = StateDir::open(state_dir);
+  if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
+  return FileStore(std::move(*st));
+}
+
+Result<WriteOutcome> FileStore::write_timeline(int dirfd, const std::string &dir, const std::string &name,
+                                               std::string_view data, const FileOwner &owner,
+                                               std::string *acl_warning, Fd *unsynced) {
+  return write_new_file(dirfd, dir, name, data, owner, acl_warning, /*sync_directory=*/false, unsynced);
+}
+
+Result<void> FileStore::sync_file(int fd, const std::string &path) {
+  if (fsync(fd) < 0) return errno_error(errno, "cannot fsync the timeline " + path);
+  return {};
+}
+
+Result<void> FileStore::sync_directory(const std::string &dir) {
+  auto d = open_directory(dir);
+  if (!d) return std::move(d).error();
+  if (fsync(d->get()) < 0) return errno_error(errno, "cannot fsync " + dir);
+  return {};
+}
+
 }  // namespace ctd

@@ -148,6 +148,64 @@ class StateDir {
   Fd dir_fd_, timelines_fd_;
 };
 
+/**
+ * Where timelines and the journal cursor go, and how they become durable:
+ * one of the four parts of the daemon (parts.h).  FileStore is
+ * core-timelined's; tests derive from it to make an fsync fail, which a
+ * real disk here cannot be made to do.
+ *  - write_timeline(): write_new_file() with `unsynced`: the name is
+ *    linked at once and, on kWritten, the open file handed back;
+ *  - sync_file(): fsync(2) of such a file (`path` names it in messages);
+ *    sync_directory(): fsync(2) of the directory `dir`, opened by path.
+ *    Errors carry errno and name the path.  The daemon does not retry a
+ *    failed one: a second fsync of the same file may report success for
+ *    data that never reached the disk (daemon.h, save_progress());
+ *  - the state directory (StateDir): its timelines/ and tmp/, the cursor.
+ * Thread-safety: one thread.
+ */
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Result<WriteOutcome> write_timeline(int dirfd, const std::string &dir, const std::string &name,
+                                              std::string_view data, const FileOwner &owner,
+                                              std::string *acl_warning, Fd *unsynced) = 0;
+  virtual Result<void> sync_file(int fd, const std::string &path) = 0;
+  virtual Result<void> sync_directory(const std::string &dir) = 0;
+  /** StateDir's timelines_path(), timelines_fd(), tmp_path(),
+   *  load_cursor() and save_cursor(). */
+  virtual std::string timelines_path() const = 0;
+  virtual int timelines_fd() const = 0;
+  virtual std::string tmp_path() const = 0;
+  virtual Result<std::optional<std::string>> load_cursor() const = 0;
+  virtual Result<void> save_cursor(const std::string &cursor) = 0;
+};
+
+/** core-timelined's Store: files.h's functions on a StateDir. */
+class FileStore : public Store {
+ public:
+  /** StateDir::open(`state_dir`); and `output_dir`, unless "", made with
+   *  make_dirs (0755, whatever the umask, if it creates it).  Errors: as
+   *  theirs. */
+  static Result<FileStore> open(const std::string &state_dir, const std::string &output_dir);
+  explicit FileStore(StateDir state) : state_(std::move(state)) {}
+  /** StateDir::warning(). */
+  const std::string &warning() const { return state_.warning(); }
+
+  Result<WriteOutcome> write_timeline(int dirfd, const std::string &dir, const std::string &name,
+                                      std::string_view data, const FileOwner &owner, std::string *acl_warning,
+                                      Fd *unsynced) override;
+  Result<void> sync_file(int fd, const std::string &path) override;
+  Result<void> sync_directory(const std::string &dir) override;
+  std::string timelines_path() const override { return state_.timelines_path(); }
+  int timelines_fd() const override { return state_.timelines_fd(); }
+  std::string tmp_path() const override { return state_.tmp_path(); }
+  Result<std::optional<std::string>> load_cursor() const override { return state_.load_cursor(); }
+  Result<void> save_cursor(const std::string &cursor) override { return state_.save_cursor(cursor); }
+
+ private:
+  StateDir state_;
+};
+
 }  // namespace ctd
 
 #endif  // CORE_TIMELINE_DAEMON_FILES_H

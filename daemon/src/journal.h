@@ -43,7 +43,32 @@ namespace ctd {
 
 inline constexpr std::size_t kFieldThreshold = 1 << 20;
 
-class Journal {
+/**
+ * Where the daemon's coredump entries come from, in order: one of the four
+ * parts of the daemon (parts.h).  Journal is the one core-timelined uses;
+ * tests give it a Journal over journal files of their own
+ * (Journal::open_directory).  Each call's contract is Journal's, below.
+ * Errors carry the errno of the failed call and name it.  Thread-safety:
+ * one thread.
+ */
+class EntrySource {
+ public:
+  virtual ~EntrySource() = default;
+  virtual Result<bool> seek_after_cursor(const std::string &cursor) = 0;
+  virtual Result<void> seek_boot_start(const std::string &boot_id) = 0;
+  virtual Result<void> seek_tail() = 0;
+  virtual Result<void> seek_head() = 0;
+  virtual Result<std::optional<std::string>> newest_cursor() = 0;
+  virtual Result<bool> next(RawEntry &out, std::string &warning) = 0;
+  virtual Result<void> reseek() = 0;
+  virtual Result<void> with_core_field(const std::function<Result<void>(std::span<const std::uint8_t>)> &fn) = 0;
+  virtual int fd() const noexcept = 0;
+  virtual short events() const noexcept = 0;
+  virtual int timeout_ms() const noexcept = 0;
+  virtual Result<int> process() = 0;
+};
+
+class Journal final : public EntrySource {
  public:
   /** sd_journal_open(LOCAL_ONLY) with the MESSAGE_ID match.  Errors name
    *  the call and errno (e.g. EPERM: run as root or in group
@@ -51,60 +76,61 @@ class Journal {
   static Result<Journal> open();
 
   /** A journal of files under `directory` only (sd_journal_open_directory),
-   *  for tests and for reading a copied journal. */
+   *  with the same match: --journal-directory (a copied or received
+   *  journal), and the tests' journal files. */
   static Result<Journal> open_directory(const std::string &directory);
 
   Journal(Journal &&o) noexcept;
   Journal &operator=(Journal &&o) noexcept;
   Journal(const Journal &) = delete;
   Journal &operator=(const Journal &) = delete;
-  ~Journal();
+  ~Journal() override;
 
   /** Positions before the first coredump entry after `cursor`.  If the
    *  entry `cursor` names still exists it is skipped (it was handled);
    *  if it was vacuumed, reading resumes at the nearest later entry.
    *  Returns whether the exact entry was found. */
-  Result<bool> seek_after_cursor(const std::string &cursor);
+  Result<bool> seek_after_cursor(const std::string &cursor) override;
   /** Positions before the first entry of boot `boot_id`
    *  (sd_journal_seek_monotonic_usec(boot, 0)). */
-  Result<void> seek_boot_start(const std::string &boot_id);
+  Result<void> seek_boot_start(const std::string &boot_id) override;
   /** Positions at the end: only entries added later are read. */
-  Result<void> seek_tail();
+  Result<void> seek_tail() override;
   /** Positions before the oldest entry. */
-  Result<void> seek_head();
+  Result<void> seek_head() override;
 
   /** The cursor of the newest entry of the whole journal (any entry, not
    *  only coredump ones), or nullopt if the journal is empty.  Used as the
    *  starting point on a first start.  Leaves the read position alone only
    *  in the sense that the caller must seek afterwards. */
-  Result<std::optional<std::string>> newest_cursor();
+  Result<std::optional<std::string>> newest_cursor() override;
 
   /** Moves to the next coredump entry and reads it into `out`.  Returns
    *  false at the end (nothing new yet).  An entry whose fields cannot be
    *  read is returned with the fields that could, and `warning` set. */
-  Result<bool> next(RawEntry &out, std::string &warning);
+  Result<bool> next(RawEntry &out, std::string &warning) override;
   /**
    * Seeks again to just after the last entry next() returned (or the
    * cursor seek_after_cursor() was given): a fresh look at the journal
    * files for a reader that should have seen an entry by now.  Nothing if
    * there is no such cursor yet.
    */
-  Result<void> reseek();
+  Result<void> reseek() override;
 
   /** Calls `fn` with the COREDUMP= field of the current entry, without
    *  its "COREDUMP=" prefix (the bytes are valid during the call only).
    *  kNotFound-like Error (err ENOENT) if the entry has none. */
-  Result<void> with_core_field(const std::function<Result<void>(std::span<const std::uint8_t>)> &fn);
+  Result<void> with_core_field(const std::function<Result<void>(std::span<const std::uint8_t>)> &fn) override;
 
   /** The descriptor to poll (sd_journal_get_fd) and the events to wait for
    *  (sd_journal_get_events). */
-  int fd() const noexcept;
-  short events() const noexcept;
+  int fd() const noexcept override;
+  short events() const noexcept override;
   /** sd_journal_get_timeout as a relative poll(2) timeout in ms (-1: none). */
-  int timeout_ms() const noexcept;
+  int timeout_ms() const noexcept override;
   /** After fd() polled readable (or the timeout passed): sd_journal_process.
    *  Returns SD_JOURNAL_NOP, SD_JOURNAL_APPEND or SD_JOURNAL_INVALIDATE. */
-  Result<int> process();
+  Result<int> process() override;
 
  private:
   explicit Journal(sd_journal *j) noexcept : j_(j) {}

@@ -61,6 +61,22 @@ class JournalSink final : public spdlog::sinks::base_sink<Mutex> {
 
 }  // namespace
 
+std::string_view target_name(Target t) noexcept {
+  switch (t) {
+    case Target::kAuto: return "auto";
+    case Target::kJournal: return "journal";
+    case Target::kStderr: return "stderr";
+    case Target::kBoth: return "both";
+  }
+  return "auto";
+}
+
+std::optional<Target> target_from_name(std::string_view name) noexcept {
+  for (const Target t : {Target::kAuto, Target::kJournal, Target::kStderr, Target::kBoth})
+    if (target_name(t) == name) return t;
+  return std::nullopt;
+}
+
 int priority_of(spdlog::level::level_enum level) {
   switch (level) {
     case spdlog::level::trace:

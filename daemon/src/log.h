@@ -15,12 +15,13 @@
  * people and programs to find (mapping absent, entry rejected, timeline
  * written).
  *
- * Only the daemon's top level logs; library-like modules return
- * errors.  Thread-safety: spdlog's _mt sinks; Scope is thread-local.
+ * Only the daemon's top level and its parts (parts.h) log; library-like
+ * modules return errors.  Thread-safety: spdlog's _mt sinks; Scope is thread-local.
  */
 #ifndef CORE_TIMELINE_DAEMON_LOG_H
 #define CORE_TIMELINE_DAEMON_LOG_H
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,11 @@ enum class Target {
   kStderr,
   kBoth,
 };
+
+/** The name --log-target takes: "auto", "journal", "stderr", "both". */
+std::string_view target_name(Target t) noexcept;
+/** The Target target_name() names `name`; nullopt for any other string. */
+std::optional<Target> target_from_name(std::string_view name) noexcept;
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 

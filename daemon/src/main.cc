@@ -22,6 +22,7 @@
 #include "decode.h"
 #include "log.h"
 #include "options.h"
+#include "parts.h"
 
 int main(int argc, char **argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return ctd::decoder_child_main(argc, argv);
@@ -34,11 +35,12 @@ int main(int argc, char **argv) {
   }
   if (exit_now >= 0) return exit_now;
   const auto &o = *opts;
-  const auto target = o.log_target == "journal" ? ctd::log::Target::kJournal
-                      : o.log_target == "stderr" ? ctd::log::Target::kStderr
-                      : o.log_target == "both"   ? ctd::log::Target::kBoth
-                                                 : ctd::log::Target::kAuto;
-  ctd::log::setup(target, spdlog::level::from_str(o.log_level));
-  ctd::Daemon daemon(o, ctd::default_trust_policy());
+  ctd::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
+  auto parts = ctd::make_parts(o);
+  if (!parts) {
+    spdlog::error("cannot start: {}", parts.error().message);
+    return 1;
+  }
+  ctd::Daemon daemon(o, ctd::default_trust_policy(), std::move(*parts));
   return daemon.run();
 }

@@ -24,16 +24,27 @@ std::string strip_slashes(std::string s) {
 
 }  // namespace
 
-Result<Options> parse_options(int argc, char **argv, int *exit_now) {
-  *exit_now = -1;
-  Options o;
-  CLI::App app{"core-timelined: for every crash that systemd-coredump stores, write the timeline the crashed\n"
-               "process left in its core (core-timeline-read --json) next to the core.\n"
-               "See docs/core-timelined.md.",
-               "core-timelined"};
+std::string_view first_start_name(FirstStart f) noexcept {
+  switch (f) {
+    case FirstStart::kBoot: return "boot";
+    case FirstStart::kNew: return "new";
+    case FirstStart::kAll: return "all";
+  }
+  return "boot";
+}
+
+namespace {
+
+/* Options as given, before check_values() turns them into Options. */
+struct Given {
+  std::string first_start = "boot", timeout = "30", log_target = "auto";
+  bool show_version = false;
+};
+
+/* Every option of core-timelined, into `o` or `g`. */
+void declare_options(CLI::App &app, Options &o, Given &g) {
   app.set_config("--config", kDefaultConfig,
                  "Configuration file of 'name = value' lines (read if it exists)");
-  std::string first_start = "boot", timeout = "30";
   // Sizes: bytes, or with CLI11's size suffixes (K, M, G, T: powers of 1024;
   // KB, KiB ... as CLI::AsSizeValue takes them).
   // (AsSizeValue would read "-1" as 2^64 - 1.)
@@ -47,11 +58,11 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   app.add_option("--state-dir", o.state_dir,
                  "Saved journal cursor, timelines of cores that are not files, temporary files")
       ->capture_default_str();
-  app.add_option("--first-start", first_start,
+  app.add_option("--first-start", g.first_start,
                  "Without a saved cursor, handle the crashes of: boot (this boot), new (from now on), all")
       ->check(CLI::IsMember({"boot", "new", "all"}))
       ->capture_default_str();
-  app.add_option("--decode-timeout", timeout, "Seconds a core may take to decode before it is undecodable")
+  app.add_option("--decode-timeout", g.timeout, "Seconds a core may take to decode before it is undecodable")
       ->capture_default_str();
   app.add_option("--memory-limit", o.memory_limit,
                  "Address space the decoder may use beyond the mapped core (bytes, K/M/G suffix)")
@@ -69,7 +80,7 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
   app.add_option("--journal-directory", o.journal_directory,
                  "Read the journal files in this directory instead of the system's journal (as journalctl -D)");
-  app.add_option("--log-target", o.log_target, "auto, journal, stderr or both")
+  app.add_option("--log-target", g.log_target, "auto, journal, stderr or both")
       ->check(CLI::IsMember({"auto", "journal", "stderr", "both"}))
       ->capture_default_str();
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn or err")
@@ -78,27 +89,19 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   app.add_option("--coredump-exe", o.coredump_exes,
                  "Path systemd-coredump runs as (_EXE of its entries); repeatable; default "
                  "/usr/lib/systemd/systemd-coredump and /lib/systemd/systemd-coredump");
-  bool show_version = false;
-  app.add_flag("--version", show_version, "Print the version and exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    *exit_now = app.exit(e);
-    return o;
-  } catch (const CLI::ParseError &e) {
-    return Error{EINVAL, std::string(e.what()) + " (core-timelined --help lists the options)"};
-  }
-  if (show_version) {
-    std::printf("core-timelined %s\n", version());
-    *exit_now = 0;
-    return o;
-  }
-  o.config = app.get_config_ptr() ? app.get_config_ptr()->as<std::string>() : kDefaultConfig;
-  o.first_start = first_start == "new" ? FirstStart::kNew : first_start == "all" ? FirstStart::kAll : FirstStart::kBoot;
+  app.add_flag("--version", g.show_version, "Print the version and exit");
+}
+
+/* The values CLI11 cannot check alone, into `o`: the timeout, the first
+ * start and log target, lower bounds of sizes, absolute paths. */
+Result<void> check_values(const Given &g, Options &o) {
+  for (const FirstStart f : {FirstStart::kBoot, FirstStart::kNew, FirstStart::kAll})
+    if (first_start_name(f) == g.first_start) o.first_start = f;
+  o.log_target = log::target_from_name(g.log_target).value_or(log::Target::kAuto);
   char *end = nullptr;
-  const double secs = std::strtod(timeout.c_str(), &end);
-  if (end == timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)
-    return Error{EINVAL, "--decode-timeout " + timeout + ": give seconds, more than 0 and at most 86400"};
+  const double secs = std::strtod(g.timeout.c_str(), &end);
+  if (end == g.timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)
+    return Error{EINVAL, "--decode-timeout " + g.timeout + ": give seconds, more than 0 and at most 86400"};
   o.decode_timeout_ms = static_cast<std::uint64_t>(std::ceil(secs * 1000));
   if (o.memory_limit < (1ull << 20))
     return Error{EINVAL, "--memory-limit " + std::to_string(o.memory_limit) +
@@ -114,6 +117,35 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   if (!o.output_dir.empty() && o.output_dir[0] != '/') return Error{EINVAL, "--output-dir must be an absolute path"};
   if (!o.journal_directory.empty() && o.journal_directory[0] != '/')
     return Error{EINVAL, "--journal-directory must be an absolute path"};
+  return {};
+}
+
+}  // namespace
+
+Result<Options> parse_options(int argc, char **argv, int *exit_now) {
+  *exit_now = -1;
+  Options o;
+  Given g;
+  CLI::App app{"core-timelined: for every crash that systemd-coredump stores, write the timeline the crashed\n"
+               "process left in its core (core-timeline-read --json) next to the core.\n"
+               "See docs/core-timelined.md.",
+               "core-timelined"};
+  declare_options(app, o, g);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    *exit_now = app.exit(e);
+    return o;
+  } catch (const CLI::ParseError &e) {
+    return Error{EINVAL, std::string(e.what()) + " (core-timelined --help lists the options)"};
+  }
+  if (g.show_version) {
+    std::printf("core-timelined %s\n", version());
+    *exit_now = 0;
+    return o;
+  }
+  o.config = app.get_config_ptr() ? app.get_config_ptr()->as<std::string>() : kDefaultConfig;
+  if (auto r = check_values(g, o); !r) return std::move(r).error();
   return o;
 }
 

@@ -15,8 +15,10 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "log.h"
 #include "util.h"
 
 namespace ctd {
@@ -24,6 +26,8 @@ namespace ctd {
 inline constexpr const char kDefaultConfig[] = "/etc/core-timeline/core-timelined.conf";
 
 enum class FirstStart { kBoot, kNew, kAll };
+/** The name --first-start takes: "boot", "new", "all". */
+std::string_view first_start_name(FirstStart f) noexcept;
 
 struct Options {
   std::string config = kDefaultConfig;
@@ -48,7 +52,7 @@ struct Options {
    *  as `journalctl -D`) instead of the system's journal; "" = the
    *  system's.  For a copied or received journal, and for tests. */
   std::string journal_directory;
-  std::string log_target = "auto";   /**< auto, journal, stderr, both */
+  log::Target log_target = log::Target::kAuto;  /**< --log-target (log::target_name) */
   std::string log_level = "info";    /**< trace, debug, info, warn, err */
   /** Paths systemd-coredump may have as _EXE (empty: the defaults). */
   std::vector<std::string> coredump_exes;

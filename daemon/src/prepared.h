@@ -41,6 +41,7 @@
 
 #include "decode.h"
 #include "extract.h"
+#include "status.h"
 
 namespace ctd {
 
@@ -48,8 +49,8 @@ namespace ctd {
 struct CoreWork {
   std::optional<ExtractStats> extract;   /**< unset: nothing was extracted */
   std::optional<DecodeResult> decoded;   /**< unset: nothing to decode, see below */
-  /** Set when there is no core to decode: core_missing or core_unreadable. */
-  std::optional<core_timeline::document::Status> status_without_core;
+  std::optional<Status> status_without_core;  /**< set when nothing was decoded:
+                                                  kCoreMissing or kCoreUnreadable */
   std::string reason_without_core;
   double work_ms = 0;                    /**< wall time of extraction and decoding */
 };

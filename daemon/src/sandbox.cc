@@ -74,6 +74,101 @@ std::string debuginfod_cache() {
 #define SYS_removexattrat 466
 #endif
 
+namespace bpf {
+
+constexpr std::uint32_t kDeny = SECCOMP_RET_ERRNO | EPERM, kAllow = SECCOMP_RET_ALLOW;
+constexpr std::uint32_t kNr = offsetof(struct seccomp_data, nr);
+constexpr std::uint32_t kArg0 = offsetof(struct seccomp_data, args[0]); /* low 32 bits (little endian) */
+
+/* A seccomp program, appended to instruction by instruction. */
+struct Program {
+  std::vector<sock_filter> f;
+  void stmt(std::uint16_t code, std::uint32_t k) { f.push_back(BPF_STMT(code, k)); }
+  void jump(std::uint16_t code, std::uint32_t k, std::uint8_t jt, std::uint8_t jf) {
+    f.push_back(BPF_JUMP(code, k, jt, jf));
+  }
+  /* The call (in the accumulator) `nr` gets EPERM; any other goes on. */
+  void deny(long nr) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1);
+    stmt(BPF_RET | BPF_K, kDeny);
+  }
+  /* Call `nr`, whose first argument names a process, is allowed on this
+   * process (`self`) only, and on "this process", 0, where `zero` says so;
+   * any other call goes on (the accumulator holds the call again). */
+  void self_only(long nr, std::uint32_t self, bool zero) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, zero ? 6 : 4);
+    stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+    jump(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
+    stmt(BPF_RET | BPF_K, kAllow);
+    if (zero) {
+      jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+      stmt(BPF_RET | BPF_K, kAllow);
+    }
+    stmt(BPF_RET | BPF_K, kDeny);
+  }
+};
+
+/* x86-64 calls only (no x32, no other ABI); loads the call's number. */
+void native_calls_only(Program &p) {
+  p.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+  p.jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+  p.stmt(BPF_RET | BPF_K, kDeny);
+  p.stmt(BPF_LD | BPF_W | BPF_ABS, kNr);
+  p.jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* __X32_SYSCALL_BIT */, 0, 1);
+  p.stmt(BPF_RET | BPF_K, kDeny);
+}
+
+/* Metadata, io_uring, IPC, other processes' memory, keyrings; and, without
+ * `inet`, socketpair. */
+void deny_calls(Program &p, bool inet) {
+  for (const long nr :
+       {SYS_chmod, SYS_fchmod, SYS_fchmodat, SYS_fchmodat2, SYS_chown, SYS_fchown, SYS_lchown, SYS_fchownat,
+        SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_setxattrat, SYS_removexattr, SYS_lremovexattr,
+        SYS_fremovexattr, SYS_removexattrat, SYS_utime, SYS_utimes, SYS_futimesat, SYS_utimensat, SYS_truncate,
+        SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_pidfd_send_signal, SYS_setpriority,
+        SYS_ioprio_set, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_semget, SYS_semop,
+        SYS_semtimedop, SYS_semctl, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_mq_open, SYS_mq_unlink,
+        SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr,
+        /* Landlock keeps these within the decoder; without it, too. */
+        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp,
+        /* root's keyrings (the unit has KeyringMode=private; a decoder
+         * started otherwise would share its caller's). */
+        SYS_keyctl, SYS_add_key, SYS_request_key})
+    p.deny(nr);
+  /* A connected AF_UNIX datagram pair can still send to a named socket
+   * (sendto with an address); libcurl (debuginfod) makes a pair for its
+   * own wakeups. */
+  if (!inet) p.deny(SYS_socketpair);
+}
+
+/* Signals, resource limits and scheduling: of this process only. */
+void on_self_only(Program &p, std::uint32_t self) {
+  p.self_only(SYS_kill, self, true);
+  p.self_only(SYS_tkill, self, false);
+  p.self_only(SYS_tgkill, self, false);
+  p.self_only(SYS_rt_sigqueueinfo, self, false);
+  p.self_only(SYS_rt_tgsigqueueinfo, self, false);
+  p.self_only(SYS_prlimit64, self, true);
+  p.self_only(SYS_sched_setaffinity, self, true);
+  p.self_only(SYS_sched_setscheduler, self, true);
+  p.self_only(SYS_sched_setparam, self, true);
+  p.self_only(SYS_sched_setattr, self, true);
+}
+
+/* socket(2): none, or for debuginfod's downloads only IP; then every
+ * other call is allowed (the program's end). */
+void sockets_then_allow(Program &p, bool inet) {
+  p.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 5);
+  p.stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+  p.jump(BPF_JMP | BPF_JEQ | BPF_K, inet ? AF_INET : 0xffffffffu, 1, 0);
+  p.jump(BPF_JMP | BPF_JEQ | BPF_K, inet ? AF_INET6 : 0xffffffffu, 0, 1);
+  p.stmt(BPF_RET | BPF_K, kAllow);
+  p.stmt(BPF_RET | BPF_K, kDeny);
+  p.stmt(BPF_RET | BPF_K, kAllow);
+}
+
+}  // namespace bpf
+
 /* What Landlock (ABI <= 7) does not govern and a decoder never needs, as a
  * seccomp filter (seccomp(2)) answering EPERM.  The service runs it as
  * root without capabilities: the owner of every root-owned file and the
@@ -94,76 +189,12 @@ std::string debuginfod_cache() {
  * Its own limits and signals stay allowed (abort(3) signals itself).  With
  * `inet`, sockets of AF_INET and AF_INET6 stay allowed (debuginfod). */
 std::string deny_what_landlock_does_not(bool inet) {
-  const std::uint32_t self = static_cast<std::uint32_t>(getpid());
-  const std::uint32_t kDeny = SECCOMP_RET_ERRNO | EPERM, kAllow = SECCOMP_RET_ALLOW;
-  std::vector<sock_filter> f;
-  auto stmt = [&](std::uint16_t code, std::uint32_t k) { f.push_back(BPF_STMT(code, k)); };
-  auto jump = [&](std::uint16_t code, std::uint32_t k, std::uint8_t jt, std::uint8_t jf) {
-    f.push_back(BPF_JUMP(code, k, jt, jf));
-  };
-  constexpr std::uint32_t kNr = offsetof(struct seccomp_data, nr);
-  constexpr std::uint32_t kArg0 = offsetof(struct seccomp_data, args[0]); /* low 32 bits (little endian) */
-  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-  jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-  stmt(BPF_RET | BPF_K, kDeny);
-  stmt(BPF_LD | BPF_W | BPF_ABS, kNr);
-  jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* __X32_SYSCALL_BIT */, 0, 1);
-  stmt(BPF_RET | BPF_K, kDeny);
-  for (const long nr :
-       {SYS_chmod, SYS_fchmod, SYS_fchmodat, SYS_fchmodat2, SYS_chown, SYS_fchown, SYS_lchown, SYS_fchownat,
-        SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_setxattrat, SYS_removexattr, SYS_lremovexattr,
-        SYS_fremovexattr, SYS_removexattrat, SYS_utime, SYS_utimes, SYS_futimesat, SYS_utimensat, SYS_truncate,
-        SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_pidfd_send_signal, SYS_setpriority,
-        SYS_ioprio_set, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_semget, SYS_semop,
-        SYS_semtimedop, SYS_semctl, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_mq_open, SYS_mq_unlink,
-        SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr,
-        /* Landlock keeps these within the decoder; without it, too. */
-        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp,
-        /* root's keyrings (the unit has KeyringMode=private; a decoder
-         * started otherwise would share its caller's). */
-        SYS_keyctl, SYS_add_key, SYS_request_key}) {
-    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1);
-    stmt(BPF_RET | BPF_K, kDeny);
-  }
-  /* A connected AF_UNIX datagram pair can still send to a named socket
-   * (sendto with an address); libcurl (debuginfod) makes a pair for its
-   * own wakeups. */
-  if (!inet) {
-    jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_socketpair, 0, 1);
-    stmt(BPF_RET | BPF_K, kDeny);
-  }
-  /* Calls whose first argument names a process: allowed on this process
-   * only (and on "this process", 0, where `zero` says so). */
-  auto self_only = [&](long nr, bool zero) {
-    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, zero ? 6 : 4);
-    stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
-    jump(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
-    stmt(BPF_RET | BPF_K, kAllow);
-    if (zero) {
-      jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
-      stmt(BPF_RET | BPF_K, kAllow);
-    }
-    stmt(BPF_RET | BPF_K, kDeny);
-  };
-  self_only(SYS_kill, true);
-  self_only(SYS_tkill, false);
-  self_only(SYS_tgkill, false);
-  self_only(SYS_rt_sigqueueinfo, false);
-  self_only(SYS_rt_tgsigqueueinfo, false);
-  self_only(SYS_prlimit64, true);
-  self_only(SYS_sched_setaffinity, true);
-  self_only(SYS_sched_setscheduler, true);
-  self_only(SYS_sched_setparam, true);
-  self_only(SYS_sched_setattr, true);
-  /* socket(2): none, or for debuginfod's downloads only IP. */
-  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 5);
-  stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
-  jump(BPF_JMP | BPF_JEQ | BPF_K, inet ? AF_INET : 0xffffffffu, 1, 0);
-  jump(BPF_JMP | BPF_JEQ | BPF_K, inet ? AF_INET6 : 0xffffffffu, 0, 1);
-  stmt(BPF_RET | BPF_K, kAllow);
-  stmt(BPF_RET | BPF_K, kDeny);
-  stmt(BPF_RET | BPF_K, kAllow);
-  const sock_fprog prog{static_cast<unsigned short>(f.size()), f.data()};
+  bpf::Program p;
+  bpf::native_calls_only(p);
+  bpf::deny_calls(p, inet);
+  bpf::on_self_only(p, static_cast<std::uint32_t>(getpid()));
+  bpf::sockets_then_allow(p, inet);
+  const sock_fprog prog{static_cast<unsigned short>(p.f.size()), p.f.data()};
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
     return std::string("seccomp filter: ") + strerrordesc_np(errno);
   return "";

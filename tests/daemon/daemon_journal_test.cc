@@ -16,17 +16,25 @@
 // the kernel's and systemd-coredump's part is replaced by their recorded
 // output.  daemon_pipeline_test keeps the end-to-end path.
 //
+// The DaemonInProcess tests build the Daemon in this process from its
+// parts (daemon/src/parts.h) over the same inputs, with a Store that
+// records its calls and can make an fsync fail (EIO), the one thing a real
+// disk here cannot be made to do.
+//
 // Needs root (the daemon's decoder sandbox and chown of the timeline) and
 // systemd-journal-remote, zstd, lz4 and xz (packaging/install-build-deps).
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -34,6 +42,11 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon.h"
+#include "parts.h"
 
 #include "daemon_harness.h"
 #include "process.h"
@@ -189,7 +202,9 @@ class Scratch {
   ct::test::Ran run_daemon() {
     return daemon_->run_once({"--journal-directory", path("journal"), "--coredump-dir", path("coredump")});
   }
-  std::string log() const { return daemon_->log(); }
+  // The daemon binary's log, then what in-process runs noted.
+  std::string log() const { return daemon_->log() + noted_log_; }
+  void note_log(const std::string &more) { noted_log_ += more; }
 
   // The timelines written, by file name.
   std::vector<std::string> timelines() const {
@@ -206,6 +221,7 @@ class Scratch {
   std::string root_;
   int files_ = 0;
   std::optional<ct::test::DaemonHarness> daemon_;
+  std::string noted_log_;
 };
 
 // The committed entry, sent as this machine's systemd-coredump would send
@@ -438,6 +454,269 @@ TEST(DaemonFromJournalFiles, TheCursorIsSavedAndARestartGoesOnAfterIt) {
   ASSERT_EQ(tl.size(), 1u) << s.log();
   EXPECT_NE(tl[0], first_timeline);
   EXPECT_EQ(read_json(tl[0])["coredump"]["fields"]["COREDUMP_PID"], "4100");
+}
+
+// ---- the Daemon in this process, through its parts (daemon/src/parts.h) ----
+// The same journal files, cores and directories as above, but the Daemon
+// is built here from parts the test chooses: a Journal over the scratch
+// journal, the real extractor, the real decoder (the daemon's binary
+// exec'd, as /proc/self/exe would be in core-timelined), and a Store that
+// records what it is asked, or whose fsync fails where asked (a disk that
+// lost a write cannot be had here; everything else is real).
+
+// What a RecordingStore makes fail with EIO, as fsync(2) does after a
+// writeback error: the fsync of a timeline whose path contains `file`, of
+// the directory `dir` (when not empty), and with `cursor` the cursor's save.
+struct Faults {
+  std::string file, dir;
+  bool cursor = false;
+};
+
+// A FileStore that records each call, in order ("write NAME", "sync_file
+// NAME", "sync_directory DIR", "save_cursor"), and fails as `faults` say.
+class RecordingStore : public ctd::FileStore {
+ public:
+  RecordingStore(ctd::FileStore base, Faults faults) : ctd::FileStore(std::move(base)), faults_(std::move(faults)) {}
+
+  ctd::Result<ctd::WriteOutcome> write_timeline(int dirfd, const std::string &dir, const std::string &name,
+                                                std::string_view data, const ctd::FileOwner &owner,
+                                                std::string *acl_warning, ctd::Fd *unsynced) override {
+    calls.push_back("write " + name);
+    return FileStore::write_timeline(dirfd, dir, name, data, owner, acl_warning, unsynced);
+  }
+  ctd::Result<void> sync_file(int fd, const std::string &path) override {
+    calls.push_back("sync_file " + fs::path(path).filename().string());
+    if (!faults_.file.empty() && path.find(faults_.file) != std::string::npos)
+      return ctd::errno_error(EIO, "cannot fsync the timeline " + path);
+    return FileStore::sync_file(fd, path);
+  }
+  ctd::Result<void> sync_directory(const std::string &dir) override {
+    calls.push_back("sync_directory " + dir);
+    if (!faults_.dir.empty() && dir == faults_.dir) return ctd::errno_error(EIO, "cannot fsync " + dir);
+    return FileStore::sync_directory(dir);
+  }
+  ctd::Result<void> save_cursor(const std::string &cursor) override {
+    calls.push_back("save_cursor");
+    if (faults_.cursor) return ctd::errno_error(EIO, "cannot fsync " + timelines_path() + "/../cursor.new");
+    return FileStore::save_cursor(cursor);
+  }
+
+  std::vector<std::string> calls;
+
+ private:
+  Faults faults_;
+};
+
+// What one in-process run of the Daemon did.
+struct InProcessRun {
+  int status = -1;
+  std::string log;                  // "LEVEL: message" lines (spdlog)
+  std::vector<std::string> calls;   // the store's (RecordingStore)
+};
+
+// Runs a Daemon (--once, --first-start all) over the scratch tree, with a
+// RecordingStore failing as `faults` say; its log is kept in s.log() too.
+InProcessRun run_in_process(Scratch &s, const Faults &faults = {}) {
+  ctd::Options o;
+  o.config = s.path("empty.conf");
+  o.coredump_dir = s.path("coredump");
+  o.output_dir = s.path("out");
+  o.state_dir = s.path("state");
+  o.first_start = ctd::FirstStart::kAll;
+  o.tlmap_dir = CT_TLMAP_DIR;
+  o.once = true;
+  o.journal_directory = s.path("journal");
+
+  auto log = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(*log);
+  sink->set_pattern("%l: %v");
+  auto logger = std::make_shared<spdlog::logger>("in-process", sink);
+  logger->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+
+  InProcessRun out;
+  ctd::Parts parts;
+  auto journal = ctd::Journal::open_directory(o.journal_directory);
+  auto files = ctd::FileStore::open(o.state_dir, o.output_dir);
+  if (!journal || !files) {
+    ADD_FAILURE() << (journal ? files.error().message : journal.error().message);
+    return out;
+  }
+  parts.entries = std::make_unique<ctd::Journal>(std::move(*journal));
+  parts.extractor = std::make_unique<ctd::StreamExtractor>(o.keep_whole_below, o.max_kept);
+  parts.decoder = std::make_unique<ctd::ChildDecoder>(ctd::DecodeLimits{o.decode_timeout_ms, o.memory_limit},
+                                                      CT_DAEMON_BIN);
+  auto store = std::make_unique<RecordingStore>(std::move(*files), faults);
+  RecordingStore *seen = store.get();
+  parts.store = std::move(store);
+  {
+    ctd::Daemon d(o, ctd::default_trust_policy(), std::move(parts));
+    out.status = d.run();
+    out.calls = seen->calls;
+  }
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(""));  // no sinks: `log` goes now
+  out.log = log->str();
+  s.note_log(out.log);
+  return out;
+}
+
+// The Daemon's log lines at `level` ("error", "warning", ...) that contain `part`.
+std::size_t log_lines(const std::string &log, const std::string &level, const std::string &part) {
+  std::istringstream in(log);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    n += line.starts_with(level + ": ") && line.find(part) != std::string::npos;
+  return n;
+}
+
+std::string cursor_of(Scratch &s) {
+  std::string c = slurp(s.path("state/cursor"));
+  while (!c.empty() && c.back() == '\n') c.pop_back();
+  return c;
+}
+
+// A crash like `first` but of pid `pid`, one second later, with its core
+// beside the first's.
+Entry later_crash(const Entry &first, const std::string &pid) {
+  Entry e = first;
+  std::string file = get(first, "COREDUMP_FILENAME");
+  const std::string old_pid = "." + get(first, "COREDUMP_PID") + ".";
+  file.replace(file.rfind(old_pid), old_pid.size(), "." + pid + ".");
+  fs::copy_file(get(first, "COREDUMP_FILENAME"), file, fs::copy_options::overwrite_existing);
+  set(e, "COREDUMP_PID", pid);
+  set(e, "COREDUMP_FILENAME", file);
+  set(e, "__REALTIME_TIMESTAMP", std::to_string(std::stoull(get(first, "__REALTIME_TIMESTAMP")) + 1000000));
+  set(e, "__MONOTONIC_TIMESTAMP", std::to_string(std::stoull(get(first, "__MONOTONIC_TIMESTAMP")) + 1000000));
+  return e;
+}
+
+std::string timeline_name_of(const Entry &e) {
+  std::string n = fs::path(get(e, "COREDUMP_FILENAME")).filename().string();
+  if (n.ends_with(".zst")) n.resize(n.size() - 4);
+  return n + ".timeline.json";
+}
+
+// Guards against: the parts not making a whole daemon - an entry read from
+// journal files through the EntrySource, its core extracted and decoded by
+// the real parts, its timeline stored - and against the store's steps
+// coming in an order that could let the cursor pass a timeline that is not
+// durable (the timeline's fsync, then its directory's, then the cursor).
+TEST(DaemonInProcess, AnEntryFromJournalFilesBecomesADurableTimelineBeforeTheCursorPassesIt) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry e = stored_crash(s, ".zst");
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+  const InProcessRun r = run_in_process(s);
+  ASSERT_EQ(r.status, 0) << r.log;
+  const std::string name = timeline_name_of(e);
+  ASSERT_TRUE(fs::exists(s.path("out/" + name))) << r.log;
+  ASSERT_EQ(s.timelines().size(), 1u) << r.log;
+  const json doc = read_json(s.path("out/" + name));
+  EXPECT_EQ(doc["status"], "ok") << doc.dump(2).substr(0, 2000);
+  EXPECT_TRUE(has_before_die_1001(doc)) << doc["text"];
+  EXPECT_EQ(doc["coredump"]["fields"]["COREDUMP_PID"], get(e, "COREDUMP_PID"));
+  EXPECT_EQ(doc["daemon"]["extraction"]["compression"], "zstd");
+  EXPECT_EQ(doc["daemon"]["decoder"]["failure"], nullptr);
+  EXPECT_EQ(cursor_of(s), doc["coredump"]["journal_cursor"]) << "the cursor saved is not this entry's";
+  EXPECT_EQ(r.calls, (std::vector<std::string>{"write " + name, "sync_file " + name,
+                                               "sync_directory " + s.path("out"), "save_cursor"}));
+}
+
+// Guards against: a timeline whose fsync fails (the disk lost it) staying
+// named, the failure passing quietly, the fsync being retried (a second one
+// may report success for data that never reached the disk), or the cursor
+// moving past its entry - and against the restart not redoing it
+// (docs/core-timelined.md, "Never lose or repeat a crash", step 3).
+TEST(DaemonInProcess, TimelineWhoseFsyncFailsIsRemovedTheCursorStaysAndTheRestartRedoesIt) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry first = stored_crash(s, ".zst");
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({first}));
+  ASSERT_EQ(run_in_process(s).status, 0) << s.log();
+  const std::string first_cursor = cursor_of(s);
+  ASSERT_FALSE(first_cursor.empty());
+
+  const Entry second = later_crash(first, "4200");
+  const std::string name = timeline_name_of(second);
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({second}));
+  const InProcessRun failed = run_in_process(s, {.file = name, .dir = "", .cursor = false});
+  EXPECT_EQ(failed.status, 1) << "a daemon that lost a timeline must stop with an error\n" << failed.log;
+  EXPECT_EQ(log_lines(failed.log, "error", "cannot fsync the timeline " + s.path("out/" + name)), 1u) << failed.log;
+  EXPECT_EQ(log_lines(failed.log, "error", "removed it and stopping without saving the journal cursor"), 1u)
+      << failed.log;
+  EXPECT_FALSE(fs::exists(s.path("out/" + name))) << "a timeline that may not be on disk stayed named";
+  EXPECT_EQ(cursor_of(s), first_cursor) << "the cursor went past the entry whose timeline was lost";
+  EXPECT_EQ(std::count(failed.calls.begin(), failed.calls.end(), "sync_file " + name), 1) << "fsync retried";
+  EXPECT_EQ(std::count(failed.calls.begin(), failed.calls.end(), "save_cursor"), 0);
+
+  const InProcessRun again = run_in_process(s);
+  ASSERT_EQ(again.status, 0) << again.log;
+  ASSERT_TRUE(fs::exists(s.path("out/" + name))) << again.log;
+  const json doc = read_json(s.path("out/" + name));
+  EXPECT_EQ(doc["status"], "ok");
+  EXPECT_EQ(doc["coredump"]["fields"]["COREDUMP_PID"], "4200");
+  EXPECT_EQ(cursor_of(s), doc["coredump"]["journal_cursor"]);
+  EXPECT_EQ(s.timelines().size(), 2u) << "the first crash's timeline, and the redone one";
+}
+
+// Guards against: the cursor (here the first start's: none saved yet)
+// being saved although the directory naming a timeline could not be
+// fsynced, the failure passing quietly or retried, and the restart writing
+// a second timeline for the crash instead of fsyncing the one it finds -
+// next to the core, and in the state directory (a core that is gone).
+TEST(DaemonInProcess, DirectoryWhoseFsyncFailsSavesNoCursorAndTheRestartSyncsWhatItFinds) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  for (const bool core_gone : {false, true}) {
+    SCOPED_TRACE(core_gone ? "timeline in the state directory (core gone)" : "timeline next to the core");
+    Scratch s;
+    const Entry e = stored_crash(s, ".zst");
+    if (core_gone) fs::remove(get(e, "COREDUMP_FILENAME"));
+    ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+    const std::string dir = s.path(core_gone ? "state/timelines" : "out");
+    const InProcessRun failed = run_in_process(s, {.file = "", .dir = dir, .cursor = false});
+    EXPECT_EQ(failed.status, 1) << failed.log;
+    EXPECT_EQ(log_lines(failed.log, "error", "cannot fsync " + dir + ": "), 1u) << failed.log;
+    EXPECT_EQ(log_lines(failed.log, "error", "stopping without saving the journal cursor"), 1u) << failed.log;
+    EXPECT_FALSE(fs::exists(s.path("state/cursor"))) << "cursor saved past a timeline whose name may be lost";
+    EXPECT_EQ(std::count(failed.calls.begin(), failed.calls.end(), "sync_directory " + dir), 1) << "fsync retried";
+    EXPECT_EQ(std::count(failed.calls.begin(), failed.calls.end(), "save_cursor"), 0);
+
+    const InProcessRun again = run_in_process(s);
+    ASSERT_EQ(again.status, 0) << again.log;
+    const auto tl = s.timelines();
+    ASSERT_EQ(tl.size(), 1u) << again.log;
+    EXPECT_EQ(fs::path(tl[0]).parent_path().string(), dir);
+    EXPECT_EQ(read_json(tl[0])["status"], core_gone ? "core_missing" : "ok");
+    EXPECT_EQ(log_lines(again.log, "info", "its timeline already exists; skipping entry"), 1u) << again.log;
+    const std::string name = fs::path(tl[0]).filename().string();
+    EXPECT_EQ(again.calls, (std::vector<std::string>{"sync_file " + name, "sync_directory " + dir, "save_cursor"}))
+        << "the timeline found is not made durable before the cursor passes it";
+    EXPECT_EQ(cursor_of(s), read_json(tl[0])["coredump"]["journal_cursor"]);
+  }
+}
+
+// Guards against: a cursor that cannot be saved (its file's fsync fails)
+// passing quietly, stopping the daemon although its timelines are durable,
+// or making the restart write a second timeline for an entry it redoes.
+TEST(DaemonInProcess, CursorThatCannotBeSavedIsAnErrorAndTheRestartSkipsWhatWasWritten) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry e = stored_crash(s, ".zst");
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+  const InProcessRun failed = run_in_process(s, {.file = "", .dir = "", .cursor = true});
+  EXPECT_EQ(failed.status, 0) << "the timeline is durable: nothing is lost by going on\n" << failed.log;
+  EXPECT_EQ(log_lines(failed.log, "error", "cannot save the journal cursor: "), 1u) << failed.log;
+  EXPECT_FALSE(fs::exists(s.path("state/cursor")));
+  const std::string name = timeline_name_of(e);
+  ASSERT_TRUE(fs::exists(s.path("out/" + name))) << failed.log;
+  const std::string first = slurp(s.path("out/" + name));
+
+  const InProcessRun again = run_in_process(s);
+  ASSERT_EQ(again.status, 0) << again.log;
+  EXPECT_EQ(log_lines(again.log, "info", "its timeline already exists; skipping entry"), 1u) << again.log;
+  EXPECT_EQ(s.timelines().size(), 1u);
+  EXPECT_EQ(slurp(s.path("out/" + name)), first) << "the timeline was written again";
+  EXPECT_EQ(cursor_of(s), read_json(s.path("out/" + name))["coredump"]["journal_cursor"]);
 }
 
 }  // namespace

@@ -786,6 +786,15 @@ TEST(Verdict, StatusRules) {
   j["exit_code"] = 0;
   d.document = reader_document(j);
   EXPECT_EQ(ctd::judge(*e, d, x).status, Status::kOk);
+  // "usage" is the reader's command line, never a core's: a decoder that
+  // says it (one taken over) has not decoded.
+  j["status"] = "usage";
+  j["exit_code"] = 7;
+  d.document = reader_document(j);
+  v = ctd::judge(*e, d, std::nullopt);
+  EXPECT_EQ(v.status, Status::kUndecodable);
+  EXPECT_EQ(v.reader_status, std::nullopt);
+  EXPECT_NE(v.reason.find("a status the daemon does not store: usage"), std::string::npos) << v.reason;
 }
 
 TEST(ReaderDocument, RefusesWhatIsNotAReaderDocument) {
@@ -808,6 +817,30 @@ TEST(ReaderDocument, RefusesWhatIsNotAReaderDocument) {
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->summary.event_count, 2u);
   EXPECT_EQ(ok->summary.status, ctdoc::Status::kOk);
+}
+
+// Guards against: a status whose name drifts from the documented one
+// (docs/core-timelined.md, "Statuses"), or a name that does not read back.
+TEST(Verdict, EachStatusHasItsDocumentedNameAndReadsBack) {
+  const std::pair<ctd::Status, const char *> names[] = {
+      {ctd::Status::kOk, "ok"},
+      {ctd::Status::kNoRing, "no_ring"},
+      {ctd::Status::kMappingAbsent, "mapping_absent"},
+      {ctd::Status::kCoreUnreadable, "core_unreadable"},
+      {ctd::Status::kRingInvalid, "ring_invalid"},
+      {ctd::Status::kExecutableRefused, "executable_refused"},
+      {ctd::Status::kSidecarMismatch, "sidecar_mismatch"},
+      {ctd::Status::kCoreMissing, "core_missing"},
+      {ctd::Status::kCoreTruncated, "core_truncated"},
+      {ctd::Status::kUndecodable, "undecodable"},
+  };
+  for (const auto &[status, name] : names) {
+    EXPECT_EQ(ctd::status_name(status), name);
+    EXPECT_EQ(ctd::parse_status(name), status) << name;
+  }
+  EXPECT_EQ(ctd::parse_status("usage"), ctd::Status::kUsage);  // the reader's command line; never stored
+  EXPECT_EQ(ctd::parse_status("OK"), std::nullopt);
+  EXPECT_EQ(ctd::parse_status(""), std::nullopt);
 }
 
 TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
@@ -1377,6 +1410,19 @@ TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
   EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "-1"}));
   EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
   EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
+  // Closed sets: each name gives its own value, and is the one documented.
+  for (const auto t : {ctd::log::Target::kAuto, ctd::log::Target::kJournal, ctd::log::Target::kStderr,
+                       ctd::log::Target::kBoth}) {
+    o = parse({"core-timelined", "--log-target", std::string(ctd::log::target_name(t))});
+    ASSERT_TRUE(o) << o.error().message;
+    EXPECT_EQ(o->log_target, t) << ctd::log::target_name(t);
+  }
+  EXPECT_EQ(ctd::log::target_name(ctd::log::Target::kStderr), "stderr");
+  EXPECT_FALSE(parse({"core-timelined", "--log-target", "syslog"}));
+  o = parse({"core-timelined", "--first-start", "all"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->first_start, ctd::FirstStart::kAll);
+  EXPECT_EQ(ctd::first_start_name(ctd::FirstStart::kAll), "all");
 }
 
 // ---- the journal catalog ---------------------------------------------------
