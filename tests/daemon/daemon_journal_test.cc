@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -199,9 +200,10 @@ class Scratch {
   }
 
   // core-timelined --once over journal/; its log is kept in log().
-  ct::test::Ran run_daemon() {
-    return daemon_->run_once({"--journal-directory", path("journal"), "--coredump-dir", path("coredump")});
+  ct::test::Ran run_daemon(const std::map<std::string, std::string> &env = {}) {
+    return daemon_->run_once({"--journal-directory", path("journal"), "--coredump-dir", path("coredump")}, env);
   }
+  const std::string &state_dir() const { return daemon_->state_dir(); }
   // The daemon binary's log, then what in-process runs noted.
   std::string log() const { return daemon_->log() + noted_log_; }
   void note_log(const std::string &more) { noted_log_ += more; }
@@ -346,6 +348,35 @@ TEST(DaemonFromJournalFiles, ACoreThatIsGoneIsCoreMissing) {
   EXPECT_NE(tl[0].find("/state/timelines/"), std::string::npos) << tl[0];
   EXPECT_EQ(doc["coredump"]["storage"], "external");
   EXPECT_EQ(doc["coredump"]["core_file"], get(e, "COREDUMP_FILENAME"));
+}
+
+// Guards against: a cursor saved past an entry whose timeline's directory
+// could not be fsynced (EIO: the disk lost a write), or a daemon that
+// retries that in a loop logging an error each turn.  The binary, with the
+// fault injected by LD_PRELOAD (fail_fsync.c), over private journal files:
+// no other entry comes before this one.  It stops with status 1; the
+// restart without the fault makes the timeline durable and saves the cursor.
+TEST(DaemonFromJournalFiles, ATimelineDirectoryThatCannotBeFsyncedSavesNoCursorAndStops) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  Entry e = stored_crash(s, ".zst");
+  fs::remove(get(e, "COREDUMP_FILENAME"));  // core_missing: its timeline goes to state/timelines
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({e}));
+  const auto faulty = s.run_daemon({{"LD_PRELOAD", CT_FAIL_FSYNC}, {"CT_FAIL_FSYNC_SUFFIX", "/state/timelines"}});
+  EXPECT_EQ(faulty.exit_code(), 1) << s.log();
+  EXPECT_FALSE(fs::exists(s.state_dir() + "/cursor"))
+      << "the journal cursor was saved although the directory of its timeline could not be fsynced";
+  const std::string log = s.log();
+  std::size_t errors = 0;
+  for (std::size_t at = 0; (at = log.find("cannot fsync", at)) != std::string::npos; ++at) ++errors;
+  EXPECT_GE(errors, 1u) << log;
+  EXPECT_LE(errors, 5u) << "the failed fsync was retried in a loop:\n" << log;
+
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
+  const auto tl = s.timelines();
+  ASSERT_EQ(tl.size(), 1u) << s.log();
+  EXPECT_EQ(read_json(tl[0])["status"], "core_missing");
+  EXPECT_TRUE(fs::exists(s.state_dir() + "/cursor")) << s.log();
 }
 
 // Guards against: Storage=journal (the core in the entry's COREDUMP= field,

@@ -133,7 +133,7 @@ std::vector<std::string> DaemonHarness::arguments(const std::vector<std::string>
   return args;
 }
 
-Ran DaemonHarness::run_once(const std::vector<std::string> &extra) {
+Ran DaemonHarness::run_once(const std::vector<std::string> &extra, const std::map<std::string, std::string> &env) {
   if (pid_ > 0) fail("core-timelined --once while the one started before (pid " + std::to_string(pid_) + ") runs");
   std::vector<std::string> args = arguments(extra);
   args.push_back("--once");
@@ -142,6 +142,7 @@ Ran DaemonHarness::run_once(const std::vector<std::string> &extra) {
   po.out = Stream::append(log_);
   po.err = Stream::to_stdout();
   po.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_*"};
+  po.env = env;
   return run(args, po);
 }
 

@@ -88,8 +88,9 @@ class DaemonHarness {
   void start(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {});
 
   // Runs it with --once instead (it handles the entries there are, then
-  // exits), its stdout and stderr appended to the log; how it ended.
-  Ran run_once(const std::vector<std::string> &extra = {});
+  // exits), with `env` as start() has it, its stdout and stderr appended to
+  // the log; how it ended.
+  Ran run_once(const std::vector<std::string> &extra = {}, const std::map<std::string, std::string> &env = {});
 
   // SIGTERM, then its exit status: WEXITSTATUS; -1 if a signal ended it
   // or it had to be killed after stop_timeout; -2 if it was not running.
