@@ -423,8 +423,8 @@ Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name,
   if (!tmp) return std::move(tmp).error();
   auto x = parts_.extractor->from_file(core_fd, name, tmp->get(), [this] { return keep_going(); });
   if (!x) {
-    if (x.error().err == ECANCELED) return std::move(x).error();
-    return Error{x.error().err, "extracting " + display + ": " + x.error().message};
+    if (x.error().sys_errno == ECANCELED) return std::move(x).error();
+    return error_of(x.error().sys_errno, "extracting " + display + ": " + x.error().message);
   }
   w.extract = *x;
   if (x->core_bytes == 0) {
@@ -444,7 +444,7 @@ Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name,
   auto w = extract_core_file(core_fd, name, display, &tmp);
   if (!w) return w;
   if (!w->status_without_core)
-    if (auto d = decode_extracted(*w, tmp, display, tlmap); !d) return std::move(d).error();
+    CT_TRY_VOID(decode_extracted(*w, tmp, display, tlmap));
   w->work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
   return w;
 }
@@ -455,7 +455,7 @@ void Daemon::finish_inflight() {
   InFlight &f = *inflight_;
   auto d = finish_decoder(f.work, *f.run);
   if (!d) {
-    if (d.error().err != ECANCELED)
+    if (d.error().sys_errno != ECANCELED)
       spdlog::debug("not preparing {}: {}; its entry will do it", printable(f.name, 256), d.error().message);
     inflight_.reset();
     return;
@@ -522,7 +522,7 @@ bool Daemon::prepare(const std::string &name) {
   Fd tmp;
   auto w = extract_core_file(core->get(), name, display, &tmp);
   if (!w) {
-    if (w.error().err != ECANCELED)
+    if (w.error().sys_errno != ECANCELED)
       spdlog::debug("not preparing {}: {}; its entry will do it", printable(display, 256), w.error().message);
     finish_inflight();
     return true;
@@ -678,7 +678,7 @@ Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination 
   struct stat st {};
   Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
   if (!core) {
-    const int err = core.error().err;
+    const int err = core.error().sys_errno;
     g.work.status_without_core = err == ENOENT ? Status::kCoreMissing : Status::kCoreUnreadable;
     g.work.reason_without_core = err == ENOENT ? "the core file " + *e.core_path +
                                                      " is gone (removed or vacuumed before core-timelined got to it)"
@@ -717,7 +717,7 @@ Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, con
     spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
                  printable(e.core_name, 256), why_not);
   auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap);
-  if (!w) return w.error().err == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
+  if (!w) return w.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
   g.work = std::move(*w);
   return Next::kGoOn;
 }
@@ -735,13 +735,13 @@ Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
     return {};
   });
   if (!r) {
-    if (r.error().err == ECANCELED) return Next::kStop;
+    if (r.error().sys_errno == ECANCELED) return Next::kStop;
     g.work.status_without_core = Status::kCoreUnreadable;
     g.work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
     return Next::kGoOn;
   }
   if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe)); !d)
-    return d.error().err == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
+    return d.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
   return Next::kGoOn;
 }
 

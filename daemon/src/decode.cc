@@ -410,11 +410,11 @@ Result<std::string> request_message(const DecodeRequest &req, std::uint64_t as_l
   std::string msg;
   for (const std::string &field : {std::string(kServerMagic), std::to_string(as_limit), req.display_name,
                                    req.tlmap.value_or("")}) {
-    if (field.find('\0') != std::string::npos) return Error{EINVAL, "a NUL byte in a decoder request"};
+    if (field.find('\0') != std::string::npos) return error_of(EINVAL, "a NUL byte in a decoder request");
     msg += field;
     msg += '\0';
   }
-  if (msg.size() > kMaxRequest) return Error{E2BIG, "decoder request too long"};
+  if (msg.size() > kMaxRequest) return error_of(E2BIG, "decoder request too long");
   return msg;
 }
 
@@ -444,9 +444,9 @@ ssize_t send_with_fds(int sock, std::string &msg, const int (&fds)[4]) {
 }  // namespace
 
 Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_limit, int out_w, int err_w) {
-  if (!sock_.valid()) return Error{ENOTCONN, "the decoder server is not running"};
+  if (!sock_.valid()) return error_of(ENOTCONN, "the decoder server is not running");
   if (spawned_ >= kRenewEvery)
-    if (auto r = renew(); !r) return Error{ENOTCONN, "renewing the decoder server: " + r.error().message};
+    if (auto r = renew(); !r) return error_of(ENOTCONN, "renewing the decoder server: " + r.error().message);
   auto msg = request_message(req, as_limit);
   if (!msg) return std::move(msg).error();
   int go[2];
@@ -459,7 +459,7 @@ Result<pid_t> DecoderServer::spawn(const DecodeRequest &req, std::uint64_t as_li
   auto fail = [&](int err, std::string what) -> Result<pid_t> {
     go_w.reset();
     stop();
-    return Error{err, std::move(what)};
+    return error_of(err, std::move(what));
   };
   if (n < 0) return fail(errno == EPIPE || errno == ECONNRESET ? EPIPE : errno,
                          std::string("the decoder server is gone (sending a request: ") + strerrordesc_np(errno) + ")");
@@ -540,8 +540,8 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
   const pid_t parent = getpid();
 
   Fd out_r, out_w, err_r, err_w;
-  if (auto p = make_pipe(out_r, out_w); !p) return std::move(p).error();
-  if (auto p = make_pipe(err_r, err_w); !p) return std::move(p).error();
+  CT_TRY_VOID(make_pipe(out_r, out_w));
+  CT_TRY_VOID(make_pipe(err_r, err_w));
   pid_t pid = -1;
   if (server && server->running()) {
     auto p = server->spawn(req, as_limit, out_w.get(), err_w.get());
@@ -551,8 +551,8 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
     } else {
       res.server_failure = p.error().message;
       /* The fallback gets pipes no decoder of the server ever held. */
-      if (auto q = make_pipe(out_r, out_w); !q) return std::move(q).error();
-      if (auto q = make_pipe(err_r, err_w); !q) return std::move(q).error();
+      CT_TRY_VOID(make_pipe(out_r, out_w));
+      CT_TRY_VOID(make_pipe(err_r, err_w));
     }
   }
   if (pid < 0) {
@@ -760,7 +760,7 @@ Result<DecodeResult> DecoderRun::finish(const std::function<bool()> &keep_going)
   res.died_by_signal = WIFSIGNALED(status) && !c.killed;
   res.duration_ms = static_cast<double>(monotonic_usec() - start_) / 1000.0;
   res.output_bytes = c.output.size();
-  if (c.cancelled) return Error{ECANCELED, "decoding cancelled (stopping)"};
+  if (c.cancelled) return error_of(ECANCELED, "decoding cancelled (stopping)");
   res.out_of_memory = ran_out_of_memory(c.errors);
   if (auto failure = failure_of(status, c, res.out_of_memory, limits_, self_exe_)) {
     res.failure = std::move(*failure);

@@ -55,7 +55,7 @@ std::string CoredumpEntry::state_timeline_name() const {
 
 namespace {
 
-Error reject(std::string message) { return Error{0, std::move(message)}; }
+Error reject(std::string message) { return error_of(0, std::move(message)); }
 
 bool is_boot_id(std::string_view s) {
   if (s.size() != 32) return false;
@@ -174,7 +174,7 @@ Result<void> read_core_file(const RawEntry &raw, const TrustPolicy &policy, Core
 }  // namespace
 
 Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &policy) {
-  if (auto r = check_message_id(raw); !r) return std::move(r).error();
+  CT_TRY_VOID(check_message_id(raw));
   auto sender_uid = check_sender(raw, policy);
   if (!sender_uid) return std::move(sender_uid).error();
   CoredumpEntry e;
@@ -183,9 +183,9 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
   auto uid = number(raw, "COREDUMP_UID");
   if (!uid) return std::move(uid).error();
   e.uid = *uid;
-  if (auto r = check_writer(*sender_uid, e.uid, policy); !r) return std::move(r).error();
-  if (auto r = read_crash_fields(raw, e); !r) return std::move(r).error();
-  if (auto r = read_core_file(raw, policy, e); !r) return std::move(r).error();
+  CT_TRY_VOID(check_writer(*sender_uid, e.uid, policy));
+  CT_TRY_VOID(read_crash_fields(raw, e));
+  CT_TRY_VOID(read_core_file(raw, policy, e));
   e.storage = e.core_path ? Storage::kExternal : raw.has_core_field ? Storage::kJournal : Storage::kNone;
   for (const auto &[k, v] : raw.fields) e.fields.emplace(k, v);
   return e;

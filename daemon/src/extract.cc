@@ -42,7 +42,7 @@ Result<std::size_t> read_some(int fd, std::uint8_t *buf, std::size_t len) {
   }
 }
 
-Error cancelled() { return Error{ECANCELED, "extraction cancelled (stopping)"}; }
+Error cancelled() { return error_of(ECANCELED, "extraction cancelled (stopping)"); }
 
 }  // namespace
 
@@ -54,16 +54,16 @@ Result<Fd> open_directory(const std::string &dir) {
 
 Result<Fd> open_core_file(int dirfd, const std::string &name, struct stat *st) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-    return Error{EINVAL, "'" + printable(name) + "' is not a single file name"};
+    return error_of(EINVAL, "'" + printable(name) + "' is not a single file name");
   int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
-    if (e == ELOOP) return Error{ELOOP, "core file " + printable(name) + " is a symbolic link; not following it"};
+    if (e == ELOOP) return error_of(ELOOP, "core file " + printable(name) + " is a symbolic link; not following it");
     return errno_error(e, "cannot open core file " + printable(name));
   }
   Fd out(fd);
   if (fstat(fd, st) < 0) return errno_error(errno, "cannot fstat core file " + printable(name));
-  if (!S_ISREG(st->st_mode)) return Error{EINVAL, "core file " + printable(name) + " is not a regular file"};
+  if (!S_ISREG(st->st_mode)) return error_of(EINVAL, "core file " + printable(name) + " is not a regular file");
   /* Reads should block normally from here on. */
   int fl = fcntl(fd, F_GETFL);
   if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -375,7 +375,7 @@ struct Reader {
 
 Result<void> run_zstd(Reader &in, const Feed &feed) {
   std::unique_ptr<ZSTD_DStream, decltype(&ZSTD_freeDStream)> ds(ZSTD_createDStream(), ZSTD_freeDStream);
-  if (!ds) return Error{ENOMEM, "ZSTD_createDStream failed"};
+  if (!ds) return error_of(ENOMEM, "ZSTD_createDStream failed");
   ZSTD_initDStream(ds.get());
   /* Bound the window: systemd-coredump uses the default level; refuse
    * frames that would make us allocate more than 128 MiB of window. */
@@ -423,7 +423,7 @@ Result<void> run_zstd(Reader &in, const Feed &feed) {
 Result<void> run_lz4(Reader &in, const Feed &feed) {
   LZ4F_dctx *raw = nullptr;
   if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION)))
-    return Error{ENOMEM, "LZ4F_createDecompressionContext failed"};
+    return error_of(ENOMEM, "LZ4F_createDecompressionContext failed");
   std::unique_ptr<LZ4F_dctx, decltype(&LZ4F_freeDecompressionContext)> dctx(raw, LZ4F_freeDecompressionContext);
   std::vector<std::uint8_t> ibuf(kInChunk), obuf(4 * kInChunk);
   std::size_t hint = 1;
@@ -466,7 +466,7 @@ Result<void> run_xz(Reader &in, const Feed &feed) {
   lzma_stream strm = LZMA_STREAM_INIT;
   /* 256 MiB of decoder memory at most. */
   if (lzma_stream_decoder(&strm, 256ull << 20, LZMA_CONCATENATED) != LZMA_OK)
-    return Error{ENOMEM, "lzma_stream_decoder failed"};
+    return error_of(ENOMEM, "lzma_stream_decoder failed");
   std::unique_ptr<lzma_stream, decltype(&lzma_end)> guard(&strm, lzma_end);
   std::vector<std::uint8_t> ibuf(kInChunk), obuf(kInChunk);
   lzma_action action = LZMA_RUN;

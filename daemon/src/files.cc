@@ -170,7 +170,7 @@ Result<WriteOutcome> write_new_file(int dirfd, const std::string &dir, const std
 }
 
 Result<void> make_dirs(const std::string &path, mode_t mode) {
-  if (path.empty()) return Error{EINVAL, "empty directory name"};
+  if (path.empty()) return error_of(EINVAL, "empty directory name");
   std::string cur;
   std::size_t pos = 0;
   while (pos <= path.size()) {
@@ -183,7 +183,7 @@ Result<void> make_dirs(const std::string &path, mode_t mode) {
   }
   struct stat st;
   if (stat(path.c_str(), &st) < 0) return errno_error(errno, "cannot stat " + path);
-  if (!S_ISDIR(st.st_mode)) return Error{ENOTDIR, path + " exists and is not a directory"};
+  if (!S_ISDIR(st.st_mode)) return error_of(ENOTDIR, path + " exists and is not a directory");
   return {};
 }
 
@@ -193,9 +193,9 @@ Result<StateDir> StateDir::open(const std::string &dir) {
   while (s.dir_.size() > 1 && s.dir_.back() == '/') s.dir_.pop_back();
   struct stat st;
   const bool created = stat(s.dir_.c_str(), &st) < 0;
-  if (auto r = make_dirs(s.dir_, 0755); !r) return std::move(r).error();
-  if (auto r = make_dirs(s.timelines_path(), 0755); !r) return std::move(r).error();
-  if (auto r = make_dirs(s.tmp_path(), 0700); !r) return std::move(r).error();
+  CT_TRY_VOID(make_dirs(s.dir_, 0755));
+  CT_TRY_VOID(make_dirs(s.timelines_path(), 0755));
+  CT_TRY_VOID(make_dirs(s.tmp_path(), 0700));
   /* Modes regardless of the umask (a unit's UMask=0077): users must reach
    * their timelines; nobody but us the temporary cores. */
   if (created && chmod(s.dir_.c_str(), 0755) < 0) return errno_error(errno, "cannot chmod " + s.dir_);
@@ -231,10 +231,10 @@ Result<std::optional<std::string>> StateDir::load_cursor() const {
     if (n < 0) return errno_error(errno, "cannot read " + dir_ + "/cursor");
     if (n == 0) break;
     s.append(buf, static_cast<std::size_t>(n));
-    if (s.size() > 4096) return Error{EINVAL, dir_ + "/cursor is too long to be a journal cursor; remove it to start over"};
+    if (s.size() > 4096) return error_of(EINVAL, dir_ + "/cursor is too long to be a journal cursor; remove it to start over");
   }
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  if (s.empty()) return Error{EINVAL, dir_ + "/cursor is empty; remove it to start over (see first-start)"};
+  if (s.empty()) return error_of(EINVAL, dir_ + "/cursor is empty; remove it to start over (see first-start)");
   return std::optional<std::string>(s);
 }
 
@@ -256,11 +256,11 @@ Result<FileStore> FileStore::open(const std::string &state_dir, const std::strin
   if (!output_dir.empty()) {
     struct stat ost;
     const bool created = stat(output_dir.c_str(), &ost) < 0;
-    if (auto r = make_dirs(output_dir, 0755); !r) return std::move(r).error();
+    CT_TRY_VOID(make_dirs(output_dir, 0755));
     if (created) (void)chmod(output_dir.c_str(), 0755);
   }
   auto st = StateDir::open(state_dir);
-  if (!st) return Error{st.error().err, st.error().message + " (set --state-dir to a writable directory)"};
+  if (!st) return error_of(st.error().sys_errno, st.error().message + " (set --state-dir to a writable directory)");
   return FileStore(std::move(*st));
 }
 

@@ -184,7 +184,7 @@ Result<void> Journal::with_core_field(const std::function<Result<void>(std::span
   if (r < 0) {
     res = errno_error(-r, "reading the COREDUMP= field (sd_journal_get_data)");
   } else if (len < 9) {
-    res = Error{EBADMSG, "the COREDUMP= field is malformed"};
+    res = error_of(EBADMSG, "the COREDUMP= field is malformed");
   } else {
     res = fn(std::span<const std::uint8_t>(static_cast<const std::uint8_t *>(data) + 9, len - 9));
   }

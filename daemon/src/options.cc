@@ -101,22 +101,22 @@ Result<void> check_values(const Given &g, Options &o) {
   char *end = nullptr;
   const double secs = std::strtod(g.timeout.c_str(), &end);
   if (end == g.timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)
-    return Error{EINVAL, "--decode-timeout " + g.timeout + ": give seconds, more than 0 and at most 86400"};
+    return error_of(EINVAL, "--decode-timeout " + g.timeout + ": give seconds, more than 0 and at most 86400");
   o.decode_timeout_ms = static_cast<std::uint64_t>(std::ceil(secs * 1000));
   if (o.memory_limit < (1ull << 20))
-    return Error{EINVAL, "--memory-limit " + std::to_string(o.memory_limit) +
-                             ": at least 1M (the decoder itself needs about 20M)"};
-  if (o.max_kept < (1ull << 20)) return Error{EINVAL, "--max-kept " + std::to_string(o.max_kept) + ": at least 1M"};
+    return error_of(EINVAL, "--memory-limit " + std::to_string(o.memory_limit) +
+                             ": at least 1M (the decoder itself needs about 20M)");
+  if (o.max_kept < (1ull << 20)) return error_of(EINVAL, "--max-kept " + std::to_string(o.max_kept) + ": at least 1M");
   if (o.keep_whole_below > o.max_kept) o.keep_whole_below = o.max_kept;
   o.coredump_dir = strip_slashes(o.coredump_dir);
   o.state_dir = strip_slashes(o.state_dir);
   o.output_dir = strip_slashes(o.output_dir);
   if (o.coredump_dir.empty() || o.coredump_dir[0] != '/')
-    return Error{EINVAL, "--coredump-dir must be an absolute path"};
-  if (o.state_dir.empty() || o.state_dir[0] != '/') return Error{EINVAL, "--state-dir must be an absolute path"};
-  if (!o.output_dir.empty() && o.output_dir[0] != '/') return Error{EINVAL, "--output-dir must be an absolute path"};
+    return error_of(EINVAL, "--coredump-dir must be an absolute path");
+  if (o.state_dir.empty() || o.state_dir[0] != '/') return error_of(EINVAL, "--state-dir must be an absolute path");
+  if (!o.output_dir.empty() && o.output_dir[0] != '/') return error_of(EINVAL, "--output-dir must be an absolute path");
   if (!o.journal_directory.empty() && o.journal_directory[0] != '/')
-    return Error{EINVAL, "--journal-directory must be an absolute path"};
+    return error_of(EINVAL, "--journal-directory must be an absolute path");
   return {};
 }
 
@@ -137,7 +137,7 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
     *exit_now = app.exit(e);
     return o;
   } catch (const CLI::ParseError &e) {
-    return Error{EINVAL, std::string(e.what()) + " (core-timelined --help lists the options)"};
+    return error_of(EINVAL, std::string(e.what()) + " (core-timelined --help lists the options)");
   }
   if (g.show_version) {
     std::printf("core-timelined %s\n", version());
@@ -145,7 +145,7 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
     return o;
   }
   o.config = app.get_config_ptr() ? app.get_config_ptr()->as<std::string>() : kDefaultConfig;
-  if (auto r = check_values(g, o); !r) return std::move(r).error();
+  CT_TRY_VOID(check_values(g, o));
   return o;
 }
 

@@ -14,8 +14,13 @@
 
 namespace ctd {
 
-Error errno_error(int err, std::string_view what) {
-  return Error{err, std::string(what) + ": " + strerrordesc_np(err)};
+Error error_of(int err, std::string message) {
+  const Errc code = err == 0 ? Errc::kBadData
+                    : err == EINVAL ? Errc::kInvalidArgument
+                    : err == ENOMEM ? Errc::kNoMemory
+                    : err == ECANCELED ? Errc::kCancelled
+                                       : Errc::kIo;
+  return Error{code, std::move(message), err};
 }
 
 static std::uint64_t clock_usec(clockid_t id) noexcept {

@@ -3,8 +3,9 @@
  * util.h - small building blocks of core-timelined: errors as values, an
  * owning file descriptor, and clocks.
  *
- * Errors: daemon internals return Result<T> (a T or an Error).  An Error
- * carries the errno it came from (0 if none) and a one-line message that
+ * Errors: daemon internals return Result<T> (a T or an Error, the
+ * project's: core_timeline/reader/result.h).  An Error carries a code, the
+ * errno it came from (sys_errno, 0 if none) and a one-line message that
  * names the thing (path, pid, field) and, where there is one, what to do.
  * Nothing here throws, except std::bad_alloc from std::string.
  *
@@ -25,18 +26,21 @@
 
 namespace ctd {
 
-struct Error {
-  int err = 0;          /**< errno value, or 0 */
-  std::string message;  /**< what failed, naming the thing */
-};
-
-/** An Error from errno value `err` (> 0): "<what>: <strerror(err)>". */
-Error errno_error(int err, std::string_view what);
-
-/** A T or an Error: the reader's Result (core_timeline/reader/result.h)
- *  with the daemon's errno-carrying Error. */
+/* The project's errors (core_timeline/reader/result.h). */
+using core_timeline::reader::Errc;
+using core_timeline::reader::Error;
 template <class T>
-using Result = core_timeline::reader::Result<T, Error>;
+using Result = core_timeline::reader::Result<T>;
+
+/** An Error from errno value `err` (> 0): "<what>: <strerror(err)>"
+ *  (reader::system_error()). */
+inline Error errno_error(int err, std::string_view what) { return core_timeline::reader::system_error(err, what); }
+
+/** An Error whose message is `message` as given and whose sys_errno is
+ *  `err`, with the code that fits it: kBadData for 0 (a rule of the input
+ *  was broken), kInvalidArgument for EINVAL, kNoMemory for ENOMEM,
+ *  kCancelled for ECANCELED, kIo otherwise. */
+Error error_of(int err, std::string message);
 
 /** An owned file descriptor (core_timeline/reader/fd.h). */
 using Fd = core_timeline::reader::Fd;

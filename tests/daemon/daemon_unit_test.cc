@@ -565,15 +565,15 @@ TEST(Extract, OpenRefusesLinksAndNonRegularFiles) {
   struct stat st;
   auto r = ctd::open_core_file(dfd->get(), "link", &st);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().err, ELOOP);
+  EXPECT_EQ(r.error().sys_errno, ELOOP);
   r = ctd::open_core_file(dfd->get(), "fifo", &st);  // must not block
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().err, EINVAL);
+  EXPECT_EQ(r.error().sys_errno, EINVAL);
   r = ctd::open_core_file(dfd->get(), "dir", &st);
   ASSERT_FALSE(r);
   r = ctd::open_core_file(dfd->get(), "missing", &st);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().err, ENOENT);
+  EXPECT_EQ(r.error().sys_errno, ENOENT);
   r = ctd::open_core_file(dfd->get(), "../etc", &st);
   ASSERT_FALSE(r);
   EXPECT_TRUE(ctd::open_core_file(dfd->get(), "real", &st));
@@ -1259,7 +1259,7 @@ TEST_P(Decoder, CancelKillsTheChild) {
   });
   close(fd);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().err, ECANCELED);
+  EXPECT_EQ(r.error().sys_errno, ECANCELED);
   EXPECT_TRUE(decoders().empty());
 }
 

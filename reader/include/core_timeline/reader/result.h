@@ -39,6 +39,8 @@ enum class Errc : int {
   kNoMemory,        /**< allocation failed */
   kInvalidArgument, /**< the caller passed something unusable */
   kInternal,        /**< a bug in the reader */
+  kCancelled,       /**< the caller asked it to stop (the daemon's watchdog
+                         or SIGTERM while a core decodes) */
 };
 
 /** An error: a code, a one-line message naming what and where, and the
