@@ -2,6 +2,8 @@
 /* entry.cc - see entry.h. */
 #include "entry.h"
 
+#include "core_timeline/reader/number.h"
+
 #include <pwd.h>
 #include <sys/xattr.h>
 
@@ -69,9 +71,9 @@ Result<std::uint64_t> number(const RawEntry &raw, std::string_view name) {
   auto all = raw.values(name);
   if (all.size() != 1)
     return reject(std::string(name) + " occurs " + std::to_string(all.size()) + " times (systemd-coredump writes it once)");
-  std::uint64_t v;
-  if (!parse_u64(all[0], v)) return reject(std::string(name) + "='" + printable(all[0], 64) + "' is not a decimal number");
-  return v;
+  const auto v = core_timeline::reader::parse_unsigned(all[0]);
+  if (!v) return reject(std::string(name) + "='" + printable(all[0], 64) + "' is not a decimal number");
+  return *v;
 }
 
 /* Rule 1 (entry.h): exactly one MESSAGE_ID, systemd-coredump's. */
@@ -107,10 +109,10 @@ Result<std::uint64_t> check_sender(const RawEntry &raw, const TrustPolicy &polic
     for (const auto &e : policy.coredump_exes) exe_ok = exe_ok || exes[0] == e;
     if (!exe_ok) return reject("sent by _EXE=" + printable(exes[0], 128) + ", not systemd-coredump");
   }
-  std::uint64_t sender_uid;
-  auto sender = raw.single("_UID");
-  if (!sender || !parse_u64(*sender, sender_uid)) return reject("_UID missing or repeated");
-  return sender_uid;
+  const auto sender = raw.single("_UID");
+  const auto sender_uid = sender ? core_timeline::reader::parse_unsigned(*sender) : std::nullopt;
+  if (!sender_uid) return reject("_UID missing or repeated");
+  return *sender_uid;
 }
 
 /* Rule 3: the sender may speak of a crash of `crash_uid`.  systemd-coredump

@@ -3,7 +3,6 @@
 #include "util.h"
 
 #include "core_timeline/reader/printable.h"
-#include "core_timeline/reader/number.h"
 
 #include <errno.h>
 #include <string.h>
@@ -45,12 +44,6 @@ Result<void> write_all(int fd, std::string_view data, std::string_view what) {
     left -= static_cast<std::size_t>(n);
   }
   return {};
-}
-
-bool parse_u64(std::string_view s, std::uint64_t &out) noexcept {
-  const auto v = core_timeline::reader::parse_unsigned(s);
-  if (v) out = *v;
-  return v.has_value();
 }
 
 std::string printable(std::string_view s, std::size_t max_len) {

@@ -53,10 +53,6 @@ std::uint64_t monotonic_usec() noexcept;
 /** Writes all of `data` to `fd` (retrying EINTR and short writes). */
 Result<void> write_all(int fd, std::string_view data, std::string_view what);
 
-/** Parses a non-negative decimal integer that fits in uint64 (no sign, no
- *  spaces, no leading '+', at most 20 digits).  False on anything else. */
-bool parse_u64(std::string_view s, std::uint64_t &out) noexcept;
-
 /** `s` with bytes outside printable ASCII shown as \xNN: for log lines
  *  that quote untrusted strings (journal fields, paths). */
 std::string printable(std::string_view s, std::size_t max_len = 256);
