@@ -16,17 +16,15 @@
 #include <optional>
 #include <string>
 
-#include "core_timeline/document/status.h"
 #include "core_timeline/document/stored.h"
 #include "decode.h"
 #include "entry.h"
 #include "extract.h"
+#include "status.h"
 
 namespace ctd {
 
-using Status = core_timeline::document::Status;
 using core_timeline::document::serialize;
-using core_timeline::document::status_name;
 
 struct Verdict {
   Status status = Status::kUndecodable;  /**< the document's status */
