@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -384,23 +386,52 @@ void on_exit_remove_sidecar() {
   close(dirfd);
 }
 
+bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+/* Why `slots` slots per lane and `lanes` lanes make no ring, or nullptr:
+ * tl_init's EINVAL rules (timeline.h), in one place for tl_init and the
+ * constructor's message. */
+const char *geometry_problem(uint32_t slots, uint32_t lanes) {
+  if (!is_power_of_two(slots) || slots < fmt::kMinSlotsPerLane || slots > fmt::kMaxSlotsPerLane)
+    return "slots per lane must be a power of two from 8 to 1048576";
+  if (lanes < 1 || lanes + 1 > fmt::kMaxLanes) return "lanes must be from 1 to 4095";
+  if (fmt::region_size_for(lanes + 1, slots) > fmt::kMaxRegionSize)
+    return "the ring, (lanes + 1) x slots per lane x 128 bytes, must be at most 4 GiB";
+  return nullptr;
+}
+
 #ifdef TL_SHARED_CONSTRUCTOR
 bool env_flag(const char *name) {
   const char *v = secure_getenv(name);
   return v != nullptr && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
-uint32_t env_u32(const char *name, uint32_t fallback) {
+/* TL_SLOTS, TL_LANES: unset or empty (0: the default), or a number. */
+enum class EnvNumber { kUnset, kNumber, kMalformed };
+EnvNumber env_u32(const char *name, uint32_t *out) {
   const char *v = secure_getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
+  if (v == nullptr || *v == '\0') return EnvNumber::kUnset;
   char *end = nullptr;
-  unsigned long n = strtoul(v, &end, 0);
-  if (end == v || *end != '\0' || n > UINT32_MAX) return fallback;
-  return static_cast<uint32_t>(n);
+  errno = 0;
+  const bool hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');  /* else decimal, not octal */
+  const unsigned long long n = strtoull(v, &end, hex ? 16 : 10);
+  if (end == v || *end != '\0' || errno != 0 || n > UINT32_MAX || *v == '-') return EnvNumber::kMalformed;
+  *out = static_cast<uint32_t>(n);
+  return EnvNumber::kNumber;
+}
+
+/* One line on stderr from the constructor, which runs before main() in
+ * any program the library is preloaded into: the only place it can say
+ * that a setting made no ring. */
+__attribute__((format(printf, 1, 2))) void constructor_warning(const char *format, ...) {
+  char line[256];
+  va_list ap;
+  va_start(ap, format);
+  const int n = vsnprintf(line, sizeof line, format, ap);
+  va_end(ap);
+  if (n > 0) (void)!write(STDERR_FILENO, line, strnlen(line, sizeof line));
 }
 #endif
-
-bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
@@ -440,9 +471,7 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
   st.sync_every = o.sync_every;
   st.sync_interval_ms = o.sync_interval_ms ? o.sync_interval_ms : kDefaultIntervalMs;
   st.enabled = (o.enabled_sources ? o.enabled_sources : TL_SOURCE_ALL) & TL_SOURCE_ALL;
-  if (!is_power_of_two(st.slots_per_lane) || st.slots_per_lane < fmt::kMinSlotsPerLane ||
-      st.slots_per_lane > fmt::kMaxSlotsPerLane || st.lanes < 1 || st.lanes + 1 > fmt::kMaxLanes ||
-      fmt::region_size_for(st.lanes + 1, st.slots_per_lane) > fmt::kMaxRegionSize) {
+  if (geometry_problem(st.slots_per_lane, st.lanes) != nullptr) {
     __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
     return -EINVAL;
   }
@@ -484,15 +513,31 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
 /* The shared library sets up a default ring when loaded (also under
  * LD_PRELOAD), unless TL_DISABLE is set.  TL_NO_HANDLERS, TL_SLOTS,
  * TL_LANES and TL_SIDECAR_DIR adjust it.  All TL_* variables are read with
- * secure_getenv(3): a set-user-ID program ignores them. */
+ * secure_getenv(3): a set-user-ID program ignores them.  A TL_SLOTS or
+ * TL_LANES that is not a number, or that makes no ring (tl_init's EINVAL
+ * rules), gets one line on stderr naming the variable, the value and the
+ * limit, and no ring is made. */
 __attribute__((constructor(101))) static void tl_constructor() {
   if (env_flag("TL_DISABLE")) return;
   struct tl_options o;
   memset(&o, 0, sizeof o);
   o.size = sizeof o;
   o.no_handlers = env_flag("TL_NO_HANDLERS") ? 1 : 0;
-  o.slots_per_lane = env_u32("TL_SLOTS", 0);
-  o.lanes = env_u32("TL_LANES", 0);
+  const char *const names[2] = {"TL_SLOTS", "TL_LANES"};
+  uint32_t *const values[2] = {&o.slots_per_lane, &o.lanes};
+  for (int i = 0; i < 2; ++i) {
+    if (env_u32(names[i], values[i]) == EnvNumber::kMalformed) {
+      constructor_warning("libtimeline: %s=%.40s is not a number: no ring made\n", names[i], secure_getenv(names[i]));
+      return;
+    }
+  }
+  const uint32_t slots = o.slots_per_lane ? o.slots_per_lane : kDefaultSlots;
+  const uint32_t lanes = o.lanes ? o.lanes : kDefaultLanes;
+  if (const char *why = geometry_problem(slots, lanes)) {
+    constructor_warning("libtimeline: TL_SLOTS=%u TL_LANES=%u%s: %s: no ring made\n", slots, lanes,
+                        o.slots_per_lane && o.lanes ? "" : " (the unset one is its default)", why);
+    return;
+  }
   tl_init(&o);
 }
 #endif

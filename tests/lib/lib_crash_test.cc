@@ -24,6 +24,7 @@
 
 #include "crash_harness.h"
 #include "crasher_ids.h"
+#include "process.h"
 #include "ring_view.h"
 
 namespace {
@@ -352,6 +353,44 @@ TEST(Preload, TlDisableKeepsTheLibraryOut) {
                   {{"LD_PRELOAD", g_bin_dir + "/../lib/libtimeline.so"}, {"TL_DISABLE", "1"}});
   EXPECT_EQ(c.core.nt_file_ring_mappings, 0);
   EXPECT_TRUE(c.core.rings.empty());
+}
+
+// Guards against: a TL_SLOTS or TL_LANES that makes no ring, or is no
+// number, being ignored in silence (the defaults used, or no ring and no
+// word of it).  One line on stderr names the variable, the value and the
+// limit; no ring is made.  A real process each time, and a real core.
+TEST(Preload, BadTlSlotsOrTlLanesIsSaidOnStderrAndMakesNoRing) {
+  const std::string lib = g_bin_dir + "/../lib/libtimeline.so";
+  struct Case {
+    std::map<std::string, std::string> env;
+    std::string says;  // "" : nothing on stderr
+  };
+  const std::vector<Case> cases = {
+      {{{"TL_SLOTS", "abc"}}, "libtimeline: TL_SLOTS=abc is not a number: no ring made"},
+      {{{"TL_SLOTS", "-8"}}, "libtimeline: TL_SLOTS=-8 is not a number: no ring made"},
+      {{{"TL_LANES", "8x"}}, "libtimeline: TL_LANES=8x is not a number: no ring made"},
+      {{{"TL_SLOTS", "1048576"}}, "TL_SLOTS=1048576 TL_LANES=64 (the unset one is its default): the ring, (lanes + 1) x "
+                                  "slots per lane x 128 bytes, must be at most 4 GiB: no ring made"},
+      {{{"TL_SLOTS", "1000"}}, "slots per lane must be a power of two from 8 to 1048576: no ring made"},
+      {{{"TL_LANES", "4096"}}, "lanes must be from 1 to 4095: no ring made"},
+      {{{"TL_SLOTS", "8192"}, {"TL_LANES", "16"}}, ""},
+      {{{"TL_SLOTS", "010"}}, "TL_SLOTS=10 TL_LANES=64"},  // decimal, not octal 8
+      {{{"TL_SLOTS", "0x400"}}, ""},
+  };
+  for (const auto &c : cases) {
+    ct::test::ProcessOptions o;
+    o.env = c.env;
+    o.env["LD_PRELOAD"] = lib;
+    const ct::test::Ran r = ct::test::run({"/bin/true"}, o);
+    EXPECT_TRUE(r.ok()) << r.err;
+    if (c.says.empty())
+      EXPECT_EQ(r.err, "") << c.env.begin()->first << "=" << c.env.begin()->second;
+    else
+      EXPECT_NE(r.err.find(c.says), std::string::npos) << "stderr: " << r.err << "\nexpected: " << c.says;
+  }
+  Crash c = crash("crash_demo_nolib", {"--path=a"}, std::nullopt, {{"LD_PRELOAD", lib}, {"TL_SLOTS", "1048576"}});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_TRUE(c.core.rings.empty()) << "a ring was made although the constructor said none was";
 }
 
 // The sidecar: created fresh and private, holds the CRASH slot the handler
