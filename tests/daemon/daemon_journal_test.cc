@@ -267,6 +267,19 @@ Entry stored_crash(Scratch &s, const std::string &suffix) {
   return e;
 }
 
+// The crash `first` of pid `pid` instead: the same fields and a copy of its
+// core, named for that pid, beside it.
+Entry crash_of_pid(const Entry &first, const std::string &pid) {
+  Entry e = first;
+  std::string file = get(first, "COREDUMP_FILENAME");
+  const std::string old_pid = "." + get(first, "COREDUMP_PID") + ".";
+  file.replace(file.rfind(old_pid), old_pid.size(), "." + pid + ".");
+  fs::copy_file(get(first, "COREDUMP_FILENAME"), file, fs::copy_options::overwrite_existing);
+  set(e, "COREDUMP_PID", pid);
+  set(e, "COREDUMP_FILENAME", file);
+  return e;
+}
+
 // The stored document at `path`, once it is checked against
 // docs/timeline.schema.json (Debian's python3-jsonschema): every document a
 // test here reads is a real one the daemon stored.
@@ -415,13 +428,7 @@ TEST(DaemonFromJournalFiles, ForgedAndMalformedEntriesPlantNothing) {
   const Entry good = stored_crash(s, ".zst");
   std::vector<Entry> entries;
   auto variant = [&](const std::string &pid, auto &&edit) {
-    Entry e = good;
-    std::string file = get(e, "COREDUMP_FILENAME");
-    const std::string old_pid = "." + get(e, "COREDUMP_PID") + ".";
-    file.replace(file.rfind(old_pid), old_pid.size(), "." + pid + ".");
-    fs::copy_file(get(good, "COREDUMP_FILENAME"), file, fs::copy_options::overwrite_existing);
-    set(e, "COREDUMP_PID", pid);
-    set(e, "COREDUMP_FILENAME", file);
+    Entry e = crash_of_pid(good, pid);
     edit(e);
     entries.push_back(e);
   };
@@ -609,13 +616,7 @@ std::string cursor_of(Scratch &s) {
 // A crash like `first` but of pid `pid`, one second later, with its core
 // beside the first's.
 Entry later_crash(const Entry &first, const std::string &pid) {
-  Entry e = first;
-  std::string file = get(first, "COREDUMP_FILENAME");
-  const std::string old_pid = "." + get(first, "COREDUMP_PID") + ".";
-  file.replace(file.rfind(old_pid), old_pid.size(), "." + pid + ".");
-  fs::copy_file(get(first, "COREDUMP_FILENAME"), file, fs::copy_options::overwrite_existing);
-  set(e, "COREDUMP_PID", pid);
-  set(e, "COREDUMP_FILENAME", file);
+  Entry e = crash_of_pid(first, pid);
   set(e, "__REALTIME_TIMESTAMP", std::to_string(std::stoull(get(first, "__REALTIME_TIMESTAMP")) + 1000000));
   set(e, "__MONOTONIC_TIMESTAMP", std::to_string(std::stoull(get(first, "__MONOTONIC_TIMESTAMP")) + 1000000));
   return e;

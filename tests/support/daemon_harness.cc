@@ -95,12 +95,7 @@ void DaemonHarness::start(const std::vector<std::string> &extra, const std::map<
     fail("core-timelined started while the previous one (pid " + std::to_string(old) + ") still ran; killed it");
   }
   const std::vector<std::string> args = arguments(extra);
-  ProcessOptions po;
-  po.in = Stream::null();
-  po.out = Stream::append(log_);
-  po.err = Stream::to_stdout();
-  po.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_*"};
-  po.env = env;
+  ProcessOptions po = process_options(env);
   po.env["NOTIFY_SOCKET"] = notify_path_;
   // Notifications left from a daemon run before are not this one's.
   while (!next_notification(0ms).empty()) {
@@ -122,6 +117,16 @@ void DaemonHarness::start(const std::vector<std::string> &extra, const std::map<
        " ms; its log:\n" + log_tail());
 }
 
+ProcessOptions DaemonHarness::process_options(const std::map<std::string, std::string> &env) const {
+  ProcessOptions po;
+  po.in = Stream::null();
+  po.out = Stream::append(log_);
+  po.err = Stream::to_stdout();
+  po.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_*"};
+  po.env = env;
+  return po;
+}
+
 std::vector<std::string> DaemonHarness::arguments(const std::vector<std::string> &extra) const {
   std::vector<std::string> args{opts_.binary, "--state-dir", state_, "--first-start", opts_.first_start};
   if (!out_.empty()) args.insert(args.end(), {"--output-dir", out_});
@@ -137,13 +142,7 @@ Ran DaemonHarness::run_once(const std::vector<std::string> &extra, const std::ma
   if (pid_ > 0) fail("core-timelined --once while the one started before (pid " + std::to_string(pid_) + ") runs");
   std::vector<std::string> args = arguments(extra);
   args.push_back("--once");
-  ProcessOptions po;
-  po.in = Stream::null();
-  po.out = Stream::append(log_);
-  po.err = Stream::to_stdout();
-  po.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_*"};
-  po.env = env;
-  return run(args, po);
+  return run(args, process_options(env));
 }
 
 int DaemonHarness::stop() {

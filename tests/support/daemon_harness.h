@@ -130,6 +130,9 @@ class DaemonHarness {
 
  private:
   std::vector<std::string> arguments(const std::vector<std::string> &extra) const;
+  // stdin /dev/null, stdout and stderr appended to the log, `env` on top of
+  // this environment without NOTIFY_SOCKET and WATCHDOG_*.
+  ProcessOptions process_options(const std::map<std::string, std::string> &env) const;
   Options opts_;
   std::string state_, out_, log_, notify_path_;
   int notify_fd_ = -1;
