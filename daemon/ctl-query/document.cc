@@ -190,11 +190,9 @@ std::string syntax_error(const nlohmann::json::parse_error &e) {
   return "JSON syntax error: " + std::string(w);
 }
 
-/* strerror(3) is not thread-safe, and documents are read in parallel. */
-std::string errno_text(int e) {
-  const char *d = ::strerrordesc_np(e);
-  return d ? d : "error " + std::to_string(e);
-}
+/* "<what>: <strerror>", thread-safe (reader::system_error): documents
+ * are read in parallel. */
+std::string errno_text(std::string what, int e) { return reader::system_error(e, what).message; }
 
 using reader::Fd;
 
@@ -308,10 +306,10 @@ Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, con
     if (e == EACCES || e == EPERM) return ReadError{Problem::kPermissionDenied, path + ": permission denied"};
     if (e == ENOENT) return ReadError{Problem::kVanished, path + ": removed while being listed"};
     if (e == ELOOP) return ReadError{Problem::kNotRegularFile, path + ": is a symbolic link, not followed"};
-    return ReadError{Problem::kIoError, path + ": cannot open: " + errno_text(e)};
+    return ReadError{Problem::kIoError, errno_text(path + ": cannot open", e)};
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) < 0) return ReadError{Problem::kIoError, path + ": fstat: " + errno_text(errno)};
+  if (::fstat(fd.get(), &st) < 0) return ReadError{Problem::kIoError, errno_text(path + ": fstat", errno)};
   if (!S_ISREG(st.st_mode)) return ReadError{Problem::kNotRegularFile, path + ": not a regular file"};
   if (static_cast<std::uint64_t>(st.st_size) > request.max_bytes)
     return ReadError{Problem::kTooLarge, fmt::format("{}: too large ({} bytes, the limit is {}; see --max-size)", path,
@@ -338,7 +336,7 @@ Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, con
     ssize_t n = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ReadError{Problem::kIoError, path + ": read: " + errno_text(errno)};
+      return ReadError{Problem::kIoError, errno_text(path + ": read", errno)};
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
