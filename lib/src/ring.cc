@@ -391,12 +391,15 @@ bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 /* Why `slots` slots per lane and `lanes` lanes make no ring, or nullptr:
  * tl_init's EINVAL rules (timeline.h), in one place for tl_init and the
  * constructor's message. */
+static_assert(fmt::kMinSlotsPerLane == 8 && fmt::kMaxSlotsPerLane == 1048576 && fmt::kMaxLanes == 4096 &&
+                  fmt::kMaxRegionSize == (1ull << 32) && fmt::kSlotSize == 128,
+              "geometry_problem()'s messages, timeline.h and libtimeline(3) name these limits");
 const char *geometry_problem(uint32_t slots, uint32_t lanes) {
   if (!is_power_of_two(slots) || slots < fmt::kMinSlotsPerLane || slots > fmt::kMaxSlotsPerLane)
     return "slots per lane must be a power of two from 8 to 1048576";
   if (lanes < 1 || lanes + 1 > fmt::kMaxLanes) return "lanes must be from 1 to 4095";
   if (fmt::region_size_for(lanes + 1, slots) > fmt::kMaxRegionSize)
-    return "the ring, (lanes + 1) x slots per lane x 128 bytes, must be at most 4 GiB";
+    return "the ring, its header and (lanes + 1) x slots per lane x 128 bytes, must be at most 4 GiB";
   return nullptr;
 }
 

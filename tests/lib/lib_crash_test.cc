@@ -369,8 +369,10 @@ TEST(Preload, BadTlSlotsOrTlLanesIsSaidOnStderrAndMakesNoRing) {
       {{{"TL_SLOTS", "abc"}}, "libtimeline: TL_SLOTS=abc is not a number: no ring made"},
       {{{"TL_SLOTS", "-8"}}, "libtimeline: TL_SLOTS=-8 is not a number: no ring made"},
       {{{"TL_LANES", "8x"}}, "libtimeline: TL_LANES=8x is not a number: no ring made"},
-      {{{"TL_SLOTS", "1048576"}}, "TL_SLOTS=1048576 TL_LANES=64 (the unset one is its default): the ring, (lanes + 1) x "
-                                  "slots per lane x 128 bytes, must be at most 4 GiB: no ring made"},
+      {{{"TL_SLOTS", "1048576"}}, "TL_SLOTS=1048576 TL_LANES=64 (the unset one is its default): the ring, its header "
+                                  "and (lanes + 1) x slots per lane x 128 bytes, must be at most 4 GiB: no ring made"},
+      // 32 x 128 MiB is 4 GiB already, and the header comes on top.
+      {{{"TL_SLOTS", "1048576"}, {"TL_LANES", "31"}}, "TL_SLOTS=1048576 TL_LANES=31: the ring, its header"},
       {{{"TL_SLOTS", "1000"}}, "slots per lane must be a power of two from 8 to 1048576: no ring made"},
       {{{"TL_LANES", "4096"}}, "lanes must be from 1 to 4095: no ring made"},
       {{{"TL_SLOTS", "8192"}, {"TL_LANES", "16"}}, ""},

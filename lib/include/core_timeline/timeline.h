@@ -96,8 +96,8 @@ struct tl_options {
  * static library does nothing until tl_init is called.
  *
  * Returns 0, -EALREADY if a ring exists, -EINVAL for bad options (outside
- * the ranges above, or (lanes + 1) x slots_per_lane x 128 bytes above
- * 4 GiB: 1048576 slots allow at most 31 lanes), or the
+ * the ranges above, or a ring, its header and (lanes + 1) x slots_per_lane
+ * x 128 bytes, above 4 GiB: 1048576 slots allow at most 30 lanes), or the
  * -errno of the failed system call (memfd_create, ftruncate, mmap,
  * sigaction).  Thread-safe; NOT async-signal-safe.
  */
