@@ -12,7 +12,14 @@
  *   header.lane_table_offset      struct tl_lane_desc[lane_count]
  *   header.lanes_offset           lane 0 slots, lane 1 slots, ... each
  *                                 slots_per_lane * slot_size bytes
+ *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
+ *
+ * Version 2 (this header) adds, to version 1: the name table, the crash
+ * clock anchor, the anchors' spreads, span events (kKindSpanBegin/End) and
+ * the ring-less header (kIncompatNoRing) that says why tl_init made no ring.
+ * A reader of version 2 reads version-1 rings: every version-2 field is in
+ * space version 1 wrote as zero, and zero means "absent".
  *
  * All fields are little-endian, fixed width; no pointers, no `long`.
  * The last lane (index lane_count - 1) is the shared overflow lane.
@@ -45,8 +52,10 @@ namespace core_timeline::format {
 
 /** The four magic bytes at offset 0 of a ring: "CTLN". */
 inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
-/** Layout version this header describes. */
-inline constexpr std::uint16_t kVersion = 1;
+/** Layout version this header describes (the writer writes it). */
+inline constexpr std::uint16_t kVersion = 2;
+/** Oldest layout version a reader of this header reads. */
+inline constexpr std::uint16_t kMinVersion = 1;
 /** Written by the writer as 0x01020304 in host order; a reader that sees
  *  anything else refuses the ring (byte-swapped or not a ring). */
 inline constexpr std::uint32_t kEndianMarker = 0x01020304u;
@@ -55,7 +64,7 @@ inline constexpr std::uint32_t kEndianMarker = 0x01020304u;
 inline constexpr std::uint32_t kHeaderSize = 512;
 /** Size in bytes of one lane descriptor. */
 inline constexpr std::uint32_t kLaneDescSize = 64;
-/** Size in bytes of one slot (version 1 fixes it; a reader checks it). */
+/** Size in bytes of one slot (versions 1 and 2 fix it; a reader checks it). */
 inline constexpr std::uint32_t kSlotSize = 128;
 /** Bytes of inline payload in a slot (pointer snapshots, thread names,
  *  crash details). */
@@ -65,6 +74,8 @@ inline constexpr std::uint32_t kMaxBuildId = 64;
 /** Name the writer gives its memfd; the core's NT_FILE note lists it as
  *  "/memfd:core-timeline (deleted)" (memfd_create(2), docs/platform.md §1). */
 inline constexpr char kMemfdName[] = "core-timeline";
+/** Bytes of RingHeader.init_error_text. */
+inline constexpr std::uint32_t kInitErrorText = 96;
 
 /** Sanity bounds a reader enforces before trusting any offset. */
 inline constexpr std::uint32_t kMaxLanes = 4096;
@@ -76,8 +87,13 @@ inline constexpr std::uint64_t kMaxRegionSize = 1ull << 32; /* 4 GiB */
  *  protocol").  A slot whose begin_seq has it set is torn. */
 inline constexpr std::uint64_t kSeqWriting = 1ull << 63;
 
-/* incompat_flags: none defined in version 1. */
-inline constexpr std::uint32_t kIncompatKnown = 0;
+/* incompat_flags */
+/** The region is a header only: libtimeline was loaded but tl_init could
+ *  make no ring.  `init_error` holds the errno and `init_error_text` the
+ *  reason; lane_count, slots_per_lane, lanes_offset and the name table are
+ *  0 and region_size is one page.  (Version 2.) */
+inline constexpr std::uint32_t kIncompatNoRing = 1u << 0;
+inline constexpr std::uint32_t kIncompatKnown = kIncompatNoRing;
 
 /* compat_flags */
 /** Slot timestamps are x86 TSC (rdtsc) ticks. */
@@ -101,6 +117,12 @@ enum Kind : std::uint16_t {
                              inline = struct CrashInfo */
   kKindLaneClaim = 5,   /**< first event of a thread in a lane: arg0 = lane
                              index, arg1 = previous owner tid (0 if none) */
+  kKindSpanBegin = 6,   /**< tl_span_begin (v2): id, arg0 = arg; the span's
+                             token is span_token(lane, seq) of this slot */
+  kKindSpanEnd = 7,     /**< tl_span_end (v2): arg0 = token; id and arg1 =
+                             the begin's id and timestamp as the ender read
+                             them from the begin's slot, or 0 when that
+                             slot no longer held the begin */
   kKindMalloc = 16,     /**< arg0 = pointer returned, arg1 = size */
   kKindFree = 17,       /**< arg0 = pointer freed */
   kKindCalloc = 18,     /**< arg0 = pointer returned, arg1 = total size */
@@ -164,7 +186,21 @@ struct RingHeader {
   std::uint64_t anchor_monotonic_ns; /**< CLOCK_MONOTONIC at tl_init, ns */
   std::uint64_t ticks_per_second;  /**< slot clock rate if the writer knew it
                                         at init (0: derive from the anchors) */
-  std::uint8_t reserved1[176];     /**< zero; room for immutable fields */
+  /* --- version 2 (zero in version 1) --- */
+  std::uint64_t names_offset;      /**< the name table, from region start; 0:
+                                        none */
+  std::uint32_t names_capacity;    /**< NameEntry slots in the table */
+  std::uint32_t name_entry_size;   /**< kNameEntrySize */
+  std::uint32_t anchor_spread_ticks; /**< slot-clock ticks between the reads
+                                        before and after the init anchor's
+                                        clock_gettime calls; anchor_ticks is
+                                        their midpoint.  0: unknown */
+  std::int32_t init_error;         /**< with kIncompatNoRing: the errno of
+                                        the failed tl_init (EINVAL...) */
+  char init_error_text[kInitErrorText]; /**< with kIncompatNoRing: why, in
+                                        ASCII, NUL-padded, e.g. "TL_SLOTS=
+                                        1048576 with 64 lanes exceeds ..." */
+  std::uint8_t reserved1[56];      /**< zero; room for immutable fields */
 
   /* --- mutable part (not CRC-covered), each group on its own cache line --- */
   /* Latest clock anchor, refreshed by the helper thread every interval.
@@ -173,7 +209,15 @@ struct RingHeader {
   std::uint64_t latest_ticks;
   std::uint64_t latest_realtime_ns;
   std::uint64_t latest_monotonic_ns;
-  std::uint64_t reserved2[4];
+  /* Crash clock anchor (v2), written once by the first crash handler to
+   * run, beside its CRASH slot: the anchor the reader pairs with the init
+   * anchor to know the slot clock's rate from the core alone.
+   * `crash_anchor_state` is kAnchorNone, kAnchorWriting (claimed by a CAS)
+   * or kAnchorComplete (stored with release after the three values). */
+  std::uint64_t crash_anchor_state;
+  std::uint64_t crash_ticks;       /**< slot clock, midpoint of two reads */
+  std::uint64_t crash_realtime_ns; /**< CLOCK_REALTIME at the crash */
+  std::uint64_t crash_monotonic_ns;/**< CLOCK_MONOTONIC at the crash */
 
   std::uint64_t dropped;           /**< events not recorded while enabled
                                         (no lane could be had) */
@@ -183,8 +227,12 @@ struct RingHeader {
   std::uint64_t sync_count;        /**< sidecar syncs completed */
   std::uint32_t enabled_sources;   /**< last tl_set_enabled() mask, for the
                                         reader's summary */
-  std::uint32_t reserved3;
-  std::uint64_t reserved4[4];
+  std::uint32_t crash_spread_ticks;/**< (v2) ticks between the two slot-clock
+                                        reads around the crash anchor */
+  std::uint64_t names_claimed;     /**< (v2) NameEntry slots reserved so far
+                                        (fetch-add); may exceed capacity:
+                                        those registrations were refused */
+  std::uint64_t reserved4[3];
 };
 
 inline constexpr std::size_t kCrcEnd = 384;      /**< end of the CRC-covered part */
@@ -217,15 +265,32 @@ static_assert(offsetof(RingHeader, anchor_ticks) == 176);
 static_assert(offsetof(RingHeader, anchor_realtime_ns) == 184);
 static_assert(offsetof(RingHeader, anchor_monotonic_ns) == 192);
 static_assert(offsetof(RingHeader, ticks_per_second) == 200);
-static_assert(offsetof(RingHeader, reserved1) == 208);
+static_assert(offsetof(RingHeader, names_offset) == 208);
+static_assert(offsetof(RingHeader, names_capacity) == 216);
+static_assert(offsetof(RingHeader, name_entry_size) == 220);
+static_assert(offsetof(RingHeader, anchor_spread_ticks) == 224);
+static_assert(offsetof(RingHeader, init_error) == 228);
+static_assert(offsetof(RingHeader, init_error_text) == 232);
+static_assert(offsetof(RingHeader, reserved1) == 328);
 static_assert(offsetof(RingHeader, latest_anchor_seq) == kMutableStart);
 static_assert(offsetof(RingHeader, latest_ticks) == 392);
 static_assert(offsetof(RingHeader, latest_realtime_ns) == 400);
 static_assert(offsetof(RingHeader, latest_monotonic_ns) == 408);
+static_assert(offsetof(RingHeader, crash_anchor_state) == 416);
+static_assert(offsetof(RingHeader, crash_ticks) == 424);
+static_assert(offsetof(RingHeader, crash_realtime_ns) == 432);
+static_assert(offsetof(RingHeader, crash_monotonic_ns) == 440);
 static_assert(offsetof(RingHeader, dropped) == 448);
 static_assert(offsetof(RingHeader, mmap_generation) == 456);
 static_assert(offsetof(RingHeader, sync_count) == 464);
 static_assert(offsetof(RingHeader, enabled_sources) == 472);
+static_assert(offsetof(RingHeader, crash_spread_ticks) == 476);
+static_assert(offsetof(RingHeader, names_claimed) == 480);
+
+/* crash_anchor_state */
+inline constexpr std::uint64_t kAnchorNone = 0;
+inline constexpr std::uint64_t kAnchorWriting = 1;
+inline constexpr std::uint64_t kAnchorComplete = 2;
 
 /* -------------------------------------------------------------- lane table */
 
@@ -320,6 +385,63 @@ inline constexpr std::uint32_t kCrashChained = 1u << 0;
 /** The fault repeated at the same pc after the chained handler returned. */
 inline constexpr std::uint32_t kCrashRepeated = 1u << 1;
 
+/* -------------------------------------------------------------- names (v2) */
+
+/** Size in bytes of one name-table entry. */
+inline constexpr std::uint32_t kNameEntrySize = 128;
+/** Default and largest names_capacity. */
+inline constexpr std::uint32_t kDefaultNames = 256;
+inline constexpr std::uint32_t kMaxNames = 4096;
+inline constexpr std::uint32_t kNameBytes = 48;
+inline constexpr std::uint32_t kArgNameBytes = 32;
+
+/**
+ * One registered event name (tl_name), in the table at header.names_offset.
+ * A writer reserves entry header.names_claimed++ (fetch-add), stores the
+ * fields, then sets `state` to kNameCommitted with release.  A reader takes
+ * only committed entries; when several name one id, the highest index wins.
+ * The strings are NUL-padded, untrusted bytes; the writer stores only
+ * printable ASCII without spaces.
+ */
+struct NameEntry {
+  std::uint32_t state;         /**< 0 free, kNameWriting, kNameCommitted */
+  std::uint32_t id;            /**< the user event id it names */
+  std::uint32_t arg_count;     /**< argument names given, 0..2 */
+  std::uint32_t reserved;
+  char name[kNameBytes];       /**< "REQ_PARSE" */
+  char arg0[kArgNameBytes];    /**< "request_id", or empty */
+  char arg1[kArgNameBytes];    /**< "bytes", or empty */
+};
+static_assert(sizeof(NameEntry) == kNameEntrySize);
+static_assert(offsetof(NameEntry, state) == 0);
+static_assert(offsetof(NameEntry, id) == 4);
+static_assert(offsetof(NameEntry, arg_count) == 8);
+static_assert(offsetof(NameEntry, name) == 16);
+static_assert(offsetof(NameEntry, arg0) == 64);
+static_assert(offsetof(NameEntry, arg1) == 96);
+
+inline constexpr std::uint32_t kNameWriting = 1;
+inline constexpr std::uint32_t kNameCommitted = 2;
+
+/* -------------------------------------------------------------- spans (v2) */
+
+/** A span token names the kKindSpanBegin slot: lane + 1 in the top 13 bits,
+ *  the begin's sequence in the low 51 (2^51 events of one lane: years at
+ *  10 M events/s).  0 is "no span" (recording was off or no slot could be
+ *  had); tl_span_end(0) does nothing. */
+inline constexpr unsigned kSpanTokenSeqBits = 51;
+inline constexpr std::uint64_t kSpanTokenSeqMask = (1ull << kSpanTokenSeqBits) - 1;
+static_assert(kMaxLanes < (1u << (64 - kSpanTokenSeqBits)));
+constexpr std::uint64_t span_token(std::uint32_t lane, std::uint64_t seq) {
+  return (std::uint64_t(lane) + 1) << kSpanTokenSeqBits | (seq & kSpanTokenSeqMask);
+}
+/** The lane of a token, or kMaxLanes for a token that names none. */
+constexpr std::uint32_t span_token_lane(std::uint64_t token) {
+  const std::uint64_t l = token >> kSpanTokenSeqBits;
+  return l == 0 ? kMaxLanes : static_cast<std::uint32_t>(l - 1);
+}
+constexpr std::uint64_t span_token_seq(std::uint64_t token) { return token & kSpanTokenSeqMask; }
+
 /* ---------------------------------------------------------------- helpers */
 
 /** Byte offset of lane `lane`'s slot array within the region. */
@@ -327,15 +449,19 @@ constexpr std::uint64_t lane_slots_offset(const RingHeader &h, std::uint32_t lan
   return h.lanes_offset + std::uint64_t(lane) * h.slots_per_lane * h.slot_size;
 }
 
-/** Region size for a given geometry (header, lane table, slots), page
- *  aligned.  Used by the writer to size the memfd and by the reader to check
- *  header.region_size. */
+/** Offset of the name table for a given geometry: right after the slots
+ *  (which end 128-byte aligned). */
+constexpr std::uint64_t names_offset_for(std::uint32_t lanes, std::uint32_t slots_per_lane) {
+  std::uint64_t lanes_off = (kHeaderSize + std::uint64_t(lanes) * kLaneDescSize + 127) & ~std::uint64_t(127);
+  return lanes_off + std::uint64_t(lanes) * slots_per_lane * kSlotSize;
+}
+
+/** Region size for a given geometry (header, lane table, slots, `names`
+ *  name entries), page aligned.  Used by the writer to size the memfd and
+ *  by the reader to check header.region_size.  Version 1 had no names. */
 constexpr std::uint64_t region_size_for(std::uint32_t lanes, std::uint32_t slots_per_lane,
-                                        std::uint64_t page = 4096) {
-  std::uint64_t table = kHeaderSize;
-  std::uint64_t lanes_off = table + std::uint64_t(lanes) * kLaneDescSize;
-  lanes_off = (lanes_off + 127) & ~std::uint64_t(127);
-  std::uint64_t end = lanes_off + std::uint64_t(lanes) * slots_per_lane * kSlotSize;
+                                        std::uint32_t names = 0, std::uint64_t page = 4096) {
+  const std::uint64_t end = names_offset_for(lanes, slots_per_lane) + std::uint64_t(names) * kNameEntrySize;
   return (end + page - 1) & ~(page - 1);
 }
 /** Offset of the first slot for a given lane count (after the lane table,

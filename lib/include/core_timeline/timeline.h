@@ -10,7 +10,8 @@
  *
  * Every function here is safe to call from any thread.  The recording
  * functions (tl_mark, tl_mark2, tl_mark_ptr, tl_record, tl_thread_name,
- * tl_set_enabled, tl_enabled) are also async-signal-safe: they never
+ * tl_span_begin, tl_span_end, tl_name, tl_set_enabled, tl_enabled) are also
+ * async-signal-safe: they never
  * allocate, lock, format or block, and they preserve errno.  Recording
  * before tl_init (or after it failed) does nothing.
  *
@@ -72,6 +73,8 @@ struct tl_options {
   const char *sidecar_dir;  /**< directory for the degraded-mode sidecar;
                                  NULL: $TL_SIDECAR_DIR, else /run/core-timeline
                                  if it exists; "" disables the sidecar */
+  uint32_t names;           /**< entries of the ring's name table (tl_name);
+                                 [1, 4096]; default 256 */
 };
 
 /**
@@ -160,6 +163,64 @@ void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1);
  */
 void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
                      const void *bytes, uint32_t len, uintptr_t return_address);
+
+/**
+ * tl_span_begin - begin a span: an interval that tl_span_end() closes.
+ *
+ * Records a SPAN_BEGIN event (`id`, `arg`) and returns its token, which
+ * names that event's slot.  Pass the token to tl_span_end(), from this
+ * thread or any other.  Spans begun in one thread nest in the order they
+ * were begun; the reader shows the spans still open at a crash, and how
+ * long each had been open, as the timeline's headline.
+ *
+ * Returns 0 when nothing was recorded (before tl_init, user events
+ * disabled, or no slot could be had); tl_span_end(0) does nothing.
+ * Cost: one tl_mark.  Thread-safe, async-signal-safe, never blocks.
+ */
+uint64_t tl_span_begin(uint32_t id, uintptr_t arg);
+
+/**
+ * tl_span_end - end the span `token` (from tl_span_begin()).
+ *
+ * Records a SPAN_END event carrying the token, and the span's id and begin
+ * timestamp read back from its begin slot while that slot still holds it,
+ * so a span whose begin was later overwritten is still shown as "ended;
+ * begin lost", with its name when it could be read.  Ending a span twice
+ * records two ends; the reader reports the second.
+ * Thread-safe, async-signal-safe, never blocks.
+ */
+void tl_span_end(uint64_t token);
+
+/**
+ * tl_name - name user event `id` in the ring, so readers name it from the
+ * core alone (no tlmap needed).
+ *
+ * @spec: "NAME [ARG0 [ARG1]]": the event's name and the names of its two
+ *   arguments, separated by single spaces, e.g. "REQ_PARSE request_id
+ *   bytes".  NAME is at most 47 bytes, each ARG at most 31, all printable
+ *   ASCII other than space.
+ *
+ * Before tl_init the name is kept in the library and written into the ring
+ * when it is made.  Naming an id again replaces its name (the newest entry
+ * wins).  Returns 0, -EINVAL for a malformed spec, -ENOSPC when the name
+ * table (tl_options.names entries) is full.
+ * Thread-safe, async-signal-safe.
+ */
+int tl_name(uint32_t id, const char *spec);
+
+/** TL_NAME(ID, SPEC) - name an event once, at file scope, next to its id:
+ *
+ *      enum { REQ_PARSE = 0x1001 };
+ *      TL_NAME(REQ_PARSE, "REQ_PARSE request_id bytes");
+ *
+ *  expands to a constructor that calls tl_name(ID, SPEC) when the program
+ *  (or the shared object holding it) is loaded. */
+#define TL_NAME_CAT2_(a, b) a##b
+#define TL_NAME_CAT_(a, b) TL_NAME_CAT2_(a, b)
+#define TL_NAME(ID, SPEC)                                                       \
+  __attribute__((constructor)) static void TL_NAME_CAT_(tl_name_ctor_, __COUNTER__)(void) { \
+    (void)tl_name((ID), (SPEC));                                                \
+  }
 
 /**
  * tl_set_enabled - set the mask of recorded sources (TL_SOURCE_*).
