@@ -3,8 +3,9 @@
  * core-timeline-read - print the timeline a libtimeline process left in its
  * own core dump.
  *
- *   core-timeline-read [--core-only] [--json] [--sidecar PATH] [--tlmap FILE]
- *                      [--unverified-symbols] [--no-symbols] CORE [EXECUTABLE]
+ *   core-timeline-read [--core-only] [--json] [--wall-clock] [--by-thread]
+ *                      [--sidecar PATH] [--tlmap FILE] [--unverified-symbols]
+ *                      [--no-symbols] CORE [EXECUTABLE]
  *
  * Exit codes (docs/timeline-json.md):
  *   0 timeline printed          1 no CTLN mapping found (the process did
@@ -14,6 +15,7 @@
  *   3 core unreadable, not an ELF core, or nothing to read in it
  *   4 ring invalid              5 EXECUTABLE refused (build-id mismatch)
  *   6 sidecar identity mismatch 7 usage error / unreadable --tlmap
+ *   8 libtimeline was loaded but made no ring (its ring-less header says why)
  * A failure prints one line "core-timeline-read: REASON" on stderr.
  */
 #include <cstdio>
@@ -35,12 +37,17 @@ int main(int argc, char **argv) {
                "Exit codes: 0 timeline printed, 1 no CTLN mapping found, 2 timeline mapping absent\n"
                "or cannot be told (excluded, or the core is cut off), 3 core unreadable, not an ELF core\n"
                "or nothing to read, 4 ring invalid, 5 EXECUTABLE refused,\n"
-               "6 sidecar identity mismatch, 7 usage error.",
+               "6 sidecar identity mismatch, 7 usage error, 8 libtimeline loaded but made no ring.",
                "core-timeline-read"};
   bool core_only = false, as_json = false, unverified = false, no_symbols = false;
+  ctr::TextOptions text;
   std::string sidecar, tlmap_path, core_path, exe_path;
   app.add_flag("--core-only", core_only, "Use the core alone; ignore any sidecar");
   app.add_flag("--json", as_json, "Print one JSON document (docs/timeline-json.md)");
+  app.add_flag("--wall-clock", text.wall_clock,
+               "Show each event's wall-clock time (journalctl's short-precise style, local time) instead of its "
+               "age relative to the crash");
+  app.add_flag("--by-thread", text.by_thread, "Group events by thread instead of one list merged by time");
   app.add_option("--sidecar", sidecar, "Sidecar file (byte copy of the ring) to merge, degraded mode");
   app.add_option("--tlmap", tlmap_path, "File naming user event ids (\"0x1001 REQ_PARSE\" lines)");
   app.add_flag("--unverified-symbols", unverified,
@@ -76,7 +83,7 @@ int main(int argc, char **argv) {
   ctr::FileFacts facts;
   auto core = ctr::CoreFile::open(core_path, &facts);
   ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(core_path, core.error(), facts);
-  const std::string out = as_json ? ctr::render_json(a) : ctr::render_text(a);
+  const std::string out = as_json ? ctr::render_json(a) : ctr::render_text(a, text);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (a.status != ctr::Status::kOk) {

@@ -33,6 +33,7 @@ int exit_code(Status s) noexcept {
     case Status::kExecutableRefused: return 5;
     case Status::kSidecarMismatch: return 6;
     case Status::kUsage: return 7;
+    case Status::kRingNotMade: return 8;
   }
   return 3;
 }
@@ -47,6 +48,7 @@ document::Status document_status(Status s) noexcept {
     case Status::kExecutableRefused: return document::Status::kExecutableRefused;
     case Status::kSidecarMismatch: return document::Status::kSidecarMismatch;
     case Status::kUsage: return document::Status::kUsage;
+    case Status::kRingNotMade: return document::Status::kRingNotMade;
   }
   return document::Status::kCoreUnreadable;
 }
@@ -134,8 +136,32 @@ std::string_view ring_state_name(RingReport::State s) noexcept {
     case RingReport::State::kAbsent: return "absent";
     case RingReport::State::kInvalid: return "invalid";
     case RingReport::State::kForeign: return "foreign";
+    case RingReport::State::kNotMade: return "not_made";
   }
   return "invalid";
+}
+
+std::string_view name_from_name(NameFrom n) noexcept {
+  static constexpr std::array<std::pair<NameFrom, std::string_view>, 3> kNames{{
+      {NameFrom::kNone, ""}, {NameFrom::kCore, "core"}, {NameFrom::kTlmap, "tlmap"}}};
+  return name_in(kNames, n);
+}
+
+std::string_view reference_name(TimeBase::Reference r) noexcept {
+  static constexpr std::array<std::pair<TimeBase::Reference, std::string_view>, 3> kNames{{
+      {TimeBase::Reference::kNone, ""},
+      {TimeBase::Reference::kCrash, "crash"},
+      {TimeBase::Reference::kNewestEvent, "newest_event"}}};
+  return name_in(kNames, r);
+}
+
+std::string_view span_state_name(Span::State s) noexcept {
+  static constexpr std::array<std::pair<Span::State, std::string_view>, 4> kNames{{
+      {Span::State::kOpen, "open"},
+      {Span::State::kOpenOrEndLost, "open_or_end_lost"},
+      {Span::State::kClosed, "closed"},
+      {Span::State::kBeginLost, "begin_lost"}}};
+  return name_in(kNames, s);
 }
 
 /* Linux signal numbers (include/uapi/asm-generic/signal.h; x86-64 and
@@ -227,6 +253,11 @@ class Analyzer {
   void check_identity(RingReport &rep);
   bool handle_sidecar();
   void build_events();
+  void collect_names();
+  void place_in_time();
+  void build_spans();
+  std::string end_may_be_lost(const Span &sp) const;
+  void summarize_threads();
   Event make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e, Origin source);
   void symbolize_all();
   Location locate(std::uint64_t addr) const;
@@ -394,6 +425,23 @@ void Analyzer::check_identity(RingReport &rep) {
   }
 }
 
+/* The errno names tl_init can give (errno(3)); others as numbers. */
+std::string errno_name(int e) {
+  switch (e) {
+    case EINVAL: return "EINVAL";
+    case ENOMEM: return "ENOMEM";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENOSPC: return "ENOSPC";
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case ENOSYS: return "ENOSYS";
+    case EFBIG: return "EFBIG";
+    case EEXIST: return "EEXIST";
+    default: return fmt::format("errno {}", e);
+  }
+}
+
 void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, bool ring_named) {
   auto view = core_.read_memory(addr, extent);
   std::vector<std::uint8_t> copy;
@@ -428,6 +476,21 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
     rep.state = RingReport::State::kInvalid;
     rep.reason = fmt::format("its header is a byte-for-byte copy of the ring at {:#x} (the same ring mapped twice, "
                              "or a copy of it), so it is not decoded again", it->second);
+    return;
+  }
+  if (hdr->no_ring) {
+    rings_at_[addr] = addr + hdr->region_size;
+    if (!immutable.empty()) immutable_headers_.emplace(std::move(immutable), addr);
+    const int err = hdr->init_error;
+    rep.ring.emplace();
+    rep.ring->header = std::move(*hdr);
+    check_identity(rep);
+    if (rep.state == RingReport::State::kForeign) return;
+    rep.state = RingReport::State::kNotMade;
+    rep.reason = fmt::format("libtimeline was loaded but made no ring: {}{}{}",
+                             err > 0 ? fmt::format("{} ({})", errno_name(err), std::strerror(err)) : "no errno",
+                             rep.ring->header.init_error_text.empty() ? "" : ", ",
+                             rep.ring->header.init_error_text);
     return;
   }
   if (headers_only_) {
@@ -522,7 +585,8 @@ void Analyzer::find_rings() {
       continue; /* an unnamed memfd without bytes: not ours to judge */
     } else {
       probe(rep, fm.start, extent, named);
-      if (!named && rep.state != RingReport::State::kValid && rep.state != RingReport::State::kForeign) {
+      if (!named && rep.state != RingReport::State::kValid && rep.state != RingReport::State::kForeign &&
+          rep.state != RingReport::State::kNotMade) {
         /* A memfd of another name: only a validated header makes it a ring. */
         if (has_ring_magic(core_.read_memory(fm.start, 4))) {
           a_.magic_rejected_total++;
@@ -559,7 +623,8 @@ void Analyzer::find_rings() {
     rep.mapping_size = core_.mapped_extent(a);
     if (const FileMapping *fm = core_.file_for(a)) rep.mapping_name = fm->path;
     probe(rep, a, rep.mapping_size, false);
-    if (rep.state == RingReport::State::kValid || rep.state == RingReport::State::kForeign) {
+    if (rep.state == RingReport::State::kValid || rep.state == RingReport::State::kForeign ||
+        rep.state == RingReport::State::kNotMade) {
       rep.index = static_cast<std::uint32_t>(a_.rings.size());
       a_.rings.push_back(std::move(rep));
     } else {
@@ -606,17 +671,25 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
   ev.arg0 = e.arg0;
   ev.arg1 = e.arg1;
   ev.timestamp = e.timestamp;
-  ev.realtime_ns = ticks_to_realtime_ns(ring, e.timestamp);
+  ev.realtime_ns = ticks_to_realtime_ns(ring, e.timestamp);  /* age_ns: place_in_time() */
   ev.return_address = e.return_address;
   ev.inline_bytes.assign(e.inline_data.begin(), e.inline_data.begin() + e.inline_len);
   ev.source = source;
   const char *kn = kind_name(e.kind);
   ev.kind_name = kn != nullptr ? kn : fmt::format("KIND_{}", e.kind);
   ev.name = ev.kind_name;
-  if (e.kind == f::kKindUser || e.kind == f::kKindUserPtr) {
-    const std::string *nm = opts_.tlmap != nullptr ? opts_.tlmap->find(e.id) : nullptr;
-    ev.named = nm != nullptr;
-    ev.name = nm != nullptr ? *nm : fmt::format("id={:#x}", e.id);
+  if (e.kind == f::kKindUser || e.kind == f::kKindUserPtr || e.kind == f::kKindSpanBegin ||
+      (e.kind == f::kKindSpanEnd && e.id != 0)) {
+    if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(e.id) : nullptr)
+      a_.names.insert_or_assign(e.id, EventName{t->name, t->arg0, t->arg1, NameFrom::kTlmap});
+    auto it = a_.names.find(e.id);
+    if (it != a_.names.end()) {
+      ev.named = true;
+      ev.name_from = it->second.from;
+      ev.name = it->second.name;
+    } else {
+      ev.name = fmt::format("id={:#x}", e.id);
+    }
   }
   ev.tid_in_core = core_tids_.count(e.tid) != 0;
   switch (e.kind) {
@@ -845,6 +918,218 @@ void Analyzer::build_events() {
   }
   for (const auto &e : a_.events)
     if (e.kind == f::kKindCrash && a_.crash) a_.crash->ring_slot = true;
+  place_in_time();
+  build_spans();
+  summarize_threads();
+}
+
+/* The names the program registered (tl_name): each valid ring's table, the
+ * newest entry per id winning; --tlmap entries override them per event
+ * (make_event). */
+void Analyzer::collect_names() {
+  for (const auto &r : a_.rings) {
+    if (r.state != RingReport::State::kValid || !r.ring) continue;
+    for (const auto &n : r.ring->names)
+      a_.names.insert_or_assign(n.id, EventName{n.name, n.arg0, n.arg1, NameFrom::kCore});
+  }
+}
+
+const DecodedRing *ring_of(const Analysis &a, std::uint32_t index) {
+  return index < a.rings.size() && a.rings[index].ring ? &*a.rings[index].ring : nullptr;
+}
+
+/* Ages: relative to the CRASH event (the crashing thread's, else the last
+ * one), else to the newest event with a timestamp.  The slot clock is one
+ * machine-wide counter, so an event's ticks minus the reference's, at its
+ * ring's rate, is its age. */
+void Analyzer::place_in_time() {
+  auto &t = a_.time;
+  const std::uint32_t crash_tid = a_.crash ? a_.crash->tid : 0;
+  for (std::size_t i = 0; i < a_.events.size(); ++i) {
+    const auto &e = a_.events[i];
+    if (e.kind != f::kKindCrash || e.timestamp == 0) continue;
+    if (t.reference == TimeBase::Reference::kCrash && a_.events[*t.reference_event].tid == crash_tid) continue;
+    t.reference = TimeBase::Reference::kCrash;
+    t.reference_event = i;
+  }
+  if (t.reference == TimeBase::Reference::kNone)
+    for (std::size_t i = a_.events.size(); i-- > 0;)
+      if (a_.events[i].timestamp != 0) {
+        t.reference = TimeBase::Reference::kNewestEvent;
+        t.reference_event = i;
+        break;
+      }
+  if (!t.reference_event) {
+    if (!a_.events.empty()) t.note = "no event has a timestamp";
+    return;
+  }
+  const Event &ref = a_.events[*t.reference_event];
+  t.reference_ticks = ref.timestamp;
+  const DecodedRing *rr = ring_of(a_, ref.ring);
+  if (rr == nullptr) return;
+  t.rate_from = rr->clock.rate_from;
+  t.ticks_per_second = rr->clock.ticks_per_second;
+  t.rate_error = rr->clock.rate_error;
+  t.note = rr->clock.note;
+  std::uint64_t untimed = 0;
+  for (auto &e : a_.events) {
+    const DecodedRing *er = ring_of(a_, e.ring);
+    if (er != nullptr) e.age_ns = ticks_delta_ns(*er, e.timestamp, t.reference_ticks);
+    if (e.timestamp == 0) untimed++;
+    if (e.realtime_ns) t.wall_clock = true;
+  }
+  if (untimed > 0)
+    a_.warnings.push_back(fmt::format("{} events have no timestamp (the writer had no slot clock): they keep their "
+                                      "place in their thread's order but cannot be placed in time", untimed));
+}
+
+/* Why an end of `sp` (open: begun, no end found) may have been lost, or ""
+ * when every event that could be its end is in the ring. */
+std::string Analyzer::end_may_be_lost(const Span &sp) const {
+  const DecodedRing *r = ring_of(a_, sp.ring);
+  if (r == nullptr || !sp.begin) return {};
+  const Event &b = a_.events[*sp.begin];
+  std::vector<std::string> why;
+  if (r->header.dropped > 0)
+    why.push_back(fmt::format("{} events were dropped (no lane could be had)", r->header.dropped));
+  /* A lane's overwritten events precede its oldest surviving one; they can
+   * hold this span's end only if that oldest one is later than the begin.
+   * The begin's own lane lost only events before the begin. */
+  std::uint64_t lanes = 0, lost = 0;
+  std::size_t at = 0;
+  for (const auto &l : r->lanes) {
+    while (at < r->events.size() && r->events[at].lane < l.index) ++at;
+    if (l.overwritten == 0 || l.index == b.lane) continue;
+    const bool oldest_after = at < r->events.size() && r->events[at].lane == l.index &&
+                              (r->events[at].timestamp == 0 || r->events[at].timestamp > b.timestamp);
+    if (l.committed == 0 || oldest_after) {
+      lanes++;
+      lost += l.overwritten;
+    }
+  }
+  if (lanes > 0)
+    why.push_back(fmt::format("{} events of {} other lanes were overwritten after it began", lost, lanes));
+  if (r->torn + r->invalid > 0) why.push_back(fmt::format("{} slots are torn or invalid", r->torn + r->invalid));
+  if (r->truncated) why.push_back("the ring is cut off by truncation");
+  std::string s;
+  for (const auto &w : why) s += (s.empty() ? "" : "; ") + w;
+  return s;
+}
+
+void Analyzer::build_spans() {
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> by_token;  /* (ring, token) -> span */
+  std::map<std::uint32_t, std::vector<std::uint32_t>> open_in;                /* tid -> its open spans */
+  const auto delta = [&](std::uint32_t ring, std::uint64_t later, std::uint64_t earlier) {
+    const DecodedRing *r = ring_of(a_, ring);
+    return r != nullptr ? ticks_delta_ns(*r, later, earlier) : std::nullopt;
+  };
+  for (std::size_t i = 0; i < a_.events.size(); ++i) {
+    Event &e = a_.events[i];
+    if (e.kind == f::kKindSpanBegin) {
+      Span sp;
+      sp.ring = e.ring;
+      sp.token = f::span_token(e.lane, e.seq);
+      sp.id = e.id;
+      sp.arg = e.arg0;
+      sp.begin = i;
+      sp.tid = e.tid;
+      auto &stack = open_in[e.tid];
+      if (!stack.empty()) sp.parent = stack.back();
+      sp.depth = static_cast<std::uint32_t>(stack.size());
+      const auto index = static_cast<std::uint32_t>(a_.spans.size());
+      if (!by_token.emplace(std::make_pair(e.ring, sp.token), index).second) continue; /* cannot happen */
+      stack.push_back(index);
+      e.span = index;
+      a_.spans.push_back(std::move(sp));
+      continue;
+    }
+    if (e.kind != f::kKindSpanEnd) continue;
+    const std::uint64_t token = e.arg0;
+    auto it = by_token.find({e.ring, token});
+    if (it != by_token.end()) {
+      Span &sp = a_.spans[it->second];
+      e.span = it->second;
+      if (sp.end) {
+        sp.extra_ends++;
+        sp.note = fmt::format("ended {} times", sp.extra_ends + 1);
+        continue;
+      }
+      if (sp.state == Span::State::kBeginLost) continue;
+      sp.end = i;
+      sp.end_tid = e.tid;
+      sp.state = Span::State::kClosed;
+      sp.duration_ns = delta(e.ring, e.timestamp, a_.events[*sp.begin].timestamp);
+      if (!e.named && sp.id != 0) {
+        e.name = a_.events[*sp.begin].name;
+        e.named = a_.events[*sp.begin].named;
+        e.name_from = a_.events[*sp.begin].name_from;
+      }
+      auto &stack = open_in[sp.tid];
+      stack.erase(std::remove(stack.begin(), stack.end(), it->second), stack.end());
+      continue;
+    }
+    /* An end whose begin is not in the timeline. */
+    Span sp;
+    sp.state = Span::State::kBeginLost;
+    sp.ring = e.ring;
+    sp.token = token;
+    sp.id = e.id;
+    sp.id_known = e.id != 0;
+    sp.end = i;
+    sp.tid = sp.end_tid = e.tid;
+    if (e.arg1 != 0) sp.duration_ns = delta(e.ring, e.timestamp, e.arg1);
+    const DecodedRing *r = ring_of(a_, e.ring);
+    const std::uint32_t lane = f::span_token_lane(token);
+    const std::uint64_t seq = f::span_token_seq(token);
+    if (r == nullptr || lane >= r->lanes.size() || seq == 0) {
+      sp.note = fmt::format("its token {:#x} names no slot of this ring", token);
+    } else {
+      const LaneSummary &l = r->lanes[lane];
+      const bool torn = std::any_of(r->rejected.begin(), r->rejected.end(),
+                                    [&](const RejectedSlot &x) { return x.lane == lane && x.seq == seq; });
+      if (torn) sp.note = fmt::format("its begin (lane {} seq {}) is torn", lane, seq);
+      else if (seq <= l.overwritten || (l.committed == 0 && seq <= l.write_index))
+        sp.note = fmt::format("its begin (lane {} seq {}) was overwritten", lane, seq);
+      else if (seq > l.last_seq && seq > l.write_index)
+        sp.note = fmt::format("its token names lane {} seq {}, which the lane never reached", lane, seq);
+      else sp.note = fmt::format("its begin (lane {} seq {}) is not in the ring", lane, seq);
+    }
+    const auto index = static_cast<std::uint32_t>(a_.spans.size());
+    by_token.emplace(std::make_pair(e.ring, token), index);
+    e.span = index;
+    a_.spans.push_back(std::move(sp));
+  }
+  for (auto &sp : a_.spans) {
+    if (sp.state != Span::State::kOpen) continue;
+    const Event &b = a_.events[*sp.begin];
+    if (a_.time.reference_event) sp.open_for_ns = delta(sp.ring, a_.time.reference_ticks, b.timestamp);
+    if (std::string why = end_may_be_lost(sp); !why.empty()) {
+      sp.state = Span::State::kOpenOrEndLost;
+      sp.note = "no end was found, but an end may have been lost: " + why;
+    }
+  }
+  if (a_.crash)
+    for (std::uint32_t i = 0; i < a_.spans.size(); ++i) {
+      const Span &sp = a_.spans[i];
+      if ((sp.state == Span::State::kOpen || sp.state == Span::State::kOpenOrEndLost) && sp.tid == a_.crash->tid)
+        a_.crash->inside_spans.push_back(i);
+    }
+}
+
+void Analyzer::summarize_threads() {
+  std::map<std::uint32_t, std::size_t> at;  /* tid -> index in threads */
+  for (const auto &e : a_.events) {
+    auto [it, fresh] = at.emplace(e.tid, a_.threads.size());
+    if (fresh) a_.threads.push_back(ThreadSummary{e.tid, {}, 0, a_.crash && a_.crash->tid == e.tid, {}});
+    ThreadSummary &t = a_.threads[it->second];
+    t.events++;
+    if (!e.thread.empty()) t.name = e.thread;
+  }
+  for (std::uint32_t i = 0; i < a_.spans.size(); ++i) {
+    const Span &sp = a_.spans[i];
+    if (sp.state != Span::State::kOpen && sp.state != Span::State::kOpenOrEndLost) continue;
+    if (auto it = at.find(sp.tid); it != at.end()) a_.threads[it->second].open_spans.push_back(i);
+  }
 }
 
 void Analyzer::symbolize_all() {
@@ -912,8 +1197,9 @@ void Analyzer::symbolize_all() {
 void Analyzer::decide_status() {
   if (a_.status == Status::kSidecarMismatch || a_.status == Status::kExecutableRefused) return;
   bool valid = false, absent = false, invalid = false;
-  const RingReport *first_absent = nullptr, *first_invalid = nullptr;
+  const RingReport *first_absent = nullptr, *first_invalid = nullptr, *not_made = nullptr;
   for (const auto &r : a_.rings) {
+    if (r.state == RingReport::State::kNotMade && !not_made) not_made = &r;
     if (r.state == RingReport::State::kValid && r.found_by != FoundBy::kSidecar) valid = true;
     if (r.state == RingReport::State::kAbsent) { absent = true; if (!first_absent) first_absent = &r; }
     if (r.state == RingReport::State::kInvalid || r.state == RingReport::State::kForeign) {
@@ -924,6 +1210,9 @@ void Analyzer::decide_status() {
   if (valid) {
     a_.status = Status::kOk;
     if (a_.source == TimelineSource::kNone) a_.source = TimelineSource::kCoreOnly;
+  } else if (not_made) {
+    a_.status = Status::kRingNotMade;
+    a_.reason = not_made->reason;
   } else if (absent) {
     a_.status = Status::kMappingAbsent;
     a_.reason = fmt::format("timeline mapping absent: {}", first_absent->reason);
@@ -1010,7 +1299,9 @@ Analysis Analyzer::run() {
   }
 
   find_rings();
+  collect_names(); /* before handle_sidecar(), which names the sidecar's events */
   if (!handle_sidecar()) return std::move(a_);
+  collect_names(); /* and a degraded sidecar's own names */
   build_events();
   decide_status();
 

@@ -2,6 +2,7 @@
 #include "core_timeline/reader/render.h"
 
 #include <cstring>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -59,11 +60,50 @@ std::string mapping_text(const AddressMapping &m) {
   return s;
 }
 
-std::string args_text(const Event &e) {
+const EventName *names_of(const Analysis &a, const Event &e) {
+  if (!e.named) return nullptr;
+  auto it = a.names.find(e.id);
+  return it == a.names.end() ? nullptr : &it->second;
+}
+
+/* "request_id=41 bytes=512" with argument names, "arg=41 arg1=512" without;
+ * arg1 is left out when it is 0 and unnamed. */
+std::string user_args(const Analysis &a, const Event &e, bool one_arg) {
+  const EventName *n = names_of(a, e);
+  const std::string a0 = n != nullptr && !n->arg0.empty() ? esc(n->arg0) : "arg";
+  std::string s = fmt::format("{}={}", a0, e.arg0);
+  if (n != nullptr && !n->arg1.empty() && !one_arg) s += fmt::format(" {}={}", esc(n->arg1), e.arg1);
+  else if (e.arg1 != 0 && !one_arg) s += fmt::format(" arg1={}", e.arg1);
+  return s;
+}
+
+std::string span_note(const Analysis &a, const Event &e) {
+  if (!e.span) return {};
+  const Span &sp = a.spans[*e.span];
+  const bool is_begin = e.kind == f::kKindSpanBegin;
+  switch (sp.state) {
+    case Span::State::kClosed:
+      if (!is_begin && sp.end != std::nullopt && a.events[*sp.end].seq != e.seq) return " (ended again)";
+      return sp.duration_ns ? fmt::format(" (lasted {})", format_duration(*sp.duration_ns)) : " (closed)";
+    case Span::State::kOpen:
+      return sp.open_for_ns ? fmt::format(" (open at the {}: {})",
+                                          a.time.reference == TimeBase::Reference::kCrash ? "crash" : "newest event",
+                                          format_duration(*sp.open_for_ns))
+                            : " (open)";
+    case Span::State::kOpenOrEndLost: return " (no end found; its end may have been lost)";
+    case Span::State::kBeginLost:
+      return sp.duration_ns ? fmt::format(" (ended; begin lost, it had begun {} earlier)", format_duration(*sp.duration_ns))
+                            : " (ended; begin lost)";
+  }
+  return {};
+}
+
+std::string args_text(const Analysis &a, const Event &e) {
   const auto ptr = [&]() { return e.pointer ? " " + mapping_text(*e.pointer) : std::string(); };
   switch (e.kind) {
-    case f::kKindUser:
-      return e.arg1 != 0 ? fmt::format("arg={} arg1={}", e.arg0, e.arg1) : fmt::format("arg={}", e.arg0);
+    case f::kKindUser: return user_args(a, e, false);
+    case f::kKindSpanBegin: return "begin " + user_args(a, e, true) + span_note(a, e);
+    case f::kKindSpanEnd: return "end" + span_note(a, e);
     case f::kKindUserPtr:
       return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, e.inline_bytes.size(), e.arg1,
                          spaced_hex(e.inline_bytes), ptr());
@@ -182,6 +222,7 @@ json crash_json(const CrashFacts &c) {
   cj[key::location] = c.location ? location_json(*c.location) : json(nullptr);
   cj[key::ring_slot] = c.ring_slot;
   cj[key::from] = std::string(signal_note_name(c.source));
+  cj[key::inside_spans] = c.inside_spans;
   return cj;
 }
 
@@ -214,7 +255,12 @@ json ring_json(const RingReport &r) {
                               : (h.compat_flags & f::kCompatClockCntvct) ? "cntvct" : "unknown"},
                     {key::ticks_per_second, d.ticks_per_second > 0 ? json(d.ticks_per_second) : json(nullptr)},
                     {key::mmap_generation, h.mmap_generation},
-                    {key::enabled_sources, h.enabled_sources}};
+                    {key::enabled_sources, h.enabled_sources},
+                    {key::names_capacity, h.names_capacity},
+                    {key::init_error, h.no_ring ? json(h.init_error) : json(nullptr)},
+                    {key::init_error_text, h.no_ring ? json(h.init_error_text) : json(nullptr)}};
+    rj[key::names] = d.names.size();
+    rj[key::names_rejected] = d.names_rejected;
     rj[key::dropped] = h.dropped;
     rj[key::overwritten] = d.overwritten;
     rj[key::missing] = d.missing;
@@ -255,7 +301,7 @@ json ring_json(const RingReport &r) {
   return rj;
 }
 
-json event_json(const Event &e) {
+json event_json(const Analysis &a, const Event &e) {
   json ej;
   ej[key::ring] = e.ring;
   ej[key::lane] = e.lane;
@@ -266,10 +312,17 @@ json event_json(const Event &e) {
   ej[key::kind] = e.kind_name;
   ej[key::name] = e.name;
   ej[key::named] = e.named;
+  ej[key::name_from] = e.name_from == NameFrom::kNone ? json(nullptr) : json(name_from_name(e.name_from));
+  if (const EventName *n = names_of(a, e))
+    ej[key::arg_names] = {n->arg0.empty() ? json(nullptr) : json(n->arg0), n->arg1.empty() ? json(nullptr) : json(n->arg1)};
+  else
+    ej[key::arg_names] = nullptr;
   ej[key::id] = e.id;
   ej[key::args] = {e.arg0, e.arg1};
   ej[key::timestamp] = e.timestamp;
   ej[key::time_ns] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
+  ej[key::age_ns] = e.age_ns ? json(*e.age_ns) : json(nullptr);
+  ej[key::span] = e.span ? json(*e.span) : json(nullptr);
   ej[key::return_address] = fmt::format("{:#x}", e.return_address);
   ej[key::location] = e.location ? location_json(*e.location) : json(nullptr);
   ej[key::inline_bytes] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
@@ -291,7 +344,92 @@ json event_json(const Event &e) {
 
 }  // namespace
 
-std::string render_text(const Analysis &a) {
+std::string format_duration(std::int64_t ns) {
+  const std::uint64_t u = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  if (u < 1'000'000'000) return fmt::format("{}.{:03}ms", u / 1'000'000, (u / 1'000) % 1'000);
+  return fmt::format("{}.{:06}s", u / 1'000'000'000, (u / 1'000) % 1'000'000);
+}
+
+std::string format_age(std::int64_t ns) {
+  if (ns == 0) return "0.000ms";
+  return (ns < 0 ? "-" : "+") + format_duration(ns);
+}
+
+namespace {
+
+/* journalctl -o short-precise: "Dec 01 14:59:51.123456", local time. */
+std::string wall_text(std::int64_t ns) {
+  const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  if (localtime_r(&secs, &tm) == nullptr) return "?";
+  char buf[32];
+  if (std::strftime(buf, sizeof buf, "%b %d %H:%M:%S", &tm) == 0) return "?";
+  return fmt::format("{}.{:06}", buf, (ns % 1'000'000'000) / 1'000);
+}
+
+std::string time_line(const Analysis &a) {
+  const TimeBase &t = a.time;
+  if (!t.reference_event) return {};
+  const std::string ref = t.reference == TimeBase::Reference::kCrash ? "the CRASH event" : "the newest event";
+  if (t.ticks_per_second <= 0)
+    return fmt::format("  time: cannot be told: {}; events are in order, with no ages\n", esc(t.note));
+  std::string s = fmt::format("  time: ages relative to {}; slot clock {:.3f} GHz from the {}", ref,
+                              t.ticks_per_second / 1e9,
+                              t.rate_from == SlotClock::Rate::kHeader          ? "ring header"
+                              : t.rate_from == SlotClock::Rate::kInitAndCrash ? "tl_init and crash anchors"
+                                                                               : "tl_init and helper-thread anchors");
+  s += t.rate_error ? fmt::format(" (error at most {:.3f}%)", *t.rate_error * 100) : " (error not bounded)";
+  if (!t.note.empty()) s += fmt::format("; {}", esc(t.note));
+  return s + "\n";
+}
+
+std::string span_chain(const Analysis &a, const std::vector<std::uint32_t> &spans) {
+  std::string s;
+  for (auto i : spans) {
+    const Span &sp = a.spans[i];
+    const Event &b = a.events[*sp.begin];
+    std::string one = esc(b.name);
+    if (const EventName *n = names_of(a, b); n != nullptr && !n->arg0.empty())
+      one += fmt::format(" {}={}", esc(n->arg0), sp.arg);
+    else if (sp.arg != 0)
+      one += fmt::format(" arg={}", sp.arg);
+    if (sp.state == Span::State::kOpenOrEndLost) one += " (no end found; its end may have been lost)";
+    else if (sp.open_for_ns) one += fmt::format(" (open {})", format_duration(*sp.open_for_ns));
+    s += (s.empty() ? "" : " > ") + one;
+  }
+  return s;
+}
+
+std::string open_spans_text(const Analysis &a) {
+  if (a.spans.empty()) return {};
+  const bool crash = a.time.reference == TimeBase::Reference::kCrash;
+  std::string out = fmt::format("open spans at the {}:", crash ? "crash" : "newest event");
+  std::size_t lines = 0;
+  for (const auto &t : a.threads) {
+    if (t.open_spans.empty()) continue;
+    out += fmt::format("\n  tid {:<7} {:<15} {}{}", t.tid, t.name.empty() ? std::string("-") : esc(t.name),
+                       span_chain(a, t.open_spans), t.crashed ? "  <- crashed inside" : "");
+    lines++;
+  }
+  if (lines == 0) out += " none";
+  return out + "\n";
+}
+
+std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) {
+  std::string when;
+  if (o.wall_clock) when = e.realtime_ns ? wall_text(*e.realtime_ns) : "?";
+  else when = e.age_ns ? format_age(*e.age_ns) : "?";
+  std::string line = fmt::format("{:>{}} tid {:<7} {:<15} {:<16} {}", when, o.wall_clock ? 22 : 12, e.tid,
+                                 e.thread.empty() ? std::string("-") : esc(e.thread), esc(e.name), args_text(a, e));
+  if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash)) line += "  at " + location_text(*e.location);
+  if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
+  if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
+  return line + "\n";
+}
+
+}  // namespace
+
+std::string render_text(const Analysis &a, const TextOptions &o) {
   std::string out;
   if (a.status != Status::kOk && a.events.empty()) {
     out += fmt::format("core-timeline: {}\n", esc(a.reason));
@@ -299,15 +437,18 @@ std::string render_text(const Analysis &a) {
     std::string who = a.process.pid ? fmt::format("pid {} ({})", *a.process.pid, esc(a.process.comm))
                                     : std::string("pid unknown");
     out += fmt::format("core-timeline: {}, {}, {} events\n", timeline_source_name(a.source), who, a.events.size());
+    out += time_line(a);
     for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
-    for (const auto &e : a.events) {
-      std::string line = fmt::format("tid {:<7} {:<15} {:<16} {}", e.tid, e.thread.empty() ? std::string("-") : esc(e.thread),
-                                     esc(e.name), args_text(e));
-      if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash))
-        line += "  at " + location_text(*e.location);
-      if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
-      if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
-      out += line + "\n";
+    out += open_spans_text(a);
+    if (!o.by_thread) {
+      for (const auto &e : a.events) out += event_line(a, e, o);
+    } else {
+      for (const auto &t : a.threads) {
+        out += fmt::format("thread {} ({}): {} events\n", t.tid, t.name.empty() ? std::string("-") : esc(t.name),
+                           t.events);
+        for (const auto &e : a.events)
+          if (e.tid == t.tid) out += event_line(a, e, o);
+      }
     }
   }
   if (a.crash) {
@@ -322,11 +463,68 @@ std::string render_text(const Analysis &a) {
     if (c.location) s += " at " + location_text(*c.location);
     if (a.status == Status::kOk || !a.events.empty())
       s += c.ring_slot ? "; CRASH slot present in the ring" : "; no CRASH slot in the ring";
+    if (!c.inside_spans.empty()) s += "; inside " + span_chain(a, c.inside_spans);
     out += s + "\n";
   }
   for (const auto &w : a.warnings) out += "warning: " + esc(w) + "\n";
   return out;
 }
+
+namespace {
+
+json span_end_json(const Analysis &a, std::optional<std::size_t> i) {
+  if (!i) return nullptr;
+  const Event &e = a.events[*i];
+  return {{key::ring, e.ring}, {key::lane, e.lane}, {key::seq, e.seq}, {key::tid, e.tid},
+          {key::age_ns, e.age_ns ? json(*e.age_ns) : json(nullptr)}};
+}
+
+json time_json(const Analysis &a) {
+  const TimeBase &t = a.time;
+  json j;
+  j[key::reference] = t.reference == TimeBase::Reference::kNone ? json(nullptr) : json(reference_name(t.reference));
+  j[key::reference_event] = t.reference_event ? span_end_json(a, t.reference_event) : json(nullptr);
+  j[key::ticks_per_second] = t.ticks_per_second > 0 ? json(t.ticks_per_second) : json(nullptr);
+  j[key::rate_from] = t.rate_from == SlotClock::Rate::kUnknown ? json(nullptr) : json(rate_source_name(t.rate_from));
+  j[key::rate_error] = t.rate_error && t.ticks_per_second > 0 ? json(*t.rate_error) : json(nullptr);
+  j[key::wall_clock] = t.wall_clock;
+  j[key::note] = t.note.empty() ? json(nullptr) : json(t.note);
+  return j;
+}
+
+json spans_json(const Analysis &a) {
+  json arr = json::array();
+  for (const auto &sp : a.spans) {
+    json j;
+    j[key::token] = fmt::format("{:#x}", sp.token);
+    j[key::state] = std::string(span_state_name(sp.state));
+    j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
+    const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
+    j[key::name] = sp.id_known ? json(any.name) : json(nullptr);
+    j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
+    j[key::tid] = sp.tid;
+    j[key::begin] = span_end_json(a, sp.begin);
+    j[key::end] = span_end_json(a, sp.end);
+    j[key::duration_ns] = sp.duration_ns ? json(*sp.duration_ns) : json(nullptr);
+    j[key::open_for_ns] = sp.open_for_ns ? json(*sp.open_for_ns) : json(nullptr);
+    j[key::parent] = sp.parent ? json(*sp.parent) : json(nullptr);
+    j[key::depth] = sp.depth;
+    j[key::extra_ends] = sp.extra_ends;
+    j[key::note] = sp.note.empty() ? json(nullptr) : json(sp.note);
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+json threads_json(const Analysis &a) {
+  json arr = json::array();
+  for (const auto &t : a.threads)
+    arr.push_back({{key::tid, t.tid}, {key::name, t.name.empty() ? json(nullptr) : json(t.name)},
+                   {key::events, t.events}, {key::crashed, t.crashed}, {key::open_spans, t.open_spans}});
+  return arr;
+}
+
+}  // namespace
 
 json to_json(const Analysis &a) {
   json j;
@@ -343,8 +541,17 @@ json to_json(const Analysis &a) {
   for (const auto &r : a.rings) rings.push_back(ring_json(r));
   j[key::rings] = std::move(rings);
   json events = json::array();
-  for (const auto &e : a.events) events.push_back(event_json(e));
+  for (const auto &e : a.events) events.push_back(event_json(a, e));
   j[key::events] = std::move(events);
+  j[key::time] = time_json(a);
+  j[key::spans] = spans_json(a);
+  j[key::threads] = threads_json(a);
+  json names = json::array();
+  for (const auto &[id, n] : a.names)
+    names.push_back({{key::id, id}, {key::name, n.name},
+                     {key::arg_names, {n.arg0.empty() ? json(nullptr) : json(n.arg0), n.arg1.empty() ? json(nullptr) : json(n.arg1)}},
+                     {key::name_from, std::string(name_from_name(n.from))}});
+  j[key::names] = std::move(names);
   json mr = json::array();
   for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
   j[key::magic_rejected] = {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}};

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/cursor.h"
+#include "core_timeline/reader/printable.h"
 
 namespace core_timeline::reader {
 
@@ -19,6 +20,58 @@ Error header_error(Errc code, std::string_view field, std::size_t offset, std::s
 }
 
 #define CT_FIELD(name) #name, offsetof(f::RingHeader, name)
+
+/* The header fields every version and the ring-less header share. */
+RingHeaderInfo common_fields(const f::RingHeader &h, std::span<const std::uint8_t> bytes) {
+  RingHeaderInfo info;
+  info.version = h.version;
+  info.header_size = h.header_size;
+  info.incompat_flags = h.incompat_flags;
+  info.compat_flags = h.compat_flags;
+  info.slot_size = h.slot_size;
+  info.slots_per_lane = h.slots_per_lane;
+  info.lane_count = h.lane_count;
+  info.header_crc = h.header_crc;
+  info.region_size = h.region_size;
+  info.process_start_ticks = h.process_start_ticks;
+  info.pid = h.pid;
+  info.writer_version = h.writer_version;
+  info.pid_ns_inode = h.pid_ns_inode;
+  info.pid_ns_dev = h.pid_ns_dev;
+  info.build_id.assign(h.build_id, h.build_id + h.build_id_len);
+  info.sidecar_dev = h.sidecar_dev;
+  info.sidecar_ino = h.sidecar_ino;
+  info.anchor_ticks = h.anchor_ticks;
+  info.anchor_realtime_ns = h.anchor_realtime_ns;
+  info.anchor_monotonic_ns = h.anchor_monotonic_ns;
+  info.ticks_per_second = h.ticks_per_second;
+  if (h.version >= 2) info.anchor_spread_ticks = h.anchor_spread_ticks;
+  std::memcpy(info.immutable.data(), bytes.data(), f::kCrcEnd);
+  return info;
+}
+
+/* A ring-less header (kIncompatNoRing): libtimeline was loaded and says why
+ * it made no ring.  Its CRC, version and endianness are already checked. */
+Result<RingHeaderInfo> no_ring_header(const f::RingHeader &h, std::span<const std::uint8_t> bytes,
+                                      std::uint64_t mapping_size) {
+  if (h.lane_count != 0 || h.slots_per_lane != 0 || h.names_capacity != 0)
+    return header_error(Errc::kBadData, CT_FIELD(lane_count),
+                        fmt::format("a ring-less header (kIncompatNoRing) claims {} lanes of {} slots and {} names",
+                                    h.lane_count, h.slots_per_lane, h.names_capacity));
+  if (h.region_size > mapping_size || h.region_size < f::kHeaderSize)
+    return header_error(Errc::kBadData, CT_FIELD(region_size),
+                        fmt::format("{:#x} is not in [{:#x}, the mapping's {:#x}]", h.region_size, f::kHeaderSize,
+                                    mapping_size));
+  if (h.build_id_len > f::kMaxBuildId)
+    return header_error(Errc::kBadData, CT_FIELD(build_id_len),
+                        fmt::format("{} is more than {}", h.build_id_len, f::kMaxBuildId));
+  RingHeaderInfo info = common_fields(h, bytes);
+  info.no_ring = true;
+  info.init_error = h.init_error;
+  info.init_error_text = printable({h.init_error_text, sizeof h.init_error_text}, {.stop_at_nul = true});
+  return info;
+}
+
 
 }  // namespace
 
@@ -33,6 +86,8 @@ const char *kind_name(std::uint16_t kind) noexcept {
     case f::kKindThreadName: return "THREAD_NAME";
     case f::kKindCrash: return "CRASH";
     case f::kKindLaneClaim: return "LANE_CLAIM";
+    case f::kKindSpanBegin: return "SPAN_BEGIN";
+    case f::kKindSpanEnd: return "SPAN_END";
     case f::kKindMalloc: return "MALLOC";
     case f::kKindFree: return "FREE";
     case f::kKindCalloc: return "CALLOC";
@@ -59,10 +114,10 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
     return header_error(Errc::kBadData, CT_FIELD(endian_marker),
                         fmt::format("{:#010x} is not {:#010x} (byte-swapped or not a ring)",
                                     h.endian_marker, f::kEndianMarker));
-  if (h.version != f::kVersion)
+  if (h.version < f::kMinVersion || h.version > f::kVersion)
     return header_error(Errc::kUnsupported, CT_FIELD(version),
-                        fmt::format("version {} is not supported (this reader knows {})", h.version,
-                                    f::kVersion));
+                        fmt::format("version {} is not supported (this reader knows {} to {})", h.version,
+                                    f::kMinVersion, f::kVersion));
   const std::uint32_t crc = f::header_crc(bytes.data());
   if (crc != h.header_crc)
     return header_error(Errc::kBadData, CT_FIELD(header_crc),
@@ -71,9 +126,12 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
   if (h.header_size < f::kHeaderSize)
     return header_error(Errc::kBadData, CT_FIELD(header_size),
                         fmt::format("{} is smaller than {}", h.header_size, f::kHeaderSize));
-  if ((h.incompat_flags & ~f::kIncompatKnown) != 0)
+  const std::uint32_t incompat_known = h.version >= 2 ? f::kIncompatKnown : 0;
+  if ((h.incompat_flags & ~incompat_known) != 0)
     return header_error(Errc::kUnsupported, CT_FIELD(incompat_flags),
-                        fmt::format("unknown incompatible flags {:#x}", h.incompat_flags & ~f::kIncompatKnown));
+                        fmt::format("unknown incompatible flags {:#x} for version {}",
+                                    h.incompat_flags & ~incompat_known, h.version));
+  if ((h.incompat_flags & f::kIncompatNoRing) != 0) return no_ring_header(h, bytes, mapping_size);
   if (h.slot_size != f::kSlotSize)
     return header_error(Errc::kBadData, CT_FIELD(slot_size),
                         fmt::format("{} is not {}", h.slot_size, f::kSlotSize));
@@ -111,35 +169,33 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
   if (h.build_id_len > f::kMaxBuildId)
     return header_error(Errc::kBadData, CT_FIELD(build_id_len),
                         fmt::format("{} is more than {}", h.build_id_len, f::kMaxBuildId));
+  if (h.version >= 2 && h.names_capacity != 0) {
+    const std::uint64_t names_at = f::names_offset_for(h.lane_count, h.slots_per_lane);
+    if (h.names_capacity > f::kMaxNames)
+      return header_error(Errc::kBadData, CT_FIELD(names_capacity),
+                          fmt::format("{} is more than {}", h.names_capacity, f::kMaxNames));
+    if (h.name_entry_size != f::kNameEntrySize)
+      return header_error(Errc::kBadData, CT_FIELD(name_entry_size),
+                          fmt::format("{} is not {}", h.name_entry_size, f::kNameEntrySize));
+    if (h.names_offset != names_at || h.lanes_offset != f::lanes_offset_for(h.lane_count))
+      return header_error(Errc::kBadData, CT_FIELD(names_offset),
+                          fmt::format("{:#x} is not right after the slots ({:#x})", h.names_offset, names_at));
+    if (h.region_size - h.names_offset < std::uint64_t{h.names_capacity} * f::kNameEntrySize)
+      return header_error(Errc::kBadData, CT_FIELD(region_size),
+                          fmt::format("{:#x} cannot hold {} name entries at {:#x}", h.region_size,
+                                      h.names_capacity, h.names_offset));
+  } else if (h.version >= 2 && h.names_offset != 0) {
+    return header_error(Errc::kBadData, CT_FIELD(names_offset),
+                        fmt::format("{:#x} with names_capacity 0", h.names_offset));
+  }
   if (bytes.size() < table_end)
     return Error{Errc::kTruncated,
                  fmt::format("ring lane table: ends at offset {:#x}, but only {:#x} bytes of the ring are "
                              "present", table_end, bytes.size())};
 
-  RingHeaderInfo info;
-  info.version = h.version;
-  info.header_size = h.header_size;
-  info.incompat_flags = h.incompat_flags;
-  info.compat_flags = h.compat_flags;
-  info.slot_size = h.slot_size;
-  info.slots_per_lane = h.slots_per_lane;
-  info.lane_count = h.lane_count;
+  RingHeaderInfo info = common_fields(h, bytes);
   info.lane_table_offset = h.lane_table_offset;
-  info.header_crc = h.header_crc;
   info.lanes_offset = h.lanes_offset;
-  info.region_size = h.region_size;
-  info.process_start_ticks = h.process_start_ticks;
-  info.pid = h.pid;
-  info.writer_version = h.writer_version;
-  info.pid_ns_inode = h.pid_ns_inode;
-  info.pid_ns_dev = h.pid_ns_dev;
-  info.build_id.assign(h.build_id, h.build_id + h.build_id_len);
-  info.sidecar_dev = h.sidecar_dev;
-  info.sidecar_ino = h.sidecar_ino;
-  info.anchor_ticks = h.anchor_ticks;
-  info.anchor_realtime_ns = h.anchor_realtime_ns;
-  info.anchor_monotonic_ns = h.anchor_monotonic_ns;
-  info.ticks_per_second = h.ticks_per_second;
   info.latest_anchor_valid = (h.latest_anchor_seq & 1) == 0 && h.latest_ticks > h.anchor_ticks &&
                              h.latest_monotonic_ns > h.anchor_monotonic_ns;
   info.latest_ticks = h.latest_ticks;
@@ -149,22 +205,138 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
   info.mmap_generation = h.mmap_generation;
   info.sync_count = h.sync_count;
   info.enabled_sources = h.enabled_sources;
-  std::memcpy(info.immutable.data(), bytes.data(), f::kCrcEnd);
+  if (h.version >= 2) {
+    info.names_offset = h.names_offset;
+    info.names_capacity = h.names_capacity;
+    info.crash_anchor_valid = h.crash_anchor_state == f::kAnchorComplete && h.crash_ticks > h.anchor_ticks &&
+                              h.crash_monotonic_ns > h.anchor_monotonic_ns;
+    info.crash_ticks = h.crash_ticks;
+    info.crash_realtime_ns = h.crash_realtime_ns;
+    info.crash_monotonic_ns = h.crash_monotonic_ns;
+    info.crash_spread_ticks = h.crash_spread_ticks;
+    info.names_claimed = h.names_claimed;
+  }
   return info;
 }
 
 namespace {
 
-double derive_ticks_per_second(const RingHeaderInfo &h) {
-  if (h.ticks_per_second != 0) return static_cast<double>(h.ticks_per_second);
-  if (!h.latest_anchor_valid) return 0;
-  const std::uint64_t dns = h.latest_monotonic_ns - h.anchor_monotonic_ns;
-  const std::uint64_t dt = h.latest_ticks - h.anchor_ticks;
-  if (dns < 1'000'000) return 0; /* under 1 ms apart: too coarse */
+/* Relative error of CLOCK_MONOTONIC's rate: NTP slews it by at most 500
+ * ppm (adjtimex(2), "MAXFREQ"). */
+constexpr double kMonotonicSlew = 500e-6;
+/* Anchors closer than this give a rate too coarse to use. */
+constexpr std::uint64_t kMinAnchorGapNs = 100'000;
+/* A rate worse than this is not used: times would be guesses. */
+constexpr double kMaxRateError = 0.01;
+
+/* The slot clock's rate: from the header, else from the init anchor and the
+ * later anchor farthest from it (the crash handler's, else the helper
+ * thread's latest).  Each anchor's ticks are the midpoint of two reads
+ * around its clock_gettime calls, off by at most half their spread, so the
+ * rate's relative error is at most (spread_a + spread_b) / 2 / ticks apart,
+ * plus CLOCK_MONOTONIC's own slew. */
+SlotClock derive_clock(const RingHeaderInfo &h) {
+  SlotClock c;
+  c.anchors.push_back({h.anchor_ticks, static_cast<std::int64_t>(h.anchor_realtime_ns)});
+  if (h.latest_anchor_valid)
+    c.anchors.push_back({h.latest_ticks, static_cast<std::int64_t>(h.latest_realtime_ns)});
+  if (h.crash_anchor_valid) c.anchors.push_back({h.crash_ticks, static_cast<std::int64_t>(h.crash_realtime_ns)});
+  if (h.ticks_per_second != 0) {
+    c.rate_from = SlotClock::Rate::kHeader;
+    c.ticks_per_second = static_cast<double>(h.ticks_per_second);
+    c.rate_error = kMonotonicSlew;
+    return c;
+  }
+  struct Pair {
+    SlotClock::Rate from;
+    std::uint64_t ticks, mono;
+    std::optional<std::uint32_t> spread;
+  };
+  std::optional<Pair> best;
+  if (h.crash_anchor_valid)
+    best = Pair{SlotClock::Rate::kInitAndCrash, h.crash_ticks, h.crash_monotonic_ns, h.crash_spread_ticks};
+  if (h.latest_anchor_valid && (!best || h.latest_monotonic_ns > best->mono))
+    best = Pair{SlotClock::Rate::kInitAndHelper, h.latest_ticks, h.latest_monotonic_ns, std::nullopt};
+  if (!best) {
+    c.note = h.version < 2
+                 ? "the slot clock's rate is unknown: this version-1 ring has only its tl_init anchor (the process "
+                   "died before the helper thread's first refresh, and version 1 records no crash anchor)"
+                 : "the slot clock's rate is unknown: the ring has only its tl_init anchor (no crash anchor: the "
+                   "crash handler did not run; no helper refresh: the process died within its first interval)";
+    return c;
+  }
+  const std::uint64_t dns = best->mono - h.anchor_monotonic_ns;
+  const std::uint64_t dt = best->ticks - h.anchor_ticks;
+  const char *what = best->from == SlotClock::Rate::kInitAndCrash ? "crash" : "helper thread's";
+  if (dns < kMinAnchorGapNs) {
+    c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are only {} ns apart", what,
+                         dns);
+    return c;
+  }
   const double tps = static_cast<double>(dt) * 1e9 / static_cast<double>(dns);
-  /* A tick rate outside 1 MHz..100 GHz is not a clock; ignore it. */
-  if (tps < 1e6 || tps > 1e11) return 0;
-  return tps;
+  /* A tick rate outside 1 MHz..100 GHz is not a clock. */
+  if (tps < 1e6 || tps > 1e11) {
+    c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors give {:.0f} ticks/s, "
+                         "which is no clock", what, tps);
+    return c;
+  }
+  /* The helper's anchor records no spread: bound its error by the init
+   * anchor's, which was read the same way by the same process. */
+  std::optional<double> err;
+  if (h.anchor_spread_ticks != 0) {
+    const double spread = static_cast<double>(h.anchor_spread_ticks) +
+                          static_cast<double>(best->spread.value_or(h.anchor_spread_ticks));
+    err = spread / 2 / static_cast<double>(dt) + kMonotonicSlew;
+  }
+  if (err && *err > kMaxRateError) {
+    c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are {} ns apart, too close "
+                         "for their read spreads ({:.2f}% error)", what, dns, *err * 100);
+    return c;
+  }
+  c.rate_from = best->from;
+  c.ticks_per_second = tps;
+  c.rate_error = err;
+  if (!err) c.note = "the ring records no anchor spreads (version 1): the rate's error is not bounded";
+  return c;
+}
+
+/* Printable ASCII other than space, 1..cap bytes before the first NUL. */
+std::optional<std::string> name_field(const char *p, std::size_t cap, bool required) {
+  std::size_t n = 0;
+  while (n < cap && p[n] != '\0') {
+    if (p[n] <= 0x20 || p[n] >= 0x7f) return std::nullopt;
+    ++n;
+  }
+  if (n == cap || (required && n == 0)) return std::nullopt;
+  return std::string(p, n);
+}
+
+/* The committed entries of the name table, bounded by the bytes present. */
+void decode_names(std::span<const std::uint8_t> bytes, DecodedRing &r) {
+  const auto &h = r.header;
+  if (h.names_capacity == 0) return;
+  const std::uint64_t claimed = std::min<std::uint64_t>(h.names_claimed, h.names_capacity);
+  for (std::uint64_t i = 0; i < h.names_capacity; ++i) {
+    const std::uint64_t off = h.names_offset + i * f::kNameEntrySize;
+    if (off > bytes.size() || bytes.size() - off < f::kNameEntrySize) break;
+    f::NameEntry e;
+    std::memcpy(&e, bytes.data() + off, sizeof e);
+    if (e.state == 0 && i >= claimed) continue;
+    auto name = name_field(e.name, sizeof e.name, true);
+    auto a0 = name_field(e.arg0, sizeof e.arg0, false);
+    auto a1 = name_field(e.arg1, sizeof e.arg1, false);
+    if (e.state != f::kNameCommitted || !name || !a0 || !a1 || e.arg_count > 2) {
+      r.names_rejected++;
+      continue;
+    }
+    r.names.push_back({static_cast<std::uint32_t>(i), e.id, std::move(*name), std::move(*a0), std::move(*a1)});
+  }
+  if (r.names_rejected > 0)
+    r.warnings.push_back(fmt::format("{} name-table entries are not committed or not valid and were skipped",
+                                     r.names_rejected));
+  if (h.names_claimed > h.names_capacity)
+    r.warnings.push_back(fmt::format("{} tl_name registrations were refused: the name table holds {}",
+                                     h.names_claimed - h.names_capacity, h.names_capacity));
 }
 
 std::string bounded_name(const char *p, std::size_t n) {
@@ -182,7 +354,10 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   const auto &hd = r.header;
   r.bytes_present = std::min<std::uint64_t>(bytes.size(), hd.region_size);
   r.truncated = bytes.size() < hd.region_size;
-  r.ticks_per_second = derive_ticks_per_second(hd);
+  r.clock = derive_clock(hd);
+  r.ticks_per_second = r.clock.ticks_per_second;
+  if (hd.no_ring) return r;
+  decode_names(bytes, r);
   const std::uint64_t S = hd.slots_per_lane;
 
   /* begin_seq of each present slot of the lane being decoded, for the
@@ -333,13 +508,39 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   return r;
 }
 
+std::optional<std::int64_t> ticks_delta_ns(const DecodedRing &ring, std::uint64_t ticks, std::uint64_t reference) {
+  if (ticks == 0 || reference == 0 || ring.ticks_per_second <= 0) return std::nullopt;
+  const long double delta = static_cast<long double>(static_cast<std::int64_t>(ticks - reference));
+  const long double ns = delta * 1e9L / static_cast<long double>(ring.ticks_per_second);
+  if (ns < -9.2e18L || ns > 9.2e18L) return std::nullopt;
+  return static_cast<std::int64_t>(ns);
+}
+
 std::optional<std::int64_t> ticks_to_realtime_ns(const DecodedRing &ring, std::uint64_t ticks) {
-  if (ticks == 0 || ring.ticks_per_second <= 0 || ring.header.anchor_realtime_ns == 0) return std::nullopt;
-  const long double delta = static_cast<long double>(static_cast<std::int64_t>(ticks - ring.header.anchor_ticks));
-  const long double ns = static_cast<long double>(ring.header.anchor_realtime_ns) +
-                         delta * 1e9L / static_cast<long double>(ring.ticks_per_second);
+  if (ticks == 0 || ring.ticks_per_second <= 0) return std::nullopt;
+  const SlotClock::Anchor *near = nullptr;
+  std::uint64_t best = UINT64_MAX;
+  for (const auto &a : ring.clock.anchors) {
+    if (a.realtime_ns <= 0 || a.ticks == 0) continue;
+    const std::uint64_t d = ticks > a.ticks ? ticks - a.ticks : a.ticks - ticks;
+    if (d < best) best = d, near = &a;
+  }
+  if (near == nullptr) return std::nullopt;
+  const auto delta = ticks_delta_ns(ring, ticks, near->ticks);
+  if (!delta) return std::nullopt;
+  const long double ns = static_cast<long double>(near->realtime_ns) + static_cast<long double>(*delta);
   if (ns < 0 || ns > 9.2e18L) return std::nullopt;
   return static_cast<std::int64_t>(ns);
+}
+
+std::string_view rate_source_name(SlotClock::Rate r) noexcept {
+  switch (r) {
+    case SlotClock::Rate::kUnknown: return "";
+    case SlotClock::Rate::kHeader: return "header";
+    case SlotClock::Rate::kInitAndCrash: return "init_and_crash_anchors";
+    case SlotClock::Rate::kInitAndHelper: return "init_and_helper_anchors";
+  }
+  return "";
 }
 
 }  // namespace core_timeline::reader

@@ -43,19 +43,36 @@ Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
     if (sp == std::string_view::npos)
       return Error{Errc::kBadData, fmt::format("{}:{}: expected \"ID NAME\"", origin, lineno)};
     std::string_view id_s = line.substr(0, sp);
-    std::string_view name = trim(line.substr(sp));
+    std::string_view rest = trim(line.substr(sp));
+    std::string_view words[3];
+    std::size_t nwords = 0;
+    while (!rest.empty()) {
+      if (nwords == 3)
+        return Error{Errc::kBadData,
+                     fmt::format("{}:{}: expected \"ID NAME [ARG0 [ARG1]]\": more than two argument names", origin,
+                                 lineno)};
+      const std::size_t end = rest.find_first_of(" \t");
+      words[nwords++] = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : trim(rest.substr(end));
+    }
+    std::string_view name = words[0];
     const auto id = parse_unsigned<std::uint32_t>(id_s, /*allow_hex=*/true);
     if (!id)
       return Error{Errc::kBadData, fmt::format("{}:{}: id \"{}\" is not a 32-bit decimal or 0x-hex number",
                                                origin, lineno, line.substr(0, sp))};
     if (name.empty() || name.size() > kMaxName)
       return Error{Errc::kBadData, fmt::format("{}:{}: name must be 1 to {} characters", origin, lineno, kMaxName)};
-    for (char c : name)
-      if (!name_char(c))
-        return Error{Errc::kBadData,
-                     fmt::format("{}:{}: name \"{}\" has a character outside [A-Za-z0-9_.:-]", origin, lineno,
-                                 name)};
-    if (!m.names_.emplace(*id, std::string(name)).second)
+    for (std::size_t w = 0; w < nwords; ++w) {
+      if (words[w].size() > kMaxName)
+        return Error{Errc::kBadData, fmt::format("{}:{}: name must be 1 to {} characters", origin, lineno, kMaxName)};
+      for (char c : words[w])
+        if (!name_char(c))
+          return Error{Errc::kBadData,
+                       fmt::format("{}:{}: name \"{}\" has a character outside [A-Za-z0-9_.:-]", origin, lineno,
+                                   words[w])};
+    }
+    Entry entry{std::string(name), std::string(words[1]), std::string(words[2])};
+    if (!m.names_.emplace(*id, std::move(entry)).second)
       return Error{Errc::kBadData, fmt::format("{}:{}: id {:#x} is named twice", origin, lineno, *id)};
   }
   return m;
@@ -76,6 +93,11 @@ Result<TlMap> TlMap::load(const std::string &path) {
 }
 
 const std::string *TlMap::find(std::uint32_t id) const {
+  const Entry *e = entry(id);
+  return e == nullptr ? nullptr : &e->name;
+}
+
+const TlMap::Entry *TlMap::entry(std::uint32_t id) const {
   auto it = names_.find(id);
   return it == names_.end() ? nullptr : &it->second;
 }

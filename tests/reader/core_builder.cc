@@ -10,9 +10,9 @@
 namespace ct::testing {
 
 RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t pid,
-                         std::vector<std::uint8_t> build_id)
+                         std::vector<std::uint8_t> build_id, std::uint32_t names)
     : spl_(spl) {
-  bytes_.assign(fmtx::region_size_for(lanes, spl), 0);
+  bytes_.assign(fmtx::region_size_for(lanes, spl, names), 0);
   auto &h = header();
   std::memcpy(h.magic, fmtx::kMagic, 4);
   h.version = fmtx::kVersion;
@@ -34,8 +34,28 @@ RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t p
   h.anchor_realtime_ns = 1'700'000'000'000'000'000ull;
   h.anchor_monotonic_ns = 5'000'000'000ull;
   h.ticks_per_second = 1'000'000'000;  // 1 tick = 1 ns
+  if (names > 0) {
+    h.names_offset = fmtx::names_offset_for(lanes, spl);
+    h.names_capacity = names;
+    h.name_entry_size = fmtx::kNameEntrySize;
+  }
   lane(lanes - 1).flags = fmtx::kLaneShared;
   seal();
+}
+
+fmtx::NameEntry &RingBuilder::name(std::uint32_t index, std::uint32_t id, const char *nm, const char *arg0,
+                                   const char *arg1) {
+  auto &e = *reinterpret_cast<fmtx::NameEntry *>(bytes_.data() + header().names_offset +
+                                                 std::uint64_t{index} * fmtx::kNameEntrySize);
+  std::memset(&e, 0, sizeof e);
+  e.id = id;
+  std::strncpy(e.name, nm, sizeof e.name - 1);
+  std::strncpy(e.arg0, arg0, sizeof e.arg0 - 1);
+  std::strncpy(e.arg1, arg1, sizeof e.arg1 - 1);
+  e.arg_count = *arg1 ? 2 : *arg0 ? 1 : 0;
+  e.state = fmtx::kNameCommitted;
+  if (header().names_claimed <= index) header().names_claimed = index + 1;
+  return e;
 }
 
 void RingBuilder::seal() { header().header_crc = fmtx::header_crc(bytes_.data()); }

@@ -27,7 +27,8 @@ namespace fmtx = core_timeline::format;
 class RingBuilder {
  public:
   RingBuilder(std::uint32_t lanes = 3, std::uint32_t slots_per_lane = 8, std::uint32_t pid = 4242,
-              std::vector<std::uint8_t> build_id = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04});
+              std::vector<std::uint8_t> build_id = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04},
+              std::uint32_t names = 0);
 
   fmtx::RingHeader &header() { return *reinterpret_cast<fmtx::RingHeader *>(bytes_.data()); }
   fmtx::LaneDesc &lane(std::uint32_t i) {
@@ -43,6 +44,9 @@ class RingBuilder {
   fmtx::Slot &add(std::uint32_t lane, std::uint64_t seq, std::uint16_t kind, std::uint32_t id,
                   std::uint64_t arg0, std::uint64_t arg1 = 0, std::uint32_t tid = 4242,
                   std::uint64_t timestamp = 0, std::uint64_t return_address = 0x401234);
+  /** Commits name-table entry `index` (the ring needs names > index). */
+  fmtx::NameEntry &name(std::uint32_t index, std::uint32_t id, const char *name, const char *arg0 = "",
+                        const char *arg1 = "");
   /** Recomputes header_crc (call after editing the immutable part). */
   void seal();
   std::vector<std::uint8_t> &bytes() { return bytes_; }

@@ -80,7 +80,8 @@ TEST_F(Cli, UsageErrorsExitSeven) {
   RunResult t = run({kReader, "--tlmap", "/nonexistent.tlmap", healthy_core()});
   EXPECT_EQ(t.exit_code, 7);
   EXPECT_NE(t.err.find("--tlmap"), std::string::npos) << t.err;
-  const std::string bad = file({'1', ' ', 'a', ' ', 'b', '\n'}, "tlmap");
+  /* "ID NAME [ARG0 [ARG1]]": a third argument name is a usage error. */
+  const std::string bad = file({'1', ' ', 'a', ' ', 'b', ' ', 'c', ' ', 'd', '\n'}, "tlmap");
   EXPECT_EQ(run({kReader, "--tlmap", bad, healthy_core()}).exit_code, 7);
   RunResult h = run({kReader, "--help"});
   EXPECT_EQ(h.exit_code, 0);

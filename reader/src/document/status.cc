@@ -8,7 +8,7 @@ namespace core_timeline::document {
 
 namespace {
 
-constexpr std::array<std::pair<Status, std::string_view>, 11> kNames{{
+constexpr std::array<std::pair<Status, std::string_view>, 12> kNames{{
     {Status::kOk, "ok"},
     {Status::kNoRing, "no_ring"},
     {Status::kMappingAbsent, "mapping_absent"},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<Status, std::string_view>, 11> kNames{{
     {Status::kCoreMissing, "core_missing"},
     {Status::kCoreTruncated, "core_truncated"},
     {Status::kUndecodable, "undecodable"},
+    {Status::kRingNotMade, "ring_not_made"},
 }};
 
 }  // namespace

@@ -3,7 +3,8 @@
  * status.h - the status of a timeline document, its "status" member.
  *
  * The first eight are core-timeline-read's (its exit codes 0..7, in that
- * order; docs/timeline-json.md, "status"); the last three only
+ * order; docs/timeline-json.md, "status"), and so is kRingNotMade (exit
+ * code 8, added in schema version 2); the other three only
  * core-timelined writes, when there was no core to decode or decoding it
  * failed (docs/core-timelined.md, "Statuses").
  *
@@ -18,7 +19,7 @@
 namespace core_timeline::document {
 
 /** Version of the document's shape ("schema_version"). */
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 enum class Status {
   kOk,                /**< "ok": a timeline was recovered */
@@ -34,6 +35,8 @@ enum class Status {
   kCoreTruncated,     /**< "core_truncated": cut short, no timeline recovered */
   kUndecodable,       /**< "undecodable": the decoder failed (crashed, timed
                            out, wrote something malformed) */
+  kRingNotMade,       /**< "ring_not_made": libtimeline was loaded but made
+                           no ring; its ring-less header says why */
 };
 
 /** The name written in documents ("ok", "no_ring", ...). */
@@ -42,8 +45,9 @@ std::string_view status_name(Status s) noexcept;
 /** The Status named `name`, or nullopt for a name no document has. */
 std::optional<Status> parse_status(std::string_view name) noexcept;
 
-/** True for the statuses core-timeline-read itself gives (kOk..kUsage). */
-constexpr bool is_reader_status(Status s) noexcept { return s <= Status::kUsage; }
+/** True for the statuses core-timeline-read itself gives (kOk..kUsage and
+ *  kRingNotMade). */
+constexpr bool is_reader_status(Status s) noexcept { return s <= Status::kUsage || s == Status::kRingNotMade; }
 
 }  // namespace core_timeline::document
 

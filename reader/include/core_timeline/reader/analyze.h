@@ -32,6 +32,7 @@
 #define CORE_TIMELINE_READER_ANALYZE_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,16 +64,18 @@ enum class Status {
   kSidecarMismatch,   /**< 6: the sidecar's pid/build-id/header contradict
                            the core (normal mode only) */
   kUsage,             /**< 7: bad command line or unreadable --tlmap (CLI) */
+  kRingNotMade,       /**< 8: libtimeline was loaded but made no ring (its
+                           ring-less header, ring format 2, says why) */
 };
 
-/** Process exit code for a status (0..7, as listed above). */
+/** Process exit code for a status (0..8, as listed above). */
 int exit_code(Status s) noexcept;
 /** The document's status for a reader status (core_timeline/document/status.h,
  *  which also names it). */
 document::Status document_status(Status s) noexcept;
 /** Stable name: "ok", "no_ring", "mapping_absent", "core_unreadable",
- *  "ring_invalid", "executable_refused", "sidecar_mismatch", "usage"
- *  (document::status_name()). */
+ *  "ring_invalid", "executable_refused", "sidecar_mismatch", "usage",
+ *  "ring_not_made" (document::status_name()). */
 std::string_view status_name(Status s) noexcept;
 
 struct ReadOptions {
@@ -174,6 +177,17 @@ struct CrashSlot {
   bool repeated = false;
 };
 
+/** Where an event's name came from: "core" (the ring's name table, from
+ *  tl_name), "tlmap" (--tlmap, which overrides the core's), or none. */
+enum class NameFrom { kNone, kCore, kTlmap };
+std::string_view name_from_name(NameFrom n) noexcept;
+
+/** The name of one user id, and of its two arguments ("" when unnamed). */
+struct EventName {
+  std::string name, arg0, arg1;
+  NameFrom from = NameFrom::kNone;
+};
+
 struct Event {
   std::uint32_t ring = 0;
   std::uint32_t lane = 0;
@@ -186,11 +200,19 @@ struct Event {
   std::string kind_name;         /**< USER, MALLOC, ..., KIND_<n> */
   std::string name;              /**< display name: .tlmap name, "id=0x..."
                                       for unnamed user ids, else kind_name */
-  bool named = false;            /**< name came from the .tlmap */
+  bool named = false;            /**< name came from the core or a .tlmap */
+  NameFrom name_from = NameFrom::kNone;  /**< Analysis::names holds the
+                                      argument names of a named id */
   std::uint32_t id = 0;
   std::uint64_t arg0 = 0, arg1 = 0;
   std::uint64_t timestamp = 0;   /**< slot clock ticks */
-  std::optional<std::int64_t> realtime_ns;
+  std::optional<std::int64_t> realtime_ns;  /**< CLOCK_REALTIME, ns */
+  /** ns from the time reference (the CRASH event, else the newest event;
+   *  Analysis::time), negative before it; nullopt when this event cannot be
+   *  placed in time (Analysis::time.note, or no timestamp). */
+  std::optional<std::int64_t> age_ns;
+  /** For SPAN_BEGIN and SPAN_END: the index in Analysis::spans. */
+  std::optional<std::uint32_t> span;
   std::uint64_t return_address = 0;
   std::optional<Location> location;
   std::vector<std::uint8_t> inline_bytes;  /**< inline_len bytes */
@@ -200,7 +222,8 @@ struct Event {
 };
 
 struct RingReport {
-  enum class State { kValid, kAbsent, kInvalid, kForeign };
+  /** kNotMade: a ring-less header (libtimeline loaded, tl_init failed). */
+  enum class State { kValid, kAbsent, kInvalid, kForeign, kNotMade };
   std::uint32_t index = 0;
   FoundBy found_by = FoundBy::kNtFile;
   std::uint64_t address = 0;
@@ -229,6 +252,9 @@ struct CrashFacts {
   std::uint64_t pc = 0, sp = 0;
   std::optional<Location> location;            /**< of pc */
   bool ring_slot = false;        /**< a CRASH event is in a ring */
+  /** Spans the crashing thread had begun and not ended (open or
+   *  open_or_end_lost), outermost first; indices in Analysis::spans. */
+  std::vector<std::uint32_t> inside_spans;
   SignalNote source = SignalNote::kPrstatus;
 };
 
@@ -241,6 +267,61 @@ struct ProcessFacts {
   std::vector<std::uint8_t> build_id; /**< of the executable, from the core */
   std::string build_id_note;          /**< why it is empty */
   std::vector<std::uint32_t> threads; /**< tids with an NT_PRSTATUS */
+};
+
+/** The time base of a timeline: what ages are relative to, and the slot
+ *  clock's rate (ring.h SlotClock; docs/ring-format.md, "Time"). */
+struct TimeBase {
+  enum class Reference { kNone, kCrash, kNewestEvent };
+  Reference reference = Reference::kNone;
+  std::optional<std::size_t> reference_event;  /**< index in events */
+  std::uint64_t reference_ticks = 0;
+  SlotClock::Rate rate_from = SlotClock::Rate::kUnknown;
+  double ticks_per_second = 0;   /**< 0: unknown */
+  std::optional<double> rate_error;  /**< relative bound, see SlotClock */
+  bool wall_clock = false;       /**< realtime_ns is known for events */
+  std::string note;              /**< why events cannot be placed in time,
+                                      or what limits it; "" if nothing */
+};
+std::string_view reference_name(TimeBase::Reference r) noexcept;  /* "crash", "newest_event", "" */
+
+/** One span (tl_span_begin .. tl_span_end), from its begin, its end, or
+ *  both.  States: "open" (begun, no end, and no event that could be its end
+ *  was lost), "open_or_end_lost" (begun, no end found, but events that
+ *  could hold its end were lost: see note), "closed", "begin_lost" (an end
+ *  whose begin was overwritten or torn: never shown as a fresh span). */
+struct Span {
+  enum class State { kOpen, kOpenOrEndLost, kClosed, kBeginLost };
+  State state = State::kOpen;
+  std::uint32_t ring = 0;
+  std::uint64_t token = 0;
+  std::uint32_t id = 0;          /**< 0 with begin_lost when the ender
+                                      could not read it */
+  bool id_known = true;
+  std::uint64_t arg = 0;         /**< the begin's arg (0 if begin lost) */
+  std::optional<std::size_t> begin, end;  /**< indices in events */
+  std::uint32_t tid = 0;         /**< the begin's thread (the end's if lost) */
+  std::uint32_t end_tid = 0;
+  std::optional<std::int64_t> duration_ns;   /**< closed, or begin_lost with
+                                                  the begin's time known */
+  std::optional<std::int64_t> open_for_ns;   /**< open: time from its begin
+                                                  to the time reference */
+  std::optional<std::uint32_t> parent;       /**< enclosing span of the same
+                                                  thread, index in spans */
+  std::uint32_t depth = 0;       /**< 0: outermost in its thread */
+  std::uint32_t extra_ends = 0;  /**< ends after the first (ended twice) */
+  std::string note;
+};
+std::string_view span_state_name(Span::State s) noexcept;
+
+/** A thread's line at the crash: the spans it still had open. */
+struct ThreadSummary {
+  std::uint32_t tid = 0;
+  std::string name;
+  std::uint64_t events = 0;
+  bool crashed = false;          /**< the thread that took the signal */
+  std::vector<std::uint32_t> open_spans;  /**< indices in spans, outermost
+                                             first */
 };
 
 struct MagicMiss {
@@ -260,6 +341,11 @@ struct Analysis {
   std::optional<CrashFacts> crash;
   std::vector<RingReport> rings;
   std::vector<Event> events;     /**< merged order (docs/timeline-json.md) */
+  TimeBase time;
+  std::vector<Span> spans;       /**< by begin (or lost begin's end) order */
+  std::vector<ThreadSummary> threads;  /**< by first event */
+  /** Names of user ids: the core's name table, overridden by --tlmap. */
+  std::map<std::uint32_t, EventName> names;
   std::vector<MagicMiss> magic_rejected;  /**< "CTLN" that did not validate */
   std::uint64_t magic_rejected_total = 0;
   std::optional<std::string> sidecar_path;

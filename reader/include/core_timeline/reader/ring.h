@@ -8,11 +8,15 @@
  *
  * Validation follows "The reader's validation steps" of docs/design.md and the format's
  * rules, in this order, before any offset from the header is used:
- *   magic "CTLN"; 512 header bytes present; endian_marker; version 1;
+ *   magic "CTLN"; 512 header bytes present; endian_marker; version 1 or 2;
  *   header CRC-32C over [0, 384); header_size; unknown incompat_flags;
+ *   (a version-2 header with kIncompatNoRing is a ring-less header: only
+ *   lane_count 0, region_size <= the mapping and the error text are
+ *   checked, and no slot is decoded);
  *   slot_size 128; slots_per_lane a power of two in [8, 2^20]; lane_count in
  *   [2, 4096]; lane table after the header and before the slots; slots
- *   inside region_size; region_size <= 4 GiB and <= the mapping.
+ *   inside region_size; region_size <= 4 GiB and <= the mapping; (version
+ *   2) the name table right after the slots, inside region_size.
  * Then every lane is scanned slot by slot (never by trusting write_index):
  *   a slot is accepted only if begin_seq == end_seq == a sequence whose
  *   position (seq - 1) % slots_per_lane is this slot, with inline_len <= 64,
@@ -65,11 +69,25 @@ struct RingHeaderInfo {
   std::uint64_t anchor_realtime_ns = 0;
   std::uint64_t anchor_monotonic_ns = 0;
   std::uint64_t ticks_per_second = 0;
+  /* version 2 (zero for a version-1 ring) */
+  std::uint64_t names_offset = 0;
+  std::uint32_t names_capacity = 0;
+  std::uint32_t anchor_spread_ticks = 0;  /**< 0: unknown */
+  bool no_ring = false;                   /**< kIncompatNoRing */
+  std::int32_t init_error = 0;            /**< errno, with no_ring */
+  std::string init_error_text;            /**< printable, with no_ring */
   /* mutable part (not CRC-covered; untrusted) */
   bool latest_anchor_valid = false;  /**< seqlock even and values plausible */
   std::uint64_t latest_ticks = 0;
   std::uint64_t latest_realtime_ns = 0;
   std::uint64_t latest_monotonic_ns = 0;
+  bool crash_anchor_valid = false;   /**< kAnchorComplete, after the init
+                                          anchor on both clocks */
+  std::uint64_t crash_ticks = 0;
+  std::uint64_t crash_realtime_ns = 0;
+  std::uint64_t crash_monotonic_ns = 0;
+  std::uint32_t crash_spread_ticks = 0;
+  std::uint64_t names_claimed = 0;
   std::uint64_t dropped = 0;
   std::uint64_t mmap_generation = 0;
   std::uint64_t sync_count = 0;
@@ -134,6 +152,34 @@ struct LaneSummary {
   std::string counter_reason;
 };
 
+/** A name the program registered with tl_name (ring format version 2). */
+struct RingName {
+  std::uint32_t index = 0;     /**< entry in the table */
+  std::uint32_t id = 0;
+  std::string name;            /**< checked: printable ASCII, no space */
+  std::string arg0, arg1;      /**< "" when not given */
+};
+
+/** What the reader knows of the slot clock, from the header's anchors.
+ *  docs/ring-format.md, "Time", gives the method and the error bound. */
+struct SlotClock {
+  enum class Rate { kUnknown, kHeader, kInitAndCrash, kInitAndHelper };
+  Rate rate_from = Rate::kUnknown;
+  double ticks_per_second = 0;   /**< 0: unknown (see note) */
+  /** Bound on the relative error of ticks_per_second (0.0005 is 500 ppm);
+   *  nullopt when the ring records no anchor spreads (version 1). */
+  std::optional<double> rate_error;
+  std::string note;              /**< why the rate is unknown, or what
+                                      limits it; "" if nothing to say */
+  struct Anchor {
+    std::uint64_t ticks = 0;
+    std::int64_t realtime_ns = 0;
+  };
+  std::vector<Anchor> anchors;   /**< init, then the helper's, then the
+                                      crash's: for wall-clock times */
+};
+std::string_view rate_source_name(SlotClock::Rate r) noexcept;
+
 struct DecodedRing {
   RingHeaderInfo header;
   std::vector<LaneSummary> lanes;
@@ -147,8 +193,12 @@ struct DecodedRing {
   std::uint64_t invalid = 0;
   std::uint64_t missing = 0;
   /** Slot-clock ticks per second, from the header or derived from the two
-   *  clock anchors; 0 if unknown. */
+   *  clock anchors; 0 if unknown (clock.note says why). */
   double ticks_per_second = 0;
+  SlotClock clock;
+  /** Committed name entries, newest last (version 2). */
+  std::vector<RingName> names;
+  std::uint64_t names_rejected = 0;  /**< entries not committed or not valid */
   std::vector<std::string> warnings;
 };
 
@@ -177,9 +227,13 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
 /** validate_ring_header, then decode every lane as described above. */
 Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size);
 
-/** Slot-clock ticks as CLOCK_REALTIME nanoseconds, from the ring's anchor;
- *  nullopt if the clock rate is unknown or ticks is 0. */
+/** Slot-clock ticks as CLOCK_REALTIME nanoseconds, from the ring's anchor
+ *  nearest in ticks; nullopt if the clock rate is unknown or ticks is 0. */
 std::optional<std::int64_t> ticks_to_realtime_ns(const DecodedRing &ring, std::uint64_t ticks);
+
+/** `ticks` minus `reference` in nanoseconds of the slot clock; nullopt if
+ *  the rate is unknown or either is 0. */
+std::optional<std::int64_t> ticks_delta_ns(const DecodedRing &ring, std::uint64_t ticks, std::uint64_t reference);
 
 /** The name the reader gives a built-in kind ("MALLOC"), or nullptr. */
 const char *kind_name(std::uint16_t kind) noexcept;
