@@ -814,6 +814,12 @@ void Daemon::report(const CoredumpEntry &e, const Verdict &verdict, const CoreWo
                        "timeline is lost: " + verdict.reason,
                  fields);
       return;
+    case Status::kRingNotMade:
+      log::event(LOG_ERR, kMsgRingNotMade,
+                 who + " crashed with libtimeline loaded, but libtimeline had made no ring, so there is no "
+                       "timeline: " + verdict.reason,
+                 fields);
+      return;
     case Status::kOk:
       log::event(LOG_INFO, kMsgTimelineWritten,
                  who + ": timeline with " + std::to_string(w.decoded ? w.decoded->document.summary.event_count : 0) +

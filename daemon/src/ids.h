@@ -16,6 +16,9 @@ namespace ctd {
 /** PRIORITY=3: a process carried a ring but its mapping is not in the core
  *  (coredump_filter, MADV_DONTDUMP): the timeline is lost. */
 inline constexpr std::string_view kMsgMappingAbsent = "2d6a53792c8b405fa4ed10165ba08998";
+/** PRIORITY=3: a process loaded libtimeline but tl_init made no ring (bad
+ *  TL_SLOTS/TL_LANES or options, no memory): no timeline. */
+inline constexpr std::string_view kMsgRingNotMade = "46caf83796c3406d9700e020b8795808";
 /** PRIORITY=4: an entry that looks like systemd-coredump's was not written
  *  by it (or names a file it would not): ignored. */
 inline constexpr std::string_view kMsgEntryRejected = "f6333bac94024bafb18b8f5b475c6502";
