@@ -722,7 +722,7 @@ Result<DecodeResult> decoded_from(const std::string &output, DecodeResult &res) 
   if (nl == std::string::npos || nl > 100 ||
       std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu %d %d", magic, &jl, &tl, &ec, &hwm, &anon,
                   &landlock, &seccomp) != 8 ||
-      std::string_view(magic) != "CTD1" || ec < 0 || ec > 7 || landlock < 0 || (seccomp != 0 && seccomp != 1) ||
+      std::string_view(magic) != "CTD1" || ec < 0 || ec > 8 || landlock < 0 || (seccomp != 0 && seccomp != 1) ||
       jl > output.size() || tl > output.size() ||
       nl + 1 + jl + tl != output.size()) {
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";

@@ -89,7 +89,7 @@ struct DecodeResult {
   bool decoded = false;                 /**< document and text are valid */
   core_timeline::document::ReaderDocument document; /**< the reader's --json document */
   std::string text;                     /**< the reader's text output */
-  int exit_code = -1;                   /**< the reader's exit code 0..7 */
+  int exit_code = -1;                   /**< the reader's exit code 0..8 */
   std::string failure;                  /**< why not decoded (one line) */
   bool timed_out = false;
   bool out_of_memory = false;

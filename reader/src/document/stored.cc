@@ -32,8 +32,8 @@ reader::Result<ReaderSummary> summarize(const Json &doc) {
   if (!parsed || !is_reader_status(*parsed)) return bad("\"status\" is not one the reader gives");
   s.status = *parsed;
   const auto code = doc.find(key::exit_code);
-  if (code == doc.end() || !code->is_number_unsigned() || code->get<std::uint64_t>() > 7)
-    return bad("no \"exit_code\" 0..7");
+  if (code == doc.end() || !code->is_number_unsigned() || code->get<std::uint64_t>() > 8)
+    return bad("no \"exit_code\" 0..8");
   s.exit_code = code->get<int>();
   if (const auto reason = doc.find(key::reason); reason != doc.end() && reason->is_string())
     s.reason = reason->get<std::string>();

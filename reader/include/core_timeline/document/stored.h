@@ -52,7 +52,7 @@ inline constexpr int kMaxDepth = 64;
 struct ReaderSummary {
   Status status = Status::kCoreUnreadable;
   std::optional<std::string> reason;  /**< null for ok */
-  int exit_code = 3;                  /**< core-timeline-read's, 0..7 */
+  int exit_code = 3;                  /**< core-timeline-read's, 0..8 */
   bool core_truncated = false;        /**< core.truncated */
   std::size_t event_count = 0;        /**< events[] */
 };
@@ -68,7 +68,7 @@ struct ReaderDocument {
  * the decoder child, which read a hostile core): valid JSON, an object
  * nested at most kMaxDepth deep (checked while parsing, by nlohmann's
  * parser callback: nothing deeper is built), with a "status" the reader
- * gives, an "exit_code" 0..7, and "core", "events" of the right types when
+ * gives, an "exit_code" 0..8, and "core", "events" of the right types when
  * present.  Never throws.
  */
 reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noexcept;
