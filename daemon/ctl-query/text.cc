@@ -76,10 +76,25 @@ std::string event_args_text(const json &e) {
   const json *kindv = member(e, key::kind);
   const std::string kind = kindv && kindv->is_string() ? kindv->get<std::string>() : "";
   const json *id = member(e, key::id);
-  if (kind == "USER") {
+  /* The names the program gave its arguments (tl_name, or a tlmap), as
+   * core-timeline-read prints them: "request_id=41 bytes=512". */
+  const json *names = member(e, key::arg_names);
+  const auto arg_name = [&](std::size_t i) -> std::string {
+    const json *n = names && names->is_array() && names->size() > i ? &(*names)[i] : nullptr;
+    return n && n->is_string() && !n->get_ref<const std::string &>().empty() ? printable(n->get_ref<const std::string &>())
+                                                                             : std::string();
+  };
+  const auto user_args = [&](bool one_arg) {
+    const std::string n0 = arg_name(0), n1 = arg_name(1);
+    std::string s = fmt::format("{}={}", n0.empty() ? "arg" : n0, dec(a0));
     auto v1 = u64_of(a1);
-    return v1 && *v1 != 0 ? fmt::format("arg={} arg1={}", dec(a0), dec(a1)) : fmt::format("arg={}", dec(a0));
-  }
+    if (!one_arg && !n1.empty()) s += fmt::format(" {}={}", n1, dec(a1));
+    else if (!one_arg && v1 && *v1 != 0) s += fmt::format(" arg1={}", dec(a1));
+    return s;
+  };
+  if (kind == "USER") return user_args(false);
+  if (kind == "SPAN_BEGIN") return "begin " + user_args(true);
+  if (kind == "SPAN_END") return "end";
   if (kind == "CRASH") {
     const json *c = member(e, key::crash);
     return fmt::format("sig={} code={} addr={}", str_of(c ? member(*c, key::signal_name) : nullptr),

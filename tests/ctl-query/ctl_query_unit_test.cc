@@ -643,6 +643,17 @@ TEST(Text, UntrustedBytesNeverReachTheTerminalRaw) {
   const json d = sample_document();
   EXPECT_EQ(ctlq::event_args_text(d["events"][0]), "arg=41");
   EXPECT_EQ(ctlq::event_args_text(d["events"][1]), "arg=1001 arg1=7");
+  /* Argument names from the document (the ring's name table or a tlmap),
+   * untrusted like every string in it. */
+  json named = d["events"][1];
+  named["arg_names"] = {"request_id", "by\x1btes"};
+  EXPECT_EQ(ctlq::event_args_text(named), "request_id=1001 by\\x1btes=7");
+  named["arg_names"] = {"request_id", nullptr};
+  EXPECT_EQ(ctlq::event_args_text(named), "request_id=1001 arg1=7");
+  named["kind"] = "SPAN_BEGIN";
+  EXPECT_EQ(ctlq::event_args_text(named), "begin request_id=1001");
+  named["kind"] = "SPAN_END";
+  EXPECT_EQ(ctlq::event_args_text(named), "end");
   EXPECT_EQ(ctlq::location_text(d["events"][0]), "-");
   json e = d["events"][0];
   e["location"] = {{"address", "0x55"}, {"module", "/usr/bin/demo"}, {"function", "parse\x1b"},
