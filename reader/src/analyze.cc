@@ -13,6 +13,7 @@
 #include <map>
 #include <new>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -256,7 +257,6 @@ class Analyzer {
   void collect_names();
   void place_in_time();
   void build_spans();
-  std::string end_may_be_lost(const Span &sp) const;
   void summarize_threads();
   Event make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e, Origin source);
   void symbolize_all();
@@ -983,34 +983,58 @@ void Analyzer::place_in_time() {
                                       "place in their thread's order but cannot be placed in time", untimed));
 }
 
+/* What a ring lost that could hold a span's end, indexed once per ring so
+ * that judging N open spans costs O(N log lanes), not O(N x lanes). */
+struct LossIndex {
+  /* (timestamp of the lane's oldest surviving event, or UINT64_MAX when
+   * it has none or no timestamp; events overwritten; lane), for lanes
+   * that lost events, by timestamp; suffix[i] sums overwritten from i on. */
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> lanes;
+  std::vector<std::uint64_t> suffix;
+  std::set<std::pair<std::uint32_t, std::uint64_t>> rejected;  /* (lane, seq) */
+};
+
+LossIndex index_losses(const DecodedRing &r) {
+  LossIndex x;
+  std::size_t at = 0;
+  for (const auto &l : r.lanes) {
+    while (at < r.events.size() && r.events[at].lane < l.index) ++at;
+    if (l.overwritten == 0) continue;
+    std::uint64_t ts = UINT64_MAX;
+    if (at < r.events.size() && r.events[at].lane == l.index && r.events[at].timestamp != 0)
+      ts = r.events[at].timestamp;
+    x.lanes.emplace_back(ts, l.overwritten, l.index);
+  }
+  std::sort(x.lanes.begin(), x.lanes.end());
+  x.suffix.assign(x.lanes.size() + 1, 0);
+  for (std::size_t i = x.lanes.size(); i-- > 0;) x.suffix[i] = x.suffix[i + 1] + std::get<1>(x.lanes[i]);
+  for (const auto &j : r.rejected) x.rejected.emplace(j.lane, j.seq);
+  return x;
+}
+
 /* Why an end of `sp` (open: begun, no end found) may have been lost, or ""
  * when every event that could be its end is in the ring. */
-std::string Analyzer::end_may_be_lost(const Span &sp) const {
-  const DecodedRing *r = ring_of(a_, sp.ring);
-  if (r == nullptr || !sp.begin) return {};
-  const Event &b = a_.events[*sp.begin];
+std::string end_may_be_lost(const DecodedRing &r, const LossIndex &x, const Event &b) {
   std::vector<std::string> why;
-  if (r->header.dropped > 0)
-    why.push_back(fmt::format("{} events were dropped (no lane could be had)", r->header.dropped));
+  if (r.header.dropped > 0)
+    why.push_back(fmt::format("{} events were dropped (no lane could be had)", r.header.dropped));
   /* A lane's overwritten events precede its oldest surviving one; they can
    * hold this span's end only if that oldest one is later than the begin.
    * The begin's own lane lost only events before the begin. */
-  std::uint64_t lanes = 0, lost = 0;
-  std::size_t at = 0;
-  for (const auto &l : r->lanes) {
-    while (at < r->events.size() && r->events[at].lane < l.index) ++at;
-    if (l.overwritten == 0 || l.index == b.lane) continue;
-    const bool oldest_after = at < r->events.size() && r->events[at].lane == l.index &&
-                              (r->events[at].timestamp == 0 || r->events[at].timestamp > b.timestamp);
-    if (l.committed == 0 || oldest_after) {
-      lanes++;
-      lost += l.overwritten;
+  const auto first = std::upper_bound(x.lanes.begin(), x.lanes.end(),
+                                      std::make_tuple(b.timestamp, UINT64_MAX, UINT32_MAX));
+  const auto i = static_cast<std::size_t>(first - x.lanes.begin());
+  std::uint64_t lanes = x.lanes.size() - i, lost = x.suffix[i];
+  for (auto it = first; it != x.lanes.end(); ++it)
+    if (std::get<2>(*it) == b.lane) {
+      lanes--;
+      lost -= std::get<1>(*it);
+      break;
     }
-  }
   if (lanes > 0)
     why.push_back(fmt::format("{} events of {} other lanes were overwritten after it began", lost, lanes));
-  if (r->torn + r->invalid > 0) why.push_back(fmt::format("{} slots are torn or invalid", r->torn + r->invalid));
-  if (r->truncated) why.push_back("the ring is cut off by truncation");
+  if (r.torn + r.invalid > 0) why.push_back(fmt::format("{} slots are torn or invalid", r.torn + r.invalid));
+  if (r.truncated) why.push_back("the ring is cut off by truncation");
   std::string s;
   for (const auto &w : why) s += (s.empty() ? "" : "; ") + w;
   return s;
@@ -1019,6 +1043,12 @@ std::string Analyzer::end_may_be_lost(const Span &sp) const {
 void Analyzer::build_spans() {
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> by_token;  /* (ring, token) -> span */
   std::map<std::uint32_t, std::vector<std::uint32_t>> open_in;                /* tid -> its open spans */
+  std::map<std::uint32_t, LossIndex> loss_index;                              /* ring -> its losses */
+  const auto losses = [&](std::uint32_t ring) -> const LossIndex & {
+    auto it = loss_index.find(ring);
+    if (it == loss_index.end()) it = loss_index.emplace(ring, index_losses(*ring_of(a_, ring))).first;
+    return it->second;
+  };
   const auto delta = [&](std::uint32_t ring, std::uint64_t later, std::uint64_t earlier) {
     const DecodedRing *r = ring_of(a_, ring);
     return r != nullptr ? ticks_delta_ns(*r, later, earlier) : std::nullopt;
@@ -1085,8 +1115,7 @@ void Analyzer::build_spans() {
       sp.note = fmt::format("its token {:#x} names no slot of this ring", token);
     } else {
       const LaneSummary &l = r->lanes[lane];
-      const bool torn = std::any_of(r->rejected.begin(), r->rejected.end(),
-                                    [&](const RejectedSlot &x) { return x.lane == lane && x.seq == seq; });
+      const bool torn = losses(e.ring).rejected.count({lane, seq}) != 0;
       if (torn) sp.note = fmt::format("its begin (lane {} seq {}) is torn", lane, seq);
       else if (seq <= l.overwritten || (l.committed == 0 && seq <= l.write_index))
         sp.note = fmt::format("its begin (lane {} seq {}) was overwritten", lane, seq);
@@ -1103,7 +1132,9 @@ void Analyzer::build_spans() {
     if (sp.state != Span::State::kOpen) continue;
     const Event &b = a_.events[*sp.begin];
     if (a_.time.reference_event) sp.open_for_ns = delta(sp.ring, a_.time.reference_ticks, b.timestamp);
-    if (std::string why = end_may_be_lost(sp); !why.empty()) {
+    const DecodedRing *r = ring_of(a_, sp.ring);
+    if (r == nullptr) continue;
+    if (std::string why = end_may_be_lost(*r, losses(sp.ring), b); !why.empty()) {
       sp.state = Span::State::kOpenOrEndLost;
       sp.note = "no end was found, but an end may have been lost: " + why;
     }
