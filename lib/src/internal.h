@@ -79,18 +79,25 @@ static inline uint64_t read_ticks() {
 #endif
 }
 
+/** Where record() wrote its event: the lane and the sequence (seq 0:
+ *  nothing was written).  Two words, returned in registers. */
+struct Recorded {
+  uint64_t seq;
+  uint32_t lane;
+};
+
 /**
  * Write one event into the calling thread's lane.  Claims a lane on the
  * thread's first event.  Async-signal-safe; never blocks.  `inline_bytes`
  * may be NULL; at most kInlineBytes are copied.  When `copy_from_ptr` is
  * set, the inline bytes are read from (untrusted) `inline_bytes` with
  * process_vm_readv(2) so a bad pointer records no bytes instead of faulting.
- * Returns the slot written, or NULL if none could be had (counted in
- * header.dropped).
+ * Returns the lane and sequence written, or seq 0 if no slot could be had
+ * (counted in header.dropped).
  */
-fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
-                  uint64_t return_address, const void *inline_bytes,
-                  uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
+Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                uint64_t return_address, const void *inline_bytes,
+                uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
 
 /** Claim a lane for the calling thread (slow path of record()).  From a
  *  signal handler pass in_signal = true: no alternate stack is mapped and no
