@@ -311,13 +311,9 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   const uint32_t lane_count = st.lanes + 1;
   const uint64_t size = fmt::region_size_for(lane_count, st.slots_per_lane, st.names);
   auto failed = [&](const char *call, int e) {
-    why.put(call);
-    if (size != 0) {
-      why.put(" of the ").put_gib(size).put(" ring (");
-      put_geometry(why, st.slots_per_lane, st.lanes, st.names, st.asked);
-      why.put(")");
-    }
-    why.put(" failed: ");
+    why.put(call).put(" of the ").put_size(size).put(" ring (");
+    put_geometry(why, st.slots_per_lane, st.lanes, st.names, st.asked);
+    why.put(") failed: ");
     const char *desc = strerrordesc_np(e), *name = strerrorname_np(e);
     if (desc != nullptr && name != nullptr)
       why.put(desc).put(" (").put(name).put(")");

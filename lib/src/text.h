@@ -43,18 +43,24 @@ class Text {
   }
   /* Appends `bytes` in GiB with two decimals, rounded up, so a size over a
    * limit never reads as the limit ("4.01 GiB", not "4.00 GiB"). */
-  Text &put_gib(uint64_t bytes) {
-    const uint64_t hundredths = (bytes * 100 + (1ull << 30) - 1) >> 30; /* bytes < 2^50 */
-    put_u64(hundredths / 100);
-    byte('.');
-    byte(static_cast<char>('0' + hundredths / 10 % 10));
-    byte(static_cast<char>('0' + hundredths % 10));
-    return put(" GiB");
+  Text &put_gib(uint64_t bytes) { return put_scaled(bytes, 30, " GiB"); }
+  /* Appends `bytes` as put_gib does, or in MiB below 1 GiB ("2.07 MiB"). */
+  Text &put_size(uint64_t bytes) {
+    return bytes < (1ull << 30) ? put_scaled(bytes, 20, " MiB") : put_scaled(bytes, 30, " GiB");
   }
   const char *c_str() const { return buf_; }
   size_t size() const { return len_; }
 
  private:
+  /* bytes / 2^shift with two decimals, rounded up; bytes < 2^50. */
+  Text &put_scaled(uint64_t bytes, unsigned shift, const char *unit) {
+    const uint64_t hundredths = (bytes * 100 + (1ull << shift) - 1) >> shift;
+    put_u64(hundredths / 100);
+    byte('.');
+    byte(static_cast<char>('0' + hundredths / 10 % 10));
+    byte(static_cast<char>('0' + hundredths % 10));
+    return put(unit);
+  }
   void byte(char c) {
     if (len_ + 1 >= cap_) return;
     buf_[len_++] = c;
