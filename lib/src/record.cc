@@ -159,16 +159,16 @@ ThreadLane *claim_lane(bool in_signal) {
   return tl;
 }
 
-fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
-                  uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
-                  bool copy_from_ptr) {
+Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                bool copy_from_ptr) {
   ThreadLane *tl = &t_lane;
   if (__builtin_expect(tl->lane == nullptr, 0)) {
     tl = claim_lane(false);
     if (tl == nullptr) {
       if (g_ring.header != nullptr)
         __atomic_add_fetch(&g_ring.header->dropped, 1, __ATOMIC_RELAXED);
-      return nullptr;
+      return {0, 0};
     }
   }
   uint64_t seq = reserve(tl);
@@ -207,7 +207,7 @@ fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
 
   if (__builtin_expect(g_ring.sync_every != 0, 0) && seq % g_ring.sync_every == 0)
     sidecar_sync();
-  return s;
+  return {seq, tl->index};
 }
 
 }  // namespace core_timeline::lib
@@ -252,6 +252,44 @@ TL_EXPORT void tl_thread_name(const char *name) {
   if (tl != nullptr && !tl->shared) memcpy(tl->lane->owner_name, buf, sizeof buf);
   record(fmt::kKindThreadName, 0, 0, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
          buf, n, false);
+}
+
+TL_EXPORT uint64_t tl_span_begin(uint32_t id, uintptr_t arg) {
+  if (!TL_ENABLED(TL_SOURCE_USER)) return 0;
+  const core_timeline::lib::Recorded w =
+      record(fmt::kKindSpanBegin, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+             nullptr, 0, false);
+  return w.seq == 0 ? 0 : fmt::span_token(w.lane, w.seq);
+}
+
+/* The begin's id and timestamp are read from its slot seqlock-style (the
+ * slot may be in another thread's lane, and may be being overwritten right
+ * now): begin_seq must show the token's sequence, committed, before and
+ * after the fields are read, end_seq too, and the kind must be a begin.
+ * Otherwise the slot no longer holds the begin, and the end records 0s. */
+TL_EXPORT void tl_span_end(uint64_t token) {
+  if (token == 0 || !TL_ENABLED(TL_SOURCE_USER)) return;
+  const core_timeline::lib::Ring &r = core_timeline::lib::g_ring;
+  const uint32_t lane = fmt::span_token_lane(token);
+  const uint64_t seq = fmt::span_token_seq(token);
+  uint32_t id = 0;
+  uint64_t begun = 0;
+  if (lane < r.lane_count && seq != 0) {
+    const fmt::Slot *s = &r.slots[uint64_t(lane) * r.slots_per_lane + ((seq - 1) & r.slot_mask)];
+    if (__atomic_load_n(&s->begin_seq, __ATOMIC_ACQUIRE) == seq) {
+      const uint32_t read_id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
+      const uint64_t read_ts = __atomic_load_n(&s->timestamp, __ATOMIC_RELAXED);
+      const uint16_t read_kind = __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n(&s->begin_seq, __ATOMIC_RELAXED) == seq &&
+          __atomic_load_n(&s->end_seq, __ATOMIC_RELAXED) == seq && read_kind == fmt::kKindSpanBegin) {
+        id = read_id;
+        begun = read_ts;
+      }
+    }
+  }
+  record(fmt::kKindSpanEnd, id, token, begun, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+         nullptr, 0, false);
 }
 
 }  // extern "C"
