@@ -680,8 +680,16 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
   ev.name = ev.kind_name;
   if (e.kind == f::kKindUser || e.kind == f::kKindUserPtr || e.kind == f::kKindSpanBegin ||
       (e.kind == f::kKindSpanEnd && e.id != 0)) {
-    if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(e.id) : nullptr)
-      a_.names.insert_or_assign(e.id, EventName{t->name, t->arg0, t->arg1, NameFrom::kTlmap});
+    if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(e.id) : nullptr) {
+      /* The tlmap's name wins; an argument it does not name keeps the
+       * core's name for it. */
+      EventName n{t->name, t->arg0, t->arg1, NameFrom::kTlmap};
+      if (auto core = a_.names.find(e.id); core != a_.names.end()) {
+        if (n.arg0.empty()) n.arg0 = core->second.arg0;
+        if (n.arg1.empty()) n.arg1 = core->second.arg1;
+      }
+      a_.names.insert_or_assign(e.id, std::move(n));
+    }
     auto it = a_.names.find(e.id);
     if (it != a_.names.end()) {
       ev.named = true;

@@ -290,7 +290,10 @@ TEST_F(CtlQuery, EventsFindsEventsAcrossTimelines) {
   ASSERT_EQ(l.size(), 2u) << both.out;
   EXPECT_TRUE(contains(l[0], "arg=1001") && contains(l[0], " " + pid(kPathA) + " ")) << l[0];
   EXPECT_TRUE(contains(l[1], "arg=2002") && contains(l[1], " " + pid(kPathB) + " ")) << l[1];
-  const std::uint64_t id = doc(kPathA)["events"][3]["id"];
+  std::uint64_t id = 0;
+  for (const auto &e : doc(kPathA)["events"])
+    if (e["name"] == "BEFORE_DIE") id = e["id"];
+  ASSERT_NE(id, 0u);
   ct::test::Ran by_id = query({"events", "--kind", "USER", "--id", "0x" + [&] {
                                  std::ostringstream h;
                                  h << std::hex << id;
