@@ -11,7 +11,11 @@
 //    rate comes from the init and crash anchors only;
 //  - spans and names: spans_three_threads (tests/lib/spans_three_threads.c),
 //    one thread crashing inside two nested open spans, one with a span
-//    open, one with only closed spans, and a span ended by another thread.
+//    open, one with only closed spans, and a span ended by another thread;
+//  - bad settings: a TL_SLOTS that makes no ring, or is no number, gives a
+//    core the reader reports as ring_not_made with libtimeline's reason,
+//    never as "did not run with libtimeline"; TL_DISABLE=1 stops only the
+//    constructor, so a program that calls tl_init still has its ring.
 //
 // This checks correctness, not speed: the bound is loose enough for a
 // noisy VM (a fixture can be preempted between its mark and its
@@ -229,4 +233,41 @@ TEST(Spans, ThreeThreadsShowTheirOpenAndClosedSpansWithNamesFromTheCore) {
   EXPECT_TRUE(has(waiter_line, "WAIT") && has(waiter_line, "(open ")) << text;
   EXPECT_TRUE(has(text, "STEP") && has(text, "end (lasted ")) << text;
   EXPECT_TRUE(has(text, "; inside OUTER")) << text;
+}
+
+TEST(BadSettings, ARingThatCouldNotBeMadeIsSaidFromTheCoreNotTakenForNoLibrary) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1048576", "TL_SLOTS=1048576 with 64 lanes needs 8.13 GiB; the ring is at most 4 GiB (1048576 slots allow at "
+                  "most 30 lanes)"},
+      {"abc", "TL_SLOTS=abc is not a number"},
+  };
+  for (const auto &[slots, says] : cases) {
+    ct::test::CrashOptions o;
+    o.env = {{"LD_PRELOAD", CT_LIBTIMELINE}, {"TL_SLOTS", slots}};
+    const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_CRASH_DEMO_NOLIB, "--path=a"}, o);
+    const auto r = ct::testing::run({kReader, "--json", run.core_path}, 1ull << 30);
+    EXPECT_EQ(r.exit_code, 8) << r.err;
+    EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+    const json doc = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded());
+    EXPECT_EQ(doc["status"], "ring_not_made");
+    const std::string reason = doc["reason"];
+    EXPECT_TRUE(has(reason, "libtimeline was loaded but made no ring: EINVAL")) << reason;
+    EXPECT_TRUE(has(reason, says)) << reason;
+    EXPECT_FALSE(has(r.err + r.out, "did not run with libtimeline"));
+    EXPECT_TRUE(has(r.err, "core-timeline-read: libtimeline was loaded but made no ring")) << r.err;
+  }
+  /* The control: the same program without the library is no_ring (exit 1). */
+  const ct::test::CrashRun none = ct::test::run_and_collect_core({CT_CRASH_DEMO_NOLIB, "--path=a"});
+  EXPECT_EQ(ct::testing::run({kReader, none.core_path}, 1ull << 30).exit_code, 1);
+}
+
+TEST(BadSettings, TlDisableStopsTheConstructorOnlyNotAnExplicitTlInit) {
+  ct::test::CrashOptions o;
+  o.env = {{"TL_DISABLE", "1"}};
+  /* crash_demo links the static library and calls tl_init itself. */
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_CRASH_DEMO, "--path=a"}, o);
+  const json doc = read_json(run.core_path);
+  EXPECT_EQ(doc["status"], "ok");
+  EXPECT_FALSE(doc["events"].empty());
 }
