@@ -6,9 +6,11 @@
  * including the crash handler on an alternate stack with a corrupt heap.
  * Allowed: plain loads and stores, __atomic builtins that are lock-free,
  * raw system calls (gettid, tgkill, prctl, mmap, sigaltstack,
- * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, clock_gettime,
- * anything from libstdc++ that is not inline, and changing errno without
- * restoring it.
+ * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, anything
+ * from libstdc++ that is not inline, and changing errno without restoring
+ * it.  No clock_gettime either: it is async-signal-safe (signal-safety(7);
+ * the crash handler uses it once), but events are stamped with the slot
+ * clock alone (read_ticks), which costs a fraction of it.
  */
 #include <errno.h>
 #include <pthread.h>
