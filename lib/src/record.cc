@@ -6,9 +6,11 @@
  * including the crash handler on an alternate stack with a corrupt heap.
  * Allowed: plain loads and stores, __atomic builtins that are lock-free,
  * raw system calls (gettid, tgkill, prctl, mmap, sigaltstack,
- * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, clock_gettime,
- * anything from libstdc++ that is not inline, and changing errno without
- * restoring it.
+ * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, anything
+ * from libstdc++ that is not inline, and changing errno without restoring
+ * it.  No clock_gettime either: it is async-signal-safe (signal-safety(7);
+ * the crash handler uses it once), but events are stamped with the slot
+ * clock alone (read_ticks), which costs a fraction of it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -210,10 +212,42 @@ Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
   return {seq, tl->index};
 }
 
+/* record() for an event without inline bytes, inlined into the hot entry
+ * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end): the same stores
+ * in the same order, without the call and the inline-bytes branches.  A
+ * thread's first event still goes through record(), which claims the
+ * lane. */
+__attribute__((always_inline)) inline Recorded record_plain(uint16_t kind, uint32_t id, uint64_t arg0,
+                                                            uint64_t arg1, uint64_t return_address) {
+  ThreadLane *tl = &t_lane;
+  if (__builtin_expect(tl->lane == nullptr, 0))
+    return record(kind, id, arg0, arg1, return_address, nullptr, 0, false);
+  const uint64_t seq = reserve(tl);
+  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
+  __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  s->timestamp = read_ticks();
+  s->tid = tl->tid;
+  s->kind = kind;
+  s->id = id;
+  s->mmap_generation = static_cast<uint32_t>(
+      __atomic_load_n(&g_ring.header->mmap_generation, __ATOMIC_RELAXED));
+  s->return_address = return_address;
+  s->arg0 = arg0;
+  s->arg1 = arg1;
+  s->inline_len = 0;
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&s->end_seq, seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->begin_seq, seq, __ATOMIC_RELEASE);
+  if (__builtin_expect(g_ring.sync_every != 0, 0) && seq % g_ring.sync_every == 0) sidecar_sync();
+  return {seq, tl->index};
+}
+
 }  // namespace core_timeline::lib
 
 using core_timeline::lib::g_enabled;
 using core_timeline::lib::record;
+using core_timeline::lib::record_plain;
 namespace fmt = core_timeline::format;
 
 #define TL_ENABLED(source) \
@@ -223,14 +257,12 @@ extern "C" {
 
 TL_EXPORT void tl_mark(uint32_t id, uintptr_t arg) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return;
-  record(fmt::kKindUser, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
-         nullptr, 0, false);
+  record_plain(fmt::kKindUser, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 TL_EXPORT void tl_mark2(uint32_t id, uintptr_t arg0, uintptr_t arg1) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return;
-  record(fmt::kKindUser, id, arg0, arg1,
-         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+  record_plain(fmt::kKindUser, id, arg0, arg1, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 TL_EXPORT void tl_mark_ptr(uint32_t id, const void *ptr, uint32_t len_cap) {
@@ -257,8 +289,7 @@ TL_EXPORT void tl_thread_name(const char *name) {
 TL_EXPORT uint64_t tl_span_begin(uint32_t id, uintptr_t arg) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return 0;
   const core_timeline::lib::Recorded w =
-      record(fmt::kKindSpanBegin, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
-             nullptr, 0, false);
+      record_plain(fmt::kKindSpanBegin, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
   return w.seq == 0 ? 0 : fmt::span_token(w.lane, w.seq);
 }
 
@@ -288,8 +319,7 @@ TL_EXPORT void tl_span_end(uint64_t token) {
       }
     }
   }
-  record(fmt::kKindSpanEnd, id, token, begun, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
-         nullptr, 0, false);
+  record_plain(fmt::kKindSpanEnd, id, token, begun, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 }  // extern "C"

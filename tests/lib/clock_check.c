@@ -9,7 +9,8 @@
  *
  *   mark ID ARG MONO_NS        (ID in hex as 0x6001, ARG and MONO_NS decimal)
  *
- * Default: marks at 0, +20 ms, +50 ms and +120 ms (nanosleep between), so
+ * Default: marks at 0, +20 ms, +50 ms and +120 ms after the first mark's
+ * reading (clock_nanosleep to each), so
  * the helper thread (every 100 ms) has refreshed the latest anchor once
  * before the crash; then SIGSEGV.
  *
@@ -38,11 +39,13 @@ static uint64_t monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void mark(uintptr_t index) {
+/* Records the mark, then returns (and prints) CLOCK_MONOTONIC just after. */
+static uint64_t mark(uintptr_t index) {
   tl_mark(CLOCK_MARK, index);
   const uint64_t mono = monotonic_ns();
   printf("mark 0x%x %lu %llu\n", CLOCK_MARK, (unsigned long)index, (unsigned long long)mono);
   fflush(stdout);
+  return mono;
 }
 
 static void sleep_until(uint64_t mono_ns) {
@@ -79,11 +82,11 @@ int main(int argc, char **argv) {
     mark(1);
     crash();
   }
-  static const uint64_t at_ms[] = {0, 20, 50, 120};
-  const uint64_t start = monotonic_ns();
+  static const uint64_t at_ms[] = {20, 50, 120};
+  const uint64_t start = mark(0);
   for (uintptr_t i = 0; i < sizeof at_ms / sizeof at_ms[0]; ++i) {
     sleep_until(start + at_ms[i] * 1000000u);
-    mark(i);
+    mark(i + 1);
   }
   crash();
   return 71; /* not reached */
