@@ -161,6 +161,43 @@ ThreadLane *claim_lane(bool in_signal) {
   return tl;
 }
 
+/* The slot write protocol (docs/ring-format.md, "Write protocol"), in two
+ * halves so that record() and record_plain() share it: open_slot()
+ * reserves the next sequence of the thread's lane, marks its slot WRITING
+ * and stores the fixed fields; commit_slot() stores inline_len and
+ * publishes the slot.  Between them record() copies inline bytes. */
+struct OpenSlot {
+  uint64_t seq;
+  fmt::Slot *slot;
+};
+
+__attribute__((always_inline)) inline OpenSlot open_slot(ThreadLane *tl, uint16_t kind, uint32_t id,
+                                                         uint64_t arg0, uint64_t arg1, uint64_t return_address) {
+  const uint64_t seq = reserve(tl);
+  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
+  __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  s->timestamp = read_ticks();
+  s->tid = tl->tid;
+  s->kind = kind;
+  s->id = id;
+  s->mmap_generation = static_cast<uint32_t>(
+      __atomic_load_n(&g_ring.header->mmap_generation, __ATOMIC_RELAXED));
+  s->return_address = return_address;
+  s->arg0 = arg0;
+  s->arg1 = arg1;
+  return {seq, s};
+}
+
+__attribute__((always_inline)) inline Recorded commit_slot(const ThreadLane *tl, OpenSlot o, uint32_t inline_len) {
+  o.slot->inline_len = static_cast<uint16_t>(inline_len);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&o.slot->end_seq, o.seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&o.slot->begin_seq, o.seq, __ATOMIC_RELEASE);
+  if (__builtin_expect(g_ring.sync_every != 0, 0) && o.seq % g_ring.sync_every == 0) sidecar_sync();
+  return {o.seq, tl->index};
+}
+
 Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
                 uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
                 bool copy_from_ptr) {
@@ -173,20 +210,8 @@ Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
       return {0, 0};
     }
   }
-  uint64_t seq = reserve(tl);
-  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
-
-  __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  s->timestamp = read_ticks();
-  s->tid = tl->tid;
-  s->kind = kind;
-  s->id = id;
-  s->mmap_generation = static_cast<uint32_t>(
-      __atomic_load_n(&g_ring.header->mmap_generation, __ATOMIC_RELAXED));
-  s->return_address = return_address;
-  s->arg0 = arg0;
-  s->arg1 = arg1;
+  const OpenSlot o = open_slot(tl, kind, id, arg0, arg1, return_address);
+  fmt::Slot *s = o.slot;
   uint32_t n = inline_len < fmt::kInlineBytes ? inline_len : fmt::kInlineBytes;
   if (n != 0 && inline_bytes != nullptr) {
     if (copy_from_ptr) {
@@ -202,45 +227,19 @@ Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
   } else {
     n = 0;
   }
-  s->inline_len = static_cast<uint16_t>(n);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  __atomic_store_n(&s->end_seq, seq, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->begin_seq, seq, __ATOMIC_RELEASE);
-
-  if (__builtin_expect(g_ring.sync_every != 0, 0) && seq % g_ring.sync_every == 0)
-    sidecar_sync();
-  return {seq, tl->index};
+  return commit_slot(tl, o, n);
 }
 
 /* record() for an event without inline bytes, inlined into the hot entry
- * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end): the same stores
- * in the same order, without the call and the inline-bytes branches.  A
- * thread's first event still goes through record(), which claims the
- * lane. */
+ * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end): the same
+ * protocol without the call and the inline-bytes branches.  A thread's
+ * first event still goes through record(), which claims the lane. */
 __attribute__((always_inline)) inline Recorded record_plain(uint16_t kind, uint32_t id, uint64_t arg0,
                                                             uint64_t arg1, uint64_t return_address) {
   ThreadLane *tl = &t_lane;
   if (__builtin_expect(tl->lane == nullptr, 0))
     return record(kind, id, arg0, arg1, return_address, nullptr, 0, false);
-  const uint64_t seq = reserve(tl);
-  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
-  __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  s->timestamp = read_ticks();
-  s->tid = tl->tid;
-  s->kind = kind;
-  s->id = id;
-  s->mmap_generation = static_cast<uint32_t>(
-      __atomic_load_n(&g_ring.header->mmap_generation, __ATOMIC_RELAXED));
-  s->return_address = return_address;
-  s->arg0 = arg0;
-  s->arg1 = arg1;
-  s->inline_len = 0;
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  __atomic_store_n(&s->end_seq, seq, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->begin_seq, seq, __ATOMIC_RELEASE);
-  if (__builtin_expect(g_ring.sync_every != 0, 0) && seq % g_ring.sync_every == 0) sidecar_sync();
-  return {seq, tl->index};
+  return commit_slot(tl, open_slot(tl, kind, id, arg0, arg1, return_address), 0);
 }
 
 }  // namespace core_timeline::lib
