@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <ctime>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -26,7 +27,7 @@ std::string basename_of(std::string_view p) {
   return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
 }
 
-std::string spaced_hex(const std::vector<std::uint8_t> &b) {
+std::string spaced_hex(std::span<const std::uint8_t> b) {
   std::string s;
   for (std::size_t i = 0; i < b.size(); ++i) {
     if (i) s.push_back(' ');
@@ -99,20 +100,22 @@ std::string span_note(const Analysis &a, const Event &e) {
 }
 
 std::string args_text(const Analysis &a, const Event &e) {
-  const auto ptr = [&]() { return e.pointer ? " " + mapping_text(*e.pointer) : std::string(); };
+  const AddressMapping *pointer = a.pointer_of(e);
+  const auto ptr = [&]() { return pointer ? " " + mapping_text(*pointer) : std::string(); };
+  const std::span<const std::uint8_t> inline_bytes = a.inline_bytes_of(e);
   switch (e.kind) {
     case f::kKindUser: return user_args(a, e, false);
     case f::kKindSpanBegin: return "begin " + user_args(a, e, true) + span_note(a, e);
     case f::kKindSpanEnd: return "end" + span_note(a, e);
     case f::kKindUserPtr:
-      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, e.inline_bytes.size(), e.arg1,
-                         spaced_hex(e.inline_bytes), ptr());
+      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, inline_bytes.size(), e.arg1,
+                         spaced_hex(inline_bytes), ptr());
     case f::kKindThreadName: {
-      std::string n(e.inline_bytes.begin(), e.inline_bytes.end());
+      std::string n(inline_bytes.begin(), inline_bytes.end());
       return fmt::format("name=\"{}\"", esc(n.substr(0, n.find('\0'))));
     }
     case f::kKindCrash: {
-      const auto &c = *e.crash;
+      const auto &c = *a.crash_of(e);
       std::string s = fmt::format("sig={} code={} addr={:#x} pc={:#x}", c.signal_name, c.si_code_name,
                                   c.fault_address, e.return_address);
       if (c.si_code <= 0) s += fmt::format(" from pid {}", c.sender_pid);
@@ -125,21 +128,21 @@ std::string args_text(const Analysis &a, const Event &e) {
     case f::kKindCalloc: return fmt::format("ptr={:#x} size={}{}", e.arg0, e.arg1, ptr());
     case f::kKindRealloc: {
       std::uint64_t old = 0;
-      if (e.inline_bytes.size() >= 8) std::memcpy(&old, e.inline_bytes.data(), 8);
+      if (inline_bytes.size() >= 8) std::memcpy(&old, inline_bytes.data(), 8);
       return fmt::format("ptr={:#x} size={} old={:#x}{}", e.arg0, e.arg1, old, ptr());
     }
     case f::kKindOpen:
-      return fmt::format("result={} path-bytes=[{}]", static_cast<std::int64_t>(e.arg0), spaced_hex(e.inline_bytes));
+      return fmt::format("result={} path-bytes=[{}]", static_cast<std::int64_t>(e.arg0), spaced_hex(inline_bytes));
     case f::kKindRead:
     case f::kKindWrite:
       return fmt::format("fd={} result={} count={}", e.id, static_cast<std::int64_t>(e.arg0), e.arg1);
     case f::kKindConnect:
       return fmt::format("fd={} result={} addr-bytes=[{}]", e.id, static_cast<std::int64_t>(e.arg0),
-                         spaced_hex(e.inline_bytes));
+                         spaced_hex(inline_bytes));
     case f::kKindClose: return fmt::format("fd={} result={}", e.id, static_cast<std::int64_t>(e.arg0));
     default:
       return fmt::format("id={:#x} arg0={:#x} arg1={:#x} inline=[{}]", e.id, e.arg0, e.arg1,
-                         spaced_hex(e.inline_bytes));
+                         spaced_hex(inline_bytes));
   }
 }
 
@@ -307,10 +310,10 @@ json event_json(const Analysis &a, const Event &e) {
   ej[key::lane] = e.lane;
   ej[key::seq] = e.seq;
   ej[key::tid] = e.tid;
-  ej[key::thread] = e.thread.empty() ? json(nullptr) : json(e.thread);
+  ej[key::thread] = e.thread == 0 ? json(nullptr) : json(a.thread_of(e));
   ej[key::tid_in_core] = e.tid_in_core;
-  ej[key::kind] = e.kind_name;
-  ej[key::name] = e.name;
+  ej[key::kind] = a.kind_name_of(e);
+  ej[key::name] = a.name_of(e);
   ej[key::named] = e.named;
   ej[key::name_from] = e.name_from == NameFrom::kNone ? json(nullptr) : json(name_from_name(e.name_from));
   if (const EventName *n = names_of(a, e))
@@ -324,11 +327,13 @@ json event_json(const Analysis &a, const Event &e) {
   ej[key::age_ns] = e.age_ns ? json(*e.age_ns) : json(nullptr);
   ej[key::span] = e.span ? json(*e.span) : json(nullptr);
   ej[key::return_address] = fmt::format("{:#x}", e.return_address);
-  ej[key::location] = e.location ? location_json(*e.location) : json(nullptr);
-  ej[key::inline_bytes] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
-  ej[key::pointer] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
-  if (e.crash) {
-    const auto &c = *e.crash;
+  const Location *location = a.location_of(e);
+  const AddressMapping *pointer = a.pointer_of(e);
+  ej[key::location] = location ? location_json(*location) : json(nullptr);
+  ej[key::inline_bytes] = e.inline_len == 0 ? json(nullptr) : json(hex_bytes(a.inline_bytes_of(e)));
+  ej[key::pointer] = pointer ? mapping_json(*pointer) : json(nullptr);
+  if (const CrashSlot *crash = a.crash_of(e)) {
+    const auto &c = *crash;
     ej[key::crash] = {{key::signal, c.signo},           {key::signal_name, c.signal_name},
                    {key::si_code, c.si_code},        {key::si_code_name, c.si_code_name},
                    {key::si_errno, c.si_errno},      {key::si_pid, c.sender_pid},
@@ -388,7 +393,7 @@ std::string span_chain(const Analysis &a, const std::vector<std::uint32_t> &span
   for (auto i : spans) {
     const Span &sp = a.spans[i];
     const Event &b = a.events[*sp.begin];
-    std::string one = esc(b.name);
+    std::string one = esc(a.name_of(b));
     if (const EventName *n = names_of(a, b); n != nullptr && !n->arg0.empty())
       one += fmt::format(" {}={}", esc(n->arg0), sp.arg);
     else if (sp.arg != 0)
@@ -420,8 +425,10 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
   if (o.wall_clock) when = e.realtime_ns ? wall_text(*e.realtime_ns) : "?";
   else when = e.age_ns ? format_age(*e.age_ns) : "?";
   std::string line = fmt::format("{:>{}} tid {:<7} {:<15} {:<16} {}", when, o.wall_clock ? 22 : 12, e.tid,
-                                 e.thread.empty() ? std::string("-") : esc(e.thread), esc(e.name), args_text(a, e));
-  if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash)) line += "  at " + location_text(*e.location);
+                                 e.thread == 0 ? std::string("-") : esc(a.thread_of(e)), esc(a.name_of(e)),
+                                 args_text(a, e));
+  if (const Location *l = a.location_of(e); l && (e.return_address != 0 || e.kind == f::kKindCrash))
+    line += "  at " + location_text(*l);
   if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
   if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
   return line + "\n";
@@ -500,7 +507,7 @@ json spans_json(const Analysis &a) {
     j[key::state] = std::string(span_state_name(sp.state));
     j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
     const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
-    j[key::name] = sp.id_known ? json(any.name) : json(nullptr);
+    j[key::name] = sp.id_known ? json(a.name_of(any)) : json(nullptr);
     j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
     j[key::tid] = sp.tid;
     j[key::begin] = span_end_json(a, sp.begin);
