@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "core_timeline/reader/render.h"
 
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -229,6 +231,7 @@ json crash_json(const CrashFacts &c) {
   return cj;
 }
 
+/* A ring's report but its "torn" list (write_ring()). */
 json ring_json(const RingReport &r) {
   json rj;
   rj[key::index] = r.index;
@@ -295,11 +298,7 @@ json ring_json(const RingReport &r) {
       lanes.push_back(std::move(lj));
     }
     rj[key::lanes] = std::move(lanes);
-    json torn = json::array();
-    for (const auto &t : d.rejected)
-      torn.push_back({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
-                      {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
-    rj[key::torn] = std::move(torn);
+    /* then "torn": write_ring(), one rejected slot at a time */
   }
   return rj;
 }
@@ -436,8 +435,60 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
 
 }  // namespace
 
-std::string render_text(const Analysis &a, const TextOptions &o) {
-  std::string out;
+namespace {
+
+/* Output gathered into pieces of about 64 KiB before they go to `out`. */
+class Buffered {
+ public:
+  explicit Buffered(const Output &out) : out_(out) { buf_.reserve(kPiece + 4096); }
+  Buffered &operator+=(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= kPiece) flush();
+    return *this;
+  }
+  Buffered &operator+=(char c) {
+    buf_.push_back(c);
+    if (buf_.size() >= kPiece) flush();
+    return *this;
+  }
+  /* False once `out` said stop. */
+  bool flush() {
+    if (ok_ && !buf_.empty()) ok_ = out_(buf_);
+    buf_.clear();
+    return ok_;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static constexpr std::size_t kPiece = 64 * 1024;
+  const Output &out_;
+  std::string buf_;
+  bool ok_ = true;
+};
+
+/* The events of each thread in a.threads' order, each thread's in merged
+ * order: one pass to count, one to place (--by-thread). */
+std::vector<std::size_t> by_thread_order(const Analysis &a) {
+  std::map<std::uint32_t, std::size_t> thread_at;  /* tid -> index in a.threads */
+  for (std::size_t t = 0; t < a.threads.size(); ++t) thread_at.emplace(a.threads[t].tid, t);
+  std::vector<std::size_t> start(a.threads.size() + 1, 0);
+  std::vector<std::size_t> of(a.events.size(), a.threads.size());  /* event -> thread index */
+  for (std::size_t i = 0; i < a.events.size(); ++i)
+    if (auto it = thread_at.find(a.events[i].tid); it != thread_at.end()) {
+      of[i] = it->second;
+      start[it->second + 1]++;
+    }
+  for (std::size_t t = 0; t < a.threads.size(); ++t) start[t + 1] += start[t];
+  std::vector<std::size_t> order(start.back());
+  for (std::size_t i = 0; i < a.events.size(); ++i)
+    if (of[i] < a.threads.size()) order[start[of[i]]++] = i;
+  return order;
+}
+
+}  // namespace
+
+bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
+  Buffered out(output);
   if (a.status != Status::kOk && a.events.empty()) {
     out += fmt::format("core-timeline: {}\n", esc(a.reason));
   } else {
@@ -448,13 +499,20 @@ std::string render_text(const Analysis &a, const TextOptions &o) {
     for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
     out += open_spans_text(a);
     if (!o.by_thread) {
-      for (const auto &e : a.events) out += event_line(a, e, o);
+      for (const auto &e : a.events) {
+        out += event_line(a, e, o);
+        if (!out.ok()) return false;
+      }
     } else {
+      const std::vector<std::size_t> order = by_thread_order(a);
+      std::size_t next = 0;
       for (const auto &t : a.threads) {
         out += fmt::format("thread {} ({}): {} events\n", t.tid, t.name.empty() ? std::string("-") : esc(t.name),
                            t.events);
-        for (const auto &e : a.events)
-          if (e.tid == t.tid) out += event_line(a, e, o);
+        for (; next < order.size() && a.events[order[next]].tid == t.tid; ++next) {
+          out += event_line(a, a.events[order[next]], o);
+          if (!out.ok()) return false;
+        }
       }
     }
   }
@@ -474,7 +532,21 @@ std::string render_text(const Analysis &a, const TextOptions &o) {
     out += s + "\n";
   }
   for (const auto &w : a.warnings) out += "warning: " + esc(w) + "\n";
-  return out;
+  return out.flush();
+}
+
+Output file_output(std::FILE *f) {
+  return [f](std::string_view piece) {
+    if (std::fwrite(piece.data(), 1, piece.size(), f) == piece.size()) return true;
+    if (errno == 0) errno = EIO;
+    return false;
+  };
+}
+
+std::string render_text(const Analysis &a, const TextOptions &o) {
+  std::string s;
+  write_text(a, [&](std::string_view piece) { s.append(piece); return true; }, o);
+  return s;
 }
 
 namespace {
@@ -499,79 +571,188 @@ json time_json(const Analysis &a) {
   return j;
 }
 
-json spans_json(const Analysis &a) {
-  json arr = json::array();
-  for (const auto &sp : a.spans) {
-    json j;
-    j[key::token] = fmt::format("{:#x}", sp.token);
-    j[key::state] = std::string(span_state_name(sp.state));
-    j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
-    const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
-    j[key::name] = sp.id_known ? json(a.name_of(any)) : json(nullptr);
-    j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
-    j[key::tid] = sp.tid;
-    j[key::begin] = span_end_json(a, sp.begin);
-    j[key::end] = span_end_json(a, sp.end);
-    j[key::duration_ns] = sp.duration_ns ? json(*sp.duration_ns) : json(nullptr);
-    j[key::open_for_ns] = sp.open_for_ns ? json(*sp.open_for_ns) : json(nullptr);
-    j[key::parent] = sp.parent ? json(*sp.parent) : json(nullptr);
-    j[key::depth] = sp.depth;
-    j[key::extra_ends] = sp.extra_ends;
-    j[key::note] = sp.note.empty() ? json(nullptr) : json(sp.note);
-    arr.push_back(std::move(j));
-  }
-  return arr;
+json span_json(const Analysis &a, const Span &sp) {
+  json j;
+  j[key::token] = fmt::format("{:#x}", sp.token);
+  j[key::state] = std::string(span_state_name(sp.state));
+  j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
+  const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
+  j[key::name] = sp.id_known ? json(a.name_of(any)) : json(nullptr);
+  j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
+  j[key::tid] = sp.tid;
+  j[key::begin] = span_end_json(a, sp.begin);
+  j[key::end] = span_end_json(a, sp.end);
+  j[key::duration_ns] = sp.duration_ns ? json(*sp.duration_ns) : json(nullptr);
+  j[key::open_for_ns] = sp.open_for_ns ? json(*sp.open_for_ns) : json(nullptr);
+  j[key::parent] = sp.parent ? json(*sp.parent) : json(nullptr);
+  j[key::depth] = sp.depth;
+  j[key::extra_ends] = sp.extra_ends;
+  j[key::note] = sp.note.empty() ? json(nullptr) : json(sp.note);
+  return j;
 }
 
-json threads_json(const Analysis &a) {
-  json arr = json::array();
-  for (const auto &t : a.threads)
-    arr.push_back({{key::tid, t.tid}, {key::name, t.name.empty() ? json(nullptr) : json(t.name)},
-                   {key::events, t.events}, {key::crashed, t.crashed}, {key::open_spans, t.open_spans}});
-  return arr;
+json thread_json(const ThreadSummary &t) {
+  return {{key::tid, t.tid}, {key::name, t.name.empty() ? json(nullptr) : json(t.name)},
+          {key::events, t.events}, {key::crashed, t.crashed}, {key::open_spans, t.open_spans}};
 }
 
 }  // namespace
 
-json to_json(const Analysis &a) {
-  json j;
-  j[key::schema_version] = kJsonSchemaVersion;
-  j[key::status] = std::string(status_name(a.status));
-  j[key::exit_code] = exit_code(a.status);
-  j[key::reason] = a.status == Status::kOk ? json(nullptr) : json(a.reason);
-  j[key::source] = a.source == TimelineSource::kNone ? json(nullptr) : json(timeline_source_name(a.source));
-  j[key::core] = {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
-               {key::machine, a.machine}};
-  j[key::process] = process_json(a);
-  j[key::crash] = a.crash ? crash_json(*a.crash) : json(nullptr);
-  json rings = json::array();
-  for (const auto &r : a.rings) rings.push_back(ring_json(r));
-  j[key::rings] = std::move(rings);
-  json events = json::array();
-  for (const auto &e : a.events) events.push_back(event_json(a, e));
-  j[key::events] = std::move(events);
-  j[key::time] = time_json(a);
-  j[key::spans] = spans_json(a);
-  j[key::threads] = threads_json(a);
+namespace {
+
+/* A JSON document written as it is made, byte for byte as nlohmann's
+ * dump(2) of the whole value would write it: each member or element of a
+ * container on a line of its own, indented by 2 per level, a ',' ending
+ * every line but a container's last, ": " after a key, and an empty
+ * container as {} or [].  Small values (one event, one ring's header) are
+ * built with nlohmann, dumped, and indented to the depth they are at. */
+class JsonStream {
+ public:
+  explicit JsonStream(Buffered &out) : out_(out) {}
+  void begin_object() { open('{', true); }
+  void begin_array() { open('[', false); }
+  void end() {
+    const Level l = stack_.back();
+    stack_.pop_back();
+    if (l.count > 0) newline();
+    out_ += l.object ? '}' : ']';
+  }
+  /* The next value or container is this member's. */
+  void key(std::string_view k) {
+    next();
+    out_ += json(k).dump();
+    out_ += ": ";
+    after_key_ = true;
+  }
+  void value(const json &v) {
+    next();
+    const std::string d = v.dump(2, ' ', false, json::error_handler_t::replace);
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = d.find('\n', from)) != std::string::npos; from = nl + 1) {
+      out_ += std::string_view(d).substr(from, nl - from);
+      newline();
+    }
+    out_ += std::string_view(d).substr(from);
+  }
+  void member(std::string_view k, const json &v) {
+    key(k);
+    value(v);
+  }
+  /* False once the output said stop: the rest need not be made. */
+  bool ok() const { return out_.ok(); }
+
+ private:
+  struct Level {
+    bool object;
+    std::size_t count;
+  };
+  void open(char c, bool object) {
+    next();
+    out_ += c;
+    stack_.push_back({object, 0});
+  }
+  /* Before a value, a container or a key: the separator and the line of
+   * the next member or element (a member's value follows its key). */
+  void next() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (stack_.empty()) return;
+    if (stack_.back().count++ > 0) out_ += ',';
+    newline();
+  }
+  void newline() {
+    out_ += '\n';
+    for (std::size_t i = 0; i < stack_.size(); ++i) out_ += "  ";
+  }
+
+  Buffered &out_;
+  std::vector<Level> stack_;
+  bool after_key_ = false;
+};
+
+/* A ring's report; its rejected slots (up to one per slot) one by one. */
+void write_ring(JsonStream &w, const RingReport &r) {
+  const json rj = ring_json(r);
+  w.begin_object();
+  for (const auto &[k, v] : rj.items()) w.member(k, v);
+  if (r.ring) {
+    w.key(key::torn);
+    w.begin_array();
+    for (const auto &t : r.ring->rejected)
+      w.value({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
+               {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
+    w.end();
+  }
+  w.end();
+}
+
+void write_document(const Analysis &a, JsonStream &w) {
+  w.begin_object();
+  w.member(key::schema_version, kJsonSchemaVersion);
+  w.member(key::status, std::string(status_name(a.status)));
+  w.member(key::exit_code, exit_code(a.status));
+  w.member(key::reason, a.status == Status::kOk ? json(nullptr) : json(a.reason));
+  w.member(key::source, a.source == TimelineSource::kNone ? json(nullptr) : json(timeline_source_name(a.source)));
+  w.member(key::core, {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
+                       {key::machine, a.machine}});
+  w.member(key::process, process_json(a));
+  w.member(key::crash, a.crash ? crash_json(*a.crash) : json(nullptr));
+  w.key(key::rings);
+  w.begin_array();
+  for (const auto &r : a.rings) write_ring(w, r);
+  w.end();
+  w.key(key::events);
+  w.begin_array();
+  for (const auto &e : a.events) {
+    w.value(event_json(a, e));
+    if (!w.ok()) return;
+  }
+  w.end();
+  w.member(key::time, time_json(a));
+  w.key(key::spans);
+  w.begin_array();
+  for (const auto &sp : a.spans) w.value(span_json(a, sp));
+  w.end();
+  w.key(key::threads);
+  w.begin_array();
+  for (const auto &t : a.threads) w.value(thread_json(t));
+  w.end();
   json names = json::array();
   for (const auto &[id, n] : a.names)
     names.push_back({{key::id, id}, {key::name, n.name},
                      {key::arg_names, {n.arg0.empty() ? json(nullptr) : json(n.arg0), n.arg1.empty() ? json(nullptr) : json(n.arg1)}},
                      {key::name_from, std::string(name_from_name(n.from))}});
-  j[key::names] = std::move(names);
+  w.member(key::names, names);
   json mr = json::array();
   for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
-  j[key::magic_rejected] = {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}};
-  j[key::sidecar] = a.sidecar_path ? json{{key::path, *a.sidecar_path}, {key::status, sidecar_status_name(a.sidecar_status)},
-                                       {key::detail, a.sidecar_detail}}
-                                : json(nullptr);
-  j[key::absence_proves_nothing] = a.absence_proves_nothing;
-  j[key::warnings] = a.warnings;
-  return j;
+  w.member(key::magic_rejected, {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}});
+  w.member(key::sidecar, a.sidecar_path ? json{{key::path, *a.sidecar_path},
+                                               {key::status, sidecar_status_name(a.sidecar_status)},
+                                               {key::detail, a.sidecar_detail}}
+                                        : json(nullptr));
+  w.member(key::absence_proves_nothing, a.absence_proves_nothing);
+  w.member(key::warnings, a.warnings);
+  w.end();
+}
+
+}  // namespace
+
+bool write_json(const Analysis &a, const Output &output) {
+  Buffered out(output);
+  JsonStream w(out);
+  write_document(a, w);
+  out += '\n';
+  return out.flush();
 }
 
 std::string render_json(const Analysis &a) {
-  return to_json(a).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string s;
+  write_json(a, [&](std::string_view piece) { s.append(piece); return true; });
+  return s;
 }
+
+json to_json(const Analysis &a) { return json::parse(render_json(a)); }
 
 }  // namespace core_timeline::reader

@@ -9,8 +9,8 @@
  *     FileFacts facts;
  *     auto core = CoreFile::open(path, &facts);  // or CoreFile::from_bytes
  *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error(), facts);
- *     std::string text = render_text(a);          // render.h
- *     std::string json = render_json(a);
+ *     write_text(a, file_output(stdout));         // render.h; render_text(a)
+ *     write_json(a, file_output(stdout));         //   and render_json(a) give strings
  *     return exit_code(a.status);
  *
  * analyze() never throws and never fails as a whole: what it could not do
