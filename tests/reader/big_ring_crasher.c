@@ -34,6 +34,11 @@
 #pragma weak tl_name
 
 static unsigned long g_events;
+/* Every worker writes after all have started and exits after all have
+ * written: a lane is released when its thread exits (and taken by the
+ * next thread), so a worker that finished early would let another
+ * overwrite its lane. */
+static pthread_barrier_t g_started, g_written;
 
 static uint64_t span_begin(uint32_t id, uintptr_t arg) {
   if (tl_span_begin) return tl_span_begin(id, arg);
@@ -60,6 +65,7 @@ static void *worker(void *arg) {
   unsigned char buf[16];
   memset(buf, (int)n, sizeof buf);
   uint64_t span = 0;
+  pthread_barrier_wait(&g_started);
   for (unsigned long i = 0; i < g_events; ++i) {
     if (i % 64 == 0) {
       if (i > 0) span_end(span);
@@ -73,6 +79,7 @@ static void *worker(void *arg) {
       tl_mark2(0x3002, i, n);
     }
   }
+  pthread_barrier_wait(&g_written);
   return NULL;
 }
 
@@ -100,7 +107,9 @@ int main(int argc, char **argv) {
   name(0x3005, "BR_MAIN threads");
   tl_thread_name("main");
   pthread_t *t = calloc(threads, sizeof *t);
-  if (t == NULL) return 71;
+  if (t == NULL || pthread_barrier_init(&g_started, NULL, threads) != 0 ||
+      pthread_barrier_init(&g_written, NULL, threads) != 0)
+    return 71;
   for (unsigned i = 0; i < threads; ++i)
     if (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i) != 0) return 72;
   for (unsigned i = 0; i < threads; ++i) pthread_join(t[i], NULL);
