@@ -105,28 +105,28 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   /* The document and the text are written as they are made (render.h),
    * never held whole, so that the memory limit is for decoding, not for
    * the output.  The header gives their sizes first: each is made twice,
-   * counted, then written; both are functions of the Analysis alone. */
+   * counted, then written; both are functions of the Analysis alone.
+   * Counting stops where the daemon would stop reading (kMaxOutput): a
+   * timeline too big to be read costs at most that much making. */
+  const std::size_t room = kMaxOutput - 128;  /* the header is shorter */
   std::uint64_t json_bytes = 0, text_bytes = 0;
-  const auto counter = [](std::uint64_t &n) {
-    return [&n](std::string_view piece) {
+  const auto counter = [&](std::uint64_t &n) {
+    return [&](std::string_view piece) {
       n += piece.size();
-      return true;
+      return json_bytes + text_bytes <= room;
     };
   };
-  ctr::write_json(a, counter(json_bytes));
-  ctr::write_text(a, counter(text_bytes));
+  if (!ctr::write_json(a, counter(json_bytes)) || !ctr::write_text(a, counter(text_bytes))) {
+    std::fprintf(stderr,
+                 "core-timelined decoder: not written: the timeline of %zu events is more than the %zu MiB the "
+                 "daemon reads (decoded in VmHWM %llu kB)\n",
+                 a.events.size(), kMaxOutput >> 20, status_kb("VmHWM"));
+    return 123;
+  }
   const std::string header = "CTD1 " + std::to_string(json_bytes) + " " + std::to_string(text_bytes) + " " +
                              std::to_string(ctr::exit_code(a.status)) + " " + std::to_string(status_kb("VmHWM")) + " " +
                              std::to_string(status_kb("RssAnon")) + " " + std::to_string(confined.abi) + " " +
                              (confined.seccomp ? "1" : "0") + "\n";
-  if (header.size() + json_bytes + text_bytes > kMaxOutput) {
-    std::fprintf(stderr,
-                 "core-timelined decoder: not written: the timeline of %zu events is %llu MiB of JSON and %llu MiB "
-                 "of text, over the %zu MiB the daemon reads (decoded in VmHWM %llu kB)\n",
-                 a.events.size(), static_cast<unsigned long long>(json_bytes >> 20),
-                 static_cast<unsigned long long>(text_bytes >> 20), kMaxOutput >> 20, status_kb("VmHWM"));
-    return 123;
-  }
   const ctr::Output to_stdout = [](std::string_view piece) {
     return static_cast<bool>(write_all(1, piece, "the decoder's output"));
   };

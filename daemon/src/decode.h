@@ -53,7 +53,7 @@
  * The child writes both as they are made (write_json, write_text), after
  * counting them for the header, so it never holds them whole; output over
  * the daemon's 256 MiB (a ring of more than some 220000 events) it does
- * not write at all, and exits 123 saying how big it would be.
+ * not write at all (it stops counting there), and exits 123 saying so.
  *
  * Thread-safety: run_decoder forks; call it from a single-threaded process
  * (the daemon is one).
