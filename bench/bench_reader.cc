@@ -17,6 +17,16 @@
 //   BM_ReadJson/MiB      core-timeline-read --json CORE.
 //   BM_EuStack/MiB       eu-stack --core=CORE --executable=EXE
 //   BM_GdbBt/MiB         gdb -nx -batch -ex bt EXE CORE
+//   BM_BigRing/read, BM_BigRing/read_json
+//                        core-timeline-read [--json] on the core of a full
+//                        ring of about a million events (big_ring_crasher
+//                        16 65536 70000, tests/reader/big_ring_crasher.c),
+//                        for the memory the reader needs beside the ring's
+//                        bytes (issue 13, item 5)
+//   BM_TinyRing/read, BM_TinyRing/read_json
+//                        the same program's core with a ring of 16 x 8
+//                        slots: the reader's baseline, to which the big
+//                        ring's peak RSS is compared
 //
 // The programs are run as child processes and timed by wall clock (manual
 // time).  Each also reports `peak_rss_MiB` from one more run under GNU
@@ -37,10 +47,18 @@
 // reused while their executable's build-id is that of the big_crasher next
 // to this program; otherwise they are made anew.
 //
+// The big ring's core is made the same way (big_ring_crasher, kept in
+// --cores=DIR while its build-id is the one next to this program); its
+// ring's region_size and slot bytes come from locate_rings().  The summary
+// gives the reader's peak RSS on it less the baseline's, over the ring's
+// region_size: the issue's bound is 3.  --big-ring=THREADS,SLOTS,EVENTS
+// sizes it (bench_smoke runs a small one); --big-ring=0 leaves it out.
+//
 // At the end a summary prints each tool's median time and peak memory per
 // core and the ratios of the issue's targets, all from this one run.
 //
-// Run: build/bin/bench_reader [--cores=DIR] [--sizes=10,100,1024] [benchmark flags]
+// Run: build/bin/bench_reader [--cores=DIR] [--sizes=10,100,1024]
+//                             [--big-ring=16,65536,70000] [benchmark flags]
 //      (root, pipeline running; bench/run.sh does both)
 
 #include <benchmark/benchmark.h>
@@ -79,6 +97,19 @@ std::string g_bin_dir;    // where core-timeline-read and big_crasher are
 std::string g_core_dir;  // --cores=DIR; default <build>/bench-cores
 std::map<int, std::string> g_cores;  // MiB -> core path
 std::string g_exe;                   // big_crasher (the cores' executable)
+
+// --big-ring=THREADS,SLOTS,EVENTS: big_ring_crasher's arguments; empty: none.
+std::vector<unsigned long> g_big_ring = {16, 65536, 70000};
+std::string g_ring_exe;              // big_ring_crasher
+std::string g_big_core, g_tiny_core; // its cores: the big ring, 16 x 8 slots
+
+// What locate_rings() tells of a core's ring.
+struct RingSize {
+  std::uint64_t region_size = 0, slot_bytes = 0;
+  std::uint32_t lanes = 0, slots_per_lane = 0;
+  std::size_t events = 0;  // analyze() without symbols
+};
+RingSize g_big_ring_size, g_tiny_ring_size;
 
 // Per benchmark name: every iteration's seconds and the largest peak RSS.
 struct Samples {
@@ -247,6 +278,35 @@ void BM_GdbBt(benchmark::State &state) {
                   exited_0);
 }
 
+// core-timeline-read [--json] on the big ring's core (Arg 1) or the tiny
+// one's (Arg 0); the output goes to /dev/null, as everywhere here.
+void ring_benchmark(benchmark::State &state, const std::string &tool, bool json) {
+  const bool big = state.range(0) != 0;
+  const std::string &core = big ? g_big_core : g_tiny_core;
+  std::vector<std::string> argv = {g_bin_dir + "/core-timeline-read"};
+  if (json) argv.push_back("--json");
+  argv.push_back(core);
+  const std::string key = tool + (big ? "/big" : "/tiny");
+  for (auto _ : state) {
+    ChildRun r = run_child(argv);
+    if (!exited_0(r.status)) {
+      state.SkipWithError((tool + " failed on " + core + " (wait status " + std::to_string(r.status) + ")").c_str());
+      return;
+    }
+    state.SetIterationTime(r.seconds);
+    record(key, r.seconds, 0);
+  }
+  const long peak = peak_rss_kib(argv);
+  record(key, -1, peak);
+  const RingSize &rs = big ? g_big_ring_size : g_tiny_ring_size;
+  state.counters["peak_rss_MiB"] = double(peak) / 1024.0;
+  state.counters["events"] = double(rs.events);
+  state.counters["region_MiB"] = double(rs.region_size) / (1 << 20);
+}
+
+void BM_RingRead(benchmark::State &state) { ring_benchmark(state, "ring_read", false); }
+void BM_RingReadJson(benchmark::State &state) { ring_benchmark(state, "ring_read_json", true); }
+
 void sizes(benchmark::internal::Benchmark *b) {
   for (int mib : g_sizes) b->Arg(mib);
   b->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -261,6 +321,15 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("BM_ReadJson", BM_ReadJson)->Apply(sizes)->Iterations(5);
   benchmark::RegisterBenchmark("BM_EuStack", BM_EuStack)->Apply(sizes)->Iterations(5);
   benchmark::RegisterBenchmark("BM_GdbBt", BM_GdbBt)->Apply(sizes)->Iterations(3);
+  if (!g_big_ring.empty()) {
+    using Fn = void (*)(benchmark::State &);
+    const std::pair<const char *, Fn> tiny[] = {{"BM_TinyRing/read", BM_RingRead}, {"BM_TinyRing/read_json", BM_RingReadJson}};
+    const std::pair<const char *, Fn> big[] = {{"BM_BigRing/read", BM_RingRead}, {"BM_BigRing/read_json", BM_RingReadJson}};
+    for (auto [name, fn] : tiny)
+      benchmark::RegisterBenchmark(name, fn)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+    for (auto [name, fn] : big)
+      benchmark::RegisterBenchmark(name, fn)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+  }
 }
 
 // Whether the core at `path` was made by the big_crasher this run uses
@@ -290,6 +359,55 @@ std::string core_of(int mib) {
                              " was truncated by systemd-coredump (ProcessSizeMax/ExternalSizeMax)");
   fs::rename(run.core_path, path);
   return path;
+}
+
+// The core of big_ring_crasher THREADS SLOTS EVENTS, made through the real
+// pipeline unless one of the same executable is in g_core_dir.
+std::string ring_core_of(const std::vector<unsigned long> &args) {
+  std::string name = g_core_dir + "/big_ring_crasher";
+  std::vector<std::string> argv = {g_ring_exe};
+  for (unsigned long a : args) {
+    name += "." + std::to_string(a);
+    argv.push_back(std::to_string(a));
+  }
+  const std::string path = name + ".core";
+  auto made_by_ring_exe = [&] {
+    auto core = ctr::CoreFile::open(path);
+    if (!core) return false;
+    const ctr::Module *exe = core->executable();
+    auto ours = ctr::file_build_id(g_ring_exe);
+    return exe != nullptr && ours && !exe->build_id.empty() && exe->build_id == *ours;
+  };
+  if (fs::exists(path) && made_by_ring_exe()) return path;
+  std::fprintf(stderr, "bench_reader: making the core of big_ring_crasher %lu %lu %lu through systemd-coredump...\n",
+               args[0], args[1], args[2]);
+  ct::test::CrashOptions opts;
+  opts.output_dir = g_core_dir;
+  opts.timeout = std::chrono::seconds(120);
+  auto run = ct::test::run_and_collect_core(argv, opts);
+  if (run.journal_fields.count("COREDUMP_TRUNCATED"))
+    throw std::runtime_error("the core of big_ring_crasher was truncated by systemd-coredump");
+  fs::rename(run.core_path, path);
+  return path;
+}
+
+// The one valid ring of `core`: its sizes and its events (analyze(), no
+// symbols).
+RingSize ring_size_of(const std::string &core) {
+  RingSize rs;
+  ctr::ReadOptions o;
+  o.symbolize = false;
+  const ctr::Analysis a = ctr::analyze_file(core, o);
+  if (a.status != ctr::Status::kOk) throw std::runtime_error(core + ": " + a.reason);
+  for (const auto &r : a.rings) {
+    if (r.state != ctr::RingReport::State::kValid || !r.ring) continue;
+    rs.lanes = r.ring->header.lane_count;
+    rs.slots_per_lane = r.ring->header.slots_per_lane;
+    rs.region_size = r.ring->header.region_size;
+    rs.slot_bytes = std::uint64_t{rs.lanes} * rs.slots_per_lane * r.ring->header.slot_size;
+  }
+  rs.events = a.events.size();
+  return rs;
 }
 
 using ct::bench::median;
@@ -325,6 +443,32 @@ void print_summary() {
   std::printf("read peak RSS, %d MiB core / %d MiB core: %s\n", hi, lo,
               cell(ratio(rss("read", hi), rss("read", lo)), 2).c_str());
   std::printf("find the ring in the %d MiB core: %s ms\n", hi, cell(ms("find", hi), 3).c_str());
+  if (g_big_ring.empty()) return;
+  const RingSize &b = g_big_ring_size, &t = g_tiny_ring_size;
+  auto mib = [](double bytes) { return bytes / (1 << 20); };
+  auto ring_ms = [](const char *tool, const char *which) {
+    return median(g_samples[std::string(tool) + "/" + which].seconds) * 1e3;
+  };
+  auto ring_rss = [](const char *tool, const char *which) {
+    return double(g_samples[std::string(tool) + "/" + which].peak_rss_kib) / 1024.0;
+  };
+  std::printf("\nBig ring (big_ring_crasher %lu %lu %lu): %zu events, %u lanes x %u slots; region_size %s MiB, "
+              "slots %s MiB\n", g_big_ring[0], g_big_ring[1], g_big_ring[2], b.events, b.lanes, b.slots_per_lane,
+              ct::bench::fixed(1, mib(double(b.region_size))).c_str(), ct::bench::fixed(1, mib(double(b.slot_bytes))).c_str());
+  std::printf("Tiny ring (the baseline): %zu events, %u lanes x %u slots; region_size %s MiB\n", t.events, t.lanes,
+              t.slots_per_lane, ct::bench::fixed(2, mib(double(t.region_size))).c_str());
+  std::printf("%-14s %12s %12s %14s %14s %22s\n", "", "median ms", "tiny ms", "peak RSS MiB", "baseline MiB",
+              "(peak - base) / region");
+  for (auto [tool, label] : {std::pair{"ring_read", "read"}, {"ring_read_json", "read --json"}}) {
+    const double peak = ring_rss(tool, "big"), base = ring_rss(tool, "tiny");
+    std::printf("%-14s %12s %12s %14s %14s %22s\n", label, cell(ring_ms(tool, "big"), 1).c_str(),
+                cell(ring_ms(tool, "tiny"), 1).c_str(), cell(peak, 1).c_str(), cell(base, 1).c_str(),
+                cell(ratio(peak - base, mib(double(b.region_size))), 2).c_str());
+  }
+  std::printf("big ring: (peak RSS - baseline) / region_size, target <= 3: read %s, read --json %s\n",
+              cell(ratio(ring_rss("ring_read", "big") - ring_rss("ring_read", "tiny"), mib(double(b.region_size))), 2).c_str(),
+              cell(ratio(ring_rss("ring_read_json", "big") - ring_rss("ring_read_json", "tiny"),
+                         mib(double(b.region_size))), 2).c_str());
 }
 
 }  // namespace
@@ -350,6 +494,21 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "bench_reader: --sizes is empty\n");
         return 64;
       }
+    } else if (std::strncmp(argv[i], "--big-ring=", 11) == 0) {
+      g_big_ring.clear();
+      if (std::strcmp(argv[i] + 11, "0") != 0) {
+        for (const char *p = argv[i] + 11; *p != '\0';) {
+          char *end = nullptr;
+          const unsigned long v = std::strtoul(p, &end, 10);
+          if (end == p || v == 0 || (*end != ',' && *end != '\0')) break;
+          g_big_ring.push_back(v);
+          p = *end == ',' ? end + 1 : end;
+        }
+        if (g_big_ring.size() != 3) {
+          std::fprintf(stderr, "bench_reader: --big-ring wants THREADS,SLOTS,EVENTS or 0, not '%s'\n", argv[i] + 11);
+          return 64;
+        }
+      }
     } else {
       rest.push_back(argv[i]);
     }
@@ -360,10 +519,17 @@ int main(int argc, char **argv) {
   if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 64;
   g_bin_dir = fs::canonical("/proc/self/exe").parent_path();
   g_exe = g_bin_dir + "/big_crasher";
+  g_ring_exe = g_bin_dir + "/big_ring_crasher";
   if (g_core_dir.empty()) g_core_dir = fs::path(g_bin_dir).parent_path() / "bench-cores";
   try {
     fs::create_directories(g_core_dir);
     for (int mib : g_sizes) g_cores[mib] = core_of(mib);
+    if (!g_big_ring.empty()) {
+      g_big_core = ring_core_of(g_big_ring);
+      g_tiny_core = ring_core_of({g_big_ring[0], 8, 8});
+      g_big_ring_size = ring_size_of(g_big_core);
+      g_tiny_ring_size = ring_size_of(g_tiny_core);
+    }
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench_reader: cannot make the cores: %s\n(needs root and the pipeline: "
                          "tests/support/pipeline start)\n", e.what());

@@ -37,7 +37,12 @@ namespace ctd {
 
 namespace {
 
-constexpr std::size_t kMaxOutput = 256u << 20;  /* a ring of 4 GiB renders to less */
+/* What the daemon reads from a decoder.  An event is about 1.2 KiB of it
+ * (1 KiB of JSON, with its location and its module's path, and a line of
+ * text), so this holds the timeline of a ring of some 220000 events; a full
+ * ring of a million makes 1.2 GiB (docs/performance.md, "Big rings"),
+ * which the decoder does not write (decode_fd3). */
+constexpr std::size_t kMaxOutput = 256u << 20;
 constexpr std::size_t kMaxStderr = 16u << 10;
 constexpr const char kCoreFdPath[] = "/proc/self/fd/3";
 
@@ -97,14 +102,37 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   replace_all(a.reason, kCoreFdPath, display);
   for (auto &w : a.warnings) replace_all(w, kCoreFdPath, display);
   if (!tlmap_warning.empty()) a.warnings.push_back(tlmap_warning);
-  const std::string json = ctr::render_json(a);
-  const std::string text = ctr::render_text(a);
-  const std::string header = "CTD1 " + std::to_string(json.size()) + " " + std::to_string(text.size()) + " " +
+  /* The document and the text are written as they are made (render.h),
+   * never held whole, so that the memory limit is for decoding, not for
+   * the output.  The header gives their sizes first: each is made twice,
+   * counted, then written; both are functions of the Analysis alone.
+   * Counting stops where the daemon would stop reading (kMaxOutput): a
+   * timeline too big to be read costs at most that much making. */
+  const std::size_t room = kMaxOutput - 128;  /* the header is shorter */
+  std::uint64_t json_bytes = 0, text_bytes = 0;
+  const auto counter = [&](std::uint64_t &n) {
+    return [&](std::string_view piece) {
+      n += piece.size();
+      return json_bytes + text_bytes <= room;
+    };
+  };
+  if (!ctr::write_json(a, counter(json_bytes)) || !ctr::write_text(a, counter(text_bytes))) {
+    std::fprintf(stderr,
+                 "core-timelined decoder: not written: the timeline of %zu events is more than the %zu MiB the "
+                 "daemon reads (decoded in VmHWM %llu kB)\n",
+                 a.events.size(), kMaxOutput >> 20, status_kb("VmHWM"));
+    return 123;
+  }
+  const std::string header = "CTD1 " + std::to_string(json_bytes) + " " + std::to_string(text_bytes) + " " +
                              std::to_string(ctr::exit_code(a.status)) + " " + std::to_string(status_kb("VmHWM")) + " " +
                              std::to_string(status_kb("RssAnon")) + " " + std::to_string(confined.abi) + " " +
                              (confined.seccomp ? "1" : "0") + "\n";
-  for (const std::string *s : {&header, &json, &text})
-    if (!write_all(1, *s, "the decoder's output")) return 124;
+  const ctr::Output to_stdout = [](std::string_view piece) {
+    return static_cast<bool>(write_all(1, piece, "the decoder's output"));
+  };
+  if (!write_all(1, header, "the decoder's output") || !ctr::write_json(a, to_stdout) ||
+      !ctr::write_text(a, to_stdout))
+    return 124;
   return 0;
 }
 

@@ -50,6 +50,10 @@
  * render_text() - exactly what `core-timeline-read --json CORE` and
  * `core-timeline-read CORE` print - with the core's path shown as the
  * display name given (not /proc/self/fd/3).  Anything else is a failure.
+ * The child writes both as they are made (write_json, write_text), after
+ * counting them for the header, so it never holds them whole; output over
+ * the daemon's 256 MiB (a ring of more than some 220000 events) it does
+ * not write at all (it stops counting there), and exits 123 saying so.
  *
  * Thread-safety: run_decoder forks; call it from a single-threaded process
  * (the daemon is one).

@@ -18,7 +18,9 @@
  *   8 libtimeline was loaded but made no ring (its ring-less header says why)
  * A failure prints one line "core-timeline-read: REASON" on stderr.
  */
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -83,9 +85,11 @@ int main(int argc, char **argv) {
   ctr::FileFacts facts;
   auto core = ctr::CoreFile::open(core_path, &facts);
   ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(core_path, core.error(), facts);
-  const std::string out = as_json ? ctr::render_json(a) : ctr::render_text(a, text);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  /* Written as it is made: a ring of a million events is never one string. */
+  const ctr::Output out = ctr::file_output(stdout);
+  const bool written = as_json ? ctr::write_json(a, out) : ctr::write_text(a, out, text);
+  if (!written || std::fflush(stdout) != 0)
+    std::fprintf(stderr, "core-timeline-read: writing the timeline: %s\n", std::strerror(errno));
   if (a.status != ctr::Status::kOk) {
     std::string reason = a.reason;
     for (auto &c : reason)

@@ -14,6 +14,7 @@
 #include <new>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -251,14 +252,20 @@ class Analyzer {
   void find_rings();
   void refuse(RingReport &rep, std::uint64_t addr, const Error &error, bool ring_named);
   void probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, bool ring_named);
-  void check_identity(RingReport &rep);
+  void check_identity(RingReport &rep, const RingHeaderInfo &h);
   bool handle_sidecar();
   void build_events();
   void collect_names();
   void place_in_time();
   void build_spans();
   void summarize_threads();
-  Event make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e, Origin source);
+  Event make_event(std::uint32_t ring_index, const RingHeaderInfo &ring, const RingEvent &e, Origin source);
+  void name_events();
+  void sort_events();
+  void name_threads();
+  std::uint32_t intern(std::string s);
+  std::uint32_t location_index(std::uint64_t addr, bool crash, bool mapping_changed);
+  std::uint32_t mapping_index(std::uint64_t addr);
   void symbolize_all();
   Location locate(std::uint64_t addr) const;
   AddressMapping describe(std::uint64_t addr) const;
@@ -275,6 +282,41 @@ class Analyzer {
   bool exe_verified_ = false;      /* EXECUTABLE build-id equals the core's */
   bool use_executable_ = false;    /* hand EXECUTABLE to libdwfl */
   bool headers_only_ = false;      /* locate(): validate headers, decode nothing */
+  /* The Analysis's tables (Event), looked up while they are filled. */
+  std::unordered_map<std::string, std::uint32_t> string_at_;
+  std::map<std::tuple<std::uint64_t, bool, bool>, std::uint32_t> location_at_;  /* (address, CRASH, changed) */
+  std::vector<bool> location_is_crash_;  /* per location: of a CRASH event (its pc, not a return address) */
+  std::map<std::tuple<const Segment *, const FileMapping *, bool>, std::uint32_t> mapping_at_;  /* (.., dumped) */
+
+  friend class EventSink;
+};
+
+/* Where analyze() puts a ring's events as decode_ring() accepts them:
+ * straight into Analysis::events, each made into an Event (make_event), so
+ * that a big ring's events are never held twice. */
+class EventSink final : public RingEventSink {
+ public:
+  EventSink(Analyzer &an, std::uint32_t ring, const RingHeaderInfo &header, Origin source)
+      : an_(an), ring_(ring), header_(header), source_(source) {}
+  void reserve(std::uint64_t events, std::uint64_t inline_bytes) override {
+    an_.a_.events.reserve(an_.a_.events.size() + events);
+    an_.a_.inline_data.reserve(an_.a_.inline_data.size() + inline_bytes);
+  }
+  void event(const RingEvent &e) override { an_.a_.events.push_back(an_.make_event(ring_, header_, e, source_)); }
+
+ private:
+  Analyzer &an_;
+  std::uint32_t ring_;
+  const RingHeaderInfo &header_;
+  Origin source_;
+};
+
+/* A sink that keeps nothing: a foreign ring's lanes are reported, its
+ * events are not shown. */
+class DiscardSink final : public RingEventSink {
+ public:
+  void reserve(std::uint64_t, std::uint64_t) override {}
+  void event(const RingEvent &) override {}
 };
 
 void Analyzer::process_facts() {
@@ -396,8 +438,7 @@ void Analyzer::crash_facts() {
   a_.crash = std::move(c);
 }
 
-void Analyzer::check_identity(RingReport &rep) {
-  const auto &h = rep.ring->header;
+void Analyzer::check_identity(RingReport &rep, const RingHeaderInfo &h) {
   const auto &p = a_.process;
   if (!p.pid) {
     rep.pid = {Check::kUnchecked, "the core has no NT_PRPSINFO"};
@@ -484,7 +525,7 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
     const int err = hdr->init_error;
     rep.ring.emplace();
     rep.ring->header = std::move(*hdr);
-    check_identity(rep);
+    check_identity(rep, rep.ring->header);
     if (rep.state == RingReport::State::kForeign) return;
     rep.state = RingReport::State::kNotMade;
     rep.reason = fmt::format("libtimeline was loaded but made no ring: {}{}{}",
@@ -506,13 +547,21 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
     copy = core_.copy_memory(addr, hdr->region_size);
     if (copy.size() > view.size()) view = copy;
   }
-  auto dec = decode_ring(view, extent);
-  if (!dec) return refuse(rep, addr, dec.error(), ring_named);
+  /* The identity is the header's: a foreign ring's lanes are decoded for
+   * its report, its events are not kept.  A valid ring's events go
+   * straight into the timeline, as the ring with the index this report
+   * gets (find_rings pushes every valid report, next). */
   rep.state = RingReport::State::kValid;
+  check_identity(rep, *hdr);
+  rep.index = static_cast<std::uint32_t>(a_.rings.size());
+  DiscardSink discard;
+  EventSink keep(*this, rep.index, *hdr, Origin::kCore);
+  RingEventSink &sink = rep.state == RingReport::State::kValid ? static_cast<RingEventSink &>(keep) : discard;
+  auto dec = decode_ring(view, extent, sink);
+  if (!dec) return refuse(rep, addr, dec.error(), ring_named);
   rings_at_[addr] = addr + dec->header.region_size;
   if (!immutable.empty()) immutable_headers_.emplace(std::move(immutable), addr);
   rep.ring = std::move(*dec);
-  check_identity(rep);
 }
 
 void Analyzer::refuse(RingReport &rep, std::uint64_t addr, const Error &error, bool ring_named) {
@@ -659,7 +708,42 @@ std::string sanitize_name(std::span<const std::uint8_t> b) {
   return printable({reinterpret_cast<const char *>(b.data()), b.size()}, {.escape_backslash = true, .stop_at_nul = true});
 }
 
-Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, const RingEvent &e,
+std::uint32_t Analyzer::intern(std::string s) {
+  if (s.empty()) return 0;
+  auto [it, fresh] = string_at_.try_emplace(std::move(s), static_cast<std::uint32_t>(a_.strings.size()));
+  if (fresh) a_.strings.push_back(it->first);
+  return it->second;
+}
+
+/* The Location of `addr` for an event: one per distinct address, CRASH or
+ * not (a CRASH event's address is its pc; others are return addresses,
+ * symbolized one byte back) and mapping_changed. */
+std::uint32_t Analyzer::location_index(std::uint64_t addr, bool crash, bool mapping_changed) {
+  auto [it, fresh] = location_at_.try_emplace({addr, crash, mapping_changed},
+                                              static_cast<std::uint32_t>(a_.locations.size()));
+  if (fresh) {
+    Location l = locate(addr);
+    l.mapping_changed = mapping_changed;
+    a_.locations.push_back(std::move(l));
+    location_is_crash_.push_back(crash);
+  }
+  return it->second;
+}
+
+/* The AddressMapping of a pointer argument: describe() depends only on the
+ * segment and the file mapping `addr` lies in, and whether it is dumped. */
+std::uint32_t Analyzer::mapping_index(std::uint64_t addr) {
+  const Segment *s = core_.segment_for(addr);
+  const FileMapping *fm = core_.file_for(addr);
+  const bool dumped = s != nullptr && addr - s->vaddr < s->present;
+  auto [it, fresh] = mapping_at_.try_emplace({s, fm, dumped}, static_cast<std::uint32_t>(a_.mappings.size()));
+  if (fresh) a_.mappings.push_back(describe(addr));
+  return it->second;
+}
+
+/* An accepted slot as an Event, unnamed: names come in name_events(), once
+ * every ring's name table is known; threads in name_threads(). */
+Event Analyzer::make_event(std::uint32_t ring_index, const RingHeaderInfo &ring, const RingEvent &e,
                            Origin source) {
   Event ev;
   ev.ring = ring_index;
@@ -671,34 +755,14 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
   ev.arg0 = e.arg0;
   ev.arg1 = e.arg1;
   ev.timestamp = e.timestamp;
-  ev.realtime_ns = ticks_to_realtime_ns(ring, e.timestamp);  /* age_ns: place_in_time() */
+  /* realtime_ns and age_ns: place_in_time(), once the ring is in a_.rings. */
   ev.return_address = e.return_address;
-  ev.inline_bytes.assign(e.inline_data.begin(), e.inline_data.begin() + e.inline_len);
-  ev.source = source;
-  const char *kn = kind_name(e.kind);
-  ev.kind_name = kn != nullptr ? kn : fmt::format("KIND_{}", e.kind);
-  ev.name = ev.kind_name;
-  if (e.kind == f::kKindUser || e.kind == f::kKindUserPtr || e.kind == f::kKindSpanBegin ||
-      (e.kind == f::kKindSpanEnd && e.id != 0)) {
-    if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(e.id) : nullptr) {
-      /* The tlmap's name wins; an argument it does not name keeps the
-       * core's name for it. */
-      EventName n{t->name, t->arg0, t->arg1, NameFrom::kTlmap};
-      if (auto core = a_.names.find(e.id); core != a_.names.end()) {
-        if (n.arg0.empty()) n.arg0 = core->second.arg0;
-        if (n.arg1.empty()) n.arg1 = core->second.arg1;
-      }
-      a_.names.insert_or_assign(e.id, std::move(n));
-    }
-    auto it = a_.names.find(e.id);
-    if (it != a_.names.end()) {
-      ev.named = true;
-      ev.name_from = it->second.from;
-      ev.name = it->second.name;
-    } else {
-      ev.name = fmt::format("id={:#x}", e.id);
-    }
+  ev.inline_len = static_cast<std::uint8_t>(std::min<std::size_t>(e.inline_len, e.inline_data.size()));
+  if (ev.inline_len > 0) {
+    ev.inline_at = a_.inline_data.size();
+    a_.inline_data.insert(a_.inline_data.end(), e.inline_data.begin(), e.inline_data.begin() + ev.inline_len);
   }
+  ev.source = source;
   ev.tid_in_core = core_tids_.count(e.tid) != 0;
   switch (e.kind) {
     case f::kKindUserPtr:
@@ -706,7 +770,7 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
     case f::kKindFree:
     case f::kKindCalloc:
     case f::kKindRealloc:
-      ev.pointer = describe(e.arg0);
+      ev.pointer = mapping_index(e.arg0);
       break;
     case f::kKindCrash: {
       CrashSlot c;
@@ -726,20 +790,65 @@ Event Analyzer::make_event(std::uint32_t ring_index, const DecodedRing &ring, co
         c.repeated = (ci.handler_flags & f::kCrashRepeated) != 0;
       }
       c.si_code_name = si_code_name(c.signo, c.si_code);
-      ev.crash = std::move(c);
+      ev.crash = static_cast<std::uint32_t>(a_.crash_slots.size());
+      a_.crash_slots.push_back(std::move(c));
       break;
     }
     default: break;
   }
   if (e.return_address != 0 || e.kind == f::kKindCrash) {
-    ev.location = locate(e.return_address);
     /* 0 means "not known yet" (the writer's helper thread sets the
      * generation on its first pass): only two known, different generations
      * say the set of loaded objects changed after the event. */
-    const auto now_gen = static_cast<std::uint32_t>(ring.header.mmap_generation);
-    ev.location->mapping_changed = e.mmap_generation != 0 && now_gen != 0 && e.mmap_generation != now_gen;
+    const auto now_gen = static_cast<std::uint32_t>(ring.mmap_generation);
+    const bool changed = e.mmap_generation != 0 && now_gen != 0 && e.mmap_generation != now_gen;
+    ev.location = location_index(e.return_address, e.kind == f::kKindCrash, changed);
   }
   return ev;
+}
+
+/* Kind names, and display names: a user id's from --tlmap (which also
+ * enters Analysis::names, keeping the rings' argument names it does not
+ * give) or the rings' name tables, else "id=0x...". */
+void Analyzer::name_events() {
+  std::map<std::uint16_t, std::uint32_t> kinds;  /* kind -> its name in strings */
+  struct IdName {
+    bool named = false;
+    NameFrom from = NameFrom::kNone;
+    std::uint32_t name = 0;
+  };
+  std::unordered_map<std::uint32_t, IdName> ids;  /* user id -> its name */
+  for (auto &ev : a_.events) {
+    auto [k, fresh] = kinds.try_emplace(ev.kind, 0);
+    if (fresh) {
+      const char *kn = kind_name(ev.kind);
+      k->second = intern(kn != nullptr ? std::string(kn) : fmt::format("KIND_{}", ev.kind));
+    }
+    ev.kind_name = ev.name = k->second;
+    if (ev.kind != f::kKindUser && ev.kind != f::kKindUserPtr && ev.kind != f::kKindSpanBegin &&
+        (ev.kind != f::kKindSpanEnd || ev.id == 0))
+      continue;
+    auto [n, first] = ids.try_emplace(ev.id);
+    if (first) {
+      if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(ev.id) : nullptr) {
+        /* The tlmap's name wins; an argument it does not name keeps the
+         * core's name for it. */
+        EventName named{t->name, t->arg0, t->arg1, NameFrom::kTlmap};
+        if (auto core = a_.names.find(ev.id); core != a_.names.end()) {
+          if (named.arg0.empty()) named.arg0 = core->second.arg0;
+          if (named.arg1.empty()) named.arg1 = core->second.arg1;
+        }
+        a_.names.insert_or_assign(ev.id, std::move(named));
+      }
+      if (auto it = a_.names.find(ev.id); it != a_.names.end())
+        n->second = {true, it->second.from, intern(it->second.name)};
+      else
+        n->second.name = intern(fmt::format("id={:#x}", ev.id));
+    }
+    ev.named = n->second.named;
+    ev.name_from = n->second.from;
+    ev.name = n->second.name;
+  }
 }
 
 bool Analyzer::handle_sidecar() {
@@ -825,23 +934,32 @@ bool Analyzer::handle_sidecar() {
   if (target != nullptr) {
     target->start_time = {Check::kMatch, fmt::format("ring and sidecar agree: process start {} ticks",
                                                      sh.process_start_ticks)};
-    std::set<std::pair<std::uint32_t, std::uint64_t>> have;
-    std::map<std::pair<std::uint32_t, std::uint64_t>, const RingEvent *> core_ev;
-    for (const auto &e : target->ring->events) core_ev[{e.lane, e.seq}] = &e;
+    /* The target ring's events: a_.events holds each ring's, by lane then
+     * seq, one ring after the other (probe()). */
+    const auto by_ring = [](const Event &x, std::uint32_t ring) { return x.ring < ring; };
+    const auto lo = std::lower_bound(a_.events.begin(), a_.events.end(), target->index, by_ring);
+    const auto hi = std::find_if(lo, a_.events.end(), [&](const Event &x) { return x.ring != target->index; });
+    const auto in_core = [&](const RingEvent &e) -> const Event * {
+      const auto it = std::lower_bound(lo, hi, std::make_pair(e.lane, e.seq), [](const Event &x, const auto &k) {
+        return std::make_pair(x.lane, x.seq) < k;
+      });
+      return it != hi && it->lane == e.lane && it->seq == e.seq ? &*it : nullptr;
+    };
     std::uint64_t added = 0, conflicts = 0;
-    std::vector<RingEvent> extra;
+    std::vector<const RingEvent *> extra;
     for (const auto &e : dec->events) {
-      auto it = core_ev.find({e.lane, e.seq});
-      if (it == core_ev.end()) {
-        extra.push_back(e);
+      const Event *c = in_core(e);
+      if (c == nullptr) {
+        extra.push_back(&e);
         added++;
-      } else if (it->second->tid != e.tid || it->second->kind != e.kind || it->second->id != e.id ||
-                 it->second->arg0 != e.arg0 || it->second->arg1 != e.arg1 ||
-                 it->second->timestamp != e.timestamp) {
+      } else if (c->tid != e.tid || c->kind != e.kind || c->id != e.id || c->arg0 != e.arg0 || c->arg1 != e.arg1 ||
+                 c->timestamp != e.timestamp) {
         conflicts++;
       }
     }
-    for (const auto &e : extra) a_.events.push_back(make_event(target->index, *target->ring, e, Origin::kSidecar));
+    a_.events.reserve(a_.events.size() + extra.size());
+    for (const RingEvent *e : extra)
+      a_.events.push_back(make_event(target->index, target->ring->header, *e, Origin::kSidecar));
     a_.source = TimelineSource::kCoreAndSidecar;
     a_.sidecar_status = SidecarStatus::kMerged;
     a_.sidecar_detail = fmt::format("{} events recovered from the sidecar that the core's ring no longer held",
@@ -858,8 +976,12 @@ bool Analyzer::handle_sidecar() {
   rep.mapping_name = path;
   rep.mapping_size = bytes.size();
   rep.state = RingReport::State::kValid;
+  check_identity(rep, dec->header);
+  /* Its events are the timeline's, as a core ring's are (probe()). */
+  a_.events.reserve(a_.events.size() + dec->events.size());
+  for (const auto &e : dec->events) a_.events.push_back(make_event(rep.index, dec->header, e, Origin::kSidecar));
+  dec->events = {};
   rep.ring = std::move(*dec);
-  check_identity(rep);
   rep.start_time = {Check::kUnchecked, "no ring in the core to compare the sidecar's start time with"};
   a_.rings.push_back(std::move(rep));
   a_.source = TimelineSource::kDegradedSidecar;
@@ -870,60 +992,78 @@ bool Analyzer::handle_sidecar() {
   return true;
 }
 
-void Analyzer::build_events() {
-  std::map<std::uint32_t, std::string> names;  /* tid -> thread name */
-  for (const auto &r : a_.rings) {
-    if (r.state != RingReport::State::kValid || r.found_by == FoundBy::kSidecar) continue;
-    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, Origin::kCore));
+/* Merge order: within a lane, seq order is exact; across lanes and rings,
+ * by slot timestamp.  A timestamp of 0 (none) or one earlier than its lane
+ * predecessor's inherits the predecessor's, so the lane order holds.  The
+ * events are moved into that order in place, following the permutation's
+ * cycles: no second vector of events. */
+void Analyzer::sort_events() {
+  auto &ev = a_.events;
+  const std::size_t n = ev.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  const auto lane_order = [&](std::size_t x, std::size_t y) {
+    return std::tie(ev[x].ring, ev[x].lane, ev[x].seq) < std::tie(ev[y].ring, ev[y].lane, ev[y].seq);
+  };
+  /* Each ring's events are in lane order already, unless a sidecar added some. */
+  if (!std::is_sorted(order.begin(), order.end(), lane_order)) std::sort(order.begin(), order.end(), lane_order);
+  std::vector<std::uint64_t> key(n);  /* by event index */
+  for (std::size_t k = 0; k < n; ++k) {
+    const Event &e = ev[order[k]];
+    std::uint64_t t = e.timestamp;
+    if (k > 0) {
+      const Event &p = ev[order[k - 1]];
+      if (p.ring == e.ring && p.lane == e.lane) t = std::max(t, key[order[k - 1]]);
+    }
+    key[order[k]] = t;
   }
-  for (const auto &r : a_.rings) {
-    if (r.state != RingReport::State::kValid || r.found_by != FoundBy::kSidecar) continue;
-    for (const auto &e : r.ring->events) a_.events.push_back(make_event(r.index, *r.ring, e, Origin::kSidecar));
-  }
-  /* Merge order: within a lane, seq order is exact; across lanes and rings,
-   * by slot timestamp.  A timestamp of 0 (none) or one earlier than its lane
-   * predecessor's inherits the predecessor's, so the lane order holds. */
-  std::sort(a_.events.begin(), a_.events.end(), [](const Event &x, const Event &y) {
-    if (x.ring != y.ring) return x.ring < y.ring;
-    if (x.lane != y.lane) return x.lane < y.lane;
-    return x.seq < y.seq;
+  /* (key, lane, ring, seq) is a total order: no two events share (ring,
+   * lane, seq). */
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return std::tie(key[x], ev[x].lane, ev[x].ring, ev[x].seq) < std::tie(key[y], ev[y].lane, ev[y].ring, ev[y].seq);
   });
-  std::vector<std::uint64_t> key(a_.events.size());
-  for (std::size_t i = 0; i < a_.events.size(); ++i) {
-    const auto &e = a_.events[i];
-    std::uint64_t k = e.timestamp;
-    if (i > 0 && a_.events[i - 1].ring == e.ring && a_.events[i - 1].lane == e.lane) k = std::max(k, key[i - 1]);
-    key[i] = k;
+  key = {};
+  /* Position i takes the event at order[i]; a position is done once
+   * order[i] == i. */
+  for (std::size_t i = 0; i < n; ++i) {
+    if (order[i] == i) continue;
+    Event held = std::move(ev[i]);
+    std::size_t j = i;
+    for (;;) {
+      const std::size_t from = order[j];
+      order[j] = j;
+      if (from == i) {
+        ev[j] = std::move(held);
+        break;
+      }
+      ev[j] = std::move(ev[from]);
+      j = from;
+    }
   }
-  std::vector<std::size_t> order(a_.events.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    if (key[x] != key[y]) return key[x] < key[y];
-    const auto &ex = a_.events[x], &ey = a_.events[y];
-    if (ex.lane != ey.lane) return ex.lane < ey.lane;
-    if (ex.ring != ey.ring) return ex.ring < ey.ring;
-    return ex.seq < ey.seq;
-  });
-  std::vector<Event> sorted;
-  sorted.reserve(order.size());
-  for (auto i : order) sorted.push_back(std::move(a_.events[i]));
-  a_.events = std::move(sorted);
+}
 
-  /* Thread names: THREAD_NAME events (the latest before each event wins),
-   * else the lane owner's name. */
-  std::map<std::uint32_t, std::string> owner;
+/* Thread names: THREAD_NAME events (the latest before each event wins),
+ * else the lane owner's name. */
+void Analyzer::name_threads() {
+  std::map<std::uint32_t, std::uint32_t> owner, named;  /* tid -> name in strings */
   for (const auto &r : a_.rings)
     if (r.ring)
       for (const auto &l : r.ring->lanes)
         if (l.owner_tid != 0 && !l.owner_name.empty())
-          owner[l.owner_tid] = sanitize_name({reinterpret_cast<const std::uint8_t *>(l.owner_name.data()),
-                                              l.owner_name.size()});
+          owner[l.owner_tid] = intern(sanitize_name({reinterpret_cast<const std::uint8_t *>(l.owner_name.data()),
+                                                     l.owner_name.size()}));
   for (auto &e : a_.events) {
-    if (e.kind == f::kKindThreadName) names[e.tid] = sanitize_name(e.inline_bytes);
-    auto it = names.find(e.tid);
-    if (it != names.end()) e.thread = it->second;
+    if (e.kind == f::kKindThreadName) named[e.tid] = intern(sanitize_name(a_.inline_bytes_of(e)));
+    if (auto it = named.find(e.tid); it != named.end()) e.thread = it->second;
     else if (auto o = owner.find(e.tid); o != owner.end()) e.thread = o->second;
   }
+}
+
+void Analyzer::build_events() {
+  name_events();
+  sort_events();
+  name_threads();
+  string_at_ = {};
   for (const auto &e : a_.events)
     if (e.kind == f::kKindCrash && a_.crash) a_.crash->ring_slot = true;
   place_in_time();
@@ -953,6 +1093,8 @@ const DecodedRing *ring_of(const Analysis &a, std::uint32_t index) {
 void Analyzer::place_in_time() {
   auto &t = a_.time;
   const std::uint32_t crash_tid = a_.crash ? a_.crash->tid : 0;
+  for (auto &e : a_.events)
+    if (const DecodedRing *er = ring_of(a_, e.ring)) e.realtime_ns = ticks_to_realtime_ns(*er, e.timestamp);
   for (std::size_t i = 0; i < a_.events.size(); ++i) {
     const auto &e = a_.events[i];
     if (e.kind != f::kKindCrash || e.timestamp == 0) continue;
@@ -1004,13 +1146,9 @@ struct LossIndex {
 
 LossIndex index_losses(const DecodedRing &r) {
   LossIndex x;
-  std::size_t at = 0;
   for (const auto &l : r.lanes) {
-    while (at < r.events.size() && r.events[at].lane < l.index) ++at;
     if (l.overwritten == 0) continue;
-    std::uint64_t ts = UINT64_MAX;
-    if (at < r.events.size() && r.events[at].lane == l.index && r.events[at].timestamp != 0)
-      ts = r.events[at].timestamp;
+    const std::uint64_t ts = l.committed > 0 && l.first_timestamp != 0 ? l.first_timestamp : UINT64_MAX;
     x.lanes.emplace_back(ts, l.overwritten, l.index);
   }
   std::sort(x.lanes.begin(), x.lanes.end());
@@ -1157,13 +1295,17 @@ void Analyzer::build_spans() {
 
 void Analyzer::summarize_threads() {
   std::map<std::uint32_t, std::size_t> at;  /* tid -> index in threads */
+  std::vector<std::uint32_t> name_of;  /* per thread: its name in strings */
   for (const auto &e : a_.events) {
     auto [it, fresh] = at.emplace(e.tid, a_.threads.size());
-    if (fresh) a_.threads.push_back(ThreadSummary{e.tid, {}, 0, a_.crash && a_.crash->tid == e.tid, {}});
-    ThreadSummary &t = a_.threads[it->second];
-    t.events++;
-    if (!e.thread.empty()) t.name = e.thread;
+    if (fresh) {
+      a_.threads.push_back(ThreadSummary{e.tid, {}, 0, a_.crash && a_.crash->tid == e.tid, {}});
+      name_of.push_back(0);
+    }
+    a_.threads[it->second].events++;
+    if (e.thread != 0) name_of[it->second] = e.thread;
   }
+  for (std::size_t i = 0; i < a_.threads.size(); ++i) a_.threads[i].name = a_.strings[name_of[i]];
   for (std::uint32_t i = 0; i < a_.spans.size(); ++i) {
     const Span &sp = a_.spans[i];
     if (sp.state != Span::State::kOpen && sp.state != Span::State::kOpenOrEndLost) continue;
@@ -1172,12 +1314,15 @@ void Analyzer::summarize_threads() {
 }
 
 void Analyzer::symbolize_all() {
+  /* Each distinct location once (location_index), however many events
+   * share it. */
   std::vector<SymbolQuery> q;
   std::vector<Location *> dest;
-  for (auto &e : a_.events) {
-    if (!e.location || !e.location->in_module) continue;
-    q.push_back({e.return_address, e.kind != f::kKindCrash});
-    dest.push_back(&*e.location);
+  for (std::size_t i = 0; i < a_.locations.size(); ++i) {
+    Location &l = a_.locations[i];
+    if (!l.in_module) continue;
+    q.push_back({l.address, !location_is_crash_[i]});
+    dest.push_back(&l);
   }
   if (a_.crash && a_.crash->location && a_.crash->location->in_module) {
     q.push_back({a_.crash->pc, false});
@@ -1339,7 +1484,17 @@ Analysis Analyzer::run() {
 
   find_rings();
   collect_names(); /* before handle_sidecar(), which names the sidecar's events */
-  if (!handle_sidecar()) return std::move(a_);
+  if (!handle_sidecar()) {
+    /* Refused: no timeline, so none of the rings' events (probe() put them
+     * in the Analysis as it decoded). */
+    a_.events = {};
+    a_.strings = {std::string()};
+    a_.locations = {};
+    a_.mappings = {};
+    a_.crash_slots = {};
+    a_.inline_data = {};
+    return std::move(a_);
+  }
   collect_names(); /* and a degraded sidecar's own names */
   build_events();
   decide_status();

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "core_timeline/reader/render.h"
 
+#include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,7 +29,7 @@ std::string basename_of(std::string_view p) {
   return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
 }
 
-std::string spaced_hex(const std::vector<std::uint8_t> &b) {
+std::string spaced_hex(std::span<const std::uint8_t> b) {
   std::string s;
   for (std::size_t i = 0; i < b.size(); ++i) {
     if (i) s.push_back(' ');
@@ -99,20 +102,22 @@ std::string span_note(const Analysis &a, const Event &e) {
 }
 
 std::string args_text(const Analysis &a, const Event &e) {
-  const auto ptr = [&]() { return e.pointer ? " " + mapping_text(*e.pointer) : std::string(); };
+  const AddressMapping *pointer = a.pointer_of(e);
+  const auto ptr = [&]() { return pointer ? " " + mapping_text(*pointer) : std::string(); };
+  const std::span<const std::uint8_t> inline_bytes = a.inline_bytes_of(e);
   switch (e.kind) {
     case f::kKindUser: return user_args(a, e, false);
     case f::kKindSpanBegin: return "begin " + user_args(a, e, true) + span_note(a, e);
     case f::kKindSpanEnd: return "end" + span_note(a, e);
     case f::kKindUserPtr:
-      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, e.inline_bytes.size(), e.arg1,
-                         spaced_hex(e.inline_bytes), ptr());
+      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, inline_bytes.size(), e.arg1,
+                         spaced_hex(inline_bytes), ptr());
     case f::kKindThreadName: {
-      std::string n(e.inline_bytes.begin(), e.inline_bytes.end());
+      std::string n(inline_bytes.begin(), inline_bytes.end());
       return fmt::format("name=\"{}\"", esc(n.substr(0, n.find('\0'))));
     }
     case f::kKindCrash: {
-      const auto &c = *e.crash;
+      const auto &c = *a.crash_of(e);
       std::string s = fmt::format("sig={} code={} addr={:#x} pc={:#x}", c.signal_name, c.si_code_name,
                                   c.fault_address, e.return_address);
       if (c.si_code <= 0) s += fmt::format(" from pid {}", c.sender_pid);
@@ -125,21 +130,21 @@ std::string args_text(const Analysis &a, const Event &e) {
     case f::kKindCalloc: return fmt::format("ptr={:#x} size={}{}", e.arg0, e.arg1, ptr());
     case f::kKindRealloc: {
       std::uint64_t old = 0;
-      if (e.inline_bytes.size() >= 8) std::memcpy(&old, e.inline_bytes.data(), 8);
+      if (inline_bytes.size() >= 8) std::memcpy(&old, inline_bytes.data(), 8);
       return fmt::format("ptr={:#x} size={} old={:#x}{}", e.arg0, e.arg1, old, ptr());
     }
     case f::kKindOpen:
-      return fmt::format("result={} path-bytes=[{}]", static_cast<std::int64_t>(e.arg0), spaced_hex(e.inline_bytes));
+      return fmt::format("result={} path-bytes=[{}]", static_cast<std::int64_t>(e.arg0), spaced_hex(inline_bytes));
     case f::kKindRead:
     case f::kKindWrite:
       return fmt::format("fd={} result={} count={}", e.id, static_cast<std::int64_t>(e.arg0), e.arg1);
     case f::kKindConnect:
       return fmt::format("fd={} result={} addr-bytes=[{}]", e.id, static_cast<std::int64_t>(e.arg0),
-                         spaced_hex(e.inline_bytes));
+                         spaced_hex(inline_bytes));
     case f::kKindClose: return fmt::format("fd={} result={}", e.id, static_cast<std::int64_t>(e.arg0));
     default:
       return fmt::format("id={:#x} arg0={:#x} arg1={:#x} inline=[{}]", e.id, e.arg0, e.arg1,
-                         spaced_hex(e.inline_bytes));
+                         spaced_hex(inline_bytes));
   }
 }
 
@@ -226,6 +231,7 @@ json crash_json(const CrashFacts &c) {
   return cj;
 }
 
+/* A ring's report but its "torn" list (write_ring()). */
 json ring_json(const RingReport &r) {
   json rj;
   rj[key::index] = r.index;
@@ -292,11 +298,7 @@ json ring_json(const RingReport &r) {
       lanes.push_back(std::move(lj));
     }
     rj[key::lanes] = std::move(lanes);
-    json torn = json::array();
-    for (const auto &t : d.rejected)
-      torn.push_back({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
-                      {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
-    rj[key::torn] = std::move(torn);
+    /* then "torn": write_ring(), one rejected slot at a time */
   }
   return rj;
 }
@@ -307,10 +309,10 @@ json event_json(const Analysis &a, const Event &e) {
   ej[key::lane] = e.lane;
   ej[key::seq] = e.seq;
   ej[key::tid] = e.tid;
-  ej[key::thread] = e.thread.empty() ? json(nullptr) : json(e.thread);
+  ej[key::thread] = e.thread == 0 ? json(nullptr) : json(a.thread_of(e));
   ej[key::tid_in_core] = e.tid_in_core;
-  ej[key::kind] = e.kind_name;
-  ej[key::name] = e.name;
+  ej[key::kind] = a.kind_name_of(e);
+  ej[key::name] = a.name_of(e);
   ej[key::named] = e.named;
   ej[key::name_from] = e.name_from == NameFrom::kNone ? json(nullptr) : json(name_from_name(e.name_from));
   if (const EventName *n = names_of(a, e))
@@ -324,11 +326,13 @@ json event_json(const Analysis &a, const Event &e) {
   ej[key::age_ns] = e.age_ns ? json(*e.age_ns) : json(nullptr);
   ej[key::span] = e.span ? json(*e.span) : json(nullptr);
   ej[key::return_address] = fmt::format("{:#x}", e.return_address);
-  ej[key::location] = e.location ? location_json(*e.location) : json(nullptr);
-  ej[key::inline_bytes] = e.inline_bytes.empty() ? json(nullptr) : json(hex_bytes(e.inline_bytes));
-  ej[key::pointer] = e.pointer ? mapping_json(*e.pointer) : json(nullptr);
-  if (e.crash) {
-    const auto &c = *e.crash;
+  const Location *location = a.location_of(e);
+  const AddressMapping *pointer = a.pointer_of(e);
+  ej[key::location] = location ? location_json(*location) : json(nullptr);
+  ej[key::inline_bytes] = e.inline_len == 0 ? json(nullptr) : json(hex_bytes(a.inline_bytes_of(e)));
+  ej[key::pointer] = pointer ? mapping_json(*pointer) : json(nullptr);
+  if (const CrashSlot *crash = a.crash_of(e)) {
+    const auto &c = *crash;
     ej[key::crash] = {{key::signal, c.signo},           {key::signal_name, c.signal_name},
                    {key::si_code, c.si_code},        {key::si_code_name, c.si_code_name},
                    {key::si_errno, c.si_errno},      {key::si_pid, c.sender_pid},
@@ -388,7 +392,7 @@ std::string span_chain(const Analysis &a, const std::vector<std::uint32_t> &span
   for (auto i : spans) {
     const Span &sp = a.spans[i];
     const Event &b = a.events[*sp.begin];
-    std::string one = esc(b.name);
+    std::string one = esc(a.name_of(b));
     if (const EventName *n = names_of(a, b); n != nullptr && !n->arg0.empty())
       one += fmt::format(" {}={}", esc(n->arg0), sp.arg);
     else if (sp.arg != 0)
@@ -420,8 +424,10 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
   if (o.wall_clock) when = e.realtime_ns ? wall_text(*e.realtime_ns) : "?";
   else when = e.age_ns ? format_age(*e.age_ns) : "?";
   std::string line = fmt::format("{:>{}} tid {:<7} {:<15} {:<16} {}", when, o.wall_clock ? 22 : 12, e.tid,
-                                 e.thread.empty() ? std::string("-") : esc(e.thread), esc(e.name), args_text(a, e));
-  if (e.location && (e.return_address != 0 || e.kind == f::kKindCrash)) line += "  at " + location_text(*e.location);
+                                 e.thread == 0 ? std::string("-") : esc(a.thread_of(e)), esc(a.name_of(e)),
+                                 args_text(a, e));
+  if (const Location *l = a.location_of(e); l && (e.return_address != 0 || e.kind == f::kKindCrash))
+    line += "  at " + location_text(*l);
   if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
   if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
   return line + "\n";
@@ -429,8 +435,60 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
 
 }  // namespace
 
-std::string render_text(const Analysis &a, const TextOptions &o) {
-  std::string out;
+namespace {
+
+/* Output gathered into pieces of about 64 KiB before they go to `out`. */
+class Buffered {
+ public:
+  explicit Buffered(const Output &out) : out_(out) { buf_.reserve(kPiece + 4096); }
+  Buffered &operator+=(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= kPiece) flush();
+    return *this;
+  }
+  Buffered &operator+=(char c) {
+    buf_.push_back(c);
+    if (buf_.size() >= kPiece) flush();
+    return *this;
+  }
+  /* False once `out` said stop. */
+  bool flush() {
+    if (ok_ && !buf_.empty()) ok_ = out_(buf_);
+    buf_.clear();
+    return ok_;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static constexpr std::size_t kPiece = 64 * 1024;
+  const Output &out_;
+  std::string buf_;
+  bool ok_ = true;
+};
+
+/* The events of each thread in a.threads' order, each thread's in merged
+ * order: one pass to count, one to place (--by-thread). */
+std::vector<std::size_t> by_thread_order(const Analysis &a) {
+  std::map<std::uint32_t, std::size_t> thread_at;  /* tid -> index in a.threads */
+  for (std::size_t t = 0; t < a.threads.size(); ++t) thread_at.emplace(a.threads[t].tid, t);
+  std::vector<std::size_t> start(a.threads.size() + 1, 0);
+  std::vector<std::size_t> of(a.events.size(), a.threads.size());  /* event -> thread index */
+  for (std::size_t i = 0; i < a.events.size(); ++i)
+    if (auto it = thread_at.find(a.events[i].tid); it != thread_at.end()) {
+      of[i] = it->second;
+      start[it->second + 1]++;
+    }
+  for (std::size_t t = 0; t < a.threads.size(); ++t) start[t + 1] += start[t];
+  std::vector<std::size_t> order(start.back());
+  for (std::size_t i = 0; i < a.events.size(); ++i)
+    if (of[i] < a.threads.size()) order[start[of[i]]++] = i;
+  return order;
+}
+
+}  // namespace
+
+bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
+  Buffered out(output);
   if (a.status != Status::kOk && a.events.empty()) {
     out += fmt::format("core-timeline: {}\n", esc(a.reason));
   } else {
@@ -441,13 +499,20 @@ std::string render_text(const Analysis &a, const TextOptions &o) {
     for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
     out += open_spans_text(a);
     if (!o.by_thread) {
-      for (const auto &e : a.events) out += event_line(a, e, o);
+      for (const auto &e : a.events) {
+        out += event_line(a, e, o);
+        if (!out.ok()) return false;
+      }
     } else {
+      const std::vector<std::size_t> order = by_thread_order(a);
+      std::size_t next = 0;
       for (const auto &t : a.threads) {
         out += fmt::format("thread {} ({}): {} events\n", t.tid, t.name.empty() ? std::string("-") : esc(t.name),
                            t.events);
-        for (const auto &e : a.events)
-          if (e.tid == t.tid) out += event_line(a, e, o);
+        for (; next < order.size() && a.events[order[next]].tid == t.tid; ++next) {
+          out += event_line(a, a.events[order[next]], o);
+          if (!out.ok()) return false;
+        }
       }
     }
   }
@@ -467,7 +532,21 @@ std::string render_text(const Analysis &a, const TextOptions &o) {
     out += s + "\n";
   }
   for (const auto &w : a.warnings) out += "warning: " + esc(w) + "\n";
-  return out;
+  return out.flush();
+}
+
+Output file_output(std::FILE *f) {
+  return [f](std::string_view piece) {
+    if (std::fwrite(piece.data(), 1, piece.size(), f) == piece.size()) return true;
+    if (errno == 0) errno = EIO;
+    return false;
+  };
+}
+
+std::string render_text(const Analysis &a, const TextOptions &o) {
+  std::string s;
+  write_text(a, [&](std::string_view piece) { s.append(piece); return true; }, o);
+  return s;
 }
 
 namespace {
@@ -492,79 +571,188 @@ json time_json(const Analysis &a) {
   return j;
 }
 
-json spans_json(const Analysis &a) {
-  json arr = json::array();
-  for (const auto &sp : a.spans) {
-    json j;
-    j[key::token] = fmt::format("{:#x}", sp.token);
-    j[key::state] = std::string(span_state_name(sp.state));
-    j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
-    const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
-    j[key::name] = sp.id_known ? json(any.name) : json(nullptr);
-    j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
-    j[key::tid] = sp.tid;
-    j[key::begin] = span_end_json(a, sp.begin);
-    j[key::end] = span_end_json(a, sp.end);
-    j[key::duration_ns] = sp.duration_ns ? json(*sp.duration_ns) : json(nullptr);
-    j[key::open_for_ns] = sp.open_for_ns ? json(*sp.open_for_ns) : json(nullptr);
-    j[key::parent] = sp.parent ? json(*sp.parent) : json(nullptr);
-    j[key::depth] = sp.depth;
-    j[key::extra_ends] = sp.extra_ends;
-    j[key::note] = sp.note.empty() ? json(nullptr) : json(sp.note);
-    arr.push_back(std::move(j));
-  }
-  return arr;
+json span_json(const Analysis &a, const Span &sp) {
+  json j;
+  j[key::token] = fmt::format("{:#x}", sp.token);
+  j[key::state] = std::string(span_state_name(sp.state));
+  j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
+  const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
+  j[key::name] = sp.id_known ? json(a.name_of(any)) : json(nullptr);
+  j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
+  j[key::tid] = sp.tid;
+  j[key::begin] = span_end_json(a, sp.begin);
+  j[key::end] = span_end_json(a, sp.end);
+  j[key::duration_ns] = sp.duration_ns ? json(*sp.duration_ns) : json(nullptr);
+  j[key::open_for_ns] = sp.open_for_ns ? json(*sp.open_for_ns) : json(nullptr);
+  j[key::parent] = sp.parent ? json(*sp.parent) : json(nullptr);
+  j[key::depth] = sp.depth;
+  j[key::extra_ends] = sp.extra_ends;
+  j[key::note] = sp.note.empty() ? json(nullptr) : json(sp.note);
+  return j;
 }
 
-json threads_json(const Analysis &a) {
-  json arr = json::array();
-  for (const auto &t : a.threads)
-    arr.push_back({{key::tid, t.tid}, {key::name, t.name.empty() ? json(nullptr) : json(t.name)},
-                   {key::events, t.events}, {key::crashed, t.crashed}, {key::open_spans, t.open_spans}});
-  return arr;
+json thread_json(const ThreadSummary &t) {
+  return {{key::tid, t.tid}, {key::name, t.name.empty() ? json(nullptr) : json(t.name)},
+          {key::events, t.events}, {key::crashed, t.crashed}, {key::open_spans, t.open_spans}};
 }
 
 }  // namespace
 
-json to_json(const Analysis &a) {
-  json j;
-  j[key::schema_version] = kJsonSchemaVersion;
-  j[key::status] = std::string(status_name(a.status));
-  j[key::exit_code] = exit_code(a.status);
-  j[key::reason] = a.status == Status::kOk ? json(nullptr) : json(a.reason);
-  j[key::source] = a.source == TimelineSource::kNone ? json(nullptr) : json(timeline_source_name(a.source));
-  j[key::core] = {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
-               {key::machine, a.machine}};
-  j[key::process] = process_json(a);
-  j[key::crash] = a.crash ? crash_json(*a.crash) : json(nullptr);
-  json rings = json::array();
-  for (const auto &r : a.rings) rings.push_back(ring_json(r));
-  j[key::rings] = std::move(rings);
-  json events = json::array();
-  for (const auto &e : a.events) events.push_back(event_json(a, e));
-  j[key::events] = std::move(events);
-  j[key::time] = time_json(a);
-  j[key::spans] = spans_json(a);
-  j[key::threads] = threads_json(a);
+namespace {
+
+/* A JSON document written as it is made, byte for byte as nlohmann's
+ * dump(2) of the whole value would write it: each member or element of a
+ * container on a line of its own, indented by 2 per level, a ',' ending
+ * every line but a container's last, ": " after a key, and an empty
+ * container as {} or [].  Small values (one event, one ring's header) are
+ * built with nlohmann, dumped, and indented to the depth they are at. */
+class JsonStream {
+ public:
+  explicit JsonStream(Buffered &out) : out_(out) {}
+  void begin_object() { open('{', true); }
+  void begin_array() { open('[', false); }
+  void end() {
+    const Level l = stack_.back();
+    stack_.pop_back();
+    if (l.count > 0) newline();
+    out_ += l.object ? '}' : ']';
+  }
+  /* The next value or container is this member's. */
+  void key(std::string_view k) {
+    next();
+    out_ += json(k).dump();
+    out_ += ": ";
+    after_key_ = true;
+  }
+  void value(const json &v) {
+    next();
+    const std::string d = v.dump(2, ' ', false, json::error_handler_t::replace);
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = d.find('\n', from)) != std::string::npos; from = nl + 1) {
+      out_ += std::string_view(d).substr(from, nl - from);
+      newline();
+    }
+    out_ += std::string_view(d).substr(from);
+  }
+  void member(std::string_view k, const json &v) {
+    key(k);
+    value(v);
+  }
+  /* False once the output said stop: the rest need not be made. */
+  bool ok() const { return out_.ok(); }
+
+ private:
+  struct Level {
+    bool object;
+    std::size_t count;
+  };
+  void open(char c, bool object) {
+    next();
+    out_ += c;
+    stack_.push_back({object, 0});
+  }
+  /* Before a value, a container or a key: the separator and the line of
+   * the next member or element (a member's value follows its key). */
+  void next() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (stack_.empty()) return;
+    if (stack_.back().count++ > 0) out_ += ',';
+    newline();
+  }
+  void newline() {
+    out_ += '\n';
+    for (std::size_t i = 0; i < stack_.size(); ++i) out_ += "  ";
+  }
+
+  Buffered &out_;
+  std::vector<Level> stack_;
+  bool after_key_ = false;
+};
+
+/* A ring's report; its rejected slots (up to one per slot) one by one. */
+void write_ring(JsonStream &w, const RingReport &r) {
+  const json rj = ring_json(r);
+  w.begin_object();
+  for (const auto &[k, v] : rj.items()) w.member(k, v);
+  if (r.ring) {
+    w.key(key::torn);
+    w.begin_array();
+    for (const auto &t : r.ring->rejected)
+      w.value({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
+               {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
+    w.end();
+  }
+  w.end();
+}
+
+void write_document(const Analysis &a, JsonStream &w) {
+  w.begin_object();
+  w.member(key::schema_version, kJsonSchemaVersion);
+  w.member(key::status, std::string(status_name(a.status)));
+  w.member(key::exit_code, exit_code(a.status));
+  w.member(key::reason, a.status == Status::kOk ? json(nullptr) : json(a.reason));
+  w.member(key::source, a.source == TimelineSource::kNone ? json(nullptr) : json(timeline_source_name(a.source)));
+  w.member(key::core, {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
+                       {key::machine, a.machine}});
+  w.member(key::process, process_json(a));
+  w.member(key::crash, a.crash ? crash_json(*a.crash) : json(nullptr));
+  w.key(key::rings);
+  w.begin_array();
+  for (const auto &r : a.rings) write_ring(w, r);
+  w.end();
+  w.key(key::events);
+  w.begin_array();
+  for (const auto &e : a.events) {
+    w.value(event_json(a, e));
+    if (!w.ok()) return;
+  }
+  w.end();
+  w.member(key::time, time_json(a));
+  w.key(key::spans);
+  w.begin_array();
+  for (const auto &sp : a.spans) w.value(span_json(a, sp));
+  w.end();
+  w.key(key::threads);
+  w.begin_array();
+  for (const auto &t : a.threads) w.value(thread_json(t));
+  w.end();
   json names = json::array();
   for (const auto &[id, n] : a.names)
     names.push_back({{key::id, id}, {key::name, n.name},
                      {key::arg_names, {n.arg0.empty() ? json(nullptr) : json(n.arg0), n.arg1.empty() ? json(nullptr) : json(n.arg1)}},
                      {key::name_from, std::string(name_from_name(n.from))}});
-  j[key::names] = std::move(names);
+  w.member(key::names, names);
   json mr = json::array();
   for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
-  j[key::magic_rejected] = {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}};
-  j[key::sidecar] = a.sidecar_path ? json{{key::path, *a.sidecar_path}, {key::status, sidecar_status_name(a.sidecar_status)},
-                                       {key::detail, a.sidecar_detail}}
-                                : json(nullptr);
-  j[key::absence_proves_nothing] = a.absence_proves_nothing;
-  j[key::warnings] = a.warnings;
-  return j;
+  w.member(key::magic_rejected, {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}});
+  w.member(key::sidecar, a.sidecar_path ? json{{key::path, *a.sidecar_path},
+                                               {key::status, sidecar_status_name(a.sidecar_status)},
+                                               {key::detail, a.sidecar_detail}}
+                                        : json(nullptr));
+  w.member(key::absence_proves_nothing, a.absence_proves_nothing);
+  w.member(key::warnings, a.warnings);
+  w.end();
+}
+
+}  // namespace
+
+bool write_json(const Analysis &a, const Output &output) {
+  Buffered out(output);
+  JsonStream w(out);
+  write_document(a, w);
+  out += '\n';
+  return out.flush();
 }
 
 std::string render_json(const Analysis &a) {
-  return to_json(a).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string s;
+  write_json(a, [&](std::string_view piece) { s.append(piece); return true; });
+  return s;
 }
+
+json to_json(const Analysis &a) { return json::parse(render_json(a)); }
 
 }  // namespace core_timeline::reader

@@ -353,7 +353,55 @@ std::string bounded_name(const char *p, std::size_t n) {
 
 }  // namespace
 
+namespace {
+
+f::Slot slot_at(std::span<const std::uint8_t> bytes, std::uint64_t off) {
+  f::Slot s;
+  std::memcpy(&s, bytes.data() + off, sizeof s);
+  return s;
+}
+
+RingEvent event_of(const f::Slot &s, std::uint32_t lane, std::uint32_t slot) {
+  RingEvent e;
+  e.lane = lane;
+  e.slot = slot;
+  e.seq = s.begin_seq;
+  e.timestamp = s.timestamp;
+  e.tid = s.tid;
+  e.kind = s.kind;
+  e.inline_len = s.inline_len;
+  e.id = s.id;
+  e.mmap_generation = s.mmap_generation;
+  e.return_address = s.return_address;
+  e.arg0 = s.arg0;
+  e.arg1 = s.arg1;
+  std::memcpy(e.inline_data.data(), s.inline_data, f::kInlineBytes);
+  return e;
+}
+
+/* decode_ring() without a sink: the events in DecodedRing::events. */
+class VectorSink final : public RingEventSink {
+ public:
+  explicit VectorSink(std::vector<RingEvent> &out) : out_(out) {}
+  void reserve(std::uint64_t events, std::uint64_t) override { out_.reserve(events); }
+  void event(const RingEvent &e) override { out_.push_back(e); }
+
+ private:
+  std::vector<RingEvent> &out_;
+};
+
+}  // namespace
+
 Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size) {
+  std::vector<RingEvent> events;
+  VectorSink sink(events);
+  CT_TRY(r, decode_ring(bytes, mapping_size, sink));
+  r.events = std::move(events);
+  return r;
+}
+
+Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size,
+                                RingEventSink &sink) {
   CT_TRY(h, validate_ring_header(bytes, mapping_size));
   DecodedRing r;
   r.header = std::move(h);
@@ -365,12 +413,23 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   if (hd.no_ring) return r;
   decode_names(bytes, r);
   const std::uint64_t S = hd.slots_per_lane;
+  const auto lane_base = [&](std::uint32_t lane) {
+    return hd.lanes_offset + std::uint64_t{lane} * S * f::kSlotSize;
+  };
 
   /* begin_seq of each present slot of the lane being decoded, for the
    * in-flight check; reused across lanes.  Only slots whose bytes are there
    * are visited: a header may claim a region of 4 GiB with one page in the
    * core, and the work must follow the bytes, not the claim. */
   std::vector<std::uint64_t> begins(std::min<std::uint64_t>(S, bytes.size() / f::kSlotSize));
+  /* The accepted sequences, lane after lane, each lane's sorted: the events
+   * are read from their slots ((seq - 1) % S) once every lane is judged, in
+   * this order.  At most one per slot present: reserving that many costs
+   * address space, and memory only for what is written. */
+  std::vector<std::uint64_t> seqs;
+  seqs.reserve(bytes.size() / f::kSlotSize);
+  std::vector<std::size_t> lane_start(hd.lane_count + std::size_t{1}, 0);
+  std::uint64_t inline_total = 0;
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
     f::LaneDesc d;
     std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
@@ -384,16 +443,14 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     ls.claims = d.claims;
     ls.owner_name = bounded_name(d.owner_name, sizeof d.owner_name);
 
-    const std::uint64_t base = hd.lanes_offset + std::uint64_t{lane} * S * f::kSlotSize;
-    const std::size_t lane_first_event = r.events.size();
+    const std::uint64_t base = lane_base(lane);
+    lane_start[lane] = seqs.size();
     std::uint64_t backwards = 0;
     const std::uint64_t present =
         base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
     ls.slots_absent = S - present;
     for (std::uint64_t i = 0; i < present; ++i) {
-      const std::uint64_t off = base + i * f::kSlotSize;
-      f::Slot s;
-      std::memcpy(&s, bytes.data() + off, sizeof s);
+      const f::Slot s = slot_at(bytes, base + i * f::kSlotSize);
       begins[i] = s.begin_seq;
       if (s.begin_seq == 0 && s.end_seq == 0) continue; /* never written */
       RejectedSlot rej;
@@ -416,35 +473,32 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
       } else if (s.tid == 0) {
         rej.reason = "tid 0 (a writer always stores its gettid())";
       } else {
-        RingEvent e;
-        e.lane = lane;
-        e.slot = static_cast<std::uint32_t>(i);
-        e.seq = s.begin_seq;
-        e.timestamp = s.timestamp;
-        e.tid = s.tid;
-        e.kind = s.kind;
-        e.inline_len = s.inline_len;
-        e.id = s.id;
-        e.mmap_generation = s.mmap_generation;
-        e.return_address = s.return_address;
-        e.arg0 = s.arg0;
-        e.arg1 = s.arg1;
-        std::memcpy(e.inline_data.data(), s.inline_data, f::kInlineBytes);
-        r.events.push_back(e);
+        seqs.push_back(s.begin_seq);
+        inline_total += s.inline_len;
         continue;
       }
       if (rej.torn) ls.torn++;
       else ls.invalid++;
       r.rejected.push_back(std::move(rej));
     }
-    auto first = r.events.begin() + static_cast<std::ptrdiff_t>(lane_first_event);
-    std::sort(first, r.events.end(), [](const RingEvent &a, const RingEvent &b) { return a.seq < b.seq; });
-    ls.committed = static_cast<std::uint64_t>(r.events.end() - first);
-    for (auto it = first; it != r.events.end(); ++it)
-      if (it != first && it->timestamp != 0 && (it - 1)->timestamp > it->timestamp) backwards++;
+    const auto first = seqs.begin() + static_cast<std::ptrdiff_t>(lane_start[lane]);
+    std::sort(first, seqs.end());
+    ls.committed = static_cast<std::uint64_t>(seqs.end() - first);
+    const auto timestamp_of = [&](std::uint64_t seq) {
+      std::uint64_t t;
+      std::memcpy(&t, bytes.data() + base + ((seq - 1) % S) * f::kSlotSize + offsetof(f::Slot, timestamp), sizeof t);
+      return t;
+    };
+    std::uint64_t previous = 0;
+    for (auto it = first; it != seqs.end(); ++it) {
+      const std::uint64_t t = timestamp_of(*it);
+      if (it != first && t != 0 && previous > t) backwards++;
+      previous = t;
+    }
     if (ls.committed > 0) {
-      ls.first_seq = first->seq;
-      ls.last_seq = (r.events.end() - 1)->seq;
+      ls.first_seq = *first;
+      ls.first_timestamp = timestamp_of(*first);
+      ls.last_seq = seqs.back();
       ls.overwritten = ls.first_seq - 1;
       ls.missing = (ls.last_seq - ls.first_seq + 1) - ls.committed;
     }
@@ -501,6 +555,14 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     r.missing += ls.missing;
     r.lanes.push_back(std::move(ls));
   }
+  lane_start[hd.lane_count] = seqs.size();
+  sink.reserve(seqs.size(), inline_total);
+  for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane)
+    for (std::size_t k = lane_start[lane]; k < lane_start[lane + 1]; ++k) {
+      const std::uint64_t slot = (seqs[k] - 1) % S;
+      sink.event(event_of(slot_at(bytes, lane_base(lane) + slot * f::kSlotSize), lane,
+                          static_cast<std::uint32_t>(slot)));
+    }
   std::uint64_t absent = 0, lanes_cut = 0, first_cut = 0;
   for (const auto &l : r.lanes)
     if (l.slots_absent > 0) {

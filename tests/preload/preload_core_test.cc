@@ -123,7 +123,7 @@ TEST_P(PreloadCoreTest, CoreHoldsTheEventsTheVictimRecordedBeforeItCrashed) {
     read_back.push_back({e.kind, e.id, e.arg0, e.arg1});
     auto name = kKindNames.find(e.kind);
     if (name != kKindNames.end()) {
-      EXPECT_EQ(e.kind_name, name->second) << "the reader's name for kind " << e.kind;
+      EXPECT_EQ(a.kind_name_of(e), name->second) << "the reader's name for kind " << e.kind;
     }
   }
   problems = check_families(p, want, read_back);

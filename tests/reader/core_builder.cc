@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <stdexcept>
 
 namespace ct::testing {
@@ -65,6 +66,39 @@ RingBuilder three_events() {
   r.add(0, 1, fmtx::kKindUser, 0x1001, 41);
   r.add(0, 2, fmtx::kKindFree, 0, 0x7ffd00000100);
   r.add(0, 3, fmtx::kKindUser, 0x1003, 1001);
+  return r;
+}
+
+RingBuilder full_ring(std::uint32_t lanes, std::uint32_t slots) {
+  RingBuilder r(lanes + 1, slots, 4242, {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04}, 4);
+  r.name(0, 0x3001, "BR_STEP", "i");
+  r.name(1, 0x3003, "BR_REQ", "i");
+  const std::uint64_t sites[] = {0x401234, 0x401300, 0x401388, 0x4013f0};
+  for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+    const std::uint32_t tid = lane == 0 ? 4242 : 5000 + lane;
+    std::uint64_t span = 0;
+    for (std::uint64_t seq = 1; seq <= slots; ++seq) {
+      const std::uint64_t ts = 2'000'000 + seq * 1000 + lane;
+      const std::uint64_t site = sites[seq % 4];
+      if (seq == 1) {
+        auto &s = r.add(lane, seq, fmtx::kKindThreadName, 0, 0, 0, tid, ts, site);
+        const int n = std::snprintf(reinterpret_cast<char *>(s.inline_data), sizeof s.inline_data, "worker-%u", lane);
+        s.inline_len = static_cast<std::uint16_t>(n);
+      } else if (seq % 64 == 2) {
+        r.add(lane, seq, fmtx::kKindSpanBegin, 0x3003, seq, 0, tid, ts, site);
+        span = fmtx::span_token(lane, seq);
+      } else if (seq % 64 == 1) {
+        r.add(lane, seq, fmtx::kKindSpanEnd, 0x3003, span, 0, tid, ts, site);
+      } else if (seq % 16 == 0) {
+        auto &s = r.add(lane, seq, fmtx::kKindUserPtr, 0x3004, 0x7ffd00000100, 16, tid, ts, site);
+        std::memset(s.inline_data, static_cast<int>(seq), 16);
+        s.inline_len = 16;
+      } else {
+        r.add(lane, seq, fmtx::kKindUser, seq % 2 ? 0x3001 : 0x3002, seq, lane, tid, ts, site);
+      }
+    }
+  }
+  r.seal();
   return r;
 }
 

@@ -107,6 +107,14 @@ class CoreBuilder {
  *  (0x7ffd00000100), USER 0x1003 (1001), sequences 1 to 3. */
 RingBuilder three_events();
 
+/** A full ring of `lanes` x `slots` events as a program leaves it: each
+ *  lane a thread (lane 0 the core's thread 4242) that named itself, then
+ *  events from four call sites in the executable, every 16th a USER_PTR
+ *  with 16 inline bytes into the stack, a span begun and ended every 64,
+ *  two ids named in the ring; lane `lanes` is the shared one, empty.  For
+ *  the memory bounds of big rings (issue 13, item 5). */
+RingBuilder full_ring(std::uint32_t lanes, std::uint32_t slots);
+
 /** Makes `r` a ring of a second tl_init one tick after the first: its clock
  *  anchor, and so its immutable header, differ from an unchanged builder's
  *  (the reader takes byte-identical headers for one ring seen twice). */

@@ -287,7 +287,7 @@ TEST(HostileCore, ModuleLookupsAreIndexed) {
   const ctr::Analysis a = analyze_bytes(bytes);
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   ASSERT_EQ(a.events.size(), kEvents);
-  const auto &l = *a.events[5].location;
+  const auto &l = *a.location_of(a.events[5]);
   EXPECT_EQ(l.module, "/lib/m35");
   EXPECT_EQ(l.file_offset, 4096u + 16u);
   auto core = ctr::CoreFile::from_bytes(bytes, "modules");
@@ -328,9 +328,9 @@ TEST(HostileCore, StackOwnerLookupIsIndexed) {
   const ctr::Analysis a = analyze_bytes(threads_on_one_stack(kThreads, kEvents));
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   ASSERT_EQ(a.events.size(), kEvents);
-  ASSERT_TRUE(a.events[0].pointer);
-  EXPECT_EQ(a.events[0].pointer->kind, ctr::MappingKind::kAnonymous);
-  EXPECT_EQ(a.events[0].pointer->note, "stack of tid 5000 (and 15000 more threads)");
+  ASSERT_TRUE(a.pointer_of(a.events[0]));
+  EXPECT_EQ(a.pointer_of(a.events[0])->kind, ctr::MappingKind::kAnonymous);
+  EXPECT_EQ(a.pointer_of(a.events[0])->note, "stack of tid 5000 (and 15000 more threads)");
 }
 
 /* Attack: a ring header that claims a region of almost 4 GiB (31 lanes of

@@ -216,9 +216,9 @@ TEST(Names, TheRingsNameTableNamesEventsAndArgumentsAndATlmapOverridesIt) {
   r.add(0, 2, fmtx::kKindUser, 0x1002, 7);
   ctr::Analysis a = analyze_ring(r);
   ASSERT_EQ(a.events.size(), 2u);
-  EXPECT_EQ(a.events[0].name, "REQ_PARSE");
+  EXPECT_EQ(a.name_of(a.events[0]), "REQ_PARSE");
   EXPECT_EQ(a.events[0].name_from, ctr::NameFrom::kCore);
-  EXPECT_EQ(a.events[1].name, "id=0x1002");
+  EXPECT_EQ(a.name_of(a.events[1]), "id=0x1002");
   EXPECT_EQ(a.rings[0].ring->names_rejected, 1u);
   EXPECT_TRUE(has(ctr::render_text(a), "REQ_PARSE        request_id=41 bytes=512")) << ctr::render_text(a);
 
@@ -227,7 +227,7 @@ TEST(Names, TheRingsNameTableNamesEventsAndArgumentsAndATlmapOverridesIt) {
   ctr::ReadOptions o;
   o.tlmap = &*map;
   ctr::Analysis b = analyze_ring(r, o);
-  EXPECT_EQ(b.events[0].name, "PARSED");
+  EXPECT_EQ(b.name_of(b.events[0]), "PARSED");
   EXPECT_EQ(b.events[0].name_from, ctr::NameFrom::kTlmap);
   /* The tlmap names arg0; arg1 keeps the core's name. */
   EXPECT_TRUE(has(ctr::render_text(b), "PARSED           req=41 bytes=512")) << ctr::render_text(b);

@@ -45,7 +45,7 @@ ctr::Analysis analyze_bytes(const std::vector<std::uint8_t> &bytes, ctr::ReadOpt
 
 std::vector<std::string> names(const ctr::Analysis &a) {
   std::vector<std::string> n;
-  for (const auto &e : a.events) n.push_back(e.name);
+  for (const auto &e : a.events) n.emplace_back(a.name_of(e));
   return n;
 }
 
@@ -628,16 +628,16 @@ TEST(Analyze, HealthyCoreGivesNamedTimeline) {
   EXPECT_EQ(a.rings[0].found_by, ctr::FoundBy::kNtFile);
   EXPECT_EQ(a.rings[0].pid.result, ctr::Check::kMatch);
   EXPECT_EQ(a.rings[0].build_id.result, ctr::Check::kMatch);
-  ASSERT_TRUE(a.events[1].pointer);
-  EXPECT_EQ(a.events[1].pointer->kind, ctr::MappingKind::kAnonymous);
-  EXPECT_EQ(a.events[1].pointer->note, "stack of tid 4242");
+  ASSERT_TRUE(a.pointer_of(a.events[1]));
+  EXPECT_EQ(a.pointer_of(a.events[1])->kind, ctr::MappingKind::kAnonymous);
+  EXPECT_EQ(a.pointer_of(a.events[1])->note, "stack of tid 4242");
   ASSERT_TRUE(a.crash);
   EXPECT_EQ(a.crash->signal_name, "SIGSEGV");
   EXPECT_EQ(a.crash->si_code_name, "SEGV_MAPERR");
   EXPECT_FALSE(a.crash->ring_slot);
-  ASSERT_TRUE(a.events[0].location);
-  EXPECT_EQ(a.events[0].location->module, "/usr/bin/victim");
-  EXPECT_EQ(a.events[0].location->file_offset, 0x1234u);
+  ASSERT_TRUE(a.location_of(a.events[0]));
+  EXPECT_EQ(a.location_of(a.events[0])->module, "/usr/bin/victim");
+  EXPECT_EQ(a.location_of(a.events[0])->file_offset, 0x1234u);
   EXPECT_FALSE(a.absence_proves_nothing);
   expect_schema_valid(a);
   const std::string text = ctr::render_text(a);
@@ -653,9 +653,9 @@ TEST(Analyze, MappingChangedOnlyBetweenKnownGenerations) {
   r.slot(0, 2).mmap_generation = 0;  // written before the writer knew
   auto a = analyze_bytes(ct::testing::standard_core(r).build());
   ASSERT_EQ(a.events.size(), 3u);
-  EXPECT_TRUE(a.events[0].location->mapping_changed);
-  EXPECT_FALSE(a.events[1].location->mapping_changed);
-  EXPECT_FALSE(a.events[2].location->mapping_changed);
+  EXPECT_TRUE(a.location_of(a.events[0])->mapping_changed);
+  EXPECT_FALSE(a.location_of(a.events[1])->mapping_changed);
+  EXPECT_FALSE(a.location_of(a.events[2])->mapping_changed);
 }
 
 TEST(Analyze, UnnamedUserIdsShowTheirId) {
@@ -673,9 +673,9 @@ TEST(Analyze, CrashSlotIsDecoded) {
   s.inline_len = sizeof ci;
   auto a = analyze_bytes(ct::testing::standard_core(r).build());
   ASSERT_EQ(a.events.size(), 4u);
-  ASSERT_TRUE(a.events[3].crash);
-  EXPECT_EQ(a.events[3].crash->signal_name, "SIGSEGV");
-  EXPECT_EQ(a.events[3].crash->si_code_name, "SEGV_MAPERR");
+  ASSERT_TRUE(a.crash_of(a.events[3]));
+  EXPECT_EQ(a.crash_of(a.events[3])->signal_name, "SIGSEGV");
+  EXPECT_EQ(a.crash_of(a.events[3])->si_code_name, "SEGV_MAPERR");
   EXPECT_TRUE(a.crash->ring_slot);
   expect_schema_valid(a);
 }
@@ -948,8 +948,8 @@ TEST(Analyze, SymbolizerFailureCostsSymbolsNotTheTimeline) {
   EXPECT_EQ(a.status, ctr::Status::kOk);
   EXPECT_EQ(a.events.size(), 3u);
   for (const auto &e : a.events) {
-    if (e.location) {
-      EXPECT_EQ(e.location->verification, ctr::Verification::kRaw);
+    if (const ctr::Location *l = a.location_of(e)) {
+      EXPECT_EQ(l->verification, ctr::Verification::kRaw);
     }
   }
   expect_schema_valid(a);

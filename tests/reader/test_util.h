@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core_builder.h"
 #include "process.h"
 
@@ -47,9 +49,26 @@ inline RunResult run(const std::vector<std::string> &argv, unsigned long long as
   return r;
 }
 
+/** "" if `doc` is byte for byte what nlohmann's dump(2) of the whole
+ *  document writes (render.h: the reader writes its document member by
+ *  member, event by event, and promises that), else where it differs. */
+inline std::string differs_from_whole_dump(const std::string &doc) {
+  const auto parsed = nlohmann::ordered_json::parse(doc, nullptr, false);
+  if (parsed.is_discarded()) return "not JSON";
+  const std::string whole = parsed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (whole == doc) return "";
+  std::size_t at = 0;
+  while (at < doc.size() && at < whole.size() && doc[at] == whole[at]) ++at;
+  return "the document differs from its whole dump(2) at byte " + std::to_string(at) + ": \"" +
+         doc.substr(at > 40 ? at - 40 : 0, 80) + "\" against \"" + whole.substr(at > 40 ? at - 40 : 0, 80) + "\"";
+}
+
 /** Validates `doc` against docs/timeline.schema.json with Debian's
- *  python3-jsonschema.  Returns "" if valid, else the validator's message. */
+ *  python3-jsonschema, and that it is written as a whole dump(2) of it
+ *  would be (differs_from_whole_dump).  Returns "" if valid, else the
+ *  validator's message. */
 inline std::string schema_errors(const std::string &doc) {
+  if (std::string d = differs_from_whole_dump(doc); !d.empty()) return d;
   const std::string path = write_temp(std::vector<std::uint8_t>(doc.begin(), doc.end()), "json");
   RunResult r = run({"/usr/bin/python3", "-c",
                      "import json,sys,jsonschema\n"

@@ -9,8 +9,8 @@
  *     FileFacts facts;
  *     auto core = CoreFile::open(path, &facts);  // or CoreFile::from_bytes
  *     Analysis a = core ? analyze(*core, opts) : analysis_of_error(path, core.error(), facts);
- *     std::string text = render_text(a);          // render.h
- *     std::string json = render_json(a);
+ *     write_text(a, file_output(stdout));         // render.h; render_text(a)
+ *     write_json(a, file_output(stdout));         //   and render_json(a) give strings
  *     return exit_code(a.status);
  *
  * analyze() never throws and never fails as a whole: what it could not do
@@ -25,6 +25,12 @@
  *  - crash: NT_SIGINFO and the first NT_PRSTATUS (the thread that took the
  *    signal; fs/binfmt_elf.c).
  *
+ * Memory: 136 bytes per event (Event), plus what events share (Event: one
+ * Location per call site, not per event), plus the pages of the mapped
+ * core it reads - the ring's, all of them.  A ring's events are held once:
+ * decoded straight into Analysis::events (decode_ring's RingEventSink),
+ * never also as RingEvents, and sorted in place.
+ *
  * Thread-safety: analyze() only reads the CoreFile; several analyses may run
  * at once.  With symbolization isolated (default) it forks (symbolize.h).
  */
@@ -34,6 +40,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,7 +117,7 @@ enum class MappingKind { kUnmapped, kFile, kAnonymous };
 std::string_view mapping_kind_name(MappingKind k) noexcept;
 
 /** Where an event was read: "core" (the ring in the core) or "sidecar". */
-enum class Origin { kCore, kSidecar };
+enum class Origin : std::uint8_t { kCore, kSidecar };
 std::string_view origin_name(Origin o) noexcept;
 
 /** How a ring was found: "nt_file" (its memfd in NT_FILE), "magic_scan"
@@ -179,7 +186,7 @@ struct CrashSlot {
 
 /** Where an event's name came from: "core" (the ring's name table, from
  *  tl_name), "tlmap" (--tlmap, which overrides the core's), or none. */
-enum class NameFrom { kNone, kCore, kTlmap };
+enum class NameFrom : std::uint8_t { kNone, kCore, kTlmap };
 std::string_view name_from_name(NameFrom n) noexcept;
 
 /** The name of one user id, and of its two arguments ("" when unnamed). */
@@ -188,22 +195,47 @@ struct EventName {
   NameFrom from = NameFrom::kNone;
 };
 
+/** An index in one of the Analysis's tables (strings, locations,
+ *  mappings, crash_slots); kNoIndex: none. */
+inline constexpr std::uint32_t kNoIndex = UINT32_MAX;
+
+/**
+ * One event of the timeline.  Compact (136 bytes), because a ring holds up
+ * to millions of them: what many events share is kept once in the
+ * Analysis's tables and named here by index, and read through the
+ * Analysis (thread_of, name_of, location_of, ...):
+ *  - the thread, kind and display names: Analysis::strings;
+ *  - the Location of a return address: Analysis::locations, one per
+ *    distinct (address, CRASH or not, mapping_changed);
+ *  - the AddressMapping of a pointer argument: Analysis::mappings, one per
+ *    distinct mapping (and whether the address is dumped);
+ *  - the CRASH slot's payload: Analysis::crash_slots;
+ *  - the inline bytes: Analysis::inline_data[inline_at, + inline_len).
+ */
 struct Event {
   std::uint32_t ring = 0;
   std::uint32_t lane = 0;
   std::uint64_t seq = 0;
   std::uint32_t tid = 0;
-  std::string thread;            /**< name, from THREAD_NAME events or the
-                                      lane owner name (untrusted) */
-  bool tid_in_core = false;      /**< tid has an NT_PRSTATUS in the core */
   std::uint16_t kind = 0;
-  std::string kind_name;         /**< USER, MALLOC, ..., KIND_<n> */
-  std::string name;              /**< display name: .tlmap name, "id=0x..."
-                                      for unnamed user ids, else kind_name */
+  std::uint8_t inline_len = 0;   /**< inline bytes (<= 64) */
+  bool tid_in_core = false;      /**< tid has an NT_PRSTATUS in the core */
+  /** The thread's name (strings; 0: none), from THREAD_NAME events or the
+   *  lane owner name (untrusted). */
+  std::uint32_t thread = 0;
+  /** USER, MALLOC, ..., KIND_<n> (strings). */
+  std::uint32_t kind_name = 0;
+  /** Display name (strings): .tlmap or core name, "id=0x..." for unnamed
+   *  user ids, else the kind name. */
+  std::uint32_t name = 0;
+  std::uint32_t id = 0;
   bool named = false;            /**< name came from the core or a .tlmap */
   NameFrom name_from = NameFrom::kNone;  /**< Analysis::names holds the
                                       argument names of a named id */
-  std::uint32_t id = 0;
+  Origin source = Origin::kCore;
+  /** Where return_address lies (locations), or kNoIndex: none (no return
+   *  address, and not a CRASH event). */
+  std::uint32_t location = kNoIndex;
   std::uint64_t arg0 = 0, arg1 = 0;
   std::uint64_t timestamp = 0;   /**< slot clock ticks */
   std::optional<std::int64_t> realtime_ns;  /**< CLOCK_REALTIME, ns */
@@ -214,11 +246,11 @@ struct Event {
   /** For SPAN_BEGIN and SPAN_END: the index in Analysis::spans. */
   std::optional<std::uint32_t> span;
   std::uint64_t return_address = 0;
-  std::optional<Location> location;
-  std::vector<std::uint8_t> inline_bytes;  /**< inline_len bytes */
-  std::optional<AddressMapping> pointer;   /**< for pointer arguments */
-  std::optional<CrashSlot> crash;          /**< kind CRASH */
-  Origin source = Origin::kCore;
+  /** What a pointer argument points into (mappings), or kNoIndex. */
+  std::uint32_t pointer = kNoIndex;
+  /** Kind CRASH: its payload (crash_slots), else kNoIndex. */
+  std::uint32_t crash = kNoIndex;
+  std::uint64_t inline_at = 0;   /**< offset in Analysis::inline_data */
 };
 
 struct RingReport {
@@ -339,8 +371,15 @@ struct Analysis {
   std::uint16_t machine = 0;
   ProcessFacts process;
   std::optional<CrashFacts> crash;
-  std::vector<RingReport> rings;
+  std::vector<RingReport> rings; /**< a valid ring's events are in `events`,
+                                     not in its DecodedRing */
   std::vector<Event> events;     /**< merged order (docs/timeline-json.md) */
+  /* What events share, by index (Event). */
+  std::vector<std::string> strings{std::string()};  /**< distinct; [0] is "" */
+  std::vector<Location> locations;
+  std::vector<AddressMapping> mappings;
+  std::vector<CrashSlot> crash_slots;
+  std::vector<std::uint8_t> inline_data;
   TimeBase time;
   std::vector<Span> spans;       /**< by begin (or lost begin's end) order */
   std::vector<ThreadSummary> threads;  /**< by first event */
@@ -357,6 +396,21 @@ struct Analysis {
    *  nothing. */
   bool absence_proves_nothing = false;
   std::vector<std::string> warnings;
+
+  /* An event's parts from the tables above. */
+  std::string_view thread_of(const Event &e) const { return strings[e.thread]; }
+  std::string_view kind_name_of(const Event &e) const { return strings[e.kind_name]; }
+  std::string_view name_of(const Event &e) const { return strings[e.name]; }
+  const Location *location_of(const Event &e) const {
+    return e.location == kNoIndex ? nullptr : &locations[e.location];
+  }
+  const AddressMapping *pointer_of(const Event &e) const {
+    return e.pointer == kNoIndex ? nullptr : &mappings[e.pointer];
+  }
+  const CrashSlot *crash_of(const Event &e) const { return e.crash == kNoIndex ? nullptr : &crash_slots[e.crash]; }
+  std::span<const std::uint8_t> inline_bytes_of(const Event &e) const {
+    return {inline_data.data() + e.inline_at, e.inline_len};
+  }
 };
 
 /** Finds the rings of an opened core as analyze() does (NT_FILE memfd

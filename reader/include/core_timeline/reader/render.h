@@ -7,12 +7,22 @@
  * output escapes anything outside printable ASCII as \xNN; JSON output
  * replaces invalid UTF-8.  Pointer snapshots are shown as hex bytes only.
  *
+ * Memory: write_text() and write_json() hand their output to an Output
+ * piece by piece, each event as it is made (a JSON event object is built
+ * with nlohmann for that object alone), so a document of a million events
+ * is never held whole: what they hold at once is one event and a 64 KiB
+ * buffer.  render_text(), render_json() and to_json() are the same
+ * writers into a string or a tree, for small documents.
+ *
  * Thread-safety: pure functions of the Analysis.
  */
 #ifndef CORE_TIMELINE_READER_RENDER_H
 #define CORE_TIMELINE_READER_RENDER_H
 
+#include <cstdio>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -32,10 +42,21 @@ struct TextOptions {
   bool by_thread = false;
 };
 
+/** Where write_text() and write_json() put their output: called with each
+ *  piece in order (pieces of about 64 KiB); returns false to stop (a write
+ *  failed), and the writer then returns false without calling it again. */
+using Output = std::function<bool(std::string_view)>;
+
+/** An Output that fwrite()s to `f` (errno tells why it returned false). */
+Output file_output(std::FILE *f);
+
 /** Text: a summary line, the time base, the rings, the spans open at the
  *  crash per thread (the headline), one line per event with its age
  *  ("-12.345ms": before the time reference, Analysis::time), the crash,
- *  warnings. */
+ *  warnings.  False when `out` returned false. */
+bool write_text(const Analysis &a, const Output &out, const TextOptions &options = {});
+
+/** write_text() into a string. */
 std::string render_text(const Analysis &a, const TextOptions &options = {});
 
 /** An age as the text shows it: "-12.345ms" under a second, "-1.234567s"
@@ -44,12 +65,18 @@ std::string format_age(std::int64_t ns);
 /** A duration likewise, without a sign: "1.234ms", "2.000001s". */
 std::string format_duration(std::int64_t ns);
 
-/** The JSON document as a value (ordered keys). */
-nlohmann::ordered_json to_json(const Analysis &a);
+/** The JSON document, indented by 2, ending in a newline: the members in
+ *  the order of docs/timeline-json.md, each array's elements written as
+ *  they are made.  Byte for byte what nlohmann's dump(2) of the whole
+ *  document gives.  Never throws on bad UTF-8 from the core (replaced by
+ *  U+FFFD).  False when `out` returned false. */
+bool write_json(const Analysis &a, const Output &out);
 
-/** The JSON document, indented by 2, ending in a newline.  Never throws on
- *  bad UTF-8 from the core (replaced by U+FFFD). */
+/** write_json() into a string. */
 std::string render_json(const Analysis &a);
+
+/** The JSON document as a value (ordered keys): render_json() parsed. */
+nlohmann::ordered_json to_json(const Analysis &a);
 
 }  // namespace core_timeline::reader
 

@@ -25,8 +25,12 @@
  *   are listed, never rendered.  The lane's write_index is then compared
  *   with what the slots show (counter_inconsistent).
  *
- * Memory: decoding allocates per accepted event; the work is bounded by the
- * bytes present (at most 4 GiB / 128 slots), whatever the counters say.
+ * Memory: decoding allocates per accepted event: the RingEvent (128 bytes)
+ * in DecodedRing::events, or nothing when a RingEventSink takes them, plus
+ * 8 bytes per accepted event while the ring is decoded (each lane's
+ * sequences, sorted); the vector is reserved exactly, never grown.  The
+ * work is bounded by the bytes present (at most 4 GiB / 128 slots),
+ * whatever the counters say.
  * Thread-safety: pure functions; safe from any thread.
  */
 #ifndef CORE_TIMELINE_READER_RING_H
@@ -136,6 +140,8 @@ struct LaneSummary {
   std::string owner_name;        /**< raw bytes up to the first NUL */
   std::uint64_t committed = 0;   /**< accepted slots */
   std::uint64_t first_seq = 0;   /**< lowest accepted seq, 0 if none */
+  std::uint64_t first_timestamp = 0; /**< the timestamp of first_seq's event
+                                      (0: none, or no events) */
   std::uint64_t last_seq = 0;    /**< highest accepted seq, 0 if none */
   std::uint64_t overwritten = 0; /**< sequences before first_seq: recorded,
                                       then overwritten by newer events */
@@ -183,7 +189,9 @@ std::string_view rate_source_name(SlotClock::Rate r) noexcept;
 struct DecodedRing {
   RingHeaderInfo header;
   std::vector<LaneSummary> lanes;
-  std::vector<RingEvent> events;        /**< by lane, then seq */
+  std::vector<RingEvent> events;        /**< by lane, then seq; empty when a
+                                           RingEventSink took them (analyze()
+                                           does: they are in Analysis::events) */
   std::vector<RejectedSlot> rejected;   /**< torn and invalid slots */
   std::uint64_t bytes_present = 0;      /**< bytes of the region available */
   bool truncated = false;               /**< bytes_present < region_size */
@@ -226,6 +234,29 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
 
 /** validate_ring_header, then decode every lane as described above. */
 Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size);
+
+/** Takes the events decode_ring() accepts instead of DecodedRing::events,
+ *  so a caller that keeps events of its own (analyze()) does not hold a
+ *  big ring's events twice. */
+class RingEventSink {
+ public:
+  /** Once, after every lane was scanned and before the first event():
+   *  how many events follow, and how many inline bytes they carry in all
+   *  (sum of inline_len). */
+  virtual void reserve(std::uint64_t events, std::uint64_t inline_bytes) = 0;
+  /** Each accepted event, by lane, then seq (the order of
+   *  DecodedRing::events). */
+  virtual void event(const RingEvent &e) = 0;
+
+ protected:
+  ~RingEventSink() = default;
+};
+
+/** As decode_ring() above, but each accepted event goes to `sink`, and
+ *  the DecodedRing's `events` stays empty.  Nothing reaches `sink` when
+ *  the header does not validate (the only error). */
+Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size,
+                                RingEventSink &sink);
 
 /** Slot-clock ticks as CLOCK_REALTIME nanoseconds, from the ring's anchor
  *  nearest in ticks; nullopt if the clock rate is unknown or ticks is 0. */
