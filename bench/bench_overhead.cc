@@ -8,6 +8,9 @@
 //   BM_BareStores         the floor: the same slot stores and the same
 //                         timestamp read, without reservation or commit
 //   BM_TlMarkEnabled      tl_mark2, one thread
+//   BM_SpanBeginEnd       one tl_span_begin and one tl_span_end per
+//                         iteration (two events, and the end's read of the
+//                         begin's slot), one thread
 //   BM_SpdlogBacktrace    spdlog logger->debug() into its enable_backtrace ring
 //   BM_LttngUst           an LTTng-UST tracepoint recorded by a snapshot
 //                         (flight-recorder) session that this program starts
@@ -169,6 +172,16 @@ void BM_TlMarkEnabled(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_TlMarkEnabled);
+
+void BM_SpanBeginEnd(benchmark::State &state) {
+  uintptr_t i = 0;
+  for (auto _ : state) {
+    const uint64_t token = tl_span_begin(kEventId, i);
+    tl_span_end(token);
+    ++i;
+  }
+}
+BENCHMARK(BM_SpanBeginEnd);
 
 void BM_SpdlogBacktrace(benchmark::State &state) {
   auto logger = std::make_shared<spdlog::logger>("bench",
@@ -380,6 +393,8 @@ void print_summary(const SummaryReporter &rep) {
   };
   std::printf("\nRatios of this run (CPU time per call; medians when run with --benchmark_repetitions):\n");
   print_ratio("TlMarkEnabled / BareStores", cpu("BM_TlMarkEnabled"), cpu("BM_BareStores"), true, 1.5);
+  print_ratio("SpanBeginEnd (a begin and an end) / TlMarkEnabled", cpu("BM_SpanBeginEnd"), cpu("BM_TlMarkEnabled"),
+              true, 2.2);
   print_ratio("SpdlogBacktrace / TlMarkEnabled", cpu("BM_SpdlogBacktrace"), cpu("BM_TlMarkEnabled"), false, 10);
   print_ratio("LttngUst / TlMarkEnabled", cpu("BM_LttngUst"), cpu("BM_TlMarkEnabled"), false, 5);
   print_ratio("Contended per call, 2 threads / 1 thread",

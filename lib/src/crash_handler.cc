@@ -9,12 +9,21 @@
  *
  * Contract of the handler:
  *  - may call: raw system calls (gettid, getpid, tgkill, rt_tgsigqueueinfo,
- *    pwrite), sigaction (async-signal-safe per signal-safety(7)), lock-free __atomic builtins, record() (record.cc,
+ *    pwrite), sigaction and clock_gettime (both async-signal-safe per
+ *    signal-safety(7)), lock-free __atomic builtins, record() (record.cc,
  *    itself async-signal-safe), the previously installed handler;
- *  - may not call: malloc/free, locks, stdio, clock_gettime, dladdr,
- *    backtrace, open, msync, anything that formats, or anything from
- *    libstdc++ (none of which is linked);
+ *  - may not call: malloc/free, locks, stdio, dladdr, backtrace, open,
+ *    msync, anything that formats, or anything from libstdc++ (none of
+ *    which is linked);
  *  - preserves errno.
+ *
+ * clock_gettime is used once per process, for the crash clock anchor: the
+ * slot clock, CLOCK_MONOTONIC and CLOCK_REALTIME read at the same instant
+ * at the crash, which with the init anchor gives the reader the slot
+ * clock's rate, and so every event's time, from the core alone, also when
+ * the process died before the helper thread's first anchor (version 2).
+ * POSIX lists it as async-signal-safe; glibc's goes through the vDSO and
+ * takes no lock; at worst it is a system call.
  *
  * Order of events for a handled signal:
  *  1. If the program (or a runtime) installed a handler before tl_init, call
@@ -23,8 +32,10 @@
  *     crash.  If it returns and the same fault repeats at the same pc on the
  *     same thread, that is a crash: record it (flag kCrashRepeated).
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
- *     address (si_addr), pc and sp from the ucontext, the tid.  Bring the
- *     sidecar up to date with pwrite(2).
+ *     address (si_addr), pc and sp from the ucontext, the tid.  The first
+ *     handler to get here in the process also writes the crash clock
+ *     anchor into the header.  Bring the sidecar up to date with pwrite(2),
+ *     so its copy has both.
  *  3. Die of the original signal with the kernel's own siginfo: restore
  *     SIG_DFL; for a fault raised by an instruction (si_code > 0 and SIGSEGV,
  *     SIGBUS, SIGILL or SIGFPE) simply return, so the instruction faults
@@ -40,6 +51,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -91,9 +103,44 @@ void ucontext_pc_sp(const void *uc_void, uint64_t *pc, uint64_t *sp) {
 #endif
 }
 
+uint64_t timespec_ns(const struct timespec &ts) {
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+/* The crash clock anchor (ring_format.h): written once, by the first
+ * crash handler to claim it (kAnchorNone -> kAnchorWriting); the values,
+ * then kAnchorComplete with release.  crash_ticks is the midpoint of two
+ * slot-clock reads around both clock_gettime calls, crash_spread_ticks
+ * their distance.  A second crashing thread finds it claimed and leaves
+ * it. */
+void write_crash_anchor() {
+  fmt::RingHeader *h = g_ring.header;
+  if (h == nullptr) return;
+  uint64_t expected = fmt::kAnchorNone;
+  if (!__atomic_compare_exchange_n(&h->crash_anchor_state, &expected, fmt::kAnchorWriting, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return;
+  struct timespec mono = {0, 0}, real = {0, 0};
+  const uint64_t t0 = read_ticks();
+  const bool mono_ok = clock_gettime(CLOCK_MONOTONIC, &mono) == 0;
+  const bool real_ok = clock_gettime(CLOCK_REALTIME, &real) == 0;
+  const uint64_t t1 = read_ticks();
+  const uint64_t spread = t1 - t0;
+  h->crash_ticks = t0 + spread / 2;
+  h->crash_monotonic_ns = mono_ok ? timespec_ns(mono) : 0;
+  h->crash_realtime_ns = real_ok ? timespec_ns(real) : 0;
+  h->crash_spread_ticks = spread > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(spread);
+  __atomic_store_n(&h->crash_anchor_state, fmt::kAnchorComplete, __ATOMIC_RELEASE);
+}
+
 void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags) {
-  if ((__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) & TL_SOURCE_CRASH) == 0) return;
-  if (t_lane.lane == nullptr && claim_lane(true) == nullptr) return;
+  if ((__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) & TL_SOURCE_CRASH) == 0 ||
+      (t_lane.lane == nullptr && claim_lane(true) == nullptr)) {
+    /* No CRASH event, but the clock anchor still dates the other events. */
+    write_crash_anchor();
+    sidecar_sync();
+    return;
+  }
   uint64_t pc, sp;
   ucontext_pc_sp(uc, &pc, &sp);
   fmt::CrashInfo ci;
@@ -111,8 +158,9 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
   }
   ci.handler_flags = flags;
   record(fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false);
-  /* Bring the sidecar up to date (the lanes that changed, then the header
-   * and lane table): pwrite(2) only. */
+  write_crash_anchor();
+  /* Bring the sidecar up to date (the lanes that changed, the name table,
+   * then the header with the anchor, and the lane table): pwrite(2) only. */
   sidecar_sync();
 }
 

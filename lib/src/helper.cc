@@ -9,8 +9,8 @@
  * `sync_every` events when the program refuses a thread.  The helper also
  * refreshes the header's clock anchor and mmap generation.
  *
- * sidecar_sync() is ASYNC-SIGNAL-SAFE (pwrite(2)
- * and plain loads only): the crash handler and tl_mark call them.
+ * sidecar_sync() is ASYNC-SIGNAL-SAFE (pwrite(2), plain loads and lock-free
+ * __atomic builtins only): the crash handler and tl_mark call it.
  */
 #include <errno.h>
 #include <link.h>
@@ -102,9 +102,21 @@ void sidecar_sync() {
     pwrite_all(r.sidecar_fd, r.base + offset, lane_bytes, offset);
     __atomic_store_n(&lane->synced_index, written, __ATOMIC_RELEASE);
   }
+  /* The name table, when names were claimed since the last copy; again
+   * next time if an entry was still being written (claimed, not yet
+   * committed), so the file never keeps a half-written entry for good. */
+  const uint64_t claimed = __atomic_load_n(&r.header->names_claimed, __ATOMIC_ACQUIRE);
+  if (r.names != nullptr && claimed != __atomic_load_n(&r.names_synced, __ATOMIC_RELAXED)) {
+    const uint64_t used = claimed < r.names_capacity ? claimed : r.names_capacity;
+    bool complete = true;
+    for (uint64_t i = 0; i < used; ++i)
+      complete &= __atomic_load_n(&r.names[i].state, __ATOMIC_ACQUIRE) == fmt::kNameCommitted;
+    pwrite_all(r.sidecar_fd, r.names, used * fmt::kNameEntrySize, r.header->names_offset);
+    if (complete) __atomic_store_n(&r.names_synced, claimed, __ATOMIC_RELAXED);
+  }
   __atomic_add_fetch(&r.header->sync_count, 1, __ATOMIC_RELAXED);
   /* Header and lane table last, so their indexes never run ahead of the
-   * slots already in the file. */
+   * slots and names already in the file. */
   pwrite_all(r.sidecar_fd, r.base, r.header->lanes_offset, 0);
 }
 

@@ -44,6 +44,10 @@ struct Ring {
   uint32_t sync_interval_ms;
   bool helper_thread;
   bool handlers;
+  fmt::NameEntry *names;    /* the name table (header.names_offset) */
+  uint32_t names_capacity;
+  uint64_t names_synced;    /* header.names_claimed at the last sidecar sync
+                               that found every claimed entry committed */
 };
 
 /** Per-thread view of the lane the thread writes (initial-exec TLS, so
@@ -79,18 +83,25 @@ static inline uint64_t read_ticks() {
 #endif
 }
 
+/** Where record() wrote its event: the lane and the sequence (seq 0:
+ *  nothing was written).  Two words, returned in registers. */
+struct Recorded {
+  uint64_t seq;
+  uint32_t lane;
+};
+
 /**
  * Write one event into the calling thread's lane.  Claims a lane on the
  * thread's first event.  Async-signal-safe; never blocks.  `inline_bytes`
  * may be NULL; at most kInlineBytes are copied.  When `copy_from_ptr` is
  * set, the inline bytes are read from (untrusted) `inline_bytes` with
  * process_vm_readv(2) so a bad pointer records no bytes instead of faulting.
- * Returns the slot written, or NULL if none could be had (counted in
- * header.dropped).
+ * Returns the lane and sequence written, or seq 0 if no slot could be had
+ * (counted in header.dropped).
  */
-fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
-                  uint64_t return_address, const void *inline_bytes,
-                  uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
+Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                uint64_t return_address, const void *inline_bytes,
+                uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
 
 /** Claim a lane for the calling thread (slow path of record()).  From a
  *  signal handler pass in_signal = true: no alternate stack is mapped and no
@@ -118,6 +129,21 @@ uint64_t loader_generation() TL_HIDDEN;
 
 /** Start the helper thread (helper.cc).  Returns 0 or -errno. */
 int helper_start() TL_HIDDEN;
+
+/** The ring header whose name table tl_name writes to, or NULL while there
+ *  is none (names then wait in the pending table, names.cc).  Accessed
+ *  with __atomic builtins only. */
+extern fmt::RingHeader *g_names_header TL_HIDDEN;
+
+/** Make `h`'s name table the one tl_name writes to.  With `parent` (a fork
+ *  child: the parent's ring, still mapped), first copy the parent's
+ *  committed names; without, afterwards copy the names registered before
+ *  there was a ring.  Async-signal-safe. */
+void names_attach(fmt::RingHeader *h, const fmt::RingHeader *parent) TL_HIDDEN;
+
+/** Stop writing names into the current ring (a fork child, before it
+ *  unmaps the parent's).  Async-signal-safe. */
+void names_detach() TL_HIDDEN;
 
 /** Raw gettid(2), getpid(2), tgkill(2): no libc caching, async-signal-safe. */
 pid_t raw_gettid() TL_HIDDEN;

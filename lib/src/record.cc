@@ -6,9 +6,11 @@
  * including the crash handler on an alternate stack with a corrupt heap.
  * Allowed: plain loads and stores, __atomic builtins that are lock-free,
  * raw system calls (gettid, tgkill, prctl, mmap, sigaltstack,
- * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, clock_gettime,
- * anything from libstdc++ that is not inline, and changing errno without
- * restoring it.
+ * process_vm_readv, pwrite).  Forbidden: malloc, locks, stdio, anything
+ * from libstdc++ that is not inline, and changing errno without restoring
+ * it.  No clock_gettime either: it is async-signal-safe (signal-safety(7);
+ * the crash handler uses it once), but events are stamped with the slot
+ * clock alone (read_ticks), which costs a fraction of it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -159,21 +161,20 @@ ThreadLane *claim_lane(bool in_signal) {
   return tl;
 }
 
-fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
-                  uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
-                  bool copy_from_ptr) {
-  ThreadLane *tl = &t_lane;
-  if (__builtin_expect(tl->lane == nullptr, 0)) {
-    tl = claim_lane(false);
-    if (tl == nullptr) {
-      if (g_ring.header != nullptr)
-        __atomic_add_fetch(&g_ring.header->dropped, 1, __ATOMIC_RELAXED);
-      return nullptr;
-    }
-  }
-  uint64_t seq = reserve(tl);
-  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
+/* The slot write protocol (docs/ring-format.md, "Write protocol"), in two
+ * halves so that record() and record_plain() share it: open_slot()
+ * reserves the next sequence of the thread's lane, marks its slot WRITING
+ * and stores the fixed fields; commit_slot() stores inline_len and
+ * publishes the slot.  Between them record() copies inline bytes. */
+struct OpenSlot {
+  uint64_t seq;
+  fmt::Slot *slot;
+};
 
+__attribute__((always_inline)) inline OpenSlot open_slot(ThreadLane *tl, uint16_t kind, uint32_t id,
+                                                         uint64_t arg0, uint64_t arg1, uint64_t return_address) {
+  const uint64_t seq = reserve(tl);
+  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
   __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   s->timestamp = read_ticks();
@@ -185,6 +186,32 @@ fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
   s->return_address = return_address;
   s->arg0 = arg0;
   s->arg1 = arg1;
+  return {seq, s};
+}
+
+__attribute__((always_inline)) inline Recorded commit_slot(const ThreadLane *tl, OpenSlot o, uint32_t inline_len) {
+  o.slot->inline_len = static_cast<uint16_t>(inline_len);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&o.slot->end_seq, o.seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&o.slot->begin_seq, o.seq, __ATOMIC_RELEASE);
+  if (__builtin_expect(g_ring.sync_every != 0, 0) && o.seq % g_ring.sync_every == 0) sidecar_sync();
+  return {o.seq, tl->index};
+}
+
+Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                bool copy_from_ptr) {
+  ThreadLane *tl = &t_lane;
+  if (__builtin_expect(tl->lane == nullptr, 0)) {
+    tl = claim_lane(false);
+    if (tl == nullptr) {
+      if (g_ring.header != nullptr)
+        __atomic_add_fetch(&g_ring.header->dropped, 1, __ATOMIC_RELAXED);
+      return {0, 0};
+    }
+  }
+  const OpenSlot o = open_slot(tl, kind, id, arg0, arg1, return_address);
+  fmt::Slot *s = o.slot;
   uint32_t n = inline_len < fmt::kInlineBytes ? inline_len : fmt::kInlineBytes;
   if (n != 0 && inline_bytes != nullptr) {
     if (copy_from_ptr) {
@@ -200,20 +227,26 @@ fmt::Slot *record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
   } else {
     n = 0;
   }
-  s->inline_len = static_cast<uint16_t>(n);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  __atomic_store_n(&s->end_seq, seq, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->begin_seq, seq, __ATOMIC_RELEASE);
+  return commit_slot(tl, o, n);
+}
 
-  if (__builtin_expect(g_ring.sync_every != 0, 0) && seq % g_ring.sync_every == 0)
-    sidecar_sync();
-  return s;
+/* record() for an event without inline bytes, inlined into the hot entry
+ * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end): the same
+ * protocol without the call and the inline-bytes branches.  A thread's
+ * first event still goes through record(), which claims the lane. */
+__attribute__((always_inline)) inline Recorded record_plain(uint16_t kind, uint32_t id, uint64_t arg0,
+                                                            uint64_t arg1, uint64_t return_address) {
+  ThreadLane *tl = &t_lane;
+  if (__builtin_expect(tl->lane == nullptr, 0))
+    return record(kind, id, arg0, arg1, return_address, nullptr, 0, false);
+  return commit_slot(tl, open_slot(tl, kind, id, arg0, arg1, return_address), 0);
 }
 
 }  // namespace core_timeline::lib
 
 using core_timeline::lib::g_enabled;
 using core_timeline::lib::record;
+using core_timeline::lib::record_plain;
 namespace fmt = core_timeline::format;
 
 #define TL_ENABLED(source) \
@@ -223,14 +256,12 @@ extern "C" {
 
 TL_EXPORT void tl_mark(uint32_t id, uintptr_t arg) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return;
-  record(fmt::kKindUser, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
-         nullptr, 0, false);
+  record_plain(fmt::kKindUser, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 TL_EXPORT void tl_mark2(uint32_t id, uintptr_t arg0, uintptr_t arg1) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return;
-  record(fmt::kKindUser, id, arg0, arg1,
-         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+  record_plain(fmt::kKindUser, id, arg0, arg1, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 TL_EXPORT void tl_mark_ptr(uint32_t id, const void *ptr, uint32_t len_cap) {
@@ -252,6 +283,42 @@ TL_EXPORT void tl_thread_name(const char *name) {
   if (tl != nullptr && !tl->shared) memcpy(tl->lane->owner_name, buf, sizeof buf);
   record(fmt::kKindThreadName, 0, 0, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
          buf, n, false);
+}
+
+TL_EXPORT uint64_t tl_span_begin(uint32_t id, uintptr_t arg) {
+  if (!TL_ENABLED(TL_SOURCE_USER)) return 0;
+  const core_timeline::lib::Recorded w =
+      record_plain(fmt::kKindSpanBegin, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+  return w.seq == 0 ? 0 : fmt::span_token(w.lane, w.seq);
+}
+
+/* The begin's id and timestamp are read from its slot seqlock-style (the
+ * slot may be in another thread's lane, and may be being overwritten right
+ * now): begin_seq must show the token's sequence, committed, before and
+ * after the fields are read, end_seq too, and the kind must be a begin.
+ * Otherwise the slot no longer holds the begin, and the end records 0s. */
+TL_EXPORT void tl_span_end(uint64_t token) {
+  if (token == 0 || !TL_ENABLED(TL_SOURCE_USER)) return;
+  const core_timeline::lib::Ring &r = core_timeline::lib::g_ring;
+  const uint32_t lane = fmt::span_token_lane(token);
+  const uint64_t seq = fmt::span_token_seq(token);
+  uint32_t id = 0;
+  uint64_t begun = 0;
+  if (lane < r.lane_count && seq != 0) {
+    const fmt::Slot *s = &r.slots[uint64_t(lane) * r.slots_per_lane + ((seq - 1) & r.slot_mask)];
+    if (__atomic_load_n(&s->begin_seq, __ATOMIC_ACQUIRE) == seq) {
+      const uint32_t read_id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
+      const uint64_t read_ts = __atomic_load_n(&s->timestamp, __ATOMIC_RELAXED);
+      const uint16_t read_kind = __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n(&s->begin_seq, __ATOMIC_RELAXED) == seq &&
+          __atomic_load_n(&s->end_seq, __ATOMIC_RELAXED) == seq && read_kind == fmt::kKindSpanBegin) {
+        id = read_id;
+        begun = read_ts;
+      }
+    }
+  }
+  record_plain(fmt::kKindSpanEnd, id, token, begun, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 }  // extern "C"

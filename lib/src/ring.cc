@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring.cc - creating the ring: tl_init, the memfd mapping, the header, fork
- * and thread-exit handling, the sidecar file.
+ * ring.cc - creating the ring: tl_init, the memfd mapping, the header, the
+ * no-ring page that says why there is no ring, fork and thread-exit
+ * handling, the sidecar file.
  *
  * tl_init runs in normal context.  The fork child handler (on_fork_child)
  * runs in a child of a possibly multithreaded parent, where only
- * async-signal-safe calls are allowed; it uses the same ring_create path,
- * which is built from system calls only (memfd_create, ftruncate, mmap, open,
- * read, fstat, clock_gettime) plus pthread_create for the helper thread.
+ * async-signal-safe calls are allowed; it uses the same ring_create and
+ * no_ring_make paths, which are built from system calls only (memfd_create,
+ * ftruncate, mmap, open, read, fstat, getrandom, clock_gettime), the Text
+ * builder (text.h), strerrordesc_np/strerrorname_np (static tables) and the
+ * name-table copy (names.cc), plus pthread_create for the helper thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +28,11 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "text.h"
 
 namespace core_timeline::lib {
 
-Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, 0, 0, 0, -1, -1, -1, 0, 0, false, false};
+Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, 0, 0, 0, -1, -1, -1, 0, 0, false, false, nullptr, 0, 0};
 uint32_t g_enabled = 0;
 pthread_key_t g_lane_key;
 bool g_lane_key_ok = false;
@@ -40,21 +44,6 @@ constexpr uint32_t kDefaultLanes = 64;
 constexpr uint32_t kDefaultIntervalMs = 100;
 constexpr uint32_t kWriterVersion = 0x000100; /* 0.1.0 */
 constexpr char kDefaultSidecarDir[] = "/run/core-timeline";
-
-/* Settings kept so a forked child can build a ring of the same shape. */
-struct Settings {
-  uint32_t lanes;          /* per-thread lanes, without the overflow lane */
-  uint32_t slots_per_lane;
-  uint32_t enabled;
-  uint32_t sync_every;
-  uint32_t sync_interval_ms;
-  bool handlers;
-  bool helper_thread;
-  bool sidecar;
-  char sidecar_dir[256];
-};
-Settings g_settings;
-int g_init_state = 0; /* 0 none, 1 in progress, 2 done (atomic) */
 
 /* Read a whole small file from /proc with open/read only. */
 ssize_t read_small_file(const char *path, char *buf, size_t cap) {
@@ -199,43 +188,34 @@ int sidecar_open(const char *dir, uint32_t pid, uint64_t start_ticks) {
   return fd < 0 ? -e : fd;
 }
 
-/* Build a ring of the configured shape in a new memfd and make it current.
- * `build_id` may be NULL: then it and the mmap generation are read from the
- * loader (a fork child passes the parent's instead of taking the loader's
- * lock).  Returns 0 or
- * -errno; on error nothing is mapped. */
-int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_generation) {
-  const Settings &st = g_settings;
-  uint32_t lane_count = st.lanes + 1;
-  uint64_t size = fmt::region_size_for(lane_count, st.slots_per_lane);
-  int memfd = static_cast<int>(syscall(SYS_memfd_create, fmt::kMemfdName, MFD_CLOEXEC));
-  if (memfd < 0) return -errno;
-  if (ftruncate(memfd, static_cast<off_t>(size)) != 0) {
-    int e = errno;
-    close(memfd);
-    return -e;
-  }
+/* Map `size` bytes of `memfd` MAP_SHARED at the low address of
+ * ring_address_hint(), or anywhere if that is taken.  MAP_FAILED (errno
+ * set) on failure.  The ring and the no-ring page are placed alike. */
+void *map_low(uint64_t size, int memfd) {
   void *hint = ring_address_hint(size);
   void *base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, memfd, 0);
   if (base == MAP_FAILED || base != hint) {
     if (base != MAP_FAILED) munmap(base, size);
     base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
   }
-  if (base == MAP_FAILED) {
-    int e = errno;
-    close(memfd);
-    return -e;
+  if (base != MAP_FAILED) {
+    /* Undo any MADV_DONTDUMP a caller's policy might apply to new
+     * mappings; the filter bits still decide (docs/platform.md §1). */
+    madvise(base, size, MADV_DODUMP);
   }
-  /* Undo any MADV_DONTDUMP a caller's policy might apply to new mappings;
-   * the filter bits still decide (docs/platform.md §1). */
-  madvise(base, size, MADV_DODUMP);
+  return base;
+}
 
-  auto *h = static_cast<fmt::RingHeader *>(base);
+/* The fields a ring and a no-ring page share: magic, version, sizes, clock
+ * bits, the process's identity.  `build_id` may be NULL: then it and
+ * *mmap_generation are read from the loader (NOT async-signal-safe; a fork
+ * child passes the parent's). */
+void fill_identity(fmt::RingHeader *h, const uint8_t *build_id, uint32_t build_id_len,
+                   uint64_t *mmap_generation) {
   memcpy(h->magic, fmt::kMagic, 4);
   h->version = fmt::kVersion;
   h->header_size = fmt::kHeaderSize;
   h->endian_marker = fmt::kEndianMarker;
-  h->incompat_flags = 0;
 #if defined(__x86_64__) || defined(__i386__)
   h->compat_flags = fmt::kCompatClockTsc;
 #elif defined(__aarch64__)
@@ -243,15 +223,9 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
 #else
   h->compat_flags = 0;
 #endif
-  if (st.handlers) h->compat_flags |= fmt::kCompatHandlers;
   h->slot_size = fmt::kSlotSize;
-  h->slots_per_lane = st.slots_per_lane;
-  h->lane_count = lane_count;
   h->lane_table_offset = fmt::kHeaderSize;
-  h->lanes_offset = fmt::lanes_offset_for(lane_count);
-  h->region_size = size;
-  uint32_t pid = static_cast<uint32_t>(raw_getpid());
-  h->pid = pid;
+  h->pid = static_cast<uint32_t>(raw_getpid());
   h->writer_version = kWriterVersion;
   h->process_start_ticks = process_start_ticks();
   struct stat ns;
@@ -266,14 +240,122 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
     BuildIdSearch search = {h->build_id, 0};
     dl_iterate_phdr(find_main_build_id, &search);
     h->build_id_len = search.len;
-    mmap_generation = loader_generation();
+    *mmap_generation = loader_generation();
   }
+}
+
+/* The init clock anchor: CLOCK_REALTIME and CLOCK_MONOTONIC between two
+ * reads of the slot clock, whose midpoint is anchor_ticks and whose
+ * distance (saturated to 32 bits) is anchor_spread_ticks. */
+void take_init_anchor(fmt::RingHeader *h) {
+  /* The process's first clock_gettime may fault in the vDSO's pages (7 us
+   * measured): once before the anchor, so its spread is the calls' own. */
+  (void)now_ns(CLOCK_REALTIME);
+  (void)now_ns(CLOCK_MONOTONIC);
+  const uint64_t t0 = read_ticks();
+  h->anchor_realtime_ns = static_cast<uint64_t>(now_ns(CLOCK_REALTIME));
+  h->anchor_monotonic_ns = static_cast<uint64_t>(now_ns(CLOCK_MONOTONIC));
+  const uint64_t t1 = read_ticks();
+  const uint64_t spread = t1 - t0;
+  h->anchor_ticks = t0 + spread / 2;
+  h->anchor_spread_ticks = spread > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(spread);
+}
+
+/* How each number of the geometry was given, for the messages: the name
+ * of the variable or option ("TL_SLOTS", "slots_per_lane"), or nullptr for
+ * a default.  String literals only (a fork child reads them). */
+struct Asked {
+  const char *slots;
+  const char *lanes;
+  const char *names;
+};
+
+/* "TL_SLOTS=1048576", or "256 slots" for a default. */
+void put_value(Text &t, const char *label, uint32_t value, const char *unit) {
+  if (label != nullptr)
+    t.put(label).put("=").put_u64(value);
+  else
+    t.put_u64(value).put(" ").put(unit);
+}
+
+/* "TL_SLOTS=1048576 with 64 lanes", "slots_per_lane=65536 lanes=255
+ * names=4096": the geometry as it was asked for. */
+void put_geometry(Text &t, uint32_t slots, uint32_t lanes, uint32_t names, const Asked &asked) {
+  put_value(t, asked.slots, slots, "slots");
+  t.put(asked.lanes != nullptr ? " " : " with ");
+  put_value(t, asked.lanes, lanes, "lanes");
+  if (asked.names != nullptr) t.put(" ").put(asked.names).put("=").put_u64(names);
+}
+
+/* Settings kept so a forked child can build a ring of the same shape. */
+struct Settings {
+  uint32_t lanes;          /* per-thread lanes, without the overflow lane */
+  uint32_t slots_per_lane;
+  uint32_t names;          /* name table entries */
+  uint32_t enabled;
+  uint32_t sync_every;
+  uint32_t sync_interval_ms;
+  bool handlers;
+  bool helper_thread;
+  bool sidecar;
+  Asked asked;
+  char sidecar_dir[256];
+};
+Settings g_settings;
+int g_init_state = 0; /* 0 none, 1 in progress, 2 done (atomic) */
+
+/* Build a ring of the configured shape in a new memfd and make it current.
+ * `build_id` may be NULL: then it and the mmap generation are read from the
+ * loader (a fork child passes the parent's instead of taking the loader's
+ * lock).  Returns 0 or -errno; on error nothing is mapped, and `why` says
+ * which call failed, for what size, and its error.  Async-signal-safe but
+ * for the loader's lock (build_id NULL). */
+int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_generation, Text &why) {
+  const Settings &st = g_settings;
+  const uint32_t lane_count = st.lanes + 1;
+  const uint64_t size = fmt::region_size_for(lane_count, st.slots_per_lane, st.names);
+  auto failed = [&](const char *call, int e) {
+    why.put(call).put(" of the ").put_size(size).put(" ring (");
+    put_geometry(why, st.slots_per_lane, st.lanes, st.names, st.asked);
+    why.put(") failed: ");
+    const char *desc = strerrordesc_np(e), *name = strerrorname_np(e);
+    if (desc != nullptr && name != nullptr)
+      why.put(desc).put(" (").put(name).put(")");
+    else
+      why.put("errno ").put_u64(static_cast<uint32_t>(e));
+    return -e;
+  };
+  int memfd = static_cast<int>(syscall(SYS_memfd_create, fmt::kMemfdName, MFD_CLOEXEC));
+  if (memfd < 0) return failed("memfd_create", errno);
+  if (ftruncate(memfd, static_cast<off_t>(size)) != 0) {
+    int e = errno;
+    close(memfd);
+    return failed("ftruncate", e);
+  }
+  void *base = map_low(size, memfd);
+  if (base == MAP_FAILED) {
+    int e = errno;
+    close(memfd);
+    return failed("mmap", e);
+  }
+
+  auto *h = static_cast<fmt::RingHeader *>(base);
+  fill_identity(h, build_id, build_id_len, &mmap_generation);
+  h->incompat_flags = 0;
+  if (st.handlers) h->compat_flags |= fmt::kCompatHandlers;
+  h->slots_per_lane = st.slots_per_lane;
+  h->lane_count = lane_count;
+  h->lanes_offset = fmt::lanes_offset_for(lane_count);
+  h->region_size = size;
+  h->names_offset = fmt::names_offset_for(lane_count, st.slots_per_lane);
+  h->names_capacity = st.names;
+  h->name_entry_size = fmt::kNameEntrySize;
   /* Slots written before the helper's first refresh carry this one. */
   h->mmap_generation = mmap_generation;
 
   int sidecar = -1;
   if (st.sidecar) {
-    sidecar = sidecar_open(st.sidecar_dir, pid, h->process_start_ticks);
+    sidecar = sidecar_open(st.sidecar_dir, h->pid, h->process_start_ticks);
     struct stat sb;
     /* Full size up front, so the file always holds a whole region. */
     if (sidecar >= 0 && ftruncate(sidecar, static_cast<off_t>(size)) != 0) {
@@ -287,9 +369,7 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
     }
   }
 
-  h->anchor_realtime_ns = static_cast<uint64_t>(now_ns(CLOCK_REALTIME));
-  h->anchor_ticks = read_ticks();
-  h->anchor_monotonic_ns = static_cast<uint64_t>(now_ns(CLOCK_MONOTONIC));
+  take_init_anchor(h);
   h->ticks_per_second = 0;
   h->header_crc = fmt::header_crc(static_cast<const uint8_t *>(base));
   h->latest_ticks = h->anchor_ticks;
@@ -316,9 +396,65 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   r.sync_interval_ms = st.sync_interval_ms;
   r.helper_thread = st.helper_thread;
   r.handlers = st.handlers;
+  r.names = reinterpret_cast<fmt::NameEntry *>(static_cast<uint8_t *>(base) + h->names_offset);
+  r.names_capacity = st.names;
+  r.names_synced = 0;
   g_ring = r;
   if (sidecar >= 0) sidecar_sync();
   return 0;
+}
+
+/* The no-ring page: when tl_init makes no ring, a one-page memfd mapping
+ * of the same name holding only a header (kIncompatNoRing) that says why,
+ * so the core of a process that loaded libtimeline but has no ring shows
+ * the reason instead of nothing. */
+struct NoRing {
+  uint8_t *base;
+  int memfd;
+};
+NoRing g_no_ring = {nullptr, -1};
+constexpr uint64_t kNoRingSize = 4096;
+
+void no_ring_drop() {
+  if (g_no_ring.base == nullptr) return;
+  munmap(g_no_ring.base, kNoRingSize);
+  close(g_no_ring.memfd);
+  g_no_ring.base = nullptr;
+  g_no_ring.memfd = -1;
+}
+
+/* Replace the no-ring page (if any) with one saying `error` (a positive
+ * errno) and `text`.  `build_id` as for fill_identity (NULL: from the
+ * loader, NOT async-signal-safe).  If even this page cannot be made there
+ * is nothing: the core then looks like a process without libtimeline. */
+void no_ring_make(int error, const char *text, const uint8_t *build_id, uint32_t build_id_len,
+                  uint64_t mmap_generation) {
+  no_ring_drop();
+  int memfd = static_cast<int>(syscall(SYS_memfd_create, fmt::kMemfdName, MFD_CLOEXEC));
+  if (memfd < 0) return;
+  void *base = MAP_FAILED;
+  if (ftruncate(memfd, static_cast<off_t>(kNoRingSize)) == 0) base = map_low(kNoRingSize, memfd);
+  if (base == MAP_FAILED) {
+    close(memfd);
+    return;
+  }
+  auto *h = static_cast<fmt::RingHeader *>(base);
+  fill_identity(h, build_id, build_id_len, &mmap_generation);
+  h->incompat_flags = fmt::kIncompatNoRing;
+  h->slots_per_lane = 0;
+  h->lane_count = 0;
+  h->lanes_offset = 0;
+  h->region_size = kNoRingSize;
+  h->names_offset = 0;
+  h->names_capacity = 0;
+  h->name_entry_size = 0;
+  h->init_error = error;
+  Text(h->init_error_text, sizeof h->init_error_text).put(text);
+  h->mmap_generation = mmap_generation;
+  take_init_anchor(h);
+  h->header_crc = fmt::header_crc(static_cast<const uint8_t *>(base));
+  g_no_ring.base = static_cast<uint8_t *>(base);
+  g_no_ring.memfd = memfd;
 }
 
 /* Thread exit (pthread key destructor): release the lane and the alternate
@@ -341,10 +477,25 @@ void on_thread_exit(void *) {
 }
 
 /* In a child of fork(2): the parent's ring is MAP_SHARED, so writing to it
- * would put the child's events in the parent's ring.  Unmap it and build a
- * ring of the child's own.  Only the forking thread exists in the child. */
+ * would put the child's events in the parent's ring.  Build a ring of the
+ * child's own, with the parent's names, then unmap the parent's.  A
+ * parent without a ring but with a no-ring page gives the child a no-ring
+ * page of its own, with the same reason.  Only the forking thread exists
+ * in the child: async-signal-safe calls only (and pthread_create). */
 void on_fork_child() {
-  if (g_ring.base == nullptr) return;
+  names_detach();
+  if (g_ring.base == nullptr) {
+    if (g_no_ring.base == nullptr) return;
+    const auto *old = reinterpret_cast<const fmt::RingHeader *>(g_no_ring.base);
+    uint8_t build_id[fmt::kMaxBuildId];
+    char text[fmt::kInitErrorText];
+    const uint32_t build_id_len = old->build_id_len <= fmt::kMaxBuildId ? old->build_id_len : 0;
+    memcpy(build_id, old->build_id, build_id_len);
+    memcpy(text, old->init_error_text, sizeof text);
+    text[sizeof text - 1] = '\0';
+    no_ring_make(old->init_error, text, build_id, build_id_len, old->mmap_generation);
+    return;
+  }
   __atomic_store_n(&g_enabled, 0, __ATOMIC_RELAXED);
   Ring old = g_ring;
   uint8_t build_id[fmt::kMaxBuildId];
@@ -354,17 +505,24 @@ void on_fork_child() {
   uint64_t generation = __atomic_load_n(&old.header->mmap_generation, __ATOMIC_RELAXED);
   g_ring.base = nullptr;
   g_ring.header = nullptr;
-  munmap(old.base, old.size);
-  close(old.memfd);
-  if (old.sidecar_fd >= 0) close(old.sidecar_fd);
-  if (old.wake_fd >= 0) close(old.wake_fd);
   ThreadLane *tl = &t_lane;
   tl->lane = nullptr;
   tl->slots = nullptr;
   tl->shared = false;
   tl->claiming = false;
   g_settings.enabled = enabled;
-  if (ring_create(build_id, build_id_len, generation) != 0) return; /* child records nothing */
+  char why_text[fmt::kInitErrorText];
+  Text why(why_text, sizeof why_text);
+  const int rc = ring_create(build_id, build_id_len, generation, why);
+  if (rc == 0) names_attach(g_ring.header, old.header); /* the parent's ring is still mapped */
+  munmap(old.base, old.size);
+  close(old.memfd);
+  if (old.sidecar_fd >= 0) close(old.sidecar_fd);
+  if (old.wake_fd >= 0) close(old.wake_fd);
+  if (rc != 0) { /* the child records nothing; its core says why */
+    no_ring_make(-rc, why.c_str(), build_id, build_id_len, generation);
+    return;
+  }
   if (g_ring.helper_thread) helper_start();
   __atomic_store_n(&g_enabled, enabled, __ATOMIC_RELEASE);
 }
@@ -388,19 +546,141 @@ void on_exit_remove_sidecar() {
 
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-/* Why `slots` slots per lane and `lanes` lanes make no ring, or nullptr:
- * tl_init's EINVAL rules (timeline.h), in one place for tl_init and the
- * constructor's message. */
+/* The most per-thread lanes a ring of `slots` slots per lane and `names`
+ * name entries may have under the 4 GiB rule (0 if none). */
+constexpr uint32_t max_lanes_for(uint32_t slots, uint32_t names) {
+  uint32_t most = 0;
+  for (uint32_t lanes = 1; lanes + 1 <= fmt::kMaxLanes; ++lanes) {
+    if (fmt::region_size_for(lanes + 1, slots, names) > fmt::kMaxRegionSize) break;
+    most = lanes;
+  }
+  return most;
+}
+
+/* tl_init's EINVAL rules (timeline.h) in one place, with the one wording
+ * tl_init's no-ring page and the constructor's stderr line share: false
+ * if `slots` slots per lane, `lanes` lanes and `names` name entries make a
+ * ring; otherwise true, with why in `why` (the variable or option, its
+ * value, and the limit).  The limits printed are the constants themselves;
+ * the ones timeline.h, the README and libtimeline(3) spell out are pinned
+ * here. */
 static_assert(fmt::kMinSlotsPerLane == 8 && fmt::kMaxSlotsPerLane == 1048576 && fmt::kMaxLanes == 4096 &&
-                  fmt::kMaxRegionSize == (1ull << 32) && fmt::kSlotSize == 128,
-              "geometry_problem()'s messages, timeline.h and libtimeline(3) name these limits");
-const char *geometry_problem(uint32_t slots, uint32_t lanes) {
-  if (!is_power_of_two(slots) || slots < fmt::kMinSlotsPerLane || slots > fmt::kMaxSlotsPerLane)
-    return "slots per lane must be a power of two from 8 to 1048576";
-  if (lanes < 1 || lanes + 1 > fmt::kMaxLanes) return "lanes must be from 1 to 4095";
-  if (fmt::region_size_for(lanes + 1, slots) > fmt::kMaxRegionSize)
-    return "the ring, its header and (lanes + 1) x slots per lane x 128 bytes, must be at most 4 GiB";
-  return nullptr;
+                  fmt::kMaxRegionSize == (1ull << 32) && fmt::kSlotSize == 128 && fmt::kMaxNames == 4096 &&
+                  fmt::kDefaultNames == 256,
+              "timeline.h, the README and libtimeline(3) name these limits");
+static_assert(max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kDefaultNames) == 30 &&
+                  max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kMaxNames) == 30,
+              "timeline.h and libtimeline(3) say 1048576 slots allow at most 30 lanes, whatever the names");
+bool geometry_problem(uint32_t slots, uint32_t lanes, uint32_t names, const Asked &asked, Text &why) {
+  if (!is_power_of_two(slots) || slots < fmt::kMinSlotsPerLane || slots > fmt::kMaxSlotsPerLane) {
+    why.put(asked.slots != nullptr ? asked.slots : "slots_per_lane").put("=").put_u64(slots);
+    why.put(" is not a power of two from ").put_u64(fmt::kMinSlotsPerLane).put(" to ").put_u64(fmt::kMaxSlotsPerLane);
+    return true;
+  }
+  if (lanes < 1 || lanes + 1 > fmt::kMaxLanes) {
+    why.put(asked.lanes != nullptr ? asked.lanes : "lanes").put("=").put_u64(lanes);
+    why.put(" is not from 1 to ").put_u64(fmt::kMaxLanes - 1);
+    return true;
+  }
+  if (names < 1 || names > fmt::kMaxNames) {
+    why.put(asked.names != nullptr ? asked.names : "names").put("=").put_u64(names);
+    why.put(" is not from 1 to ").put_u64(fmt::kMaxNames);
+    return true;
+  }
+  const uint64_t size = fmt::region_size_for(lanes + 1, slots, names);
+  if (size > fmt::kMaxRegionSize) {
+    put_geometry(why, slots, lanes, names, asked);
+    why.put(" needs ").put_gib(size).put("; the ring is at most ").put_u64(fmt::kMaxRegionSize >> 30);
+    why.put(" GiB (").put_u64(slots).put(" slots allow at most ").put_u64(max_lanes_for(slots, names));
+    why.put(" lanes)");
+    return true;
+  }
+  return false;
+}
+
+/* pthread_atfork(on_fork_child), once per process: a ring, or a no-ring
+ * page, is replaced by the child's own. */
+bool g_fork_handler = false;
+void register_fork_handler() {
+  if (!g_fork_handler && pthread_atfork(nullptr, nullptr, on_fork_child) == 0) g_fork_handler = true;
+}
+
+/* tl_init failed with `rc` (a -errno): leave the no-ring page that says
+ * why (when why is known), and let a later tl_init try again. */
+int init_failed(int rc, const Text &why) {
+  if (why.size() != 0) {
+    no_ring_make(-rc, why.c_str(), nullptr, 0, 0);
+    register_fork_handler();
+  }
+  __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
+  return rc;
+}
+
+/* tl_init, with `asked` naming where the geometry came from.  On failure
+ * `why` says why (empty for -EALREADY). */
+int init(const struct tl_options *opts, const Asked &asked_in, Text &why) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&g_init_state, &expected, 1, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return -EALREADY;
+
+  struct tl_options o;
+  memset(&o, 0, sizeof o);
+  if (opts != nullptr) {
+    /* Read min(size, sizeof) and leave the rest zero (Crashpad's rule), so
+     * callers built against an older or newer header both work. */
+    if (opts->size < sizeof(uint32_t)) {
+      why.put("tl_options.size=").put_u64(opts->size).put(" is less than 4: set it to sizeof(struct tl_options)");
+      return init_failed(-EINVAL, why);
+    }
+    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+  }
+
+  Settings &st = g_settings;
+  st.slots_per_lane = o.slots_per_lane ? o.slots_per_lane : kDefaultSlots;
+  st.lanes = o.lanes ? o.lanes : kDefaultLanes;
+  st.names = o.names ? o.names : fmt::kDefaultNames;
+  st.handlers = o.no_handlers == 0;
+  st.helper_thread = o.no_helper_thread == 0;
+  st.sync_every = o.sync_every;
+  st.sync_interval_ms = o.sync_interval_ms ? o.sync_interval_ms : kDefaultIntervalMs;
+  st.enabled = (o.enabled_sources ? o.enabled_sources : TL_SOURCE_ALL) & TL_SOURCE_ALL;
+  /* A default is named as a default, whoever asked. */
+  st.asked.slots = o.slots_per_lane ? asked_in.slots : nullptr;
+  st.asked.lanes = o.lanes ? asked_in.lanes : nullptr;
+  st.asked.names = o.names ? asked_in.names : nullptr;
+  if (geometry_problem(st.slots_per_lane, st.lanes, st.names, st.asked, why)) return init_failed(-EINVAL, why);
+  const char *dir = o.sidecar_dir;
+  if (dir == nullptr) {
+    const char *env = secure_getenv("TL_SIDECAR_DIR");
+    if (env != nullptr) {
+      dir = env;
+    } else {
+      struct stat sb;
+      dir = (stat(kDefaultSidecarDir, &sb) == 0 && S_ISDIR(sb.st_mode)) ? kDefaultSidecarDir : "";
+    }
+  }
+  size_t dir_len = strlen(dir);
+  st.sidecar = dir_len != 0 && dir_len < sizeof st.sidecar_dir;
+  if (st.sidecar) memcpy(st.sidecar_dir, dir, dir_len + 1);
+
+  if (!g_lane_key_ok && pthread_key_create(&g_lane_key, on_thread_exit) == 0) g_lane_key_ok = true;
+
+  int rc = ring_create(nullptr, 0, 0, why);
+  if (rc != 0) return init_failed(rc, why);
+  no_ring_drop(); /* a ring now: the page that said there was none goes */
+  names_attach(g_ring.header, nullptr);
+  if (st.handlers) {
+    rc = install_crash_handlers();
+    if (rc != 0) st.handlers = false; /* the ring still works without them */
+    ensure_altstack();
+  }
+  register_fork_handler();
+  if (st.sidecar) atexit(on_exit_remove_sidecar);
+  if (st.helper_thread) helper_start();
+  __atomic_store_n(&g_enabled, st.enabled, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_init_state, 2, __ATOMIC_RELEASE);
+  return 0;
 }
 
 #ifdef TL_SHARED_CONSTRUCTOR
@@ -424,15 +704,13 @@ EnvNumber env_u32(const char *name, uint32_t *out) {
 }
 
 /* One line on stderr from the constructor, which runs before main() in
- * any program the library is preloaded into: the only place it can say
- * that a setting made no ring. */
-__attribute__((format(printf, 1, 2))) void constructor_warning(const char *format, ...) {
-  char line[256];
-  va_list ap;
-  va_start(ap, format);
-  const int n = vsnprintf(line, sizeof line, format, ap);
-  va_end(ap);
-  if (n > 0) (void)!write(STDERR_FILENO, line, strnlen(line, sizeof line));
+ * any program the library is preloaded into: besides the no-ring page in
+ * the core, the only place it can say that a setting made no ring. */
+void constructor_warning(const Text &why) {
+  char line[fmt::kInitErrorText + 64];
+  Text t(line, sizeof line);
+  t.put("libtimeline: ").put(why.c_str()).put(": no ring made\n");
+  (void)!write(STDERR_FILENO, t.c_str(), t.size());
 }
 #endif
 
@@ -449,67 +727,9 @@ uint64_t loader_generation() {
 using namespace core_timeline::lib;
 
 extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
-  int expected = 0;
-  if (!__atomic_compare_exchange_n(&g_init_state, &expected, 1, false, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE))
-    return -EALREADY;
-
-  struct tl_options o;
-  memset(&o, 0, sizeof o);
-  if (opts != nullptr) {
-    /* Read min(size, sizeof) and leave the rest zero (Crashpad's rule), so
-     * callers built against an older or newer header both work. */
-    if (opts->size < sizeof(uint32_t)) {
-      __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
-      return -EINVAL;
-    }
-    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-  }
-
-  Settings &st = g_settings;
-  st.slots_per_lane = o.slots_per_lane ? o.slots_per_lane : kDefaultSlots;
-  st.lanes = o.lanes ? o.lanes : kDefaultLanes;
-  st.handlers = o.no_handlers == 0;
-  st.helper_thread = o.no_helper_thread == 0;
-  st.sync_every = o.sync_every;
-  st.sync_interval_ms = o.sync_interval_ms ? o.sync_interval_ms : kDefaultIntervalMs;
-  st.enabled = (o.enabled_sources ? o.enabled_sources : TL_SOURCE_ALL) & TL_SOURCE_ALL;
-  if (geometry_problem(st.slots_per_lane, st.lanes) != nullptr) {
-    __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
-    return -EINVAL;
-  }
-  const char *dir = o.sidecar_dir;
-  if (dir == nullptr) {
-    const char *env = secure_getenv("TL_SIDECAR_DIR");
-    if (env != nullptr) {
-      dir = env;
-    } else {
-      struct stat sb;
-      dir = (stat(kDefaultSidecarDir, &sb) == 0 && S_ISDIR(sb.st_mode)) ? kDefaultSidecarDir : "";
-    }
-  }
-  size_t dir_len = strlen(dir);
-  st.sidecar = dir_len != 0 && dir_len < sizeof st.sidecar_dir;
-  if (st.sidecar) memcpy(st.sidecar_dir, dir, dir_len + 1);
-
-  if (pthread_key_create(&g_lane_key, on_thread_exit) == 0) g_lane_key_ok = true;
-
-  int rc = ring_create(nullptr, 0, 0);
-  if (rc != 0) {
-    __atomic_store_n(&g_init_state, 0, __ATOMIC_RELEASE);
-    return rc;
-  }
-  if (st.handlers) {
-    rc = install_crash_handlers();
-    if (rc != 0) st.handlers = false; /* the ring still works without them */
-    ensure_altstack();
-  }
-  pthread_atfork(nullptr, nullptr, on_fork_child);
-  if (st.sidecar) atexit(on_exit_remove_sidecar);
-  if (st.helper_thread) helper_start();
-  __atomic_store_n(&g_enabled, st.enabled, __ATOMIC_RELEASE);
-  __atomic_store_n(&g_init_state, 2, __ATOMIC_RELEASE);
-  return 0;
+  char why_text[fmt::kInitErrorText];
+  Text why(why_text, sizeof why_text);
+  return init(opts, Asked{"slots_per_lane", "lanes", "names"}, why);
 }
 
 #ifdef TL_SHARED_CONSTRUCTOR
@@ -518,29 +738,30 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
  * TL_LANES and TL_SIDECAR_DIR adjust it.  All TL_* variables are read with
  * secure_getenv(3): a set-user-ID program ignores them.  A TL_SLOTS or
  * TL_LANES that is not a number, or that makes no ring (tl_init's EINVAL
- * rules), gets one line on stderr naming the variable, the value and the
- * limit, and no ring is made. */
+ * rules), and a ring that cannot be mapped, get one line on stderr naming
+ * the variable, the value and the limit (or the call that failed), and no
+ * ring is made: the no-ring page says the same in the core. */
 __attribute__((constructor(101))) static void tl_constructor() {
   if (env_flag("TL_DISABLE")) return;
   struct tl_options o;
   memset(&o, 0, sizeof o);
   o.size = sizeof o;
   o.no_handlers = env_flag("TL_NO_HANDLERS") ? 1 : 0;
+  char why_text[fmt::kInitErrorText];
+  Text why(why_text, sizeof why_text);
   const char *const names[2] = {"TL_SLOTS", "TL_LANES"};
   uint32_t *const values[2] = {&o.slots_per_lane, &o.lanes};
   for (int i = 0; i < 2; ++i) {
     if (env_u32(names[i], values[i]) == EnvNumber::kMalformed) {
-      constructor_warning("libtimeline: %s=%.40s is not a number: no ring made\n", names[i], secure_getenv(names[i]));
+      why.put(names[i]).put("=").put(secure_getenv(names[i]), 40).put(" is not a number");
+      int expected = 0;
+      if (__atomic_compare_exchange_n(&g_init_state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        init_failed(-EINVAL, why);
+      constructor_warning(why);
       return;
     }
   }
-  const uint32_t slots = o.slots_per_lane ? o.slots_per_lane : kDefaultSlots;
-  const uint32_t lanes = o.lanes ? o.lanes : kDefaultLanes;
-  if (const char *why = geometry_problem(slots, lanes)) {
-    constructor_warning("libtimeline: TL_SLOTS=%u TL_LANES=%u%s: %s: no ring made\n", slots, lanes,
-                        o.slots_per_lane && o.lanes ? "" : " (the unset one is its default)", why);
-    return;
-  }
-  tl_init(&o);
+  const int rc = init(&o, Asked{"TL_SLOTS", "TL_LANES", nullptr}, why);
+  if (rc != 0 && why.size() != 0) constructor_warning(why);
 }
 #endif

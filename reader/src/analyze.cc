@@ -829,8 +829,16 @@ void Analyzer::name_events() {
       continue;
     auto [n, first] = ids.try_emplace(ev.id);
     if (first) {
-      if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(ev.id) : nullptr)
-        a_.names.insert_or_assign(ev.id, EventName{t->name, t->arg0, t->arg1, NameFrom::kTlmap});
+      if (const TlMap::Entry *t = opts_.tlmap != nullptr ? opts_.tlmap->entry(ev.id) : nullptr) {
+        /* The tlmap's name wins; an argument it does not name keeps the
+         * core's name for it. */
+        EventName tn{t->name, t->arg0, t->arg1, NameFrom::kTlmap};
+        if (auto core = a_.names.find(ev.id); core != a_.names.end()) {
+          if (tn.arg0.empty()) tn.arg0 = core->second.arg0;
+          if (tn.arg1.empty()) tn.arg1 = core->second.arg1;
+        }
+        a_.names.insert_or_assign(ev.id, std::move(tn));
+      }
       if (auto it = a_.names.find(ev.id); it != a_.names.end())
         n->second = {true, it->second.from, intern(it->second.name)};
       else

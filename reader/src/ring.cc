@@ -318,7 +318,13 @@ void decode_names(std::span<const std::uint8_t> bytes, DecodedRing &r) {
   const std::uint64_t claimed = std::min<std::uint64_t>(h.names_claimed, h.names_capacity);
   for (std::uint64_t i = 0; i < h.names_capacity; ++i) {
     const std::uint64_t off = h.names_offset + i * f::kNameEntrySize;
-    if (off > bytes.size() || bytes.size() - off < f::kNameEntrySize) break;
+    if (off > bytes.size() || bytes.size() - off < f::kNameEntrySize) {
+      if (i < claimed)
+        r.warnings.push_back(fmt::format("the name table is cut off (truncated): {} of its {} registered names are "
+                                         "not in the bytes available, so some events show ids, not names",
+                                         claimed - i, claimed));
+      break;
+    }
     f::NameEntry e;
     std::memcpy(&e, bytes.data() + off, sizeof e);
     if (e.state == 0 && i >= claimed) continue;

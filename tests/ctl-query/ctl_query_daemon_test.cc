@@ -149,18 +149,18 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   ct::test::Ran show = query({"show", pid_a});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   EXPECT_EQ(show.out, doc_a["text"].get<std::string>());
-  for (const char *s : {"REQ_PARSE", "BEFORE_DIE", "arg=1001", "CRASH"}) EXPECT_TRUE(contains(show.out, s)) << s;
-  EXPECT_FALSE(contains(show.out, "arg=2002"));
+  for (const char *s : {"REQ_PARSE", "BEFORE_DIE", "code=1001", "CRASH"}) EXPECT_TRUE(contains(show.out, s)) << s;
+  EXPECT_FALSE(contains(show.out, "code=2002"));
 
   // list: both, with what the documents say.
   ct::test::Ran list = query({"list", pid_a, pid_b});
   ASSERT_EQ(list.exit_code(), 0) << list.err;
   auto l = lines_of(list.out);
   ASSERT_EQ(l.size(), 3u) << list.out;
-  EXPECT_TRUE(contains(l[1], " " + pid_a + " ") && contains(l[1], " ok ") && contains(l[1], "BEFORE_DIE arg=1001"))
+  EXPECT_TRUE(contains(l[1], " " + pid_a + " ") && contains(l[1], " ok ") && contains(l[1], "BEFORE_DIE code=1001"))
       << l[1];
   EXPECT_TRUE(contains(l[2], " " + pid_b + " ") && contains(l[2], " " + std::to_string(uid) + " ") &&
-              contains(l[2], "BEFORE_DIE arg=2002"))
+              contains(l[2], "BEFORE_DIE code=2002"))
       << l[2];
   ct::test::Ran js = query({"--json", "list", pid_a});
   ASSERT_EQ(lines_of(js.out).size(), 1u) << js.out;
@@ -200,9 +200,64 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   EXPECT_EQ(theirs.exit_code(), 3) << theirs.out << theirs.err;
   ct::test::Ran show_mine = query({"show", pid_b}, as_user);
   EXPECT_EQ(show_mine.exit_code(), 0) << show_mine.err;
-  EXPECT_TRUE(contains(show_mine.out, "arg=2002")) << show_mine.out;
+  EXPECT_TRUE(contains(show_mine.out, "code=2002")) << show_mine.out;
 
   EXPECT_EQ(daemon.stop(), 0) << daemon.log();
+}
+
+/* Issue 13: spans_three_threads' timeline, stored by the daemon with no
+ * tlmap, has the same open spans, closed spans and names as core-timeline-read
+ * gives from the core, and ctl-query show prints it as stored. */
+TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) {
+  ASSERT_EQ(geteuid(), 0u);
+  char tmpl[] = "/tmp/ctlq-spans-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } cleanup{root};
+  const std::string tlmaps = root + "/tlmap.d", config = root + "/empty.conf";
+  fs::create_directories(tlmaps);  // none: the names come from the core
+  std::ofstream(config).flush();
+  ct::test::DaemonHarness::Options opts;
+  opts.binary = CT_DAEMON;
+  opts.root = root;
+  opts.log_target = "stderr";
+  opts.tlmap_dir = tlmaps;
+  opts.config = config;
+  ct::test::DaemonHarness daemon(opts);
+  daemon.start();
+
+  ct::test::CrashRun run = ct::test::run_and_collect_core({CT_SPANS_THREE_THREADS});
+  const auto t = daemon.wait_timeline(run.pid, std::chrono::seconds(20));
+  ASSERT_TRUE(t) << daemon.log();
+  const json stored = json::parse(slurp(t->path));
+  ASSERT_EQ(stored["status"], "ok") << stored.dump(1).substr(0, 2000);
+
+  /* The same spans, threads and names as the reader's own reading. */
+  ct::test::Ran reader = ct::test::run({CT_READER, "--json", run.core_path});
+  ASSERT_EQ(reader.exit_code(), 0) << reader.err;
+  const json read = json::parse(reader.out);
+  EXPECT_EQ(stored["spans"], read["spans"]);
+  EXPECT_EQ(stored["threads"], read["threads"]);
+  EXPECT_EQ(stored["names"], read["names"]);
+  EXPECT_EQ(stored["crash"]["inside_spans"], read["crash"]["inside_spans"]);
+  for (const auto &n : stored["names"]) EXPECT_EQ(n["name_from"], "core");
+
+  /* show prints the stored text: the open spans headline first. */
+  ct::test::Ran show = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "show", std::to_string(run.pid)});
+  ASSERT_EQ(show.exit_code(), 0) << show.err;
+  EXPECT_EQ(show.out, stored["text"].get<std::string>());
+  EXPECT_TRUE(contains(show.out, "open spans at the crash:")) << show.out;
+  EXPECT_TRUE(contains(show.out, "OUTER") && contains(show.out, " > INNER") &&
+              contains(show.out, "<- crashed inside"))
+      << show.out;
+  EXPECT_TRUE(contains(show.out, "WAIT") && contains(show.out, "end (lasted ")) << show.out;
+  EXPECT_EQ(daemon.stop(), 0);
 }
 
 }  // namespace

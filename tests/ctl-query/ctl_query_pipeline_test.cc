@@ -207,8 +207,8 @@ TEST_F(CtlQuery, ListShowsOneLinePerCrashInTimeOrder) {
     EXPECT_TRUE(contains(line, " " + std::to_string(doc(w)["events"].size()) + " ")) << line;
   }
   // The last event before the crash, from the ring.
-  EXPECT_TRUE(contains(l[1 + kPathA], "BEFORE_DIE arg=1001")) << l[1 + kPathA];
-  EXPECT_TRUE(contains(l[1 + kPathB], "BEFORE_DIE arg=2002")) << l[1 + kPathB];
+  EXPECT_TRUE(contains(l[1 + kPathA], "BEFORE_DIE code=1001")) << l[1 + kPathA];
+  EXPECT_TRUE(contains(l[1 + kPathB], "BEFORE_DIE code=2002")) << l[1 + kPathB];
   EXPECT_EQ(l[1 + kNoLib].substr(l[1 + kNoLib].size() - 2), " -") << l[1 + kNoLib];
   // --no-legend drops the header only.
   ct::test::Ran bare = query({"list", "--no-legend"});
@@ -247,8 +247,8 @@ TEST_F(CtlQuery, ShowPrintsTheStoredTextOfTheNewestMatch) {
   ASSERT_EQ(a.exit_code(), 0) << a.err;
   EXPECT_EQ(a.out, doc(kPathA)["text"].get<std::string>());
   EXPECT_TRUE(contains(a.out, "BEFORE_DIE")) << a.out;
-  EXPECT_TRUE(contains(a.out, "arg=1001")) << a.out;
-  EXPECT_FALSE(contains(a.out, "arg=2002")) << a.out;
+  EXPECT_TRUE(contains(a.out, "code=1001")) << a.out;
+  EXPECT_FALSE(contains(a.out, "code=2002")) << a.out;
 
   // No match argument: the newest of all, and a note that others match.
   ct::test::Ran newest = query({"show"});
@@ -279,7 +279,7 @@ TEST_F(CtlQuery, EventsFindsEventsAcrossTimelines) {
   auto l = rows(one);
   ASSERT_EQ(l.size(), 1u) << one.out;
   for (const std::string &s : {pid(kPathA), field(kPathA, "COREDUMP_EXE"), std::string("BEFORE_DIE"),
-                               std::string("arg=1001"), std::string("path_a+"), std::string("crash_demo.c:")})
+                               std::string("code=1001"), std::string("path_a+"), std::string("crash_demo.c:")})
     EXPECT_TRUE(contains(l[0], s)) << "missing " << s << " in " << l[0];
   for (const char *col : {"TIME", "PID", "EXE", "TID", "EVENT", "ARGS", "LOCATION"})
     EXPECT_TRUE(contains(lines_of(one.out)[0], col));
@@ -288,9 +288,12 @@ TEST_F(CtlQuery, EventsFindsEventsAcrossTimelines) {
   ct::test::Ran both = query({"events", "--name", "BEFORE_DIE"});
   l = rows(both);
   ASSERT_EQ(l.size(), 2u) << both.out;
-  EXPECT_TRUE(contains(l[0], "arg=1001") && contains(l[0], " " + pid(kPathA) + " ")) << l[0];
-  EXPECT_TRUE(contains(l[1], "arg=2002") && contains(l[1], " " + pid(kPathB) + " ")) << l[1];
-  const std::uint64_t id = doc(kPathA)["events"][3]["id"];
+  EXPECT_TRUE(contains(l[0], "code=1001") && contains(l[0], " " + pid(kPathA) + " ")) << l[0];
+  EXPECT_TRUE(contains(l[1], "code=2002") && contains(l[1], " " + pid(kPathB) + " ")) << l[1];
+  std::uint64_t id = 0;
+  for (const auto &e : doc(kPathA)["events"])
+    if (e["name"] == "BEFORE_DIE") id = e["id"];
+  ASSERT_NE(id, 0u);
   ct::test::Ran by_id = query({"events", "--kind", "USER", "--id", "0x" + [&] {
                                  std::ostringstream h;
                                  h << std::hex << id;
@@ -393,7 +396,7 @@ TEST_F(CtlQuery, ReverseAndLimitsAsCoredumpctl) {
   // On events, -n and -1 count event lines.
   auto l = rows(query({"events", "--name", "BEFORE_DIE", "-1"}));
   ASSERT_EQ(l.size(), 1u);
-  EXPECT_TRUE(contains(l[0], "arg=2002")) << l[0];
+  EXPECT_TRUE(contains(l[0], "code=2002")) << l[0];
   l = rows(query({"events", pid(kPathA), "-n", "2"}));
   ASSERT_EQ(l.size(), 2u);
   EXPECT_TRUE(contains(l[0], doc(kPathA)["events"][0]["name"].get<std::string>())) << l[0];

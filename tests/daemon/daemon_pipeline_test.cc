@@ -189,19 +189,20 @@ std::vector<std::pair<std::string, std::uint64_t>> event_ids(const json &doc) {
     std::string kind = e.value("kind", "");
     std::uint64_t arg = e.contains("args") && e["args"].is_array() && !e["args"].empty() ? e["args"][0].get<std::uint64_t>() : 0;
     if (kind == "USER") out.emplace_back("id=" + std::to_string(e.value("id", 0u)), arg);
+    else if (kind == "SPAN_BEGIN") out.emplace_back("span=" + std::to_string(e.value("id", 0u)), arg);
     else out.emplace_back(kind, arg);
   }
   return out;
 }
 
 // The a-path of crash_demo, as docs/design.md states it: REQ_PARSE(41), FREE,
-// BEFORE_DIE(1001), CRASH.
+// BEFORE_DIE(1001), CRASH; inside its REQUEST(41) span (0x1004).
 void expect_a_path(const json &doc) {
   auto ev = event_ids(doc);
   std::vector<std::string> kinds;
   for (auto &[k, a] : ev)
     if (k != "LANE_CLAIM") kinds.push_back(k);
-  const std::vector<std::string> want{"id=4097", "FREE", "id=4099", "CRASH"};
+  const std::vector<std::string> want{"span=4100", "id=4097", "FREE", "id=4099", "CRASH"};
   EXPECT_EQ(kinds, want) << doc.dump(1).substr(0, 3000);
   bool req41 = false, die1001 = false;
   for (auto &[k, a] : ev) {
@@ -396,10 +397,11 @@ TEST_F(DaemonPipeline, PathBIsToldApartFromPathA) {
   std::vector<std::string> kinds;
   for (auto &[k, arg] : event_ids(tb.doc))
     if (k != "LANE_CLAIM") kinds.push_back(k + "/" + std::to_string(arg));
-  ASSERT_GE(kinds.size(), 4u);
-  EXPECT_EQ(kinds[0], "id=4098/7");   // CONFIG_RELOAD(7)
-  EXPECT_EQ(kinds[1].substr(0, 7), "MALLOC/");
-  EXPECT_EQ(kinds[2], "id=4099/2002");  // BEFORE_DIE(2002)
+  ASSERT_GE(kinds.size(), 5u);
+  EXPECT_EQ(kinds[0], "span=4101/7");  // the RELOAD(7) span
+  EXPECT_EQ(kinds[1], "id=4098/7");    // CONFIG_RELOAD(7)
+  EXPECT_EQ(kinds[2].substr(0, 7), "MALLOC/");
+  EXPECT_EQ(kinds[3], "id=4099/2002");  // BEFORE_DIE(2002)
   EXPECT_EQ(daemon.stop(), 0);
 }
 
@@ -455,8 +457,8 @@ TEST_F(DaemonPipeline, CorePreparedBeforeItsEntryIsUsedOnlyIfTheFileIsUnchanged)
   std::vector<std::string> kinds;
   for (auto &[k, arg] : event_ids(t2.doc))
     if (k != "LANE_CLAIM") kinds.push_back(k + "/" + std::to_string(arg));
-  ASSERT_GE(kinds.size(), 1u) << t2.doc.dump(1).substr(0, 2000);
-  EXPECT_EQ(kinds[0], "id=4098/7") << "not the events of the file the entry names";
+  ASSERT_GE(kinds.size(), 2u) << t2.doc.dump(1).substr(0, 2000);
+  EXPECT_EQ(kinds[1], "id=4098/7") << "not the events of the file the entry names";
   EXPECT_NE(daemon.log().find("not using the preparation of"), std::string::npos) << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
 }

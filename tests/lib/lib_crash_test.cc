@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "crasher_ids.h"
 #include "process.h"
 #include "ring_view.h"
+#include "spans_ids.h"
 
 namespace {
 
@@ -84,6 +86,26 @@ std::vector<Event> user(const std::vector<Event> &events, uint32_t id) {
   return out;
 }
 
+std::string name_text(const fmt::NameEntry &e) {
+  return std::string(e.name) + "|" + e.arg0 + "|" + e.arg1;
+}
+
+uint64_t realtime_now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Slot-clock ticks per nanosecond, from the init anchor and the crash
+// anchor: what a reader has to date events with from the core alone.
+double ticks_per_ns(const fmt::RingHeader &h) {
+  return double(h.crash_ticks - h.anchor_ticks) / double(h.crash_monotonic_ns - h.anchor_monotonic_ns);
+}
+// CLOCK_MONOTONIC of a slot timestamp, by those two anchors.
+double monotonic_of(const fmt::RingHeader &h, uint64_t ticks) {
+  return double(h.anchor_monotonic_ns) + (double(ticks) - double(h.anchor_ticks)) / ticks_per_ns(h);
+}
+
 fmt::CrashInfo crash_info(const Event &e) {
   fmt::CrashInfo ci;
   std::memcpy(&ci, e.slot.inline_data, sizeof ci);
@@ -103,7 +125,9 @@ class DeathInCore : public ::testing::TestWithParam<Death> {};
 
 TEST_P(DeathInCore, CoreAndCrashSlotAgreeWithTheKernel) {
   const Death d = GetParam();
+  const uint64_t before = realtime_now_ns();
   Crash c = crash("tl_crasher", {d.mode});
+  const uint64_t after = realtime_now_ns();
   ASSERT_TRUE(WIFSIGNALED(c.wait_status)) << "status " << c.wait_status;
   EXPECT_EQ(WTERMSIG(c.wait_status), d.signo);
   EXPECT_EQ(c.core.signo, d.signo) << "NT_SIGINFO si_signo";
@@ -119,6 +143,16 @@ TEST_P(DeathInCore, CoreAndCrashSlotAgreeWithTheKernel) {
   EXPECT_NE(crashes[0].slot.arg1, 0u) << "sp";
   // CRASH is the newest event of its lane.
   EXPECT_EQ(crashes[0].seq, c.core.rings[0].lane(crashes[0].lane).write_index);
+  // The crash clock anchor: complete, taken after the CRASH slot, on
+  // clocks that moved forward since the init anchor.
+  const auto &h = c.core.rings[0].header;
+  EXPECT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
+  EXPECT_GE(h.crash_ticks, crashes[0].slot.timestamp);
+  EXPECT_GT(h.crash_monotonic_ns, h.anchor_monotonic_ns);
+  EXPECT_GE(h.crash_realtime_ns, before);
+  EXPECT_LE(h.crash_realtime_ns, after);
+  EXPECT_GT(h.crash_spread_ticks, 0u);
+  EXPECT_LT(h.crash_spread_ticks, 100000000u) << "the crash anchor's clock reads took tens of ms";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -237,12 +271,14 @@ TEST(Contention, EightWritersAndACrashLeaveOnlyFullyWrittenSlots) {
   EXPECT_GT(checked, 1000u);
   EXPECT_EQ(lanes.size(), kHammerThreads) << "each writer had its own lane";
   EXPECT_EQ(of_kind(c.events, fmt::kKindCrash).size(), 1u);
+  EXPECT_EQ(c.core.rings[0].header.crash_anchor_state, fmt::kAnchorComplete);
 }
 
 // The two-path fixture of docs/design.md: the NT_FILE note lists the
 // memfd, its PT_LOAD has bytes, and each path's events are in them.
 struct PathExpect {
   const char *path;
+  uint32_t span_id;  // the span the path crashes in
   uint32_t first_id;
   uint64_t first_arg;
   uint16_t heap_kind;
@@ -263,24 +299,38 @@ TEST_P(CrashDemo, RingInTheCoreHoldsThePathsEvents) {
   std::vector<Event> seq;
   for (const auto &e : c.events)
     if (e.slot.kind != fmt::kKindLaneClaim) seq.push_back(e);
-  ASSERT_EQ(seq.size(), 4u);
-  EXPECT_EQ(seq[0].slot.kind, fmt::kKindUser);
-  EXPECT_EQ(seq[0].slot.id, p.first_id);
+  ASSERT_EQ(seq.size(), 5u);
+  EXPECT_EQ(seq[0].slot.kind, fmt::kKindSpanBegin);  // never ended: the crash is inside it
+  EXPECT_EQ(seq[0].slot.id, p.span_id);
   EXPECT_EQ(seq[0].slot.arg0, p.first_arg);
-  EXPECT_EQ(seq[1].slot.kind, p.heap_kind);
+  EXPECT_EQ(seq[1].slot.kind, fmt::kKindUser);
+  EXPECT_EQ(seq[1].slot.id, p.first_id);
+  EXPECT_EQ(seq[1].slot.arg0, p.first_arg);
+  EXPECT_EQ(seq[2].slot.kind, p.heap_kind);
   if (p.heap_kind == fmt::kKindMalloc) {
-    EXPECT_EQ(seq[1].slot.arg1, 128u);
+    EXPECT_EQ(seq[2].slot.arg1, 128u);
   }
-  EXPECT_EQ(seq[2].slot.id, 0x1003u);  // BEFORE_DIE
-  EXPECT_EQ(seq[2].slot.arg0, p.before_die_arg);
-  EXPECT_EQ(seq[3].slot.kind, fmt::kKindCrash);
-  EXPECT_EQ(seq[3].slot.id, static_cast<uint32_t>(SIGSEGV));
-  EXPECT_EQ(seq[3].slot.arg0, 0u) << "fault address";
+  EXPECT_EQ(seq[3].slot.id, 0x1003u);  // BEFORE_DIE
+  EXPECT_EQ(seq[3].slot.arg0, p.before_die_arg);
+  EXPECT_EQ(seq[4].slot.kind, fmt::kKindCrash);
+  EXPECT_EQ(seq[4].slot.id, static_cast<uint32_t>(SIGSEGV));
+  EXPECT_EQ(seq[4].slot.arg0, 0u) << "fault address";
+  // The ids are named in the core, TL_NAME's constructors having run
+  // before tl_init (the static library kept them).
+  const auto &ring = c.core.rings[0];
+  const std::map<uint32_t, std::string> names = {
+      {0x1001, "REQ_PARSE|request_id|"}, {0x1002, "CONFIG_RELOAD|generation|"}, {0x1003, "BEFORE_DIE|code|"},
+      {0x1004, "REQUEST|request_id|"},   {0x1005, "RELOAD|generation|"}};
+  for (const auto &[id, text] : names) {
+    auto e = ring.name_of(id);
+    ASSERT_TRUE(e) << std::hex << id << " not named in the ring";
+    EXPECT_EQ(name_text(*e), text);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(BothPaths, CrashDemo,
-                         ::testing::Values(PathExpect{"a", 0x1001, 41, fmt::kKindFree, 1001},
-                                           PathExpect{"b", 0x1002, 7, fmt::kKindMalloc, 2002}),
+                         ::testing::Values(PathExpect{"a", 0x1004, 0x1001, 41, fmt::kKindFree, 1001},
+                                           PathExpect{"b", 0x1005, 0x1002, 7, fmt::kKindMalloc, 2002}),
                          [](const auto &param_info) { return std::string("path_") + param_info.param.path; });
 
 TEST(CrashDemo, BothPathsDieAtTheSameInstruction) {
@@ -369,14 +419,16 @@ TEST(Preload, BadTlSlotsOrTlLanesIsSaidOnStderrAndMakesNoRing) {
       {{{"TL_SLOTS", "abc"}}, "libtimeline: TL_SLOTS=abc is not a number: no ring made"},
       {{{"TL_SLOTS", "-8"}}, "libtimeline: TL_SLOTS=-8 is not a number: no ring made"},
       {{{"TL_LANES", "8x"}}, "libtimeline: TL_LANES=8x is not a number: no ring made"},
-      {{{"TL_SLOTS", "1048576"}}, "TL_SLOTS=1048576 TL_LANES=64 (the unset one is its default): the ring, its header "
-                                  "and (lanes + 1) x slots per lane x 128 bytes, must be at most 4 GiB: no ring made"},
+      {{{"TL_SLOTS", "1048576"}}, "libtimeline: TL_SLOTS=1048576 with 64 lanes needs 8.13 GiB; the ring is at most "
+                                  "4 GiB (1048576 slots allow at most 30 lanes): no ring made"},
       // 32 x 128 MiB is 4 GiB already, and the header comes on top.
-      {{{"TL_SLOTS", "1048576"}, {"TL_LANES", "31"}}, "TL_SLOTS=1048576 TL_LANES=31: the ring, its header"},
-      {{{"TL_SLOTS", "1000"}}, "slots per lane must be a power of two from 8 to 1048576: no ring made"},
-      {{{"TL_LANES", "4096"}}, "lanes must be from 1 to 4095: no ring made"},
+      {{{"TL_SLOTS", "1048576"}, {"TL_LANES", "31"}},
+       "libtimeline: TL_SLOTS=1048576 TL_LANES=31 needs 4.01 GiB; the ring is at most 4 GiB (1048576 slots allow "
+       "at most 30 lanes): no ring made"},
+      {{{"TL_SLOTS", "1000"}}, "libtimeline: TL_SLOTS=1000 is not a power of two from 8 to 1048576: no ring made"},
+      {{{"TL_LANES", "4096"}}, "libtimeline: TL_LANES=4096 is not from 1 to 4095: no ring made"},
       {{{"TL_SLOTS", "8192"}, {"TL_LANES", "16"}}, ""},
-      {{{"TL_SLOTS", "010"}}, "TL_SLOTS=10 TL_LANES=64"},  // decimal, not octal 8
+      {{{"TL_SLOTS", "010"}}, "libtimeline: TL_SLOTS=10 is not a power of two"},  // decimal, not octal 8
       {{{"TL_SLOTS", "0x400"}}, ""},
   };
   for (const auto &c : cases) {
@@ -390,9 +442,28 @@ TEST(Preload, BadTlSlotsOrTlLanesIsSaidOnStderrAndMakesNoRing) {
     else
       EXPECT_NE(r.err.find(c.says), std::string::npos) << "stderr: " << r.err << "\nexpected: " << c.says;
   }
-  Crash c = crash("crash_demo_nolib", {"--path=a"}, std::nullopt, {{"LD_PRELOAD", lib}, {"TL_SLOTS", "1048576"}});
-  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
-  EXPECT_TRUE(c.core.rings.empty()) << "a ring was made although the constructor said none was";
+  // In the core: no ring, but the no-ring page, with the errno and the
+  // same reason as the stderr line.
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> crashes = {
+      {{{"TL_SLOTS", "1048576"}},
+       "TL_SLOTS=1048576 with 64 lanes needs 8.13 GiB; the ring is at most 4 GiB (1048576 slots allow at most 30 "
+       "lanes)"},
+      {{{"TL_LANES", "8x"}}, "TL_LANES=8x is not a number"},
+  };
+  for (const auto &[env, says] : crashes) {
+    auto crash_env = env;
+    crash_env["LD_PRELOAD"] = lib;
+    Crash c = crash("crash_demo_nolib", {"--path=a"}, std::nullopt, crash_env);
+    ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+    EXPECT_TRUE(c.core.rings.empty()) << "a ring was made although the constructor said none was";
+    EXPECT_EQ(c.core.nt_file_ring_mappings, 1) << "NT_FILE lists the no-ring page's memfd";
+    ASSERT_EQ(c.core.no_rings.size(), 1u) << "no valid no-ring header in the core";
+    const auto &h = c.core.no_rings[0];
+    EXPECT_EQ(h.pid, static_cast<uint32_t>(c.pid));
+    EXPECT_EQ(h.init_error, EINVAL);
+    EXPECT_EQ(std::string(h.init_error_text, strnlen(h.init_error_text, sizeof h.init_error_text)), says);
+    EXPECT_NE(h.anchor_monotonic_ns, 0u);
+  }
 }
 
 // The sidecar: created fresh and private, holds the CRASH slot the handler
@@ -476,6 +547,171 @@ TEST_F(SidecarDir, APlantedSymlinkIsNeverFollowed) {
   struct stat sb;
   ASSERT_EQ(lstat(name.c_str(), &sb), 0);
   EXPECT_TRUE(S_ISLNK(sb.st_mode)) << "the planted link was replaced";
+}
+
+// Spans open in three threads at a crash (tests/lib/spans_three_threads.c):
+// what the core holds for each, and the names of their ids.
+TEST(Spans, ThreeThreadsCrashWithTheirSpansOpenOrClosedAsTheyLeftThem) {
+  Crash c = crash("spans_three_threads", {});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  EXPECT_EQ(WTERMSIG(c.wait_status), SIGSEGV);
+  ASSERT_EQ(c.core.rings.size(), 1u);
+  const auto &ring = c.core.rings[0];
+  const auto &h = ring.header;
+  ASSERT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
+  const std::map<uint32_t, std::string> names = {{SPANS_OUTER, "OUTER|request_id|"},
+                                                 {SPANS_INNER, "INNER|step|"},
+                                                 {SPANS_WAIT, "WAIT|lock_id|"},
+                                                 {SPANS_STEP, "STEP|index|"},
+                                                 {SPANS_HANDOFF, "HANDOFF|job_id|"}};
+  for (const auto &[id, text] : names) {
+    auto e = ring.name_of(id);
+    ASSERT_TRUE(e) << std::hex << id << " not named in the ring";
+    EXPECT_EQ(name_text(*e), text);
+  }
+  // Each begin by its token; each end by the token it carries.
+  std::map<uint64_t, Event> begins;
+  std::map<uint64_t, std::vector<Event>> ends;
+  for (const auto &e : of_kind(c.events, fmt::kKindSpanBegin)) begins[fmt::span_token(e.lane, e.seq)] = e;
+  for (const auto &e : of_kind(c.events, fmt::kKindSpanEnd)) ends[e.slot.arg0].push_back(e);
+  auto begun = [&](uint32_t id) {
+    std::vector<std::pair<uint64_t, Event>> out;
+    for (const auto &[token, e] : begins)
+      if (e.slot.id == id) out.emplace_back(token, e);
+    return out;
+  };
+  auto lane_named = [&](uint32_t lane) { return std::string(ring.lane(lane).owner_name); };
+  // crasher: OUTER, then INNER, open, then the CRASH, all in its lane.
+  auto outer = begun(SPANS_OUTER), inner = begun(SPANS_INNER), wait = begun(SPANS_WAIT);
+  ASSERT_EQ(outer.size(), 1u);
+  ASSERT_EQ(inner.size(), 1u);
+  EXPECT_EQ(outer[0].second.slot.arg0, 42u);
+  EXPECT_EQ(inner[0].second.slot.arg0, 1u);
+  EXPECT_EQ(lane_named(outer[0].second.lane), "crasher");
+  EXPECT_EQ(inner[0].second.lane, outer[0].second.lane);
+  EXPECT_EQ(inner[0].second.seq, outer[0].second.seq + 1) << "INNER begun inside OUTER";
+  EXPECT_FALSE(ends.count(outer[0].first)) << "OUTER was ended";
+  EXPECT_FALSE(ends.count(inner[0].first)) << "INNER was ended";
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  EXPECT_EQ(crashes[0].lane, inner[0].second.lane);
+  EXPECT_EQ(crashes[0].seq, inner[0].second.seq + 1) << "the crash right after INNER began";
+  // waiter: WAIT open.
+  ASSERT_EQ(wait.size(), 1u);
+  EXPECT_EQ(lane_named(wait[0].second.lane), "waiter");
+  EXPECT_EQ(wait[0].second.slot.arg0, 7u);
+  EXPECT_FALSE(ends.count(wait[0].first)) << "WAIT was ended";
+  // closer: three STEPs, each ended once with the begin's id and timestamp,
+  // after at least its sleep.
+  auto steps = begun(SPANS_STEP);
+  ASSERT_EQ(steps.size(), 3u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto &[token, b] = steps[i];
+    EXPECT_EQ(lane_named(b.lane), "closer");
+    ASSERT_EQ(ends[token].size(), 1u) << "STEP " << i;
+    const Event &e = ends[token][0];
+    EXPECT_EQ(e.lane, b.lane);
+    EXPECT_EQ(e.slot.id, static_cast<uint32_t>(SPANS_STEP));
+    EXPECT_EQ(e.slot.arg1, b.slot.timestamp);
+    const double ms = (monotonic_of(h, e.slot.timestamp) - monotonic_of(h, b.slot.timestamp)) / 1e6;
+    EXPECT_GE(ms, SPANS_STEP_MS - 0.1) << "STEP " << i << " lasted " << ms << " ms";
+    EXPECT_LT(ms, 1000) << "STEP " << i;
+  }
+  // HANDOFF: begun by main, ended by closer, with main's id and timestamp.
+  auto handoff = begun(SPANS_HANDOFF);
+  ASSERT_EQ(handoff.size(), 1u);
+  EXPECT_EQ(lane_named(handoff[0].second.lane), "main");
+  EXPECT_EQ(handoff[0].second.slot.tid, static_cast<uint32_t>(c.pid));
+  ASSERT_EQ(ends[handoff[0].first].size(), 1u);
+  const Event &handoff_end = ends[handoff[0].first][0];
+  EXPECT_EQ(lane_named(handoff_end.lane), "closer");
+  EXPECT_EQ(handoff_end.slot.id, static_cast<uint32_t>(SPANS_HANDOFF));
+  EXPECT_EQ(handoff_end.slot.arg1, handoff[0].second.slot.timestamp);
+}
+
+// clock_check's own CLOCK_MONOTONIC readings beside each mark's time as
+// the core's anchors give it.
+struct ClockRun {
+  pid_t pid = 0;
+  int wait_status = 0;
+  std::map<uint64_t, uint64_t> printed;  // mark index -> CLOCK_MONOTONIC ns
+  Crash crash;
+};
+
+ClockRun run_clock_check(const std::vector<std::string> &args) {
+  ClockRun out;
+  std::vector<std::string> argv = {g_bin_dir + "/clock_check"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ct::test::ProcessOptions o;
+  o.timeout = std::chrono::seconds(30);
+  const auto not_before = std::chrono::system_clock::now();
+  const ct::test::Ran r = ct::test::run(argv, o);
+  out.pid = r.pid;
+  out.wait_status = r.wait_status;
+  std::istringstream lines(r.out);
+  std::string word, id;
+  uint64_t index = 0, mono = 0;
+  while (lines >> word >> id >> index >> mono)
+    if (word == "mark" && id == "0x6001") out.printed[index] = mono;
+  if (WIFSIGNALED(r.wait_status))
+    out.crash = decode(r.pid, r.wait_status, ct::test::fetch_core_for_pid(r.pid, not_before));
+  return out;
+}
+
+// Guards against: anchors that do not put the events where the process saw
+// them on CLOCK_MONOTONIC (a wrong midpoint, a crash anchor taken from the
+// wrong clock, the anchors' ticks and times taken at different moments).
+TEST(Clock, TheInitAndCrashAnchorsDateEachMarkAsTheProcessSawIt) {
+  ClockRun run = run_clock_check({});
+  ASSERT_TRUE(WIFSIGNALED(run.wait_status)) << "status " << run.wait_status;
+  EXPECT_EQ(WTERMSIG(run.wait_status), SIGSEGV);
+  ASSERT_EQ(run.printed.size(), 4u) << "clock_check printed " << run.printed.size() << " marks";
+  ASSERT_EQ(run.crash.core.rings.size(), 1u);
+  const auto &h = run.crash.core.rings[0].header;
+  ASSERT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
+  EXPECT_GT(h.anchor_spread_ticks, 0u);
+  EXPECT_GT(h.crash_spread_ticks, 0u);
+  // 120 ms: the helper (every 100 ms) refreshed the latest anchor.
+  EXPECT_GE(h.latest_anchor_seq, 2u);
+  EXPECT_EQ(h.latest_anchor_seq % 2, 0u);
+  auto marks = user(run.crash.events, CLOCK_MARK);
+  ASSERT_EQ(marks.size(), 4u);
+  for (const auto &m : marks) {
+    ASSERT_TRUE(run.printed.count(m.slot.arg0));
+    const double error_us = (monotonic_of(h, m.slot.timestamp) - double(run.printed[m.slot.arg0])) / 1e3;
+    std::printf("mark %llu: the anchors place it %.3f us from clock_check's reading\n",
+                static_cast<unsigned long long>(m.slot.arg0), error_us);
+    EXPECT_LT(std::abs(error_us), 500) << "mark " << m.slot.arg0 << ": the anchors place it " << error_us
+                                        << " us from the process's own reading";
+  }
+  EXPECT_GE((run.printed[1] - run.printed[0]) / 1e6, 20.0) << "the marks were not 20 ms apart";
+  EXPECT_GE((run.printed[3] - run.printed[0]) / 1e6, 120.0) << "the marks were not 120 ms apart";
+}
+
+// Guards against: a process that dies before the helper thread's first
+// refresh leaving nothing to date its events with but the init anchor.
+TEST(Clock, AProcessDeadWithinAMillisecondStillHasTwoAnchors) {
+  ClockRun run = run_clock_check({"--fast"});
+  ASSERT_TRUE(WIFSIGNALED(run.wait_status)) << "status " << run.wait_status;
+  ASSERT_EQ(run.printed.size(), 2u);
+  ASSERT_EQ(run.crash.core.rings.size(), 1u);
+  const auto &h = run.crash.core.rings[0].header;
+  EXPECT_EQ(h.latest_anchor_seq, 0u) << "the helper refreshed the anchor: not the case this tests";
+  EXPECT_EQ(h.latest_ticks, h.anchor_ticks) << "the latest anchor is still the init anchor";
+  ASSERT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
+  const double lived_ms = double(h.crash_monotonic_ns - h.anchor_monotonic_ns) / 1e6;
+  EXPECT_LT(lived_ms, 100) << "clock_check --fast lived " << lived_ms << " ms after tl_init";
+  std::printf("clock_check --fast crashed %.3f ms after its init anchor\n", lived_ms);
+  auto marks = user(run.crash.events, CLOCK_MARK);
+  ASSERT_EQ(marks.size(), 2u);
+  for (const auto &m : marks) {
+    EXPECT_GE(m.slot.timestamp, h.anchor_ticks);
+    EXPECT_LE(m.slot.timestamp, h.crash_ticks);
+    const double error_us = (monotonic_of(h, m.slot.timestamp) - double(run.printed[m.slot.arg0])) / 1e3;
+    std::printf("--fast mark %llu: the anchors place it %.3f us from clock_check's reading\n",
+                static_cast<unsigned long long>(m.slot.arg0), error_us);
+    EXPECT_LT(std::abs(error_us), 500) << "mark " << m.slot.arg0 << ": " << error_us << " us off";
+  }
 }
 
 }  // namespace

@@ -18,7 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include <sys/prctl.h>
+
 #include "core_timeline/timeline.h"
+#include "core_timeline/timeline.hpp"
 #include "ring_view.h"
 
 namespace {
@@ -28,6 +31,12 @@ using ct_test::own_ring;
 namespace fmt = core_timeline::format;
 
 std::string g_sidecar_dir;
+
+// Named before main(), so before tl_init: the static library keeps these
+// until tl_init makes the ring (main() adds two more the same way).
+enum : uint32_t { kEarly = 0xF001, kEarlyFromMain = 0xF002, kRenamed = 0xF003 };
+TL_NAME(kEarly, "EARLY first_arg second_arg");
+int g_early_rc = -1;  // tl_name in main() before tl_init
 
 std::vector<Event> events_with_id(const std::vector<Event> &all, uint32_t id, uint16_t kind) {
   std::vector<Event> out;
@@ -42,6 +51,26 @@ __attribute__((noinline, noipa)) void mark_here(uint32_t id, uintptr_t arg) {
 }
 
 TEST(Init, SecondCallReturnsEalready) { EXPECT_EQ(tl_init(nullptr), -EALREADY); }
+
+TEST(Ring, HeaderIsVersion2WithItsNameTable) {
+  auto ring = own_ring();
+  ASSERT_TRUE(ring);
+  const auto &h = ring->header;
+  EXPECT_EQ(h.version, 2);
+  EXPECT_EQ(h.incompat_flags, 0u);
+  EXPECT_EQ(h.names_capacity, fmt::kDefaultNames);
+  EXPECT_EQ(h.name_entry_size, fmt::kNameEntrySize);
+  EXPECT_EQ(h.names_offset, fmt::names_offset_for(9, 64));
+  EXPECT_EQ(h.region_size, fmt::region_size_for(9, 64, fmt::kDefaultNames));
+  EXPECT_EQ(h.init_error, 0);
+  EXPECT_EQ(h.init_error_text[0], '\0');
+  // The init anchor: ticks between two reads around the clock reads.
+  EXPECT_GT(h.anchor_spread_ticks, 0u);
+  EXPECT_LT(h.anchor_spread_ticks, 100000000u) << "the anchor's clock reads took tens of ms";
+  // No crash yet.
+  EXPECT_EQ(h.crash_anchor_state, fmt::kAnchorNone);
+  EXPECT_EQ(h.crash_ticks, 0u);
+}
 
 TEST(Ring, HeaderIsValidAndDescribesThisProcess) {
   auto ring = own_ring();
@@ -148,6 +177,242 @@ TEST(Record, PointerSnapshotCopiesBytesAndSurvivesABadPointer) {
   EXPECT_LE(capped[0].slot.inline_len, fmt::kInlineBytes);
 }
 
+std::string name_text(const fmt::NameEntry &e) {
+  return std::string(e.name) + "|" + e.arg0 + "|" + e.arg1 + "|" + std::to_string(e.arg_count);
+}
+
+// Guards against: names registered before tl_init (TL_NAME constructors
+// of a static-library program, tl_name early in main) never reaching the
+// ring.
+TEST(Names, NamesFromBeforeTlInitAreInTheTable) {
+  EXPECT_EQ(g_early_rc, 0);
+  auto ring = own_ring();
+  ASSERT_TRUE(ring);
+  auto early = ring->name_of(kEarly), from_main = ring->name_of(kEarlyFromMain), renamed = ring->name_of(kRenamed);
+  ASSERT_TRUE(early) << "TL_NAME's constructor ran before tl_init";
+  EXPECT_EQ(name_text(*early), "EARLY|first_arg|second_arg|2");
+  ASSERT_TRUE(from_main);
+  EXPECT_EQ(name_text(*from_main), "FROM_MAIN|x||1");
+  ASSERT_TRUE(renamed);
+  EXPECT_EQ(name_text(*renamed), "NEW|y||1") << "the newest name of an id wins";
+}
+
+TEST(Names, ASpecIsStoredFieldByFieldAndCommitted) {
+  const uint64_t claimed = own_ring()->header.names_claimed;
+  ASSERT_EQ(tl_name(0xF010, "REQ_PARSE request_id bytes"), 0);
+  const std::string longest_name(47, 'N'), longest_arg(31, 'a');
+  ASSERT_EQ(tl_name(0xF011, (longest_name + " " + longest_arg + " " + longest_arg).c_str()), 0);
+  ASSERT_EQ(tl_name(0xF012, "~!@#$%^&*()_+{}|:<>?`-=[]\\;',./\""), 0) << "every printable byte but space";
+  auto ring = own_ring();
+  EXPECT_EQ(ring->header.names_claimed, claimed + 3);
+  const auto *table = reinterpret_cast<const fmt::NameEntry *>(ring->bytes.data() + ring->header.names_offset);
+  const fmt::NameEntry &e = table[claimed];
+  EXPECT_EQ(e.state, fmt::kNameCommitted);
+  EXPECT_EQ(e.id, 0xF010u);
+  EXPECT_EQ(e.arg_count, 2u);
+  EXPECT_EQ(e.reserved, 0u);
+  EXPECT_STREQ(e.name, "REQ_PARSE");
+  EXPECT_STREQ(e.arg0, "request_id");
+  EXPECT_STREQ(e.arg1, "bytes");
+  for (size_t i = std::strlen(e.name); i < sizeof e.name; ++i) EXPECT_EQ(e.name[i], '\0') << "NUL-padded";
+  EXPECT_EQ(name_text(table[claimed + 1]), longest_name + "|" + longest_arg + "|" + longest_arg + "|2");
+  EXPECT_STREQ(table[claimed + 2].name, "~!@#$%^&*()_+{}|:<>?`-=[]\\;',./\"");
+}
+
+// Guards against: malformed specs stored (the reader would show them as
+// they are) or consuming table entries.
+TEST(Names, MalformedSpecsAreRefusedWithEinvalAndTakeNoEntry) {
+  const uint64_t claimed = own_ring()->header.names_claimed;
+  const std::string too_long_name(48, 'N'), too_long_arg(32, 'a');
+  const char *const bad[] = {"", " NAME", "NAME ", "NAME  arg", "NAME a b c", "NAME\targ", "NA\x7f",
+                             "N\xc3\xa9", "NAME a  b", "NAME a b "};
+  for (const char *spec : bad) EXPECT_EQ(tl_name(0xF020, spec), -EINVAL) << "'" << spec << "'";
+  EXPECT_EQ(tl_name(0xF020, nullptr), -EINVAL);
+  EXPECT_EQ(tl_name(0xF020, too_long_name.c_str()), -EINVAL);
+  EXPECT_EQ(tl_name(0xF020, ("NAME " + too_long_arg).c_str()), -EINVAL);
+  EXPECT_EQ(tl_name(0xF020, ("NAME a " + too_long_arg).c_str()), -EINVAL);
+  errno = 1234;
+  EXPECT_EQ(tl_name(0xF020, "BAD  SPEC"), -EINVAL);
+  EXPECT_EQ(tl_name(0xF021, "GOOD"), 0);
+  EXPECT_EQ(errno, 1234) << "tl_name changed errno";
+  auto ring = own_ring();
+  EXPECT_EQ(ring->header.names_claimed, claimed + 1);
+  EXPECT_FALSE(ring->name_of(0xF020));
+}
+
+const Event *find_slot(const std::vector<Event> &all, uint32_t lane, uint64_t seq) {
+  for (const auto &e : all)
+    if (e.lane == lane && e.seq == seq) return &e;
+  return nullptr;
+}
+
+const Event *end_of(const std::vector<Event> &all, uint64_t token) {
+  const Event *found = nullptr;
+  for (const auto &e : all)
+    if (e.slot.kind == fmt::kKindSpanEnd && e.slot.arg0 == token) found = &e;
+  return found;
+}
+
+// Guards against: a token that does not name the begin's slot, and an end
+// that does not carry the begin's id and timestamp.
+TEST(Spans, TheTokenNamesTheBeginAndTheEndCopiesItsIdAndTimestamp) {
+  const uint64_t token = tl_span_begin(0xF100, 77);
+  const uint64_t inner = tl_span_begin(0xF101, 78);
+  tl_span_end(inner);
+  tl_span_end(token);
+  ASSERT_NE(token, 0u);
+  auto ring = own_ring();
+  auto all = ring->events();
+  const uint32_t lane = fmt::span_token_lane(token);
+  ASSERT_LT(lane, ring->header.lane_count);
+  const Event *begin = find_slot(all, lane, fmt::span_token_seq(token));
+  ASSERT_NE(begin, nullptr) << "no slot at the token's lane and sequence";
+  EXPECT_EQ(begin->slot.kind, fmt::kKindSpanBegin);
+  EXPECT_EQ(begin->slot.id, 0xF100u);
+  EXPECT_EQ(begin->slot.arg0, 77u);
+  EXPECT_EQ(begin->slot.arg1, 0u);
+  EXPECT_EQ(begin->slot.tid, static_cast<uint32_t>(syscall(SYS_gettid)));
+  EXPECT_EQ(token, fmt::span_token(begin->lane, begin->seq));
+  EXPECT_EQ(inner, fmt::span_token(lane, begin->seq + 1)) << "the nested begin is the next slot";
+  const Event *end = end_of(all, token);
+  ASSERT_NE(end, nullptr);
+  EXPECT_EQ(end->slot.id, 0xF100u);
+  EXPECT_EQ(end->slot.arg1, begin->slot.timestamp);
+  EXPECT_GE(end->slot.timestamp, begin->slot.timestamp);
+  EXPECT_EQ(end->seq, begin->seq + 3) << "begin, inner begin, inner end, end";
+  const Event *inner_end = end_of(all, inner);
+  ASSERT_NE(inner_end, nullptr);
+  EXPECT_EQ(inner_end->slot.id, 0xF101u);
+}
+
+TEST(Spans, AnotherThreadEndsASpanWithTheBeginsIdAndTimestamp) {
+  const uint64_t token = tl_span_begin(0xF110, 1);
+  uint32_t ender = 0;
+  std::thread([&] {
+    ender = static_cast<uint32_t>(syscall(SYS_gettid));
+    tl_span_end(token);
+  }).join();
+  auto all = own_ring()->events();
+  const Event *begin = find_slot(all, fmt::span_token_lane(token), fmt::span_token_seq(token));
+  const Event *end = end_of(all, token);
+  ASSERT_NE(begin, nullptr);
+  ASSERT_NE(end, nullptr);
+  EXPECT_EQ(end->slot.tid, ender);
+  EXPECT_NE(end->lane, begin->lane);
+  EXPECT_EQ(end->slot.id, 0xF110u);
+  EXPECT_EQ(end->slot.arg1, begin->slot.timestamp);
+}
+
+// Guards against: an end reading whatever now sits in its begin's slot (a
+// newer event of the lane) as the span's id and start.
+TEST(Spans, AnEndWhoseBeginWasOverwrittenHasIdAndTimestampZero) {
+  const uint64_t token = tl_span_begin(0xF120, 5);
+  for (int i = 0; i < 64; ++i) tl_mark(0xF121, static_cast<uintptr_t>(i));  // 64 slots per lane
+  tl_span_end(token);
+  auto all = own_ring()->events();
+  EXPECT_EQ(find_slot(all, fmt::span_token_lane(token), fmt::span_token_seq(token)), nullptr)
+      << "the begin was not overwritten";
+  const Event *end = end_of(all, token);
+  ASSERT_NE(end, nullptr);
+  EXPECT_EQ(end->slot.id, 0u);
+  EXPECT_EQ(end->slot.arg1, 0u);
+}
+
+TEST(Spans, TokensThatNameNoBeginRecordAnEndWithZeros) {
+  tl_mark(0xF130, 1);
+  const uint64_t token = tl_span_begin(0xF131, 2);
+  const uint64_t before = token - 1;  // the same lane's previous slot: the mark
+  const uint64_t no_lane = fmt::span_token(4000, 1);
+  const uint64_t future = fmt::span_token(fmt::span_token_lane(token), fmt::span_token_seq(token) + 1000);
+  for (uint64_t t : {before, no_lane, future}) tl_span_end(t);
+  auto all = own_ring()->events();
+  for (uint64_t t : {before, no_lane, future}) {
+    const Event *end = end_of(all, t);
+    ASSERT_NE(end, nullptr) << std::hex << t;
+    EXPECT_EQ(end->slot.id, 0u) << std::hex << t;
+    EXPECT_EQ(end->slot.arg1, 0u) << std::hex << t;
+  }
+  tl_span_end(token);
+}
+
+TEST(Spans, TokenZeroEndsNothingAndDisabledUserEventsBeginNothing) {
+  auto count_ends = [] {
+    size_t n = 0;
+    for (const auto &e : own_ring()->events()) n += e.slot.kind == fmt::kKindSpanEnd;
+    return n;
+  };
+  tl_mark(0xF140, 0);  // the lane's window moves past older ends: count after it
+  const size_t ends = count_ends();
+  tl_span_end(0);
+  EXPECT_EQ(count_ends(), ends);
+  tl_set_enabled(TL_SOURCE_ALL & ~TL_SOURCE_USER);
+  const uint64_t token = tl_span_begin(0xF141, 0);
+  tl_set_enabled(TL_SOURCE_ALL);
+  EXPECT_EQ(token, 0u);
+}
+
+// The C++ guards of timeline.hpp.
+TEST(Cxx, ASpanGuardEndsOnceWhenItsLastOwnerGoes) {
+  uint64_t token = 0, early = 0, released = 0;
+  {
+    core_timeline::Span span(0xF150, 9);
+    token = span.token();
+    core_timeline::Span moved = std::move(span);
+    EXPECT_EQ(span.token(), 0u);
+    EXPECT_EQ(moved.token(), token);
+    core_timeline::Span ended_early(0xF151);
+    early = ended_early.token();
+    ended_early.end();
+    EXPECT_EQ(ended_early.token(), 0u);
+    core_timeline::Span handed_off(0xF152);
+    released = handed_off.release();
+  }
+  auto all = own_ring()->events();
+  auto ends = [&](uint64_t t) {
+    int n = 0;
+    for (const auto &e : all) n += e.slot.kind == fmt::kKindSpanEnd && e.slot.arg0 == t;
+    return n;
+  };
+  ASSERT_NE(token, 0u);
+  EXPECT_EQ(ends(token), 1) << "moved: one end, by the new owner";
+  EXPECT_EQ(ends(early), 1) << "end() and then the destructor: one end";
+  EXPECT_EQ(ends(released), 0) << "released: no end";
+  EXPECT_EQ(end_of(all, token)->slot.id, 0xF150u);
+  tl_span_end(released);
+}
+
+// Guards against: ScopedThreadName naming only the lane (tl_thread_name
+// does not set the kernel's name) or not putting the old name back.
+TEST(Cxx, ScopedThreadNameNamesTheThreadAndItsLaneThenRestoresBoth) {
+  std::string during, after, lane_during, lane_after, previous;
+  uint32_t lane = 0;
+  std::thread([&] {
+    prctl(PR_SET_NAME, "before-scope", 0, 0, 0);
+    tl_mark(0xF160, 0);
+    auto comm = [] {
+      char name[16] = {0};
+      prctl(PR_GET_NAME, name, 0, 0, 0);
+      return std::string(name);
+    };
+    {
+      core_timeline::ScopedThreadName scoped("in-scope");
+      previous = scoped.previous();
+      during = comm();
+      auto ring = own_ring();
+      for (const auto &e : ring->events())
+        if (e.slot.id == 0xF160 && e.slot.kind == fmt::kKindUser) lane = e.lane;
+      lane_during = ring->lane(lane).owner_name;
+    }
+    after = comm();
+    lane_after = own_ring()->lane(lane).owner_name;
+  }).join();
+  EXPECT_EQ(previous, "before-scope");
+  EXPECT_EQ(during, "in-scope");
+  EXPECT_EQ(lane_during, "in-scope");
+  EXPECT_EQ(after, "before-scope");
+  EXPECT_EQ(lane_after, "before-scope");
+}
+
 TEST(Lanes, EachThreadWritesItsOwnLaneAndReleasesItAtExit) {
   std::vector<uint32_t> lanes_seen;
   std::vector<uint32_t> tids(4);
@@ -251,6 +516,9 @@ TEST(Fork, ChildWritesItsOwnRingNeverTheParents) {
     int ok = ring && ring->header.pid == static_cast<uint32_t>(getpid()) &&
              events_with_id(ring->events(), 0xD001, fmt::kKindUser).size() == 1 &&
              events_with_id(ring->events(), 0xA001, fmt::kKindUser).empty();
+    // The parent's names, and the child's own in its own ring.
+    ok = ok && ring->name_of(kEarly) && ring->name_of(0xF010) && tl_name(0xD002, "CHILD_ONLY") == 0 &&
+         own_ring()->name_of(0xD002);
     int rings = 0;
     std::ifstream maps("/proc/self/maps");
     std::string line;
@@ -277,6 +545,7 @@ TEST(Fork, ChildWritesItsOwnRingNeverTheParents) {
   auto ring = own_ring();
   EXPECT_TRUE(events_with_id(ring->events(), 0xD001, fmt::kKindUser).empty())
       << "the child's event landed in the parent's ring";
+  EXPECT_FALSE(ring->name_of(0xD002)) << "the child's name landed in the parent's ring";
 }
 
 TEST(Sidecar, IsANewPrivateFileMirroringTheRing) {
@@ -290,17 +559,22 @@ TEST(Sidecar, IsANewPrivateFileMirroringTheRing) {
   EXPECT_EQ(sb.st_mode & 0777, 0600u);
   EXPECT_EQ(sb.st_ino, ring->header.sidecar_ino);
   tl_mark(0xE001, 5);
+  ASSERT_EQ(tl_name(0xE001, "SIDECAR_EVENT its_arg"), 0);
   ASSERT_EQ(tl_flush_async(), 0);
-  // The helper thread syncs within its interval; wait for our event.
-  bool seen = false;
-  for (int i = 0; i < 200 && !seen; ++i) {
+  // The helper thread syncs within its interval; wait for our event and
+  // its name.
+  bool seen = false, named = false;
+  for (int i = 0; i < 200 && !(seen && named); ++i) {
     std::ifstream f(name, std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     auto side = ct_test::RingView::from_bytes(bytes);
     seen = side && !events_with_id(side->events(), 0xE001, fmt::kKindUser).empty();
-    if (!seen) usleep(10000);
+    named = side && side->name_of(0xE001) && name_text(*side->name_of(0xE001)) == "SIDECAR_EVENT|its_arg||1" &&
+            side->name_of(kEarly);
+    if (!(seen && named)) usleep(10000);
   }
   EXPECT_TRUE(seen) << "sidecar never showed the event";
+  EXPECT_TRUE(named) << "sidecar never showed the names";
 }
 
 }  // namespace
@@ -317,6 +591,8 @@ int main(int argc, char **argv) {
   opts.lanes = 8;
   opts.sync_interval_ms = 10;
   opts.sidecar_dir = g_sidecar_dir.c_str();
+  g_early_rc = tl_name(kEarlyFromMain, "FROM_MAIN x");
+  if (tl_name(kRenamed, "OLD") != 0 || tl_name(kRenamed, "NEW y") != 0) return 2;
   int rc = tl_init(&opts);
   if (rc != 0) {
     fprintf(stderr, "tl_init: %s\n", strerror(-rc));

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -64,27 +65,69 @@ struct RingView {
     return out;
   }
 
-  // Decode `region`; nullopt unless magic, version, CRC and geometry hold.
+  // The committed entries of the name table, in index order (the newest
+  // entry of an id last).
+  std::vector<fmt::NameEntry> names() const {
+    std::vector<fmt::NameEntry> out;
+    const uint64_t used = std::min<uint64_t>(header.names_claimed, header.names_capacity);
+    for (uint64_t i = 0; i < used; ++i) {
+      fmt::NameEntry e;
+      std::memcpy(&e, bytes.data() + header.names_offset + i * fmt::kNameEntrySize, sizeof e);
+      if (e.state == fmt::kNameCommitted) out.push_back(e);
+    }
+    return out;
+  }
+  // The newest committed entry naming `id`, if any.
+  std::optional<fmt::NameEntry> name_of(uint32_t id) const {
+    std::optional<fmt::NameEntry> found;
+    for (const auto &e : names())
+      if (e.id == id) found = e;
+    return found;
+  }
+
+  // Decode `region`; nullopt unless magic, version 2, CRC and geometry
+  // (the name table's included) hold.  A no-ring header is not a ring.
   static std::optional<RingView> from_bytes(std::vector<uint8_t> region) {
     if (region.size() < fmt::kHeaderSize) return std::nullopt;
     RingView v;
     std::memcpy(&v.header, region.data(), sizeof v.header);
     const auto &h = v.header;
     if (std::memcmp(h.magic, fmt::kMagic, 4) != 0 || h.version != fmt::kVersion ||
-        h.slot_size != fmt::kSlotSize || h.header_crc != fmt::header_crc(region.data()))
+        h.slot_size != fmt::kSlotSize || h.header_crc != fmt::header_crc(region.data()) ||
+        h.incompat_flags != 0)
       return std::nullopt;
     if (h.lane_count < 2 || h.lane_count > fmt::kMaxLanes || h.slots_per_lane < 8 ||
-        h.slots_per_lane > fmt::kMaxSlotsPerLane ||
-        fmt::region_size_for(h.lane_count, h.slots_per_lane) > region.size())
+        h.slots_per_lane > fmt::kMaxSlotsPerLane || h.names_capacity < 1 ||
+        h.names_capacity > fmt::kMaxNames || h.name_entry_size != fmt::kNameEntrySize ||
+        h.lanes_offset != fmt::lanes_offset_for(h.lane_count) ||
+        h.names_offset != fmt::names_offset_for(h.lane_count, h.slots_per_lane) ||
+        h.region_size != fmt::region_size_for(h.lane_count, h.slots_per_lane, h.names_capacity) ||
+        h.region_size > region.size())
       return std::nullopt;
     v.bytes = std::move(region);
     return v;
   }
 };
 
-// The ring of this process, read from its own memory (/proc/self/maps names
-// the mapping "/memfd:core-timeline (deleted)").
-inline std::optional<RingView> own_ring() {
+// A no-ring header (kIncompatNoRing: tl_init made no ring and says why),
+// if `region` holds one that validates: magic, version 2, CRC, the flag,
+// and the empty geometry it promises.
+inline std::optional<fmt::RingHeader> no_ring_from_bytes(const std::vector<uint8_t> &region) {
+  if (region.size() < fmt::kHeaderSize) return std::nullopt;
+  fmt::RingHeader h;
+  std::memcpy(&h, region.data(), sizeof h);
+  if (std::memcmp(h.magic, fmt::kMagic, 4) != 0 || h.version != fmt::kVersion ||
+      h.header_crc != fmt::header_crc(region.data()) || h.incompat_flags != fmt::kIncompatNoRing ||
+      h.lane_count != 0 || h.slots_per_lane != 0 || h.lanes_offset != 0 || h.names_offset != 0 ||
+      h.names_capacity != 0 || h.region_size != 4096 || h.lane_table_offset != fmt::kHeaderSize)
+    return std::nullopt;
+  return h;
+}
+
+// The bytes of each of this process's mappings named
+// "/memfd:core-timeline (deleted)" in /proc/self/maps.
+inline std::vector<std::vector<uint8_t>> own_timeline_mappings() {
+  std::vector<std::vector<uint8_t>> out;
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {
@@ -94,8 +137,22 @@ inline std::optional<RingView> own_ring() {
     std::istringstream in(line);
     in >> std::hex >> lo >> dash >> hi;
     const auto *p = reinterpret_cast<const uint8_t *>(lo);
-    return RingView::from_bytes(std::vector<uint8_t>(p, p + (hi - lo)));
+    out.emplace_back(p, p + (hi - lo));
   }
+  return out;
+}
+
+// This process's no-ring header, if its one timeline mapping is one.
+inline std::optional<fmt::RingHeader> own_no_ring() {
+  for (const auto &m : own_timeline_mappings())
+    if (auto h = no_ring_from_bytes(m)) return h;
+  return std::nullopt;
+}
+
+// The ring of this process, read from its own memory (/proc/self/maps names
+// the mapping "/memfd:core-timeline (deleted)").
+inline std::optional<RingView> own_ring() {
+  for (auto &m : own_timeline_mappings()) return RingView::from_bytes(std::move(m));
   return std::nullopt;
 }
 
@@ -127,6 +184,7 @@ struct FileMapping {
 
 struct CoreRings {
   std::vector<RingView> rings;
+  std::vector<fmt::RingHeader> no_rings;  // no-ring headers (kIncompatNoRing)
   std::vector<FileMapping> files;  // the NT_FILE note
   int nt_file_ring_mappings = 0;
   int empty_ring_segments = 0;
@@ -193,9 +251,9 @@ inline CoreRings rings_in_core(const std::string &path) {
     if (!ring_starts.empty() && !named) continue;
     if (p.p_filesz < fmt::kHeaderSize || p.p_offset + p.p_filesz > d.size()) continue;
     if (std::memcmp(d.data() + p.p_offset, fmt::kMagic, 4) != 0) continue;
-    auto v = RingView::from_bytes(std::vector<uint8_t>(d.begin() + long(p.p_offset),
-                                                       d.begin() + long(p.p_offset + p.p_filesz)));
-    if (v) out.rings.push_back(std::move(*v));
+    std::vector<uint8_t> region(d.begin() + long(p.p_offset), d.begin() + long(p.p_offset + p.p_filesz));
+    if (auto h = no_ring_from_bytes(region)) out.no_rings.push_back(*h);
+    if (auto v = RingView::from_bytes(std::move(region))) out.rings.push_back(std::move(*v));
   }
   return out;
 }

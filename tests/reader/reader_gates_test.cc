@@ -71,6 +71,7 @@ std::vector<std::string> story(const json &doc) {
     if (kind == "LANE_CLAIM" || kind == "THREAD_NAME") continue;
     std::string name = e["name"];
     if (kind == "USER") name += "(" + std::to_string(e["args"][0].get<std::uint64_t>()) + ")";
+    if (kind == "SPAN_BEGIN") name = "begin " + name + "(" + std::to_string(e["args"][0].get<std::uint64_t>()) + ")";
     if (kind == "MALLOC") name += "(" + std::to_string(e["args"][1].get<std::uint64_t>()) + ")";
     if (kind == "CRASH") name += " " + e["crash"]["signal_name"].get<std::string>();
     s.push_back(name);
@@ -116,9 +117,9 @@ TEST_F(Gates, A_TwoPathsSameInstructionDifferentTimelines) {
   Read b = read_json({"--core-only", core_b_->core_path, kDemo});
   ASSERT_EQ(a.run.exit_code, 0) << a.run.err;
   ASSERT_EQ(b.run.exit_code, 0) << b.run.err;
-  EXPECT_EQ(story(a.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+  EXPECT_EQ(story(a.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
   EXPECT_EQ(story(b.doc),
-            (std::vector<std::string>{"CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
+            (std::vector<std::string>{"begin RELOAD(7)", "CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
   EXPECT_NE(story(a.doc), story(b.doc));
   /* gdb names the same instruction in die() for both. */
   const std::string ga = gdb_info_symbol_pc(kDemo, core_a_->core_path);
@@ -192,7 +193,7 @@ TEST_F(Gates, D_NoHandlersNoCrashSlot) {
   auto run = ct::test::run_and_collect_core({kDemo, "--path=a", "--no-handlers"});
   Read r = read_json({"--core-only", run.core_path, kDemo});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
-  EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)"}));
+  EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)"}));
   EXPECT_FALSE(r.doc["crash"]["ring_slot"].get<bool>());
   EXPECT_EQ(r.doc["crash"]["signal_name"], "SIGSEGV");
   EXPECT_EQ(r.doc["crash"]["location"]["function"], "die");
@@ -253,7 +254,7 @@ TEST_F(GateE, TornSlotIsSkippedAndReported) {
   std::memcpy(l.bytes.data() + slot_off(l, bd), &torn, 8);
   Read r = read_edited(l, "torn");
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
-  EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "CRASH SIGSEGV"}));
+  EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "CRASH SIGSEGV"}));
   ASSERT_EQ(r.doc["rings"][0]["torn"].size(), 1u);
   EXPECT_EQ(r.doc["rings"][0]["torn"][0]["seq"], seq);
   EXPECT_EQ(r.doc["rings"][0]["torn"][0]["kind"], "torn");
@@ -263,7 +264,7 @@ TEST_F(GateE, TornSlotIsSkippedAndReported) {
 TEST_F(GateE, InflatedDeflatedZeroedIndexFlaggedTimelineIntact) {
   Layout l = layout();
   const std::uint32_t lane = event(l, "BEFORE_DIE")["lane"];
-  const std::vector<std::string> want = {"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"};
+  const std::vector<std::string> want = {"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"};
   for (std::uint64_t w : {std::uint64_t{1} << 62, std::uint64_t{1000}, std::uint64_t{2}, std::uint64_t{0}}) {
     Layout e = l;
     std::memcpy(e.bytes.data() + lane_desc_off(e, lane) + offsetof(fmtx::LaneDesc, write_index), &w, 8);
@@ -287,7 +288,7 @@ TEST_F(GateE, LengthsBeyondTheirBoundsAreRefused) {
     std::memcpy(e.bytes.data() + slot_off(e, event(e, "REQ_PARSE")) + offsetof(fmtx::Slot, inline_len), &len, 2);
     Read r = read_edited(e, "inline");
     ASSERT_EQ(r.run.exit_code, 0);
-    EXPECT_EQ(story(r.doc), (std::vector<std::string>{"FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+    EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
     EXPECT_EQ(r.doc["rings"][0]["torn"][0]["kind"], "invalid");
   }
   /* region_size beyond the segment, with a recomputed CRC: refused (4). */
@@ -344,7 +345,7 @@ TEST_F(Gates, ForeignSidecarIsRefused) {
   EXPECT_EQ(ignored.run.exit_code, 0) << ignored.run.err;
   EXPECT_EQ(ignored.doc["sidecar"]["status"], "ignored");
   EXPECT_EQ(story(ignored.doc),
-            (std::vector<std::string>{"CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
+            (std::vector<std::string>{"begin RELOAD(7)", "CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
 
   Read refused = read_json({"--sidecar", sidecar, core_b_->core_path});
   EXPECT_EQ(refused.run.exit_code, 6) << refused.run.err;
@@ -448,7 +449,7 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
     ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
     EXPECT_TRUE(r.doc["rings"][0]["truncated"].get<bool>());
     EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
-    EXPECT_EQ(story(r.doc), (std::vector<std::string>{"REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
+    EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
   }
 }
 

@@ -74,8 +74,11 @@ inline constexpr std::uint32_t kMaxBuildId = 64;
 /** Name the writer gives its memfd; the core's NT_FILE note lists it as
  *  "/memfd:core-timeline (deleted)" (memfd_create(2), docs/platform.md §1). */
 inline constexpr char kMemfdName[] = "core-timeline";
-/** Bytes of RingHeader.init_error_text. */
-inline constexpr std::uint32_t kInitErrorText = 96;
+/** Bytes of RingHeader.init_error_text: room for the longest reason the
+ *  writer gives (127 bytes and a NUL, e.g. "slots_per_lane=1048576
+ *  lanes=4095 names=4096 needs 512.01 GiB; the ring is at most 4 GiB
+ *  (1048576 slots allow at most 30 lanes)"). */
+inline constexpr std::uint32_t kInitErrorText = 128;
 
 /** Sanity bounds a reader enforces before trusting any offset. */
 inline constexpr std::uint32_t kMaxLanes = 4096;
@@ -198,9 +201,10 @@ struct RingHeader {
   std::int32_t init_error;         /**< with kIncompatNoRing: the errno of
                                         the failed tl_init (EINVAL...) */
   char init_error_text[kInitErrorText]; /**< with kIncompatNoRing: why, in
-                                        ASCII, NUL-padded, e.g. "TL_SLOTS=
-                                        1048576 with 64 lanes exceeds ..." */
-  std::uint8_t reserved1[56];      /**< zero; room for immutable fields */
+                                        printable ASCII, NUL-terminated and
+                                        NUL-padded, e.g. "TL_SLOTS=1048576
+                                        with 64 lanes needs 8.13 GiB; ..." */
+  std::uint8_t reserved1[24];      /**< zero; room for immutable fields */
 
   /* --- mutable part (not CRC-covered), each group on its own cache line --- */
   /* Latest clock anchor, refreshed by the helper thread every interval.
@@ -271,7 +275,7 @@ static_assert(offsetof(RingHeader, name_entry_size) == 220);
 static_assert(offsetof(RingHeader, anchor_spread_ticks) == 224);
 static_assert(offsetof(RingHeader, init_error) == 228);
 static_assert(offsetof(RingHeader, init_error_text) == 232);
-static_assert(offsetof(RingHeader, reserved1) == 328);
+static_assert(offsetof(RingHeader, reserved1) == 360);
 static_assert(offsetof(RingHeader, latest_anchor_seq) == kMutableStart);
 static_assert(offsetof(RingHeader, latest_ticks) == 392);
 static_assert(offsetof(RingHeader, latest_realtime_ns) == 400);

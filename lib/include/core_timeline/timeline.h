@@ -30,7 +30,8 @@ extern "C" {
 
 /** Sources of events, for tl_set_enabled().  A disabled source costs one
  *  predictable branch per call. */
-#define TL_SOURCE_USER  0x1u /**< tl_mark, tl_mark2, tl_mark_ptr, tl_thread_name */
+#define TL_SOURCE_USER  0x1u /**< tl_mark, tl_mark2, tl_mark_ptr, tl_thread_name,
+                                  tl_span_begin, tl_span_end */
 #define TL_SOURCE_ALLOC 0x2u /**< malloc/free wrappers (libtimeline-alloc.so) */
 #define TL_SOURCE_IO    0x4u /**< open/read/write/connect/close wrappers
                                   (libtimeline-io.so) */
@@ -73,8 +74,8 @@ struct tl_options {
   const char *sidecar_dir;  /**< directory for the degraded-mode sidecar;
                                  NULL: $TL_SIDECAR_DIR, else /run/core-timeline
                                  if it exists; "" disables the sidecar */
-  uint32_t names;           /**< entries of the ring's name table (tl_name);
-                                 [1, 4096]; default 256 */
+  uint32_t names;           /**< entries of the ring's name table (tl_name),
+                                 128 bytes each; [1, 4096]; default 256 */
 };
 
 /**
@@ -98,11 +99,22 @@ struct tl_options {
  * environment has TL_DISABLE=1; calling it again returns -EALREADY.  The
  * static library does nothing until tl_init is called.
  *
+ * Names registered with tl_name() before tl_init are copied into the new
+ * ring's name table.
+ *
+ * When it makes no ring (bad options, or ftruncate or mmap of the ring
+ * failed), tl_init still maps a one-page memfd of the same name holding
+ * only a header that says why: the errno and a one-line reason naming the
+ * option, its value and the limit (docs/ring-format.md, "The no-ring
+ * header"), so the core of a crash shows why it has no timeline.  A later
+ * tl_init that makes its ring unmaps that page first.  If even the page
+ * cannot be made, there is nothing.
+ *
  * Returns 0, -EALREADY if a ring exists, -EINVAL for bad options (outside
- * the ranges above, or a ring, its header and (lanes + 1) x slots_per_lane
- * x 128 bytes, above 4 GiB: 1048576 slots allow at most 30 lanes), or the
- * -errno of the failed system call (memfd_create, ftruncate, mmap,
- * sigaction).  Thread-safe; NOT async-signal-safe.
+ * the ranges above, or a ring, its header, (lanes + 1) x slots_per_lane
+ * x 128 bytes and names x 128 bytes, above 4 GiB: 1048576 slots allow at
+ * most 30 lanes), or the -errno of the failed system call (memfd_create,
+ * ftruncate, mmap).  Thread-safe; NOT async-signal-safe.
  */
 int tl_init(const struct tl_options *opts);
 
@@ -186,8 +198,10 @@ uint64_t tl_span_begin(uint32_t id, uintptr_t arg);
  * timestamp read back from its begin slot while that slot still holds it,
  * so a span whose begin was later overwritten is still shown as "ended;
  * begin lost", with its name when it could be read.  Ending a span twice
- * records two ends; the reader reports the second.
- * Thread-safe, async-signal-safe, never blocks.
+ * records two ends; the reader reports the second.  A token that names no
+ * slot of this ring records an end with id and begin timestamp 0.
+ * Recorded only while TL_SOURCE_USER is enabled.  Cost: one tl_mark, plus
+ * reading the begin's slot.  Thread-safe, async-signal-safe, never blocks.
  */
 void tl_span_end(uint64_t token);
 
@@ -202,9 +216,11 @@ void tl_span_end(uint64_t token);
  *
  * Before tl_init the name is kept in the library and written into the ring
  * when it is made.  Naming an id again replaces its name (the newest entry
- * wins).  Returns 0, -EINVAL for a malformed spec, -ENOSPC when the name
- * table (tl_options.names entries) is full.
- * Thread-safe, async-signal-safe.
+ * wins).  Returns 0, -EINVAL for a malformed spec (NULL, an empty field:
+ * a double, leading or trailing space; a byte that is not printable
+ * ASCII; a field too long; more than two ARGs), -ENOSPC when the name
+ * table (tl_options.names entries; before tl_init, 256 waiting names) is
+ * full.  Never blocks, preserves errno.  Thread-safe, async-signal-safe.
  */
 int tl_name(uint32_t id, const char *spec);
 
@@ -214,13 +230,17 @@ int tl_name(uint32_t id, const char *spec);
  *      TL_NAME(REQ_PARSE, "REQ_PARSE request_id bytes");
  *
  *  expands to a constructor that calls tl_name(ID, SPEC) when the program
- *  (or the shared object holding it) is loaded. */
+ *  (or the shared object holding it) is loaded, and a declaration that
+ *  takes the semicolon (so it is valid ISO C).  Its result is not checked:
+ *  test a spec with tl_name itself.  In a program linked with the static
+ *  library the constructor runs before main(), so before tl_init: the name
+ *  waits in the library until tl_init makes the ring. */
 #define TL_NAME_CAT2_(a, b) a##b
 #define TL_NAME_CAT_(a, b) TL_NAME_CAT2_(a, b)
-#define TL_NAME(ID, SPEC)                                                       \
-  __attribute__((constructor)) static void TL_NAME_CAT_(tl_name_ctor_, __COUNTER__)(void) { \
-    (void)tl_name((ID), (SPEC));                                                \
-  }
+#define TL_NAME_AT_(ID, SPEC, FN)                                               \
+  __attribute__((constructor)) static void FN(void) { (void)tl_name((ID), (SPEC)); } \
+  struct tl_name_at_file_scope_
+#define TL_NAME(ID, SPEC) TL_NAME_AT_(ID, SPEC, TL_NAME_CAT_(tl_name_ctor_, __COUNTER__))
 
 /**
  * tl_set_enabled - set the mask of recorded sources (TL_SOURCE_*).
