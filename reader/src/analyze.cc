@@ -1141,6 +1141,7 @@ struct LossIndex {
    * that lost events, by timestamp; suffix[i] sums overwritten from i on. */
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> lanes;
   std::vector<std::uint64_t> suffix;
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> by_lane;  /* lane -> (timestamp, overwritten) */
   std::set<std::pair<std::uint32_t, std::uint64_t>> rejected;  /* (lane, seq) */
 };
 
@@ -1150,6 +1151,7 @@ LossIndex index_losses(const DecodedRing &r) {
     if (l.overwritten == 0) continue;
     const std::uint64_t ts = l.committed > 0 && l.first_timestamp != 0 ? l.first_timestamp : UINT64_MAX;
     x.lanes.emplace_back(ts, l.overwritten, l.index);
+    x.by_lane.emplace(l.index, std::make_pair(ts, l.overwritten));
   }
   std::sort(x.lanes.begin(), x.lanes.end());
   x.suffix.assign(x.lanes.size() + 1, 0);
@@ -1171,12 +1173,10 @@ std::string end_may_be_lost(const DecodedRing &r, const LossIndex &x, const Even
                                       std::make_tuple(b.timestamp, UINT64_MAX, UINT32_MAX));
   const auto i = static_cast<std::size_t>(first - x.lanes.begin());
   std::uint64_t lanes = x.lanes.size() - i, lost = x.suffix[i];
-  for (auto it = first; it != x.lanes.end(); ++it)
-    if (std::get<2>(*it) == b.lane) {
-      lanes--;
-      lost -= std::get<1>(*it);
-      break;
-    }
+  if (auto own = x.by_lane.find(b.lane); own != x.by_lane.end() && own->second.first > b.timestamp) {
+    lanes--;
+    lost -= own->second.second;
+  }
   if (lanes > 0)
     why.push_back(fmt::format("{} events of {} other lanes were overwritten after it began", lost, lanes));
   if (r.torn + r.invalid > 0) why.push_back(fmt::format("{} slots are torn or invalid", r.torn + r.invalid));
