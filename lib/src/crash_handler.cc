@@ -135,7 +135,7 @@ void write_crash_anchor() {
 
 void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags) {
   if ((__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) & TL_SOURCE_CRASH) == 0 ||
-      (t_lane.lane == nullptr && claim_lane(true) == nullptr)) {
+      (t_lanes[fmt::kSourceUser].lane == nullptr && claim_lane(fmt::kSourceUser, true) == nullptr)) {
     /* No CRASH event, but the clock anchor still dates the other events. */
     write_crash_anchor();
     sidecar_sync();
@@ -157,7 +157,7 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
     }
   }
   ci.handler_flags = flags;
-  record(fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false);
+  record(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false);
   write_crash_anchor();
   /* Bring the sidecar up to date (the lanes that changed, the name table,
    * then the header with the anchor, and the lane table): pwrite(2) only. */

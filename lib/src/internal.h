@@ -33,10 +33,11 @@ struct Ring {
   uint64_t size;            /* bytes mapped */
   fmt::RingHeader *header;
   fmt::LaneDesc *lanes;     /* lane table */
-  fmt::Slot *slots;         /* lane 0's first slot */
-  uint32_t lane_count;      /* including the overflow lane */
-  uint32_t slots_per_lane;
-  uint32_t slot_mask;       /* slots_per_lane - 1 */
+  fmt::Slot *slots;         /* the slot area's first slot (lane 0's) */
+  fmt::SourceArea *sources; /* header.sources */
+  uint32_t lane_count;      /* all sources' lanes, overflow lanes included */
+  uint32_t lanes_per_source;/* lane_count / kSourceCount */
+  uint32_t slots_per_lane;  /* each lane's first extent */
   int memfd;
   int sidecar_fd;           /* -1 without a sidecar */
   int wake_fd;              /* eventfd that wakes the helper, -1 if none */
@@ -50,15 +51,26 @@ struct Ring {
                                that found every claimed entry committed */
 };
 
-/** Per-thread view of the lane the thread writes (initial-exec TLS, so
- *  touching it never allocates and is async-signal-safe). */
+/** Per-thread view of the lane the thread writes for one source
+ *  (initial-exec TLS, so touching it never allocates and is
+ *  async-signal-safe). */
 struct ThreadLane {
-  fmt::LaneDesc *lane;   /* NULL until the thread's first event */
-  fmt::Slot *slots;
+  fmt::LaneDesc *lane;   /* NULL until the thread's first event of the
+                            source, and while the lane grows */
+  fmt::Slot *slots;      /* the lane's extent */
+  uint64_t mask;         /* slots in the extent - 1 */
+  uint64_t grow_at;      /* the sequence after whose commit the lane grows
+                            (its extent's size, while it has never wrapped
+                            and its pool may have room); 0: never */
   uint32_t tid;
   uint32_t index;        /* lane index */
+  uint32_t source;       /* enum Source */
   bool shared;           /* the overflow lane: reserve with a locked add */
-  bool claiming;         /* re-entry guard for claim_lane() */
+  bool claiming;         /* re-entry guard for claim_lane() and grow_lane() */
+};
+
+/** The calling thread's alternate signal stack (initial-exec TLS). */
+struct ThreadStack {
   void *altstack;        /* this thread's alternate signal stack mapping */
   size_t altstack_size;  /* bytes mapped at altstack, guard page included */
 };
@@ -67,7 +79,9 @@ extern Ring g_ring TL_HIDDEN;
 /** TL_SOURCE_* mask; 0 until the ring is ready, so recording before tl_init
  *  does nothing. */
 extern uint32_t g_enabled TL_HIDDEN;
-extern __thread ThreadLane t_lane TL_HIDDEN TL_TLS;
+/** The calling thread's lanes, by source. */
+extern __thread ThreadLane t_lanes[fmt::kSourceCount] TL_HIDDEN TL_TLS;
+extern __thread ThreadStack t_stack TL_HIDDEN TL_TLS;
 
 /** Read the slot clock: TSC on x86-64, CNTVCT_EL0 on AArch64, else 0.
  *  Async-signal-safe (one instruction). */
@@ -91,22 +105,27 @@ struct Recorded {
 };
 
 /**
- * Write one event into the calling thread's lane.  Claims a lane on the
- * thread's first event.  Async-signal-safe; never blocks.  `inline_bytes`
+ * Write one event of source `source` (enum Source; the kind's, see
+ * fmt::source_of_kind) into the calling thread's lane of that source.
+ * Claims a lane on the thread's first event of the source.  Async-signal-safe; never blocks.  `inline_bytes`
  * may be NULL; at most kInlineBytes are copied.  When `copy_from_ptr` is
  * set, the inline bytes are read from (untrusted) `inline_bytes` with
  * process_vm_readv(2) so a bad pointer records no bytes instead of faulting.
  * Returns the lane and sequence written, or seq 0 if no slot could be had
  * (counted in header.dropped).
  */
-Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
                 uint64_t return_address, const void *inline_bytes,
                 uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
 
-/** Claim a lane for the calling thread (slow path of record()).  From a
- *  signal handler pass in_signal = true: no alternate stack is mapped and no
- *  thread-exit destructor is registered.  Async-signal-safe. */
-ThreadLane *claim_lane(bool in_signal) TL_HIDDEN;
+/** Claim a lane of `source` for the calling thread (slow path of
+ *  record()): a free lane of the source, else one whose owner died, else
+ *  the source's shared overflow lane.  From a signal handler pass
+ *  in_signal = true: no alternate stack is mapped and no thread-exit
+ *  destructor is registered.  Returns NULL while the thread is already
+ *  claiming or growing that lane (a signal handler interrupted it).
+ *  Async-signal-safe. */
+ThreadLane *claim_lane(uint32_t source, bool in_signal) TL_HIDDEN;
 
 /** Map and install an alternate signal stack for the calling thread if it
  *  has none.  Sized from getauxval(AT_MINSIGSTKSZ) (getauxval(3)) plus room

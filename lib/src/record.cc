@@ -26,7 +26,8 @@
 
 namespace core_timeline::lib {
 
-__thread ThreadLane t_lane TL_TLS;
+__thread ThreadLane t_lanes[fmt::kSourceCount] TL_TLS;
+__thread ThreadStack t_stack TL_TLS;
 
 pid_t raw_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 pid_t raw_getpid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
@@ -65,7 +66,7 @@ inline uint64_t reserve(ThreadLane *tl) {
 }  // namespace
 
 void ensure_altstack() {
-  ThreadLane *tl = &t_lane;
+  ThreadStack *tl = &t_stack;
   if (tl->altstack != nullptr) return;
   stack_t current;
   if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE))
@@ -101,8 +102,24 @@ void ensure_altstack() {
   tl->altstack_size = total;
 }
 
-ThreadLane *claim_lane(bool in_signal) {
-  ThreadLane *tl = &t_lane;
+/* Point the thread's view at lane `index` (the lane's extent as it is now)
+ * and say when it grows: at the end of its first pass over its extent, if
+ * it has not wrapped yet and its source has a pool. */
+static void view_lane(ThreadLane *tl, uint32_t index) {
+  Ring &r = g_ring;
+  fmt::LaneDesc *lane = &r.lanes[index];
+  const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_ACQUIRE);
+  const uint64_t slots = uint64_t(1) << fmt::extent_log2(extent);
+  tl->index = index;
+  tl->slots = r.slots + fmt::extent_first_slot(extent);
+  tl->mask = slots - 1;
+  const uint64_t written = __atomic_load_n(&lane->write_index, __ATOMIC_RELAXED);
+  tl->grow_at = !tl->shared && r.sources[tl->source].pool_slots != 0 && written < slots ? slots : 0;
+  tl->lane = lane;
+}
+
+ThreadLane *claim_lane(uint32_t source, bool in_signal) {
+  ThreadLane *tl = &t_lanes[source];
   Ring &r = g_ring;
   if (r.base == nullptr || tl->claiming) return nullptr;
   tl->claiming = true;
@@ -110,10 +127,12 @@ ThreadLane *claim_lane(bool in_signal) {
 
   uint32_t tid = static_cast<uint32_t>(raw_gettid());
   pid_t pid = raw_getpid();
-  uint32_t owned = r.lane_count - 1; /* per-thread lanes; the last is shared */
+  const fmt::SourceArea &area = r.sources[source];
+  const uint32_t first = area.first_lane;
+  const uint32_t owned = first + area.lane_count - 1; /* per-thread lanes; the last is shared */
   uint32_t chosen = UINT32_MAX;
   uint32_t previous_owner = 0;
-  for (uint32_t i = 0; i < owned && chosen == UINT32_MAX; ++i) {
+  for (uint32_t i = first; i < owned && chosen == UINT32_MAX; ++i) {
     uint32_t expected = 0;
     if (__atomic_load_n(&r.lanes[i].owner_tid, __ATOMIC_RELAXED) == 0 &&
         __atomic_compare_exchange_n(&r.lanes[i].owner_tid, &expected, tid, false,
@@ -122,7 +141,7 @@ ThreadLane *claim_lane(bool in_signal) {
   }
   /* Table full: take over a lane whose owner died without releasing it
    * (killed thread, or a thread whose exit destructor could not run). */
-  for (uint32_t i = 0; i < owned && chosen == UINT32_MAX; ++i) {
+  for (uint32_t i = first; i < owned && chosen == UINT32_MAX; ++i) {
     uint32_t owner = __atomic_load_n(&r.lanes[i].owner_tid, __ATOMIC_RELAXED);
     if (owner != 0 && owner != tid && thread_is_dead(pid, owner) &&
         __atomic_compare_exchange_n(&r.lanes[i].owner_tid, &owner, tid, false,
@@ -133,8 +152,9 @@ ThreadLane *claim_lane(bool in_signal) {
   }
 
   tl->tid = tid;
+  tl->source = source;
   if (chosen == UINT32_MAX) {
-    chosen = r.lane_count - 1;
+    chosen = owned;
     tl->shared = true;
   } else {
     tl->shared = false;
@@ -144,21 +164,79 @@ ThreadLane *claim_lane(bool in_signal) {
     prctl(PR_GET_NAME, name, 0, 0, 0); /* the kernel's comm; 16 bytes, NUL-terminated */
     memcpy(lane->owner_name, name, sizeof name);
   }
-  tl->index = chosen;
-  tl->lane = &r.lanes[chosen];
-  tl->slots = reinterpret_cast<fmt::Slot *>(r.base + fmt::lane_slots_offset(*r.header, chosen));
+  view_lane(tl, chosen);
 
   if (!in_signal) {
     if (r.handlers) ensure_altstack();
-    /* Release the lane at thread exit.  Keys below PTHREAD_KEY_2NDLEVEL_SIZE
+    /* Release the lanes at thread exit.  Keys below PTHREAD_KEY_2NDLEVEL_SIZE
      * (32) live in the thread descriptor, so setting one never allocates;
      * for a later key we skip it and rely on the dead-owner takeover. */
     if (g_lane_key_ok && g_lane_key < 32) pthread_setspecific(g_lane_key, tl);
   }
   tl->claiming = false;
   errno = saved_errno;
-  record(fmt::kKindLaneClaim, 0, chosen, previous_owner, 0, nullptr, 0, false);
+  record(source, fmt::kKindLaneClaim, 0, chosen, previous_owner, 0, nullptr, 0, false);
   return tl;
+}
+
+/* The lane of `tl` has just committed the last slot of its first pass over
+ * its extent (seq == grow_at == its size C): give it 2C slots from its
+ * source's pool, so that a thread that writes much keeps much.  The lane
+ * has not wrapped, so sequence s is in slot s - 1 under both sizes:
+ * growing in place (the extent ends where the pool's used part does)
+ * takes the C slots after it; otherwise the C slots are copied to the
+ * start of 2C fresh ones.  The pool is taken by compare-and-swap
+ * (lock-free; other threads of the source grow too), the new extent is
+ * published in one release store after its slots hold the events, and
+ * the old extent is never written again, so a reader (or tl_span_end)
+ * that read either extent finds the same events.
+ *
+ * While this runs the thread's view is cleared: an event from a signal
+ * handler that interrupts it finds no lane and is dropped (counted in
+ * dropped), so nothing is written to the lane mid-change.  If such an
+ * event came before the view was cleared, the lane wrapped and stays as
+ * it is.  Async-signal-safe (atomics and memcpy). */
+__attribute__((noinline, cold)) static void grow_lane(ThreadLane *tl) {
+  Ring &r = g_ring;
+  fmt::LaneDesc *lane = tl->lane;
+  fmt::SourceArea *area = &r.sources[tl->source];
+  const uint64_t size = tl->mask + 1;
+  tl->grow_at = 0;
+  tl->claiming = true;
+  tl->lane = nullptr;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_RELAXED);
+  const uint64_t first = fmt::extent_first_slot(extent);
+  const uint64_t pool_first = area->pool_first_slot, pool_slots = area->pool_slots;
+  bool grown = false, in_place = false;
+  uint64_t used = __atomic_load_n(&area->pool_used, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&lane->write_index, __ATOMIC_RELAXED) == size) {
+    for (;;) {
+      in_place = first >= pool_first && first + size == pool_first + used;
+      const uint64_t need = in_place ? size : 2 * size;
+      if (used + need > pool_slots) break;
+      if (__atomic_compare_exchange_n(&area->pool_used, &used, used + need, false, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+        grown = true;
+        break;
+      }
+    }
+  }
+  if (grown) {
+    const uint64_t to = in_place ? first : pool_first + used;
+    if (!in_place) memcpy(r.slots + to, r.slots + first, size * sizeof(fmt::Slot));
+    const uint32_t log2 = fmt::extent_log2(extent) + 1;
+    __atomic_store_n(&lane->extent, fmt::make_extent(static_cast<uint32_t>(to), log2), __ATOMIC_RELEASE);
+    __atomic_add_fetch(&lane->grown, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&area->grown, 1, __ATOMIC_RELAXED);
+    if (!in_place) __atomic_add_fetch(&area->moved, 1, __ATOMIC_RELAXED);
+    tl->slots = r.slots + to;
+    tl->mask = 2 * size - 1;
+    tl->grow_at = 2 * size;
+  }
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  tl->lane = lane;
+  tl->claiming = false;
 }
 
 /* The slot write protocol (docs/ring-format.md, "Write protocol"), in two
@@ -174,7 +252,7 @@ struct OpenSlot {
 __attribute__((always_inline)) inline OpenSlot open_slot(ThreadLane *tl, uint16_t kind, uint32_t id,
                                                          uint64_t arg0, uint64_t arg1, uint64_t return_address) {
   const uint64_t seq = reserve(tl);
-  fmt::Slot *s = &tl->slots[(seq - 1) & g_ring.slot_mask];
+  fmt::Slot *s = &tl->slots[(seq - 1) & tl->mask];
   __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   s->timestamp = read_ticks();
@@ -189,24 +267,28 @@ __attribute__((always_inline)) inline OpenSlot open_slot(ThreadLane *tl, uint16_
   return {seq, s};
 }
 
-__attribute__((always_inline)) inline Recorded commit_slot(const ThreadLane *tl, OpenSlot o, uint32_t inline_len) {
+__attribute__((always_inline)) inline Recorded commit_slot(ThreadLane *tl, OpenSlot o, uint32_t inline_len) {
   o.slot->inline_len = static_cast<uint16_t>(inline_len);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   __atomic_store_n(&o.slot->end_seq, o.seq, __ATOMIC_RELAXED);
   __atomic_store_n(&o.slot->begin_seq, o.seq, __ATOMIC_RELEASE);
+  const uint32_t lane = tl->index;
+  if (__builtin_expect(o.seq == tl->grow_at, 0)) grow_lane(tl);
   if (__builtin_expect(g_ring.sync_every != 0, 0) && o.seq % g_ring.sync_every == 0) sidecar_sync();
-  return {o.seq, tl->index};
+  return {o.seq, lane};
 }
 
-Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
                 uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
                 bool copy_from_ptr) {
-  ThreadLane *tl = &t_lane;
+  ThreadLane *tl = &t_lanes[source];
   if (__builtin_expect(tl->lane == nullptr, 0)) {
-    tl = claim_lane(false);
+    tl = claim_lane(source, false);
     if (tl == nullptr) {
-      if (g_ring.header != nullptr)
+      if (g_ring.header != nullptr) {
         __atomic_add_fetch(&g_ring.header->dropped, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g_ring.sources[source].dropped, 1, __ATOMIC_RELAXED);
+      }
       return {0, 0};
     }
   }
@@ -236,9 +318,9 @@ Recorded record(uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
  * first event still goes through record(), which claims the lane. */
 __attribute__((always_inline)) inline Recorded record_plain(uint16_t kind, uint32_t id, uint64_t arg0,
                                                             uint64_t arg1, uint64_t return_address) {
-  ThreadLane *tl = &t_lane;
+  ThreadLane *tl = &t_lanes[fmt::kSourceUser];
   if (__builtin_expect(tl->lane == nullptr, 0))
-    return record(kind, id, arg0, arg1, return_address, nullptr, 0, false);
+    return record(fmt::kSourceUser, kind, id, arg0, arg1, return_address, nullptr, 0, false);
   return commit_slot(tl, open_slot(tl, kind, id, arg0, arg1, return_address), 0);
 }
 
@@ -266,7 +348,7 @@ TL_EXPORT void tl_mark2(uint32_t id, uintptr_t arg0, uintptr_t arg1) {
 
 TL_EXPORT void tl_mark_ptr(uint32_t id, const void *ptr, uint32_t len_cap) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return;
-  record(fmt::kKindUserPtr, id, reinterpret_cast<uintptr_t>(ptr), len_cap,
+  record(fmt::kSourceUser, fmt::kKindUserPtr, id, reinterpret_cast<uintptr_t>(ptr), len_cap,
          reinterpret_cast<uintptr_t>(__builtin_return_address(0)), ptr, len_cap, true);
 }
 
@@ -278,10 +360,10 @@ TL_EXPORT void tl_thread_name(const char *name) {
     buf[n] = name[n];
     ++n;
   }
-  core_timeline::lib::ThreadLane *tl = &core_timeline::lib::t_lane;
-  if (tl->lane == nullptr) tl = core_timeline::lib::claim_lane(false);
+  core_timeline::lib::ThreadLane *tl = &core_timeline::lib::t_lanes[fmt::kSourceUser];
+  if (tl->lane == nullptr) tl = core_timeline::lib::claim_lane(fmt::kSourceUser, false);
   if (tl != nullptr && !tl->shared) memcpy(tl->lane->owner_name, buf, sizeof buf);
-  record(fmt::kKindThreadName, 0, 0, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+  record(fmt::kSourceUser, fmt::kKindThreadName, 0, 0, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
          buf, n, false);
 }
 
@@ -305,7 +387,11 @@ TL_EXPORT void tl_span_end(uint64_t token) {
   uint32_t id = 0;
   uint64_t begun = 0;
   if (lane < r.lane_count && seq != 0) {
-    const fmt::Slot *s = &r.slots[uint64_t(lane) * r.slots_per_lane + ((seq - 1) & r.slot_mask)];
+    /* The lane's extent now: if the lane grew since the begin, its slot
+     * was copied or stayed, at the same position. */
+    const uint64_t extent = __atomic_load_n(&r.lanes[lane].extent, __ATOMIC_ACQUIRE);
+    const uint64_t mask = (uint64_t(1) << fmt::extent_log2(extent)) - 1;
+    const fmt::Slot *s = &r.slots[fmt::extent_first_slot(extent) + ((seq - 1) & mask)];
     if (__atomic_load_n(&s->begin_seq, __ATOMIC_ACQUIRE) == seq) {
       const uint32_t read_id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
       const uint64_t read_ts = __atomic_load_n(&s->timestamp, __ATOMIC_RELAXED);
@@ -326,7 +412,8 @@ TL_EXPORT void tl_span_end(uint64_t token) {
 namespace {
 
 /* The TL_SOURCE_* bit that governs a built-in kind accepted by tl_record;
- * 0 for a kind tl_record does not accept. */
+ * 0 for a kind tl_record does not accept.  (Its lanes are
+ * fmt::source_of_kind's.) */
 uint32_t source_of(uint32_t kind) {
   switch (kind) {
     case fmt::kKindMalloc:
@@ -352,8 +439,8 @@ extern "C" {
 TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
   uint32_t source = source_of(kind);
   if (source == 0 || !TL_ENABLED(source)) return;
-  record(static_cast<uint16_t>(kind), id, arg0, arg1,
-         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+  record(source == TL_SOURCE_ALLOC ? fmt::kSourceAlloc : fmt::kSourceIo, static_cast<uint16_t>(kind), id, arg0,
+         arg1, reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
 }
 
 TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
@@ -362,7 +449,8 @@ TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintp
   if (source == 0 || !TL_ENABLED(source)) return;
   if (return_address == 0)
     return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
-  record(static_cast<uint16_t>(kind), id, arg0, arg1, return_address, bytes, len, false);
+  record(source == TL_SOURCE_ALLOC ? fmt::kSourceAlloc : fmt::kSourceIo, static_cast<uint16_t>(kind), id, arg0,
+         arg1, return_address, bytes, len, false);
 }
 
 TL_EXPORT uint32_t tl_set_enabled(uint32_t sources) {

@@ -32,15 +32,19 @@
 
 namespace core_timeline::lib {
 
-Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, 0, 0, 0, -1, -1, -1, 0, 0, false, false, nullptr, 0, 0};
+Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, -1, -1, -1, 0, 0, false, false, nullptr, 0, 0};
 uint32_t g_enabled = 0;
 pthread_key_t g_lane_key;
 bool g_lane_key_ok = false;
 
 namespace {
 
-constexpr uint32_t kDefaultSlots = 256;
+constexpr uint32_t kDefaultSlots = 32;
 constexpr uint32_t kDefaultLanes = 64;
+constexpr uint64_t kDefaultBudget = 16ull << 20; /* docs/performance.md, "Sizing the ring" */
+/* Per-thread lanes of each source, so that 3 x (lanes + 1) <= kMaxLanes. */
+constexpr uint32_t kMaxLanesPerSource = fmt::kMaxLanes / fmt::kSourceCount - 1;
+static_assert(kMaxLanesPerSource == 1364, "timeline.h and libtimeline(3) say lanes is at most 1364");
 constexpr uint32_t kDefaultIntervalMs = 100;
 constexpr uint32_t kWriterVersion = 0x000100; /* 0.1.0 */
 constexpr char kDefaultSidecarDir[] = "/run/core-timeline";
@@ -214,7 +218,7 @@ void fill_identity(fmt::RingHeader *h, const uint8_t *build_id, uint32_t build_i
                    uint64_t *mmap_generation) {
   memcpy(h->magic, fmt::kMagic, 4);
   h->version = fmt::kVersion;
-  h->header_size = fmt::kHeaderSize;
+  h->header_size = fmt::kHeaderSizeV3;
   h->endian_marker = fmt::kEndianMarker;
 #if defined(__x86_64__) || defined(__i386__)
   h->compat_flags = fmt::kCompatClockTsc;
@@ -224,7 +228,8 @@ void fill_identity(fmt::RingHeader *h, const uint8_t *build_id, uint32_t build_i
   h->compat_flags = 0;
 #endif
   h->slot_size = fmt::kSlotSize;
-  h->lane_table_offset = fmt::kHeaderSize;
+  h->lane_table_offset = fmt::kHeaderSizeV3;
+  h->source_count = fmt::kSourceCount;
   h->pid = static_cast<uint32_t>(raw_getpid());
   h->writer_version = kWriterVersion;
   h->process_start_ticks = process_start_ticks();
@@ -268,6 +273,8 @@ struct Asked {
   const char *slots;
   const char *lanes;
   const char *names;
+  const char *budget;
+  const char *shares;
 };
 
 /* "TL_SLOTS=1048576", or "256 slots" for a default. */
@@ -289,9 +296,14 @@ void put_geometry(Text &t, uint32_t slots, uint32_t lanes, uint32_t names, const
 
 /* Settings kept so a forked child can build a ring of the same shape. */
 struct Settings {
-  uint32_t lanes;          /* per-thread lanes, without the overflow lane */
+  uint32_t lanes;          /* per-thread lanes of each source, without the
+                              overflow lane */
   uint32_t slots_per_lane;
   uint32_t names;          /* name table entries */
+  uint64_t budget;         /* bytes for the pools */
+  uint32_t share[fmt::kSourceCount];      /* percent */
+  uint32_t pool_slots[fmt::kSourceCount]; /* from budget and share */
+  uint32_t present;        /* bit per source whose recorder was loaded */
   uint32_t enabled;
   uint32_t sync_every;
   uint32_t sync_interval_ms;
@@ -312,8 +324,9 @@ int g_init_state = 0; /* 0 none, 1 in progress, 2 done (atomic) */
  * for the loader's lock (build_id NULL). */
 int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_generation, Text &why) {
   const Settings &st = g_settings;
-  const uint32_t lane_count = st.lanes + 1;
-  const uint64_t size = fmt::region_size_for(lane_count, st.slots_per_lane, st.names);
+  const fmt::GeometryV3 g = fmt::geometry_v3(st.lanes + 1, st.slots_per_lane, st.pool_slots, st.names);
+  const uint32_t lane_count = g.lane_count;
+  const uint64_t size = g.region_size;
   auto failed = [&](const char *call, int e) {
     why.put(call).put(" of the ").put_size(size).put(" ring (");
     put_geometry(why, st.slots_per_lane, st.lanes, st.names, st.asked);
@@ -345,9 +358,19 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   if (st.handlers) h->compat_flags |= fmt::kCompatHandlers;
   h->slots_per_lane = st.slots_per_lane;
   h->lane_count = lane_count;
-  h->lanes_offset = fmt::lanes_offset_for(lane_count);
+  h->lanes_offset = g.lanes_offset;
   h->region_size = size;
-  h->names_offset = fmt::names_offset_for(lane_count, st.slots_per_lane);
+  h->names_offset = g.names_offset;
+  h->budget_bytes = st.budget;
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c) {
+    fmt::SourceArea &a = h->sources[c];
+    a.first_lane = c * (st.lanes + 1);
+    a.lane_count = st.lanes + 1;
+    a.pool_first_slot = g.pool_first_slot[c];
+    a.pool_slots = st.pool_slots[c];
+    a.share_percent = st.share[c];
+    a.flags = (st.present >> c & 1) ? fmt::kSourcePresent : 0;
+  }
   h->names_capacity = st.names;
   h->name_entry_size = fmt::kNameEntrySize;
   /* Slots written before the helper's first refresh carry this one. */
@@ -378,7 +401,14 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   h->enabled_sources = st.enabled;
 
   auto *lanes = reinterpret_cast<fmt::LaneDesc *>(static_cast<uint8_t *>(base) + h->lane_table_offset);
-  lanes[lane_count - 1].flags = fmt::kLaneShared;
+  uint32_t log2 = 0;
+  while ((1u << log2) < st.slots_per_lane) ++log2;
+  for (uint32_t i = 0; i < lane_count; ++i) {
+    lanes[i].extent = fmt::make_extent(i * st.slots_per_lane, log2);
+    lanes[i].source = i / (st.lanes + 1);
+  }
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c)
+    lanes[h->sources[c].first_lane + h->sources[c].lane_count - 1].flags = fmt::kLaneShared;
 
   Ring r;
   r.base = static_cast<uint8_t *>(base);
@@ -386,9 +416,10 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   r.header = h;
   r.lanes = lanes;
   r.slots = reinterpret_cast<fmt::Slot *>(static_cast<uint8_t *>(base) + h->lanes_offset);
+  r.sources = h->sources;
   r.lane_count = lane_count;
+  r.lanes_per_source = st.lanes + 1;
   r.slots_per_lane = st.slots_per_lane;
-  r.slot_mask = st.slots_per_lane - 1;
   r.memfd = memfd;
   r.sidecar_fd = sidecar;
   r.wake_fd = -1;
@@ -461,19 +492,25 @@ void no_ring_make(int error, const char *text, const uint8_t *build_id, uint32_t
  * stack.  The TLS view is cleared first so a signal arriving now does not
  * write into a lane another thread may already own. */
 void on_thread_exit(void *) {
-  ThreadLane *tl = &t_lane;
-  fmt::LaneDesc *lane = tl->lane;
-  bool shared = tl->shared;
-  tl->lane = nullptr;
-  tl->slots = nullptr;
-  if (tl->altstack != nullptr) {
+  fmt::LaneDesc *release[fmt::kSourceCount];
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c) {
+    ThreadLane *tl = &t_lanes[c];
+    release[c] = tl->shared ? nullptr : tl->lane;
+    tl->lane = nullptr;
+    tl->slots = nullptr;
+    tl->grow_at = 0;
+  }
+  ThreadStack *ts = &t_stack;
+  if (ts->altstack != nullptr) {
     stack_t off;
     memset(&off, 0, sizeof off);
     off.ss_flags = SS_DISABLE;
-    if (sigaltstack(&off, nullptr) == 0) munmap(tl->altstack, tl->altstack_size);
-    tl->altstack = nullptr;
+    if (sigaltstack(&off, nullptr) == 0) munmap(ts->altstack, ts->altstack_size);
+    ts->altstack = nullptr;
   }
-  if (lane != nullptr && !shared) __atomic_store_n(&lane->owner_tid, 0, __ATOMIC_RELEASE);
+  /* A lane keeps its extent (and its events) for the next thread. */
+  for (fmt::LaneDesc *lane : release)
+    if (lane != nullptr) __atomic_store_n(&lane->owner_tid, 0, __ATOMIC_RELEASE);
 }
 
 /* In a child of fork(2): the parent's ring is MAP_SHARED, so writing to it
@@ -505,11 +542,13 @@ void on_fork_child() {
   uint64_t generation = __atomic_load_n(&old.header->mmap_generation, __ATOMIC_RELAXED);
   g_ring.base = nullptr;
   g_ring.header = nullptr;
-  ThreadLane *tl = &t_lane;
-  tl->lane = nullptr;
-  tl->slots = nullptr;
-  tl->shared = false;
-  tl->claiming = false;
+  for (ThreadLane &tl : t_lanes) {
+    tl.lane = nullptr;
+    tl.slots = nullptr;
+    tl.grow_at = 0;
+    tl.shared = false;
+    tl.claiming = false;
+  }
   g_settings.enabled = enabled;
   char why_text[fmt::kInitErrorText];
   Text why(why_text, sizeof why_text);
@@ -546,12 +585,31 @@ void on_exit_remove_sidecar() {
 
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-/* The most per-thread lanes a ring of `slots` slots per lane and `names`
- * name entries may have under the 4 GiB rule (0 if none). */
-constexpr uint32_t max_lanes_for(uint32_t slots, uint32_t names) {
+/* Each source's pool: its share of `budget` in 128-byte slots, rounded
+ * down to a power of two (a lane's extent is one); 0 when that is fewer
+ * than a lane's first growth (2 x slots_per_lane). */
+void size_pools(uint64_t budget, const uint32_t (&share)[fmt::kSourceCount], uint32_t slots_per_lane,
+                uint32_t (&pool)[fmt::kSourceCount]) {
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c) {
+    uint64_t slots = budget * share[c] / 100 / fmt::kSlotSize; /* budget <= 4 GiB: no overflow */
+    uint64_t p = 1;
+    while (p * 2 <= slots) p *= 2;
+    pool[c] = slots == 0 || p < 2ull * slots_per_lane ? 0 : static_cast<uint32_t>(p);
+  }
+}
+
+constexpr uint64_t region_for(uint32_t slots, uint32_t lanes, uint32_t names,
+                              const uint32_t (&pool)[fmt::kSourceCount]) {
+  return fmt::geometry_v3(lanes + 1, slots, pool, names).region_size;
+}
+
+/* The most per-thread lanes (of each source) a ring of `slots` slots per
+ * lane, `names` name entries and these pools may have under the 4 GiB
+ * rule (0 if none). */
+constexpr uint32_t max_lanes_for(uint32_t slots, uint32_t names, const uint32_t (&pool)[fmt::kSourceCount]) {
   uint32_t most = 0;
-  for (uint32_t lanes = 1; lanes + 1 <= fmt::kMaxLanes; ++lanes) {
-    if (fmt::region_size_for(lanes + 1, slots, names) > fmt::kMaxRegionSize) break;
+  for (uint32_t lanes = 1; lanes <= kMaxLanesPerSource; ++lanes) {
+    if (region_for(slots, lanes, names, pool) > fmt::kMaxRegionSize) break;
     most = lanes;
   }
   return most;
@@ -559,27 +617,29 @@ constexpr uint32_t max_lanes_for(uint32_t slots, uint32_t names) {
 
 /* tl_init's EINVAL rules (timeline.h) in one place, with the one wording
  * tl_init's no-ring page and the constructor's stderr line share: false
- * if `slots` slots per lane, `lanes` lanes and `names` name entries make a
- * ring; otherwise true, with why in `why` (the variable or option, its
- * value, and the limit).  The limits printed are the constants themselves;
- * the ones timeline.h, the README and libtimeline(3) spell out are pinned
- * here. */
+ * if the settings make a ring (and then st.pool_slots is set); otherwise
+ * true, with why in `why` (the variable or option, its value, and the
+ * limit).  The limits printed are the constants themselves; the ones
+ * timeline.h, the README and libtimeline(3) spell out are pinned here. */
 static_assert(fmt::kMinSlotsPerLane == 8 && fmt::kMaxSlotsPerLane == 1048576 && fmt::kMaxLanes == 4096 &&
                   fmt::kMaxRegionSize == (1ull << 32) && fmt::kSlotSize == 128 && fmt::kMaxNames == 4096 &&
                   fmt::kDefaultNames == 256,
               "timeline.h, the README and libtimeline(3) name these limits");
-static_assert(max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kDefaultNames) == 30 &&
-                  max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kMaxNames) == 30,
-              "timeline.h and libtimeline(3) say 1048576 slots allow at most 30 lanes, whatever the names");
-bool geometry_problem(uint32_t slots, uint32_t lanes, uint32_t names, const Asked &asked, Text &why) {
+constexpr uint32_t kNoPools[fmt::kSourceCount] = {0, 0, 0};
+static_assert(max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kDefaultNames, kNoPools) == 9 &&
+                  max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kMaxNames, kNoPools) == 9,
+              "timeline.h and libtimeline(3) say 1048576 slots allow at most 9 lanes, whatever the names");
+bool geometry_problem(Settings &st, Text &why) {
+  const Asked &asked = st.asked;
+  const uint32_t slots = st.slots_per_lane, lanes = st.lanes, names = st.names;
   if (!is_power_of_two(slots) || slots < fmt::kMinSlotsPerLane || slots > fmt::kMaxSlotsPerLane) {
     why.put(asked.slots != nullptr ? asked.slots : "slots_per_lane").put("=").put_u64(slots);
     why.put(" is not a power of two from ").put_u64(fmt::kMinSlotsPerLane).put(" to ").put_u64(fmt::kMaxSlotsPerLane);
     return true;
   }
-  if (lanes < 1 || lanes + 1 > fmt::kMaxLanes) {
+  if (lanes < 1 || lanes > kMaxLanesPerSource) {
     why.put(asked.lanes != nullptr ? asked.lanes : "lanes").put("=").put_u64(lanes);
-    why.put(" is not from 1 to ").put_u64(fmt::kMaxLanes - 1);
+    why.put(" is not from 1 to ").put_u64(kMaxLanesPerSource);
     return true;
   }
   if (names < 1 || names > fmt::kMaxNames) {
@@ -587,15 +647,49 @@ bool geometry_problem(uint32_t slots, uint32_t lanes, uint32_t names, const Aske
     why.put(" is not from 1 to ").put_u64(fmt::kMaxNames);
     return true;
   }
-  const uint64_t size = fmt::region_size_for(lanes + 1, slots, names);
+  uint32_t total = 0;
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c) total += st.share[c] <= 100 ? st.share[c] : 101;
+  if (total > 100) {
+    why.put(asked.shares != nullptr ? asked.shares : "share_percent").put(": the shares add up to ");
+    why.put_u64(total).put("; they are percent of the budget, at most 100 in all");
+    return true;
+  }
+  if (st.budget > fmt::kMaxRegionSize) {
+    why.put(asked.budget != nullptr ? asked.budget : "budget").put("=").put_u64(st.budget);
+    why.put(" is more than the ring's ").put_u64(fmt::kMaxRegionSize >> 30).put(" GiB");
+    return true;
+  }
+  size_pools(st.budget, st.share, slots, st.pool_slots);
+  const uint64_t size = region_for(slots, lanes, names, st.pool_slots);
   if (size > fmt::kMaxRegionSize) {
     put_geometry(why, slots, lanes, names, asked);
+    if (st.budget != 0) why.put(" and a ").put_size(st.budget).put(" budget");
     why.put(" needs ").put_gib(size).put("; the ring is at most ").put_u64(fmt::kMaxRegionSize >> 30);
-    why.put(" GiB (").put_u64(slots).put(" slots allow at most ").put_u64(max_lanes_for(slots, names));
+    why.put(" GiB (").put_u64(slots).put(" slots allow at most ").put_u64(max_lanes_for(slots, names, st.pool_slots));
     why.put(" lanes)");
     return true;
   }
   return false;
+}
+
+/* Which wrapper libraries are loaded (dl_iterate_phdr(3)), by the file
+ * names they are installed under: a bit per source. */
+int find_wrappers(struct dl_phdr_info *info, size_t, void *data) {
+  const char *name = info->dlpi_name;
+  if (name == nullptr) return 0;
+  const char *slash = strrchr(name, '/');
+  const char *file = slash != nullptr ? slash + 1 : name;
+  if (strncmp(file, "libtimeline-alloc.so", 20) == 0) *static_cast<uint32_t *>(data) |= 1u << fmt::kSourceAlloc;
+  if (strncmp(file, "libtimeline-io.so", 17) == 0) *static_cast<uint32_t *>(data) |= 1u << fmt::kSourceIo;
+  return 0;
+}
+
+/* The default shares: user marks and spans half the budget, the other half
+ * split between the wrappers that are loaded; all of it when none is. */
+void default_shares(uint32_t present, uint32_t (&share)[fmt::kSourceCount]) {
+  const uint32_t wrappers = ((present >> fmt::kSourceAlloc) & 1) + ((present >> fmt::kSourceIo) & 1);
+  share[fmt::kSourceUser] = wrappers == 0 ? 100 : 50;
+  for (uint32_t c = 1; c < fmt::kSourceCount; ++c) share[c] = (present >> c & 1) ? 50 / wrappers : 0;
 }
 
 /* pthread_atfork(on_fork_child), once per process: a ring, or a no-ring
@@ -638,6 +732,13 @@ int init(const struct tl_options *opts, const Asked &asked_in, Text &why) {
 
   Settings &st = g_settings;
   st.slots_per_lane = o.slots_per_lane ? o.slots_per_lane : kDefaultSlots;
+  st.budget = o.budget == TL_BUDGET_NONE ? 0 : o.budget ? o.budget : o.slots_per_lane ? 0 : kDefaultBudget;
+  st.present = 1u << fmt::kSourceUser;
+  dl_iterate_phdr(find_wrappers, &st.present);
+  if (o.share_percent[0] == 0 && o.share_percent[1] == 0 && o.share_percent[2] == 0)
+    default_shares(st.present, st.share);
+  else
+    memcpy(st.share, o.share_percent, sizeof st.share);
   st.lanes = o.lanes ? o.lanes : kDefaultLanes;
   st.names = o.names ? o.names : fmt::kDefaultNames;
   st.handlers = o.no_handlers == 0;
@@ -649,7 +750,9 @@ int init(const struct tl_options *opts, const Asked &asked_in, Text &why) {
   st.asked.slots = o.slots_per_lane ? asked_in.slots : nullptr;
   st.asked.lanes = o.lanes ? asked_in.lanes : nullptr;
   st.asked.names = o.names ? asked_in.names : nullptr;
-  if (geometry_problem(st.slots_per_lane, st.lanes, st.names, st.asked, why)) return init_failed(-EINVAL, why);
+  st.asked.budget = o.budget ? asked_in.budget : nullptr;
+  st.asked.shares = o.share_percent[0] || o.share_percent[1] || o.share_percent[2] ? asked_in.shares : nullptr;
+  if (geometry_problem(st, why)) return init_failed(-EINVAL, why);
   const char *dir = o.sidecar_dir;
   if (dir == nullptr) {
     const char *env = secure_getenv("TL_SIDECAR_DIR");
@@ -703,6 +806,65 @@ EnvNumber env_u32(const char *name, uint32_t *out) {
   return EnvNumber::kNumber;
 }
 
+/* TL_BUDGET: unset or empty (the default), 0 (no pools), or bytes as a
+ * decimal number with an optional binary suffix K, M or G (KiB, MiB, GiB
+ * also accepted).  Returns true, with why, for anything else. */
+bool env_budget(uint64_t *out, Text &why) {
+  const char *v = secure_getenv("TL_BUDGET");
+  if (v == nullptr || *v == '\0') return false;
+  uint64_t n = 0;
+  const char *p = v;
+  bool overflow = false;
+  while (*p >= '0' && *p <= '9') {
+    if (n > (UINT64_MAX - 9) / 10) overflow = true;
+    n = n * 10 + static_cast<uint64_t>(*p++ - '0');
+  }
+  unsigned shift = 0;
+  if (*p == 'K' || *p == 'k') shift = 10, ++p;
+  else if (*p == 'M' || *p == 'm') shift = 20, ++p;
+  else if (*p == 'G' || *p == 'g') shift = 30, ++p;
+  if (shift != 0 && p[0] == 'i' && p[1] == 'B') p += 2;
+  if (p == v || *p != '\0' || overflow || (shift != 0 && n > (UINT64_MAX >> shift))) {
+    why.put("TL_BUDGET=").put(v, 40).put(" is not a size (bytes, or a number with K, M or G)");
+    return true;
+  }
+  n <<= shift;
+  *out = n == 0 ? TL_BUDGET_NONE : n;
+  return false;
+}
+
+/* TL_SHARES: unset or empty (the default), or "SOURCE=PERCENT[,...]" with
+ * SOURCE user, alloc or io; sources not named get 0.  Returns true, with
+ * why, for anything else (the sum is checked with the other rules). */
+bool env_shares(uint32_t (&share)[3], Text &why) {
+  const char *v = secure_getenv("TL_SHARES");
+  if (v == nullptr || *v == '\0') return false;
+  static const char *const kNames[3] = {"user", "alloc", "io"};
+  const char *p = v;
+  for (;;) {
+    int which = -1;
+    for (int c = 0; c < 3 && which < 0; ++c) {
+      const size_t n = strlen(kNames[c]);
+      if (strncmp(p, kNames[c], n) == 0 && p[n] == '=') which = c, p += n + 1;
+    }
+    uint32_t percent = 0;
+    const char *digits = p;
+    while (*p >= '0' && *p <= '9' && percent <= 100) percent = percent * 10 + static_cast<uint32_t>(*p++ - '0');
+    if (which < 0 || p == digits || percent > 100 || (*p != ',' && *p != '\0')) {
+      why.put("TL_SHARES=").put(v, 40).put(" is not user=N,alloc=N,io=N (percent, 0 to 100)");
+      return true;
+    }
+    share[which] = percent;
+    if (*p == '\0') break;
+    ++p;
+  }
+  if (share[0] == 0 && share[1] == 0 && share[2] == 0) {
+    why.put("TL_SHARES=").put(v, 40).put(" gives every source 0 (use TL_BUDGET=0 for no pools)");
+    return true;
+  }
+  return false;
+}
+
 /* One line on stderr from the constructor, which runs before main() in
  * any program the library is preloaded into: besides the no-ring page in
  * the core, the only place it can say that a setting made no ring. */
@@ -729,7 +891,7 @@ using namespace core_timeline::lib;
 extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
   char why_text[fmt::kInitErrorText];
   Text why(why_text, sizeof why_text);
-  return init(opts, Asked{"slots_per_lane", "lanes", "names"}, why);
+  return init(opts, Asked{"slots_per_lane", "lanes", "names", "budget", "share_percent"}, why);
 }
 
 #ifdef TL_SHARED_CONSTRUCTOR
@@ -751,17 +913,22 @@ __attribute__((constructor(101))) static void tl_constructor() {
   Text why(why_text, sizeof why_text);
   const char *const names[2] = {"TL_SLOTS", "TL_LANES"};
   uint32_t *const values[2] = {&o.slots_per_lane, &o.lanes};
-  for (int i = 0; i < 2; ++i) {
+  bool bad = false;
+  for (int i = 0; i < 2 && !bad; ++i) {
     if (env_u32(names[i], values[i]) == EnvNumber::kMalformed) {
       why.put(names[i]).put("=").put(secure_getenv(names[i]), 40).put(" is not a number");
-      int expected = 0;
-      if (__atomic_compare_exchange_n(&g_init_state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        init_failed(-EINVAL, why);
-      constructor_warning(why);
-      return;
+      bad = true;
     }
   }
-  const int rc = init(&o, Asked{"TL_SLOTS", "TL_LANES", nullptr}, why);
+  if (!bad) bad = env_budget(&o.budget, why) || env_shares(o.share_percent, why);
+  if (bad) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&g_init_state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      init_failed(-EINVAL, why);
+    constructor_warning(why);
+    return;
+  }
+  const int rc = init(&o, Asked{"TL_SLOTS", "TL_LANES", nullptr, "TL_BUDGET", "TL_SHARES"}, why);
   if (rc != 0 && why.size() != 0) constructor_warning(why);
 }
 #endif

@@ -73,6 +73,55 @@ Result<RingHeaderInfo> no_ring_header(const f::RingHeader &h, std::span<const st
 }
 
 
+/* A version-3 header's layout is a function of lane_count, slots_per_lane,
+ * the pools and names_capacity (geometry_v3): every offset and the source
+ * table must be that function's, so nothing below trusts an offset it
+ * was handed.  The simpler checks (slot size, counts, region within the
+ * mapping) have been made. */
+Result<void> check_geometry_v3(const f::RingHeader &h) {
+  if (h.source_count != f::kSourceCount)
+    return header_error(Errc::kBadData, CT_FIELD(source_count),
+                        fmt::format("{} is not {}", h.source_count, f::kSourceCount));
+  if (h.lane_count % f::kSourceCount != 0)
+    return header_error(Errc::kBadData, CT_FIELD(lane_count),
+                        fmt::format("{} is not a multiple of the {} sources", h.lane_count, f::kSourceCount));
+  if (h.names_capacity < 1 || h.names_capacity > f::kMaxNames || h.name_entry_size != f::kNameEntrySize)
+    return header_error(Errc::kBadData, CT_FIELD(names_capacity),
+                        fmt::format("{} entries of {} bytes is not 1 to {} of {}", h.names_capacity,
+                                    h.name_entry_size, f::kMaxNames, f::kNameEntrySize));
+  std::uint32_t pools[f::kSourceCount];
+  for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+    const std::uint32_t p = h.sources[c].pool_slots;
+    if (p != 0 && ((p & (p - 1)) != 0 || p < 2ull * h.slots_per_lane || p > f::kMaxRegionSize / f::kSlotSize))
+      return header_error(Errc::kBadData, "sources[].pool_slots",
+                          offsetof(f::RingHeader, sources) + c * sizeof(f::SourceArea) + offsetof(f::SourceArea, pool_slots),
+                          fmt::format("source {}: {} is not 0 or a power of two from {} to {}", c, p,
+                                      2ull * h.slots_per_lane, f::kMaxRegionSize / f::kSlotSize));
+    pools[c] = p;
+  }
+  const std::uint32_t per_source = h.lane_count / f::kSourceCount;
+  const f::GeometryV3 g = f::geometry_v3(per_source, h.slots_per_lane, pools, h.names_capacity);
+  if (h.lane_table_offset != g.lane_table_offset || h.lanes_offset != g.lanes_offset ||
+      h.names_offset != g.names_offset || h.region_size != g.region_size)
+    return header_error(Errc::kBadData, CT_FIELD(region_size),
+                        fmt::format("lane table {:#x}, slots {:#x}, names {:#x}, region {:#x} are not the layout of "
+                                    "{} lanes of {} slots, pools of {}, {} and {} slots and {} names "
+                                    "({:#x}, {:#x}, {:#x}, {:#x})",
+                                    h.lane_table_offset, h.lanes_offset, h.names_offset, h.region_size, h.lane_count,
+                                    h.slots_per_lane, pools[0], pools[1], pools[2], h.names_capacity,
+                                    g.lane_table_offset, g.lanes_offset, g.names_offset, g.region_size));
+  for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+    const f::SourceArea &a = h.sources[c];
+    if (a.first_lane != c * per_source || a.lane_count != per_source || a.pool_first_slot != g.pool_first_slot[c])
+      return header_error(Errc::kBadData, "sources[].first_lane",
+                          offsetof(f::RingHeader, sources) + c * sizeof(f::SourceArea),
+                          fmt::format("source {}: lanes [{}, +{}) and pool at slot {} are not [{}, +{}) and {}", c,
+                                      a.first_lane, a.lane_count, a.pool_first_slot, c * per_source, per_source,
+                                      g.pool_first_slot[c]));
+  }
+  return {};
+}
+
 }  // namespace
 
 bool has_ring_magic(std::span<const std::uint8_t> bytes) noexcept {
@@ -108,8 +157,10 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
   if (bytes.size() < f::kHeaderSize)
     return Error{Errc::kTruncated, fmt::format("ring header: only {} of its {} bytes are present",
                                                bytes.size(), f::kHeaderSize)};
+  /* A version-1 or -2 header is 512 bytes: the rest reads as zero. */
   f::RingHeader h;
-  std::memcpy(&h, bytes.data(), sizeof h);
+  std::memset(&h, 0, sizeof h);
+  std::memcpy(&h, bytes.data(), std::min<std::size_t>(bytes.size(), sizeof h));
   if (h.endian_marker != f::kEndianMarker)
     return header_error(Errc::kBadData, CT_FIELD(endian_marker),
                         fmt::format("{:#010x} is not {:#010x} (byte-swapped or not a ring)",
@@ -123,9 +174,13 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
     return header_error(Errc::kBadData, CT_FIELD(header_crc),
                         fmt::format("stored {:#010x}, computed {:#010x} over [0, {:#x}): header corrupt",
                                     h.header_crc, crc, f::kCrcEnd));
-  if (h.header_size < f::kHeaderSize)
+  const std::uint32_t header_needed = h.version >= 3 ? f::kHeaderSizeV3 : f::kHeaderSize;
+  if (h.header_size < header_needed)
     return header_error(Errc::kBadData, CT_FIELD(header_size),
-                        fmt::format("{} is smaller than {}", h.header_size, f::kHeaderSize));
+                        fmt::format("{} is smaller than {} (version {})", h.header_size, header_needed, h.version));
+  if (bytes.size() < header_needed)
+    return Error{Errc::kTruncated, fmt::format("ring header: only {} of its {} bytes are present", bytes.size(),
+                                               header_needed)};
   const std::uint32_t incompat_known = h.version >= 2 ? f::kIncompatKnown : 0;
   if ((h.incompat_flags & ~incompat_known) != 0)
     return header_error(Errc::kUnsupported, CT_FIELD(incompat_flags),
@@ -169,7 +224,9 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
   if (h.build_id_len > f::kMaxBuildId)
     return header_error(Errc::kBadData, CT_FIELD(build_id_len),
                         fmt::format("{} is more than {}", h.build_id_len, f::kMaxBuildId));
-  if (h.version >= 2 && h.names_capacity != 0) {
+  if (h.version >= 3) {
+    CT_TRY_VOID(check_geometry_v3(h));
+  } else if (h.version >= 2 && h.names_capacity != 0) {
     const std::uint64_t names_at = f::names_offset_for(h.lane_count, h.slots_per_lane);
     if (h.names_capacity > f::kMaxNames)
       return header_error(Errc::kBadData, CT_FIELD(names_capacity),
@@ -215,6 +272,14 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
     info.crash_monotonic_ns = h.crash_monotonic_ns;
     info.crash_spread_ticks = h.crash_spread_ticks;
     info.names_claimed = h.names_claimed;
+  }
+  if (h.version >= 3) {
+    info.budget_bytes = h.budget_bytes;
+    for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+      const f::SourceArea &a = h.sources[c];
+      info.sources.push_back({a.first_lane, a.lane_count, a.pool_first_slot, a.pool_slots, a.share_percent,
+                              (a.flags & f::kSourcePresent) != 0, a.pool_used, a.dropped, a.grown, a.moved});
+    }
   }
   return info;
 }
@@ -355,6 +420,73 @@ std::string bounded_name(const char *p, std::size_t n) {
 
 namespace {
 
+/* Where a lane's slots are: its first slots for version 1 and 2; its
+ * LaneDesc.extent for version 3, once checked.  A lane with a `problem`
+ * is not decoded. */
+struct LaneExtent {
+  std::uint64_t first_slot = 0;
+  std::uint64_t slots = 0;
+  std::string problem;
+};
+
+std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const RingHeaderInfo &hd,
+                                     std::vector<std::string> &warnings) {
+  const std::uint64_t S = hd.slots_per_lane;
+  std::vector<LaneExtent> out(hd.lane_count);
+  for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
+    out[lane].first_slot = std::uint64_t{lane} * S;
+    out[lane].slots = S;
+  }
+  if (hd.version < 3) return out;
+  const std::uint32_t per_source = hd.lane_count / f::kSourceCount;
+  struct Taken {
+    std::uint64_t first, slots;
+    std::uint32_t lane;
+  };
+  std::vector<Taken> in_pools;
+  for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
+    f::LaneDesc d;
+    std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
+    const SourceInfo &src = hd.sources[lane / per_source];
+    const std::uint64_t first = f::extent_first_slot(d.extent);
+    const std::uint32_t log2 = f::extent_log2(d.extent);
+    LaneExtent &x = out[lane];
+    if (log2 < 3 || log2 > 25) {
+      x.problem = fmt::format("its extent {:#x} gives 2^{} slots", d.extent, log2);
+      continue;
+    }
+    const std::uint64_t slots = std::uint64_t{1} << log2;
+    const bool first_slots = first == std::uint64_t{lane} * S && slots == S;
+    const bool in_pool = first >= src.pool_first_slot && slots >= 2 * S &&
+                         first + slots <= std::uint64_t{src.pool_first_slot} + src.pool_slots;
+    if (!first_slots && !in_pool) {
+      x.problem = fmt::format("its extent (slot {}, {} slots) is neither its first slots nor inside its "
+                              "source's pool (slot {}, {} slots)", first, slots, src.pool_first_slot,
+                              src.pool_slots);
+      continue;
+    }
+    x.first_slot = first;
+    x.slots = slots;
+    if (in_pool) in_pools.push_back({first, slots, lane});
+  }
+  /* Lanes never share slots: of two that claim the same, neither is read. */
+  std::sort(in_pools.begin(), in_pools.end(), [](const Taken &a, const Taken &b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < in_pools.size(); ++i) {
+    const Taken &a = in_pools[i - 1], &b = in_pools[i];
+    if (b.first < a.first + a.slots) {
+      for (const Taken *t : {&a, &b})
+        out[t->lane].problem = fmt::format("its extent (slot {}, {} slots) overlaps lane {}'s", t->first, t->slots,
+                                           t == &a ? b.lane : a.lane);
+    }
+  }
+  for (std::uint32_t c = 0; c < f::kSourceCount; ++c)
+    if (hd.sources[c].pool_used > hd.sources[c].pool_slots)
+      warnings.push_back(fmt::format("source {}: pool_used {} is more than its pool's {} slots (the counter is not "
+                                     "trusted; each lane's extent was checked)", c, hd.sources[c].pool_used,
+                                     hd.sources[c].pool_slots));
+  return out;
+}
+
 f::Slot slot_at(std::span<const std::uint8_t> bytes, std::uint64_t off) {
   f::Slot s;
   std::memcpy(&s, bytes.data() + off, sizeof s);
@@ -412,16 +544,18 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   r.ticks_per_second = r.clock.ticks_per_second;
   if (hd.no_ring) return r;
   decode_names(bytes, r);
-  const std::uint64_t S = hd.slots_per_lane;
+  const std::vector<LaneExtent> extents = lane_extents(bytes, hd, r.warnings);
+  std::uint64_t widest = 0;
+  for (const auto &x : extents) widest = std::max(widest, x.slots);
   const auto lane_base = [&](std::uint32_t lane) {
-    return hd.lanes_offset + std::uint64_t{lane} * S * f::kSlotSize;
+    return hd.lanes_offset + extents[lane].first_slot * f::kSlotSize;
   };
 
   /* begin_seq of each present slot of the lane being decoded, for the
    * in-flight check; reused across lanes.  Only slots whose bytes are there
    * are visited: a header may claim a region of 4 GiB with one page in the
    * core, and the work must follow the bytes, not the claim. */
-  std::vector<std::uint64_t> begins(std::min<std::uint64_t>(S, bytes.size() / f::kSlotSize));
+  std::vector<std::uint64_t> begins(std::min<std::uint64_t>(widest, bytes.size() / f::kSlotSize));
   /* The accepted sequences, lane after lane, each lane's sorted: the events
    * are read from their slots ((seq - 1) % S) once every lane is judged, in
    * this order.  At most one per slot present: reserving that many costs
@@ -442,9 +576,24 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     ls.synced_index = d.synced_index;
     ls.claims = d.claims;
     ls.owner_name = bounded_name(d.owner_name, sizeof d.owner_name);
+    const LaneExtent &x = extents[lane];
+    if (hd.version >= 3) {
+      ls.source = lane / (hd.lane_count / f::kSourceCount);
+      ls.grown = d.grown;
+    }
+    ls.first_slot = x.first_slot;
+    ls.capacity = x.slots;
+    const std::uint64_t S = x.slots;
 
     const std::uint64_t base = lane_base(lane);
     lane_start[lane] = seqs.size();
+    if (!x.problem.empty()) {
+      ls.counter_inconsistent = true;
+      ls.counter_reason = x.problem;
+      r.counter_inconsistent = true;
+      r.lanes.push_back(std::move(ls));
+      continue;
+    }
     std::uint64_t backwards = 0;
     const std::uint64_t present =
         base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
@@ -559,7 +708,7 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   sink.reserve(seqs.size(), inline_total);
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane)
     for (std::size_t k = lane_start[lane]; k < lane_start[lane + 1]; ++k) {
-      const std::uint64_t slot = (seqs[k] - 1) % S;
+      const std::uint64_t slot = (seqs[k] - 1) % extents[lane].slots;
       sink.event(event_of(slot_at(bytes, lane_base(lane) + slot * f::kSlotSize), lane,
                           static_cast<std::uint32_t>(slot)));
     }

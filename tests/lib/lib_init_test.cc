@@ -71,13 +71,14 @@ std::string in_child(const std::function<void(Failures &)> &body) {
   return out.substr(5);
 }
 
-tl_options options(uint32_t slots, uint32_t lanes, uint32_t names) {
+tl_options options(uint32_t slots, uint32_t lanes, uint32_t names, uint64_t budget = 0) {
   tl_options o;
   std::memset(&o, 0, sizeof o);
   o.size = sizeof o;
   o.slots_per_lane = slots;
   o.lanes = lanes;
   o.names = names;
+  o.budget = budget;
   o.sidecar_dir = "";
   o.no_handlers = 1;
   return o;
@@ -93,7 +94,7 @@ void expect_no_ring_page(Failures &f, int error, const std::string &text) {
   auto maps = own_timeline_mappings();
   f.expect(maps.size() == 1, "timeline mappings: " + std::to_string(maps.size()) + ", not 1");
   auto h = own_no_ring();
-  f.expect(h.has_value(), "no valid no-ring header (magic, version 2, CRC, flag, empty geometry)");
+  f.expect(h.has_value(), "no valid no-ring header (magic, version 3, CRC, flag, empty geometry)");
   if (!h) return;
   f.expect(maps[0].size() == 4096, "the page is " + std::to_string(maps[0].size()) + " bytes");
   f.expect(h->init_error == error, "init_error " + std::to_string(h->init_error) + ", not " + std::to_string(error));
@@ -102,7 +103,7 @@ void expect_no_ring_page(Failures &f, int error, const std::string &text) {
   bool padded = true;
   for (size_t i = text_of(*h).size(); i < sizeof h->init_error_text; ++i) padded &= h->init_error_text[i] == '\0';
   f.expect(padded, "init_error_text not NUL-padded");
-  f.expect(h->header_size == fmt::kHeaderSize && h->slot_size == fmt::kSlotSize &&
+  f.expect(h->header_size == fmt::kHeaderSizeV3 && h->slot_size == fmt::kSlotSize &&
                h->endian_marker == fmt::kEndianMarker,
            "header_size, slot_size or endian_marker");
   f.expect(h->pid == static_cast<uint32_t>(getpid()), "pid " + std::to_string(h->pid));
@@ -123,6 +124,8 @@ struct BadOptions {
   const char *label;
   uint32_t slots, lanes, names;
   const char *says;
+  uint64_t budget = 0;
+  uint32_t shares[3] = {0, 0, 0};
 };
 
 class NoRing : public ::testing::TestWithParam<BadOptions> {};
@@ -133,7 +136,8 @@ class NoRing : public ::testing::TestWithParam<BadOptions> {};
 TEST_P(NoRing, BadOptionsLeaveAPageThatSaysWhy) {
   const BadOptions b = GetParam();
   EXPECT_EQ(in_child([&](Failures &f) {
-              tl_options o = options(b.slots, b.lanes, b.names);
+              tl_options o = options(b.slots, b.lanes, b.names, b.budget);
+              std::memcpy(o.share_percent, b.shares, sizeof o.share_percent);
               const int rc = tl_init(&o);
               f.expect(rc == -EINVAL, "tl_init returned " + std::to_string(rc));
               expect_no_ring_page(f, EINVAL, b.says);
@@ -146,27 +150,28 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadOptions{"slots", 1000, 0, 0, "slots_per_lane=1000 is not a power of two from 8 to 1048576"},
         BadOptions{"slots_small", 4, 0, 0, "slots_per_lane=4 is not a power of two from 8 to 1048576"},
-        BadOptions{"lanes", 0, 4096, 0, "lanes=4096 is not from 1 to 4095"},
+        BadOptions{"lanes", 0, 1365, 0, "lanes=1365 is not from 1 to 1364"},
         BadOptions{"names", 0, 0, 4097, "names=4097 is not from 1 to 4096"},
-        BadOptions{"four_gib_default_lanes", 1048576, 0, 0,
-                   "slots_per_lane=1048576 with 64 lanes needs 8.13 GiB; the ring is at most 4 GiB "
-                   "(1048576 slots allow at most 30 lanes)"},
-        // 32 lanes of 128 MiB are 4 GiB already; the header comes on top.
-        BadOptions{"four_gib_by_a_header", 1048576, 31, 0,
-                   "slots_per_lane=1048576 lanes=31 needs 4.01 GiB; the ring is at most 4 GiB "
-                   "(1048576 slots allow at most 30 lanes)"},
-        BadOptions{"four_gib_small_slots", 16384, 4095, 0,
-                   "slots_per_lane=16384 lanes=4095 needs 8.01 GiB; the ring is at most 4 GiB "
-                   "(16384 slots allow at most 2046 lanes)"},
+        BadOptions{"four_gib_default_lanes", 1048576, 0, 0, "slots_per_lane=1048576 with 64 lanes needs 24.38 GiB; the ring is at most 4 GiB "
+                   "(1048576 slots allow at most 9 lanes)"},
+        // Pools of 2, 1 and 1 GiB are 4 GiB already; the header comes on top.
+        BadOptions{"four_gib_by_a_header", 8, 1, 0, "slots_per_lane=8 lanes=1 and a 4.00 GiB budget needs 4.01 GiB; the ring is at most 4 GiB "
+                   "(8 slots allow at most 0 lanes)", 4ull << 30, {50, 25, 25}},
+        BadOptions{"four_gib_small_slots", 16384, 1364, 0, "slots_per_lane=16384 lanes=1364 needs 8.00 GiB; the ring is at most 4 GiB "
+                   "(16384 slots allow at most 681 lanes)"},
+        BadOptions{"budget", 0, 0, 0, "budget=4294967297 is more than the ring's 4 GiB", (4ull << 30) + 1},
+        BadOptions{"shares", 0, 0, 0, "share_percent: the shares add up to 101; they are percent of the budget, "
+                   "at most 100 in all", 0, {60, 40, 1}},
+        BadOptions{"one_share_over", 0, 0, 0, "share_percent: the shares add up to 101; they are percent of the "
+                   "budget, at most 100 in all", 0, {200, 0, 0}},
         // The longest reason there is: 127 bytes and the NUL fill the field.
-        BadOptions{"longest", 1048576, 4095, 4096,
-                   "slots_per_lane=1048576 lanes=4095 names=4096 needs 512.01 GiB; the ring is at most 4 GiB "
-                   "(1048576 slots allow at most 30 lanes)"}),
+        BadOptions{"longest", 1048576, 1364, 4096, "slots_per_lane=1048576 lanes=1364 names=4096 needs 511.88 GiB; the ring is at most 4 GiB "
+                   "(1048576 slots allow at most 9 lanes)"}),
     [](const auto &param_info) { return std::string(param_info.param.label); });
 
 TEST(NoRing, TheLongestReasonFitsTheField) {
-  EXPECT_EQ(std::strlen("slots_per_lane=1048576 lanes=4095 names=4096 needs 512.01 GiB; the ring is at most 4 GiB "
-                        "(1048576 slots allow at most 30 lanes)"),
+  EXPECT_LE(std::strlen("slots_per_lane=1048576 lanes=1364 names=4096 needs 511.88 GiB; the ring is at most 4 GiB "
+                        "(1048576 slots allow at most 9 lanes)"),
             fmt::kInitErrorText - 1);
 }
 
@@ -195,7 +200,7 @@ TEST(NoRing, AFailedMmapLeavesAPageWithItsErrno) {
               const int rc = tl_init(&o);
               f.expect(rc == -ENOMEM, "tl_init returned " + std::to_string(rc));
               expect_no_ring_page(f, ENOMEM,
-                                  "mmap of the 512.04 MiB ring (slots_per_lane=65536 lanes=63) failed: "
+                                  "mmap of the 1.51 GiB ring (slots_per_lane=65536 lanes=63) failed: "
                                   "Cannot allocate memory (ENOMEM)");
             }),
             "");
@@ -210,7 +215,7 @@ TEST(NoRing, AFailedFtruncateLeavesAPageWithItsErrno) {
               const int rc = tl_init(&o);
               f.expect(rc == -EFBIG, "tl_init returned " + std::to_string(rc));
               expect_no_ring_page(f, EFBIG,
-                                  "ftruncate of the 2.08 MiB ring (256 slots with 64 lanes) failed: "
+                                  "ftruncate of the 16.81 MiB ring (32 slots with 64 lanes) failed: "
                                   "File too large (EFBIG)");
             }),
             "");
@@ -224,13 +229,13 @@ TEST(NoRing, ALaterTlInitReplacesThePageWithTheRing) {
               f.expect(tl_init(&bad) == -EINVAL, "the first tl_init");
               tl_options worse = options(0, 5000, 0);
               f.expect(tl_init(&worse) == -EINVAL, "the second tl_init");
-              expect_no_ring_page(f, EINVAL, "lanes=5000 is not from 1 to 4095");
+              expect_no_ring_page(f, EINVAL, "lanes=5000 is not from 1 to 1364");
               tl_options good = options(64, 4, 0);
               f.expect(tl_init(&good) == 0, "the third tl_init");
               f.expect(own_timeline_mappings().size() == 1, "the page is still there beside the ring");
               f.expect(!own_no_ring().has_value(), "a no-ring header after a ring was made");
               auto ring = own_ring();
-              f.expect(ring.has_value() && ring->header.lane_count == 5, "no valid ring of 5 lanes");
+              f.expect(ring.has_value() && ring->header.lane_count == 15, "no valid ring of 3 x 5 lanes");
               f.expect(tl_init(&good) == -EALREADY, "a fourth tl_init");
             }),
             "");

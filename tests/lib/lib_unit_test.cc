@@ -52,16 +52,18 @@ __attribute__((noinline, noipa)) void mark_here(uint32_t id, uintptr_t arg) {
 
 TEST(Init, SecondCallReturnsEalready) { EXPECT_EQ(tl_init(nullptr), -EALREADY); }
 
-TEST(Ring, HeaderIsVersion2WithItsNameTable) {
+TEST(Ring, HeaderIsVersion3WithItsNameTable) {
   auto ring = own_ring();
   ASSERT_TRUE(ring);
   const auto &h = ring->header;
-  EXPECT_EQ(h.version, 2);
+  EXPECT_EQ(h.version, 3);
   EXPECT_EQ(h.incompat_flags, 0u);
   EXPECT_EQ(h.names_capacity, fmt::kDefaultNames);
   EXPECT_EQ(h.name_entry_size, fmt::kNameEntrySize);
-  EXPECT_EQ(h.names_offset, fmt::names_offset_for(9, 64));
-  EXPECT_EQ(h.region_size, fmt::region_size_for(9, 64, fmt::kDefaultNames));
+  constexpr uint32_t kNoPools[fmt::kSourceCount] = {0, 0, 0};
+  const fmt::GeometryV3 g = fmt::geometry_v3(9, 64, kNoPools, fmt::kDefaultNames);
+  EXPECT_EQ(h.names_offset, g.names_offset);
+  EXPECT_EQ(h.region_size, g.region_size);
   EXPECT_EQ(h.init_error, 0);
   EXPECT_EQ(h.init_error_text[0], '\0');
   // The init anchor: ticks between two reads around the clock reads.
@@ -78,15 +80,21 @@ TEST(Ring, HeaderIsValidAndDescribesThisProcess) {
   const auto &h = ring->header;
   EXPECT_EQ(h.pid, static_cast<uint32_t>(getpid()));
   EXPECT_EQ(h.slots_per_lane, 64u);
-  EXPECT_EQ(h.lane_count, 9u);  // 8 lanes + overflow
-  EXPECT_EQ(h.header_size, fmt::kHeaderSize);
+  EXPECT_EQ(h.lane_count, 27u);  // (8 lanes + overflow) for each of the 3 sources
+  EXPECT_EQ(h.header_size, fmt::kHeaderSizeV3);
   EXPECT_EQ(h.endian_marker, fmt::kEndianMarker);
   EXPECT_GT(h.build_id_len, 0u) << "the test binary is linked with a build-id";
   EXPECT_NE(h.process_start_ticks, 0u);
   EXPECT_NE(h.anchor_ticks, 0u);
   EXPECT_NE(h.anchor_realtime_ns, 0u);
   EXPECT_TRUE(h.compat_flags & fmt::kCompatHandlers);
-  EXPECT_TRUE(ring->lane(h.lane_count - 1).flags & fmt::kLaneShared);
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c) {
+    EXPECT_TRUE(ring->lane(ring->overflow_lane(c)).flags & fmt::kLaneShared);
+    EXPECT_EQ(ring->source(c).first_lane, c * 9);
+    EXPECT_EQ(ring->source(c).lane_count, 9u);
+    // slots_per_lane given without a budget: no pools.
+    EXPECT_EQ(ring->source(c).pool_slots, 0u);
+  }
 }
 
 TEST(Record, MarkWritesOneCommittedSlotWithCallerAndThread) {
@@ -437,7 +445,7 @@ TEST(Lanes, EachThreadWritesItsOwnLaneAndReleasesItAtExit) {
       EXPECT_EQ(e.lane, found[0].lane) << "one thread, one lane";
       EXPECT_EQ(e.slot.tid, tids[t]);
     }
-    EXPECT_NE(found[0].lane, ring->header.lane_count - 1) << "not the overflow lane";
+    EXPECT_NE(found[0].lane, ring->overflow_lane()) << "not the overflow lane";
     lanes_seen.push_back(found[0].lane);
     // Released at thread exit.
     EXPECT_EQ(ring->lane(found[0].lane).owner_tid, 0u);
@@ -472,7 +480,7 @@ TEST(Lanes, AFullTableSendsNewThreadsToTheSharedOverflowLane) {
   for (auto &th : threads) th.join();
   ASSERT_EQ(found.size(), 10u);
   int in_overflow = 0;
-  for (const auto &e : found) in_overflow += e.lane == ring->header.lane_count - 1;
+  for (const auto &e : found) in_overflow += e.lane == ring->overflow_lane();
   EXPECT_GE(in_overflow, 3) << "10 threads + main thread, 8 lanes";
 }
 
@@ -494,7 +502,7 @@ TEST(Lanes, ALaneWhoseOwnerDiedWithoutReleasingItIsTakenOver) {
   auto all = ring->events();
   auto found = events_with_id(all, 0xC101, fmt::kKindUser);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_NE(found[0].lane, ring->header.lane_count - 1) << "went to the overflow lane";
+  EXPECT_NE(found[0].lane, ring->overflow_lane()) << "went to the overflow lane";
   // Its LANE_CLAIM names the dead previous owner.
   bool takeover = false;
   for (const auto &e : all)

@@ -43,18 +43,27 @@ struct RingView {
                                                     uint64_t(i) * fmt::kLaneDescSize);
   }
 
+  // Lane `i`'s slots: its extent (LaneDesc.extent, version 3).
+  uint64_t lane_first_slot(uint32_t i) const { return fmt::extent_first_slot(lane(i).extent); }
+  uint64_t lane_slots(uint32_t i) const { return uint64_t(1) << fmt::extent_log2(lane(i).extent); }
+  // The lanes of `source`: [first, first + count), the last one shared.
+  const fmt::SourceArea &source(uint32_t c) const { return header.sources[c]; }
+  // The shared overflow lane of `source`.
+  uint32_t overflow_lane(uint32_t c = fmt::kSourceUser) const {
+    return header.sources[c].first_lane + header.sources[c].lane_count - 1;
+  }
+
   // Every committed slot of every lane, lane by lane, oldest first.
   std::vector<Event> events() {
     std::vector<Event> out;
     torn = 0;
     for (uint32_t l = 0; l < header.lane_count; ++l) {
-      uint64_t wi = lane(l).write_index;
-      uint64_t first = wi > header.slots_per_lane ? wi - header.slots_per_lane + 1 : 1;
+      const uint64_t wi = lane(l).write_index, n = lane_slots(l);
+      uint64_t first = wi > n ? wi - n + 1 : 1;
       for (uint64_t seq = first; seq <= wi && wi != 0; ++seq) {
         fmt::Slot s;
         std::memcpy(&s,
-                    bytes.data() + fmt::lane_slots_offset(header, l) +
-                        ((seq - 1) % header.slots_per_lane) * fmt::kSlotSize,
+                    bytes.data() + header.lanes_offset + (lane_first_slot(l) + (seq - 1) % n) * fmt::kSlotSize,
                     sizeof s);
         if (s.begin_seq == seq && s.end_seq == seq)
           out.push_back({l, seq, s});
@@ -85,10 +94,12 @@ struct RingView {
     return found;
   }
 
-  // Decode `region`; nullopt unless magic, version 2, CRC and geometry
-  // (the name table's included) hold.  A no-ring header is not a ring.
+  // Decode `region`; nullopt unless magic, version 3, CRC and geometry
+  // (the pools' and the name table's included) hold, and every lane's
+  // extent is its first slots or inside its source's pool.  A no-ring
+  // header is not a ring.
   static std::optional<RingView> from_bytes(std::vector<uint8_t> region) {
-    if (region.size() < fmt::kHeaderSize) return std::nullopt;
+    if (region.size() < fmt::kHeaderSizeV3) return std::nullopt;
     RingView v;
     std::memcpy(&v.header, region.data(), sizeof v.header);
     const auto &h = v.header;
@@ -99,18 +110,29 @@ struct RingView {
     if (h.lane_count < 2 || h.lane_count > fmt::kMaxLanes || h.slots_per_lane < 8 ||
         h.slots_per_lane > fmt::kMaxSlotsPerLane || h.names_capacity < 1 ||
         h.names_capacity > fmt::kMaxNames || h.name_entry_size != fmt::kNameEntrySize ||
-        h.lanes_offset != fmt::lanes_offset_for(h.lane_count) ||
-        h.names_offset != fmt::names_offset_for(h.lane_count, h.slots_per_lane) ||
-        h.region_size != fmt::region_size_for(h.lane_count, h.slots_per_lane, h.names_capacity) ||
-        h.region_size > region.size())
+        h.lane_count % fmt::kSourceCount != 0 || h.source_count != fmt::kSourceCount)
+      return std::nullopt;
+    const uint32_t pools[fmt::kSourceCount] = {h.sources[0].pool_slots, h.sources[1].pool_slots,
+                                               h.sources[2].pool_slots};
+    const fmt::GeometryV3 g =
+        fmt::geometry_v3(h.lane_count / fmt::kSourceCount, h.slots_per_lane, pools, h.names_capacity);
+    if (h.lane_table_offset != g.lane_table_offset || h.lanes_offset != g.lanes_offset ||
+        h.names_offset != g.names_offset || h.region_size != g.region_size || h.region_size > region.size())
       return std::nullopt;
     v.bytes = std::move(region);
+    for (uint32_t l = 0; l < h.lane_count; ++l) {
+      const fmt::SourceArea &a = h.sources[l / (h.lane_count / fmt::kSourceCount)];
+      const uint64_t first = v.lane_first_slot(l), n = v.lane_slots(l);
+      const bool own = first == uint64_t(l) * h.slots_per_lane && n == h.slots_per_lane;
+      const bool pooled = first >= a.pool_first_slot && first + n <= uint64_t(a.pool_first_slot) + a.pool_slots;
+      if (!own && !pooled) return std::nullopt;
+    }
     return v;
   }
 };
 
 // A no-ring header (kIncompatNoRing: tl_init made no ring and says why),
-// if `region` holds one that validates: magic, version 2, CRC, the flag,
+// if `region` holds one that validates: magic, version 3, CRC, the flag,
 // and the empty geometry it promises.
 inline std::optional<fmt::RingHeader> no_ring_from_bytes(const std::vector<uint8_t> &region) {
   if (region.size() < fmt::kHeaderSize) return std::nullopt;
@@ -119,7 +141,7 @@ inline std::optional<fmt::RingHeader> no_ring_from_bytes(const std::vector<uint8
   if (std::memcmp(h.magic, fmt::kMagic, 4) != 0 || h.version != fmt::kVersion ||
       h.header_crc != fmt::header_crc(region.data()) || h.incompat_flags != fmt::kIncompatNoRing ||
       h.lane_count != 0 || h.slots_per_lane != 0 || h.lanes_offset != 0 || h.names_offset != 0 ||
-      h.names_capacity != 0 || h.region_size != 4096 || h.lane_table_offset != fmt::kHeaderSize)
+      h.names_capacity != 0 || h.region_size != 4096 || h.lane_table_offset != fmt::kHeaderSizeV3)
     return std::nullopt;
   return h;
 }

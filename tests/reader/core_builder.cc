@@ -16,7 +16,7 @@ RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t p
   bytes_.assign(fmtx::region_size_for(lanes, spl, names), 0);
   auto &h = header();
   std::memcpy(h.magic, fmtx::kMagic, 4);
-  h.version = fmtx::kVersion;
+  h.version = 2; // the version-2 layout (one lane set, no pools); fixtures of version 3 come from the writer
   h.header_size = fmtx::kHeaderSize;
   h.endian_marker = fmtx::kEndianMarker;
   h.compat_flags = fmtx::kCompatClockTsc | fmtx::kCompatHandlers;

@@ -8,12 +8,24 @@
  *
  * Region layout (one memfd named "core-timeline", mapped MAP_SHARED):
  *
- *   offset 0                      struct tl_ring_header   (TL_HEADER_SIZE)
- *   header.lane_table_offset      struct tl_lane_desc[lane_count]
- *   header.lanes_offset           lane 0 slots, lane 1 slots, ... each
- *                                 slots_per_lane * slot_size bytes
+ *   offset 0                      struct RingHeader (header_size bytes:
+ *                                 512 in versions 1 and 2, 1024 in 3)
+ *   header.lane_table_offset      struct LaneDesc[lane_count]
+ *   header.lanes_offset           the slot area: lane 0's first slots,
+ *                                 lane 1's, ... (slots_per_lane each), then
+ *                                 (version 3) each source's pool
  *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
+ *
+ * Version 3 adds, to version 2: source classes and pools.  The lanes are
+ * split by source (user marks and spans, allocation wrappers, I/O
+ * wrappers): a thread has one lane per source it records, so cheap events
+ * never evict precious ones.  Each source has a pool of slots
+ * (SourceArea), and a lane that fills its slots for the first time takes
+ * twice as many from its source's pool (LaneDesc.extent), so the memory
+ * follows the threads that write.  A version-3 lane's slots are
+ * LaneDesc.extent's; a version-1 or -2 lane's are slots_per_lane slots at
+ * lanes_offset + lane * slots_per_lane * slot_size.
  *
  * Version 2 (this header) adds, to version 1: the name table, the crash
  * clock anchor, the anchors' spreads, span events (kKindSpanBegin/End) and
@@ -53,15 +65,17 @@ namespace core_timeline::format {
 /** The four magic bytes at offset 0 of a ring: "CTLN". */
 inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
 /** Layout version this header describes (the writer writes it). */
-inline constexpr std::uint16_t kVersion = 2;
+inline constexpr std::uint16_t kVersion = 3;
 /** Oldest layout version a reader of this header reads. */
 inline constexpr std::uint16_t kMinVersion = 1;
 /** Written by the writer as 0x01020304 in host order; a reader that sees
  *  anything else refuses the ring (byte-swapped or not a ring). */
 inline constexpr std::uint32_t kEndianMarker = 0x01020304u;
 
-/** Size in bytes of the version-1 header; header_size >= this. */
+/** Size in bytes of the version-1 and -2 header; header_size >= this. */
 inline constexpr std::uint32_t kHeaderSize = 512;
+/** Size in bytes of the version-3 header (the source table appended). */
+inline constexpr std::uint32_t kHeaderSizeV3 = 1024;
 /** Size in bytes of one lane descriptor. */
 inline constexpr std::uint32_t kLaneDescSize = 64;
 /** Size in bytes of one slot (versions 1 and 2 fix it; a reader checks it). */
@@ -138,6 +152,80 @@ enum Kind : std::uint16_t {
   kKindConnect = 35,    /**< id = fd, arg0 = result, inline = sockaddr prefix */
   kKindClose = 36,      /**< id = fd, arg0 = result */
 };
+
+/* ----------------------------------------------------------- sources (v3) */
+
+/** Source classes (version 3): each has its own lanes and its own pool.
+ *  kSourceUser holds every event libtimeline writes itself (tl_mark*,
+ *  spans, thread names, lane claims, CRASH); kSourceAlloc the allocation
+ *  kinds (16-19) and kSourceIo the I/O kinds (32-36) of tl_record. */
+enum Source : std::uint32_t {
+  kSourceUser = 0,
+  kSourceAlloc = 1,
+  kSourceIo = 2,
+};
+inline constexpr std::uint32_t kSourceCount = 3;
+/** Entries of RingHeader.sources (room for one more source). */
+inline constexpr std::uint32_t kSourceTableSize = 4;
+
+/** The source of an event kind (which lanes hold it). */
+constexpr std::uint32_t source_of_kind(std::uint16_t kind) {
+  return kind >= kKindMalloc && kind <= kKindRealloc ? kSourceAlloc
+         : kind >= kKindOpen && kind <= kKindClose   ? kSourceIo
+                                                     : kSourceUser;
+}
+
+/* SourceArea.flags */
+/** The source's recorder was loaded when the ring was made (for the
+ *  wrappers: libtimeline-alloc.so or libtimeline-io.so was mapped), so it
+ *  was given its share of the budget.  Informational. */
+inline constexpr std::uint32_t kSourcePresent = 1u << 0;
+
+/**
+ * One source's lanes and pool (version 3), in RingHeader.sources.  The
+ * first six fields are set at tl_init and never change; the reader checks
+ * them against the geometry instead of trusting them (the header CRC does
+ * not cover them).
+ *
+ * A pool is a power of two of slots (or none).  Lanes take extents from it
+ * in order, by compare-and-swap on pool_used: a lane that grows from C to
+ * 2C slots takes 2C fresh slots, or, when its extent ends exactly at
+ * pool_used, only the C after it (it grows in place).  Nothing is ever
+ * given back to a pool; a lane keeps its extent when its thread exits and
+ * the next thread to claim it inherits it.
+ */
+struct SourceArea {
+  std::uint32_t first_lane;      /**< its lanes are [first_lane,
+                                      first_lane + lane_count); the last is
+                                      its shared overflow lane */
+  std::uint32_t lane_count;      /**< >= 2 */
+  std::uint32_t pool_first_slot; /**< first slot of the pool, counted in
+                                      slots from lanes_offset */
+  std::uint32_t pool_slots;      /**< slots in the pool: a power of two, or
+                                      0 (lanes keep slots_per_lane slots) */
+  std::uint32_t share_percent;   /**< its share of the budget, 0..100 */
+  std::uint32_t flags;           /**< kSourcePresent */
+  std::uint64_t reserved0;
+  /* mutable */
+  std::uint64_t pool_used;       /**< pool slots handed out, <= pool_slots */
+  std::uint64_t dropped;         /**< events of this source not recorded
+                                      (no lane could be had); also counted
+                                      in RingHeader.dropped */
+  std::uint64_t grown;           /**< times one of its lanes grew */
+  std::uint64_t moved;           /**< of those, times the lane's slots were
+                                      copied to a new extent */
+};
+static_assert(sizeof(SourceArea) == 64);
+static_assert(offsetof(SourceArea, first_lane) == 0);
+static_assert(offsetof(SourceArea, lane_count) == 4);
+static_assert(offsetof(SourceArea, pool_first_slot) == 8);
+static_assert(offsetof(SourceArea, pool_slots) == 12);
+static_assert(offsetof(SourceArea, share_percent) == 16);
+static_assert(offsetof(SourceArea, flags) == 20);
+static_assert(offsetof(SourceArea, pool_used) == 32);
+static_assert(offsetof(SourceArea, dropped) == 40);
+static_assert(offsetof(SourceArea, grown) == 48);
+static_assert(offsetof(SourceArea, moved) == 56);
 
 /* lane_desc.flags */
 /** This is the shared overflow lane: several threads reserve slots in it
@@ -237,12 +325,21 @@ struct RingHeader {
                                         (fetch-add); may exceed capacity:
                                         those registrations were refused */
   std::uint64_t reserved4[3];
+
+  /* --- version 3 (absent in versions 1 and 2: header_size 512) --- */
+  SourceArea sources[kSourceTableSize]; /**< indexed by Source; entries
+                                        from kSourceCount on are zero */
+  std::uint64_t budget_bytes;      /**< the budget the pools were sized
+                                        from (TL_BUDGET), bytes; 0: none */
+  std::uint32_t source_count;      /**< kSourceCount */
+  std::uint32_t reserved5;
+  std::uint8_t reserved6[240];
 };
 
 inline constexpr std::size_t kCrcEnd = 384;      /**< end of the CRC-covered part */
 inline constexpr std::size_t kMutableStart = 384;
 
-static_assert(sizeof(RingHeader) == kHeaderSize);
+static_assert(sizeof(RingHeader) == kHeaderSizeV3);
 static_assert(offsetof(RingHeader, magic) == 0);
 static_assert(offsetof(RingHeader, version) == 4);
 static_assert(offsetof(RingHeader, header_size) == 6);
@@ -290,6 +387,9 @@ static_assert(offsetof(RingHeader, sync_count) == 464);
 static_assert(offsetof(RingHeader, enabled_sources) == 472);
 static_assert(offsetof(RingHeader, crash_spread_ticks) == 476);
 static_assert(offsetof(RingHeader, names_claimed) == 480);
+static_assert(offsetof(RingHeader, sources) == kHeaderSize);
+static_assert(offsetof(RingHeader, budget_bytes) == 768);
+static_assert(offsetof(RingHeader, source_count) == 776);
 
 /* crash_anchor_state */
 inline constexpr std::uint64_t kAnchorNone = 0;
@@ -313,7 +413,13 @@ struct LaneDesc {
   std::uint64_t claims;        /**< times the lane has been claimed */
   char owner_name[16];         /**< current owner's name (tl_thread_name or
                                     /proc comm at claim), NUL-padded, untrusted */
-  std::uint64_t reserved[2];
+  std::uint64_t extent;        /**< (v3) the lane's slots: extent_first_slot
+                                    (low 32 bits, counted from lanes_offset)
+                                    and log2 of their count (bits 32-39);
+                                    stored with release, in one store, after
+                                    the slots it names hold their events */
+  std::uint32_t source;        /**< (v3) enum Source */
+  std::uint32_t grown;         /**< (v3) times this lane grew */
 };
 static_assert(sizeof(LaneDesc) == kLaneDescSize);
 static_assert(offsetof(LaneDesc, owner_tid) == 0);
@@ -322,6 +428,16 @@ static_assert(offsetof(LaneDesc, write_index) == 8);
 static_assert(offsetof(LaneDesc, synced_index) == 16);
 static_assert(offsetof(LaneDesc, claims) == 24);
 static_assert(offsetof(LaneDesc, owner_name) == 32);
+static_assert(offsetof(LaneDesc, extent) == 48);
+static_assert(offsetof(LaneDesc, source) == 56);
+static_assert(offsetof(LaneDesc, grown) == 60);
+
+/** LaneDesc.extent's parts. */
+constexpr std::uint64_t make_extent(std::uint32_t first_slot, std::uint32_t log2_slots) {
+  return std::uint64_t(log2_slots) << 32 | first_slot;
+}
+constexpr std::uint32_t extent_first_slot(std::uint64_t extent) { return static_cast<std::uint32_t>(extent); }
+constexpr std::uint32_t extent_log2(std::uint64_t extent) { return static_cast<std::uint32_t>(extent >> 32) & 0xFF; }
 
 /* -------------------------------------------------------------------- slot */
 
@@ -448,19 +564,20 @@ constexpr std::uint64_t span_token_seq(std::uint64_t token) { return token & kSp
 
 /* ---------------------------------------------------------------- helpers */
 
-/** Byte offset of lane `lane`'s slot array within the region. */
+/** Byte offset of lane `lane`'s slot array within a version-1 or -2
+ *  region (and of a version-3 lane's first slots). */
 constexpr std::uint64_t lane_slots_offset(const RingHeader &h, std::uint32_t lane) {
   return h.lanes_offset + std::uint64_t(lane) * h.slots_per_lane * h.slot_size;
 }
 
-/** Offset of the name table for a given geometry: right after the slots
+/** Offset of the name table for a version-2 geometry: right after the slots
  *  (which end 128-byte aligned). */
 constexpr std::uint64_t names_offset_for(std::uint32_t lanes, std::uint32_t slots_per_lane) {
   std::uint64_t lanes_off = (kHeaderSize + std::uint64_t(lanes) * kLaneDescSize + 127) & ~std::uint64_t(127);
   return lanes_off + std::uint64_t(lanes) * slots_per_lane * kSlotSize;
 }
 
-/** Region size for a given geometry (header, lane table, slots, `names`
+/** Region size for a version-2 geometry (header, lane table, slots, `names`
  *  name entries), page aligned.  Used by the writer to size the memfd and
  *  by the reader to check header.region_size.  Version 1 had no names. */
 constexpr std::uint64_t region_size_for(std::uint32_t lanes, std::uint32_t slots_per_lane,
@@ -468,10 +585,42 @@ constexpr std::uint64_t region_size_for(std::uint32_t lanes, std::uint32_t slots
   const std::uint64_t end = names_offset_for(lanes, slots_per_lane) + std::uint64_t(names) * kNameEntrySize;
   return (end + page - 1) & ~(page - 1);
 }
-/** Offset of the first slot for a given lane count (after the lane table,
- *  128-byte aligned). */
+/** Offset of the first slot of a version-1 or -2 ring with `lanes` lanes
+ *  (after the 512-byte header's lane table, 128-byte aligned). */
 constexpr std::uint64_t lanes_offset_for(std::uint32_t lanes) {
   return (kHeaderSize + std::uint64_t(lanes) * kLaneDescSize + 127) & ~std::uint64_t(127);
+}
+
+/** The layout of a version-3 ring: `lanes_per_source` lanes for each
+ *  source (its overflow lane included; source c's are [c * n, (c + 1) * n)),
+ *  each starting with `slots_per_lane` slots, then the pools in source
+ *  order, then `names` name entries.  The writer lays a ring out with it
+ *  and the reader checks a header against it, field by field. */
+struct GeometryV3 {
+  std::uint32_t lane_count = 0;       /**< all sources' lanes */
+  std::uint32_t lane_table_offset = 0;
+  std::uint64_t lanes_offset = 0;
+  std::uint32_t pool_first_slot[kSourceCount] = {};
+  std::uint64_t slot_count = 0;       /**< slots in the slot area */
+  std::uint64_t names_offset = 0;
+  std::uint64_t region_size = 0;      /**< page aligned */
+};
+constexpr GeometryV3 geometry_v3(std::uint32_t lanes_per_source, std::uint32_t slots_per_lane,
+                                 const std::uint32_t (&pool_slots)[kSourceCount], std::uint32_t names,
+                                 std::uint64_t page = 4096) {
+  GeometryV3 g;
+  g.lane_count = lanes_per_source * kSourceCount;
+  g.lane_table_offset = kHeaderSizeV3;
+  g.lanes_offset = (kHeaderSizeV3 + std::uint64_t(g.lane_count) * kLaneDescSize + 127) & ~std::uint64_t(127);
+  std::uint64_t slot = std::uint64_t(g.lane_count) * slots_per_lane;
+  for (std::uint32_t c = 0; c < kSourceCount; ++c) {
+    g.pool_first_slot[c] = static_cast<std::uint32_t>(slot);
+    slot += pool_slots[c];
+  }
+  g.slot_count = slot;
+  g.names_offset = g.lanes_offset + slot * kSlotSize;
+  g.region_size = (g.names_offset + std::uint64_t(names) * kNameEntrySize + page - 1) & ~(page - 1);
+  return g;
 }
 
 /** CRC-32C (Castagnoli, reflected, init/xorout 0xFFFFFFFF) of `len` bytes.

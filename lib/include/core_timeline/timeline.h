@@ -50,6 +50,9 @@ extern "C" {
 #define TL_KIND_CONNECT 35u
 #define TL_KIND_CLOSE   36u
 
+/** tl_options.budget: no pools; each lane keeps slots_per_lane events. */
+#define TL_BUDGET_NONE UINT64_MAX
+
 /**
  * Options for tl_init().  Zero-initialise the struct and set `size` to
  * sizeof(struct tl_options); fields left 0 take their defaults.  New fields
@@ -58,10 +61,13 @@ extern "C" {
  */
 struct tl_options {
   uint32_t size;            /**< sizeof(struct tl_options), required */
-  uint32_t slots_per_lane;  /**< events kept per thread; power of two in
-                                 [8, 1048576]; default 256 */
-  uint32_t lanes;           /**< per-thread lanes, plus one shared overflow
-                                 lane; [1, 4095]; default 64 */
+  uint32_t slots_per_lane;  /**< slots each lane starts with; power of two
+                                 in [8, 1048576]; default 32.  Giving it
+                                 without `budget` makes no pools: each lane
+                                 keeps exactly this many events */
+  uint32_t lanes;           /**< per-thread lanes of each source (user,
+                                 alloc, io), plus one shared overflow lane
+                                 each; [1, 1364]; default 64 */
   uint32_t no_handlers;     /**< non-zero: do not install the crash handlers
                                  (no CRASH event; the ring is still dumped) */
   uint32_t no_helper_thread;/**< non-zero: start no helper thread; the sidecar
@@ -76,6 +82,17 @@ struct tl_options {
                                  if it exists; "" disables the sidecar */
   uint32_t names;           /**< entries of the ring's name table (tl_name),
                                  128 bytes each; [1, 4096]; default 256 */
+  uint32_t share_percent[3];/**< each source's share of `budget`, percent,
+                                 indexed user, alloc, io; sum <= 100.  All
+                                 0: the default (user 50 and the rest split
+                                 between the wrappers loaded at tl_init;
+                                 user 100 when none is) */
+  uint64_t budget;          /**< bytes of the sources' pools, which lanes
+                                 grow into, at most 4 GiB; 0: the default,
+                                 16 MiB (none when slots_per_lane is
+                                 given); TL_BUDGET_NONE: none.  Each
+                                 source's pool is its share, rounded down to
+                                 a power of two of 128-byte slots */
 };
 
 /**
@@ -110,11 +127,19 @@ struct tl_options {
  * tl_init that makes its ring unmaps that page first.  If even the page
  * cannot be made, there is nothing.
  *
+ * Each source (user marks and spans; the allocation wrappers; the I/O
+ * wrappers) has lanes of its own, so the wrappers' events never evict the
+ * program's marks, and a pool: a lane that fills its slots for the first
+ * time doubles from its source's pool while the pool has room, so one
+ * busy thread can keep most of its source's memory and 64 threads still
+ * get a lane each (docs/ring-format.md, "Sources and pools").
+ *
  * Returns 0, -EALREADY if a ring exists, -EINVAL for bad options (outside
- * the ranges above, or a ring, its header, (lanes + 1) x slots_per_lane
- * x 128 bytes and names x 128 bytes, above 4 GiB: 1048576 slots allow at
- * most 30 lanes), or the -errno of the failed system call (memfd_create,
- * ftruncate, mmap).  Thread-safe; NOT async-signal-safe.
+ * the ranges above, shares over 100 in all, or a ring above 4 GiB: its
+ * header, 3 x (lanes + 1) x slots_per_lane x 128 bytes, the pools and
+ * names x 128 bytes; 1048576 slots allow at most 9 lanes), or the -errno
+ * of the failed system call (memfd_create, ftruncate, mmap).
+ * Thread-safe; NOT async-signal-safe.
  */
 int tl_init(const struct tl_options *opts);
 

@@ -8,7 +8,8 @@
  *
  * Validation follows "The reader's validation steps" of docs/design.md and the format's
  * rules, in this order, before any offset from the header is used:
- *   magic "CTLN"; 512 header bytes present; endian_marker; version 1 or 2;
+ *   magic "CTLN"; 512 header bytes present (1024 for version 3);
+ *   endian_marker; version 1, 2 or 3;
  *   header CRC-32C over [0, 384); header_size; unknown incompat_flags;
  *   (a version-2 header with kIncompatNoRing is a ring-less header: only
  *   lane_count 0, region_size <= the mapping and the error text are
@@ -16,7 +17,13 @@
  *   slot_size 128; slots_per_lane a power of two in [8, 2^20]; lane_count in
  *   [2, 4096]; lane table after the header and before the slots; slots
  *   inside region_size; region_size <= 4 GiB and <= the mapping; (version
- *   2) the name table right after the slots, inside region_size.
+ *   2) the name table right after the slots, inside region_size; (version
+ *   3) every offset and the source table equal to what geometry_v3 gives
+ *   for lane_count, slots_per_lane, the pools and names_capacity, each pool
+ *   a power of two of at least 2 x slots_per_lane slots, or none.
+ * Each version-3 lane's extent must be its first slots, or lie inside its
+ * own source's pool and overlap no other lane's; a lane whose extent
+ * breaks that is not decoded (counter_inconsistent says why).
  * Then every lane is scanned slot by slot (never by trusting write_index):
  *   a slot is accepted only if begin_seq == end_seq == a sequence whose
  *   position (seq - 1) % slots_per_lane is this slot, with inline_len <= 64,
@@ -47,6 +54,21 @@
 #include "core_timeline/ring_format.h"
 
 namespace core_timeline::reader {
+
+/** One source's lanes and pool, as read (version 3; format::SourceArea). */
+struct SourceInfo {
+  std::uint32_t first_lane = 0;
+  std::uint32_t lane_count = 0;
+  std::uint32_t pool_first_slot = 0;
+  std::uint32_t pool_slots = 0;
+  std::uint32_t share_percent = 0;
+  bool present = false;            /**< kSourcePresent */
+  /* mutable (untrusted) */
+  std::uint64_t pool_used = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t grown = 0;
+  std::uint64_t moved = 0;
+};
 
 /** The header fields, as read (the CRC-covered ones are verified). */
 struct RingHeaderInfo {
@@ -96,6 +118,9 @@ struct RingHeaderInfo {
   std::uint64_t mmap_generation = 0;
   std::uint64_t sync_count = 0;
   std::uint32_t enabled_sources = 0;
+  /* version 3 (empty, 0 for older rings) */
+  std::vector<SourceInfo> sources; /**< by format::Source */
+  std::uint64_t budget_bytes = 0;
   /** The CRC-covered bytes [0, 384), to compare a sidecar with a ring. */
   std::array<std::uint8_t, format::kCrcEnd> immutable{};
 };
@@ -131,6 +156,12 @@ struct RejectedSlot {
 /** What one lane holds and how it compares with its counters. */
 struct LaneSummary {
   std::uint32_t index = 0;
+  /** The lane's source (version 3); nullopt for a version-1 or -2 lane,
+   *  which may hold events of every source. */
+  std::optional<std::uint32_t> source;
+  std::uint64_t first_slot = 0;  /**< its extent, in slots from lanes_offset */
+  std::uint64_t capacity = 0;    /**< slots in its extent */
+  std::uint32_t grown = 0;       /**< times it grew (version 3) */
   std::uint32_t owner_tid = 0;
   std::uint32_t flags = 0;
   bool shared = false;           /**< the overflow lane (kLaneShared) */
