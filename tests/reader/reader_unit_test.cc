@@ -1103,6 +1103,45 @@ TEST(Printable, UntrustedBytesBecomeHexEscapes) {
   EXPECT_EQ(printable(""), "");
 }
 
+// Guards against: a quoted string that a quote, a backslash or a control
+// byte can end early or forge (path="..." in the text, "inline_text").
+TEST(Printable, QuotedWritesCEscapes) {
+  using core_timeline::reader::printable;
+  const std::string nasty("a\"b\\c\n\t\r\x1b\xc3\xa9\0d", 13);
+  EXPECT_EQ(printable(nasty, {.quoted = true}), R"(a\"b\\c\n\t\r\x1b\xc3\xa9\x00d)");
+  EXPECT_EQ(printable(nasty, {.keep_lines = true, .escape_backslash = true, .quoted = true}),
+            R"(a\"b\\c\n\t\r\x1b\xc3\xa9\x00d)");
+}
+
+// Guards against: binary bytes called text, or text called binary because
+// of its NUL padding, a few odd bytes, or UTF-8 (issue 14 item 5).
+TEST(Printable, PayloadTextIsMostlyPrintableWithoutInnerNul) {
+  using core_timeline::reader::payload_text;
+  const auto text = [](std::string_view s) {
+    auto t = payload_text({reinterpret_cast<const std::uint8_t *>(s.data()), s.size()});
+    return t ? t->text : std::string("<not text>");
+  };
+  EXPECT_EQ(text("/etc/hostname"), "/etc/hostname");
+  EXPECT_EQ(text(bytes_of("/etc\0\0\0")), "/etc");
+  EXPECT_EQ(payload_text({reinterpret_cast<const std::uint8_t *>("/etc\0\0"), 6})->length, 4u);
+  EXPECT_EQ(text(bytes_of("/etc\0x")), "<not text>");
+  EXPECT_EQ(text(bytes_of("\0\0")), "<not text>");
+  EXPECT_EQ(text(""), "<not text>");
+  /* Cyrillic: every byte belongs to a well-formed UTF-8 character. */
+  EXPECT_EQ(text("/home/\xd0\xb8\xd0\xb2\xd0\xb0\xd0\xbd"), R"(/home/\xd0\xb8\xd0\xb2\xd0\xb0\xd0\xbd)");
+  /* A Latin-1 byte or an escape sequence in a path: still text. */
+  EXPECT_EQ(text("/srv/caf\xe9.txt"), R"(/srv/caf\xe9.txt)");
+  /* Mostly not printable: a pointer's bytes, a UTF-8 lead byte with no
+   * continuation, an overlong or surrogate form. */
+  EXPECT_EQ(text("\x10\x32\x54\x76\x98\xba\xdc\xfe"), "<not text>");
+  EXPECT_EQ(text("a\xc3\xc3\xc3"), "<not text>");
+  EXPECT_EQ(text("a\xc0\xaf\xc0\xaf"), "<not text>");
+  EXPECT_EQ(text("a\xed\xa0\x80\xed\xa0\x80"), "<not text>");
+  /* Three quarters printable is text, less is not. */
+  EXPECT_EQ(text("abc\x01"), R"(abc\x01)");
+  EXPECT_EQ(text("ab\x01\x02"), "<not text>");
+}
+
 // Guards against: a parser that takes a sign, a space, a suffix or an
 // overflowing value as a number (journal fields and file names are
 // untrusted).
