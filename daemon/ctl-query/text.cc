@@ -104,10 +104,22 @@ std::string event_args_text(const json &e) {
   if (kind == "MALLOC" || kind == "CALLOC" || kind == "REALLOC")
     return fmt::format("ptr={} size={}", hex(a0), dec(a1));
   if (kind == "FREE") return fmt::format("ptr={}", hex(a0));
-  if (kind == "USER_PTR") return fmt::format("ptr={} len={}", hex(a0), dec(a1));
+  /* The inline bytes as the reader wrote them as a string (inline_text:
+   * already escaped by its one escaper, so printable() leaves an honest
+   * document's unchanged), "..." after it when they were or may have been
+   * cut; nothing when they are not text. */
+  const auto inline_arg = [&](std::string_view name) -> std::string {
+    const json *t = member(e, key::inline_text);
+    if (!t || !t->is_string()) return {};
+    const json *cut = member(e, key::inline_cut);
+    return fmt::format(" {}=\"{}\"{}", name, printable(t->get_ref<const std::string &>()),
+                       cut && cut->is_boolean() && cut->get<bool>() ? "..." : "");
+  };
+  if (kind == "USER_PTR") return fmt::format("ptr={} len={}{}", hex(a0), dec(a1), inline_arg("text"));
   if (kind == "READ" || kind == "WRITE") return fmt::format("fd={} result={} count={}", dec(id), sdec(a0), dec(a1));
   if (kind == "CLOSE") return fmt::format("fd={} result={}", dec(id), sdec(a0));
-  if (kind == "OPEN" || kind == "CONNECT") return fmt::format("result={}", sdec(a0));
+  if (kind == "OPEN") return fmt::format("result={}{}", sdec(a0), inline_arg("path"));
+  if (kind == "CONNECT") return fmt::format("result={}{}", sdec(a0), inline_arg("addr"));
   if (kind == "THREAD_NAME") {
     const json *t = member(e, key::thread);
     return fmt::format("name=\"{}\"", str_of(t));

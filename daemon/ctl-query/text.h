@@ -30,9 +30,11 @@ std::string printable(std::string_view s, bool keep_lines = false);
 std::string scalar_text(const nlohmann::ordered_json *v);
 
 /** An event's arguments as core-timeline-read writes them ("arg=1001",
- *  "ptr=0x... size=128", "sig=SIGSEGV code=SEGV_MAPERR addr=0x0"), from the
- *  event object of a timeline document (docs/timeline-json.md).  Missing or
- *  mistyped values print as "?". */
+ *  "ptr=0x... size=128", "sig=SIGSEGV code=SEGV_MAPERR addr=0x0",
+ *  "result=3 path=\"/etc/hostname\"" from the event's "inline_text"), from
+ *  the event object of a timeline document (docs/timeline-json.md).
+ *  Missing or mistyped values print as "?"; inline bytes that are not text
+ *  are left out. */
 std::string event_args_text(const nlohmann::ordered_json &event);
 
 /** An event's "location" as core-timeline-read writes it:

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,74 @@ std::string spaced_hex(std::span<const std::uint8_t> b) {
     s += fmt::format("{:02x}", b[i]);
   }
   return s;
+}
+
+/* An event's inline bytes as a string, for the kinds whose inline bytes
+ * are one: OPEN's path, USER_PTR's snapshot, THREAD_NAME's name, and
+ * CONNECT's sockaddr when it is AF_UNIX ("unix:PATH", or "unix:@NAME" for
+ * an abstract name), each only when payload_text() (printable.h) finds it
+ * is text.  Never for bytes that may only look like text: REALLOC's old
+ * pointer, CRASH's CrashInfo, a kind this reader does not know. */
+struct InlineText {
+  /** payload_text()'s, after "unix:" or "unix:@" for CONNECT. */
+  std::string text;
+  /** kYes: fewer bytes were kept than the event had (USER_PTR's
+   *  inline_len below its len); kMaybe: the bytes fill the 64-byte inline
+   *  limit with no NUL after them, so the string may have gone on (OPEN
+   *  and CONNECT record at most 64 bytes and not how many there were). */
+  enum class Cut { kNo, kMaybe, kYes } cut = Cut::kNo;
+};
+
+std::optional<InlineText> inline_text_of(const Event &e, std::span<const std::uint8_t> b) {
+  /* kMaybe when `s`, the end of the inline bytes, is all text (no NUL
+   * padding after it) and the bytes fill the inline limit. */
+  const auto filled = [&](std::span<const std::uint8_t> s, const PayloadText &t) {
+    return b.size() >= f::kInlineBytes && t.length == s.size() ? InlineText::Cut::kMaybe : InlineText::Cut::kNo;
+  };
+  switch (e.kind) {
+    case f::kKindOpen:
+    case f::kKindThreadName: {
+      auto t = payload_text(b);
+      if (!t) return std::nullopt;
+      return InlineText{std::move(t->text), e.kind == f::kKindOpen ? filled(b, *t) : InlineText::Cut::kNo};
+    }
+    case f::kKindUserPtr: {
+      auto t = payload_text(b);
+      if (!t) return std::nullopt;
+      return InlineText{std::move(t->text), b.size() < e.arg1 ? InlineText::Cut::kYes : InlineText::Cut::kNo};
+    }
+    case f::kKindConnect: {
+      /* struct sockaddr_un: sa_family_t sun_family (AF_UNIX = 1, in the
+       * byte order of the machine: little-endian on x86-64 and AArch64),
+       * then sun_path; an abstract name starts with a NUL. */
+      constexpr std::uint8_t kAfUnix = 1;
+      if (b.size() < 3 || b[0] != kAfUnix || b[1] != 0) return std::nullopt;
+      const bool abstract = b[2] == 0;
+      const std::span<const std::uint8_t> path = b.subspan(abstract ? 3 : 2);
+      auto t = payload_text(path);
+      if (!t) return std::nullopt;
+      return InlineText{(abstract ? "unix:@" : "unix:") + t->text, filled(path, *t)};
+    }
+    default: return std::nullopt;
+  }
+}
+
+/* ` NAME="TEXT"`, and after it what was cut: "..." when bytes were left
+ * out, "... (64 bytes kept; may be cut)" when they may have been; "" when
+ * the bytes are not text. */
+std::string text_arg(const std::optional<InlineText> &t, std::string_view name) {
+  if (!t) return {};
+  std::string s = fmt::format(" {}=\"{}\"", name, t->text);
+  if (t->cut == InlineText::Cut::kYes) s += "...";
+  if (t->cut == InlineText::Cut::kMaybe) s += fmt::format("... ({} bytes kept; may be cut)", f::kInlineBytes);
+  return s;
+}
+
+/* text_arg(), or ` HEX_NAME=[2f 65 ...]` for bytes that are not text. */
+std::string text_or_hex_arg(const Event &e, std::span<const std::uint8_t> b, std::string_view name,
+                            std::string_view hex_name) {
+  const auto t = inline_text_of(e, b);
+  return t ? text_arg(t, name) : fmt::format(" {}=[{}]", hex_name, spaced_hex(b));
 }
 
 std::string location_text(const Location &l) {
@@ -110,9 +179,12 @@ std::string args_text(const Analysis &a, const Event &e) {
     case f::kKindSpanBegin: return "begin " + user_args(a, e, true) + span_note(a, e);
     case f::kKindSpanEnd: return "end" + span_note(a, e);
     case f::kKindUserPtr:
-      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}", e.arg0, inline_bytes.size(), e.arg1,
-                         spaced_hex(inline_bytes), ptr());
+      /* A snapshot is memory, not a string the program gave: its bytes
+       * always, the string beside them when they are text. */
+      return fmt::format("ptr={:#x} len={}/{} bytes=[{}]{}{}", e.arg0, inline_bytes.size(), e.arg1,
+                         spaced_hex(inline_bytes), text_arg(inline_text_of(e, inline_bytes), "text"), ptr());
     case f::kKindThreadName: {
+      if (auto t = inline_text_of(e, inline_bytes)) return fmt::format("name=\"{}\"", t->text);
       std::string n(inline_bytes.begin(), inline_bytes.end());
       return fmt::format("name=\"{}\"", esc(n.substr(0, n.find('\0'))));
     }
@@ -134,13 +206,14 @@ std::string args_text(const Analysis &a, const Event &e) {
       return fmt::format("ptr={:#x} size={} old={:#x}{}", e.arg0, e.arg1, old, ptr());
     }
     case f::kKindOpen:
-      return fmt::format("result={} path-bytes=[{}]", static_cast<std::int64_t>(e.arg0), spaced_hex(inline_bytes));
+      return fmt::format("result={}{}", static_cast<std::int64_t>(e.arg0),
+                         text_or_hex_arg(e, inline_bytes, "path", "path-bytes"));
     case f::kKindRead:
     case f::kKindWrite:
       return fmt::format("fd={} result={} count={}", e.id, static_cast<std::int64_t>(e.arg0), e.arg1);
     case f::kKindConnect:
-      return fmt::format("fd={} result={} addr-bytes=[{}]", e.id, static_cast<std::int64_t>(e.arg0),
-                         spaced_hex(inline_bytes));
+      return fmt::format("fd={} result={}{}", e.id, static_cast<std::int64_t>(e.arg0),
+                         text_or_hex_arg(e, inline_bytes, "addr", "addr-bytes"));
     case f::kKindClose: return fmt::format("fd={} result={}", e.id, static_cast<std::int64_t>(e.arg0));
     default:
       return fmt::format("id={:#x} arg0={:#x} arg1={:#x} inline=[{}]", e.id, e.arg0, e.arg1,
@@ -330,6 +403,10 @@ json event_json(const Analysis &a, const Event &e) {
   const AddressMapping *pointer = a.pointer_of(e);
   ej[key::location] = location ? location_json(*location) : json(nullptr);
   ej[key::inline_bytes] = e.inline_len == 0 ? json(nullptr) : json(hex_bytes(a.inline_bytes_of(e)));
+  if (auto t = inline_text_of(e, a.inline_bytes_of(e))) {
+    ej[key::inline_text] = std::move(t->text);
+    ej[key::inline_cut] = t->cut != InlineText::Cut::kNo;
+  }
   ej[key::pointer] = pointer ? mapping_json(*pointer) : json(nullptr);
   if (const CrashSlot *crash = a.crash_of(e)) {
     const auto &c = *crash;

@@ -665,6 +665,34 @@ TEST(Text, UntrustedBytesNeverReachTheTerminalRaw) {
   EXPECT_EQ(ctlq::event_args_text(e), "arg=?");
 }
 
+// Guards against: ctl-query showing an OPEN without its path, or escaping
+// it a second way (the reader's inline_text is shown as it is stored).
+TEST(Text, InlineTextIsShownAsTheReaderEscapedIt) {
+  json e = sample_document()["events"][0];
+  e["kind"] = "OPEN";
+  e["args"] = {3, 0};
+  e["inline_bytes"] = "2f746d702f61220a";
+  e["inline_text"] = R"(/tmp/a\"\n)";
+  e["inline_cut"] = false;
+  EXPECT_EQ(ctlq::event_args_text(e), R"(result=3 path="/tmp/a\"\n")");
+  e["inline_cut"] = true;
+  EXPECT_EQ(ctlq::event_args_text(e), R"(result=3 path="/tmp/a\"\n"...)");
+  e["kind"] = "CONNECT";
+  e["inline_text"] = "unix:/run/x\x1b";
+  e["inline_cut"] = false;
+  EXPECT_EQ(ctlq::event_args_text(e), R"(result=3 addr="unix:/run/x\x1b")");
+  e["kind"] = "USER_PTR";
+  e["args"] = {0x1000, 8};
+  e["inline_text"] = "hello";
+  EXPECT_EQ(ctlq::event_args_text(e), R"(ptr=0x1000 len=8 text="hello")");
+  /* Bytes that are not text have no inline_text: the summary leaves them out. */
+  e.erase("inline_text");
+  e.erase("inline_cut");
+  EXPECT_EQ(ctlq::event_args_text(e), "ptr=0x1000 len=8");
+  e["kind"] = "OPEN";
+  EXPECT_EQ(ctlq::event_args_text(e), "result=4096");
+}
+
 // ---- the command line ----------------------------------------------------------------
 
 TEST(CommandLine, UsageErrorsExitTwo) {

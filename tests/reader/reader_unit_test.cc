@@ -614,6 +614,163 @@ TEST(Analyze, ThreadNamesAreEscapedInText) {
   EXPECT_NE(text.find("\\x1b]0;pwned\\x07x"), std::string::npos) << text;
 }
 
+namespace {
+
+/* A ring of three_events() and one more event in lane 0 (sequence 4) of
+ * `kind` with `inline_bytes`, analysed; the new event is the last. */
+ctr::Analysis with_inline_event(std::uint16_t kind, std::uint32_t id, std::uint64_t arg0, std::uint64_t arg1,
+                                std::string_view inline_bytes) {
+  RingBuilder r = three_events();
+  fmtx::Slot &s = r.add(0, 4, kind, id, arg0, arg1);
+  std::memcpy(s.inline_data, inline_bytes.data(), inline_bytes.size());
+  s.inline_len = static_cast<std::uint16_t>(inline_bytes.size());
+  return analyze_bytes(ct::testing::standard_core(r).build());
+}
+
+/* A string literal's bytes, NULs and all, but its terminating NUL. */
+template <std::size_t N>
+std::string_view bytes_of(const char (&s)[N]) {
+  return {s, N - 1};
+}
+
+/* The text's line of the last event (the last line with " tid " after
+ * the 12 columns of its age), and that event in the JSON. */
+std::string last_line(const ctr::Analysis &a) {
+  const std::string text = ctr::render_text(a);
+  std::string last;
+  for (std::size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const std::string line = text.substr(at, nl - at);
+    if (line.size() > 17 && line.compare(12, 5, " tid ") == 0) last = line;
+  }
+  return last;
+}
+nlohmann::ordered_json last_event(const ctr::Analysis &a) { return ctr::to_json(a)["events"].back(); }
+
+}  // namespace
+
+// Guards against: a path shown as hex bytes nobody reads (issue 14 item 5),
+// or a JSON that has the string but not the exact bytes.
+TEST(InlineText, PlainPathIsAQuotedStringBesideItsExactBytes) {
+  auto a = with_inline_event(fmtx::kKindOpen, 0, 3, 0, "/etc/hostname");
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find(" OPEN "), std::string::npos) << last_line(a);
+  EXPECT_NE(last_line(a).find(" result=3 path=\"/etc/hostname\""), std::string::npos) << last_line(a);
+  const auto e = last_event(a);
+  EXPECT_EQ(e["inline_text"], "/etc/hostname");
+  EXPECT_EQ(e["inline_cut"], false);
+  EXPECT_EQ(e["inline_bytes"], "2f6574632f686f73746e616d65");
+  expect_schema_valid(a);
+}
+
+// Guards against: a quote, backslash or newline in a path that ends the
+// quoted string early or breaks the line, and a non-ASCII byte reaching
+// the terminal raw; and against the text and JSON escaping differently.
+TEST(InlineText, QuoteBackslashNewlineAndNonAsciiAreEscaped) {
+  auto a = with_inline_event(fmtx::kKindOpen, 0, static_cast<std::uint64_t>(-2), 0, "/tmp/a\"b\\c\nd\xc3\xa9\x1b");
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  const std::string want = R"(/tmp/a\"b\\c\nd\xc3\xa9\x1b)";
+  EXPECT_NE(last_line(a).find("result=-2 path=\"" + want + "\""), std::string::npos) << last_line(a);
+  EXPECT_EQ(ctr::render_text(a).find('\x1b'), std::string::npos);
+  const auto e = last_event(a);
+  EXPECT_EQ(e["inline_text"], want);
+  EXPECT_EQ(e["inline_bytes"], "2f746d702f6122625c630a64c3a91b");
+  expect_schema_valid(a);
+}
+
+// Guards against: bytes that are not text dressed up as a string.
+TEST(InlineText, BinaryPayloadStaysHex) {
+  auto a = with_inline_event(fmtx::kKindOpen, 0, 3, 0, bytes_of("\x01\x02\x00\xff\x7f" "ab"));
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find("result=3 path-bytes=[01 02 00 ff 7f 61 62]"), std::string::npos) << last_line(a);
+  const auto e = last_event(a);
+  EXPECT_FALSE(e.contains("inline_text"));
+  EXPECT_FALSE(e.contains("inline_cut"));
+  EXPECT_EQ(e["inline_bytes"], "010200ff7f6162");
+  expect_schema_valid(a);
+}
+
+// Guards against: a path cut at the 64-byte inline limit shown as if it
+// were whole (OPEN keeps at most 64 bytes and not how long the path was).
+TEST(InlineText, PathThatFillsTheInlineLimitMayBeCut) {
+  const std::string path = "/root/.pyenv/versions/3.12.1/lib/python3.12/site-packages/numpy/";
+  ASSERT_EQ(path.size(), fmtx::kInlineBytes);
+  auto a = with_inline_event(fmtx::kKindOpen, 0, 3, 0, path);
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find("result=3 path=\"" + path + "\"... (64 bytes kept; may be cut)"), std::string::npos)
+      << last_line(a);
+  const auto e = last_event(a);
+  EXPECT_EQ(e["inline_text"], path);
+  EXPECT_EQ(e["inline_cut"], true);
+  expect_schema_valid(a);
+  /* One byte shorter is whole: the path ended before the limit. */
+  auto b = with_inline_event(fmtx::kKindOpen, 0, 3, 0, path.substr(0, 63));
+  EXPECT_EQ(last_line(b).find("may be cut"), std::string::npos) << last_line(b);
+  EXPECT_EQ(last_event(b)["inline_cut"], false);
+}
+
+// Guards against: a tl_mark_ptr snapshot of a string shown as hex only or
+// without its exact bytes (it is memory, docs/design.md rule 7), its NUL
+// padding shown as part of the string, a snapshot cut at 64 of its len
+// bytes shown as whole, and a binary snapshot shown as a string.
+TEST(InlineText, PointerSnapshotsThatAreTextAreStrings) {
+  auto a = with_inline_event(fmtx::kKindUserPtr, 0x2000, 0x7ffd00000100, 8, bytes_of("hello\0\0\0"));
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find("ptr=0x7ffd00000100 len=8/8 bytes=[68 65 6c 6c 6f 00 00 00] text=\"hello\" -> anon"),
+            std::string::npos)
+      << last_line(a);
+  EXPECT_EQ(last_event(a)["inline_bytes"], "68656c6c6f000000");
+  EXPECT_EQ(last_event(a)["inline_text"], "hello");
+  expect_schema_valid(a);
+
+  auto cut = with_inline_event(fmtx::kKindUserPtr, 0x2000, 0x7ffd00000100, 100, std::string(64, 'x'));
+  EXPECT_NE(last_line(cut).find("len=64/100 bytes=[78 78 "), std::string::npos) << last_line(cut);
+  EXPECT_NE(last_line(cut).find(" 78] text=\"" + std::string(64, 'x') + "\"... -> anon"), std::string::npos)
+      << last_line(cut);
+  EXPECT_EQ(last_event(cut)["inline_cut"], true);
+
+  auto binary = with_inline_event(fmtx::kKindUserPtr, 0x2000, 0x7ffd00000100, 8,
+                                  bytes_of("\x00\x01\x7f\x00\x10\xff\x00\x00"));
+  EXPECT_NE(last_line(binary).find("len=8/8 bytes=[00 01 7f 00 10 ff 00 00] -> anon"), std::string::npos)
+      << last_line(binary);
+  EXPECT_FALSE(last_event(binary).contains("inline_text"));
+  expect_schema_valid(binary);
+}
+
+// Guards against: a sockaddr read as a string.  Only an AF_UNIX address has
+// one (its sun_path, or an abstract name after a NUL); AF_INET stays hex.
+TEST(InlineText, UnixSocketAddressesAreStringsOthersStayHex) {
+  const std::string_view un = bytes_of("\x01\x00/run/dbus/system_bus_socket\x00\x00\x00");
+  auto a = with_inline_event(fmtx::kKindConnect, 5, 0, 0, un);
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find("fd=5 result=0 addr=\"unix:/run/dbus/system_bus_socket\""), std::string::npos)
+      << last_line(a);
+  EXPECT_EQ(last_event(a)["inline_text"], "unix:/run/dbus/system_bus_socket");
+  EXPECT_EQ(last_event(a)["inline_cut"], false);
+  expect_schema_valid(a);
+
+  auto abstract = with_inline_event(fmtx::kKindConnect, 5, 0, 0, bytes_of("\x01\x00\x00/tmp/.X11-unix/X0"));
+  EXPECT_NE(last_line(abstract).find("addr=\"unix:@/tmp/.X11-unix/X0\""), std::string::npos) << last_line(abstract);
+
+  /* AF_INET 127.0.0.1:80: "\x02\x00\x00\x50\x7f\x00\x00\x01" and padding. */
+  auto inet = with_inline_event(fmtx::kKindConnect, 5, static_cast<std::uint64_t>(-111), 0,
+                                bytes_of("\x02\x00\x00\x50\x7f\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"));
+  EXPECT_NE(last_line(inet).find("fd=5 result=-111 addr-bytes=[02 00 00 50 7f 00 00 01 00 00 00 00 00 00 00 00]"),
+            std::string::npos)
+      << last_line(inet);
+  EXPECT_FALSE(last_event(inet).contains("inline_text"));
+  expect_schema_valid(inet);
+}
+
+// Guards against: bytes that only look like text given a string: REALLOC's
+// old pointer is a number, whatever its bytes spell.
+TEST(InlineText, PointersThatSpellTextAreNotStrings) {
+  auto a = with_inline_event(fmtx::kKindRealloc, 0, 0x7ffd00000100, 16, "AAAAAAAA");
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find("old=0x4141414141414141"), std::string::npos) << last_line(a);
+  EXPECT_FALSE(last_event(a).contains("inline_text"));
+  expect_schema_valid(a);
+}
+
 TEST(Analyze, HealthyCoreGivesNamedTimeline) {
   RingBuilder r = three_events();
   auto tl = ctr::TlMap::parse("0x1001 REQ_PARSE\n0x1003 BEFORE_DIE\n", "t");
@@ -1101,6 +1258,45 @@ TEST(Printable, UntrustedBytesBecomeHexEscapes) {
   EXPECT_EQ(printable("abcdef", {.max_len = 3}), "abc...");
   EXPECT_EQ(printable("abc", {.max_len = 3}), "abc");
   EXPECT_EQ(printable(""), "");
+}
+
+// Guards against: a quoted string that a quote, a backslash or a control
+// byte can end early or forge (path="..." in the text, "inline_text").
+TEST(Printable, QuotedWritesCEscapes) {
+  using core_timeline::reader::printable;
+  const std::string nasty("a\"b\\c\n\t\r\x1b\xc3\xa9\0d", 13);
+  EXPECT_EQ(printable(nasty, {.quoted = true}), R"(a\"b\\c\n\t\r\x1b\xc3\xa9\x00d)");
+  EXPECT_EQ(printable(nasty, {.keep_lines = true, .escape_backslash = true, .quoted = true}),
+            R"(a\"b\\c\n\t\r\x1b\xc3\xa9\x00d)");
+}
+
+// Guards against: binary bytes called text, or text called binary because
+// of its NUL padding, a few odd bytes, or UTF-8 (issue 14 item 5).
+TEST(Printable, PayloadTextIsMostlyPrintableWithoutInnerNul) {
+  using core_timeline::reader::payload_text;
+  const auto text = [](std::string_view s) {
+    auto t = payload_text({reinterpret_cast<const std::uint8_t *>(s.data()), s.size()});
+    return t ? t->text : std::string("<not text>");
+  };
+  EXPECT_EQ(text("/etc/hostname"), "/etc/hostname");
+  EXPECT_EQ(text(bytes_of("/etc\0\0\0")), "/etc");
+  EXPECT_EQ(payload_text({reinterpret_cast<const std::uint8_t *>("/etc\0\0"), 6})->length, 4u);
+  EXPECT_EQ(text(bytes_of("/etc\0x")), "<not text>");
+  EXPECT_EQ(text(bytes_of("\0\0")), "<not text>");
+  EXPECT_EQ(text(""), "<not text>");
+  /* Cyrillic: every byte belongs to a well-formed UTF-8 character. */
+  EXPECT_EQ(text("/home/\xd0\xb8\xd0\xb2\xd0\xb0\xd0\xbd"), R"(/home/\xd0\xb8\xd0\xb2\xd0\xb0\xd0\xbd)");
+  /* A Latin-1 byte or an escape sequence in a path: still text. */
+  EXPECT_EQ(text("/srv/caf\xe9.txt"), R"(/srv/caf\xe9.txt)");
+  /* Mostly not printable: a pointer's bytes, a UTF-8 lead byte with no
+   * continuation, an overlong or surrogate form. */
+  EXPECT_EQ(text("\x10\x32\x54\x76\x98\xba\xdc\xfe"), "<not text>");
+  EXPECT_EQ(text("a\xc3\xc3\xc3"), "<not text>");
+  EXPECT_EQ(text("a\xc0\xaf\xc0\xaf"), "<not text>");
+  EXPECT_EQ(text("a\xed\xa0\x80\xed\xa0\x80"), "<not text>");
+  /* Three quarters printable is text, less is not. */
+  EXPECT_EQ(text("abc\x01"), R"(abc\x01)");
+  EXPECT_EQ(text("ab\x01\x02"), "<not text>");
 }
 
 // Guards against: a parser that takes a sign, a space, a suffix or an

@@ -8,6 +8,10 @@
  * (lower-case hex).  The reader's text, the daemon's log and ctl-query all
  * use it, so the same bytes read the same everywhere.
  *
+ * A payload (an OPEN's path, a tl_mark_ptr snapshot) is shown as a quoted
+ * string only when payload_text() finds it is text; it is then escaped by
+ * printable() with .quoted, the C string escapes between double quotes.
+ *
  * Header-only (ctl-query uses the reader's headers, not its library).
  * Thread-safety: pure functions.  Not async-signal-safe (allocates).
  */
@@ -16,6 +20,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -32,6 +38,12 @@ struct PrintableOptions {
   /** At most this many bytes of output, then "..." (and the rest is left
    *  out). */
   std::size_t max_len = SIZE_MAX;
+  /** C string escapes, for a value written between double quotes
+   *  (path="..."): '"' as \", '\\' as \\, newline, tab and carriage return
+   *  as \n, \t and \r; every other byte outside printable ASCII is \xNN
+   *  still, so the result is printable ASCII with no bare '"'.  keep_lines
+   *  and escape_backslash do not apply. */
+  bool quoted = false;
 };
 
 /** `s` with printable ASCII as is and every other byte as \xNN. */
@@ -46,6 +58,18 @@ inline std::string printable(std::string_view s, const PrintableOptions &o = {})
       out += "...";
       break;
     }
+    if (o.quoted) {
+      const char *named = c == '"'      ? "\\\""
+                          : c == '\\'  ? "\\\\"
+                          : c == '\n'  ? "\\n"
+                          : c == '\t'  ? "\\t"
+                          : c == '\r'  ? "\\r"
+                                        : nullptr;
+      if (named != nullptr) {
+        out += named;
+        continue;
+      }
+    }
     const bool keep = (c >= 0x20 && c < 0x7f && !(c == '\\' && o.escape_backslash)) ||
                       (o.keep_lines && (c == '\n' || c == '\t'));
     if (keep) {
@@ -57,6 +81,59 @@ inline std::string printable(std::string_view s, const PrintableOptions &o = {})
     }
   }
   return out;
+}
+
+/** What payload_text() found. */
+struct PayloadText {
+  /** The payload as printable() with .quoted writes it, without the quotes
+   *  and without its trailing NUL bytes. */
+  std::string text;
+  /** How many bytes that is: the payload's size less its trailing NULs. */
+  std::size_t length = 0;
+};
+
+/** The payload `b` (untrusted bytes: an OPEN's path, a tl_mark_ptr
+ *  snapshot, a sun_path) as text, or nullopt when it is not text and must
+ *  stay hex.  It is text when, once the NUL bytes at its end are dropped
+ *  (C-string padding):
+ *   - it is not empty and holds no other NUL;
+ *   - at least three quarters of its bytes are printable ASCII, tab,
+ *     newline or carriage return, or belong to a well-formed UTF-8
+ *     character of two to four bytes (a character cut short by the end of
+ *     the payload does not count, nor does any other byte: control bytes,
+ *     DEL, stray bytes of 0x80 and above).
+ *  So a path cut in the middle of a character, or one that holds a few
+ *  Latin-1 bytes or an escape sequence, is still text (those bytes are
+ *  written as \xNN); a pointer, a sockaddr_in or random memory is not.
+ *  Whether the payload was cut (the 64-byte inline limit) is the caller's
+ *  to say: only it knows how long the original was. */
+inline std::optional<PayloadText> payload_text(std::span<const std::uint8_t> b) {
+  std::size_t n = b.size();
+  while (n > 0 && b[n - 1] == 0) --n;
+  if (n == 0) return std::nullopt;
+  std::size_t readable = 0;
+  for (std::size_t i = 0; i < n;) {
+    const std::uint8_t c = b[i];
+    if (c == 0) return std::nullopt;
+    if ((c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r') {
+      ++readable;
+      ++i;
+      continue;
+    }
+    /* A well-formed UTF-8 character (RFC 3629: no overlong forms, no
+     * surrogates, nothing above U+10FFFF) of `len` bytes. */
+    const std::size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool whole = len != 0 && i + len <= n;
+    for (std::size_t k = 1; whole && k < len; ++k) {
+      const std::uint8_t lo = k == 1 && c == 0xe0 ? 0xa0 : k == 1 && c == 0xf0 ? 0x90 : 0x80;
+      const std::uint8_t hi = k == 1 && c == 0xed ? 0x9f : k == 1 && c == 0xf4 ? 0x8f : 0xbf;
+      whole = b[i + k] >= lo && b[i + k] <= hi;
+    }
+    if (whole) readable += len;
+    i += whole ? len : 1;
+  }
+  if (readable * 4 < n * 3) return std::nullopt;
+  return PayloadText{printable({reinterpret_cast<const char *>(b.data()), n}, {.quoted = true}), n};
 }
 
 }  // namespace core_timeline::reader

@@ -5,7 +5,12 @@
  *
  * Strings from the core (paths, thread names) are untrusted bytes: text
  * output escapes anything outside printable ASCII as \xNN; JSON output
- * replaces invalid UTF-8.  Pointer snapshots are shown as hex bytes only.
+ * replaces invalid UTF-8.  Inline bytes that are a string (an OPEN's path,
+ * a tl_mark_ptr snapshot, a thread name, an AF_UNIX sun_path) are shown as
+ * path="..." when payload_text() (printable.h) finds them text, escaped by
+ * printable()'s .quoted, the one escaper; in JSON that same string is the
+ * event's "inline_text" beside its exact "inline_bytes".  Bytes that are
+ * not text stay hex.
  *
  * Memory: write_text() and write_json() hand their output to an Output
  * piece by piece, each event as it is made (a JSON event object is built
