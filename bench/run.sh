@@ -12,10 +12,13 @@
 #                    beside eu-stack and gdb
 #   bench_daemon     a crash to its timeline.json, beside zstd -d and
 #                    coredumpctl dump; a storm of 32
+#   event_rates.sh   events per second of python3, a multi-threaded C++
+#                    program and a shell pipeline under the preload
+#                    wrappers (cores by gdb's gcore, not the pipeline)
 #
 # Everything printed is also kept in BUILD_DIR/bench-results/<time>/.
-# Needs root (cores, the pipeline, kernel.core_pipe_limit).  Takes about a
-# minute and a half on a 2-vCPU VM once built; the first run also makes
+# Needs root (cores, the pipeline, kernel.core_pipe_limit).  Takes about two
+# minutes and a half on a 2-vCPU VM once built; the first run also makes
 # bench_reader's cores (1.2 GB in BUILD_DIR/bench-cores/, kept for the next
 # runs of the same build), some 10 s more.
 set -euo pipefail
@@ -26,7 +29,8 @@ build=${1:-$src/build}
 
 "$src/packaging/install-build-deps"
 cmake -S "$src" -B "$build" -G Ninja >/dev/null
-cmake --build "$build" --target bench_overhead bench_instr bench_reader bench_daemon
+cmake --build "$build" --target bench_overhead bench_instr bench_reader bench_daemon \
+  rates_workload timeline_alloc timeline_io core-timeline-read
 
 export CT_PIPELINE_HOLDER=$$
 "$src/tests/support/pipeline" start
@@ -52,6 +56,7 @@ run bench_overhead "$build/bin/bench_overhead" --benchmark_repetitions=5 --bench
 run instructions "$src/bench/instructions.sh" "$build"
 run bench_reader "$build/bin/bench_reader"
 run bench_daemon "$build/bin/bench_daemon"
+run event_rates "$src/bench/event_rates.sh" "$build"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 echo
 echo "bench/run.sh: results kept in $out"
