@@ -19,7 +19,9 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/printable.h"
+#include "core_timeline/reader/render.h"
 #include "core_timeline/reader/symbolize.h"
+#include "core_timeline/timeline.h"
 
 namespace core_timeline::reader {
 
@@ -258,6 +260,7 @@ class Analyzer {
   void collect_names();
   void place_in_time();
   void build_spans();
+  void build_windows();
   void summarize_threads();
   Event make_event(std::uint32_t ring_index, const RingHeaderInfo &ring, const RingEvent &e, Origin source);
   void name_events();
@@ -1059,6 +1062,8 @@ void Analyzer::name_threads() {
   }
 }
 
+const DecodedRing *ring_of(const Analysis &a, std::uint32_t index);
+
 void Analyzer::build_events() {
   name_events();
   sort_events();
@@ -1069,6 +1074,72 @@ void Analyzer::build_events() {
   place_in_time();
   build_spans();
   summarize_threads();
+  build_windows();
+}
+
+/* Each source's window (SourceWindow): what survives, what was lost, and
+ * since when nothing was. */
+void Analyzer::build_windows() {
+  bool any = false;
+  for (const auto &r : a_.rings) any |= r.ring && r.state == RingReport::State::kValid;
+  if (!any) return;
+  static constexpr const char *kNames[f::kSourceCount] = {"user", "alloc", "io"};
+  struct Acc {
+    std::uint64_t oldest = UINT64_MAX;  /* ticks */
+    std::uint64_t boundary = 0;         /* newest oldest-surviving of a lossy lane */
+    bool boundary_untimed = false;
+  };
+  Acc acc[f::kSourceCount];
+  a_.windows.resize(f::kSourceCount);
+  for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+    a_.windows[c].source = c;
+    a_.windows[c].name = kNames[c];
+    a_.windows[c].losses_by_source = true;
+  }
+  for (const auto &e : a_.events) {
+    /* A version-3 lane's source (its LANE_CLAIM is its own), else the kind's. */
+    std::uint32_t c = f::source_of_kind(e.kind);
+    if (const DecodedRing *d = ring_of(a_, e.ring); d != nullptr && e.lane < d->lanes.size() && d->lanes[e.lane].source)
+      c = std::min(*d->lanes[e.lane].source, f::kSourceCount - 1);
+    a_.windows[c].events++;
+    if (e.timestamp != 0 && e.timestamp < acc[c].oldest) acc[c].oldest = e.timestamp;
+  }
+  for (const auto &r : a_.rings) {
+    if (!r.ring || r.state != RingReport::State::kValid) continue;
+    const DecodedRing &d = *r.ring;
+    const bool by_source = !d.header.sources.empty();
+    static constexpr std::uint32_t kBits[f::kSourceCount] = {TL_SOURCE_USER, TL_SOURCE_ALLOC, TL_SOURCE_IO};
+    for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+      SourceWindow &w = a_.windows[c];
+      w.losses_by_source &= by_source;
+      w.dropped += by_source ? d.header.sources[c].dropped : d.header.dropped;
+      if (by_source) w.recorder_loaded = c == f::kSourceUser || d.header.sources[c].present;
+      if (d.header.enabled_sources != 0) w.enabled = (d.header.enabled_sources & kBits[c]) != 0;
+    }
+    for (const auto &l : d.lanes)
+      for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+        if (l.source && *l.source != c) continue;
+        SourceWindow &w = a_.windows[c];
+        w.overwritten += l.overwritten;
+        w.torn += l.torn + l.invalid + l.missing;
+        if (l.overwritten == 0) continue;
+        if (l.first_timestamp == 0) acc[c].boundary_untimed = true;
+        else if (l.first_timestamp > acc[c].boundary) acc[c].boundary = l.first_timestamp;
+      }
+  }
+  const DecodedRing *ref_ring = a_.time.reference_event ? ring_of(a_, a_.events[*a_.time.reference_event].ring) : nullptr;
+  for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
+    SourceWindow &w = a_.windows[c];
+    w.lost = w.overwritten > 0 || w.dropped > 0;
+    if (ref_ring != nullptr && acc[c].oldest != UINT64_MAX)
+      w.oldest_age_ns = ticks_delta_ns(*ref_ring, acc[c].oldest, a_.time.reference_ticks);
+    if (ref_ring == nullptr || w.dropped > 0 || acc[c].boundary_untimed) continue;
+    const std::uint64_t since = w.overwritten == 0 ? ref_ring->header.anchor_ticks : acc[c].boundary;
+    w.complete_since_init = w.overwritten == 0;
+    /* An age is negative before the reference; the window is its length. */
+    if (since != 0)
+      if (const auto age = ticks_delta_ns(*ref_ring, since, a_.time.reference_ticks)) w.complete_for_ns = -*age;
+  }
 }
 
 /* The names the program registered (tl_name): each valid ring's table, the
@@ -1520,9 +1591,13 @@ Analysis Analyzer::run() {
   if (a_.crash && !a_.crash->ring_slot && a_.status == Status::kOk)
     a_.warnings.push_back("no CRASH event in the ring: the crash handler was not installed or did not run; the "
                           "crash facts shown come from the core's notes");
-  if (a_.absence_proves_nothing)
+  if (a_.absence_proves_nothing) {
+    std::string which;
+    for (const auto &w : a_.windows)
+      if (w.events > 0 || w.lost) which += (which.empty() ? "" : "; ") + absence_text(w);
     a_.warnings.push_back("events were dropped, overwritten, torn or lost: the absence of an event from this "
-                          "timeline proves nothing");
+                          "timeline proves nothing" + (which.empty() ? std::string() : " by itself: " + which));
+  }
   if (a_.status == Status::kOk || a_.source == TimelineSource::kDegradedSidecar) symbolize_all();
   return std::move(a_);
 }

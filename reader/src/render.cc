@@ -233,9 +233,14 @@ std::string ring_summary(const RingReport &r) {
   }
   if (used > 8) lanes += fmt::format(", and {} more lanes", used - 8);
   if (used == 0) lanes = " no events";
-  return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots):{}, dropped={} overwritten={} torn={}{}{}",
+  std::string pools;
+  if (!d.header.sources.empty()) {
+    for (const auto &src : d.header.sources) pools += fmt::format("{}{}", pools.empty() ? ", pools " : "/", src.pool_slots);
+    pools += " slots (user/alloc/io)";
+  }
+  return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots{}):{}, dropped={} overwritten={} torn={}{}{}",
                      r.index, r.address, r.found_by == FoundBy::kSidecar ? "from sidecar" : found_by_name(r.found_by), d.header.lane_count,
-                     d.header.slots_per_lane, lanes, d.header.dropped, d.overwritten, d.torn + d.invalid,
+                     d.header.slots_per_lane, pools, lanes, d.header.dropped, d.overwritten, d.torn + d.invalid,
                      d.counter_inconsistent ? " COUNTER_INCONSISTENT" : "", d.truncated ? " TRUNCATED" : "");
 }
 
@@ -436,6 +441,58 @@ std::string format_age(std::int64_t ns) {
   return (ns < 0 ? "-" : "+") + format_duration(ns);
 }
 
+std::string_view source_title(std::uint32_t source) noexcept {
+  switch (source) {
+    case f::kSourceUser: return "user marks and spans";
+    case f::kSourceAlloc: return "allocations";
+    case f::kSourceIo: return "I/O";
+  }
+  return "?";
+}
+
+namespace {
+
+/* Why a source's window cannot be told, or "" when it can. */
+std::string window_unknown(const SourceWindow &w) {
+  if (w.dropped > 0) return fmt::format("{} dropped at unknown times", w.dropped);
+  if (w.complete_for_ns) return {};
+  if (w.overwritten > 0) return fmt::format("{} overwritten, from when cannot be told", w.overwritten);
+  return "since when cannot be told (no clock rate)";
+}
+
+}  // namespace
+
+std::string window_text(const SourceWindow &w) {
+  std::string s = fmt::format("{}: ", source_title(w.source));
+  if (w.recorder_loaded && !*w.recorder_loaded && w.events == 0)
+    return s + "not recorded (its wrapper library was not loaded)";
+  const std::string unknown = window_unknown(w);
+  if (!unknown.empty()) {
+    s += "not complete: " + unknown;
+  } else if (w.complete_since_init) {
+    s += fmt::format("complete since tl_init, {} before the reference", format_duration(*w.complete_for_ns));
+  } else {
+    s += fmt::format("complete for the last {}; not known before {} ({} overwritten)", format_duration(*w.complete_for_ns),
+                     format_age(-*w.complete_for_ns), w.overwritten);
+  }
+  s += fmt::format("; {} kept", w.events);
+  if (w.oldest_age_ns && w.events > 0) s += fmt::format(", oldest {}", format_age(*w.oldest_age_ns));
+  if (w.torn > 0) s += fmt::format("; {} torn or invalid slots inside", w.torn);
+  if (!w.losses_by_source && w.overwritten > 0) s += " (a version-1 or -2 ring: lanes mix sources, so any lane's losses count)";
+  if (!w.enabled) s += "; recording was off at the end (tl_set_enabled)";
+  return s;
+}
+
+std::string absence_text(const SourceWindow &w) {
+  const std::string title(source_title(w.source));
+  const std::string unknown = window_unknown(w);
+  if (!unknown.empty()) return fmt::format("{}: not complete ({})", title, unknown);
+  if (w.complete_since_init)
+    return fmt::format("{} are complete since tl_init ({})", title, format_duration(*w.complete_for_ns));
+  return fmt::format("{} before {} are not known; complete for the last {}", title, format_age(-*w.complete_for_ns),
+                     format_duration(*w.complete_for_ns));
+}
+
 namespace {
 
 /* journalctl -o short-precise: "Dec 01 14:59:51.123456", local time. */
@@ -573,6 +630,8 @@ bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
                                     : std::string("pid unknown");
     out += fmt::format("core-timeline: {}, {}, {} events\n", timeline_source_name(a.source), who, a.events.size());
     out += time_line(a);
+    for (const auto &w : a.windows)
+      if (w.events > 0 || w.lost || w.source == f::kSourceUser) out += "  window: " + esc(window_text(w)) + "\n";
     for (const auto &r : a.rings) out += "  " + esc(ring_summary(r)) + "\n";
     out += open_spans_text(a);
     if (!o.by_thread) {
@@ -796,6 +855,23 @@ void write_document(const Analysis &a, JsonStream &w) {
   w.begin_array();
   for (const auto &t : a.threads) w.value(thread_json(t));
   w.end();
+  json windows = json::array();
+  for (const auto &x : a.windows) {
+    const auto opt = [](const std::optional<std::int64_t> &v) { return v ? json(*v) : json(nullptr); };
+    windows.push_back({{key::source, f::source_name(x.source)},
+                       {key::events, x.events},
+                       {key::overwritten, x.overwritten},
+                       {key::dropped, x.dropped},
+                       {key::torn, x.torn},
+                       {key::losses_by_source, x.losses_by_source},
+                       {key::oldest_age_ns, opt(x.oldest_age_ns)},
+                       {key::complete_for_ns, opt(x.complete_for_ns)},
+                       {key::complete_since_init, x.complete_since_init},
+                       {key::recorder_loaded, x.recorder_loaded ? json(*x.recorder_loaded) : json(nullptr)},
+                       {key::enabled, x.enabled},
+                       {key::says, window_text(x)}});
+  }
+  w.member(key::windows, windows);
   json names = json::array();
   for (const auto &[id, n] : a.names)
     names.push_back({{key::id, id}, {key::name, n.name},

@@ -175,6 +175,11 @@ constexpr std::uint32_t source_of_kind(std::uint16_t kind) {
                                                      : kSourceUser;
 }
 
+/** A source's name in documents: "user", "alloc", "io". */
+constexpr const char *source_name(std::uint32_t source) {
+  return source == kSourceUser ? "user" : source == kSourceAlloc ? "alloc" : source == kSourceIo ? "io" : "?";
+}
+
 /* SourceArea.flags */
 /** The source's recorder was loaded when the ring was made (for the
  *  wrappers: libtimeline-alloc.so or libtimeline-io.so was mapped), so it

@@ -356,6 +356,44 @@ struct ThreadSummary {
                                              first */
 };
 
+/**
+ * How far back one source's evidence reaches: user marks and spans, the
+ * allocation wrappers' events, the I/O wrappers' (format::Source).  Lost
+ * events are older than their lane's oldest surviving event, so the
+ * source is complete after the newest such boundary over the lanes that
+ * lost events and may hold the source: in a version-3 ring a lane holds
+ * one source; in a version-1 or -2 ring every lane may hold any, so one
+ * lane's losses bound every source (losses_by_source false).  Dropped
+ * events (no lane could be had) have no time: with any, nothing is
+ * complete.  Torn, invalid and missing slots are holes inside the window.
+ * Times are ages: nanoseconds before the time reference (TimeBase).
+ */
+struct SourceWindow {
+  std::uint32_t source = 0;           /**< format::Source */
+  std::string name;                   /**< "user", "alloc", "io" */
+  std::uint64_t events = 0;           /**< its events in the timeline */
+  std::uint64_t overwritten = 0;      /**< in lanes that may hold it */
+  std::uint64_t dropped = 0;          /**< this source's, or (v1, v2)
+                                           the ring's */
+  std::uint64_t torn = 0;             /**< torn, invalid or missing slots
+                                           in lanes that may hold it */
+  bool losses_by_source = false;      /**< lanes hold one source (v3) */
+  std::optional<std::int64_t> oldest_age_ns;  /**< its oldest surviving
+                                                   event's age */
+  /** Complete (nothing overwritten or dropped) for this long before the
+   *  reference, in ns (positive): from the newest loss boundary, or from
+   *  tl_init when nothing was lost.  nullopt: cannot be told (no rate, dropped events,
+   *  or a boundary without a timestamp). */
+  std::optional<std::int64_t> complete_for_ns;
+  bool complete_since_init = false;   /**< nothing lost since tl_init */
+  bool lost = false;                  /**< overwritten or dropped > 0 */
+  /** Whether its recorder was loaded when the ring was made (v3's
+   *  kSourcePresent; user marks always); nullopt for v1 and v2 rings. */
+  std::optional<bool> recorder_loaded;
+  bool enabled = true;                /**< its TL_SOURCE_* bit was set in
+                                           the last tl_set_enabled() */
+};
+
 struct MagicMiss {
   std::uint64_t address = 0;
   std::string reason;
@@ -383,6 +421,8 @@ struct Analysis {
   TimeBase time;
   std::vector<Span> spans;       /**< by begin (or lost begin's end) order */
   std::vector<ThreadSummary> threads;  /**< by first event */
+  /** One per source (user, alloc, io) when there is a valid ring. */
+  std::vector<SourceWindow> windows;
   /** Names of user ids: the core's name table, overridden by --tlmap. */
   std::map<std::uint32_t, EventName> names;
   std::vector<MagicMiss> magic_rejected;  /**< "CTLN" that did not validate */

@@ -70,6 +70,18 @@ std::string format_age(std::int64_t ns);
 /** A duration likewise, without a sign: "1.234ms", "2.000001s". */
 std::string format_duration(std::int64_t ns);
 
+/** A source as people call it: "user marks and spans", "allocations",
+ *  "I/O". */
+std::string_view source_title(std::uint32_t source) noexcept;
+/** One source's window in one sentence, as the "window:" lines and the
+ *  JSON's windows[].says give it, e.g. "allocations: complete for the last
+ *  2.601ms; not known before -2.601ms (5189 overwritten); 256 kept". */
+std::string window_text(const SourceWindow &w);
+/** What the absence of one source's events proves, for the warning:
+ *  "allocations before -2.601ms are not known", "user marks and spans are
+ *  complete since tl_init (58.204s)". */
+std::string absence_text(const SourceWindow &w);
+
 /** The JSON document, indented by 2, ending in a newline: the members in
  *  the order of docs/timeline-json.md, each array's elements written as
  *  they are made.  Byte for byte what nlohmann's dump(2) of the whole
