@@ -52,6 +52,10 @@ struct Row {
   std::size_t event_count = 0;
   json last_event;
   std::vector<json> events;  /* the matching events (events command) */
+  /* The windows of the sources that lost events (events command): the
+   * reader's own sentences (windows[].says), so an empty search is not
+   * read as "it never happened". */
+  std::vector<std::string> lossy_windows;
 };
 
 /* The result of reading one candidate. */
@@ -82,6 +86,16 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   r.exe = string_of(t, "COREDUMP_EXE", key::dotted({key::process, key::exe}));
   r.comm = string_of(t, "COREDUMP_COMM", key::dotted({key::process, key::comm}));
   r.status = t.status();
+  if (const json *windows = t.lookup(key::windows); windows != nullptr && windows->is_array())
+    for (const auto &w : *windows) {
+      const auto says = w.find(key::says);
+      const auto lost = [&](const char *k) {
+        const auto it = w.find(k);
+        return it != w.end() && it->is_number_unsigned() && it->get<std::uint64_t>() > 0;
+      };
+      if (says != w.end() && says->is_string() && (lost(key::overwritten) || lost(key::dropped)))
+        r.lossy_windows.push_back(says->get<std::string>());
+    }
   const json *reason = t.lookup(key::reason);
   if (reason && reason->is_string()) r.reason = reason->get<std::string>();
   r.boot_id = string_of(t, "_BOOT_ID", "coredump.boot_id");
@@ -433,6 +447,7 @@ class Query {
       req.fields = match_fields_;
       req.paths = match_fields_;
       if (o_.command == Command::kEvents) {
+        req.paths.push_back(key::windows);
         req.on_event = [&](const json &e, std::size_t) {
           if (o_.event_filter.matches(e)) events.push_back(e);
         };
@@ -520,6 +535,12 @@ class Query {
       if (o_.max_entries && lines.size() > *o_.max_entries) lines.resize(*o_.max_entries);
       print_events(out_, lines, o_);
       printed = lines.size();
+      /* What the events searched could not show: per timeline, the
+       * sources whose older events were lost. */
+      if (!o_.quiet)
+        for (const Row *r : rows_)
+          for (const auto &w : r->lossy_windows)
+            err_ << "ctl-query: pid " << or_dash(r->pid) << " (" << or_dash(r->exe) << "): " << printable(w) << '\n';
     }
     out_.flush();
     problems_.summary();

@@ -455,9 +455,13 @@ namespace {
 /* Why a source's window cannot be told, or "" when it can. */
 std::string window_unknown(const SourceWindow &w) {
   if (w.dropped > 0) return fmt::format("{} dropped at unknown times", w.dropped);
-  if (w.complete_for_ns) return {};
-  if (w.overwritten > 0) return fmt::format("{} overwritten, from when cannot be told", w.overwritten);
-  return "since when cannot be told (no clock rate)";
+  if (w.complete_for_ns || w.complete_since_init) return {};
+  return fmt::format("{} overwritten, from when cannot be told", w.overwritten);
+}
+
+/* "58.204s", or why the length cannot be told. */
+std::string since_init(const SourceWindow &w) {
+  return w.complete_for_ns ? format_duration(*w.complete_for_ns) : "how long ago cannot be told: no clock rate";
 }
 
 }  // namespace
@@ -470,7 +474,8 @@ std::string window_text(const SourceWindow &w) {
   if (!unknown.empty()) {
     s += "not complete: " + unknown;
   } else if (w.complete_since_init) {
-    s += fmt::format("complete since tl_init, {} before the reference", format_duration(*w.complete_for_ns));
+    s += w.complete_for_ns ? fmt::format("complete since tl_init, {} before the reference", since_init(w))
+                           : fmt::format("complete since tl_init ({})", since_init(w));
   } else {
     s += fmt::format("complete for the last {}; not known before {} ({} overwritten)", format_duration(*w.complete_for_ns),
                      format_age(-*w.complete_for_ns), w.overwritten);
@@ -487,8 +492,7 @@ std::string absence_text(const SourceWindow &w) {
   const std::string title(source_title(w.source));
   const std::string unknown = window_unknown(w);
   if (!unknown.empty()) return fmt::format("{}: not complete ({})", title, unknown);
-  if (w.complete_since_init)
-    return fmt::format("{} are complete since tl_init ({})", title, format_duration(*w.complete_for_ns));
+  if (w.complete_since_init) return fmt::format("{} are complete since tl_init ({})", title, since_init(w));
   return fmt::format("{} before {} are not known; complete for the last {}", title, format_age(-*w.complete_for_ns),
                      format_duration(*w.complete_for_ns));
 }
