@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 
 #include <fmt/format.h>
@@ -1315,4 +1316,168 @@ TEST(Number, OnlyWholeUnsignedNumbersParse) {
   EXPECT_FALSE(parse_unsigned("0x-1", true));
   EXPECT_EQ(parse_unsigned<std::uint32_t>("4294967295"), 4294967295u);
   EXPECT_FALSE(parse_unsigned<std::uint32_t>("4294967296"));
+}
+
+// ---------------------------------------------------------------- format 3
+// A version-3 ring laid out by geometry_v3 (the writer's own layout): 2
+// lanes per source (one per-thread, one overflow), 8 first slots, a user
+// pool of 32 slots.  Lane 0 has grown into the pool with `seqs` events.
+namespace v3 {
+
+struct Ring3 {
+  std::vector<std::uint8_t> bytes;
+  fmtx::RingHeader &header() { return *reinterpret_cast<fmtx::RingHeader *>(bytes.data()); }
+  fmtx::LaneDesc &lane(std::uint32_t i) {
+    return *reinterpret_cast<fmtx::LaneDesc *>(bytes.data() + header().lane_table_offset + i * fmtx::kLaneDescSize);
+  }
+  fmtx::Slot &slot_at(std::uint64_t index) {
+    return *reinterpret_cast<fmtx::Slot *>(bytes.data() + header().lanes_offset + index * fmtx::kSlotSize);
+  }
+  void commit(std::uint32_t lane, std::uint64_t seq) {
+    const std::uint64_t extent = this->lane(lane).extent;
+    const std::uint64_t n = std::uint64_t{1} << fmtx::extent_log2(extent);
+    fmtx::Slot &s = slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % n);
+    s = {};
+    s.begin_seq = s.end_seq = seq;
+    s.timestamp = 1'000'000 + seq;
+    s.tid = 4242;
+    s.kind = fmtx::kKindUser;
+    s.id = 0x31;
+    s.arg0 = seq;
+    if (this->lane(lane).write_index < seq) this->lane(lane).write_index = seq;
+  }
+  void seal() {
+    header().header_crc = fmtx::header_crc(bytes.data());
+  }
+};
+
+constexpr std::uint32_t kPerSource = 2, kSlots = 8, kUserPool = 32;
+
+Ring3 make(std::uint64_t seqs) {
+  const std::uint32_t pools[fmtx::kSourceCount] = {kUserPool, 0, 0};
+  const fmtx::GeometryV3 g = fmtx::geometry_v3(kPerSource, kSlots, pools, 4);
+  Ring3 r;
+  r.bytes.assign(g.region_size, 0);
+  auto &h = r.header();
+  std::memcpy(h.magic, fmtx::kMagic, 4);
+  h.version = 3;
+  h.header_size = fmtx::kHeaderSizeV3;
+  h.endian_marker = fmtx::kEndianMarker;
+  h.compat_flags = fmtx::kCompatClockTsc;
+  h.slot_size = fmtx::kSlotSize;
+  h.slots_per_lane = kSlots;
+  h.lane_count = g.lane_count;
+  h.lane_table_offset = g.lane_table_offset;
+  h.lanes_offset = g.lanes_offset;
+  h.region_size = g.region_size;
+  h.names_offset = g.names_offset;
+  h.names_capacity = 4;
+  h.name_entry_size = fmtx::kNameEntrySize;
+  h.pid = 4242;
+  h.anchor_ticks = 1'000'000;
+  h.ticks_per_second = 1'000'000'000;
+  h.source_count = fmtx::kSourceCount;
+  for (std::uint32_t c = 0; c < fmtx::kSourceCount; ++c) {
+    auto &a = h.sources[c];
+    a.first_lane = c * kPerSource;
+    a.lane_count = kPerSource;
+    a.pool_first_slot = g.pool_first_slot[c];
+    a.pool_slots = pools[c];
+  }
+  for (std::uint32_t l = 0; l < g.lane_count; ++l) {
+    r.lane(l).extent = fmtx::make_extent(l * kSlots, 3);
+    r.lane(l).source = l / kPerSource;
+    if (l % kPerSource == kPerSource - 1) r.lane(l).flags = fmtx::kLaneShared;
+  }
+  // Lane 0 grew once: 16 slots at the start of the user pool.
+  r.lane(0).extent = fmtx::make_extent(g.pool_first_slot[0], 4);
+  h.sources[0].pool_used = 16;
+  for (std::uint64_t s = 1; s <= seqs; ++s) r.commit(0, s);
+  r.seal();
+  return r;
+}
+
+}  // namespace v3
+
+// Guards against: a version-3 lane read at its first slots after it grew
+// (its events are in its pool extent), or its source lost.
+TEST(RingV3, AGrownLaneIsReadFromItsExtentWithItsSource) {
+  v3::Ring3 r = v3::make(20);  // 20 events in 16 slots: 4 overwritten
+  auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->lanes.size(), 6u);
+  const auto &l = d->lanes[0];
+  EXPECT_EQ(l.capacity, 16u);
+  ASSERT_TRUE(l.source.has_value());
+  EXPECT_EQ(*l.source, fmtx::kSourceUser);
+  EXPECT_EQ(l.committed, 16u);
+  EXPECT_EQ(l.first_seq, 5u);
+  EXPECT_EQ(l.overwritten, 4u);
+  EXPECT_FALSE(l.counter_inconsistent) << l.counter_reason;
+  EXPECT_EQ(*d->lanes[2].source, fmtx::kSourceAlloc);
+  ASSERT_EQ(d->header.sources.size(), fmtx::kSourceCount);
+  EXPECT_EQ(d->header.sources[0].pool_slots, v3::kUserPool);
+}
+
+// Guards against: a hostile extent making the reader read another lane's
+// slots, another source's pool, or past the pools.
+TEST(RingV3, AnExtentOutsideItsSourcesPoolOrOverlappingAnotherIsNotRead) {
+  {
+    v3::Ring3 r = v3::make(10);
+    r.lane(2).extent = r.lane(0).extent;  // an alloc lane pointing into the user pool
+    auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_TRUE(d->lanes[2].counter_inconsistent);
+    EXPECT_NE(d->lanes[2].counter_reason.find("inside its source's pool"), std::string::npos)
+        << d->lanes[2].counter_reason;
+    EXPECT_EQ(d->lanes[2].committed, 0u);
+    EXPECT_EQ(d->lanes[0].committed, 10u) << "the lane that owns the slots is still read";
+  }
+  {
+    v3::Ring3 r = v3::make(10);
+    // The user overflow lane claims the second half of lane 0's extent.
+    r.lane(1).extent = fmtx::make_extent(fmtx::extent_first_slot(r.lane(0).extent) + 8, 4);
+    auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_TRUE(d->lanes[0].counter_inconsistent);
+    EXPECT_TRUE(d->lanes[1].counter_inconsistent);
+    EXPECT_NE(d->lanes[1].counter_reason.find("overlaps lane 0"), std::string::npos) << d->lanes[1].counter_reason;
+    EXPECT_TRUE(d->counter_inconsistent);
+  }
+  {
+    v3::Ring3 r = v3::make(10);
+    r.lane(0).extent = fmtx::make_extent(0, 40);  // 2^40 slots
+    auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_TRUE(d->lanes[0].counter_inconsistent);
+    EXPECT_EQ(d->lanes[0].committed, 0u);
+  }
+}
+
+// Guards against: trusting a version-3 header's offsets or source table
+// instead of recomputing them from its geometry.
+TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {
+  const std::vector<std::pair<const char *, std::function<void(fmtx::RingHeader &)>>> edits = {
+      {"pool_first_slot", [](fmtx::RingHeader &h) { h.sources[1].pool_first_slot += 1; }},
+      {"pool_slots", [](fmtx::RingHeader &h) { h.sources[0].pool_slots = 24; }},
+      {"first_lane", [](fmtx::RingHeader &h) { h.sources[2].first_lane = 0; }},
+      {"names_offset", [](fmtx::RingHeader &h) { h.names_offset += 128; }},
+      {"source_count", [](fmtx::RingHeader &h) { h.source_count = 4; }},
+      {"lane_count", [](fmtx::RingHeader &h) { h.lane_count = 7; }},
+  };
+  for (const auto &[what, edit] : edits) {
+    v3::Ring3 r = v3::make(3);
+    edit(r.header());
+    r.seal();
+    auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+    EXPECT_FALSE(d) << what << " was accepted";
+    if (!d) {
+      EXPECT_EQ(d.error().code, ctr::Errc::kBadData) << what << ": " << d.error().message;
+    }
+  }
+  // A version-3 header needs its 1024 bytes.
+  v3::Ring3 r = v3::make(3);
+  auto d = ctr::decode_ring(std::span<const std::uint8_t>(r.bytes.data(), 700), r.bytes.size());
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, ctr::Errc::kTruncated);
 }
