@@ -463,7 +463,8 @@ class Query {
         if (!field_seen_[g].load(std::memory_order_relaxed) && matches_.has_field(t, g))
           field_seen_[g].store(true, std::memory_order_relaxed);
       if (!in_range(t.time_usec) || !matches_.matches(t)) return;
-      if (o_.command == Command::kEvents && events.empty()) return;
+      /* events: a timeline searched without a match stays a row (with no
+       * events), so what it lost is still said. */
       slot.row = make_row(std::move(t), std::move(events));
     } catch (const std::exception &e) {
       slot.error = ReadError{Problem::kIoError, dirs_[c.dir].path + "/" + c.name + ": " + e.what()};

@@ -799,3 +799,29 @@ TEST(CommandLine, ExitCodesTellNoMatchFromUnreadable) {
   EXPECT_EQ(quiet.err.find(".timeline.json"), std::string::npos) << quiet.err;
   EXPECT_NE(quiet.err.find("could not be read"), std::string::npos) << quiet.err;
 }
+
+// Guards against: `events --name X` finding nothing in a timeline whose
+// older events of some source were lost, and saying only "no match": the
+// sources that lost events are named with the reader's own sentence.
+TEST(Events, ASearchNamesTheSourcesThatLostEvents) {
+  TempDir dir;
+  json d = sample_document();
+  d["windows"] = json::array(
+      {json{{"source", "user"}, {"events", 2}, {"overwritten", 0}, {"dropped", 0},
+            {"says", "user marks and spans: complete since tl_init, 58.204s before the reference; 2 kept"}},
+       json{{"source", "alloc"}, {"events", 32768}, {"overwritten", 5189}, {"dropped", 0},
+            {"says", "allocations: complete for the last 2.601ms; not known before -2.601ms (5189 overwritten)"}}});
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json", d.dump());
+  Cli none = cli({"-D", dir.path(), "events", "--name", "RELOAD"});
+  EXPECT_EQ(none.rc, ctlq::kExitNoMatch) << none.err;
+  EXPECT_NE(none.err.find("pid 4242 (/usr/bin/demo): allocations: complete for the last 2.601ms; not known before "
+                          "-2.601ms"),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(none.err.find("user marks and spans"), std::string::npos) << "a complete source is not a loss: " << none.err;
+  Cli found = cli({"-D", dir.path(), "events", "--name", "REQ_PARSE"});
+  EXPECT_EQ(found.rc, ctlq::kExitFound) << found.err;
+  EXPECT_NE(found.err.find("allocations: complete for the last"), std::string::npos) << found.err;
+  Cli quiet = cli({"-D", dir.path(), "-q", "events", "--name", "REQ_PARSE"});
+  EXPECT_EQ(quiet.err, "");
+}
