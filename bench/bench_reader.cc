@@ -404,7 +404,10 @@ RingSize ring_size_of(const std::string &core) {
     rs.lanes = r.ring->header.lane_count;
     rs.slots_per_lane = r.ring->header.slots_per_lane;
     rs.region_size = r.ring->header.region_size;
-    rs.slot_bytes = std::uint64_t{rs.lanes} * rs.slots_per_lane * r.ring->header.slot_size;
+    // Every lane's first slots, and (ring format 3) the sources' pools.
+    std::uint64_t slots = std::uint64_t{rs.lanes} * rs.slots_per_lane;
+    for (const auto &src : r.ring->header.sources) slots += src.pool_slots;
+    rs.slot_bytes = slots * r.ring->header.slot_size;
   }
   rs.events = a.events.size();
   return rs;

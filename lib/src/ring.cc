@@ -871,8 +871,13 @@ bool env_shares(uint32_t (&share)[3], Text &why) {
 void constructor_warning(const Text &why) {
   char line[fmt::kInitErrorText + 64];
   Text t(line, sizeof line);
-  t.put("libtimeline: ").put(why.c_str()).put(": no ring made\n");
-  (void)!write(STDERR_FILENO, t.c_str(), t.size());
+  t.put("libtimeline: ").put(why.c_str()).put(": no ring made");
+  /* The newline by hand: Text::put() writes it as '?', as it does every
+   * byte outside printable ASCII.  len < sizeof line, so line[len] (the
+   * NUL) is in bounds. */
+  size_t len = t.size();
+  line[len++] = '\n';
+  (void)!write(STDERR_FILENO, line, len);
 }
 #endif
 

@@ -6,7 +6,9 @@
  * and the reader's memory measurements.
  *
  * tl_init makes THREADS + 1 lanes (one per worker, one for the main thread)
- * of SLOTS_PER_LANE slots, plus the shared overflow lane.  Each worker
+ * of SLOTS_PER_LANE slots, plus the shared overflow lane, for each of the
+ * three sources (ring format 3; only the user lanes are written), and no
+ * pools (slots_per_lane without a budget): the lanes do not grow.  Each worker
  * names itself and records EVENTS_PER_THREAD events as a real program
  * would, from a handful of call sites: BR_STEP (0x3001, tl_mark, named in
  * the ring), BR_PAIR (0x3002, tl_mark2, unnamed), one BR_REQ span

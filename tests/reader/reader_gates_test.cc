@@ -227,10 +227,16 @@ class GateE : public Gates {
   std::uint64_t lane_desc_off(const Layout &l, std::uint32_t lane) {
     return l.ring_off + l.header.lane_table_offset + std::uint64_t{lane} * fmtx::kLaneDescSize;
   }
+  /* Where the event's slot is: in its lane's extent (ring format 3: the
+   * lane's first slots, or the part of its source's pool it grew into). */
   std::uint64_t slot_off(const Layout &l, const json &ev) {
-    const std::uint64_t seq = ev["seq"], lane = ev["lane"];
-    return l.ring_off + l.header.lanes_offset + lane * l.header.slots_per_lane * fmtx::kSlotSize +
-           ((seq - 1) % l.header.slots_per_lane) * fmtx::kSlotSize;
+    const std::uint64_t seq = ev["seq"];
+    const std::uint32_t lane = ev["lane"];
+    fmtx::LaneDesc d;
+    std::memcpy(&d, l.bytes.data() + lane_desc_off(l, lane), sizeof d);
+    const std::uint64_t slots = std::uint64_t{1} << fmtx::extent_log2(d.extent);
+    return l.ring_off + l.header.lanes_offset +
+           (fmtx::extent_first_slot(d.extent) + (seq - 1) % slots) * fmtx::kSlotSize;
   }
   const json &event(const Layout &l, const std::string &name) {
     for (const auto &e : l.doc["events"])
@@ -441,8 +447,15 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
     EXPECT_TRUE(r.doc["events"].empty());
   }
   {
-    /* Header, lane table and lane 0 (where the main thread writes). */
-    DropIn cut(ring_off + h.lanes_offset + std::uint64_t{h.slots_per_lane} * fmtx::kSlotSize);
+    /* Header, lane table and the lanes up to the first allocation lane:
+     * the main thread writes its marks and spans in lane 0 and its FREE in
+     * the allocation source's first lane (ring format 3).  Neither has
+     * grown (crash_demo writes a handful of events), and the other
+     * sources' lanes and the pools, after them, are cut off. */
+    const std::uint32_t alloc_lane = h.sources[fmtx::kSourceAlloc].first_lane;
+    ASSERT_EQ(h.version, 3u);
+    ASSERT_GT(alloc_lane, 0u);
+    DropIn cut(ring_off + h.lanes_offset + std::uint64_t{alloc_lane + 1} * h.slots_per_lane * fmtx::kSlotSize);
     auto run = ct::test::run_and_collect_core({kDemo, "--path=a"});
     EXPECT_EQ(run.journal_fields["COREDUMP_TRUNCATED"], "1");
     Read r = read_json({"--no-symbols", run.core_path});

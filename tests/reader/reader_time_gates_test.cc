@@ -237,8 +237,8 @@ TEST(Spans, ThreeThreadsShowTheirOpenAndClosedSpansWithNamesFromTheCore) {
 
 TEST(BadSettings, ARingThatCouldNotBeMadeIsSaidFromTheCoreNotTakenForNoLibrary) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"1048576", "TL_SLOTS=1048576 with 64 lanes needs 8.13 GiB; the ring is at most 4 GiB (1048576 slots allow at "
-                  "most 30 lanes)"},
+      {"1048576", "TL_SLOTS=1048576 with 64 lanes needs 24.38 GiB; the ring is at most 4 GiB (1048576 slots allow "
+                  "at most 9 lanes)"},
       {"abc", "TL_SLOTS=abc is not a number"},
   };
   for (const auto &[slots, says] : cases) {
