@@ -45,8 +45,9 @@
 
 namespace core_timeline::ctlq {
 
-/** Most events a document may hold (a ring of 4096 lanes x 256 slots
- *  holds at most 1048576; a 64 MiB document, about 200,000). */
+/** Most events a document may hold (the default ring holds at most
+ *  137,312; a 64 MiB document, about 200,000; a bigger TL_BUDGET can make
+ *  rings that hold more, whose documents are then refused as too big). */
 inline constexpr std::size_t kMaxEvents = 1u << 20;
 /** Default size cap of one document (--max-size). */
 inline constexpr std::uint64_t kDefaultMaxBytes = 64ull << 20;

@@ -663,10 +663,14 @@ bool geometry_problem(Settings &st, Text &why) {
   const uint64_t size = region_for(slots, lanes, names, st.pool_slots);
   if (size > fmt::kMaxRegionSize) {
     put_geometry(why, slots, lanes, names, asked);
-    if (st.budget != 0) why.put(" and a ").put_size(st.budget).put(" budget");
-    why.put(" needs ").put_gib(size).put("; the ring is at most ").put_u64(fmt::kMaxRegionSize >> 30);
-    why.put(" GiB (").put_u64(slots).put(" slots allow at most ").put_u64(max_lanes_for(slots, names, st.pool_slots));
-    why.put(" lanes)");
+    why.put(" needs ").put_gib(size);
+    /* With pools, the budget is named instead of the lane count that
+     * would fit: the lanes may not be what is too big, and the reason
+     * must fit init_error_text. */
+    if (st.budget != 0) why.put(" with a ").put_size(st.budget).put(" budget");
+    why.put("; the ring is at most ").put_u64(fmt::kMaxRegionSize >> 30).put(" GiB");
+    if (st.budget == 0)
+      why.put(" (").put_u64(slots).put(" slots allow at most ").put_u64(max_lanes_for(slots, names, st.pool_slots)).put(" lanes)");
     return true;
   }
   return false;
