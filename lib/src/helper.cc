@@ -89,17 +89,38 @@ void *helper_main(void *) {
 
 }  // namespace
 
+/* LaneDesc.grown at each lane's last sync: a lane that grew since is
+ * written whole (a moved lane's older events are at new offsets); one
+ * that did not, only the slots of the sequences written since.  Static,
+ * so the crash handler can use it; cleared for each new ring. */
+static uint32_t g_synced_grown[fmt::kMaxLanes];
+
+void sidecar_forget() { memset(g_synced_grown, 0, sizeof g_synced_grown); }
+
 void sidecar_sync() {
   Ring &r = g_ring;
   if (r.sidecar_fd < 0 || r.base == nullptr) return;
-  for (uint32_t i = 0; i < r.lane_count; ++i) {
+  for (uint32_t i = 0; i < r.lane_count && i < fmt::kMaxLanes; ++i) {
     fmt::LaneDesc *lane = &r.lanes[i];
     uint64_t written = __atomic_load_n(&lane->write_index, __ATOMIC_ACQUIRE);
     uint64_t synced = __atomic_load_n(&lane->synced_index, __ATOMIC_RELAXED);
-    if (written == synced) continue;
-    uint64_t lane_bytes = uint64_t(r.slots_per_lane) * fmt::kSlotSize;
-    uint64_t offset = fmt::lane_slots_offset(*r.header, i);
-    pwrite_all(r.sidecar_fd, r.base + offset, lane_bytes, offset);
+    const uint32_t grown = __atomic_load_n(&lane->grown, __ATOMIC_ACQUIRE);
+    if (written == synced && grown == g_synced_grown[i]) continue;
+    const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_ACQUIRE);
+    const uint64_t slots = uint64_t(1) << fmt::extent_log2(extent);
+    const uint64_t first = r.header->lanes_offset + uint64_t(fmt::extent_first_slot(extent)) * fmt::kSlotSize;
+    if (grown != g_synced_grown[i] || written < synced || written - synced >= slots) {
+      pwrite_all(r.sidecar_fd, r.base + first, slots * fmt::kSlotSize, first);
+    } else {
+      /* The slots of sequences synced + 1 .. written, which may wrap. */
+      const uint64_t from = synced % slots, count = written - synced;
+      const uint64_t head = from + count <= slots ? count : slots - from;
+      pwrite_all(r.sidecar_fd, r.base + first + from * fmt::kSlotSize, head * fmt::kSlotSize,
+                 first + from * fmt::kSlotSize);
+      if (head < count) pwrite_all(r.sidecar_fd, r.base + first, (count - head) * fmt::kSlotSize, first);
+    }
+    /* A growth while we wrote: written whole next time. */
+    if (__atomic_load_n(&lane->grown, __ATOMIC_ACQUIRE) == grown) g_synced_grown[i] = grown;
     __atomic_store_n(&lane->synced_index, written, __ATOMIC_RELEASE);
   }
   /* The name table, when names were claimed since the last copy; again

@@ -137,9 +137,13 @@ void ensure_altstack() TL_HIDDEN;
  *  Returns 0 or -errno. */
 int install_crash_handlers() TL_HIDDEN;
 
-/** pwrite(2) the header, the lane table and every lane that changed since
- *  the last sync.  Async-signal-safe (used by tl_mark with sync_every). */
+/** pwrite(2) the header, the lane table and, of every lane that changed
+ *  since the last sync, the slots written since (all its slots if it
+ *  grew).  Async-signal-safe (used by tl_mark with sync_every). */
 void sidecar_sync() TL_HIDDEN;
+
+/** Forget what was synced (a new ring: ring_create).  Async-signal-safe. */
+void sidecar_forget() TL_HIDDEN;
 
 /** dlpi_adds + dlpi_subs (dl_iterate_phdr(3)): objects loaded and unloaded
  *  since the process started, so it changes whenever the mapped objects do.

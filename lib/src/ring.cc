@@ -430,6 +430,7 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   r.names = reinterpret_cast<fmt::NameEntry *>(static_cast<uint8_t *>(base) + h->names_offset);
   r.names_capacity = st.names;
   r.names_synced = 0;
+  sidecar_forget();
   g_ring = r;
   if (sidecar >= 0) sidecar_sync();
   return 0;

@@ -365,4 +365,48 @@ TEST(Names, NamesRacingTlInitAreNeverLost) {
   }
 }
 
+
+// Guards against: a sidecar that misses a lane's older events after the
+// lane grew (moved to a new extent: its events are at new offsets) or
+// that rewrites a big lane whole on every sync.  Each event is synced
+// (sync_every 1) as the lane grows from 8 slots through its pool.
+TEST(Pools, TheSidecarFollowsALaneThatGrows) {
+  EXPECT_EQ(in_child([](Failures &f) {
+              char dir[] = "/tmp/tl-pool-sidecar-XXXXXX";
+              f.expect(mkdtemp(dir) != nullptr, "mkdtemp");
+              tl_options o = options(8, 2, 0, 64 * 1024);  // no wrappers: a user pool of 512 slots
+              o.no_helper_thread = 1;
+              o.sync_every = 1;
+              o.sidecar_dir = dir;
+              f.expect(tl_init(&o) == 0, "tl_init");
+              for (uintptr_t i = 0; i < 300; ++i) tl_mark(0x51, i);
+              auto ring = own_ring();
+              f.expect(ring.has_value(), "no ring");
+              if (!ring) return;
+              f.expect(ring->lane_slots(0) == 512, "lane 0 has " + std::to_string(ring->lane_slots(0)) +
+                                                        " slots, not the user pool's 512");
+              f.expect(ring->source(fmt::kSourceUser).moved == 1, "the lane moved once into the pool");
+              const std::string path = std::string(dir) + "/core-timeline." + std::to_string(getpid()) + "." +
+                                       std::to_string(ring->header.process_start_ticks) + ".ring";
+              std::ifstream in(path, std::ios::binary);
+              std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+              auto copy = ct_test::RingView::from_bytes(bytes);
+              f.expect(copy.has_value(), "the sidecar " + path + " is no valid ring");
+              if (copy) {
+                uint64_t marks = 0, last = 0;
+                for (const auto &e : copy->events())
+                  if (e.slot.kind == fmt::kKindUser && e.slot.id == 0x51) ++marks, last = e.slot.arg0;
+                // A LANE_CLAIM and 300 marks in 512 slots: all kept, the
+                // first 7 written before the lane moved out of its 8
+                // first slots.
+                f.expect(marks == 300, "the sidecar holds " + std::to_string(marks) + " of the 300 marks");
+                f.expect(last == 299, "the newest mark in the sidecar is " + std::to_string(last));
+                f.expect(copy->torn == 0, std::to_string(copy->torn) + " torn slots in the sidecar");
+              }
+              unlink(path.c_str());
+              rmdir(dir);
+            }),
+            "");
+}
+
 }  // namespace
