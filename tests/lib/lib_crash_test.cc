@@ -451,6 +451,21 @@ TEST(Preload, BadTlSlotsOrTlLanesIsSaidOnStderrAndMakesNoRing) {
       {{{"TL_SLOTS", "010"}},  // decimal, not octal 8
        "libtimeline: TL_SLOTS=10 is not a power of two from 8 to 1048576: no ring made"},
       {{{"TL_SLOTS", "0x400"}}, ""},
+      // The budget and the shares (ring format 3).
+      {{{"TL_BUDGET", "16X"}},
+       "libtimeline: TL_BUDGET=16X is not a size (bytes, or a number with K, M or G): no ring made"},
+      {{{"TL_BUDGET", "5G"}}, "libtimeline: TL_BUDGET=5368709120 is more than the ring's 4 GiB: no ring made"},
+      {{{"TL_BUDGET", "64M"}}, ""},
+      {{{"TL_BUDGET", "64MiB"}}, ""},
+      {{{"TL_BUDGET", "0"}}, ""},
+      {{{"TL_SHARES", "user=60,alloc=50"}},
+       "libtimeline: TL_SHARES: the shares add up to 110; they are percent of the budget, at most 100 in all: no "
+       "ring made"},
+      {{{"TL_SHARES", "cpu=5"}},
+       "libtimeline: TL_SHARES=cpu=5 is not user=N,alloc=N,io=N (percent, 0 to 100): no ring made"},
+      {{{"TL_SHARES", "user=0"}},
+       "libtimeline: TL_SHARES=user=0 gives every source 0 (use TL_BUDGET=0 for no pools): no ring made"},
+      {{{"TL_SHARES", "user=25,alloc=75"}}, ""},
   };
   for (const auto &c : cases) {
     ct::test::ProcessOptions o;
