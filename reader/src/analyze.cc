@@ -1136,9 +1136,12 @@ void Analyzer::build_windows() {
     if (ref_ring == nullptr || w.dropped > 0 || acc[c].boundary_untimed) continue;
     const std::uint64_t since = w.overwritten == 0 ? ref_ring->header.anchor_ticks : acc[c].boundary;
     w.complete_since_init = w.overwritten == 0;
-    /* An age is negative before the reference; the window is its length. */
+    /* An age is negative before the reference; the window is its length.
+     * A lane of another thread may have wrapped after the reference (the
+     * CRASH) as well: then nothing of the source is complete at it (0). */
     if (since != 0)
-      if (const auto age = ticks_delta_ns(*ref_ring, since, a_.time.reference_ticks)) w.complete_for_ns = -*age;
+      if (const auto age = ticks_delta_ns(*ref_ring, since, a_.time.reference_ticks))
+        w.complete_for_ns = std::max<std::int64_t>(0, -*age);
   }
 }
 
