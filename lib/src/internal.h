@@ -36,8 +36,6 @@ struct Ring {
   fmt::Slot *slots;         /* the slot area's first slot (lane 0's) */
   fmt::SourceArea *sources; /* header.sources */
   uint32_t lane_count;      /* all sources' lanes, overflow lanes included */
-  uint32_t lanes_per_source;/* lane_count / kSourceCount */
-  uint32_t slots_per_lane;  /* each lane's first extent */
   int memfd;
   int sidecar_fd;           /* -1 without a sidecar */
   int wake_fd;              /* eventfd that wakes the helper, -1 if none */

@@ -32,7 +32,7 @@
 
 namespace core_timeline::lib {
 
-Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, -1, -1, -1, 0, 0, false, false, nullptr, 0, 0};
+Ring g_ring = {nullptr, 0, nullptr, nullptr, nullptr, nullptr, 0, -1, -1, -1, 0, 0, false, false, nullptr, 0, 0};
 uint32_t g_enabled = 0;
 pthread_key_t g_lane_key;
 bool g_lane_key_ok = false;
@@ -418,8 +418,6 @@ int ring_create(const uint8_t *build_id, uint32_t build_id_len, uint64_t mmap_ge
   r.slots = reinterpret_cast<fmt::Slot *>(static_cast<uint8_t *>(base) + h->lanes_offset);
   r.sources = h->sources;
   r.lane_count = lane_count;
-  r.lanes_per_source = st.lanes + 1;
-  r.slots_per_lane = st.slots_per_lane;
   r.memfd = memfd;
   r.sidecar_fd = sidecar;
   r.wake_fd = -1;
