@@ -439,8 +439,8 @@ extern "C" {
 TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
   uint32_t source = source_of(kind);
   if (source == 0 || !TL_ENABLED(source)) return;
-  record(source == TL_SOURCE_ALLOC ? fmt::kSourceAlloc : fmt::kSourceIo, static_cast<uint16_t>(kind), id, arg0,
-         arg1, reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+  record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
+         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
 }
 
 TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
@@ -449,8 +449,8 @@ TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintp
   if (source == 0 || !TL_ENABLED(source)) return;
   if (return_address == 0)
     return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
-  record(source == TL_SOURCE_ALLOC ? fmt::kSourceAlloc : fmt::kSourceIo, static_cast<uint16_t>(kind), id, arg0,
-         arg1, return_address, bytes, len, false);
+  record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
+         return_address, bytes, len, false);
 }
 
 TL_EXPORT uint32_t tl_set_enabled(uint32_t sources) {
