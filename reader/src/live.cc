@@ -544,9 +544,11 @@ Result<LiveSnapshot> snapshot(pid_t pid, const SnapshotOptions &options) {
       snap.note.lanes_retried += rc.retried;
       for (auto &w : rc.warnings) snap.warnings.push_back(std::move(w));
       snap.rings++;
-    } else if (is_file_mapping(m) && m.offset == 0 && !m.perms.empty() && m.perms[0] == 'r') {
+    } else if (((is_file_mapping(m) && m.offset == 0) || m.path == "[vdso]") && !m.perms.empty() &&
+               m.perms[0] == 'r') {
       /* The first page of an ELF file mapping, as coredump_filter bit 4
-       * dumps it: its build-id note. */
+       * dumps it (its build-id note), and of the vDSO, which the kernel
+       * dumps whole. */
       std::uint8_t page[kPage];
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPage, l.memsz));
       if (auto r = target.read(m.start, page, n); !r) {

@@ -258,6 +258,18 @@ TEST(ReaderLive, TextSaysLiveSnapshotAndInFlight) {
   EXPECT_EQ(r.out.find("\ncrash:"), std::string::npos) << "no crash section";
 }
 
+TEST(ReaderLive, BuildIdsAndSymbolsComeFromTheSnapshot) {
+  Writers w(2, "1048576");
+  const json d = read_pid(w.pid());
+  EXPECT_EQ(d["process"]["exe"], CT_LIVE_WRITERS);
+  EXPECT_TRUE(d["process"]["build_id"].is_string()) << d["process"].dump();
+  std::set<std::string> functions;
+  for (const auto &e : d["events"])
+    if (e["location"].is_object() && e["location"]["verification"] == "verified")
+      functions.insert(e["location"]["function"].get<std::string>());
+  EXPECT_TRUE(functions.count("writer")) << "the writers' marks are symbolized, verified by build-id";
+}
+
 TEST(ReaderLive, DocumentMatchesTheSchema) {
   Writers w(2, "1048576");
   const auto r = run({reader_bin(), "--pid", std::to_string(w.pid()), "--json", "--no-symbols"});

@@ -16,7 +16,7 @@
  *     ring mappings (/memfd:core-timeline*) and the first page of each
  *     file mapping at offset 0 that starts with an ELF header (so
  *     build-ids and symbols work as in a kernel core, coredump_filter bit
- *     4), p_filesz 0 for the others.
+ *     4) and of the vDSO, p_filesz 0 for the others.
  *
  * The ring is copied lane by lane as docs/ring-format.md, "Reading a live
  * ring", describes: lane descriptor, the lane's slots, the descriptor again,
