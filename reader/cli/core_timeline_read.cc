@@ -154,7 +154,8 @@ int main(int argc, char **argv) {
   if (!sidecar.empty()) opts.sidecar_path = sidecar;
   if (!exe_path.empty()) opts.executable = exe_path;
   opts.unverified_symbols = unverified;
-  opts.symbolize = !no_symbols;
+  /* The exports carry no code locations (docs/export.md): no libdwfl. */
+  opts.symbolize = !no_symbols && (format == Format::kText || format == Format::kJson);
   opts.tlmap = tlmap ? &*tlmap : nullptr;
 
   ctr::FileFacts facts;

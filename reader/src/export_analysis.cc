@@ -46,15 +46,24 @@ ExportTimeline export_timeline_of(const Analysis &a) {
   /* A lane's losses are its thread's: the owner's, or, for a lane whose
    * owner left it (the thread exited), the thread of its oldest kept
    * event, the one right after what was lost. */
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> lane_tid;
-  for (const Event &e : a.events) lane_tid.emplace(std::pair{e.ring, e.lane}, e.tid);
+  std::vector<std::vector<std::uint32_t>> lane_tid(a.rings.size());  /* [ring][lane], 0: none */
+  for (const RingReport &r : a.rings)
+    if (r.index < lane_tid.size() && r.ring) lane_tid[r.index].resize(r.ring->lanes.size() + 1, 0);
+  for (const RingReport &r : a.rings)
+    if (r.index < lane_tid.size() && r.ring)
+      for (const LaneSummary &l : r.ring->lanes)
+        if (l.index >= lane_tid[r.index].size()) lane_tid[r.index].resize(std::size_t{l.index} + 1, 0);
+  for (const Event &e : a.events)
+    if (e.ring < lane_tid.size() && e.lane < lane_tid[e.ring].size() && lane_tid[e.ring][e.lane] == 0)
+      lane_tid[e.ring][e.lane] = e.tid;
   for (const RingReport &r : a.rings) {
     if (r.state != RingReport::State::kValid || !r.ring) continue;
     t.dropped += r.ring->header.dropped;
     for (const LaneSummary &l : r.ring->lanes) {
       const std::uint64_t torn = l.torn + l.invalid;
       std::uint32_t owner = l.owner_tid;
-      if (auto it = lane_tid.find({r.index, l.index}); owner == 0 && it != lane_tid.end()) owner = it->second;
+      if (owner == 0 && r.index < lane_tid.size() && l.index < lane_tid[r.index].size())
+        owner = lane_tid[r.index][l.index];
       if (l.shared || owner == 0) {
         t.shared_overwritten += l.overwritten;
         t.shared_torn += torn;

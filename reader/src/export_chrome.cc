@@ -35,13 +35,24 @@ using ojson = nlohmann::ordered_json;
 /* `s` as a JSON string literal, quotes included. */
 std::string json_quoted(std::string_view s) { return ojson(s).dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
+/* An integer in decimal, without allocating. */
+template <class T>
+void append_int(std::string &out, T v) {
+  const fmt::format_int f(v);
+  out.append(f.data(), f.size());
+}
+
 /* Microseconds with three decimals, from ns >= 0. */
 void append_us(std::string &out, std::int64_t ns) {
   if (ns < 0) {
     out += '-';
     ns = -ns;
   }
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
+  append_int(out, ns / 1000);
+  const auto frac = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, 4);
 }
 
 class ChromeWriter final : public ExportWriter {
@@ -149,14 +160,23 @@ class ChromeWriter final : public ExportWriter {
     buf_ += cached(e.name);
     buf_ += ",\"cat\":";
     buf_ += cached(e.kind);
-    fmt::format_to(std::back_inserter(buf_), ",\"ph\":\"{}\",\"ts\":", ph);
+    buf_ += ",\"ph\":\"";
+    buf_ += ph;
+    buf_ += "\",\"ts\":";
     append_us(buf_, ts);
     if (dur) {
       buf_ += ",\"dur\":";
       append_us(buf_, *dur);
     }
-    if (ph == 'i') fmt::format_to(std::back_inserter(buf_), ",\"s\":\"{}\"", scope);
-    fmt::format_to(std::back_inserter(buf_), ",\"pid\":{},\"tid\":{}", t_.pid, e.tid);
+    if (ph == 'i') {
+      buf_ += ",\"s\":\"";
+      buf_ += scope;
+      buf_ += '"';
+    }
+    buf_ += ",\"pid\":";
+    append_int(buf_, t_.pid);
+    buf_ += ",\"tid\":";
+    append_int(buf_, e.tid);
   }
 
   void write_args(const ExportEvent &e, const ExportSpan *sp, const char *span_note) {
@@ -169,9 +189,9 @@ class ChromeWriter final : public ExportWriter {
       buf_ += ':';
     };
     key(e.args[0].name);
-    fmt::format_to(std::back_inserter(buf_), "{}", e.args[0].value);
+    append_int(buf_, e.args[0].value);
     key(e.args[1].name == e.args[0].name ? std::string_view("arg1") : e.args[1].name);
-    fmt::format_to(std::back_inserter(buf_), "{}", e.args[1].value);
+    append_int(buf_, e.args[1].value);
     if (e.text) {
       key("text");
       buf_ += json_quoted(*e.text);
@@ -208,14 +228,14 @@ class ChromeWriter final : public ExportWriter {
       key("fault_address");
       fmt::format_to(std::back_inserter(buf_), "\"{:#x}\"", e.signal->fault_address);
     }
-    key("kind");
+    buf_ += first ? "\"kind\":" : ",\"kind\":";
     buf_ += cached(e.kind);
-    key("id");
-    fmt::format_to(std::back_inserter(buf_), "{}", e.id);
-    key("lane");
-    fmt::format_to(std::back_inserter(buf_), "{}", e.lane);
-    key("seq");
-    fmt::format_to(std::back_inserter(buf_), "{}", e.seq);
+    buf_ += ",\"id\":";
+    append_int(buf_, e.id);
+    buf_ += ",\"lane\":";
+    append_int(buf_, e.lane);
+    buf_ += ",\"seq\":";
+    append_int(buf_, e.seq);
     buf_ += '}';
   }
 
