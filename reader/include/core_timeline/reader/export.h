@@ -203,7 +203,12 @@ std::unique_ptr<ExportWriter> chrome_trace_writer(ExportTimeline timeline,
 
 /** CTF 1.8 into the directory `dir`, which it creates (mode 0755); an
  *  existing directory must be empty (else kInvalidArgument naming it).
- *  Writes `metadata` and one `stream_TID` per thread with placed events. */
+ *  Writes `metadata` and one `stream_TID` per thread with placed events;
+ *  each stream keeps a file descriptor and a 16 KiB buffer open until
+ *  finish(), so a timeline of more threads than RLIMIT_NOFILE allows fails
+ *  with EMFILE, naming the stream.  A thread whose losses it knows but
+ *  that has no placed event gets no stream: its losses are in the
+ *  metadata's env (thread_TID_lost). */
 Result<std::unique_ptr<ExportWriter>> ctf_writer(ExportTimeline timeline, const std::string &dir);
 
 /* From an Analysis (core-timeline-read); built into ct::reader. */
