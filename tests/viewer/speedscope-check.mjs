@@ -25,8 +25,9 @@
 //    --span NAME (exactly, or followed by " {"), with a total time above
 //    zero: a span that speedscope draws zero wide is not seen;
 //  - speedscope logged no import warning other than spans "still open at
-//    end of profile" (a span open at the crash has no end event), shows no
-//    alert, and the page threw nothing.
+//    end of profile" (a B without its E) and nested slices that end at the
+//    same nanosecond taken in the other order (sameInstantEnds below),
+//    shows no alert, and the page threw nothing.
 //
 // Every check prints one line, "ok: ..." or "FAIL: ...", and the console
 // messages of the page are printed too.  --screenshot saves a PNG of the
@@ -110,6 +111,42 @@ for (const e of events) {
   const key = `${e.pid}:${e.tid}`;
   if (e.ph === 'M' && e.name === 'thread_name' && e.args && e.args.name) threadNames.set(key, e.args.name);
   if (e.ph === 'B' || e.ph === 'E' || e.ph === 'X') spanThreads.add(key);
+}
+
+// speedscope's frame key: the name, and the args as JSON when there are any.
+const frameKey = (e) => `${e.name || '(unnamed)'}${e.args ? ` ${JSON.stringify(e.args)}` : ''}`;
+// Absolute end times (us) of each slice, by frame key.
+const endsByKey = new Map();
+for (const e of events) {
+  if (e && e.ph === 'X' && typeof e.ts === 'number') {
+    const k = frameKey(e);
+    if (!endsByKey.has(k)) endsByKey.set(k, []);
+    endsByKey.get(k).push(e.ts + (e.dur ?? 0));
+  }
+}
+// speedscope turns each X slice into a begin and an end at ts + dur,
+// computed in floating point after taking away the thread's first ts.  Two
+// nested slices that end at the same nanosecond (spans open at the crash
+// are all drawn up to it) may then end in the wrong order, by 1e-10 us:
+// speedscope warns "Tried to end OUTER when INNER was on the top of the
+// stack", ends INNER next and OUTER at the profile's end, which is the
+// same instant: what it draws is right.  Such a warning is reported as a
+// note, not a failure; one about slices that do not end at the same
+// nanosecond (crossed spans, which a flame chart cannot draw) fails.
+function sameInstantEnds(text) {
+  const m = /^ts=[^:]*: Tried to end "/.exec(text);
+  if (!m || !/was on the top of the stack\. Doing nothing instead\.$/.test(text)) return false;
+  const rest = text.slice(m[0].length);
+  for (const [ended, endedEnds] of endsByKey) {
+    if (!rest.startsWith(`${ended}" when "`)) continue;
+    const top = rest.slice(ended.length + '" when "'.length, -'" was on the top of the stack. Doing nothing instead.'.length);
+    const topEnds = endsByKey.get(top) || [];
+    if (endedEnds.some((a) => topEnds.some((b) => Math.abs(a - b) < 0.0005))) {
+      process.stdout.write(`note: speedscope ended ${ended.split(' ')[0]} and ${top.split(' ')[0]}, which end at the same nanosecond, in the other order (floating point); it draws them right\n`);
+      return true;
+    }
+  }
+  return false;
 }
 
 let failures = 0;
@@ -298,7 +335,7 @@ try {
   }
 
   const importWarnings = consoleLines.filter((l) => l.type === 'warning' && !/GL Driver Message/.test(l.text) &&
-    !/was still open at end of profile/.test(l.text));
+    !/was still open at end of profile/.test(l.text) && !sameInstantEnds(l.text));
   check(importWarnings.length === 0,
     `no import warnings${importWarnings.length ? `: ${importWarnings.map((l) => l.text).join(' | ')}` : ''}`);
   check(dialogs.length === 0, `no alerts${dialogs.length ? `: ${dialogs.join(' | ')}` : ''}`);
