@@ -6,7 +6,7 @@
 //
 //   node speedscope-check.mjs --modules DIR --trace TRACE.json
 //        [--thread NAME]... [--span NAME]... [--screenshot OUT.png]
-//        [--screenshot-thread NAME] [--chromium PATH]
+//        [--screenshot-thread NAME] [--viewport WxH] [--chromium PATH]
 //
 // Serves speedscope's static viewer (DIR/speedscope/dist/release, from the
 // npm package `speedscope`) and TRACE.json from 127.0.0.1 on an ephemeral
@@ -32,7 +32,8 @@
 // Every check prints one line, "ok: ..." or "FAIL: ...", and the console
 // messages of the page are printed too.  --screenshot saves a PNG of the
 // Time Order view of the profile of --screenshot-thread (default: the
-// first), 1280x720, and prints its path.
+// first), the size of the page (--viewport, default 1280x720), and prints
+// its path.
 //
 // Exit status: 0 all checks passed; 1 a check failed; 2 bad arguments, or
 // the browser or the viewer could not be started (the message says which).
@@ -47,7 +48,7 @@ import {createRequire} from 'node:module';
 import {parseArgs} from 'node:util';
 
 const usage = `usage: speedscope-check.mjs --modules DIR --trace TRACE.json [--thread NAME]...
-       [--span NAME]... [--screenshot OUT.png] [--screenshot-thread NAME] [--chromium PATH]`;
+       [--span NAME]... [--screenshot OUT.png] [--screenshot-thread NAME] [--viewport WxH] [--chromium PATH]`;
 
 function die(code, message) {
   process.stderr.write(`speedscope-check: ${message}\n`);
@@ -64,6 +65,7 @@ try {
       span: {type: 'string', multiple: true, default: []},
       screenshot: {type: 'string'},
       'screenshot-thread': {type: 'string'},
+      viewport: {type: 'string', default: '1280x720'},
       chromium: {type: 'string', default: '/usr/bin/chromium'},
       help: {type: 'boolean'},
     },
@@ -76,6 +78,9 @@ if (opts.help) {
   process.exit(0);
 }
 if (!opts.modules || !opts.trace) die(2, `--modules and --trace are required\n${usage}`);
+const size = /^(\d{3,4})x(\d{3,4})$/.exec(opts.viewport);
+if (!size) die(2, `--viewport ${opts.viewport} is not WIDTHxHEIGHT in pixels (100 to 9999 each)`);
+const viewport = {width: Number(size[1]), height: Number(size[2])};
 
 const modules = path.resolve(opts.modules);
 const viewerRoot = path.join(modules, 'speedscope', 'dist', 'release');
@@ -211,7 +216,7 @@ try {
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: {width: 1280, height: 720},
+    viewport,
     timeout: 60000,
   });
 } catch (e) {
@@ -355,7 +360,7 @@ try {
       await page.keyboard.press('t');
       await page.locator(`tr[title=${JSON.stringify(profiles[index])}]`).click();
     }
-    await page.mouse.move(640, 700);
+    await page.mouse.move(viewport.width / 2, viewport.height - 10);
     await page.waitForTimeout(500);  // the flame chart draws on the next frames
     const out = path.resolve(opts.screenshot);
     fs.mkdirSync(path.dirname(out), {recursive: true});
