@@ -26,6 +26,11 @@ ExportTimeline export_timeline_of(const Analysis &a) {
   t.events = a.events.size();
   for (const Event &e : a.events)
     if (e.age_ns) t.origin_age_ns = std::min(t.origin_age_ns, *e.age_ns);
+  /* A span whose begin was lost starts where its end says it began. */
+  for (const Span &s : a.spans)
+    if (s.state == Span::State::kBeginLost && s.duration_ns && *s.duration_ns > 0 && s.end &&
+        *s.end < a.events.size() && a.events[*s.end].age_ns)
+      t.origin_age_ns = std::min(t.origin_age_ns, *a.events[*s.end].age_ns - *s.duration_ns);
   if (a.time.reference_event && *a.time.reference_event < a.events.size()) {
     const Event &r = a.events[*a.time.reference_event];
     if (r.realtime_ns && r.age_ns) t.reference_realtime_ns = *r.realtime_ns - *r.age_ns;

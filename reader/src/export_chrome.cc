@@ -61,8 +61,7 @@ class ChromeWriter final : public ExportWriter {
       return {};
     }
     const std::int64_t ts = *e.age_ns - t_.origin_age_ns;
-    Thread &th = threads_[e.tid];
-    if (!th.first_ts || ts < *th.first_ts) th.first_ts = ts;
+    threads_[e.tid];
     const ExportSpan *sp = e.span && *e.span < t_.spans.size() ? &t_.spans[*e.span] : nullptr;
     if (e.kind == "SPAN_BEGIN" && sp) {
       /* The slice, from its begin: closed with its duration, open (or
@@ -143,6 +142,8 @@ class ChromeWriter final : public ExportWriter {
 
   void begin_event(const ExportEvent &e, char ph, std::int64_t ts, std::optional<std::int64_t> dur,
                    char scope = 't') {
+    Thread &th = threads_[e.tid];
+    if (!th.first_ts || ts < *th.first_ts) th.first_ts = ts;
     separator();
     buf_ += "{\"name\":";
     buf_ += cached(e.name);
@@ -289,6 +290,9 @@ class ChromeWriter final : public ExportWriter {
                                       (t_.reference.empty() ? std::string("none") : t_.reference) + ")")}});
     }
     if (t_.dropped > 0) {
+      /* On a track of its own: no thread wrote them. */
+      raw({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", 0},
+           {"args", {{"name", "events without a thread"}}}});
       raw({{"name", fmt::format("{} events dropped (no lane: thread and time unknown)", t_.dropped)},
            {"cat", "LOSS"},
            {"ph", "i"},

@@ -163,6 +163,11 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
     sp.duration_ns = i64(s, key::duration_ns);
     sp.open_for_ns = i64(s, key::open_for_ns);
     sp.note = std::string(str(s, key::note));
+    /* A span whose begin was lost starts where its end says it began. */
+    if (const ojson *end = member(s, key::end); end && sp.state == "begin_lost" && sp.duration_ns &&
+                                                 *sp.duration_ns > 0)
+      if (const auto age = i64(*end, key::age_ns); age && *age - *sp.duration_ns < t.origin_age_ns)
+        t.origin_age_ns = *age - *sp.duration_ns;
     t.spans.push_back(std::move(sp));
   }
   if (const ojson *c = member(top, key::crash); c && c->is_object()) {
