@@ -23,7 +23,15 @@
 //                        16 65536 70000, tests/reader/big_ring_crasher.c),
 //                        for the memory the reader needs beside the ring's
 //                        bytes (issue 13, item 5)
-//   BM_TinyRing/read, BM_TinyRing/read_json
+//   BM_BigRing/read_chrome_trace
+//                        core-timeline-read --format=chrome-trace on that
+//                        core (issue 15: <= 1 s, and peak RSS beyond the
+//                        baseline <= 3 x the ring's bytes)
+//   BM_BigRing/export_chrome_trace
+//                        the export alone, in process: export_events() of
+//                        the big ring's Analysis (made once, untimed) to
+//                        an Output that drops the bytes
+//   BM_TinyRing/read, BM_TinyRing/read_json, BM_TinyRing/read_chrome_trace
 //                        the same program's core with a ring of 16 x 8
 //                        slots: the reader's baseline, to which the big
 //                        ring's peak RSS is compared
@@ -80,6 +88,7 @@
 
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/export.h"
 #include "core_timeline/reader/symbolize.h"
 #include "bench_stats.h"
 #include "crash_harness.h"
@@ -278,13 +287,13 @@ void BM_GdbBt(benchmark::State &state) {
                   exited_0);
 }
 
-// core-timeline-read [--json] on the big ring's core (Arg 1) or the tiny
+// core-timeline-read [FORMAT] on the big ring's core (Arg 1) or the tiny
 // one's (Arg 0); the output goes to /dev/null, as everywhere here.
-void ring_benchmark(benchmark::State &state, const std::string &tool, bool json) {
+void ring_benchmark(benchmark::State &state, const std::string &tool, const char *format) {
   const bool big = state.range(0) != 0;
   const std::string &core = big ? g_big_core : g_tiny_core;
   std::vector<std::string> argv = {g_bin_dir + "/core-timeline-read"};
-  if (json) argv.push_back("--json");
+  if (format) argv.push_back(format);
   argv.push_back(core);
   const std::string key = tool + (big ? "/big" : "/tiny");
   for (auto _ : state) {
@@ -304,8 +313,42 @@ void ring_benchmark(benchmark::State &state, const std::string &tool, bool json)
   state.counters["region_MiB"] = double(rs.region_size) / (1 << 20);
 }
 
-void BM_RingRead(benchmark::State &state) { ring_benchmark(state, "ring_read", false); }
-void BM_RingReadJson(benchmark::State &state) { ring_benchmark(state, "ring_read_json", true); }
+void BM_RingRead(benchmark::State &state) { ring_benchmark(state, "ring_read", nullptr); }
+void BM_RingReadJson(benchmark::State &state) { ring_benchmark(state, "ring_read_json", "--json"); }
+void BM_RingReadChrome(benchmark::State &state) {
+  ring_benchmark(state, "ring_read_chrome", "--format=chrome-trace");
+}
+
+// The chrome-trace export of the big ring's Analysis alone: the Analysis
+// is made once (no symbols, as the export needs none), each iteration
+// writes the whole document to an Output that counts and drops the bytes.
+void BM_RingExportChrome(benchmark::State &state) {
+  ctr::ReadOptions o;
+  o.symbolize = false;
+  const ctr::Analysis a = ctr::analyze_file(g_big_core, o);
+  if (a.status != ctr::Status::kOk) {
+    state.SkipWithError(("cannot read " + g_big_core + ": " + a.reason).c_str());
+    return;
+  }
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    bytes = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto w = ctr::chrome_trace_writer(ctr::export_timeline_of(a), [&](std::string_view s) {
+      bytes += s.size();
+      return true;
+    });
+    if (!ctr::export_events(a, *w).ok()) {
+      state.SkipWithError("the export failed");
+      return;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(seconds);
+    record("export_chrome/big", seconds, 0);
+  }
+  state.counters["events"] = double(a.events.size());
+  state.counters["output_MiB"] = double(bytes) / (1 << 20);
+}
 
 void sizes(benchmark::internal::Benchmark *b) {
   for (int mib : g_sizes) b->Arg(mib);
@@ -323,12 +366,20 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("BM_GdbBt", BM_GdbBt)->Apply(sizes)->Iterations(3);
   if (!g_big_ring.empty()) {
     using Fn = void (*)(benchmark::State &);
-    const std::pair<const char *, Fn> tiny[] = {{"BM_TinyRing/read", BM_RingRead}, {"BM_TinyRing/read_json", BM_RingReadJson}};
-    const std::pair<const char *, Fn> big[] = {{"BM_BigRing/read", BM_RingRead}, {"BM_BigRing/read_json", BM_RingReadJson}};
+    const std::pair<const char *, Fn> tiny[] = {{"BM_TinyRing/read", BM_RingRead},
+                                                {"BM_TinyRing/read_json", BM_RingReadJson},
+                                                {"BM_TinyRing/read_chrome_trace", BM_RingReadChrome}};
+    const std::pair<const char *, Fn> big[] = {{"BM_BigRing/read", BM_RingRead},
+                                               {"BM_BigRing/read_json", BM_RingReadJson},
+                                               {"BM_BigRing/read_chrome_trace", BM_RingReadChrome}};
     for (auto [name, fn] : tiny)
       benchmark::RegisterBenchmark(name, fn)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
     for (auto [name, fn] : big)
       benchmark::RegisterBenchmark(name, fn)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+    benchmark::RegisterBenchmark("BM_BigRing/export_chrome_trace", BM_RingExportChrome)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(3);
   }
 }
 
@@ -462,16 +513,24 @@ void print_summary() {
               t.slots_per_lane, ct::bench::fixed(2, mib(double(t.region_size))).c_str());
   std::printf("%-14s %12s %12s %14s %14s %22s\n", "", "median ms", "tiny ms", "peak RSS MiB", "baseline MiB",
               "(peak - base) / region");
-  for (auto [tool, label] : {std::pair{"ring_read", "read"}, {"ring_read_json", "read --json"}}) {
+  for (auto [tool, label] : {std::pair{"ring_read", "read"}, {"ring_read_json", "read --json"},
+                             {"ring_read_chrome", "chrome-trace"}}) {
     const double peak = ring_rss(tool, "big"), base = ring_rss(tool, "tiny");
     std::printf("%-14s %12s %12s %14s %14s %22s\n", label, cell(ring_ms(tool, "big"), 1).c_str(),
                 cell(ring_ms(tool, "tiny"), 1).c_str(), cell(peak, 1).c_str(), cell(base, 1).c_str(),
                 cell(ratio(peak - base, mib(double(b.region_size))), 2).c_str());
   }
-  std::printf("big ring: (peak RSS - baseline) / region_size, target <= 3: read %s, read --json %s\n",
+  std::printf("big ring: (peak RSS - baseline) / region_size, target <= 3: read %s, read --json %s, "
+              "--format=chrome-trace %s\n",
               cell(ratio(ring_rss("ring_read", "big") - ring_rss("ring_read", "tiny"), mib(double(b.region_size))), 2).c_str(),
               cell(ratio(ring_rss("ring_read_json", "big") - ring_rss("ring_read_json", "tiny"),
+                         mib(double(b.region_size))), 2).c_str(),
+              cell(ratio(ring_rss("ring_read_chrome", "big") - ring_rss("ring_read_chrome", "tiny"),
                          mib(double(b.region_size))), 2).c_str());
+  std::printf("big ring: chrome-trace export of %zu events, target <= 1000 ms: whole run (read + export) %s ms, "
+              "the export alone (in process) %s ms\n",
+              b.events, cell(ring_ms("ring_read_chrome", "big"), 1).c_str(),
+              cell(median(g_samples["export_chrome/big"].seconds) * 1e3, 1).c_str());
 }
 
 }  // namespace

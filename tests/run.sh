@@ -10,7 +10,8 @@
 # CT_BUILD_DIR (default: build) and CT_TEST_TIMEOUT (seconds per test,
 # default 300) may be set; CT_TEST_EXCLUDE_LABELS (a ctest -LE regex, for
 # example 'pipeline|system') leaves out the tests with those labels, as the
-# fresh-machine test does inside its chroot.
+# fresh-machine test does inside its chroot (with CT_DEPS_NO_VIEWER=1, which
+# packaging/install-build-deps reads: no chromium, nodejs or npm there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

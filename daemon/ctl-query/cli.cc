@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <climits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,7 +29,8 @@ constexpr const char *kDescription =
     "Find the timelines core-timelined stored for crashes, the way coredumpctl finds cores.\n"
     "\n"
     "Commands: list (default), show (the newest match, as core-timeline-read prints it),\n"
-    "events (events across timelines: --name, --kind, --arg, --id, --tid).\n"
+    "events (events across timelines: --name, --kind, --arg, --id, --tid),\n"
+    "export (the newest match as a chrome-trace document or a CTF trace: --format, --output).\n"
     "MATCH: a number is a PID, a path (with '/') an executable, FIELD=VALUE a stored journal\n"
     "field (COREDUMP_UID=1000) or document value (status=ok), anything else a command name.\n"
     "Exit codes: 0 found, 1 no match, 2 usage error, 3 no match among the readable timelines\n"
@@ -37,8 +39,8 @@ constexpr const char *kDescription =
 /* Options that take a value, so that a value starting with '-' ("-1h")
  * stays with its option, and "-1" can be told from a negative number. */
 const std::set<std::string> kShortWithValue{"-S", "-U", "-n", "-D"};
-const std::set<std::string> kLongWithValue{"--since", "--until", "--directory", "--max-size", "--name",
-                                           "--kind",  "--arg",   "--id",        "--tid",      "--jobs"};
+const std::set<std::string> kLongWithValue{"--since", "--until", "--directory", "--max-size", "--name", "--kind",
+                                           "--arg",   "--id",    "--tid",       "--jobs",     "--output"};
 
 std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
   std::vector<std::string> out;
@@ -85,8 +87,8 @@ struct CommandLine {
   std::string since, until, name, kind, arg, id, tid, json_mode;
   std::size_t lines = 0;
   bool newest = false, version = false;
-  std::vector<std::string> list_matches, show_matches, events_matches;
-  CLI::App *list = nullptr, *show = nullptr, *events = nullptr;
+  std::vector<std::string> list_matches, show_matches, events_matches, export_matches;
+  CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *export_ = nullptr;
 
   CommandLine() {
     app.require_subcommand(0, 1);
@@ -130,7 +132,20 @@ struct CommandLine {
     events->add_option("--id", id, "Event id (decimal or 0x-hex)");
     events->add_option("--tid", tid, "Thread id");
     events->add_option("MATCH", events_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
-    for (auto *sub : {list, show, events}) sub->fallthrough();
+    export_ = app.add_subcommand("export", "Export the newest matching timeline for a trace viewer "
+                                           "(chrome-trace) or babeltrace2 (ctf); docs/export.md");
+    const std::map<std::string, reader::ExportFormat> formats{{"chrome-trace", reader::ExportFormat::kChromeTrace},
+                                                              {"ctf", reader::ExportFormat::kCtf}};
+    export_->add_option("--format", o.export_format, "chrome-trace (Perfetto, chrome://tracing, speedscope) or ctf")
+        ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+        ->type_name("FORMAT")
+        ->required();
+    export_->add_option("--output", o.export_output,
+                        "Write to this file (chrome-trace; default stdout), or make the CTF trace in this new or "
+                        "empty directory (ctf: required)")
+        ->type_name("PATH");
+    export_->add_option("MATCH", export_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    for (auto *sub : {list, show, events, export_}) sub->fallthrough();
   }
 
   /* After parsing: the texts into QueryOptions.  A message for stderr
@@ -149,6 +164,11 @@ struct CommandLine {
     } else if (events->parsed()) {
       o.command = Command::kEvents;
       o.matches = events_matches;
+    } else if (export_->parsed()) {
+      o.command = Command::kExport;
+      o.matches = export_matches;
+      if (o.export_format == reader::ExportFormat::kCtf && o.export_output.empty())
+        return std::string("export --format=ctf needs --output DIR (the directory to make the trace in)");
     } else {
       o.command = Command::kList;
       o.matches = list_matches;

@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -332,6 +334,84 @@ class Problems {
   std::map<std::string, std::size_t> kinds_;
 };
 
+/* export: the timeline `name` in o.export_format (export.h).  Two reads
+ * of the document: the first keeps the top-level values the exporter
+ * needs and scans the events (the oldest age, the reference's wall clock,
+ * each lane's thread); the second streams each event to the writer, so
+ * the events are never held. */
+int export_timeline(std::ostream &out, std::ostream &err, const Directory &dir, const std::string &name,
+                    const QueryOptions &o) {
+  reader::DocumentEventScan scan;
+  ReadRequest first;
+  first.max_bytes = o.max_bytes;
+  first.paths = {key::rings, key::time, key::spans, key::threads, key::windows, key::warnings,
+                 key::absence_proves_nothing};
+  first.on_event = [&](const json &e, std::size_t) { scan.scan(e); };
+  auto r = read_timeline(dir.fd, dir.path, name, first);
+  if (!r) {
+    err << "ctl-query: " << printable(r.error().message) << '\n';
+    return kExitIncomplete;
+  }
+  reader::ExportTimeline t = reader::export_timeline_of_document(r->top, scan);
+  const std::string path = r->path;
+  std::ofstream file;
+  std::unique_ptr<reader::ExportWriter> w;
+  if (o.export_format == reader::ExportFormat::kCtf) {
+    auto made = reader::ctf_writer(std::move(t), o.export_output);
+    if (!made) {
+      err << "ctl-query: export: " << printable(made.error().message) << '\n';
+      return kExitUsage;
+    }
+    w = std::move(*made);
+  } else {
+    std::ostream *to = &out;
+    if (!o.export_output.empty()) {
+      file.open(o.export_output, std::ios::binary | std::ios::trunc);
+      if (!file) {
+        err << "ctl-query: export: --output " << printable(o.export_output) << ": " << std::strerror(errno) << '\n';
+        return kExitUsage;
+      }
+      to = &file;
+    }
+    w = reader::chrome_trace_writer(std::move(t), [to](std::string_view s) {
+      to->write(s.data(), static_cast<std::streamsize>(s.size()));
+      return static_cast<bool>(*to);
+    });
+  }
+  std::optional<reader::Error> failed;
+  std::uint64_t not_events = 0;
+  ReadRequest second;
+  second.max_bytes = o.max_bytes;
+  second.on_event = [&](const json &e, std::size_t) {
+    if (failed) return;
+    auto x = reader::export_event_of_json(e);
+    if (!x) {
+      ++not_events;
+      return;
+    }
+    if (auto written = w->event(*x); !written) failed = written.error();
+  };
+  auto again = read_timeline(dir.fd, dir.path, name, second);
+  if (!again) {
+    err << "ctl-query: " << printable(again.error().message) << '\n';
+    return kExitIncomplete;
+  }
+  if (!failed)
+    if (auto done = w->finish(); !done) failed = done.error();
+  if (!failed && file.is_open()) {
+    file.close();
+    if (!file) failed = reader::system_error(errno, "writing " + o.export_output);
+  }
+  if (failed) {
+    err << "ctl-query: export: " << printable(failed->message) << '\n';
+    return kExitUsage;
+  }
+  if (not_events > 0)
+    err << "ctl-query: export: " << not_events << " events of " << printable(path)
+        << " are not event objects (kind, name, tid); left out\n";
+  return kExitFound;
+}
+
 /* One run of list, show or events, step by step. */
 class Query {
  public:
@@ -513,14 +593,16 @@ class Query {
   /* 6. What the command prints, and the exit status. */
   int print() {
     std::size_t printed = 0;
-    if (o_.command == Command::kShow) {
+    if (o_.command == Command::kShow || o_.command == Command::kExport) {
       if (!rows_.empty()) {
+        const bool show_it = o_.command == Command::kShow;
         if (rows_.size() > 1 && !o_.quiet)
-          err_ << "ctl-query: " << rows_.size() << " timelines match; showing the newest ("
-               << printable(rows_.back()->path) << ")\n";
+          err_ << "ctl-query: " << rows_.size() << " timelines match; " << (show_it ? "showing" : "exporting")
+               << " the newest (" << printable(rows_.back()->path) << ")\n";
         const Candidate &c = *row_candidates_.back();
         problems_.summary();
-        return show(out_, err_, dirs_[c.dir], c.name, o_);
+        return show_it ? show(out_, err_, dirs_[c.dir], c.name, o_)
+                       : export_timeline(out_, err_, dirs_[c.dir], c.name, o_);
       }
     } else if (o_.command == Command::kList) {
       std::vector<const Row *> rows = rows_;

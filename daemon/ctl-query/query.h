@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * query.h - ctl-query's three commands over a set of timeline directories
+ * query.h - ctl-query's commands (list, show, events, export) over a set of timeline directories
  * (docs/ctl-query.md).
  *
  *   1. list the *.timeline.json files of each directory;
@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core_timeline/reader/export.h"
 #include "document.h"
 
 namespace core_timeline::ctlq {
@@ -46,7 +47,7 @@ enum ExitCode : int {
   kExitNoDirectory = 4, /**< a -D directory cannot be opened */
 };
 
-enum class Command { kList, kShow, kEvents };
+enum class Command { kList, kShow, kEvents, kExport };
 
 /** The `events` command's conditions on one event; unset ones always hold. */
 struct EventFilter {
@@ -83,6 +84,10 @@ struct QueryOptions {
   EventFilter event_filter;
   std::string cwd;         /**< for relative executable paths in matches */
   unsigned jobs = 0;       /**< reader threads; 0: up to 4, by CPU count */
+  /** export: the format, and where (a file for chrome-trace, stdout when
+   *  empty; the directory to make for ctf, required). */
+  reader::ExportFormat export_format = reader::ExportFormat::kChromeTrace;
+  std::string export_output;
 };
 
 /** Runs one command: results on `out`, problems and notes on `err`.

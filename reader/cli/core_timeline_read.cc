@@ -5,7 +5,12 @@
  *
  *   core-timeline-read [--core-only] [--json] [--wall-clock] [--by-thread]
  *                      [--sidecar PATH] [--tlmap FILE] [--unverified-symbols]
- *                      [--no-symbols] CORE [EXECUTABLE]
+ *                      [--no-symbols] [--format=text|json|chrome-trace|ctf]
+ *                      [--output PATH] CORE [EXECUTABLE]
+ *
+ * --format=chrome-trace and ctf export the timeline (export.h,
+ * docs/export.md); --output writes to PATH instead of stdout, and is the
+ * directory the ctf trace is made in (required for ctf).
  *   core-timeline-read --pid PID [--save FILE [--force]] [the options above]
  *                      [EXECUTABLE]
  *
@@ -32,6 +37,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -39,11 +46,53 @@
 
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/export.h"
 #include "core_timeline/reader/live.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
 
 namespace ctr = core_timeline::reader;
+
+namespace {
+
+enum class Format { kText, kJson, kChromeTrace, kCtf };
+
+/* Writes the timeline in `format` to `out` (or, for ctf, into the
+ * directory `output`); false with a message on stderr when that failed. */
+bool write_timeline(const ctr::Analysis &a, Format format, const ctr::TextOptions &text, std::FILE *out,
+                    const std::string &output) {
+  /* Written as it is made: a ring of a million events is never one string. */
+  const ctr::Output to_file = ctr::file_output(out);
+  std::string what = "writing the timeline";
+  ctr::Result<void> r;
+  switch (format) {
+    case Format::kText:
+      if (!ctr::write_text(a, to_file, text)) r = ctr::system_error(errno, what);
+      break;
+    case Format::kJson:
+      if (!ctr::write_json(a, to_file)) r = ctr::system_error(errno, what);
+      break;
+    case Format::kChromeTrace: {
+      auto w = ctr::chrome_trace_writer(ctr::export_timeline_of(a), to_file);
+      r = ctr::export_events(a, *w);
+      break;
+    }
+    case Format::kCtf: {
+      auto w = ctr::ctf_writer(ctr::export_timeline_of(a), output);
+      if (!w) {
+        r = w.error();
+        break;
+      }
+      r = ctr::export_events(a, **w);
+      break;
+    }
+  }
+  if (r && out && std::fflush(out) != 0) r = ctr::system_error(errno, what);
+  if (!r) std::fprintf(stderr, "core-timeline-read: %s\n", r.error().message.c_str());
+  return r.ok();
+}
+
+}  // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"Print the timeline that a process using libtimeline left in its core dump.\n"
@@ -58,7 +107,22 @@ int main(int argc, char **argv) {
   int pid = 0;
   bool force = false;
   app.add_flag("--core-only", core_only, "Use the core alone; ignore any sidecar");
-  app.add_flag("--json", as_json, "Print one JSON document (docs/timeline-json.md)");
+  app.add_flag("--json", as_json, "Print one JSON document (docs/timeline-json.md); --format=json");
+  Format format = Format::kText;
+  const std::map<std::string, Format> formats{{"text", Format::kText},
+                                              {"json", Format::kJson},
+                                              {"chrome-trace", Format::kChromeTrace},
+                                              {"ctf", Format::kCtf}};
+  app.add_option("--format", format,
+                 "Output: text (default), json, chrome-trace (Trace Event Format: Perfetto, chrome://tracing, "
+                 "speedscope) or ctf (a CTF 1.8 directory: babeltrace2, Trace Compass); docs/export.md")
+      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+      ->type_name("FORMAT");
+  std::string output;
+  app.add_option("--output", output,
+                 "Write to this file instead of stdout; for --format=ctf the directory to make the trace in "
+                 "(required; new or empty)")
+      ->type_name("PATH");
   app.add_flag("--wall-clock", text.wall_clock,
                "Show each event's wall-clock time (journalctl's short-precise style, local time) instead of its "
                "age relative to the crash");
@@ -95,6 +159,17 @@ int main(int argc, char **argv) {
     exe_path = std::move(core_path);
     core_path.clear();
   }
+  if (as_json) {
+    if (app.count("--format") && format != Format::kJson) {
+      std::fprintf(stderr, "core-timeline-read: --json is --format=json; it cannot go with another --format\n");
+      return ctr::exit_code(ctr::Status::kUsage);
+    }
+    format = Format::kJson;
+  }
+  if (format == Format::kCtf && output.empty()) {
+    std::fprintf(stderr, "core-timeline-read: --format=ctf needs --output DIR (the directory to make the trace in)\n");
+    return ctr::exit_code(ctr::Status::kUsage);
+  }
 
   std::optional<ctr::TlMap> tlmap;
   if (!tlmap_path.empty()) {
@@ -111,7 +186,8 @@ int main(int argc, char **argv) {
   if (!sidecar.empty()) opts.sidecar_path = sidecar;
   if (!exe_path.empty()) opts.executable = exe_path;
   opts.unverified_symbols = unverified;
-  opts.symbolize = !no_symbols;
+  /* The exports carry no code locations (docs/export.md): no libdwfl. */
+  opts.symbolize = !no_symbols && (format == Format::kText || format == Format::kJson);
   opts.tlmap = tlmap ? &*tlmap : nullptr;
 
   ctr::Analysis a;
@@ -138,11 +214,22 @@ int main(int argc, char **argv) {
     auto core = ctr::CoreFile::open(core_path, &facts);
     a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(core_path, core.error(), facts);
   }
-  /* Written as it is made: a ring of a million events is never one string. */
-  const ctr::Output out = ctr::file_output(stdout);
-  const bool written = as_json ? ctr::write_json(a, out) : ctr::write_text(a, out, text);
-  if (!written || std::fflush(stdout) != 0)
-    std::fprintf(stderr, "core-timeline-read: writing the timeline: %s\n", std::strerror(errno));
+  std::FILE *out = stdout;
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(nullptr, std::fclose);
+  if (!output.empty() && format != Format::kCtf) {
+    file.reset(std::fopen(output.c_str(), "we"));
+    if (!file) {
+      std::fprintf(stderr, "core-timeline-read: --output %s: %s\n", output.c_str(), std::strerror(errno));
+      return ctr::exit_code(ctr::Status::kUsage);
+    }
+    out = file.get();
+  }
+  const bool written = write_timeline(a, format, text, format == Format::kCtf ? nullptr : out, output);
+  if (file && std::fclose(file.release()) != 0 && written)
+    std::fprintf(stderr, "core-timeline-read: --output %s: %s\n", output.c_str(), std::strerror(errno));
+  /* A trace directory that could not be made (not empty, not creatable)
+   * is an unusable --output: exit 7, whatever the core said. */
+  if (!written && format == Format::kCtf) return ctr::exit_code(ctr::Status::kUsage);
   if (a.status != ctr::Status::kOk) {
     std::string reason = a.reason;
     for (auto &c : reason)

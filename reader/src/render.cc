@@ -437,6 +437,12 @@ json event_json(const Analysis &a, const Event &e) {
 
 }  // namespace
 
+std::optional<std::string> event_inline_text(const Analysis &a, const Event &e) {
+  auto t = inline_text_of(e, a.inline_bytes_of(e));
+  if (!t) return std::nullopt;
+  return std::move(t->text);
+}
+
 std::string format_duration(std::int64_t ns) {
   const std::uint64_t u = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
   if (u < 1'000'000'000) return fmt::format("{}.{:03}ms", u / 1'000'000, (u / 1'000) % 1'000);

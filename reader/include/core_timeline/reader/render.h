@@ -26,6 +26,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -81,6 +82,13 @@ std::string window_text(const SourceWindow &w);
  *  "allocations before -2.601ms are not known", "user marks and spans are
  *  complete since tl_init (58.204s)". */
 std::string absence_text(const SourceWindow &w);
+
+/** An event's inline bytes as the string the text shows between quotes
+ *  and the JSON's "inline_text" holds (OPEN's path, USER_PTR's snapshot,
+ *  THREAD_NAME's name, an AF_UNIX CONNECT's "unix:PATH"), or nullopt when
+ *  its kind has none or the bytes are not text (printable.h
+ *  payload_text()). */
+std::optional<std::string> event_inline_text(const Analysis &a, const Event &e);
 
 /** The JSON document, indented by 2, ending in a newline: the members in
  *  the order of docs/timeline-json.md, each array's elements written as

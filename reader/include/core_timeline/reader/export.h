@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export.h - a timeline in the formats of other tools (docs/export.md):
+ *
+ *  - chrome-trace: the Chrome Trace Event Format, JSON object form
+ *    ({"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}),
+ *    which Perfetto UI, chrome://tracing and speedscope open;
+ *  - ctf: a CTF 1.8 trace (https://diamon.org/ctf/v1.8.3/), a directory
+ *    with a TSDL `metadata` file and one binary stream per thread, which
+ *    babeltrace2 and Trace Compass read.
+ *
+ * One exporter, two inputs.  The writers take an ExportTimeline (what is
+ * known before the first event: the process, the threads and what each
+ * lost, the spans, the crash) and then the events one by one as
+ * ExportEvents, in the timeline's merged order.  Both core-timeline-read
+ * (from an Analysis: export_timeline_of() and ExportEvents made from
+ * Analysis::events, with no copy of the events) and ctl-query (from a
+ * stored document's JSON: export_timeline_of_document() and
+ * export_event_of_json(), the events streamed by its reader) feed them,
+ * so each format is written in one place.
+ *
+ * Time: an event's place is its age (ns from the time reference, the
+ * CRASH event or the newest event; analyze.h TimeBase).  The exported
+ * time 0 is the oldest placed event (ExportTimeline::origin_age_ns), so
+ * times are never negative: chrome-trace's "ts" is (age - origin) in
+ * microseconds with three decimals (exact: written from integers), CTF's
+ * timestamps (age - origin) ns on a 1 GHz clock whose offset is the wall
+ * clock of time 0 when the timeline has one.  An event without an age is
+ * not given one: it is left out and counted (otherData.events_without_time,
+ * CTF env.events_without_time).
+ *
+ * Losses are never silent: per thread (the lanes it owned: overwritten,
+ * torn or invalid, missing slots) on that thread's track, and the ring's
+ * dropped events and the shared lane's losses in the document's top-level
+ * metadata; docs/export.md lists where each one goes.
+ *
+ * Memory: the writers hold the ExportTimeline, a small table per thread
+ * and per event class, and a 64 KiB buffer; events are written as they
+ * come, so a million events are never one string.
+ *
+ * Errors: the writers return an Error (kIo with errno for a write that
+ * failed, kInvalidArgument for an unusable --output) and write nothing
+ * more after one.  Untrusted strings (thread names, event names from the
+ * core or a document) are written escaped: invalid UTF-8 replaced in JSON;
+ * CTF identifiers are made of [A-Za-z0-9_] and its strings of printable
+ * ASCII (other bytes as \xNN, printable.h).
+ *
+ * Thread-safety: a writer is used from one thread; distinct writers share
+ * nothing.
+ */
+#ifndef CORE_TIMELINE_READER_EXPORT_H
+#define CORE_TIMELINE_READER_EXPORT_H
+
+#include <array>
+#include <functional>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core_timeline/reader/result.h"
+
+namespace core_timeline::reader {
+
+struct Analysis;
+struct Event;
+
+/** The export formats, as the command lines name them ("chrome-trace",
+ *  "ctf"). */
+enum class ExportFormat { kChromeTrace, kCtf };
+std::string_view export_format_name(ExportFormat f) noexcept;
+
+/** One thread's track and what its lanes lost (LaneSummary counts summed
+ *  over the lanes it owned, ring.h; a lane whose owner left it, when the
+ *  thread exited, is the thread's of its oldest kept event, the one right
+ *  after the losses). */
+struct ExportTrack {
+  std::uint32_t tid = 0;
+  std::string name;              /**< "" when unnamed ("tid N" is shown) */
+  bool crashed = false;          /**< the thread that took the signal */
+  std::uint64_t events = 0;      /**< its events in the timeline */
+  std::uint64_t overwritten = 0; /**< recorded, then overwritten */
+  std::uint64_t torn = 0;        /**< torn or invalid slots */
+  std::uint64_t missing = 0;     /**< sequences inside its kept range that
+                                      are not events */
+  std::uint64_t lost() const { return overwritten + torn + missing; }
+};
+
+/** One span, as the writers need it (analyze.h Span). */
+struct ExportSpan {
+  std::string state;             /**< "open", "open_or_end_lost", "closed",
+                                      "begin_lost" (span_state_name) */
+  std::uint32_t tid = 0;         /**< the begin's thread */
+  std::optional<std::int64_t> duration_ns;  /**< closed; begin_lost with the
+                                                 begin's time known */
+  std::optional<std::int64_t> open_for_ns;  /**< open and open_or_end_lost:
+                                                 begin to the reference */
+  std::string note;
+};
+
+/** The crash, from the core's notes (analyze.h CrashFacts). */
+struct ExportCrash {
+  std::int32_t signo = 0;        /**< 0: no signal recorded */
+  std::string signal_name;
+  std::optional<std::int32_t> si_code;
+  std::string si_code_name;
+  std::optional<std::uint64_t> fault_address;
+  std::uint32_t tid = 0;
+  std::uint64_t pc = 0;
+  bool ring_slot = false;        /**< a CRASH event is in the ring */
+};
+
+/** One source's window (analyze.h SourceWindow), for the metadata. */
+struct ExportWindow {
+  std::string source;            /**< "user", "alloc", "io" */
+  std::uint64_t events = 0, overwritten = 0, dropped = 0, torn = 0;
+  std::optional<std::int64_t> complete_for_ns;
+  std::string says;              /**< render.h window_text() */
+};
+
+/** What the writers know before the first event. */
+struct ExportTimeline {
+  std::uint32_t pid = 0;         /**< 0: unknown */
+  std::string comm;
+  std::string status;            /**< "ok", ... (document status) */
+  std::string reference;         /**< "crash", "newest_event", "" */
+  /** Age of exported time 0 (<= 0): the oldest placed event's, or the
+   *  begin of a span whose begin was lost, as its end recorded it. */
+  std::int64_t origin_age_ns = 0;
+  /** CLOCK_REALTIME ns of the reference (age 0), when known. */
+  std::optional<std::int64_t> reference_realtime_ns;
+  std::uint64_t events = 0;      /**< events in the timeline */
+  std::vector<ExportTrack> tracks;  /**< by first event; threads that only
+                                       lost events after them */
+  std::vector<ExportSpan> spans; /**< indexed by ExportEvent::span */
+  std::optional<ExportCrash> crash;
+  std::vector<ExportWindow> windows;
+  std::uint64_t dropped = 0;     /**< the rings' dropped (no lane: no
+                                      thread, no time) */
+  /** Losses of lanes no thread owns (the shared overflow lane). */
+  std::uint64_t shared_overwritten = 0, shared_torn = 0, shared_missing = 0;
+  bool absence_proves_nothing = false;
+  std::vector<std::string> warnings;
+
+  /** The track of `tid`, or nullptr. */
+  const ExportTrack *track(std::uint32_t tid) const;
+};
+
+/** A named argument of an event. */
+struct ExportArg {
+  std::string_view name;         /**< the name table's, else "arg0"/"arg1" */
+  std::uint64_t value = 0;
+};
+
+/** The CRASH slot's payload (analyze.h CrashSlot). */
+struct ExportSignal {
+  std::int32_t signo = 0;
+  std::string_view signal_name;
+  std::int32_t si_code = 0;
+  std::string_view si_code_name;
+  std::uint64_t fault_address = 0;
+};
+
+/** One event.  The views point into the Analysis or the JSON event it
+ *  was made from, and are used only during ExportWriter::event(). */
+struct ExportEvent {
+  std::optional<std::int64_t> age_ns;  /**< nullopt: cannot be placed */
+  std::uint32_t tid = 0;
+  std::uint32_t lane = 0;
+  std::uint64_t seq = 0;
+  std::string_view kind;         /**< "USER", "MALLOC", "SPAN_BEGIN", ... */
+  std::string_view name;         /**< display name (Event::name) */
+  std::uint32_t id = 0;
+  std::array<ExportArg, 2> args{{{"arg0", 0}, {"arg1", 0}}};
+  std::optional<std::string_view> text;   /**< inline text, when text */
+  std::optional<std::uint32_t> span;      /**< SPAN_BEGIN/END: its index in
+                                               ExportTimeline::spans */
+  std::optional<ExportSignal> signal;     /**< kind CRASH */
+};
+
+/** A streaming writer of one format. */
+class ExportWriter {
+ public:
+  virtual ~ExportWriter() = default;
+  /** One event, in merged order.  An error stops the writer. */
+  virtual Result<void> event(const ExportEvent &e) = 0;
+  /** After the last event: the metadata, the thread tracks, the
+   *  patched packet headers.  Call once. */
+  virtual Result<void> finish() = 0;
+};
+
+/** Chrome Trace Event Format, to `out` (render.h Output: called with
+ *  pieces of about 64 KiB; false stops it, and the writer then returns a
+ *  kIo error with errno as it was).  docs/export.md gives the mapping. */
+std::unique_ptr<ExportWriter> chrome_trace_writer(ExportTimeline timeline,
+                                                  std::function<bool(std::string_view)> out);
+
+/** CTF 1.8 into the directory `dir`, which it creates (mode 0755); an
+ *  existing directory must be empty (else kInvalidArgument naming it).
+ *  Writes `metadata` and one `stream_TID` per thread with placed events;
+ *  each stream keeps a file descriptor and a 16 KiB buffer open until
+ *  finish(), so a timeline of more threads than RLIMIT_NOFILE allows fails
+ *  with EMFILE, naming the stream.  A thread whose losses it knows but
+ *  that has no placed event gets no stream: its losses are in the
+ *  metadata's env (thread_TID_lost). */
+Result<std::unique_ptr<ExportWriter>> ctf_writer(ExportTimeline timeline, const std::string &dir);
+
+/* From an Analysis (core-timeline-read); built into ct::reader. */
+
+/** The ExportTimeline of an Analysis: threads, lane losses of its valid
+ *  rings, spans, crash, windows, time origin.  O(events). */
+ExportTimeline export_timeline_of(const Analysis &a);
+
+/** Writes every event of `a` to `w`, then finishes it. */
+Result<void> export_events(const Analysis &a, ExportWriter &w);
+
+/* From a stored document (ctl-query); built into ct::export. */
+
+/** Learns, from a document's events one by one, what the ExportTimeline
+ *  needs of them (the oldest age, the reference's wall clock), for
+ *  export_timeline_of_document(); a first pass over "events". */
+struct DocumentEventScan {
+  std::optional<std::int64_t> oldest_age_ns;
+  std::optional<std::int64_t> reference_realtime_ns;
+  std::optional<std::int64_t> reference_distance;  /**< |age| of the event
+                                                        that gave it */
+  std::uint64_t events = 0;
+  /** (ring, lane) -> the tid of its first event, for the losses of a lane
+   *  whose owner left it; at most kMaxLanes entries. */
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> lane_tid;
+  static constexpr std::size_t kMaxLanes = 1u << 16;
+  void scan(const nlohmann::ordered_json &event);
+};
+
+/** The ExportTimeline of a document (docs/timeline-json.md), from its
+ *  top-level values "process", "status", "crash", "rings", "time",
+ *  "spans", "threads", "windows", "absence_proves_nothing" and
+ *  "warnings" (members that are missing or of the wrong type count as
+ *  absent: the document is untrusted), and the scan of its events. */
+ExportTimeline export_timeline_of_document(const nlohmann::ordered_json &top, const DocumentEventScan &scan);
+
+/** An ExportEvent viewing the JSON event `e` (which must outlive its use);
+ *  nullopt when `e` is not an event object with "kind", "name" and "tid"
+ *  (the caller counts it). */
+std::optional<ExportEvent> export_event_of_json(const nlohmann::ordered_json &e);
+
+}  // namespace core_timeline::reader
+
+#endif  // CORE_TIMELINE_READER_EXPORT_H

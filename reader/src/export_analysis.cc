@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_analysis.cc - an Analysis into the exporter's input (export.h):
+ * the ExportTimeline from its tables, and each Event as an ExportEvent
+ * viewing the Analysis (no copy of the events).
+ */
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/export.h"
+#include "core_timeline/reader/render.h"
+#include "core_timeline/ring_format.h"
+
+namespace core_timeline::reader {
+
+namespace f = core_timeline::format;
+
+ExportTimeline export_timeline_of(const Analysis &a) {
+  ExportTimeline t;
+  t.pid = a.process.pid.value_or(0);
+  t.comm = a.process.comm;
+  t.status = std::string(status_name(a.status));
+  t.reference = std::string(reference_name(a.time.reference));
+  t.events = a.events.size();
+  for (const Event &e : a.events)
+    if (e.age_ns) t.origin_age_ns = std::min(t.origin_age_ns, *e.age_ns);
+  /* A span whose begin was lost starts where its end says it began. */
+  for (const Span &s : a.spans)
+    if (s.state == Span::State::kBeginLost && s.duration_ns && *s.duration_ns > 0 && s.end &&
+        *s.end < a.events.size() && a.events[*s.end].age_ns)
+      t.origin_age_ns = std::min(t.origin_age_ns, *a.events[*s.end].age_ns - *s.duration_ns);
+  if (a.time.reference_event && *a.time.reference_event < a.events.size()) {
+    const Event &r = a.events[*a.time.reference_event];
+    if (r.realtime_ns && r.age_ns) t.reference_realtime_ns = *r.realtime_ns - *r.age_ns;
+  }
+  for (const ThreadSummary &th : a.threads) {
+    ExportTrack tr;
+    tr.tid = th.tid;
+    tr.name = th.name;
+    tr.crashed = th.crashed;
+    tr.events = th.events;
+    t.tracks.push_back(std::move(tr));
+  }
+  /* A lane's losses are its thread's: the owner's, or, for a lane whose
+   * owner left it (the thread exited), the thread of its oldest kept
+   * event, the one right after what was lost. */
+  std::vector<std::vector<std::uint32_t>> lane_tid(a.rings.size());  /* [ring][lane], 0: none */
+  for (const RingReport &r : a.rings)
+    if (r.index < lane_tid.size() && r.ring) lane_tid[r.index].resize(r.ring->lanes.size() + 1, 0);
+  for (const RingReport &r : a.rings)
+    if (r.index < lane_tid.size() && r.ring)
+      for (const LaneSummary &l : r.ring->lanes)
+        if (l.index >= lane_tid[r.index].size()) lane_tid[r.index].resize(std::size_t{l.index} + 1, 0);
+  for (const Event &e : a.events)
+    if (e.ring < lane_tid.size() && e.lane < lane_tid[e.ring].size() && lane_tid[e.ring][e.lane] == 0)
+      lane_tid[e.ring][e.lane] = e.tid;
+  for (const RingReport &r : a.rings) {
+    if (r.state != RingReport::State::kValid || !r.ring) continue;
+    t.dropped += r.ring->header.dropped;
+    for (const LaneSummary &l : r.ring->lanes) {
+      const std::uint64_t torn = l.torn + l.invalid;
+      std::uint32_t owner = l.owner_tid;
+      if (owner == 0 && r.index < lane_tid.size() && l.index < lane_tid[r.index].size())
+        owner = lane_tid[r.index][l.index];
+      if (l.shared || owner == 0) {
+        t.shared_overwritten += l.overwritten;
+        t.shared_torn += torn;
+        t.shared_missing += l.missing;
+        continue;
+      }
+      auto it = std::find_if(t.tracks.begin(), t.tracks.end(), [&](const ExportTrack &x) { return x.tid == owner; });
+      if (it == t.tracks.end()) {
+        if (l.overwritten + torn + l.missing == 0) continue;
+        ExportTrack tr;
+        tr.tid = owner;
+        tr.name = l.owner_name;
+        t.tracks.push_back(std::move(tr));
+        it = t.tracks.end() - 1;
+      }
+      it->overwritten += l.overwritten;
+      it->torn += torn;
+      it->missing += l.missing;
+    }
+  }
+  t.spans.reserve(a.spans.size());
+  for (const Span &s : a.spans)
+    t.spans.push_back({std::string(span_state_name(s.state)), s.tid, s.duration_ns, s.open_for_ns, s.note});
+  if (a.crash) {
+    const CrashFacts &c = *a.crash;
+    t.crash = ExportCrash{c.signo, c.signal_name, c.si_code, c.si_code_name, c.fault_address, c.tid, c.pc, c.ring_slot};
+  }
+  for (const SourceWindow &w : a.windows)
+    t.windows.push_back({w.name.empty() ? std::string(f::source_name(w.source)) : w.name, w.events, w.overwritten,
+                         w.dropped, w.torn, w.complete_for_ns, window_text(w)});
+  t.absence_proves_nothing = a.absence_proves_nothing;
+  t.warnings = a.warnings;
+  return t;
+}
+
+Result<void> export_events(const Analysis &a, ExportWriter &w) {
+  std::optional<std::string> text;
+  for (const Event &e : a.events) {
+    ExportEvent x;
+    x.age_ns = e.age_ns;
+    x.tid = e.tid;
+    x.lane = e.lane;
+    x.seq = e.seq;
+    x.kind = a.kind_name_of(e);
+    x.name = a.name_of(e);
+    x.id = e.id;
+    x.args[0].value = e.arg0;
+    x.args[1].value = e.arg1;
+    if (e.named) {
+      auto n = a.names.find(e.id);
+      if (n != a.names.end()) {
+        if (!n->second.arg0.empty()) x.args[0].name = n->second.arg0;
+        if (!n->second.arg1.empty()) x.args[1].name = n->second.arg1;
+      }
+    }
+    if (e.inline_len > 0 && (text = event_inline_text(a, e))) x.text = *text;
+    x.span = e.span;
+    if (const CrashSlot *c = a.crash_of(e))
+      x.signal = ExportSignal{c->signo, c->signal_name, c->si_code, c->si_code_name, c->fault_address};
+    CT_TRY_VOID(w.event(x));
+  }
+  return w.finish();
+}
+
+}  // namespace core_timeline::reader

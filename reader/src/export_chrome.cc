@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_chrome.cc - the Chrome Trace Event Format writer (export.h).
+ *
+ * The format: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
+ * ("Trace Event Format"), JSON object form.  What is used of it, and no
+ * more, so that Perfetto, chrome://tracing and speedscope read it alike:
+ *  - ph "M" process_name, thread_name (with the thread's losses in args),
+ *    thread_sort_index;
+ *  - ph "X" with dur for spans (closed, open to the reference, begin lost
+ *    with its duration known), their state in args;
+ *  - ph "i" with "s":"t" for every other event, "s":"p" for the crash;
+ *  - ts in microseconds with three decimals (ns exact), pid, tid.
+ *
+ * Each event is written with fmt into the buffer, its strings escaped by
+ * nlohmann (invalid UTF-8 replaced); the few distinct names and argument
+ * names are escaped once and kept.
+ */
+#include <cerrno>
+#include <cinttypes>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core_timeline/reader/export.h"
+
+namespace core_timeline::reader {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+/* `s` as a JSON string literal, quotes included. */
+std::string json_quoted(std::string_view s) { return ojson(s).dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+/* An integer in decimal, without allocating. */
+template <class T>
+void append_int(std::string &out, T v) {
+  const fmt::format_int f(v);
+  out.append(f.data(), f.size());
+}
+
+/* Microseconds with three decimals, from ns >= 0. */
+void append_us(std::string &out, std::int64_t ns) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  append_int(out, ns / 1000);
+  const auto frac = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, 4);
+}
+
+class ChromeWriter final : public ExportWriter {
+ public:
+  ChromeWriter(ExportTimeline t, std::function<bool(std::string_view)> out)
+      : t_(std::move(t)), out_(std::move(out)) {
+    buf_.reserve(kPiece + 4096);
+    buf_ += "{\"traceEvents\":[";
+    for (const auto &tr : t_.tracks) threads_[tr.tid];
+  }
+
+  Result<void> event(const ExportEvent &e) override {
+    if (failed_) return failure();
+    ++seen_;
+    if (!e.age_ns) {
+      ++unplaced_;
+      return {};
+    }
+    const std::int64_t ts = *e.age_ns - t_.origin_age_ns;
+    threads_[e.tid];
+    const ExportSpan *sp = e.span && *e.span < t_.spans.size() ? &t_.spans[*e.span] : nullptr;
+    if (e.kind == "SPAN_BEGIN" && sp) {
+      /* The slice, from its begin: closed with its duration, open (or
+       * whose end may be lost) up to the reference, saying so. */
+      const std::int64_t none = -1;
+      std::int64_t dur = none;
+      if (sp->state == "closed" && sp->duration_ns) dur = *sp->duration_ns;
+      else if ((sp->state == "open" || sp->state == "open_or_end_lost") && sp->open_for_ns) dur = *sp->open_for_ns;
+      if (dur < 0) dur = none;
+      begin_event(e, dur != none ? 'X' : 'i', ts, dur != none ? std::optional<std::int64_t>(dur) : std::nullopt);
+      write_args(e, sp, dur != none ? nullptr : "no duration known");
+      close_event();
+    } else if (e.kind == "SPAN_END" && sp && sp->state != "begin_lost") {
+      /* Its slice was drawn from the begin; the end adds nothing.  An end
+       * without a begin in the timeline (a span of an unknown state) is an
+       * instant. */
+      if (!span_has_begin(*sp)) {
+        begin_event(e, 'i', ts, std::nullopt);
+        write_args(e, sp, "end only");
+        close_event();
+      }
+    } else if (e.kind == "SPAN_END" && sp) {
+      /* begin_lost: a slice only when the ender read the begin's time, and
+       * never starting before it; else the end alone. */
+      if (sp->duration_ns && *sp->duration_ns >= 0 && *sp->duration_ns <= ts) {
+        begin_event(e, 'X', ts - *sp->duration_ns, sp->duration_ns);
+        write_args(e, sp, "its begin was lost; its time is the one the end recorded");
+      } else {
+        begin_event(e, 'i', ts, std::nullopt);
+        write_args(e, sp, "its begin was lost");
+      }
+      close_event();
+    } else if (e.signal) {
+      begin_event(e, 'i', ts, std::nullopt, 'p');
+      write_args(e, nullptr, nullptr);
+      close_event();
+      crash_written_ = true;
+    } else {
+      begin_event(e, 'i', ts, std::nullopt);
+      write_args(e, nullptr, nullptr);
+      close_event();
+    }
+    ++written_;
+    if (buf_.size() >= kPiece && !flush()) return failure();
+    return {};
+  }
+
+  Result<void> finish() override {
+    if (failed_) return failure();
+    write_metadata();
+    buf_ += "],\"displayTimeUnit\":\"ns\",\"otherData\":";
+    buf_ += other_data().dump(-1, ' ', false, ojson::error_handler_t::replace);
+    buf_ += "}\n";
+    if (!flush()) return failure();
+    return {};
+  }
+
+ private:
+  struct Thread {
+    std::optional<std::int64_t> first_ts;
+  };
+
+  static bool span_has_begin(const ExportSpan &sp) { return sp.state != "begin_lost"; }
+
+  /* The escaped form of a name, kept for the next time (at most
+   * kMaxCached distinct names: ids without a name are "id=0x..." each). */
+  const std::string &cached(std::string_view s) {
+    auto it = names_.find(s);
+    if (it != names_.end()) return it->second;
+    if (names_.size() >= kMaxCached) return scratch_ = json_quoted(s);
+    return names_.emplace(std::string(s), json_quoted(s)).first->second;
+  }
+
+  void separator() {
+    if (count_++ > 0) buf_ += ',';
+    buf_ += '\n';
+  }
+
+  void begin_event(const ExportEvent &e, char ph, std::int64_t ts, std::optional<std::int64_t> dur,
+                   char scope = 't') {
+    Thread &th = threads_[e.tid];
+    if (!th.first_ts || ts < *th.first_ts) th.first_ts = ts;
+    separator();
+    buf_ += "{\"name\":";
+    buf_ += cached(e.name);
+    buf_ += ",\"cat\":";
+    buf_ += cached(e.kind);
+    buf_ += ",\"ph\":\"";
+    buf_ += ph;
+    buf_ += "\",\"ts\":";
+    append_us(buf_, ts);
+    if (dur) {
+      buf_ += ",\"dur\":";
+      append_us(buf_, *dur);
+    }
+    if (ph == 'i') {
+      buf_ += ",\"s\":\"";
+      buf_ += scope;
+      buf_ += '"';
+    }
+    buf_ += ",\"pid\":";
+    append_int(buf_, t_.pid);
+    buf_ += ",\"tid\":";
+    append_int(buf_, e.tid);
+  }
+
+  void write_args(const ExportEvent &e, const ExportSpan *sp, const char *span_note) {
+    buf_ += ",\"args\":{";
+    bool first = true;
+    const auto key = [&](std::string_view k) {
+      if (!first) buf_ += ',';
+      first = false;
+      buf_ += cached(k);
+      buf_ += ':';
+    };
+    key(e.args[0].name);
+    append_int(buf_, e.args[0].value);
+    key(e.args[1].name == e.args[0].name ? std::string_view("arg1") : e.args[1].name);
+    append_int(buf_, e.args[1].value);
+    if (e.text) {
+      key("text");
+      buf_ += json_quoted(*e.text);
+    }
+    if (sp) {
+      key("state");
+      buf_ += cached(sp->state);
+      if (sp->state == "open") {
+        key("ends");
+        buf_ += "\"still open at the crash: drawn up to the time reference\"";
+      } else if (sp->state == "open_or_end_lost") {
+        key("ends");
+        buf_ += "\"no end found, and its end may have been lost: drawn up to the time reference, not known to "
+                "have lasted so long\"";
+      }
+      if (span_note) {
+        key("span");
+        buf_ += cached(span_note);
+      }
+      if (!sp->note.empty()) {
+        key("note");
+        buf_ += json_quoted(sp->note);
+      }
+    }
+    if (e.signal) {
+      key("signal");
+      fmt::format_to(std::back_inserter(buf_), "{}", e.signal->signo);
+      key("signal_name");
+      buf_ += json_quoted(e.signal->signal_name);
+      key("si_code");
+      fmt::format_to(std::back_inserter(buf_), "{}", e.signal->si_code);
+      key("si_code_name");
+      buf_ += json_quoted(e.signal->si_code_name);
+      key("fault_address");
+      fmt::format_to(std::back_inserter(buf_), "\"{:#x}\"", e.signal->fault_address);
+    }
+    buf_ += first ? "\"kind\":" : ",\"kind\":";
+    buf_ += cached(e.kind);
+    buf_ += ",\"id\":";
+    append_int(buf_, e.id);
+    buf_ += ",\"lane\":";
+    append_int(buf_, e.lane);
+    buf_ += ",\"seq\":";
+    append_int(buf_, e.seq);
+    buf_ += '}';
+  }
+
+  void close_event() { buf_ += '}'; }
+
+  /* One metadata or instant event built with nlohmann (few of them). */
+  void raw(const ojson &j) {
+    separator();
+    buf_ += j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  }
+
+  static std::string track_name(std::uint32_t tid, std::string_view name) {
+    return name.empty() ? fmt::format("tid {}", tid) : std::string(name);
+  }
+
+  void write_metadata() {
+    raw({{"name", "process_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", 0},
+         {"args", {{"name", t_.comm.empty() ? fmt::format("pid {}", t_.pid) : t_.comm}}}});
+    std::uint32_t sort = 0;
+    for (const auto &[tid, th] : threads_) {
+      const ExportTrack *tr = t_.track(tid);
+      ojson args = {{"name", track_name(tid, tr ? tr->name : "")}};
+      if (tr) {
+        args["events"] = tr->events;
+        args["crashed"] = tr->crashed;
+        args["overwritten"] = tr->overwritten;
+        args["torn"] = tr->torn;
+        args["missing"] = tr->missing;
+        args["lost"] = tr->lost();
+      }
+      raw({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", tid}, {"args", args}});
+      /* The crashed thread first, the others by tid. */
+      const std::uint32_t index = tr && tr->crashed ? 0 : ++sort;
+      raw({{"name", "thread_sort_index"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", tid},
+           {"args", {{"sort_index", index}}}});
+      if (tr && tr->lost() > 0) {
+        /* Visible on the track: where what it kept begins. */
+        std::string ts;
+        append_us(ts, th.first_ts.value_or(0));
+        ojson ev = {{"name", fmt::format("{} events lost before this", tr->lost())},
+                    {"cat", "LOSS"},
+                    {"ph", "i"},
+                    {"ts", ojson::parse(ts)},
+                    {"s", "t"},
+                    {"pid", t_.pid},
+                    {"tid", tid},
+                    {"args",
+                     {{"overwritten", tr->overwritten},
+                      {"torn", tr->torn},
+                      {"missing", tr->missing},
+                      {"placed", th.first_ts ? "at the start of the events this thread kept"
+                                             : "no event of this thread can be placed in time"}}}};
+        raw(ev);
+      }
+    }
+    if (!crash_written_ && t_.crash) {
+      /* No CRASH event in the ring: the crash from the core's notes, at the
+       * time reference, saying so. */
+      const ExportCrash &c = *t_.crash;
+      std::string ts;
+      append_us(ts, -t_.origin_age_ns);
+      raw({{"name", c.signo ? "CRASH " + c.signal_name : std::string("CRASH")},
+           {"cat", "CRASH"},
+           {"ph", "i"},
+           {"ts", ojson::parse(ts)},
+           {"s", "p"},
+           {"pid", t_.pid},
+           {"tid", c.tid},
+           {"args", crash_json(c, std::string(c.ring_slot ? "the ring's CRASH event cannot be placed in time"
+                                                          : "not in the ring") +
+                                      ": from the core's notes, placed at the time reference (" +
+                                      (t_.reference.empty() ? std::string("none") : t_.reference) + ")")}});
+    }
+    if (t_.dropped > 0) {
+      /* On a track of its own: no thread wrote them. */
+      raw({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", 0},
+           {"args", {{"name", "events without a thread"}}}});
+      raw({{"name", fmt::format("{} events dropped (no lane: thread and time unknown)", t_.dropped)},
+           {"cat", "LOSS"},
+           {"ph", "i"},
+           {"ts", 0},
+           {"s", "p"},
+           {"pid", t_.pid},
+           {"tid", 0},
+           {"args", {{"dropped", t_.dropped}}}});
+    }
+  }
+
+  static ojson crash_json(const ExportCrash &c, const std::string &placed) {
+    ojson j = {{"signal", c.signo},
+               {"signal_name", c.signal_name},
+               {"si_code", c.si_code ? ojson(*c.si_code) : ojson(nullptr)},
+               {"si_code_name", c.si_code_name},
+               {"fault_address", c.fault_address ? ojson(fmt::format("{:#x}", *c.fault_address)) : ojson(nullptr)},
+               {"tid", c.tid},
+               {"pc", fmt::format("{:#x}", c.pc)},
+               {"ring_slot", c.ring_slot}};
+    if (!placed.empty()) j["placed"] = placed;
+    return j;
+  }
+
+  ojson other_data() const {
+    ojson d;
+    d["generator"] = "core-timeline";
+    d["pid"] = t_.pid;
+    d["comm"] = t_.comm;
+    d["status"] = t_.status;
+    d["time_reference"] = t_.reference;
+    d["ts_zero_age_ns"] = t_.origin_age_ns;
+    d["ts_zero_realtime_ns"] =
+        t_.reference_realtime_ns ? ojson(*t_.reference_realtime_ns + t_.origin_age_ns) : ojson(nullptr);
+    d["events"] = t_.events;
+    d["events_seen"] = seen_;
+    d["events_written"] = written_;
+    d["events_without_time"] = unplaced_;
+    d["dropped"] = t_.dropped;
+    d["shared_lane"] = {{"overwritten", t_.shared_overwritten},
+                        {"torn", t_.shared_torn},
+                        {"missing", t_.shared_missing}};
+    ojson tracks = ojson::array();
+    std::uint64_t lost = t_.dropped + t_.shared_overwritten + t_.shared_torn + t_.shared_missing;
+    for (const auto &tr : t_.tracks) {
+      lost += tr.lost();
+      if (tr.lost() == 0) continue;
+      tracks.push_back({{"tid", tr.tid},
+                        {"name", track_name(tr.tid, tr.name)},
+                        {"overwritten", tr.overwritten},
+                        {"torn", tr.torn},
+                        {"missing", tr.missing}});
+    }
+    d["lost"] = lost;
+    d["losses_by_thread"] = tracks;
+    ojson windows = ojson::array();
+    for (const auto &w : t_.windows)
+      windows.push_back({{"source", w.source},
+                         {"events", w.events},
+                         {"overwritten", w.overwritten},
+                         {"dropped", w.dropped},
+                         {"torn", w.torn},
+                         {"complete_for_ns", w.complete_for_ns ? ojson(*w.complete_for_ns) : ojson(nullptr)},
+                         {"says", w.says}});
+    d["windows"] = windows;
+    d["absence_proves_nothing"] = t_.absence_proves_nothing;
+    d["crash"] = t_.crash ? crash_json(*t_.crash, "") : ojson(nullptr);
+    d["warnings"] = t_.warnings;
+    return d;
+  }
+
+  bool flush() {
+    if (!buf_.empty() && !out_(buf_)) {
+      failed_ = true;
+      errno_ = errno;
+    }
+    buf_.clear();
+    return !failed_;
+  }
+
+  Error failure() const { return system_error(errno_ ? errno_ : EIO, "writing the chrome-trace export"); }
+
+  static constexpr std::size_t kPiece = 64 * 1024;
+  ExportTimeline t_;
+  std::function<bool(std::string_view)> out_;
+  std::string buf_;
+  std::map<std::uint32_t, Thread> threads_;
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  static constexpr std::size_t kMaxCached = 4096;
+  std::unordered_map<std::string, std::string, Hash, std::equal_to<>> names_;
+  std::string scratch_;
+  std::uint64_t count_ = 0, seen_ = 0, written_ = 0, unplaced_ = 0;
+  bool crash_written_ = false, failed_ = false;
+  int errno_ = 0;
+};
+
+}  // namespace
+
+std::string_view export_format_name(ExportFormat f) noexcept {
+  switch (f) {
+    case ExportFormat::kChromeTrace: return "chrome-trace";
+    case ExportFormat::kCtf: return "ctf";
+  }
+  return "";
+}
+
+const ExportTrack *ExportTimeline::track(std::uint32_t tid) const {
+  for (const auto &t : tracks)
+    if (t.tid == tid) return &t;
+  return nullptr;
+}
+
+std::unique_ptr<ExportWriter> chrome_trace_writer(ExportTimeline timeline, std::function<bool(std::string_view)> out) {
+  return std::make_unique<ChromeWriter>(std::move(timeline), std::move(out));
+}
+
+}  // namespace core_timeline::reader

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_document.cc - a timeline document (docs/timeline-json.md) into
+ * the exporter's input (export.h), for ctl-query.  The document is
+ * untrusted: every member is looked up by type, and one that is missing
+ * or of another type counts as absent; nothing in it can make this throw.
+ */
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include "core_timeline/document/keys.h"
+#include "core_timeline/reader/export.h"
+
+namespace core_timeline::reader {
+
+namespace key = core_timeline::document::key;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+const ojson *member(const ojson &o, std::string_view k) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(k);
+  return it == o.end() ? nullptr : &*it;
+}
+
+std::optional<std::uint64_t> u64(const ojson &o, std::string_view k) {
+  const ojson *v = member(o, k);
+  if (!v || !v->is_number_integer()) return std::nullopt;
+  if (v->is_number_unsigned()) return v->get<std::uint64_t>();
+  const std::int64_t s = v->get<std::int64_t>();
+  if (s < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(s);
+}
+
+std::optional<std::int64_t> i64(const ojson &o, std::string_view k) {
+  const ojson *v = member(o, k);
+  if (!v || !v->is_number_integer()) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    const std::uint64_t u = v->get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  return v->get<std::int64_t>();
+}
+
+template <class T>
+std::optional<T> narrow(std::optional<std::int64_t> v) {
+  if (!v || *v < std::numeric_limits<T>::min() || *v > std::numeric_limits<T>::max()) return std::nullopt;
+  return static_cast<T>(*v);
+}
+
+std::string_view str(const ojson &o, std::string_view k) {
+  const ojson *v = member(o, k);
+  return v && v->is_string() ? std::string_view(v->get_ref<const std::string &>()) : std::string_view();
+}
+
+bool boolean(const ojson &o, std::string_view k) {
+  const ojson *v = member(o, k);
+  return v && v->is_boolean() && v->get<bool>();
+}
+
+/* "0x1f" as a number; nullopt when it is not one. */
+std::optional<std::uint64_t> hex(const ojson &o, std::string_view k) {
+  const std::string_view s = str(o, k);
+  if (s.size() < 3 || s.size() > 18 || s.substr(0, 2) != "0x") return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s.substr(2)) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<std::uint64_t>(d);
+  }
+  return v;
+}
+
+const ojson &array_or_empty(const ojson &o, std::string_view k) {
+  static const ojson kEmpty = ojson::array();
+  const ojson *v = member(o, k);
+  return v && v->is_array() ? *v : kEmpty;
+}
+
+}  // namespace
+
+void DocumentEventScan::scan(const ojson &event) {
+  ++events;
+  const auto ring = narrow<std::uint32_t>(i64(event, key::ring));
+  const auto lane = narrow<std::uint32_t>(i64(event, key::lane));
+  const auto tid = narrow<std::uint32_t>(i64(event, key::tid));
+  if (ring && lane && tid && lane_tid.size() < kMaxLanes) lane_tid.emplace(std::pair{*ring, *lane}, *tid);
+  const auto age = i64(event, key::age_ns);
+  if (!age) return;
+  oldest_age_ns = std::min(oldest_age_ns.value_or(0), *age);
+  const auto time = i64(event, key::time_ns);
+  if (!time) return;
+  /* The wall clock of age 0 from the event nearest the reference (its
+   * anchor is the nearest to it). */
+  const std::int64_t distance = *age < 0 ? -*age : *age;
+  if (!reference_distance || distance < *reference_distance) {
+    reference_distance = distance;
+    reference_realtime_ns = *time - *age;
+  }
+}
+
+ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEventScan &scan) {
+  ExportTimeline t;
+  static const ojson kNull;
+  const ojson *process = member(top, key::process);
+  const ojson &p = process ? *process : kNull;
+  t.pid = narrow<std::uint32_t>(i64(p, key::pid)).value_or(0);
+  t.comm = std::string(str(p, key::comm));
+  t.status = std::string(str(top, key::status));
+  if (const ojson *time = member(top, key::time)) t.reference = std::string(str(*time, "reference"));
+  t.origin_age_ns = scan.oldest_age_ns.value_or(0);
+  t.reference_realtime_ns = scan.reference_realtime_ns;
+  t.events = scan.events;
+  for (const ojson &th : array_or_empty(top, key::threads)) {
+    const auto tid = narrow<std::uint32_t>(i64(th, key::tid));
+    if (!tid) continue;
+    ExportTrack tr;
+    tr.tid = *tid;
+    tr.name = std::string(str(th, key::name));
+    tr.crashed = boolean(th, key::crashed);
+    tr.events = u64(th, key::events).value_or(0);
+    t.tracks.push_back(std::move(tr));
+  }
+  for (const ojson &r : array_or_empty(top, key::rings)) {
+    if (str(r, key::state) != "valid") continue;
+    const auto index = narrow<std::uint32_t>(i64(r, key::index));
+    t.dropped += u64(r, key::dropped).value_or(0);
+    for (const ojson &l : array_or_empty(r, key::lanes)) {
+      const std::uint64_t overwritten = u64(l, key::overwritten).value_or(0);
+      const std::uint64_t torn = u64(l, key::torn).value_or(0) + u64(l, key::invalid).value_or(0);
+      const std::uint64_t missing = u64(l, key::missing).value_or(0);
+      auto owner = narrow<std::uint32_t>(i64(l, key::owner_tid)).value_or(0);
+      const auto lane = narrow<std::uint32_t>(i64(l, key::lane));
+      if (owner == 0 && index && lane)
+        if (auto it = scan.lane_tid.find({*index, *lane}); it != scan.lane_tid.end()) owner = it->second;
+      if (boolean(l, key::shared) || owner == 0) {
+        t.shared_overwritten += overwritten;
+        t.shared_torn += torn;
+        t.shared_missing += missing;
+        continue;
+      }
+      auto it = std::find_if(t.tracks.begin(), t.tracks.end(), [&](const ExportTrack &x) { return x.tid == owner; });
+      if (it == t.tracks.end()) {
+        if (overwritten + torn + missing == 0) continue;
+        ExportTrack tr;
+        tr.tid = owner;
+        tr.name = std::string(str(l, key::owner_name));
+        t.tracks.push_back(std::move(tr));
+        it = t.tracks.end() - 1;
+      }
+      it->overwritten += overwritten;
+      it->torn += torn;
+      it->missing += missing;
+    }
+  }
+  for (const ojson &s : array_or_empty(top, key::spans)) {
+    ExportSpan sp;
+    sp.state = std::string(str(s, key::state));
+    sp.tid = narrow<std::uint32_t>(i64(s, key::tid)).value_or(0);
+    sp.duration_ns = i64(s, key::duration_ns);
+    sp.open_for_ns = i64(s, key::open_for_ns);
+    sp.note = std::string(str(s, key::note));
+    /* A span whose begin was lost starts where its end says it began. */
+    if (const ojson *end = member(s, key::end); end && sp.state == "begin_lost" && sp.duration_ns &&
+                                                 *sp.duration_ns > 0)
+      if (const auto age = i64(*end, key::age_ns); age && *age - *sp.duration_ns < t.origin_age_ns)
+        t.origin_age_ns = *age - *sp.duration_ns;
+    t.spans.push_back(std::move(sp));
+  }
+  if (const ojson *c = member(top, key::crash); c && c->is_object()) {
+    ExportCrash x;
+    x.signo = narrow<std::int32_t>(i64(*c, key::signal)).value_or(0);
+    x.signal_name = std::string(str(*c, key::signal_name));
+    x.si_code = narrow<std::int32_t>(i64(*c, key::si_code));
+    x.si_code_name = std::string(str(*c, key::si_code_name));
+    x.fault_address = hex(*c, key::fault_address);
+    x.tid = narrow<std::uint32_t>(i64(*c, key::tid)).value_or(0);
+    x.pc = hex(*c, key::pc).value_or(0);
+    x.ring_slot = boolean(*c, key::ring_slot);
+    t.crash = std::move(x);
+  }
+  for (const ojson &w : array_or_empty(top, key::windows))
+    t.windows.push_back({std::string(str(w, key::source)), u64(w, key::events).value_or(0),
+                         u64(w, key::overwritten).value_or(0), u64(w, key::dropped).value_or(0),
+                         u64(w, key::torn).value_or(0), i64(w, key::complete_for_ns), std::string(str(w, key::says))});
+  t.absence_proves_nothing = boolean(top, key::absence_proves_nothing);
+  for (const ojson &w : array_or_empty(top, key::warnings))
+    if (w.is_string()) t.warnings.push_back(w.get<std::string>());
+  return t;
+}
+
+std::optional<ExportEvent> export_event_of_json(const ojson &e) {
+  const auto tid = narrow<std::uint32_t>(i64(e, key::tid));
+  const ojson *kind = member(e, key::kind);
+  const ojson *name = member(e, key::name);
+  if (!tid || !kind || !kind->is_string() || !name || !name->is_string()) return std::nullopt;
+  ExportEvent x;
+  x.tid = *tid;
+  x.kind = kind->get_ref<const std::string &>();
+  x.name = name->get_ref<const std::string &>();
+  x.age_ns = i64(e, key::age_ns);
+  x.lane = narrow<std::uint32_t>(i64(e, key::lane)).value_or(0);
+  x.seq = u64(e, key::seq).value_or(0);
+  x.id = narrow<std::uint32_t>(i64(e, key::id)).value_or(0);
+  if (const ojson *args = member(e, key::args); args && args->is_array())
+    for (std::size_t i = 0; i < 2 && i < args->size(); ++i)
+      if ((*args)[i].is_number_unsigned()) x.args[i].value = (*args)[i].get<std::uint64_t>();
+  if (const ojson *names = member(e, key::arg_names); names && names->is_array())
+    for (std::size_t i = 0; i < 2 && i < names->size(); ++i)
+      if ((*names)[i].is_string() && !(*names)[i].get_ref<const std::string &>().empty())
+        x.args[i].name = (*names)[i].get_ref<const std::string &>();
+  if (const ojson *text = member(e, key::inline_text); text && text->is_string())
+    x.text = std::string_view(text->get_ref<const std::string &>());
+  x.span = narrow<std::uint32_t>(i64(e, key::span));
+  if (const ojson *c = member(e, key::crash); c && c->is_object()) {
+    ExportSignal s;
+    s.signo = narrow<std::int32_t>(i64(*c, key::signal)).value_or(0);
+    s.signal_name = str(*c, key::signal_name);
+    s.si_code = narrow<std::int32_t>(i64(*c, key::si_code)).value_or(0);
+    s.si_code_name = str(*c, key::si_code_name);
+    s.fault_address = hex(*c, key::fault_address).value_or(0);
+    x.signal = s;
+  }
+  return x;
+}
+
+}  // namespace core_timeline::reader

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+//
+// The export module (core_timeline/reader/export.h) on hand-made Analyses
+// and documents: the branches a real core cannot be made to show on
+// demand (a span whose begin was lost, torn and invalid slots, the shared
+// lane's losses, dropped events, events that cannot be placed in time),
+// the document input's defences, and the command line's refusals.  The
+// CTF traces made here are read back by the real babeltrace2.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/export.h"
+#include "core_timeline/reader/render.h"
+#include "core_timeline/ring_format.h"
+#include "test_util.h"
+#include "trace_checks.h"
+
+namespace ctr = core_timeline::reader;
+namespace f = core_timeline::format;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::uint32_t intern(ctr::Analysis &a, const std::string &s) {
+  a.strings.push_back(s);
+  return static_cast<std::uint32_t>(a.strings.size() - 1);
+}
+
+ctr::Event event(ctr::Analysis &a, std::uint16_t kind, const char *kind_name, const std::string &name,
+                 std::uint32_t tid, std::uint64_t seq, std::optional<std::int64_t> age) {
+  ctr::Event e;
+  e.kind = kind;
+  e.kind_name = intern(a, kind_name);
+  e.name = intern(a, name);
+  e.tid = tid;
+  e.lane = tid == 10 ? 0 : 1;
+  e.seq = seq;
+  e.age_ns = age;
+  return e;
+}
+
+/* Two threads: tid 10 (lane 0, named "worker") with a span whose begin
+ * was lost (its duration known), another whose begin was lost (duration
+ * unknown), and an event that cannot be placed in time; tid 11 (lane 1)
+ * with a span whose end may be lost, and the CRASH.  Lane 0 has 2 torn
+ * and 1 invalid slot; the shared lane overwrote 5; 4 events dropped. */
+ctr::Analysis hand_made() {
+  ctr::Analysis a;
+  a.status = ctr::Status::kOk;
+  a.source = ctr::TimelineSource::kCoreOnly;
+  a.process.pid = 77;
+  a.process.comm = "handmade";
+  a.time.reference = ctr::TimeBase::Reference::kCrash;
+  a.names[0x10] = {"JOB", "job_id", "", ctr::NameFrom::kCore};
+  ctr::Event end1 = event(a, f::kKindSpanEnd, "SPAN_END", "JOB", 10, 5, -9000);
+  end1.span = 0;
+  end1.id = 0x10;
+  end1.named = true;
+  end1.name_from = ctr::NameFrom::kCore;
+  end1.arg0 = 3;
+  ctr::Event mark = event(a, f::kKindUser, "USER", "id=0x20", 10, 6, std::nullopt);
+  mark.id = 0x20;
+  mark.arg0 = 1;
+  ctr::Event end2 = event(a, f::kKindSpanEnd, "SPAN_END", "SPAN_END", 10, 7, -8000);
+  end2.span = 1;
+  ctr::Event begin = event(a, f::kKindSpanBegin, "SPAN_BEGIN", "JOB", 11, 1, -7000);
+  begin.span = 2;
+  begin.id = 0x10;
+  begin.named = true;
+  begin.name_from = ctr::NameFrom::kCore;
+  begin.arg0 = 42;
+  ctr::Event crash = event(a, f::kKindCrash, "CRASH", "CRASH", 11, 2, 0);
+  crash.id = 11;
+  a.crash_slots.push_back({11, "SIGSEGV", 1, "SEGV_MAPERR", 0, 0, 0, 0x10, 0, 0, false, false});
+  crash.crash = 0;
+  a.events = {end1, mark, end2, begin, crash};
+  a.time.reference_event = 4;
+  ctr::Span s0;
+  s0.state = ctr::Span::State::kBeginLost;
+  s0.end = 0;
+  s0.tid = 10;
+  s0.duration_ns = 1500;
+  s0.id = 0x10;
+  ctr::Span s1 = s0;
+  s1.end = 2;
+  s1.duration_ns.reset();
+  s1.id_known = false;
+  ctr::Span s2;
+  s2.state = ctr::Span::State::kOpenOrEndLost;
+  s2.begin = 3;
+  s2.tid = 11;
+  s2.open_for_ns = 7000;
+  s2.note = "torn slots could hold its end";
+  a.spans = {s0, s1, s2};
+  a.threads = {{10, "worker", 3, false, {}}, {11, "", 2, true, {2}}};
+  ctr::RingReport r;
+  r.state = ctr::RingReport::State::kValid;
+  r.ring.emplace();
+  r.ring->header.dropped = 4;
+  ctr::LaneSummary l0;
+  l0.index = 0;
+  l0.owner_tid = 10;
+  l0.torn = 2;
+  l0.invalid = 1;
+  ctr::LaneSummary shared;
+  shared.index = 2;
+  shared.shared = true;
+  shared.overwritten = 5;
+  shared.write_index = 5;  // used: the document lists it
+  r.ring->lanes = {l0, shared};
+  a.rings.push_back(std::move(r));
+  a.crash = ctr::CrashFacts{};
+  a.crash->signo = 11;
+  a.crash->signal_name = "SIGSEGV";
+  a.crash->si_code = 1;
+  a.crash->si_code_name = "SEGV_MAPERR";
+  a.crash->fault_address = 0x10;
+  a.crash->tid = 11;
+  a.crash->ring_slot = true;
+  a.absence_proves_nothing = true;
+  return a;
+}
+
+std::string chrome_of(const ctr::Analysis &a) {
+  std::string out;
+  auto w = ctr::chrome_trace_writer(ctr::export_timeline_of(a), [&](std::string_view s) {
+    out.append(s);
+    return true;
+  });
+  EXPECT_TRUE(ctr::export_events(a, *w).ok());
+  return out;
+}
+
+json named(const json &trace, const std::string &name, const std::string &ph) {
+  for (const auto &e : trace["traceEvents"])
+    if (e["name"] == name && e["ph"] == ph) return e;
+  return nullptr;
+}
+
+std::string temp_dir(const std::string &name) {
+  const fs::path p = fs::temp_directory_path() / ("ct-export-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p.string();
+}
+
+// Guards against: a span whose begin was lost drawn as if it were whole,
+// or not at all.
+TEST(ExportChrome, ASpanWhoseBeginWasLostSaysSoAndStartsNoEarlierThanItsRecordedBegin) {
+  const json t = json::parse(chrome_of(hand_made()));
+  EXPECT_EQ(ct::testing::tef_errors(t), "");
+  const json x = named(t, "JOB", "X");
+  ASSERT_FALSE(x.is_null()) << t.dump(1);
+  // Time 0 is where the first span's end says it began: -9000 - 1500.
+  EXPECT_EQ(t["otherData"]["ts_zero_age_ns"], -10500);
+  const json *lost = nullptr;
+  for (const auto &e : t["traceEvents"])
+    if (e["ph"] == "X" && e["args"]["state"] == "begin_lost") lost = &e;
+  ASSERT_TRUE(lost) << "the begin_lost span with a known duration is a slice";
+  EXPECT_DOUBLE_EQ((*lost)["ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ((*lost)["dur"].get<double>(), 1.5);
+  EXPECT_EQ((*lost)["args"]["job_id"], 3);
+  EXPECT_NE((*lost)["args"]["span"].get<std::string>().find("begin was lost"), std::string::npos);
+  std::size_t instants = 0;
+  for (const auto &e : t["traceEvents"])
+    if (e["ph"] == "i" && e.contains("args") && e["args"].value("state", "") == "begin_lost") {
+      ++instants;
+      EXPECT_NE(e["args"]["span"].get<std::string>().find("begin was lost"), std::string::npos);
+    }
+  EXPECT_EQ(instants, 1u) << "the begin_lost span without a duration is its end alone";
+}
+
+TEST(ExportChrome, ASpanWhoseEndMayBeLostRunsToTheReferenceAndSaysSo) {
+  const json t = json::parse(chrome_of(hand_made()));
+  json open;
+  for (const auto &e : t["traceEvents"])
+    if (e["ph"] == "X" && e["args"]["state"] == "open_or_end_lost") open = e;
+  ASSERT_FALSE(open.is_null());
+  EXPECT_EQ(open["tid"], 11);
+  EXPECT_DOUBLE_EQ(open["ts"].get<double>(), 3.5);   // -7000 - (-10500) ns
+  EXPECT_DOUBLE_EQ(open["dur"].get<double>(), 7.0);  // to the crash
+  EXPECT_EQ(open["args"]["job_id"], 42);
+  EXPECT_NE(open["args"]["ends"].get<std::string>().find("may have been lost"), std::string::npos);
+  EXPECT_EQ(open["args"]["note"], "torn slots could hold its end");
+}
+
+// Guards against: torn slots, the shared lane's losses and dropped events
+// that vanish from the export.
+TEST(ExportChrome, TornSlotsSharedLaneAndDroppedEventsAreShown) {
+  const json t = json::parse(chrome_of(hand_made()));
+  json meta;
+  for (const auto &e : t["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == 10) meta = e["args"];
+  EXPECT_EQ(meta["name"], "worker");
+  EXPECT_EQ(meta["torn"], 3);
+  EXPECT_EQ(meta["lost"], 3);
+  const json marker = named(t, "3 events lost before this", "i");
+  ASSERT_FALSE(marker.is_null());
+  EXPECT_EQ(marker["tid"], 10);
+  EXPECT_EQ(marker["s"], "t");
+  const json dropped = named(t, "4 events dropped (no lane: thread and time unknown)", "i");
+  ASSERT_FALSE(dropped.is_null());
+  EXPECT_EQ(dropped["s"], "p");
+  const json &d = t["otherData"];
+  EXPECT_EQ(d["dropped"], 4);
+  EXPECT_EQ(d["shared_lane"]["overwritten"], 5);
+  EXPECT_EQ(d["lost"], 3 + 5 + 4);
+  EXPECT_EQ(d["losses_by_thread"][0]["tid"], 10);
+  EXPECT_TRUE(d["absence_proves_nothing"].get<bool>());
+  // tid 11 has no name in the ring: "tid 11".
+  for (const auto &e : t["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == 11) {
+      EXPECT_EQ(e["args"]["name"], "tid 11");
+    }
+}
+
+// Guards against: an event that cannot be placed in time given a made-up
+// time.
+TEST(ExportChrome, EventsWithoutTimeAreCountedNotPlaced) {
+  const json t = json::parse(chrome_of(hand_made()));
+  for (const auto &e : t["traceEvents"]) {
+    EXPECT_NE(e["name"], "id=0x20") << e.dump();
+  }
+  EXPECT_EQ(t["otherData"]["events_without_time"], 1);
+  EXPECT_EQ(t["otherData"]["events"], 5);
+  const json crash = named(t, "CRASH", "i");
+  EXPECT_EQ(crash["s"], "p");
+  EXPECT_EQ(crash["args"]["fault_address"], "0x10");
+  EXPECT_DOUBLE_EQ(crash["ts"].get<double>(), 10.5);
+}
+
+// Guards against: two exporters.  The stored document of an Analysis
+// exports exactly as the Analysis does.
+TEST(ExportDocument, TheDocumentOfAnAnalysisExportsAsTheAnalysisDoes) {
+  const ctr::Analysis a = hand_made();
+  const auto doc = nlohmann::ordered_json::parse(ctr::render_json(a));
+  ctr::DocumentEventScan scan;
+  for (const auto &e : doc["events"]) scan.scan(e);
+  std::string out;
+  auto w = ctr::chrome_trace_writer(ctr::export_timeline_of_document(doc, scan), [&](std::string_view s) {
+    out.append(s);
+    return true;
+  });
+  for (const auto &e : doc["events"]) {
+    auto x = ctr::export_event_of_json(e);
+    ASSERT_TRUE(x);
+    ASSERT_TRUE(w->event(*x).ok());
+  }
+  ASSERT_TRUE(w->finish().ok());
+  EXPECT_EQ(out, chrome_of(a));
+}
+
+// Guards against: a document (untrusted) whose members have other types
+// making the exporter throw or crash.
+TEST(ExportDocument, MembersOfTheWrongTypeCountAsAbsent) {
+  const auto junk = nlohmann::ordered_json::parse(R"({
+    "process": [1], "status": 3, "crash": {"signal": "x", "fault_address": "0xzz", "tid": -1},
+    "rings": [{"state": "valid", "dropped": -5, "lanes": [7, {"owner_tid": 1e30, "torn": "a"}]}, 4],
+    "spans": [null, {"state": 1, "duration_ns": 18446744073709551615}], "threads": {"a": 1},
+    "windows": [[]], "warnings": [1, "w"], "time": "now"})");
+  ctr::DocumentEventScan scan;
+  for (const char *e : {R"({"age_ns": "1"})", R"([1])", R"({"age_ns": -5, "time_ns": 1000, "ring": 0, "lane": 1, "tid": 3})"})
+    scan.scan(nlohmann::ordered_json::parse(e));
+  ctr::ExportTimeline t;
+  EXPECT_NO_THROW(t = ctr::export_timeline_of_document(junk, scan));
+  EXPECT_EQ(t.pid, 0u);
+  EXPECT_EQ(t.dropped, 0u);
+  EXPECT_EQ(t.origin_age_ns, -5);
+  ASSERT_EQ(t.spans.size(), 2u);
+  EXPECT_FALSE(t.spans[1].duration_ns);
+  ASSERT_TRUE(t.crash);
+  EXPECT_FALSE(t.crash->fault_address);
+  EXPECT_EQ(t.warnings, std::vector<std::string>{"w"});
+  EXPECT_FALSE(ctr::export_event_of_json(nlohmann::ordered_json::parse(R"({"kind": 1, "name": "x", "tid": 1})")));
+  EXPECT_FALSE(ctr::export_event_of_json(nlohmann::ordered_json::parse(R"({"kind": "USER", "name": "x"})")));
+  const auto ok = nlohmann::ordered_json::parse(
+      R"({"kind": "USER", "name": "x", "tid": 1, "args": [-1, 2], "arg_names": [5, "b"], "span": -3, "crash": 1})");
+  const auto x = ctr::export_event_of_json(ok);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->args[0].value, 0u);
+  EXPECT_EQ(x->args[0].name, "arg0");
+  EXPECT_EQ(x->args[1].name, "b");
+  EXPECT_FALSE(x->span);
+  EXPECT_FALSE(x->signal);
+  EXPECT_FALSE(x->age_ns);
+}
+
+// Guards against: a write error taken for success.
+TEST(ExportChrome, AFailedWriteIsAnErrorAndStopsTheWriter) {
+  const ctr::Analysis a = hand_made();
+  std::size_t calls = 0;
+  auto w = ctr::chrome_trace_writer(ctr::export_timeline_of(a), [&](std::string_view) {
+    ++calls;
+    errno = ENOSPC;
+    return false;
+  });
+  const auto r = ctr::export_events(a, *w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("No space left"), std::string::npos) << r.error().message;
+  EXPECT_EQ(calls, 1u);
+}
+
+// Guards against: a CTF trace babeltrace2 cannot read, or that does not
+// report the torn slots of a thread as discarded events.
+TEST(ExportCtf, Babeltrace2ReadsTheHandMadeTraceWithItsLosses) {
+  const std::string bt = ct::testing::babeltrace2_path();
+  if (bt.empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF trace "
+                    "cannot be read back";
+  const ctr::Analysis a = hand_made();
+  const std::string dir = temp_dir("hand");
+  auto w = ctr::ctf_writer(ctr::export_timeline_of(a), dir);
+  ASSERT_TRUE(w) << w.error().message;
+  ASSERT_TRUE(ctr::export_events(a, **w).ok());
+  const auto r = ct::testing::run({bt, "--clock-seconds", "--no-delta", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string bad;
+  const auto events = ct::testing::babeltrace2_events(r.out, &bad);
+  EXPECT_EQ(bad, "");
+  ASSERT_EQ(events.size(), 4u) << r.out;  // the one without time is left out
+  EXPECT_EQ(events[0].name, "JOB");
+  EXPECT_EQ(events[0].thread_name, "worker");
+  EXPECT_EQ(events[0].fields[0], (std::pair<std::string, std::string>{"job_id", "3"}));
+  EXPECT_EQ(events[0].fields[2], (std::pair<std::string, std::string>{"span_state", "\"begin_lost\""}));
+  EXPECT_EQ(events[2].name, "JOB");
+  EXPECT_EQ(events[2].thread_name, "tid 11");
+  EXPECT_EQ(events[2].ns - events[0].ns, 2000);
+  EXPECT_EQ(events[3].name, "CRASH");
+  EXPECT_NE(r.err.find("Tracer discarded 3 events"), std::string::npos) << r.err;
+  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  EXPECT_NE(metadata.find("events_without_time = 1;"), std::string::npos);
+  EXPECT_NE(metadata.find("dropped = 4;"), std::string::npos);
+  EXPECT_NE(metadata.find("shared_lane_lost = 5;"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Guards against: a trace written over another one's streams.
+TEST(ExportCtf, ANonEmptyDirectoryIsRefusedAndLeftAlone) {
+  const std::string dir = temp_dir("full");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/keep") << "mine";
+  auto w = ctr::ctf_writer(ctr::export_timeline_of(hand_made()), dir);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().code, ctr::Errc::kInvalidArgument);
+  EXPECT_NE(w.error().message.find("exists and is not empty"), std::string::npos);
+  EXPECT_EQ(ct::testing::slurp(dir + "/keep"), "mine");
+  fs::remove_all(dir);
+  // An empty one is used.
+  fs::create_directories(dir);
+  EXPECT_TRUE(ctr::ctf_writer(ctr::export_timeline_of(hand_made()), dir));
+  fs::remove_all(dir);
+}
+
+// Guards against: export options that are silently ignored or that clash.
+TEST(ExportCli, FormatsAndOutputAreChecked) {
+  const std::string r = CT_READER_BIN;
+  const auto ctf = ct::testing::run({r, "--format=ctf", "/nonexistent.core"});
+  EXPECT_EQ(ctf.exit_code, 7);
+  EXPECT_NE(ctf.err.find("--format=ctf needs --output"), std::string::npos) << ctf.err;
+  const auto clash = ct::testing::run({r, "--json", "--format=chrome-trace", "/nonexistent.core"});
+  EXPECT_EQ(clash.exit_code, 7);
+  EXPECT_NE(clash.err.find("--json is --format=json"), std::string::npos) << clash.err;
+  const auto bogus = ct::testing::run({r, "--format=perfetto", "/nonexistent.core"});
+  EXPECT_EQ(bogus.exit_code, 7);
+  EXPECT_NE(bogus.err.find("--format"), std::string::npos) << bogus.err;
+  // --json=--format=json, to a file: the same document.
+  const std::string out = temp_dir("out.json");
+  const auto a = ct::testing::run({r, "--format=json", "--output", out, "/nonexistent.core"});
+  const auto b = ct::testing::run({r, "--json", "/nonexistent.core"});
+  EXPECT_EQ(a.exit_code, 3);
+  EXPECT_EQ(b.exit_code, 3);
+  EXPECT_EQ(a.out, "");
+  EXPECT_EQ(ct::testing::slurp(out), b.out);
+  fs::remove(out);
+}
+
+}  // namespace
