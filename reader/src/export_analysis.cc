@@ -34,6 +34,9 @@ ExportTimeline export_timeline_of(const Analysis &a) {
   if (a.time.reference_event && *a.time.reference_event < a.events.size()) {
     const Event &r = a.events[*a.time.reference_event];
     if (r.realtime_ns && r.age_ns) t.reference_realtime_ns = *r.realtime_ns - *r.age_ns;
+  } else if (a.time.reference == TimeBase::Reference::kSnapshot && a.snapshot) {
+    /* A live snapshot's reference is no event: its own time (live.h). */
+    t.reference_realtime_ns = a.snapshot->realtime_ns;
   }
   for (const ThreadSummary &th : a.threads) {
     ExportTrack tr;

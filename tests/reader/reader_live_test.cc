@@ -429,6 +429,27 @@ TEST(ReaderLive, SavedSnapshotReadsAsTheSameLiveSnapshot) {
   rmdir(dir);
 }
 
+/* The exports read a live snapshot as they read a core: no crash, spans
+ * open at the snapshot; and a saved one as well. */
+TEST(ReaderLive, SnapshotExportsToChromeTrace) {
+  Writers w(2, "1048576");
+  char dir[] = "/tmp/ct-live-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/snap.core";
+  const auto direct = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file, "--format=chrome-trace"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  const auto saved = run({reader_bin(), file, "--format=chrome-trace"});
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  for (const auto *out : {&direct.out, &saved.out}) {
+    const json t = json::parse(*out);
+    ASSERT_TRUE(t["traceEvents"].is_array());
+    EXPECT_GT(t["traceEvents"].size(), 10u);
+    EXPECT_TRUE(t["otherData"]["crash"].is_null()) << t["otherData"].dump();
+  }
+  unlink(file.c_str());
+  rmdir(dir);
+}
+
 TEST(ReaderLive, UsageErrors) {
   EXPECT_EQ(run({reader_bin()}).exit_code, 7);
   EXPECT_EQ(run({reader_bin(), "--save", "/tmp/x", "core"}).exit_code, 7) << "--save needs --pid";

@@ -129,7 +129,7 @@ struct ExportTimeline {
   std::uint32_t pid = 0;         /**< 0: unknown */
   std::string comm;
   std::string status;            /**< "ok", ... (document status) */
-  std::string reference;         /**< "crash", "newest_event", "" */
+  std::string reference;         /**< "crash", "newest_event", "snapshot", "" */
   /** Age of exported time 0 (<= 0): the oldest placed event's, or the
    *  begin of a span whose begin was lost, as its end recorded it. */
   std::int64_t origin_age_ns = 0;
