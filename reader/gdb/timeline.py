@@ -17,7 +17,8 @@ core-timeline-read on what gdb has open, and prints what the reader prints:
       core-timeline-read [OPTIONS] CORE [EXE]   (the core gdb opened, the
                                                  executable gdb loaded)
   a live process (gdb --args PROG, attach PID), stopped
-      core-timeline-read [OPTIONS] --pid PID    (the inferior's memory)
+      core-timeline-read [OPTIONS] --pid PID [EXE]   (a live snapshot of
+                                                      the inferior's memory)
 
 The reader is $CORE_TIMELINE_READ when set, else core-timeline-read in the
 bin directory of the prefix this file is installed under
@@ -48,9 +49,13 @@ EXIT_MEANING = {
     4: "the ring is invalid",
     5: "the executable was refused: its build-id does not match the core",
     6: "the sidecar's identity does not match the core",
-    7: "usage error, or an unreadable --tlmap file",
+    7: "usage error, an unreadable --tlmap file, or a --save FILE that exists (without --force)",
     8: "libtimeline was loaded but made no ring",
 }
+# With --pid, 3 says that no snapshot was taken.
+EXIT_MEANING_LIVE = dict(EXIT_MEANING)
+EXIT_MEANING_LIVE[3] = ("no snapshot could be taken: no such process, reading its memory was refused "
+                        "(the reason names the rule), or it exited during the snapshot")
 
 # The reader's options that this command passes on.  Flags take no value;
 # the others take one, as "--opt VALUE" or "--opt=VALUE".  Any other option
@@ -58,7 +63,7 @@ EXIT_MEANING = {
 # a value as --opt=VALUE); the reader refuses what it does not know.  CORE,
 # EXECUTABLE and --pid come from gdb, never from the user.
 FLAGS = ("--json", "--wall-clock", "--by-thread", "--no-symbols",
-         "--unverified-symbols", "--core-only")
+         "--unverified-symbols", "--core-only", "--force")
 VALUED = ("--tlmap", "--sidecar", "--format", "--output", "-o", "--save")
 FROM_GDB = ("--pid",)
 
@@ -130,8 +135,8 @@ def parse_arguments(argv):
 
 
 def target_arguments():
-    """What the reader reads, as arguments: [CORE, EXE], [CORE] or
-    ["--pid", PID], from the selected inferior.
+    """What the reader reads, as arguments: [CORE] or ["--pid", PID], then
+    EXE when gdb has loaded an executable, from the selected inferior.
 
     A core when the inferior's connection is gdb's "core" target, a live
     process when it is "native".  Raises gdb.GdbError when gdb has neither,
@@ -141,24 +146,25 @@ def target_arguments():
     inferior = gdb.selected_inferior()
     connection = inferior.connection
     kind = connection.type if connection is not None else None
+    exe = gdb.current_progspace().filename
+    exe = [exe] if exe else []
     if kind == "core":
         core = core_file_name(gdb.execute("info target", to_string=True))
         if core is None:
             raise gdb.GdbError("timeline: gdb has a core open but `info target` does not name its file")
-        exe = gdb.current_progspace().filename
-        return [core] + ([exe] if exe else [])
+        return [core] + exe
     if kind is None or inferior.pid == 0:
         raise gdb.GdbError("timeline: no core file and no process (gdb EXE CORE, "
                            "coredumpctl debug PID, or run or attach a process)")
     if kind != "native":
         raise gdb.GdbError("timeline: the process is on gdb's %s target; only a core or a native "
                            "process can be read" % kind)
-    return ["--pid", str(inferior.pid)]
+    return ["--pid", str(inferior.pid)] + exe
 
 
-def reader_failure(reader, status, stderr):
+def reader_failure(reader, status, stderr, live=False):
     """The gdb.GdbError for a reader that ended with `status` (as from
-    subprocess: negative for a signal).
+    subprocess: negative for a signal); `live` when it was run with --pid.
 
     Its message is the reader's own "core-timeline-read: REASON" line (the
     last, if several) and what the status means.  When stderr has no such
@@ -176,7 +182,8 @@ def reader_failure(reader, status, stderr):
         said = "%s failed and printed no reason" % reader
     if status < 0:
         return gdb.GdbError("%s (killed by signal %d)" % (said, -status))
-    meaning = EXIT_MEANING.get(status, "a status core-timeline-read does not document")
+    meanings = EXIT_MEANING_LIVE if live else EXIT_MEANING
+    meaning = meanings.get(status, "a status core-timeline-read does not document")
     return gdb.GdbError("%s (exit %d: %s)" % (said, status, meaning))
 
 
@@ -210,7 +217,7 @@ def run_reader(arguments):
         err.seek(0)
         stderr = err.read()
     if status != 0:
-        raise reader_failure(reader, status, stderr)
+        raise reader_failure(reader, status, stderr, live="--pid" in arguments)
 
 
 class TimelineCommand(gdb.Command):
@@ -218,16 +225,19 @@ class TimelineCommand(gdb.Command):
 
 Usage: timeline [--json] [--wall-clock] [--by-thread] [--tlmap FILE]
                 [--no-symbols] [--unverified-symbols] [--core-only]
-                [--sidecar FILE] [OTHER-READER-OPTION...]
+                [--sidecar FILE] [--save FILE [--force]]
+                [OTHER-READER-OPTION...]
 
 The last events the program recorded with libtimeline (its marks, spans,
 and optionally allocations and I/O), each with its age relative to the
 crash, its thread and the code it was recorded at; the spans open at the
 crash; and the crash itself.  For a core (gdb EXE CORE, coredumpctl debug
 PID) this runs core-timeline-read on the core gdb has open, with the
-executable gdb has loaded; for a live process stopped under gdb it runs
-core-timeline-read --pid PID, which reads the ring from the process's
-memory.  The options are core-timeline-read's (see core-timeline-read(1)):
+executable gdb has loaded; for a live process under gdb (stopped at a
+breakpoint, or attached) it runs core-timeline-read --pid PID, which reads
+the ring from the process's memory: the events recorded so far, with ages
+relative to the snapshot.  The options are core-timeline-read's (see
+core-timeline-read(1)):
 
   --json                one JSON document (docs/timeline-json.md)
   --wall-clock          wall-clock times instead of ages
@@ -237,13 +247,14 @@ memory.  The options are core-timeline-read's (see core-timeline-read(1)):
   --unverified-symbols  also symbolize modules without a build-id
   --core-only           ignore any sidecar
   --sidecar FILE        merge a sidecar copy of the ring (degraded mode)
+  --save FILE [--force] a live process: also keep the snapshot, an ELF core
 
 An option not listed is passed on as written (--opt=VALUE for one that
 takes a value).  The reader is $CORE_TIMELINE_READ if set, else the one
 installed beside this command, else core-timeline-read on PATH.  When the
 reader fails, its message and the meaning of its exit status are shown as
 a gdb error; $_timeline_exit holds its exit status.  See
-core-timeline-gdb(1)."""
+core-timeline-gdb(7)."""
 
     def __init__(self):
         super().__init__("timeline", gdb.COMMAND_STATUS, gdb.COMPLETE_FILENAME)

@@ -329,21 +329,54 @@ TEST_F(GdbCommand, CoredumpctlDebug) {
   EXPECT_NE(r.out.find("pid " + std::to_string(demo_a_.pid) + " (crash_demo)"), std::string::npos) << r.out;
 }
 
+// Live processes (no crash, no core): gdb runs the program itself.
+//
 // A live process stopped at a breakpoint in die(), before the crash: the
-// events recorded so far, read from its memory (core-timeline-read --pid).
-TEST_F(GdbCommand, LiveProcessAtABreakpoint) {
+// events recorded so far, read from its memory (core-timeline-read --pid,
+// with the executable gdb loaded), byte for byte what the reader prints of
+// a snapshot saved from the same stop (--save, read back), less the line
+// that says when the snapshot was taken.
+TEST(GdbLive, ProcessAtABreakpoint) {
   SKIP_WITHOUT_GDB();
-  const auto help = ct::test::run({kReader, "--help"});
-  if (help.out.find("--pid") == std::string::npos)
-    GTEST_SKIP() << "this core-timeline-read has no --pid, which reading a live process needs (branch live)";
+  char tmpl[] = "/tmp/ct-gdb-live-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, saved = dir + "/snapshot.core";
   const auto r = ct::test::run({kGdb, "-nx", "-batch", "-iex", "source " + kModule, "-ex", "break die", "-ex", "run",
-                                "-ex", "timeline", "-ex", "kill", "--args", kDemo, "--path=a"},
+                                "-ex", "timeline --save " + saved, "-ex", "print $_timeline_exit", "-ex", "kill",
+                                "--args", kDemo, "--path=a"},
                                gdb_options());
   ASSERT_EQ(r.exit_code(), 0) << r.out << r.err;
   EXPECT_NE(r.out.find("Breakpoint 1, "), std::string::npos) << r.out;
-  for (const char *s : {"REQ_PARSE        request_id=41", "BEFORE_DIE       code=1001"})
+  EXPECT_NE(r.out.find("core-timeline: live snapshot of pid "), std::string::npos) << r.out;
+  for (const char *s : {"REQUEST          begin request_id=41", "REQ_PARSE        request_id=41",
+                        "FREE             ptr=", "BEFORE_DIE       code=1001", "(crash_demo.c:87) in crash_demo",
+                        "$1 = 0"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from\n" << r.out << r.err;
   EXPECT_EQ(r.out.find("CRASH            sig="), std::string::npos) << "no crash yet:\n" << r.out;
+  EXPECT_EQ(r.out.find("\ncrash: "), std::string::npos) << "no crash yet:\n" << r.out;
+
+  // The snapshot gdb's command saved, read by the reader itself: the same
+  // events (each line after the headline and the time line).
+  std::string expected = reader_text({saved, kDemo});
+  fs::remove_all(dir);
+  const auto events = expected.find("open spans");
+  ASSERT_NE(events, std::string::npos) << expected;
+  EXPECT_NE(r.out.find(expected.substr(events)), std::string::npos)
+      << "gdb printed:\n" << r.out << "\nthe reader, of the saved snapshot:\n" << expected;
+}
+
+// A live process whose ring the reader cannot find: the process gdb runs
+// is crash_demo_nolib, stopped in die().  The reader's reason and exit 1.
+TEST(GdbLive, ProcessWithoutLibtimeline) {
+  SKIP_WITHOUT_GDB();
+  const auto r = ct::test::run({kGdb, "-nx", "-batch", "-iex", "source " + kModule, "-ex", "break die", "-ex", "run",
+                                "-ex", "timeline", "-ex", "print $_timeline_exit", "-ex", "kill", "--args", kNolib,
+                                "--path=a"},
+                               gdb_options());
+  EXPECT_NE(r.out.find("Breakpoint 1, "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("core-timeline-read: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(exit 1: no CTLN mapping found"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("$1 = 1"), std::string::npos) << r.out;
 }
 
 }  // namespace
