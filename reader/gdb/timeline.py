@@ -8,7 +8,7 @@ loads libtimeline.so.1: the auto-load stub
 (packaging/CMakeLists.txt writes the stub).  A program linked statically
 against libtimeline.a has no such objfile, so there the user runs
 `source /usr/share/core-timeline/gdb/timeline.py` (or puts that line in
-~/.gdbinit).  docs/gdb.md and docs/man/core-timeline-gdb.1 describe it.
+~/.gdbinit).  docs/gdb.md and docs/man/core-timeline-gdb.7 describe it.
 
 There is one decoder: this file never reads the ring.  It runs
 core-timeline-read on what gdb has open, and prints what the reader prints:
