@@ -168,19 +168,44 @@ struct RingCopy {
   std::vector<std::string> warnings;
 };
 
+std::uint64_t lane_slack(bool shared, std::uint64_t n) {
+  return shared ? std::min<std::uint64_t>(kSharedLaneSlack, n) : kPrivateLaneSlack;
+}
+
+/* The slots of the sequences that may be mid-write at the first
+ * descriptor read (write_index w1): the lane's last `slack`, read again
+ * once the lane is copied and before the second descriptor read, so that
+ * only writes the second read bounds can show in them. */
+struct Reread {
+  std::uint64_t seq = 0;
+  std::uint8_t bytes[f::kSlotSize] = {};
+};
+
+Result<std::vector<Reread>> reread_hot(const Target &t, std::uint64_t slots_at, std::uint64_t n, std::uint64_t w1,
+                                       bool shared) {
+  const std::uint64_t slack = lane_slack(shared, n);
+  std::vector<Reread> out;
+  for (std::uint64_t seq = w1 > slack ? w1 - slack + 1 : 1; seq <= w1; ++seq) {
+    Reread r;
+    r.seq = seq;
+    CT_TRY_VOID(t.read(slots_at + ((seq - 1) % n) * f::kSlotSize, r.bytes, sizeof r.bytes));
+    out.push_back(r);
+  }
+  return out;
+}
+
 /* The slots of one lane as copied, made to show the lane at its first
  * descriptor read (write_index w1) although its writer kept writing until
  * the second (w2): docs/ring-format.md, "Reading a live ring".  `slots`
- * is the lane's extent in the copy (n slots). */
-Result<void> settle_lane(const Target &t, std::uint64_t ring_at, std::uint8_t *slots, std::uint64_t slots_off,
-                         std::uint64_t n, std::uint64_t w1, std::uint64_t w2, bool shared) {
-  const std::uint64_t slack = shared ? std::min<std::uint64_t>(kSharedLaneSlack, n) : kPrivateLaneSlack;
+ * is the lane's extent in the copy (n slots); `again` its last reserved
+ * slots read again before the second descriptor read. */
+void settle_lane(std::uint8_t *slots, std::uint64_t n, std::uint64_t w1, std::uint64_t w2, bool shared,
+                 const std::vector<Reread> &again) {
+  const std::uint64_t slack = lane_slack(shared, n);
   if (w2 < w1) w2 = w1; /* a counter that went back: the reader judges it */
   /* Sequences up to `gone` had their slot reused by a sequence the lane
    * had reserved by the second read: overwritten, maybe during the copy. */
   const std::uint64_t gone = w2 > n ? w2 - n : 0;
-  /* Sequences in (hot, w1] may have been written while the copy ran. */
-  const std::uint64_t hot = std::max(gone, w1 > slack ? w1 - slack : 0);
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint8_t *s = slots + i * f::kSlotSize;
     std::uint64_t b = 0, e = 0;
@@ -191,22 +216,18 @@ Result<void> settle_lane(const Target &t, std::uint64_t ring_at, std::uint8_t *s
     if (seq == 0 || (seq - 1) % n != i) continue; /* not this slot's: the reader calls it invalid */
     if ((seq > w1 && seq <= w2 + slack) || seq <= gone) std::memset(s, 0, f::kSlotSize);
   }
-  /* The slots of the sequences that may have been mid-write: read again;
-   * one that changed was being written (in flight), whatever the first
-   * copy of it shows. */
-  for (std::uint64_t seq = hot + 1; seq <= w1; ++seq) {
-    const std::uint64_t i = (seq - 1) % n;
-    std::uint8_t *s = slots + i * f::kSlotSize;
-    std::uint8_t again[f::kSlotSize];
-    CT_TRY_VOID(t.read(ring_at + slots_off + i * f::kSlotSize, again, sizeof again));
+  /* A last reserved slot that changed between the copy and its second
+   * read was being written (in flight), whatever the copy shows. */
+  for (const Reread &r : again) {
+    if (r.seq <= gone) continue;
+    std::uint8_t *s = slots + ((r.seq - 1) % n) * f::kSlotSize;
     std::uint64_t b = 0;
     std::memcpy(&b, s, 8);
-    if (b == seq && std::memcmp(again, s, f::kSlotSize) != 0) {
-      const std::uint64_t writing = seq | f::kSeqWriting;
+    if (b == r.seq && std::memcmp(r.bytes, s, f::kSlotSize) != 0) {
+      const std::uint64_t writing = r.seq | f::kSeqWriting;
       std::memcpy(s + offsetof(f::Slot, begin_seq), &writing, 8);
     }
   }
-  return {};
 }
 
 Result<RingCopy> copy_ring(const Target &t, const Mapping &m) {
@@ -254,6 +275,7 @@ Result<RingCopy> copy_ring(const Target &t, const Mapping &m) {
     const std::uint64_t desc_off = hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize;
     f::LaneDesc d1{}, d2{};
     std::uint64_t x_first = 0, x_slots = 0;
+    std::vector<Reread> again;
     bool settled = false;
     for (int attempt = 0; attempt < kLaneAttempts && !settled; ++attempt) {
       if (attempt > 0) rc.retried++;
@@ -275,10 +297,12 @@ Result<RingCopy> copy_ring(const Target &t, const Mapping &m) {
         break;
       }
       const std::uint64_t off = hd.lanes_offset + x_first * f::kSlotSize;
-      CT_TRY_VOID(t.read(m.start + off, b.data() + off, x_slots * f::kSlotSize));
-      CT_TRY_VOID(t.read(m.start + desc_off, &d2, sizeof d2));
       const bool shared = (d1.flags & f::kLaneShared) != 0;
-      const std::uint64_t slack = shared ? std::min<std::uint64_t>(kSharedLaneSlack, x_slots) : kPrivateLaneSlack;
+      CT_TRY_VOID(t.read(m.start + off, b.data() + off, x_slots * f::kSlotSize));
+      CT_TRY(hot, reread_hot(t, m.start + off, x_slots, d1.write_index, shared));
+      again = std::move(hot);
+      CT_TRY_VOID(t.read(m.start + desc_off, &d2, sizeof d2));
+      const std::uint64_t slack = lane_slack(shared, x_slots);
       settled = d2.extent == d1.extent && d2.write_index >= d1.write_index &&
                 d2.write_index - d1.write_index + slack < x_slots;
       if (!settled && attempt + 1 < kLaneAttempts) std::memset(b.data() + off, 0, x_slots * f::kSlotSize);
@@ -286,11 +310,9 @@ Result<RingCopy> copy_ring(const Target &t, const Mapping &m) {
         rc.warnings.push_back(fmt::format("lane {}: its writer moved or wrapped it during each of {} copies; the "
                                           "last copy is used", lane, kLaneAttempts));
     }
-    if (x_slots > 0) {
-      const std::uint64_t off = hd.lanes_offset + x_first * f::kSlotSize;
-      CT_TRY_VOID(settle_lane(t, m.start, b.data() + off, off, x_slots, d1.write_index, d2.write_index,
-                              (d1.flags & f::kLaneShared) != 0));
-    }
+    if (x_slots > 0)
+      settle_lane(b.data() + hd.lanes_offset + x_first * f::kSlotSize, x_slots, d1.write_index, d2.write_index,
+                  (d1.flags & f::kLaneShared) != 0, again);
     std::memcpy(b.data() + desc_off, &d1, sizeof d1);
   }
   return rc;

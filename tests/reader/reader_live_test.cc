@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/live.h"
+#include "core_timeline/reader/render.h"
 #include "process.h"
 #include "test_util.h"
 
@@ -33,6 +35,7 @@ namespace {
 using nlohmann::json;
 using ct::testing::run;
 namespace ctr = core_timeline::reader;
+namespace fmtx = core_timeline::format;
 
 constexpr int kWriters = 8;
 
@@ -145,6 +148,88 @@ std::set<std::uint64_t> check_snapshot(const json &d, pid_t pid) {
   return writers;
 }
 
+ctr::DecodeOptions live_options() {
+  ctr::DecodeOptions o;
+  o.live = true;
+  return o;
+}
+
+/* The reader's rule on built rings: a slot caught mid-write among a lane's
+ * last reserved sequences is in flight in a live snapshot, torn in a core;
+ * one far below them is torn in both. */
+TEST(ReaderLiveRule, CaughtMidWriteIsInFlightOnlyInALiveSnapshot) {
+  ct::testing::RingBuilder r = ct::testing::three_events();
+  r.lane(0).write_index = 5;
+  r.add(0, 4, fmtx::kKindUser, 0x1004, 4);
+  r.slot(0, 4).begin_seq = 5 | fmtx::kSeqWriting;  // seq 5 being written
+  r.lane(0).write_index = 5;
+  struct Keep final : ctr::RingEventSink {
+    void reserve(std::uint64_t, std::uint64_t) override {}
+    void event(const ctr::RingEvent &) override {}
+  } keep;
+  auto core = ctr::decode_ring(r.bytes(), r.bytes().size(), keep, ctr::DecodeOptions{});
+  auto live = ctr::decode_ring(r.bytes(), r.bytes().size(), keep, live_options());
+  ASSERT_TRUE(core && live);
+  EXPECT_EQ(core->torn, 1u);
+  EXPECT_EQ(live->torn, 0u);
+  EXPECT_EQ(live->in_flight, 1u);
+  EXPECT_EQ(live->rejected.size(), 0u);
+  EXPECT_FALSE(live->counter_inconsistent) << live->lanes[0].counter_reason;
+
+  /* A signal handler's event (5) committed above one being written (4):
+   * in flight, not missing. */
+  ct::testing::RingBuilder h = ct::testing::three_events();
+  h.add(0, 5, fmtx::kKindUser, 0x1005, 5);
+  h.slot(0, 3).begin_seq = 4 | fmtx::kSeqWriting;
+  h.slot(0, 3).end_seq = 0;
+  auto hl = ctr::decode_ring(h.bytes(), h.bytes().size(), keep, live_options());
+  ASSERT_TRUE(hl);
+  EXPECT_EQ(hl->lanes[0].missing, 0u);
+  EXPECT_EQ(hl->lanes[0].in_flight, 1u);
+  EXPECT_EQ(hl->torn, 0u);
+
+  /* Stuck mid-write far below the lane's newest: torn, live or not. */
+  ct::testing::RingBuilder t = ct::testing::three_events();
+  for (std::uint64_t seq = 4; seq <= 7; ++seq) t.add(0, seq, fmtx::kKindUser, 0x1001, seq);
+  t.slot(0, 1).begin_seq = 2 | fmtx::kSeqWriting;
+  auto tl = ctr::decode_ring(t.bytes(), t.bytes().size(), keep, live_options());
+  ASSERT_TRUE(tl);
+  EXPECT_EQ(tl->torn, 1u);
+  EXPECT_EQ(tl->in_flight, 0u);
+}
+
+/* A core with the CORE-TIMELINE note is a live snapshot: no crash, the
+ * snapshot's time as the reference; without it, the same core is a crash. */
+TEST(ReaderLiveRule, TheNoteMakesTheCoreASnapshot) {
+  ct::testing::RingBuilder r = ct::testing::three_events();
+  ct::testing::CoreBuilder plain = ct::testing::standard_core(r);
+  ct::testing::CoreBuilder live = ct::testing::standard_core(r);
+  live.sig_signo.reset();
+  ctr::LiveSnapshotNote n{};
+  n.version = ctr::kLiveNoteVersion;
+  n.pid = 4242;
+  n.monotonic_ns = 5'000'000'000;
+  n.realtime_ns = 1'700'000'000'000'000'000;
+  n.duration_ns = 1000;
+  std::vector<std::uint8_t> desc(sizeof n);
+  std::memcpy(desc.data(), &n, sizeof n);
+  live.extra_notes.push_back({ctr::kLiveNoteName, ctr::kNtLiveSnapshot, desc});
+  ctr::ReadOptions o;
+  o.symbolize = false;
+  auto pc = ctr::CoreFile::from_bytes(plain.build(), "plain");
+  auto lc = ctr::CoreFile::from_bytes(live.build(), "live");
+  ASSERT_TRUE(pc && lc);
+  const ctr::Analysis pa = ctr::analyze(*pc, o), la = ctr::analyze(*lc, o);
+  EXPECT_TRUE(pa.crash.has_value());
+  EXPECT_FALSE(pa.snapshot.has_value());
+  ASSERT_TRUE(la.snapshot.has_value());
+  EXPECT_EQ(la.snapshot->pid, 4242u);
+  EXPECT_FALSE(la.crash.has_value());
+  for (const auto t : lc->notes().threads) EXPECT_FALSE(t.has_regs) << "a snapshot's registers are unknown";
+  EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(la)), "");
+  EXPECT_NE(ctr::render_text(la).find("live snapshot of pid 4242"), std::string::npos) << ctr::render_text(la);
+}
+
 TEST(ReaderLive, SnapshotsWhileEightThreadsWriteAtFullSpeed) {
   Writers w(kWriters);
   std::set<std::uint64_t> all = {};
@@ -205,6 +290,20 @@ TEST(ReaderLive, StoppedProcessStaysStoppedAndReadsTheSameTwice) {
   kill(w.pid(), SIGCONT);
 }
 
+TEST(ReaderLive, ProcessHeldByADebuggerIsRead) {
+  Writers w(kWriters);
+  /* This test is its debugger: attached with ptrace, as gdb attaches,
+   * and stopped (the attach's SIGSTOP stops every thread). */
+  ASSERT_EQ(ptrace(PTRACE_ATTACH, w.pid(), nullptr, nullptr), 0) << std::strerror(errno);
+  int st = 0;
+  ASSERT_EQ(waitpid(w.pid(), &st, __WALL), w.pid());
+  ASSERT_TRUE(WIFSTOPPED(st));
+  const json d = read_pid(w.pid(), {"--no-symbols"});
+  const auto writers = check_snapshot(d, w.pid());
+  EXPECT_EQ(writers.size(), static_cast<std::size_t>(kWriters));
+  EXPECT_EQ(ptrace(PTRACE_DETACH, w.pid(), nullptr, nullptr), 0) << std::strerror(errno);
+}
+
 TEST(ReaderLive, ProcessThatExitsDuringTheSnapshotIsAClearError) {
   Writers w(kWriters);
   const pid_t pid = w.pid();
@@ -251,10 +350,19 @@ std::string setpriv_or_skip() {
   return {};
 }
 
+/* Whether uid 65534 can run the reader at all (every directory on its
+ * path searchable): else the refusal tested would be exec's. */
+std::string nobody_cannot_run_reader(const std::string &setpriv) {
+  const auto r = run({setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", reader_bin(), "--help"});
+  return r.exit_code == 0 ? "" : "uid 65534 cannot run " + reader_bin() + " (exit " + std::to_string(r.exit_code) +
+                                      ": " + r.err + "); a directory on its path is not searchable by others";
+}
+
 TEST(ReaderLive, AnotherUsersProcessIsRefusedNamingTheRule) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to run the reader as uid 65534 with setpriv";
   const std::string setpriv = setpriv_or_skip();
   if (setpriv.empty()) GTEST_SKIP() << "setpriv (util-linux) is missing: cannot run the reader as another uid";
+  if (const auto why = nobody_cannot_run_reader(setpriv); !why.empty()) GTEST_SKIP() << why;
   Writers w(2);  // root's
   const auto r = run({setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                       "--bounding-set=-all", reader_bin(), "--pid", std::to_string(w.pid())});
@@ -269,6 +377,7 @@ TEST(ReaderLive, NotDumpableProcessOfTheSameUserIsRefusedNamingTheRule) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to run writer and reader as uid 65534 with setpriv";
   const std::string setpriv = setpriv_or_skip();
   if (setpriv.empty()) GTEST_SKIP() << "setpriv (util-linux) is missing: cannot run the reader as another uid";
+  if (const auto why = nobody_cannot_run_reader(setpriv); !why.empty()) GTEST_SKIP() << why;
   Writers w(2, "1048576", /*nodump=*/true, [] {
     if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) ct::test::child_failed("setuid");
   });

@@ -4,7 +4,8 @@
  *
  * CoreFile parses the parts of a Linux ELF core (core(5), elf(5)) that the
  * timeline needs: the program headers (PT_LOAD: the dumped memory; PT_NOTE)
- * and the notes NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV and NT_FILE.
+ * and the notes NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV and NT_FILE,
+ * and the "CORE-TIMELINE" note that makes a core a live snapshot (live.h).
  * The layouts are the kernel's, written by fs/binfmt_elf.c (fill_note_info,
  * fill_psinfo, fill_prstatus, fill_files_note, fill_siginfo_note) from the
  * structs of include/uapi/linux/elfcore.h; the register sets are

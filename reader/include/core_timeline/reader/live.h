@@ -31,6 +31,11 @@
  * ptrace_scope (Documentation/admin-guide/LSM/Yama.rst) when the kernel
  * has it.  A refusal is explained by access_refusal().
  *
+ * Memory: the ring mappings' size twice (the copy, then the core made of
+ * it), plus a page per ELF file mapping.  Work: one process_vm_readv per
+ * lane descriptor read, per lane extent and per slot read again (at most
+ * the lane's slack), and the pauses of lanes copied again.
+ *
  * Thread-safety: snapshot_process() touches only its own memory and the
  * target's /proc files; several may run at once.
  */
