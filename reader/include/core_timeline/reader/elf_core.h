@@ -4,7 +4,8 @@
  *
  * CoreFile parses the parts of a Linux ELF core (core(5), elf(5)) that the
  * timeline needs: the program headers (PT_LOAD: the dumped memory; PT_NOTE)
- * and the notes NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV and NT_FILE.
+ * and the notes NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV and NT_FILE,
+ * and the "CORE-TIMELINE" note that makes a core a live snapshot (live.h).
  * The layouts are the kernel's, written by fs/binfmt_elf.c (fill_note_info,
  * fill_psinfo, fill_prstatus, fill_files_note, fill_siginfo_note) from the
  * structs of include/uapi/linux/elfcore.h; the register sets are
@@ -38,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "core_timeline/reader/live.h"
 #include "core_timeline/reader/result.h"
 
 namespace core_timeline::reader {
@@ -131,6 +133,10 @@ struct CoreNotes {
   std::vector<std::string> warnings;  /**< notes skipped, and why: the first
                                            16, then one line counting the rest */
   std::uint64_t warnings_omitted = 0; /**< warnings counted, not listed */
+  /** The "CORE-TIMELINE" note of a live snapshot (live.h): the core is a
+   *  copy of a running process, not a crash.  Its threads' registers are
+   *  unknown (has_regs false). */
+  std::optional<LiveSnapshotNote> live;
 };
 
 /** What can be told of a file that CoreFile::open() or from_bytes() read
