@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "diff.h"
 #include "text.h"
 #include "core_timeline/reader/number.h"
 #include "time_spec.h"
@@ -28,7 +29,9 @@ constexpr const char *kDescription =
     "Find the timelines core-timelined stored for crashes, the way coredumpctl finds cores.\n"
     "\n"
     "Commands: list (default), show (the newest match, as core-timeline-read prints it),\n"
-    "events (events across timelines: --name, --kind, --arg, --id, --tid).\n"
+    "events (events across timelines: --name, --kind, --arg, --id, --tid),\n"
+    "diff A B (per event and span name, what one timeline did that the other did not;\n"
+    "A and B each a MATCH, or a core FILE: a path to an ELF core).\n"
     "MATCH: a number is a PID, a path (with '/') an executable, FIELD=VALUE a stored journal\n"
     "field (COREDUMP_UID=1000) or document value (status=ok), anything else a command name.\n"
     "Exit codes: 0 found, 1 no match, 2 usage error, 3 no match among the readable timelines\n"
@@ -38,7 +41,8 @@ constexpr const char *kDescription =
  * stays with its option, and "-1" can be told from a negative number. */
 const std::set<std::string> kShortWithValue{"-S", "-U", "-n", "-D"};
 const std::set<std::string> kLongWithValue{"--since", "--until", "--directory", "--max-size", "--name",
-                                           "--kind",  "--arg",   "--id",        "--tid",      "--jobs"};
+                                           "--kind",  "--arg",   "--id",        "--tid",      "--jobs",
+                                           "--tlmap"};
 
 std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
   std::vector<std::string> out;
@@ -86,7 +90,8 @@ struct CommandLine {
   std::size_t lines = 0;
   bool newest = false, version = false;
   std::vector<std::string> list_matches, show_matches, events_matches;
-  CLI::App *list = nullptr, *show = nullptr, *events = nullptr;
+  DiffOptions diff_options;
+  CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *diff = nullptr;
 
   CommandLine() {
     app.require_subcommand(0, 1);
@@ -130,7 +135,13 @@ struct CommandLine {
     events->add_option("--id", id, "Event id (decimal or 0x-hex)");
     events->add_option("--tid", tid, "Thread id");
     events->add_option("MATCH", events_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
-    for (auto *sub : {list, show, events}) sub->fallthrough();
+    diff = app.add_subcommand("diff", "Per event and span name, timeline A against timeline B, the biggest "
+                                      "changes first");
+    diff->add_option("A", diff_options.a, "MATCH (the newest matching timeline), or a core FILE (a path to an ELF core)")
+        ->required();
+    diff->add_option("B", diff_options.b, "the same, for the other side")->required();
+    diff->add_option("--tlmap", diff_options.tlmap, "Names for the user ids of a core FILE (core-timeline-read --tlmap)");
+    for (auto *sub : {list, show, events, diff}) sub->fallthrough();
   }
 
   /* After parsing: the texts into QueryOptions.  A message for stderr
@@ -206,6 +217,7 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
       err << "ctl-query: " << *usage << '\n';
       return kExitUsage;
     }
+    if (cl.diff->parsed()) return run_diff(cl.o, cl.diff_options, out, err);
     return run_query(cl.o, out, err);
   } catch (const std::exception &e) {
     err << "ctl-query: " << e.what() << '\n';
