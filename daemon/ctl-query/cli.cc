@@ -104,7 +104,7 @@ struct CommandLine {
         ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}).description(""));
     app.add_flag("-1,--newest", newest, "Only the newest entry (same as -r -n 1)");
     app.add_flag("--json", o.json,
-                 "JSON: one object per line (list, events); the stored document (show). "
+                 "JSON: one object per line (list, events); the stored document (show); one object (diff). "
                  "--json=short|pretty|off as coredumpctl");
     app.add_option("--json-mode", json_mode, "")  /* what --json=MODE becomes (preprocess) */
         ->group("")

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -592,7 +593,8 @@ class DiffRun {
     if (rc == kExitNoMatch || rc == kExitIncomplete) {
       err_ << "ctl-query: " << letter << ": no timeline matches " << printable(arg)
            << (rc == kExitIncomplete ? " among those that could be read" : "");
-      if (arg.find('/') != std::string::npos && std::filesystem::exists(std::filesystem::path(o_.cwd) / arg))
+      std::error_code ec;
+      if (arg.find('/') != std::string::npos && std::filesystem::exists(std::filesystem::path(o_.cwd) / arg, ec))
         err_ << " (it names a file that is not a readable ELF core, so it was taken as an executable MATCH)";
       err_ << '\n';
     }

@@ -21,6 +21,10 @@
  * the compared time (absence_on()); otherwise "not seen; window incomplete
  * (N overwritten)".
  *
+ * Memory: a stored side keeps its "spans", "windows" and "time" whole
+ * (ReadRequest::paths) and of its events only the counts; a core FILE's
+ * document is built whole by to_json(), as core-timeline-read --json does.
+ *
  * Untrusted input: documents are checked member by member; a value of the
  * wrong type counts as missing, never as a crash.
  *

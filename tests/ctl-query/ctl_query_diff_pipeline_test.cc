@@ -16,15 +16,24 @@
 // each absent on the other side (crash_demo loses no event), and the two
 // span rows are REQUEST and RELOAD, each open at the end on its side only.
 //
+// And a crash against what normal looks like: path a's core (and stored
+// timeline) against a live snapshot of normal_run (tests/ctl-query/
+// normal_run.c: the same requests, completed), saved by core-timeline-read
+// --pid PID --save FILE; skipped, saying so, by a core-timeline-read
+// without --save.
+//
 // Needs root and the pipeline (ctest fixture "pipeline"; by hand: under
 // flock /tmp/ct-pipeline.lock).  The stored half needs core-timelined in
 // the build and skips, saying so, without it.
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -303,6 +312,113 @@ TEST_F(DiffOfTheTwoPaths, AsStoredCrashes) {
   EXPECT_TRUE(contains(both.err, "B: 2 timelines match crash_demo; comparing the newest (")) << both.err;
   expect_the_two_paths(json::parse(both.out));
 #endif
+}
+
+
+/* A crash against what normal looks like: path a's crash (A) against a
+ * live snapshot of normal_run (B), the same requests done right, saved by
+ * core-timeline-read --pid PID --save FILE (an ELF core of the living
+ * process).  What the crash did that normal did not (BEFORE_DIE, the
+ * CRASH) is absent from B; what normal did that the crash did not
+ * (MALLOC) is absent from A; REQUEST is open at the end in A only. */
+TEST_F(DiffOfTheTwoPaths, ACrashAgainstASavedSnapshotOfANormalRun) {
+  const ct::test::Ran help = ct::test::run({CT_READER, "--help"});
+  if (!contains(help.out, "--save"))
+    GTEST_SKIP() << CT_READER << " has no --pid/--save (live snapshots, branch live, not merged into this build): "
+                 << "no snapshot to compare with";
+  char tmpl[] = "/tmp/ctlq-diff-snap-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    pid_t pid = -1;
+    ~Cleanup() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  ct::test::ProcessOptions o;
+  o.out = ct::test::Stream::file(dir + "/ready");
+  o.err = ct::test::Stream::file(dir + "/stderr");
+  cleanup.pid = ct::test::spawn({CT_NORMAL_RUN, "3"}, o);
+  // Its "ready" once the three requests are recorded (a wait for a fact,
+  // not a timed assertion: the deadline only ends a hung run).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string ready;
+  while (ready != "ready\n" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream in(dir + "/ready");
+    ready.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_EQ(ready, "ready\n") << "normal_run did not get ready";
+  const std::string snapshot = dir + "/normal.core";
+  const ct::test::Ran save =
+      ct::test::run({CT_READER, "--pid", std::to_string(cleanup.pid), "--save", snapshot});
+  ASSERT_EQ(save.exit_code(), 0) << save.err;
+  const ct::test::Ran read = ct::test::run({CT_READER, "--json", snapshot});
+  ASSERT_EQ(read.exit_code(), 0) << read.err;
+  const json doc_n = json::parse(read.out);
+  const auto ca = counts_of(doc_a_), cn = counts_of(doc_n);
+  ASSERT_EQ(cn.count("BEFORE_DIE"), 0u);
+  ASSERT_EQ(cn.count("CRASH"), 0u);
+  ASSERT_EQ(cn.at("MALLOC"), 3u);
+  ASSERT_EQ(ca.count("MALLOC"), 0u);
+
+  std::vector<std::vector<std::string>> ways{{"--json", a_.core_path, snapshot}};
+#ifdef CT_DAEMON
+  ways.push_back({"--json", pid(a_), snapshot});  // the stored crash too
+#endif
+  for (const auto &args : ways) {
+    const ct::test::Ran r = diff(args);
+    ASSERT_EQ(r.exit_code(), 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["b"]["from"], "core");
+    EXPECT_EQ(j["b"]["reference"], "newest_event") << "a living process has no CRASH";
+    EXPECT_EQ(j["b"]["pid"], cleanup.pid);
+    std::set<std::string> one_side, expected_one_side;
+    for (const auto &[n, c] : ca)
+      if (!cn.count(n)) expected_one_side.insert(n);
+    for (const auto &[n, c] : cn)
+      if (!ca.count(n)) expected_one_side.insert(n);
+    EXPECT_TRUE(expected_one_side.count("BEFORE_DIE") && expected_one_side.count("CRASH") &&
+                expected_one_side.count("MALLOC"));
+    bool both_sides_seen = false;
+    for (const auto &row : j["events"]) {
+      const std::string n = row["name"];
+      if (row["tier"] == 2) {
+        both_sides_seen = true;
+        EXPECT_EQ(row["a"]["count"], ca.at(n)) << n;
+        EXPECT_EQ(row["b"]["count"], cn.at(n)) << n;
+        continue;
+      }
+      EXPECT_FALSE(both_sides_seen) << n << ": a one-side row after a row of both sides";
+      one_side.insert(n);
+      EXPECT_EQ(row["tier"], 0) << n << ": both windows lose nothing";
+      EXPECT_EQ(row[ca.count(n) ? "b" : "a"]["absence"], "absent") << n;
+    }
+    EXPECT_EQ(one_side, expected_one_side);
+    // REQUEST: once and open in the crash, three times and closed in the
+    // normal run; on both sides, first among them for its open difference.
+    ASSERT_FALSE(j["spans"].empty());
+    const json &req = j["spans"][0];
+    EXPECT_EQ(req["name"], "REQUEST");
+    EXPECT_EQ(req["tier"], 2);
+    EXPECT_EQ(req["a"]["open_at_end"], 1);
+    EXPECT_EQ(req["b"]["open_at_end"], 0);
+    EXPECT_EQ(req["b"]["count"], 3);
+    EXPECT_EQ(req["b"]["closed"], 3);
+    EXPECT_TRUE(req["b"]["p95_ns"].is_number_integer());
+  }
+  const ct::test::Ran text = diff({a_.core_path, snapshot});
+  ASSERT_EQ(text.exit_code(), 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "B: core " + snapshot + ": pid " + std::to_string(cleanup.pid) + " (normal_run)"))
+      << text.out;
+  EXPECT_TRUE(contains(text.out, "; ages before its newest event (no CRASH)\n")) << text.out;
+  EXPECT_TRUE(contains(text.out, " open at the end: A 1, B 0")) << text.out;
 }
 
 }  // namespace
