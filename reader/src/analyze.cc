@@ -152,10 +152,11 @@ std::string_view name_from_name(NameFrom n) noexcept {
 }
 
 std::string_view reference_name(TimeBase::Reference r) noexcept {
-  static constexpr std::array<std::pair<TimeBase::Reference, std::string_view>, 3> kNames{{
+  static constexpr std::array<std::pair<TimeBase::Reference, std::string_view>, 4> kNames{{
       {TimeBase::Reference::kNone, ""},
       {TimeBase::Reference::kCrash, "crash"},
-      {TimeBase::Reference::kNewestEvent, "newest_event"}}};
+      {TimeBase::Reference::kNewestEvent, "newest_event"},
+      {TimeBase::Reference::kSnapshot, "snapshot"}}};
   return name_in(kNames, r);
 }
 
@@ -262,6 +263,7 @@ class Analyzer {
   void build_spans();
   void build_windows();
   void summarize_threads();
+  bool snapshot_reference();
   Event make_event(std::uint32_t ring_index, const RingHeaderInfo &ring, const RingEvent &e, Origin source);
   void name_events();
   void sort_events();
@@ -404,6 +406,7 @@ AddressMapping Analyzer::describe(std::uint64_t addr) const {
 
 void Analyzer::crash_facts() {
   const auto &n = core_.notes();
+  if (n.live) return; /* a running process: no crash */
   if (!n.signal && n.threads.empty()) return;
   CrashFacts c;
   if (n.signal) {
@@ -560,7 +563,18 @@ void Analyzer::probe(RingReport &rep, std::uint64_t addr, std::uint64_t extent, 
   DiscardSink discard;
   EventSink keep(*this, rep.index, *hdr, Origin::kCore);
   RingEventSink &sink = rep.state == RingReport::State::kValid ? static_cast<RingEventSink &>(keep) : discard;
-  auto dec = decode_ring(view, extent, sink);
+  DecodeOptions dopts;
+  if (const auto &live = core_.notes().live) {
+    dopts.live = true;
+    /* The snapshot read the slot clock only if it is the ring's: the same
+     * machine's TSC (x86-64) or CNTVCT (AArch64). */
+    const bool tsc = (hdr->compat_flags & f::kCompatClockTsc) != 0 && core_.machine() == EM_X86_64;
+    const bool cntvct = (hdr->compat_flags & f::kCompatClockCntvct) != 0 && core_.machine() == EM_AARCH64;
+    if (live->ticks != 0 && live->monotonic_ns > 0 && live->realtime_ns > 0 && (tsc || cntvct))
+      dopts.snapshot_anchor = DecodeOptions::Anchor{live->ticks, static_cast<std::uint64_t>(live->monotonic_ns),
+                                                    static_cast<std::uint64_t>(live->realtime_ns), live->spread_ticks};
+  }
+  auto dec = decode_ring(view, extent, sink, dopts);
   if (!dec) return refuse(rep, addr, dec.error(), ring_named);
   rings_at_[addr] = addr + dec->header.region_size;
   if (!immutable.empty()) immutable_headers_.emplace(std::move(immutable), addr);
@@ -1127,7 +1141,7 @@ void Analyzer::build_windows() {
         else if (l.first_timestamp > acc[c].boundary) acc[c].boundary = l.first_timestamp;
       }
   }
-  const DecodedRing *ref_ring = a_.time.reference_event ? ring_of(a_, a_.events[*a_.time.reference_event].ring) : nullptr;
+  const DecodedRing *ref_ring = a_.time.reference_ring ? ring_of(a_, *a_.time.reference_ring) : nullptr;
   for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
     SourceWindow &w = a_.windows[c];
     w.lost = w.overwritten > 0 || w.dropped > 0;
@@ -1160,6 +1174,39 @@ const DecodedRing *ring_of(const Analysis &a, std::uint32_t index) {
   return index < a.rings.size() && a.rings[index].ring ? &*a.rings[index].ring : nullptr;
 }
 
+/* A live snapshot's time on the slot clock of its first valid ring: the
+ * ticks the snapshot read itself when the ring's clock is the TSC it
+ * read (x86-64) or CNTVCT (AArch64), else its CLOCK_MONOTONIC placed with
+ * the ring's init anchor and rate.  False when neither can be told. */
+bool Analyzer::snapshot_reference() {
+  const LiveSnapshotNote &n = *a_.snapshot;
+  for (const auto &r : a_.rings) {
+    if (r.state != RingReport::State::kValid || !r.ring) continue;
+    const DecodedRing &d = *r.ring;
+#if defined(__x86_64__)
+    const bool same_clock = (d.header.compat_flags & f::kCompatClockTsc) != 0 && core_.machine() == EM_X86_64;
+#elif defined(__aarch64__)
+    const bool same_clock = (d.header.compat_flags & f::kCompatClockCntvct) != 0 && core_.machine() == EM_AARCH64;
+#else
+    const bool same_clock = false;
+#endif
+    std::uint64_t ticks = 0;
+    if (same_clock && n.ticks > d.header.anchor_ticks) {
+      ticks = n.ticks;
+    } else if (d.ticks_per_second > 0 && n.monotonic_ns > 0 &&
+               static_cast<std::uint64_t>(n.monotonic_ns) > d.header.anchor_monotonic_ns) {
+      const long double dt = static_cast<long double>(static_cast<std::uint64_t>(n.monotonic_ns) -
+                                                      d.header.anchor_monotonic_ns);
+      ticks = d.header.anchor_ticks + static_cast<std::uint64_t>(dt * d.ticks_per_second / 1e9L);
+    }
+    if (ticks == 0) return false;
+    a_.time.reference_ticks = ticks;
+    a_.time.reference_ring = r.index;
+    return true;
+  }
+  return false;
+}
+
 /* Ages: relative to the CRASH event (the crashing thread's, else the last
  * one), else to the newest event with a timestamp.  The slot clock is one
  * machine-wide counter, so an event's ticks minus the reference's, at its
@@ -1176,6 +1223,10 @@ void Analyzer::place_in_time() {
     t.reference = TimeBase::Reference::kCrash;
     t.reference_event = i;
   }
+  if (a_.snapshot && snapshot_reference()) {
+    t.reference = TimeBase::Reference::kSnapshot;
+    t.reference_event.reset();
+  }
   if (t.reference == TimeBase::Reference::kNone)
     for (std::size_t i = a_.events.size(); i-- > 0;)
       if (a_.events[i].timestamp != 0) {
@@ -1183,13 +1234,16 @@ void Analyzer::place_in_time() {
         t.reference_event = i;
         break;
       }
-  if (!t.reference_event) {
-    if (!a_.events.empty()) t.note = "no event has a timestamp";
-    return;
+  if (t.reference != TimeBase::Reference::kSnapshot) {
+    if (!t.reference_event) {
+      if (!a_.events.empty()) t.note = "no event has a timestamp";
+      return;
+    }
+    const Event &ref = a_.events[*t.reference_event];
+    t.reference_ticks = ref.timestamp;
+    t.reference_ring = ref.ring;
   }
-  const Event &ref = a_.events[*t.reference_event];
-  t.reference_ticks = ref.timestamp;
-  const DecodedRing *rr = ring_of(a_, ref.ring);
+  const DecodedRing *rr = ring_of(a_, *t.reference_ring);
   if (rr == nullptr) return;
   t.rate_from = rr->clock.rate_from;
   t.ticks_per_second = rr->clock.ticks_per_second;
@@ -1351,7 +1405,7 @@ void Analyzer::build_spans() {
   for (auto &sp : a_.spans) {
     if (sp.state != Span::State::kOpen) continue;
     const Event &b = a_.events[*sp.begin];
-    if (a_.time.reference_event) sp.open_for_ns = delta(sp.ring, a_.time.reference_ticks, b.timestamp);
+    if (a_.time.reference_ring) sp.open_for_ns = delta(sp.ring, a_.time.reference_ticks, b.timestamp);
     const DecodedRing *r = ring_of(a_, sp.ring);
     if (r == nullptr) continue;
     if (std::string why = end_may_be_lost(*r, losses(sp.ring), b); !why.empty()) {
@@ -1531,6 +1585,7 @@ Analysis Analyzer::run() {
   if (a_.core_truncated)
     a_.warnings.push_back("the core file is truncated: some segments end past the end of the file");
   process_facts();
+  a_.snapshot = core_.notes().live;
   crash_facts();
 
   if (opts_.executable) {

@@ -203,6 +203,24 @@ void parse_core_notes(std::span<const std::uint8_t> data, std::uint64_t base, st
   auto r = for_each_note(data, base, 4, "PT_NOTE",
                          [&](std::string_view name, std::uint32_t type,
                              std::span<const std::uint8_t> desc, std::uint64_t desc_off) {
+    if (name == kLiveNoteName && type == kNtLiveSnapshot) {
+      if (out.live) {
+        note_warning(out, [&] { return fmt::format("second CORE-TIMELINE note at offset {:#x}, ignoring", desc_off); });
+      } else if (desc.size() < sizeof(LiveSnapshotNote)) {
+        note_warning(out, [&] {
+          return fmt::format("CORE-TIMELINE note of {} bytes is shorter than {}, ignoring", desc.size(),
+                             sizeof(LiveSnapshotNote));
+        });
+      } else {
+        LiveSnapshotNote l;
+        std::memcpy(&l, desc.data(), sizeof l);
+        if (l.version != kLiveNoteVersion)
+          note_warning(out, [&] { return fmt::format("CORE-TIMELINE note version {} is not {}, ignoring", l.version, kLiveNoteVersion); });
+        else
+          out.live = l;
+      }
+      return;
+    }
     if (name != "CORE") return;
     switch (type) {
       case NT_PRSTATUS: parse_prstatus(desc, machine, out); break;
@@ -229,6 +247,9 @@ void parse_core_notes(std::span<const std::uint8_t> data, std::uint64_t base, st
     }
   });
   if (!r) note_warning(out, [&] { return r.error().message + ", ignoring the rest of this PT_NOTE"; });
+  /* A live snapshot's NT_PRSTATUS carries no registers (live.h). */
+  if (out.live)
+    for (auto &t : out.threads) t.has_regs = false;
 }
 
 std::string hex_bytes(std::span<const std::uint8_t> bytes) {

@@ -159,7 +159,9 @@ std::string span_note(const Analysis &a, const Event &e) {
       return sp.duration_ns ? fmt::format(" (lasted {})", format_duration(*sp.duration_ns)) : " (closed)";
     case Span::State::kOpen:
       return sp.open_for_ns ? fmt::format(" (open at the {}: {})",
-                                          a.time.reference == TimeBase::Reference::kCrash ? "crash" : "newest event",
+                                          a.time.reference == TimeBase::Reference::kCrash      ? "crash"
+                                          : a.time.reference == TimeBase::Reference::kSnapshot ? "snapshot"
+                                                                                               : "newest event",
                                           format_duration(*sp.open_for_ns))
                             : " (open)";
     case Span::State::kOpenOrEndLost: return " (no end found; its end may have been lost)";
@@ -229,7 +231,10 @@ std::string ring_summary(const RingReport &r) {
   std::size_t used = 0;
   for (const auto &l : d.lanes) {
     if (l.committed == 0) continue;
-    if (used++ < 8) lanes += fmt::format("{} lane {} seq {}..{}", used > 1 ? "," : "", l.index, l.first_seq, l.last_seq);
+    if (used++ < 8) {
+      lanes += fmt::format("{} lane {} seq {}..{}", used > 1 ? "," : "", l.index, l.first_seq, l.last_seq);
+      if (d.live && l.in_flight > 0) lanes += fmt::format(" ({} in flight)", l.in_flight);
+    }
   }
   if (used > 8) lanes += fmt::format(", and {} more lanes", used - 8);
   if (used == 0) lanes = " no events";
@@ -238,9 +243,10 @@ std::string ring_summary(const RingReport &r) {
     for (const auto &src : d.header.sources) pools += fmt::format("{}{}", pools.empty() ? ", pools " : "/", src.pool_slots);
     pools += " slots (user/alloc/io)";
   }
-  return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots{}):{}, dropped={} overwritten={} torn={}{}{}",
+  return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots{}):{}, dropped={} overwritten={} torn={}{}{}{}",
                      r.index, r.address, r.found_by == FoundBy::kSidecar ? "from sidecar" : found_by_name(r.found_by), d.header.lane_count,
                      d.header.slots_per_lane, pools, lanes, d.header.dropped, d.overwritten, d.torn + d.invalid,
+                     d.live ? fmt::format(" in_flight={}", d.in_flight) : std::string(),
                      d.counter_inconsistent ? " COUNTER_INCONSISTENT" : "", d.truncated ? " TRUNCATED" : "");
 }
 
@@ -348,6 +354,7 @@ json ring_json(const RingReport &r) {
     rj[key::dropped] = h.dropped;
     rj[key::overwritten] = d.overwritten;
     rj[key::missing] = d.missing;
+    rj[key::in_flight] = d.in_flight;
     rj[key::counter_inconsistent] = d.counter_inconsistent;
     rj[key::truncated] = d.truncated;
     rj[key::bytes_present] = d.bytes_present;
@@ -511,14 +518,17 @@ std::string wall_text(std::int64_t ns) {
 
 std::string time_line(const Analysis &a) {
   const TimeBase &t = a.time;
-  if (!t.reference_event) return {};
-  const std::string ref = t.reference == TimeBase::Reference::kCrash ? "the CRASH event" : "the newest event";
+  if (t.reference == TimeBase::Reference::kNone) return {};
+  const std::string ref = t.reference == TimeBase::Reference::kCrash      ? "the CRASH event"
+                          : t.reference == TimeBase::Reference::kSnapshot ? "the snapshot"
+                                                                          : "the newest event";
   if (t.ticks_per_second <= 0)
     return fmt::format("  time: cannot be told: {}; events are in order, with no ages\n", esc(t.note));
   std::string s = fmt::format("  time: ages relative to {}; slot clock {:.3f} GHz from the {}", ref,
                               t.ticks_per_second / 1e9,
                               t.rate_from == SlotClock::Rate::kHeader          ? "ring header"
                               : t.rate_from == SlotClock::Rate::kInitAndCrash ? "tl_init and crash anchors"
+                              : t.rate_from == SlotClock::Rate::kInitAndSnapshot ? "tl_init and snapshot anchors"
                                                                                : "tl_init and helper-thread anchors");
   s += t.rate_error ? fmt::format(" (error at most {:.3f}%)", *t.rate_error * 100) : " (error not bounded)";
   if (!t.note.empty()) s += fmt::format("; {}", esc(t.note));
@@ -545,7 +555,8 @@ std::string span_chain(const Analysis &a, const std::vector<std::uint32_t> &span
 std::string open_spans_text(const Analysis &a) {
   if (a.spans.empty()) return {};
   const bool crash = a.time.reference == TimeBase::Reference::kCrash;
-  std::string out = fmt::format("open spans at the {}:", crash ? "crash" : "newest event");
+  const bool snapshot = a.time.reference == TimeBase::Reference::kSnapshot;
+  std::string out = fmt::format("open spans at the {}:", crash ? "crash" : snapshot ? "snapshot" : "newest event");
   std::size_t lines = 0;
   for (const auto &t : a.threads) {
     if (t.open_spans.empty()) continue;
@@ -632,7 +643,12 @@ bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
   } else {
     std::string who = a.process.pid ? fmt::format("pid {} ({})", *a.process.pid, esc(a.process.comm))
                                     : std::string("pid unknown");
-    out += fmt::format("core-timeline: {}, {}, {} events\n", timeline_source_name(a.source), who, a.events.size());
+    if (a.snapshot)
+      out += fmt::format("core-timeline: live snapshot of {}, taken at {} (the copy took {}), {} events\n", who,
+                         wall_text(a.snapshot->realtime_ns), format_duration(a.snapshot->duration_ns),
+                         a.events.size());
+    else
+      out += fmt::format("core-timeline: {}, {}, {} events\n", timeline_source_name(a.source), who, a.events.size());
     out += time_line(a);
     for (const auto &w : a.windows)
       if (w.events > 0 || w.lost || w.source == f::kSourceUser) out += "  window: " + esc(window_text(w)) + "\n";
@@ -838,6 +854,13 @@ void write_document(const Analysis &a, JsonStream &w) {
   w.member(key::core, {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
                        {key::machine, a.machine}});
   w.member(key::process, process_json(a));
+  w.member(key::snapshot, a.snapshot ? json{{key::pid, a.snapshot->pid},
+                                            {key::realtime_ns, a.snapshot->realtime_ns},
+                                            {key::monotonic_ns, a.snapshot->monotonic_ns},
+                                            {key::ticks, a.snapshot->ticks != 0 ? json(a.snapshot->ticks) : json(nullptr)},
+                                            {key::duration_ns, a.snapshot->duration_ns},
+                                            {key::lanes_retried, a.snapshot->lanes_retried}}
+                                     : json(nullptr));
   w.member(key::crash, a.crash ? crash_json(*a.crash) : json(nullptr));
   w.key(key::rings);
   w.begin_array();

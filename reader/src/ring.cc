@@ -300,12 +300,15 @@ constexpr double kMaxRateError = 0.01;
  * around its clock_gettime calls, off by at most half their spread, so the
  * rate's relative error is at most (spread_a + spread_b) / 2 / ticks apart,
  * plus CLOCK_MONOTONIC's own slew. */
-SlotClock derive_clock(const RingHeaderInfo &h) {
+SlotClock derive_clock(const RingHeaderInfo &h, const std::optional<DecodeOptions::Anchor> &snap) {
   SlotClock c;
   c.anchors.push_back({h.anchor_ticks, static_cast<std::int64_t>(h.anchor_realtime_ns)});
   if (h.latest_anchor_valid)
     c.anchors.push_back({h.latest_ticks, static_cast<std::int64_t>(h.latest_realtime_ns)});
   if (h.crash_anchor_valid) c.anchors.push_back({h.crash_ticks, static_cast<std::int64_t>(h.crash_realtime_ns)});
+  const bool snap_valid = snap && snap->ticks > h.anchor_ticks && snap->monotonic_ns > h.anchor_monotonic_ns &&
+                          snap->realtime_ns > 0;
+  if (snap_valid) c.anchors.push_back({snap->ticks, static_cast<std::int64_t>(snap->realtime_ns)});
   if (h.ticks_per_second != 0) {
     c.rate_from = SlotClock::Rate::kHeader;
     c.ticks_per_second = static_cast<double>(h.ticks_per_second);
@@ -322,6 +325,8 @@ SlotClock derive_clock(const RingHeaderInfo &h) {
     best = Pair{SlotClock::Rate::kInitAndCrash, h.crash_ticks, h.crash_monotonic_ns, h.crash_spread_ticks};
   if (h.latest_anchor_valid && (!best || h.latest_monotonic_ns > best->mono))
     best = Pair{SlotClock::Rate::kInitAndHelper, h.latest_ticks, h.latest_monotonic_ns, std::nullopt};
+  if (snap_valid && (!best || snap->monotonic_ns > best->mono))
+    best = Pair{SlotClock::Rate::kInitAndSnapshot, snap->ticks, snap->monotonic_ns, snap->spread_ticks};
   if (!best) {
     c.note = h.version < 2
                  ? "the slot clock's rate is unknown: this version-1 ring has only its tl_init anchor (the process "
@@ -332,7 +337,9 @@ SlotClock derive_clock(const RingHeaderInfo &h) {
   }
   const std::uint64_t dns = best->mono - h.anchor_monotonic_ns;
   const std::uint64_t dt = best->ticks - h.anchor_ticks;
-  const char *what = best->from == SlotClock::Rate::kInitAndCrash ? "crash" : "helper thread's";
+  const char *what = best->from == SlotClock::Rate::kInitAndCrash      ? "crash"
+                     : best->from == SlotClock::Rate::kInitAndSnapshot ? "snapshot's"
+                                                                       : "helper thread's";
   if (dns < kMinAnchorGapNs) {
     c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are only {} ns apart", what,
                          dns);
@@ -534,13 +541,19 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
 
 Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size,
                                 RingEventSink &sink) {
+  return decode_ring(bytes, mapping_size, sink, DecodeOptions{});
+}
+
+Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size,
+                                RingEventSink &sink, const DecodeOptions &options) {
   CT_TRY(h, validate_ring_header(bytes, mapping_size));
   DecodedRing r;
+  r.live = options.live;
   r.header = std::move(h);
   const auto &hd = r.header;
   r.bytes_present = std::min<std::uint64_t>(bytes.size(), hd.region_size);
   r.truncated = bytes.size() < hd.region_size;
-  r.clock = derive_clock(hd);
+  r.clock = derive_clock(hd, options.snapshot_anchor);
   r.ticks_per_second = r.clock.ticks_per_second;
   if (hd.no_ring) return r;
   decode_names(bytes, r);
@@ -598,6 +611,13 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     const std::uint64_t present =
         base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
     ls.slots_absent = S - present;
+    /* A live snapshot's slots caught mid-write: the lane's last reserved
+     * sequences (DecodeOptions::live). */
+    const std::uint64_t live_slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
+    const auto caught_writing = [&](std::uint64_t seq) {
+      return options.live && seq != 0 && seq <= d.write_index && d.write_index - seq < live_slack;
+    };
+    std::vector<std::uint64_t> caught; /* at most live_slack: one slot per sequence */
     for (std::uint64_t i = 0; i < present; ++i) {
       const f::Slot s = slot_at(bytes, base + i * f::kSlotSize);
       begins[i] = s.begin_seq;
@@ -626,6 +646,12 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
         inline_total += s.inline_len;
         continue;
       }
+      if (rej.torn && caught_writing(rej.seq) && (rej.seq - 1) % S == i) {
+        if (caught.size() < live_slack) {
+          caught.push_back(rej.seq);
+          continue;
+        }
+      }
       if (rej.torn) ls.torn++;
       else ls.invalid++;
       r.rejected.push_back(std::move(rej));
@@ -651,6 +677,12 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
       ls.overwritten = ls.first_seq - 1;
       ls.missing = (ls.last_seq - ls.first_seq + 1) - ls.committed;
     }
+    /* Caught below the last committed sequence (a signal handler's event
+     * committed above one being written): in flight, not missing.  Those
+     * above it are counted with the reserved ones, below. */
+    std::uint64_t caught_below = 0;
+    for (const std::uint64_t seq : caught) caught_below += ls.committed > 0 && seq > ls.first_seq && seq < ls.last_seq;
+    ls.missing -= std::min(ls.missing, caught_below);
 
     /* Cross-check the untrusted write_index with what the slots show
      * (docs/design.md: integrity by cross-check, not by CRC). */
@@ -693,6 +725,7 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
         }
       }
     }
+    ls.in_flight += caught_below;
     if (backwards > 0)
       r.warnings.push_back(fmt::format("lane {}: {} events have an earlier timestamp than the event before "
                                        "them in the lane (slot clock not monotonic across owners/CPUs)",
@@ -702,6 +735,7 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
     r.torn += ls.torn;
     r.invalid += ls.invalid;
     r.missing += ls.missing;
+    r.in_flight += ls.in_flight;
     r.lanes.push_back(std::move(ls));
   }
   lane_start[hd.lane_count] = seqs.size();
@@ -756,6 +790,7 @@ std::string_view rate_source_name(SlotClock::Rate r) noexcept {
     case SlotClock::Rate::kHeader: return "header";
     case SlotClock::Rate::kInitAndCrash: return "init_and_crash_anchors";
     case SlotClock::Rate::kInitAndHelper: return "init_and_helper_anchors";
+    case SlotClock::Rate::kInitAndSnapshot: return "init_and_snapshot_anchors";
   }
   return "";
 }

@@ -23,7 +23,9 @@
  *    executable's NT_FILE mapping -> its NT_GNU_BUILD_ID in the dumped first
  *    page (coredump_filter bit 4, "ELF headers", on by default; core(5)).
  *  - crash: NT_SIGINFO and the first NT_PRSTATUS (the thread that took the
- *    signal; fs/binfmt_elf.c).
+ *    signal; fs/binfmt_elf.c); none in a live snapshot (its CORE-TIMELINE
+ *    note, live.h), whose ages are relative to the snapshot's time and
+ *    whose slots caught mid-write are in flight, not torn.
  *
  * Memory: 136 bytes per event (Event), plus what events share (Event: one
  * Location per call site, not per event), plus the pages of the mapped
@@ -304,9 +306,15 @@ struct ProcessFacts {
 /** The time base of a timeline: what ages are relative to, and the slot
  *  clock's rate (ring.h SlotClock; docs/ring-format.md, "Time"). */
 struct TimeBase {
-  enum class Reference { kNone, kCrash, kNewestEvent };
+  /** kSnapshot: the time a live snapshot was taken (Analysis::snapshot),
+   *  which is no event. */
+  enum class Reference { kNone, kCrash, kNewestEvent, kSnapshot };
   Reference reference = Reference::kNone;
-  std::optional<std::size_t> reference_event;  /**< index in events */
+  std::optional<std::size_t> reference_event;  /**< index in events; none
+                                                    for kSnapshot */
+  /** The ring whose clock places the reference (index in rings): the
+   *  reference event's, or for kSnapshot the first valid ring's. */
+  std::optional<std::uint32_t> reference_ring;
   std::uint64_t reference_ticks = 0;
   SlotClock::Rate rate_from = SlotClock::Rate::kUnknown;
   double ticks_per_second = 0;   /**< 0: unknown */
@@ -315,7 +323,7 @@ struct TimeBase {
   std::string note;              /**< why events cannot be placed in time,
                                       or what limits it; "" if nothing */
 };
-std::string_view reference_name(TimeBase::Reference r) noexcept;  /* "crash", "newest_event", "" */
+std::string_view reference_name(TimeBase::Reference r) noexcept;  /* "crash", "newest_event", "snapshot", "" */
 
 /** One span (tl_span_begin .. tl_span_end), from its begin, its end, or
  *  both.  States: "open" (begun, no end, and no event that could be its end
@@ -408,6 +416,10 @@ struct Analysis {
   bool core_truncated = false;
   std::uint16_t machine = 0;
   ProcessFacts process;
+  /** A live snapshot (the core's CORE-TIMELINE note, live.h): the process
+   *  was running, so there is no crash (`crash` stays empty) and ages are
+   *  relative to the snapshot's time. */
+  std::optional<LiveSnapshotNote> snapshot;
   std::optional<CrashFacts> crash;
   std::vector<RingReport> rings; /**< a valid ring's events are in `events`,
                                      not in its DecodedRing */

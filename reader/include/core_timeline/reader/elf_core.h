@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "core_timeline/reader/live.h"
 #include "core_timeline/reader/result.h"
 
 namespace core_timeline::reader {
@@ -131,6 +132,10 @@ struct CoreNotes {
   std::vector<std::string> warnings;  /**< notes skipped, and why: the first
                                            16, then one line counting the rest */
   std::uint64_t warnings_omitted = 0; /**< warnings counted, not listed */
+  /** The "CORE-TIMELINE" note of a live snapshot (live.h): the core is a
+   *  copy of a running process, not a crash.  Its threads' registers are
+   *  unknown (has_regs false). */
+  std::optional<LiveSnapshotNote> live;
 };
 
 /** What can be told of a file that CoreFile::open() or from_bytes() read

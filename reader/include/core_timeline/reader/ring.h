@@ -182,7 +182,10 @@ struct LaneSummary {
   std::uint64_t torn = 0;
   std::uint64_t invalid = 0;
   std::uint64_t in_flight = 0;   /**< write_index beyond last_seq that the
-                                      slots explain (reserved, being written) */
+                                      slots explain (reserved, being written);
+                                      in a live snapshot also the slots
+                                      caught being written below last_seq
+                                      (DecodeOptions::live) */
   std::uint64_t slots_absent = 0;/**< slots whose bytes are not present
                                       (truncated core) */
   bool counter_inconsistent = false;
@@ -200,7 +203,9 @@ struct RingName {
 /** What the reader knows of the slot clock, from the header's anchors.
  *  docs/ring-format.md, "Time", gives the method and the error bound. */
 struct SlotClock {
-  enum class Rate { kUnknown, kHeader, kInitAndCrash, kInitAndHelper };
+  /** kInitAndSnapshot: the init anchor and a live snapshot's own
+   *  (DecodeOptions::snapshot_anchor). */
+  enum class Rate { kUnknown, kHeader, kInitAndCrash, kInitAndHelper, kInitAndSnapshot };
   Rate rate_from = Rate::kUnknown;
   double ticks_per_second = 0;   /**< 0: unknown (see note) */
   /** Bound on the relative error of ticks_per_second (0.0005 is 500 ppm);
@@ -231,6 +236,8 @@ struct DecodedRing {
   std::uint64_t torn = 0;
   std::uint64_t invalid = 0;
   std::uint64_t missing = 0;
+  std::uint64_t in_flight = 0;          /**< sum over lanes */
+  bool live = false;                    /**< decoded as a live snapshot's */
   /** Slot-clock ticks per second, from the header or derived from the two
    *  clock anchors; 0 if unknown (clock.note says why). */
   double ticks_per_second = 0;
@@ -288,6 +295,33 @@ class RingEventSink {
  *  the header does not validate (the only error). */
 Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size,
                                 RingEventSink &sink);
+
+/** How decode_ring() reads a ring. */
+struct DecodeOptions {
+  /** The ring is a live snapshot's (live.h; docs/ring-format.md, "Reading
+   *  a live ring"): a slot with the WRITING bit or begin_seq != end_seq
+   *  whose sequence is one of the lane's last reserved ones (within
+   *  kPrivateLaneSlack, or kSharedLaneSlack for the shared lane, of
+   *  write_index) was being written when it was copied: it is counted in
+   *  the lane's in_flight, not torn, and is not listed in `rejected`.
+   *  Any other such slot is torn, as in a core. */
+  bool live = false;
+  /** A live snapshot's reading of the slot clock with CLOCK_MONOTONIC and
+   *  CLOCK_REALTIME (live.h LiveSnapshotNote), taken as a third anchor:
+   *  the rate comes from it and the init anchor when it is later than the
+   *  helper thread's (the longer baseline). */
+  struct Anchor {
+    std::uint64_t ticks = 0;         /**< midpoint of two reads */
+    std::uint64_t monotonic_ns = 0;
+    std::uint64_t realtime_ns = 0;
+    std::uint32_t spread_ticks = 0;  /**< between the two reads */
+  };
+  std::optional<Anchor> snapshot_anchor;
+};
+
+/** decode_ring() with options. */
+Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size,
+                                RingEventSink &sink, const DecodeOptions &options);
 
 /** Slot-clock ticks as CLOCK_REALTIME nanoseconds, from the ring's anchor
  *  nearest in ticks; nullopt if the clock rate is unknown or ticks is 0. */
