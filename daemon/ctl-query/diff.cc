@@ -437,6 +437,7 @@ std::string side_heading(const char *letter, const SideInfo &i, const DiffSide &
     h += "; rates cannot be told: " + s.window_note();
   if (s.reference == "crash") h += "; ages before its CRASH";
   else if (s.reference == "newest_event") h += "; ages before its newest event (no CRASH)";
+  else if (s.reference == "snapshot") h += "; ages before the snapshot (a live process)";
   for (const auto &w : s.windows)
     if (w.overwritten > 0 || w.dropped > 0 || w.torn > 0) h += fmt::format("\n{} window: {}", letter, printable(w.says));
   return h;

@@ -112,7 +112,8 @@ class DiffSide {
   std::uint64_t event_count = 0;  /**< every event, spans' included */
   std::uint64_t placed = 0;       /**< those with an integer age_ns */
   std::optional<std::int64_t> oldest_age_ns, newest_age_ns;
-  std::string reference;          /**< time.reference: "crash", "newest_event", "" */
+  std::string reference;          /**< time.reference: "crash", "newest_event",
+                                       "snapshot" (a live process), "" */
 
   /** The kept window in ns: newest_age_ns - oldest_age_ns, when at least
    *  two events are placed in time and they span more than 0 ns. */

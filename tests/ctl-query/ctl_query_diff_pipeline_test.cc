@@ -377,7 +377,7 @@ TEST_F(DiffOfTheTwoPaths, ACrashAgainstASavedSnapshotOfANormalRun) {
     ASSERT_EQ(r.exit_code(), 0) << r.err;
     const json j = json::parse(r.out);
     EXPECT_EQ(j["b"]["from"], "core");
-    EXPECT_EQ(j["b"]["reference"], "newest_event") << "a living process has no CRASH";
+    EXPECT_EQ(j["b"]["reference"], "snapshot") << "a living process has no CRASH";
     EXPECT_EQ(j["b"]["pid"], cleanup.pid);
     std::set<std::string> one_side, expected_one_side;
     for (const auto &[n, c] : ca)
@@ -417,7 +417,7 @@ TEST_F(DiffOfTheTwoPaths, ACrashAgainstASavedSnapshotOfANormalRun) {
   ASSERT_EQ(text.exit_code(), 0) << text.err;
   EXPECT_TRUE(contains(text.out, "B: core " + snapshot + ": pid " + std::to_string(cleanup.pid) + " (normal_run)"))
       << text.out;
-  EXPECT_TRUE(contains(text.out, "; ages before its newest event (no CRASH)\n")) << text.out;
+  EXPECT_TRUE(contains(text.out, "; ages before the snapshot (a live process)\n")) << text.out;
   EXPECT_TRUE(contains(text.out, " open at the end: A 1, B 0")) << text.out;
 }
 
