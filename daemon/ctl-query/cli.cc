@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "diff.h"
 #include "text.h"
 #include "core_timeline/reader/number.h"
 #include "time_spec.h"
@@ -31,6 +32,8 @@ constexpr const char *kDescription =
     "Commands: list (default), show (the newest match, as core-timeline-read prints it),\n"
     "events (events across timelines: --name, --kind, --arg, --id, --tid),\n"
     "export (the newest match as a chrome-trace document or a CTF trace: --format, --output).\n"
+    "diff A B (per event and span name, what one timeline did that the other did not;\n"
+    "A and B each a MATCH, or a core FILE: a path to an ELF core).\n"
     "MATCH: a number is a PID, a path (with '/') an executable, FIELD=VALUE a stored journal\n"
     "field (COREDUMP_UID=1000) or document value (status=ok), anything else a command name.\n"
     "Exit codes: 0 found, 1 no match, 2 usage error, 3 no match among the readable timelines\n"
@@ -40,7 +43,7 @@ constexpr const char *kDescription =
  * stays with its option, and "-1" can be told from a negative number. */
 const std::set<std::string> kShortWithValue{"-S", "-U", "-n", "-D"};
 const std::set<std::string> kLongWithValue{"--since", "--until", "--directory", "--max-size", "--name", "--kind",
-                                           "--arg",   "--id",    "--tid",       "--jobs",     "--output"};
+                                           "--arg",   "--id",    "--tid",       "--jobs",     "--output", "--tlmap"};
 
 std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
   std::vector<std::string> out;
@@ -88,7 +91,8 @@ struct CommandLine {
   std::size_t lines = 0;
   bool newest = false, version = false;
   std::vector<std::string> list_matches, show_matches, events_matches, export_matches;
-  CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *export_ = nullptr;
+  DiffOptions diff_options;
+  CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *export_ = nullptr, *diff = nullptr;
 
   CommandLine() {
     app.require_subcommand(0, 1);
@@ -101,7 +105,7 @@ struct CommandLine {
         ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}).description(""));
     app.add_flag("-1,--newest", newest, "Only the newest entry (same as -r -n 1)");
     app.add_flag("--json", o.json,
-                 "JSON: one object per line (list, events); the stored document (show). "
+                 "JSON: one object per line (list, events); the stored document (show); one object (diff). "
                  "--json=short|pretty|off as coredumpctl");
     app.add_option("--json-mode", json_mode, "")  /* what --json=MODE becomes (preprocess) */
         ->group("")
@@ -145,7 +149,13 @@ struct CommandLine {
                         "empty directory (ctf: required)")
         ->type_name("PATH");
     export_->add_option("MATCH", export_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
-    for (auto *sub : {list, show, events, export_}) sub->fallthrough();
+    diff = app.add_subcommand("diff", "Per event and span name, timeline A against timeline B, the biggest "
+                                      "changes first");
+    diff->add_option("A", diff_options.a, "MATCH (the newest matching timeline), or a core FILE (a path to an ELF core)")
+        ->required();
+    diff->add_option("B", diff_options.b, "the same, for the other side")->required();
+    diff->add_option("--tlmap", diff_options.tlmap, "Names for the user ids of a core FILE (core-timeline-read --tlmap)");
+    for (auto *sub : {list, show, events, export_, diff}) sub->fallthrough();
   }
 
   /* After parsing: the texts into QueryOptions.  A message for stderr
@@ -226,6 +236,7 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
       err << "ctl-query: " << *usage << '\n';
       return kExitUsage;
     }
+    if (cl.diff->parsed()) return run_diff(cl.o, cl.diff_options, out, err);
     return run_query(cl.o, out, err);
   } catch (const std::exception &e) {
     err << "ctl-query: " << e.what() << '\n';

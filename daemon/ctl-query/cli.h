@@ -3,6 +3,7 @@
  * cli.h - ctl-query's command line (CLI11), docs/ctl-query.md:
  *
  *   ctl-query [OPTIONS] [list|show|events|export] [MATCH...]
+ *   ctl-query [OPTIONS] diff A B
  *
  * Thread-safety: ctl_query_main() reads the environment (TZ) and the
  * current directory; call it from one thread.

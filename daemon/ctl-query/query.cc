@@ -141,33 +141,6 @@ std::string event_tid(const json &e) {
   return it != e.end() ? scalar_text(&*it) : "-";
 }
 
-/* Columns padded to their widest cell; the last column is not padded. */
-void print_table(std::ostream &out, const std::vector<std::string> &header, const std::vector<bool> &right,
-                 const std::vector<std::vector<std::string>> &cells, bool legend) {
-  if (cells.empty()) return;  // like coredumpctl: no header over nothing
-  // Widths include the header's, with or without it, so --no-legend
-  // changes nothing but the header line.
-  std::vector<std::size_t> width(header.size(), 0);
-  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto &r : cells)
-    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  auto line = [&](const std::vector<std::string> &r) {
-    std::string s;
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      const bool last = c + 1 == r.size();
-      const std::size_t pad = width[c] > r[c].size() ? width[c] - r[c].size() : 0;
-      if (right[c]) s.append(pad, ' ');
-      s += r[c];
-      if (!right[c] && !last) s.append(pad, ' ');
-      if (!last) s += ' ';
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    out << s << '\n';
-  };
-  if (legend) line(header);
-  for (const auto &r : cells) line(r);
-}
-
 void print_list(std::ostream &out, const std::vector<const Row *> &rows, const QueryOptions &o) {
   if (o.json) {
     for (const Row *r : rows) {
@@ -424,6 +397,25 @@ class Query {
   Query(const Query &) = delete;
   Query &operator=(const Query &) = delete;
 
+  /* locate_newest(): the steps before print(). */
+  int locate(LocatedTimeline *found) {
+    if (const auto rc = open_directories()) return *rc;
+    select_by_name();
+    read_selected();
+    note_fields_no_timeline_has();
+    report_read_problems();
+    order_rows();
+    problems_.summary();
+    if (rows_.empty()) return problems_.count() > 0 ? kExitIncomplete : kExitNoMatch;
+    const Candidate &c = *row_candidates_.back();
+    found->dir = dirs_[c.dir].path;
+    found->name = c.name;
+    found->path = rows_.back()->path;
+    found->matches = rows_.size();
+    found->time_usec = rows_.back()->time_usec;
+    return kExitFound;
+  }
+
   int run() {
     if (const auto rc = open_directories()) return *rc;
     select_by_name();
@@ -654,6 +646,21 @@ class Query {
 };
 
 }  // namespace
+
+int locate_newest(const QueryOptions &o, std::ostream &err, LocatedTimeline *found) noexcept {
+  try {
+    auto matches = MatchSet::parse(o.matches, o.cwd);
+    if (!matches) {
+      err << "ctl-query: " << matches.error().message << '\n';
+      return kExitUsage;
+    }
+    Query q(o, *matches, err, err);
+    return q.locate(found);
+  } catch (const std::exception &e) {
+    err << "ctl-query: " << e.what() << '\n';
+    return kExitIncomplete;
+  }
+}
 
 int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexcept {
   try {

@@ -90,6 +90,25 @@ struct QueryOptions {
   std::string export_output;
 };
 
+/** The timeline `locate_newest()` found. */
+struct LocatedTimeline {
+  std::string dir;          /**< its directory, as given or default */
+  std::string name;         /**< its file name in dir */
+  std::string path;         /**< dir + "/" + name */
+  std::size_t matches = 0;  /**< how many timelines matched; this is the
+                                 newest of them (by crash time, as show) */
+  std::uint64_t time_usec = 0;  /**< its crash time (Timeline::time_usec) */
+};
+
+/** Steps 1-5 of a query with options.matches, --since, --until and -D
+ *  (the command, -r, -n are ignored): the newest matching timeline, the
+ *  one `show` would print.  Problems with other files are reported on
+ *  `err` as list reports them (-q: only their count).  Returns kExitFound
+ *  with *found set, kExitNoMatch, kExitIncomplete (nothing matched among
+ *  the timelines that could be read, and some could not) or
+ *  kExitNoDirectory; prints no "no match" line itself.  Never throws. */
+int locate_newest(const QueryOptions &options, std::ostream &err, LocatedTimeline *found) noexcept;
+
 /** Runs one command: results on `out`, problems and notes on `err`.
  *  Returns an ExitCode.  Never throws. */
 int run_query(const QueryOptions &options, std::ostream &out, std::ostream &err) noexcept;

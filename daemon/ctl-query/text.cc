@@ -4,6 +4,7 @@
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/printable.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -125,6 +126,33 @@ std::string event_args_text(const json &e) {
     return fmt::format("name=\"{}\"", str_of(t));
   }
   return fmt::format("id={} arg0={} arg1={}", hex(id), hex(a0), hex(a1));
+}
+
+void print_table(std::ostream &out, const std::vector<std::string> &header, const std::vector<bool> &right,
+                 const std::vector<std::vector<std::string>> &cells, bool legend) {
+  if (cells.empty()) return;
+  const std::size_t columns = header.size();
+  std::vector<std::size_t> width(columns, 0);
+  for (std::size_t c = 0; c < columns; ++c) width[c] = header[c].size();
+  for (const auto &r : cells)
+    for (std::size_t c = 0; c < std::min(r.size(), columns); ++c) width[c] = std::max(width[c], r[c].size());
+  auto line = [&](const std::vector<std::string> &r) {
+    std::string s;
+    const std::size_t n = std::min(r.size(), columns);
+    for (std::size_t c = 0; c < n; ++c) {
+      const bool last = c + 1 == n;
+      const bool right_aligned = c < right.size() && right[c];
+      const std::size_t pad = width[c] > r[c].size() ? width[c] - r[c].size() : 0;
+      if (right_aligned) s.append(pad, ' ');
+      s += r[c];
+      if (!right_aligned && !last) s.append(pad, ' ');
+      if (!last) s += ' ';
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << '\n';
+  };
+  if (legend) line(header);
+  for (const auto &r : cells) line(r);
 }
 
 std::string location_text(const json &e) {

@@ -13,8 +13,10 @@
 #ifndef CORE_TIMELINE_CTL_QUERY_TEXT_H
 #define CORE_TIMELINE_CTL_QUERY_TEXT_H
 
+#include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,16 @@ std::string event_args_text(const nlohmann::ordered_json &event);
  *  "path_a+0x5b (crash_demo.c:74) in crash_demo", "libfoo.so+0x1234", or
  *  the bare address; "-" when the event has no location. */
 std::string location_text(const nlohmann::ordered_json &event);
+
+/** Writes a table as ctl-query's commands print them: each column padded
+ *  to its widest cell (the header's included, so --no-legend changes
+ *  nothing but the header line), right-aligned where `right` says, one
+ *  space between columns, the last column not padded, no trailing blanks.
+ *  `legend`: print the header line.  Nothing at all when `cells` is empty
+ *  (like coredumpctl: no header over nothing).  Cells beyond the header's
+ *  columns are not printed.  The cells must already be printable(). */
+void print_table(std::ostream &out, const std::vector<std::string> &header, const std::vector<bool> &right,
+                 const std::vector<std::vector<std::string>> &cells, bool legend);
 
 }  // namespace core_timeline::ctlq
 

@@ -150,15 +150,6 @@ int main(int argc, char **argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : ctr::exit_code(ctr::Status::kUsage);
   }
-  if (pid_opt->count() > 0 && !core_path.empty()) {
-    /* --pid takes no CORE: the one positional is the EXECUTABLE. */
-    if (!exe_path.empty()) {
-      std::fprintf(stderr, "core-timeline-read: --pid takes no CORE, only an optional EXECUTABLE\n");
-      return ctr::exit_code(ctr::Status::kUsage);
-    }
-    exe_path = std::move(core_path);
-    core_path.clear();
-  }
   if (as_json) {
     if (app.count("--format") && format != Format::kJson) {
       std::fprintf(stderr, "core-timeline-read: --json is --format=json; it cannot go with another --format\n");
@@ -169,6 +160,15 @@ int main(int argc, char **argv) {
   if (format == Format::kCtf && output.empty()) {
     std::fprintf(stderr, "core-timeline-read: --format=ctf needs --output DIR (the directory to make the trace in)\n");
     return ctr::exit_code(ctr::Status::kUsage);
+  }
+  if (pid_opt->count() > 0 && !core_path.empty()) {
+    /* --pid takes no CORE: the one positional is the EXECUTABLE. */
+    if (!exe_path.empty()) {
+      std::fprintf(stderr, "core-timeline-read: --pid takes no CORE, only an optional EXECUTABLE\n");
+      return ctr::exit_code(ctr::Status::kUsage);
+    }
+    exe_path = std::move(core_path);
+    core_path.clear();
   }
 
   std::optional<ctr::TlMap> tlmap;
