@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 #include <tuple>
 
@@ -172,7 +173,11 @@ DiffSide DiffSide::of_document(const json &doc) {
 
 std::optional<std::int64_t> DiffSide::window_ns() const {
   if (placed < 2 || !oldest_age_ns || !newest_age_ns || *newest_age_ns <= *oldest_age_ns) return std::nullopt;
-  return *newest_age_ns - *oldest_age_ns;
+  /* Ages from an untrusted document: a window wider than int64 (ages -1
+   * and INT64_MAX) is no window, not a negative one. */
+  std::int64_t w = 0;
+  if (__builtin_sub_overflow(*newest_age_ns, *oldest_age_ns, &w)) return std::nullopt;
+  return w;
 }
 
 std::string DiffSide::window_note() const {
@@ -185,6 +190,7 @@ std::string DiffSide::window_note() const {
 
 std::optional<std::int64_t> DiffSide::reach_ns() const {
   if (!oldest_age_ns) return std::nullopt;
+  if (*oldest_age_ns == std::numeric_limits<std::int64_t>::min()) return std::numeric_limits<std::int64_t>::max();
   return *oldest_age_ns < 0 ? -*oldest_age_ns : 0;
 }
 

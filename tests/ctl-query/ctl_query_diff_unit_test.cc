@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <limits>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -169,6 +171,20 @@ TEST(DiffSide, UntrustedShapesCountAsMissingNeverThrow) {
   EXPECT_TRUE(s.spans.at("?").closed_ns.empty());  // a negative duration is not a duration
   ASSERT_EQ(s.windows.size(), 1u);
   EXPECT_EQ(s.windows[0].overwritten, 0u);
+}
+
+TEST(DiffSide, AgesWhoseSpanOverflowsGiveNoWindowNotANegativeOne) {
+  // Untrusted ages -1 and INT64_MAX: newest - oldest does not fit an int64;
+  // a wrapped (negative) window would make a negative rate, a NaN log
+  // ratio, and a NaN sort key for std::sort.
+  json d = json::object();
+  d["events"] = json::array({{{"kind", "USER"}, {"name", "REQ"}, {"age_ns", -1}},
+                             {{"kind", "USER"}, {"name", "REQ"}, {"age_ns", std::numeric_limits<std::int64_t>::max()}},
+                             {{"kind", "USER"}, {"name", "REQ"}, {"age_ns", std::numeric_limits<std::int64_t>::min()}}});
+  const ctlq::DiffSide s = ctlq::DiffSide::of_document(d);
+  EXPECT_EQ(s.window_ns(), std::nullopt);
+  EXPECT_EQ(s.rate_per_s(3), std::nullopt);
+  EXPECT_EQ(s.reach_ns(), std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(DiffCompare, OneSideOnlyFirstThenByTheLogRatioOfRates) {
