@@ -45,6 +45,17 @@ std::optional<std::int64_t> i64(const ojson &o, std::string_view k) {
   return v->get<std::int64_t>();
 }
 
+/* A time in ns (an age, a duration, a wall clock): untrusted, so kept to
+ * |v| < 2^62 (146 years), where the exporter's sums and differences of two
+ * of them (age - origin, time - age, realtime + origin) cannot overflow;
+ * a larger one counts as absent. */
+constexpr std::int64_t kMaxNs = std::int64_t{1} << 62;
+std::optional<std::int64_t> ns(const ojson &o, std::string_view k) {
+  const auto v = i64(o, k);
+  if (!v || *v <= -kMaxNs || *v >= kMaxNs) return std::nullopt;
+  return v;
+}
+
 template <class T>
 std::optional<T> narrow(std::optional<std::int64_t> v) {
   if (!v || *v < std::numeric_limits<T>::min() || *v > std::numeric_limits<T>::max()) return std::nullopt;
@@ -88,11 +99,11 @@ void DocumentEventScan::scan(const ojson &event) {
   const auto lane = narrow<std::uint32_t>(i64(event, key::lane));
   const auto tid = narrow<std::uint32_t>(i64(event, key::tid));
   if (ring && lane && tid && lane_tid.size() < kMaxLanes) lane_tid.emplace(std::pair{*ring, *lane}, *tid);
-  const auto age = i64(event, key::age_ns);
+  const auto age = ns(event, key::age_ns);
   if (!age) return;
   oldest_age_ns = std::min(oldest_age_ns.value_or(0), *age);
-  const auto time = i64(event, key::time_ns);
-  if (!time) return;
+  const auto time = ns(event, key::time_ns);
+  if (!time || *time < 0) return;
   /* The wall clock of age 0 from the event nearest the reference (its
    * anchor is the nearest to it). */
   const std::int64_t distance = *age < 0 ? -*age : *age;
@@ -160,13 +171,14 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
     ExportSpan sp;
     sp.state = std::string(str(s, key::state));
     sp.tid = narrow<std::uint32_t>(i64(s, key::tid)).value_or(0);
-    sp.duration_ns = i64(s, key::duration_ns);
-    sp.open_for_ns = i64(s, key::open_for_ns);
+    sp.duration_ns = ns(s, key::duration_ns);
+    sp.open_for_ns = ns(s, key::open_for_ns);
     sp.note = std::string(str(s, key::note));
     /* A span whose begin was lost starts where its end says it began. */
     if (const ojson *end = member(s, key::end); end && sp.state == "begin_lost" && sp.duration_ns &&
                                                  *sp.duration_ns > 0)
-      if (const auto age = i64(*end, key::age_ns); age && *age - *sp.duration_ns < t.origin_age_ns)
+      if (const auto age = ns(*end, key::age_ns);
+          age && *age - *sp.duration_ns < t.origin_age_ns && *age - *sp.duration_ns > -kMaxNs)
         t.origin_age_ns = *age - *sp.duration_ns;
     t.spans.push_back(std::move(sp));
   }
@@ -185,7 +197,7 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
   for (const ojson &w : array_or_empty(top, key::windows))
     t.windows.push_back({std::string(str(w, key::source)), u64(w, key::events).value_or(0),
                          u64(w, key::overwritten).value_or(0), u64(w, key::dropped).value_or(0),
-                         u64(w, key::torn).value_or(0), i64(w, key::complete_for_ns), std::string(str(w, key::says))});
+                         u64(w, key::torn).value_or(0), ns(w, key::complete_for_ns), std::string(str(w, key::says))});
   t.absence_proves_nothing = boolean(top, key::absence_proves_nothing);
   for (const ojson &w : array_or_empty(top, key::warnings))
     if (w.is_string()) t.warnings.push_back(w.get<std::string>());
@@ -201,7 +213,7 @@ std::optional<ExportEvent> export_event_of_json(const ojson &e) {
   x.tid = *tid;
   x.kind = kind->get_ref<const std::string &>();
   x.name = name->get_ref<const std::string &>();
-  x.age_ns = i64(e, key::age_ns);
+  x.age_ns = ns(e, key::age_ns);
   x.lane = narrow<std::uint32_t>(i64(e, key::lane)).value_or(0);
   x.seq = u64(e, key::seq).value_or(0);
   x.id = narrow<std::uint32_t>(i64(e, key::id)).value_or(0);

@@ -292,6 +292,37 @@ TEST(ExportDocument, MembersOfTheWrongTypeCountAsAbsent) {
   EXPECT_FALSE(x->age_ns);
 }
 
+// Guards against: untrusted ages whose differences overflow int64 (age -1
+// and INT64_MAX: age - origin wraps to INT64_MIN, which append_us writes as
+// "--9223372036854775.(0(", so a chrome trace that is not JSON; an origin
+// of INT64_MIN made the crash marker's ojson::parse throw).
+TEST(ExportDocument, HugeAgesCountAsAbsentAndTheTraceStaysJson) {
+  const auto doc = nlohmann::ordered_json::parse(R"({
+    "process": {"pid": 7, "comm": "x"}, "crash": {"signal": 11, "tid": 7},
+    "events": [
+      {"kind": "USER", "name": "a", "tid": 7, "age_ns": -1, "time_ns": 9223372036854775807},
+      {"kind": "USER", "name": "b", "tid": 7, "age_ns": 9223372036854775807},
+      {"kind": "USER", "name": "c", "tid": 7, "age_ns": -9223372036854775808}]})");
+  ctr::DocumentEventScan scan;
+  for (const auto &e : doc["events"]) scan.scan(e);
+  EXPECT_EQ(scan.oldest_age_ns, -1);
+  EXPECT_FALSE(scan.reference_realtime_ns);
+  std::string out;
+  auto w = ctr::chrome_trace_writer(ctr::export_timeline_of_document(doc, scan), [&](std::string_view s) {
+    out.append(s);
+    return true;
+  });
+  for (const auto &e : doc["events"]) {
+    auto x = ctr::export_event_of_json(e);
+    ASSERT_TRUE(x);
+    ASSERT_TRUE(w->event(*x).ok());
+  }
+  ASSERT_TRUE(w->finish().ok());
+  const auto j = nlohmann::ordered_json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["otherData"]["events_without_time"], 2);
+}
+
 // Guards against: a write error taken for success.
 TEST(ExportChrome, AFailedWriteIsAnErrorAndStopsTheWriter) {
   const ctr::Analysis a = hand_made();
