@@ -561,6 +561,30 @@ Result<LiveSnapshot> snapshot(pid_t pid, const SnapshotOptions &options) {
     }
     loads.push_back(std::move(l));
   }
+  /* e_phnum is 16 bits, and 0xffff (PN_XNUM) means "see section 0", which
+   * this builder does not write: past 65534 program headers (a process
+   * with more mappings than the default vm.max_map_count, 65530, allows)
+   * keep every load with bytes (the rings, the ELF first pages) and as many
+   * data-less ones as fit, rather than a truncated e_phnum. */
+  if (1 + loads.size() >= PN_XNUM) {
+    const std::size_t max_loads = PN_XNUM - 2;
+    std::size_t with_data = 0;
+    for (const auto &l : loads) with_data += !l.data.empty();
+    std::size_t room = max_loads > with_data ? max_loads - with_data : 0;
+    const std::size_t before = loads.size();
+    std::vector<Load> kept;
+    kept.reserve(max_loads);
+    for (auto &l : loads)
+      if (!l.data.empty() || (room > 0 && room-- > 0)) kept.push_back(std::move(l));
+    loads = std::move(kept);
+    if (loads.size() > max_loads)
+      return Error{Errc::kUnsupported, fmt::format("pid {}: {} mappings with bytes to copy are more than an ELF core "
+                                                   "without section headers can list ({})", pid, loads.size(),
+                                                   max_loads)};
+    snap.warnings.push_back(fmt::format("the process has {} mappings, more than an ELF core without section headers "
+                                        "can list ({}): {} without copied bytes were left out", before, max_loads,
+                                        before - loads.size()));
+  }
   /* The snapshot's own clock anchor, read as libtimeline reads its own:
    * the slot clock on both sides of CLOCK_MONOTONIC. */
   const std::uint64_t t0 = slot_clock_now();
