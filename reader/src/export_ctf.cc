@@ -275,7 +275,6 @@ class CtfWriter final : public ExportWriter {
     c.name = std::string(e.name);
     c.arg0 = identifier(e.args[0].name);
     c.arg1 = identifier(e.args[1].name);
-    if (c.arg1 == c.arg0) c.arg1 += "_1";
     c.text = e.text.has_value();
     c.span = span;
     c.signal = e.signal.has_value();
@@ -284,6 +283,9 @@ class CtfWriter final : public ExportWriter {
       for (const char *fixed : {"text", "span_state", "signal", "signal_name", "si_code", "si_code_name",
                                 "fault_address"})
         if (*a == fixed) *a += "_arg";
+    /* After the renaming: arguments "text" and "text_arg" are both
+     * "text_arg" by now, and a struct's fields must differ. */
+    while (c.arg1 == c.arg0) c.arg1 += "_1";
     return classes_.emplace(std::move(key), std::move(c)).first->second;
   }
 

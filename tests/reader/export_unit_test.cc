@@ -372,6 +372,30 @@ TEST(ExportCtf, Babeltrace2ReadsTheHandMadeTraceWithItsLosses) {
   fs::remove_all(dir);
 }
 
+// Guards against: two argument names that identifier() and the renaming of
+// fixed field names make one ("text" becomes "text_arg", as "text_arg"
+// is), a struct with two fields of one name that no CTF reader accepts.
+TEST(ExportCtf, ArgumentNamesStayDistinctAfterTheRenaming) {
+  const std::string dir = temp_dir("names");
+  ctr::ExportTimeline t;
+  t.pid = 1;
+  auto w = ctr::ctf_writer(t, dir);
+  ASSERT_TRUE(w) << w.error().message;
+  ctr::ExportEvent e;
+  e.tid = 1;
+  e.kind = "USER";
+  e.name = "X";
+  e.age_ns = 0;
+  e.args[0].name = "text";
+  e.args[1].name = "text_arg";
+  ASSERT_TRUE((*w)->event(e).ok());
+  ASSERT_TRUE((*w)->finish().ok());
+  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  EXPECT_NE(metadata.find("uint64_t text_arg;"), std::string::npos) << metadata;
+  EXPECT_NE(metadata.find("uint64_t text_arg_1;"), std::string::npos) << metadata;
+  fs::remove_all(dir);
+}
+
 // Guards against: a trace written over another one's streams.
 TEST(ExportCtf, ANonEmptyDirectoryIsRefusedAndLeftAlone) {
   const std::string dir = temp_dir("full");
