@@ -74,12 +74,15 @@ std::string identifier(std::string_view s) {
   return id;
 }
 
-/* A TSDL string literal's contents: printable ASCII but '"' and '\'. */
+/* A TSDL string literal's contents: printable ASCII but '"' and '\', the
+ * other bytes as octal escapes of exactly three digits.  Not \xHH: a hex
+ * escape takes every hex digit after it (C99 6.4.4.4, which TSDL's
+ * literals follow), so "\xa9" + "1" would be read as one byte 0xa91. */
 std::string literal(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {
     if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') out += static_cast<char>(c);
-    else out += fmt::format("\\x{:02x}", c);
+    else out += fmt::format("\\{:03o}", c);
   }
   return out;
 }

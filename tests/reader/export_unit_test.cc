@@ -396,6 +396,35 @@ TEST(ExportCtf, ArgumentNamesStayDistinctAfterTheRenaming) {
   fs::remove_all(dir);
 }
 
+// Guards against: a byte outside printable ASCII in the metadata written as
+// a hex escape that swallows the hex digit after it ("caf\xc3\xa9" + "1":
+// \xa91 is one escape in C and in TSDL), so babeltrace2 reads other bytes
+// than the core's, or refuses the metadata.
+TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
+  const std::string bt = ct::testing::babeltrace2_path();
+  if (bt.empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF trace "
+                    "cannot be read back";
+  const std::string dir = temp_dir("bytes");
+  ctr::ExportTimeline t;
+  t.pid = 1;
+  t.comm = "caf\xc3\xa9" "1";
+  auto w = ctr::ctf_writer(t, dir);
+  ASSERT_TRUE(w) << w.error().message;
+  ctr::ExportEvent e;
+  e.tid = 1;
+  e.kind = "USER";
+  e.name = "X";
+  e.age_ns = 0;
+  ASSERT_TRUE((*w)->event(e).ok());
+  ASSERT_TRUE((*w)->finish().ok());
+  EXPECT_NE(ct::testing::slurp(dir + "/metadata").find("procname = \"caf\\303\\2511\";"), std::string::npos);
+  const auto r = ct::testing::run({bt, "-c", "sink.text.details", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("procname: caf\xc3\xa9" "1\n"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 // Guards against: a trace written over another one's streams.
 TEST(ExportCtf, ANonEmptyDirectoryIsRefusedAndLeftAlone) {
   const std::string dir = temp_dir("full");

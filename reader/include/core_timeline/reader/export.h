@@ -43,7 +43,7 @@
  * more after one.  Untrusted strings (thread names, event names from the
  * core or a document) are written escaped: invalid UTF-8 replaced in JSON;
  * CTF identifiers are made of [A-Za-z0-9_] and its strings of printable
- * ASCII (other bytes as \xNN, printable.h).
+ * ASCII (in the metadata, other bytes as three-digit octal escapes).
  *
  * Thread-safety: a writer is used from one thread; distinct writers share
  * nothing.
