@@ -42,6 +42,8 @@
 #include <optional>
 #include <string>
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 
 #include "core_timeline/reader/analyze.h"
@@ -56,6 +58,13 @@ namespace ctr = core_timeline::reader;
 namespace {
 
 enum class Format { kText, kJson, kChromeTrace, kCtf };
+
+/* True when `a` and `b` name one existing file (same st_dev and st_ino). */
+bool same_file(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  return !a.empty() && !b.empty() && stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 /* Writes the timeline in `format` to `out` (or, for ctf, into the
  * directory `output`); false with a message on stderr when that failed. */
@@ -161,6 +170,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "core-timeline-read: --format=ctf needs --output DIR (the directory to make the trace in)\n");
     return ctr::exit_code(ctr::Status::kUsage);
   }
+  /* --output is truncated before it is written: never one of the inputs. */
+  for (const std::string *input : {&core_path, &exe_path, &sidecar, &tlmap_path})
+    if (same_file(output, *input)) {
+      std::fprintf(stderr, "core-timeline-read: --output %s is an input (%s): refused, it would be overwritten\n",
+                   output.c_str(), input->c_str());
+      return ctr::exit_code(ctr::Status::kUsage);
+    }
   if (pid_opt->count() > 0 && !core_path.empty()) {
     /* --pid takes no CORE: the one positional is the EXECUTABLE. */
     if (!exe_path.empty()) {

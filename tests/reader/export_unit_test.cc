@@ -462,6 +462,19 @@ TEST(ExportCli, FormatsAndOutputAreChecked) {
   EXPECT_EQ(b.exit_code, 3);
   EXPECT_EQ(a.out, "");
   EXPECT_EQ(ct::testing::slurp(out), b.out);
+  // --output naming the CORE (through another name) is refused, and the
+  // core is left as it was.
+  const std::string core = temp_dir("a.core"), alias = temp_dir("alias.core");
+  {
+    std::ofstream(core) << "not a core, but an input all the same";
+  }
+  fs::create_symlink(core, alias);
+  const auto self = ct::testing::run({r, "--format=chrome-trace", "--output", alias, core});
+  EXPECT_EQ(self.exit_code, 7);
+  EXPECT_NE(self.err.find("is an input"), std::string::npos) << self.err;
+  EXPECT_EQ(ct::testing::slurp(core), "not a core, but an input all the same");
+  fs::remove(alias);
+  fs::remove(core);
   fs::remove(out);
 }
 
