@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <unordered_map>
 
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/export.h"
@@ -125,9 +126,13 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
   t.origin_age_ns = scan.oldest_age_ns.value_or(0);
   t.reference_realtime_ns = scan.reference_realtime_ns;
   t.events = scan.events;
+  /* The tracks by tid: a document is untrusted, and as many threads as
+   * lanes would make a search per lane quadratic. */
+  std::unordered_map<std::uint32_t, std::size_t> track_of;
   for (const ojson &th : array_or_empty(top, key::threads)) {
     const auto tid = narrow<std::uint32_t>(i64(th, key::tid));
     if (!tid) continue;
+    track_of.emplace(*tid, t.tracks.size());
     ExportTrack tr;
     tr.tid = *tid;
     tr.name = std::string(str(th, key::name));
@@ -153,18 +158,19 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
         t.shared_missing += missing;
         continue;
       }
-      auto it = std::find_if(t.tracks.begin(), t.tracks.end(), [&](const ExportTrack &x) { return x.tid == owner; });
-      if (it == t.tracks.end()) {
+      auto found = track_of.find(owner);
+      if (found == track_of.end()) {
         if (overwritten + torn + missing == 0) continue;
         ExportTrack tr;
         tr.tid = owner;
         tr.name = std::string(str(l, key::owner_name));
+        found = track_of.emplace(owner, t.tracks.size()).first;
         t.tracks.push_back(std::move(tr));
-        it = t.tracks.end() - 1;
       }
-      it->overwritten += overwritten;
-      it->torn += torn;
-      it->missing += missing;
+      ExportTrack &track = t.tracks[found->second];
+      track.overwritten += overwritten;
+      track.torn += torn;
+      track.missing += missing;
     }
   }
   for (const ojson &s : array_or_empty(top, key::spans)) {
