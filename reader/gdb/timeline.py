@@ -49,7 +49,7 @@ EXIT_MEANING = {
     4: "the ring is invalid",
     5: "the executable was refused: its build-id does not match the core",
     6: "the sidecar's identity does not match the core",
-    7: "usage error, an unreadable --tlmap file, or a --save FILE that exists (without --force)",
+    7: "usage error, an unreadable --tlmap file, an unusable --output, or a --save FILE that exists (without --force)",
     8: "libtimeline was loaded but made no ring",
 }
 # With --pid, 3 says that no snapshot was taken.
@@ -64,7 +64,7 @@ EXIT_MEANING_LIVE[3] = ("no snapshot could be taken: no such process, reading it
 # EXECUTABLE and --pid come from gdb, never from the user.
 FLAGS = ("--json", "--wall-clock", "--by-thread", "--no-symbols",
          "--unverified-symbols", "--core-only", "--force")
-VALUED = ("--tlmap", "--sidecar", "--format", "--output", "-o", "--save")
+VALUED = ("--tlmap", "--sidecar", "--format", "--output", "--save")
 FROM_GDB = ("--pid",)
 
 _CORE_LINE = re.compile(r"^Local core dump file:\s*\n\s*`(?P<path>.*)', file type ", re.M)
