@@ -59,6 +59,7 @@ ExportTimeline export_timeline_of(const Analysis &a) {
   for (const Event &e : a.events)
     if (e.ring < lane_tid.size() && e.lane < lane_tid[e.ring].size() && lane_tid[e.ring][e.lane] == 0)
       lane_tid[e.ring][e.lane] = e.tid;
+  LaneLosses losses(t);
   for (const RingReport &r : a.rings) {
     if (r.state != RingReport::State::kValid || !r.ring) continue;
     t.dropped += r.ring->header.dropped;
@@ -67,24 +68,7 @@ ExportTimeline export_timeline_of(const Analysis &a) {
       std::uint32_t owner = l.owner_tid;
       if (owner == 0 && r.index < lane_tid.size() && l.index < lane_tid[r.index].size())
         owner = lane_tid[r.index][l.index];
-      if (l.shared || owner == 0) {
-        t.shared_overwritten += l.overwritten;
-        t.shared_torn += torn;
-        t.shared_missing += l.missing;
-        continue;
-      }
-      auto it = std::find_if(t.tracks.begin(), t.tracks.end(), [&](const ExportTrack &x) { return x.tid == owner; });
-      if (it == t.tracks.end()) {
-        if (l.overwritten + torn + l.missing == 0) continue;
-        ExportTrack tr;
-        tr.tid = owner;
-        tr.name = l.owner_name;
-        t.tracks.push_back(std::move(tr));
-        it = t.tracks.end() - 1;
-      }
-      it->overwritten += l.overwritten;
-      it->torn += torn;
-      it->missing += l.missing;
+      losses.charge(l.shared, owner, l.owner_name, l.overwritten, torn, l.missing);
     }
   }
   t.spans.reserve(a.spans.size());

@@ -428,6 +428,33 @@ const ExportTrack *ExportTimeline::track(std::uint32_t tid) const {
   return nullptr;
 }
 
+LaneLosses::LaneLosses(ExportTimeline &timeline) : t_(timeline) {
+  for (std::size_t i = 0; i < t_.tracks.size(); ++i) track_of_.emplace(t_.tracks[i].tid, i);
+}
+
+void LaneLosses::charge(bool shared, std::uint32_t owner, std::string_view owner_name, std::uint64_t overwritten,
+                        std::uint64_t torn, std::uint64_t missing) {
+  if (shared || owner == 0) {
+    t_.shared_overwritten += overwritten;
+    t_.shared_torn += torn;
+    t_.shared_missing += missing;
+    return;
+  }
+  auto found = track_of_.find(owner);
+  if (found == track_of_.end()) {
+    if (overwritten + torn + missing == 0) return;
+    ExportTrack tr;
+    tr.tid = owner;
+    tr.name = std::string(owner_name);
+    found = track_of_.emplace(owner, t_.tracks.size()).first;
+    t_.tracks.push_back(std::move(tr));
+  }
+  ExportTrack &track = t_.tracks[found->second];
+  track.overwritten += overwritten;
+  track.torn += torn;
+  track.missing += missing;
+}
+
 std::unique_ptr<ExportWriter> chrome_trace_writer(ExportTimeline timeline, std::function<bool(std::string_view)> out) {
   return std::make_unique<ChromeWriter>(std::move(timeline), std::move(out));
 }

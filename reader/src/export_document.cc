@@ -126,13 +126,9 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
   t.origin_age_ns = scan.oldest_age_ns.value_or(0);
   t.reference_realtime_ns = scan.reference_realtime_ns;
   t.events = scan.events;
-  /* The tracks by tid: a document is untrusted, and as many threads as
-   * lanes would make a search per lane quadratic. */
-  std::unordered_map<std::uint32_t, std::size_t> track_of;
   for (const ojson &th : array_or_empty(top, key::threads)) {
     const auto tid = narrow<std::uint32_t>(i64(th, key::tid));
     if (!tid) continue;
-    track_of.emplace(*tid, t.tracks.size());
     ExportTrack tr;
     tr.tid = *tid;
     tr.name = std::string(str(th, key::name));
@@ -140,6 +136,7 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
     tr.events = u64(th, key::events).value_or(0);
     t.tracks.push_back(std::move(tr));
   }
+  LaneLosses losses(t);
   for (const ojson &r : array_or_empty(top, key::rings)) {
     if (str(r, key::state) != "valid") continue;
     const auto index = narrow<std::uint32_t>(i64(r, key::index));
@@ -152,25 +149,7 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
       const auto lane = narrow<std::uint32_t>(i64(l, key::lane));
       if (owner == 0 && index && lane)
         if (auto it = scan.lane_tid.find({*index, *lane}); it != scan.lane_tid.end()) owner = it->second;
-      if (boolean(l, key::shared) || owner == 0) {
-        t.shared_overwritten += overwritten;
-        t.shared_torn += torn;
-        t.shared_missing += missing;
-        continue;
-      }
-      auto found = track_of.find(owner);
-      if (found == track_of.end()) {
-        if (overwritten + torn + missing == 0) continue;
-        ExportTrack tr;
-        tr.tid = owner;
-        tr.name = std::string(str(l, key::owner_name));
-        found = track_of.emplace(owner, t.tracks.size()).first;
-        t.tracks.push_back(std::move(tr));
-      }
-      ExportTrack &track = t.tracks[found->second];
-      track.overwritten += overwritten;
-      track.torn += torn;
-      track.missing += missing;
+      losses.charge(boolean(l, key::shared), owner, str(l, key::owner_name), overwritten, torn, missing);
     }
   }
   for (const ojson &s : array_or_empty(top, key::spans)) {

@@ -59,6 +59,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,25 @@ struct ExportTimeline {
 
   /** The track of `tid`, or nullptr. */
   const ExportTrack *track(std::uint32_t tid) const;
+};
+
+/** Charges each lane's losses to its thread's track (one tid index, so
+ *  as many lanes as an untrusted document holds stay linear).  Made once
+ *  the timeline's thread tracks are in; each call adds a lane.
+ *  Not thread-safe; holds a reference to `timeline`. */
+class LaneLosses {
+ public:
+  explicit LaneLosses(ExportTimeline &timeline);
+  /** A lane of one ring.  `owner` is its thread (0: none known); a shared
+   *  lane, or one with no owner, counts in the timeline's shared_*
+   *  totals.  A thread with losses but no track gets one, named
+   *  `owner_name`. */
+  void charge(bool shared, std::uint32_t owner, std::string_view owner_name, std::uint64_t overwritten,
+              std::uint64_t torn, std::uint64_t missing);
+
+ private:
+  ExportTimeline &t_;
+  std::unordered_map<std::uint32_t, std::size_t> track_of_;
 };
 
 /** A named argument of an event. */
