@@ -255,8 +255,10 @@ class ChromeWriter final : public ExportWriter {
     raw({{"name", "process_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", 0},
          {"args", {{"name", t_.comm.empty() ? fmt::format("pid {}", t_.pid) : t_.comm}}}});
     std::uint32_t sort = 0;
+    const auto tracks = tracks_by_tid(t_);
     for (const auto &[tid, th] : threads_) {
-      const ExportTrack *tr = t_.track(tid);
+      const auto found = tracks.find(tid);
+      const ExportTrack *tr = found == tracks.end() ? nullptr : found->second;
       ojson args = {{"name", track_name(tid, tr ? tr->name : "")}};
       if (tr) {
         args["events"] = tr->events;
@@ -422,10 +424,11 @@ std::string_view export_format_name(ExportFormat f) noexcept {
   return "";
 }
 
-const ExportTrack *ExportTimeline::track(std::uint32_t tid) const {
-  for (const auto &t : tracks)
-    if (t.tid == tid) return &t;
-  return nullptr;
+std::unordered_map<std::uint32_t, const ExportTrack *> tracks_by_tid(const ExportTimeline &t) {
+  std::unordered_map<std::uint32_t, const ExportTrack *> index;
+  index.reserve(t.tracks.size());
+  for (const auto &tr : t.tracks) index.emplace(tr.tid, &tr);
+  return index;
 }
 
 LaneLosses::LaneLosses(ExportTimeline &timeline) : t_(timeline) {

@@ -42,6 +42,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -108,7 +109,8 @@ struct EventClass {
 
 class CtfWriter final : public ExportWriter {
  public:
-  CtfWriter(ExportTimeline t, std::string dir, int dirfd) : t_(std::move(t)), dir_(std::move(dir)), dirfd_(dirfd) {
+  CtfWriter(ExportTimeline t, std::string dir, int dirfd)
+      : t_(std::move(t)), dir_(std::move(dir)), dirfd_(dirfd), tracks_(tracks_by_tid(t_)) {
     std::random_device rd;
     for (auto &b : uuid_) b = static_cast<std::uint8_t>(rd());
   }
@@ -238,7 +240,8 @@ class CtfWriter final : public ExportWriter {
     auto it = streams_.find(tid);
     if (it != streams_.end()) return &it->second;
     Stream st;
-    const ExportTrack *tr = t_.track(tid);
+    const auto found = tracks_.find(tid);
+    const ExportTrack *tr = found == tracks_.end() ? nullptr : found->second;
     st.name = tr && !tr->name.empty() ? tr->name : fmt::format("tid {}", tid);
     st.discarded = tr ? tr->lost() : 0;
     const std::string file = fmt::format("stream_{}", tid);
@@ -368,6 +371,7 @@ class CtfWriter final : public ExportWriter {
   int dirfd_ = -1;
   std::array<std::uint8_t, 16> uuid_{};
   std::map<std::uint32_t, Stream> streams_;
+  std::unordered_map<std::uint32_t, const ExportTrack *> tracks_;  /* tracks_by_tid(t_) */
   std::map<std::tuple<std::string, std::string, std::string, std::string, bool, bool, bool>, EventClass> classes_;
   std::uint64_t seen_ = 0, written_ = 0, unplaced_ = 0, raised_ = 0;
   std::optional<Error> error_;

@@ -148,10 +148,13 @@ struct ExportTimeline {
   std::uint64_t shared_overwritten = 0, shared_torn = 0, shared_missing = 0;
   bool absence_proves_nothing = false;
   std::vector<std::string> warnings;
-
-  /** The track of `tid`, or nullptr. */
-  const ExportTrack *track(std::uint32_t tid) const;
 };
+
+/** The tracks of `t` by tid (the first of a repeated tid), pointing into
+ *  t.tracks: valid while t.tracks is not changed.  A document is
+ *  untrusted and may name a million threads, so a writer looks tracks up
+ *  here rather than searching t.tracks once per thread. */
+std::unordered_map<std::uint32_t, const ExportTrack *> tracks_by_tid(const ExportTimeline &t);
 
 /** Charges each lane's losses to its thread's track (one tid index, so
  *  as many lanes as an untrusted document holds stay linear).  Made once
