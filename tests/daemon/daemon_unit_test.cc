@@ -1484,6 +1484,18 @@ TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
   EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "-1"}));
   EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
   EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
+  // debuginfod's budget per core: 5 s unless given; 0 is the library's own.
+  o = parse({"core-timelined", "--first-start", "all"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->debuginfod_timeout_ms, 5000u);
+  o = parse({"core-timelined", "--debuginfod-timeout", "0.5"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->debuginfod_timeout_ms, 500u);
+  o = parse({"core-timelined", "--debuginfod-timeout", "0"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->debuginfod_timeout_ms, 0u);
+  EXPECT_FALSE(parse({"core-timelined", "--debuginfod-timeout", "-1"}));
+  EXPECT_FALSE(parse({"core-timelined", "--debuginfod-timeout", "soon"}));
   // Closed sets: each name gives its own value, and is the one documented.
   for (const auto t : {ctd::log::Target::kAuto, ctd::log::Target::kJournal, ctd::log::Target::kStderr,
                        ctd::log::Target::kBoth}) {
