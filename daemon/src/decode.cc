@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -95,6 +97,8 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   }
   ctr::ReadOptions opts;
   opts.tlmap = tlmap ? &*tlmap : nullptr;
+  if (const char *b = getenv(kDebuginfodTimeoutEnv); b != nullptr && *b != '\0')
+    opts.debuginfod_timeout_ms = static_cast<int>(std::min<unsigned long long>(std::strtoull(b, nullptr, 10), 3600000));
   ctr::FileFacts facts;
   auto core = ctr::CoreFile::open(kCoreFdPath, &facts);
   ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(display, core.error(), facts);
@@ -207,6 +211,27 @@ void reap_unknown_children() {
 }
 
 }  // namespace
+
+std::string prepare_debuginfod(const std::string &state_dir, std::uint64_t budget_ms, std::uint64_t decode_timeout_ms) {
+  setenv(kDebuginfodTimeoutEnv, std::to_string(budget_ms).c_str(), 1);
+  const char *urls = getenv("DEBUGINFOD_URLS");
+  if (urls == nullptr || *urls == '\0') return "";
+  const char *cache = getenv("DEBUGINFOD_CACHE_PATH");
+  if (cache == nullptr || *cache == '\0') {
+    const char *cd = getenv("CACHE_DIRECTORY");
+    std::string dir = cd != nullptr && *cd != '\0' ? std::string(cd) : state_dir;
+    if (auto colon = dir.find(':'); colon != std::string::npos) dir.resize(colon);
+    setenv("DEBUGINFOD_CACHE_PATH", (dir + "/debuginfod_client").c_str(), 1);
+  }
+  std::string line = "debuginfod: decoders ask DEBUGINFOD_URLS=" + printable(urls, 400) + " for debug info, cache " +
+                     printable(getenv("DEBUGINFOD_CACHE_PATH"), 400) + ", ";
+  line += budget_ms == 0 ? std::string("no time limit but libdebuginfod's own")
+                         : "at most " + std::to_string(budget_ms) + " ms per core (--debuginfod-timeout)";
+  if (budget_ms == 0 || budget_ms >= decode_timeout_ms)
+    line += "; NOT below --decode-timeout (" + std::to_string(decode_timeout_ms) +
+            " ms): a slow server makes cores undecodable";
+  return line;
+}
 
 int decoder_child_main(int argc, char **argv) {
   /* No core from a decoder that crashes (see decode.h). */

@@ -55,6 +55,15 @@
  * the daemon's 256 MiB (a ring of more than some 220000 events) it does
  * not write at all (it stops counting there), and exits 123 saying so.
  *
+ * debuginfod.  A decoder symbolizes as core-timeline-read does, so with
+ * DEBUGINFOD_URLS in its environment (the daemon's, decoder_environment())
+ * it asks those servers for debug info (symbolize.h), within its sandbox
+ * (sandbox.h: TCP connect to the ports the URLs name, writing beneath
+ * DEBUGINFOD_CACHE_PATH).  prepare_debuginfod() sets, in the daemon's own
+ * environment before any decoder is started, the cache (when none is set)
+ * and CORE_TIMELINED_DEBUGINFOD_TIMEOUT_MS, the budget of all debuginfod
+ * questions of one core (--debuginfod-timeout), which the decoder reads.
+ *
  * Thread-safety: run_decoder forks; call it from a single-threaded process
  * (the daemon is one).
  */
@@ -73,6 +82,19 @@
 #include "util.h"
 
 namespace ctd {
+
+/** The decoder's debuginfod budget in ms, in its environment. */
+inline constexpr char kDebuginfodTimeoutEnv[] = "CORE_TIMELINED_DEBUGINFOD_TIMEOUT_MS";
+
+/**
+ * Before the first decoder (setenv: call while single-threaded): puts
+ * kDebuginfodTimeoutEnv = `budget_ms` in this process's environment, and
+ * with DEBUGINFOD_URLS set and DEBUGINFOD_CACHE_PATH not, sets the cache to
+ * $CACHE_DIRECTORY/debuginfod_client (systemd's CacheDirectory=, its
+ * first entry) or else STATE_DIR/debuginfod_client.  Returns a line for
+ * the log saying what decoders will do ("" without DEBUGINFOD_URLS).
+ */
+std::string prepare_debuginfod(const std::string &state_dir, std::uint64_t budget_ms, std::uint64_t decode_timeout_ms);
 
 struct DecodeLimits {
   std::uint64_t timeout_ms = 30000;     /**< wall clock, then SIGKILL */

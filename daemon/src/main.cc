@@ -5,7 +5,8 @@
  *
  *   core-timelined [--config FILE] [--coredump-dir DIR] [--output-dir DIR]
  *                  [--state-dir DIR] [--first-start boot|new|all]
- *                  [--decode-timeout SECONDS] [--memory-limit BYTES]
+ *                  [--decode-timeout SECONDS] [--debuginfod-timeout SECONDS]
+ *                  [--memory-limit BYTES]
  *                  [--keep-whole-below BYTES] [--max-kept BYTES]
  *                  [--tlmap-dir DIR] [--once] [--log-target T] [--log-level L]
  *
@@ -36,6 +37,10 @@ int main(int argc, char **argv) {
   if (exit_now >= 0) return exit_now;
   const auto &o = *opts;
   ctd::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
+  /* Before any decoder, and while single-threaded (setenv). */
+  if (const std::string d = ctd::prepare_debuginfod(o.state_dir, o.debuginfod_timeout_ms, o.decode_timeout_ms);
+      !d.empty())
+    spdlog::info("{}", d);
   auto parts = ctd::make_parts(o);
   if (!parts) {
     spdlog::error("cannot start: {}", parts.error().message);

@@ -37,7 +37,7 @@ namespace {
 
 /* Options as given, before check_values() turns them into Options. */
 struct Given {
-  std::string first_start = "boot", timeout = "30", log_target = "auto";
+  std::string first_start = "boot", timeout = "30", debuginfod_timeout = "5", log_target = "auto";
   bool show_version = false;
 };
 
@@ -63,6 +63,10 @@ void declare_options(CLI::App &app, Options &o, Given &g) {
       ->check(CLI::IsMember({"boot", "new", "all"}))
       ->capture_default_str();
   app.add_option("--decode-timeout", g.timeout, "Seconds a core may take to decode before it is undecodable")
+      ->capture_default_str();
+  app.add_option("--debuginfod-timeout", g.debuginfod_timeout,
+                 "With DEBUGINFOD_URLS in the environment: seconds all debuginfod downloads of one core may take "
+                 "together (0: only libdebuginfod's own limits); keep it below --decode-timeout")
       ->capture_default_str();
   app.add_option("--memory-limit", o.memory_limit,
                  "Address space the decoder may use beyond the mapped core (bytes, K/M/G suffix)")
@@ -103,6 +107,11 @@ Result<void> check_values(const Given &g, Options &o) {
   if (end == g.timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)
     return error_of(EINVAL, "--decode-timeout " + g.timeout + ": give seconds, more than 0 and at most 86400");
   o.decode_timeout_ms = static_cast<std::uint64_t>(std::ceil(secs * 1000));
+  end = nullptr;
+  const double dsecs = std::strtod(g.debuginfod_timeout.c_str(), &end);
+  if (end == g.debuginfod_timeout.c_str() || *end != '\0' || !(dsecs >= 0) || dsecs > 3600)
+    return error_of(EINVAL, "--debuginfod-timeout " + g.debuginfod_timeout + ": give seconds, 0 to 3600");
+  o.debuginfod_timeout_ms = static_cast<std::uint64_t>(std::ceil(dsecs * 1000));
   if (o.memory_limit < (1ull << 20))
     return error_of(EINVAL, "--memory-limit " + std::to_string(o.memory_limit) +
                              ": at least 1M (the decoder itself needs about 20M)");

@@ -41,6 +41,10 @@ struct Options {
    *  "new" (only crashes from now on), "all" (the whole journal). */
   FirstStart first_start = FirstStart::kBoot;
   std::uint64_t decode_timeout_ms = 30000;
+  /** With DEBUGINFOD_URLS: what all debuginfod downloads of one core may
+   *  take together (SymbolizeOptions::debuginfod_timeout_ms); 0: only the
+   *  client library's own limits. */
+  std::uint64_t debuginfod_timeout_ms = 5000;
   std::uint64_t memory_limit = 1ull << 30;
   std::uint64_t keep_whole_below = 64ull << 20;
   std::uint64_t max_kept = 1ull << 30;

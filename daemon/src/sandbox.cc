@@ -15,8 +15,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "files.h"
@@ -34,6 +38,9 @@
 #define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0) /* ABI 4 */
 #define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #endif
+#ifndef LANDLOCK_RULE_NET_PORT
+#define LANDLOCK_RULE_NET_PORT 2 /* ABI 4 */
+#endif
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
@@ -50,6 +57,47 @@ struct RulesetAttr {
   std::uint64_t handled_access_net = 0;
   std::uint64_t scoped = 0;
 };
+
+/* struct landlock_net_port_attr (ABI 4). */
+struct NetPortAttr {
+  std::uint64_t allowed_access = 0;
+  std::uint64_t port = 0;
+} __attribute__((packed));
+
+}  // namespace
+
+std::vector<std::uint16_t> debuginfod_ports(const char *urls) {
+  std::vector<std::uint16_t> ports;
+  if (urls == nullptr) return ports;
+  const std::string all(urls);
+  for (std::size_t at = 0; at < all.size();) {
+    const std::size_t sp = all.find_first_of(" \t\n", at);
+    const std::string url = all.substr(at, sp == std::string::npos ? std::string::npos : sp - at);
+    at = sp == std::string::npos ? all.size() : sp + 1;
+    const std::size_t scheme_end = url.find("://");
+    if (url.empty() || scheme_end == std::string::npos) continue;
+    std::string scheme = url.substr(0, scheme_end);
+    for (auto &c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string host = url.substr(scheme_end + 3);
+    host = host.substr(0, host.find_first_of("/?#"));
+    if (const auto atsign = host.rfind('@'); atsign != std::string::npos) host = host.substr(atsign + 1);
+    /* [v6]:port, host:port, or the scheme's port. */
+    const std::size_t bracket = host.rfind(']');
+    const std::size_t colon = host.rfind(':');
+    long port = scheme == "https" ? 443 : scheme == "http" ? 80 : -1;
+    if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+      char *end = nullptr;
+      const std::string digits = host.substr(colon + 1);
+      const long p = std::strtol(digits.c_str(), &end, 10);
+      port = !digits.empty() && *end == '\0' && p > 0 && p < 65536 ? p : -1;
+    }
+    if (port > 0 && std::find(ports.begin(), ports.end(), port) == ports.end())
+      ports.push_back(static_cast<std::uint16_t>(port));
+  }
+  return ports;
+}
+
+namespace {
 
 /* The debuginfod client's cache directory (debuginfod-client(7)):
  * $DEBUGINFOD_CACHE_PATH, else $XDG_CACHE_HOME/debuginfod_client, else
@@ -226,10 +274,10 @@ int restrict_with_landlock(bool debuginfod, std::string &failure) {
   if (abi >= 2) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
   if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
   if (abi >= 5) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
-  /* No TCP server ever; no TCP client either, unless DEBUGINFOD_URLS names
-   * servers, whom the symbolizer asks over HTTP(S). */
+  /* No TCP server ever; no TCP client either, but to the ports of the
+   * servers DEBUGINFOD_URLS names, whom the symbolizer asks over HTTP(S). */
   if (abi >= 4) {
-    attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | (debuginfod ? 0 : LANDLOCK_ACCESS_NET_CONNECT_TCP);
+    attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
     size = offsetof(RulesetAttr, scoped);
   }
   if (abi >= 6) {
@@ -242,6 +290,14 @@ int restrict_with_landlock(bool debuginfod, std::string &failure) {
     return 0;
   }
   Fd owned(static_cast<int>(ruleset));
+  if (debuginfod && abi >= 4)
+    for (const std::uint16_t port : debuginfod_ports(getenv("DEBUGINFOD_URLS"))) {
+      NetPortAttr rule;
+      rule.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP;
+      rule.port = port;
+      /* Should it fail, that server cannot be reached: a note, no more. */
+      (void)syscall(SYS_landlock_add_rule, owned.get(), LANDLOCK_RULE_NET_PORT, &rule, 0);
+    }
   /* What the debuginfod client downloads is kept in its cache: writing
    * beneath it stays allowed (made first if missing, as the client would). */
   if (debuginfod) {

@@ -13,9 +13,10 @@
  *    removing, renaming or linking anything, no executing, no ioctl on
  *    devices (ABI 5); reading stays allowed (libdwfl reads the executables
  *    and libraries the core names, the reader its event-names file);
- *  - network (ABI 4): no TCP bind, and no TCP connect unless
- *    DEBUGINFOD_URLS names servers (the symbolizer then asks them,
- *    debuginfod-client(7), and may write beneath the debuginfod cache);
+ *  - network (ABI 4): no TCP bind, and no TCP connect but to the ports
+ *    of the servers DEBUGINFOD_URLS names (debuginfod_ports(); the
+ *    symbolizer asks them, debuginfod-client(7)), and with DEBUGINFOD_URLS
+ *    writing beneath the debuginfod cache (DEBUGINFOD_CACHE_PATH);
  *  - scope (ABI 6): no signal to, and no abstract unix socket of, a process
  *    outside the decoder; ptrace of one is refused at every ABI.
  * A seccomp filter (seccomp(2); x86-64), for what Landlock does not govern
@@ -37,9 +38,17 @@
 #ifndef CORE_TIMELINE_DAEMON_SANDBOX_H
 #define CORE_TIMELINE_DAEMON_SANDBOX_H
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ctd {
+
+/** The TCP ports of the servers a DEBUGINFOD_URLS value names (space
+ *  separated URLs; the explicit :PORT, else 80 for http and 443 for
+ *  https), without repeats; URLs of other schemes or unreadable ports give
+ *  none.  A proxy (http_proxy) is not among them: it cannot be reached. */
+std::vector<std::uint16_t> debuginfod_ports(const char *urls);
 
 struct Confinement {
   /** The Landlock ABI version the restrictions were made for (1..), or 0

@@ -5,7 +5,8 @@
  *
  *   core-timeline-read [--core-only] [--json] [--wall-clock] [--by-thread]
  *                      [--sidecar PATH] [--tlmap FILE] [--unverified-symbols]
- *                      [--no-symbols] [--format=text|json|chrome-trace|ctf]
+ *                      [--no-symbols] [--debuginfod-timeout SECONDS]
+ *                      [--format=text|json|chrome-trace|ctf]
  *                      [--output PATH] CORE [EXECUTABLE]
  *
  * --format=chrome-trace and ctf export the timeline (export.h,
@@ -34,6 +35,7 @@
  * A failure prints one line "core-timeline-read: REASON" on stderr.
  */
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -141,6 +143,14 @@ int main(int argc, char **argv) {
   app.add_flag("--unverified-symbols", unverified,
                "Symbolize modules the core records no build-id for; tagged unverified");
   app.add_flag("--no-symbols", no_symbols, "Do not symbolize (raw module+offset only)");
+  double debuginfod_timeout = 5;
+  app.add_option("--debuginfod-timeout", debuginfod_timeout,
+                 "With DEBUGINFOD_URLS: seconds all debuginfod downloads of this read may take together; then "
+                 "symbols without the debug info not yet fetched, and a note (0: only libdebuginfod's own "
+                 "limits, DEBUGINFOD_TIMEOUT and DEBUGINFOD_MAXTIME)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str()
+      ->type_name("SECONDS");
   auto *pid_opt = app.add_option("--pid", pid,
                                  "Read the ring of running process PID without stopping it: a live snapshot "
                                  "(needs what ptrace attach needs: same user, or CAP_SYS_PTRACE)")
@@ -205,6 +215,7 @@ int main(int argc, char **argv) {
   /* The exports carry no code locations (docs/export.md): no libdwfl. */
   opts.symbolize = !no_symbols && (format == Format::kText || format == Format::kJson);
   opts.tlmap = tlmap ? &*tlmap : nullptr;
+  opts.debuginfod_timeout_ms = static_cast<int>(std::ceil(debuginfod_timeout * 1000));
 
   ctr::Analysis a;
   if (pid_opt->count() > 0) {

@@ -1471,6 +1471,7 @@ void Analyzer::symbolize_all() {
   SymbolizeOptions so;
   so.isolate = opts_.isolate_symbolizer;
   so.unverified = opts_.unverified_symbols;
+  so.debuginfod_timeout_ms = opts_.debuginfod_timeout_ms;
   if (use_executable_) so.executable = opts_.executable;
   auto res = symbolize(core_, q, so);
   if (!res) {
@@ -1478,12 +1479,21 @@ void Analyzer::symbolize_all() {
                                       res.error().message));
     return;
   }
+  /* debuginfod failures: one warning per reason, naming the modules. */
+  std::map<std::string, std::set<std::string>> debuginfod_failed;
   for (std::size_t i = 0; i < q.size(); ++i) {
     Location &l = *dest[i];
     const auto &s = (*res)[i];
     if (!s) {
       if (l.note.empty()) l.note = "no symbol or file found for this address";
       continue;
+    }
+    if (!s->debuginfod_failure.empty()) {
+      debuginfod_failed[s->debuginfod_failure].insert(l.module);
+      if (l.note.empty())
+        l.note = s->module_file.empty() ? fmt::format("no file of this module found: {}", s->debuginfod_failure)
+                                        : fmt::format("no debug info: {}", s->debuginfod_failure);
+      if (s->module_file.empty()) continue;
     }
     if (!l.build_id.empty()) {
       if (s->file_build_id != l.build_id) {
@@ -1503,6 +1513,13 @@ void Analyzer::symbolize_all() {
     l.function_offset = s->function_offset;
     l.source_file = s->source_file;
     l.line = s->line;
+  }
+  for (const auto &[why, modules] : debuginfod_failed) {
+    std::string names;
+    for (const auto &m : modules) names += (names.empty() ? "" : ", ") + m;
+    a_.warnings.push_back(fmt::format("DEBUGINFOD: {}; no debug info from it for {}: their addresses are shown "
+                                      "without source lines (as module+offset where the file has no symbols)",
+                                      why, names));
   }
 }
 

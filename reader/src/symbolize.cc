@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "core_timeline/reader/symbolize.h"
 
+#include <dlfcn.h>
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
@@ -21,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -55,9 +59,153 @@ struct DwflDeleter {
  *    (O_PATH first), and carrying the build-id the core attests (any, or
  *    none, with `unverified`);
  *  - find_debuginfo looks up by build-id only (/usr/lib/debug/.build-id,
- *    then debuginfod), never by a path derived from the module's. */
+ *    then debuginfod), never by a path derived from the module's.
+ * debuginfod is asked by this file itself (DebuginfodSession below), not
+ * through libdwfl's callbacks, which keep what went wrong to themselves:
+ * a server that is down must be reported as such, and bounded. */
 
 constexpr std::size_t kMaxModules = 256;  /* modules given to libdwfl per core */
+
+std::int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether libdwfl may ask debuginfod (debuginfod_find_debuginfo(3):
+ * DEBUGINFOD_URLS names the servers).  libdebuginfod loads libcurl and a
+ * TLS stack when it is loaded: about 3 ms of dynamic linking, more than
+ * the rest of a whole read (bench_reader).  So without a server, nothing
+ * here loads it or asks. */
+bool debuginfod_configured() {
+  const char *urls = std::getenv("DEBUGINFOD_URLS");
+  return urls != nullptr && *urls != '\0';
+}
+
+/* libdebuginfod's client calls, from libdebuginfod.so.1 dlopen'ed on the
+ * first question (as libdwfl itself does): linking it would load libcurl
+ * into every reader. */
+struct DebuginfodApi {
+  decltype(&debuginfod_begin) begin = nullptr;
+  decltype(&debuginfod_end) end = nullptr;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+  decltype(&debuginfod_find_executable) find_executable = nullptr;
+  decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
+  decltype(&debuginfod_get_url) get_url = nullptr;
+  std::string failure; /* why it could not be loaded, or "" */
+};
+
+const DebuginfodApi &debuginfod_api() {
+  static const DebuginfodApi api = [] {
+    DebuginfodApi a;
+    void *h = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char *e = dlerror();
+      a.failure = fmt::format("debuginfod not asked: {} could not be loaded ({})", DEBUGINFOD_SONAME,
+                              e != nullptr ? e : "dlopen failed");
+      return a;
+    }
+    const auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      if (fn == nullptr && a.failure.empty())
+        a.failure = fmt::format("debuginfod not asked: {} has no {}", DEBUGINFOD_SONAME, name);
+    };
+    sym(a.begin, "debuginfod_begin");
+    sym(a.end, "debuginfod_end");
+    sym(a.find_debuginfo, "debuginfod_find_debuginfo");
+    sym(a.find_executable, "debuginfod_find_executable");
+    sym(a.set_progressfn, "debuginfod_set_progressfn");
+    sym(a.get_url, "debuginfod_get_url");
+    return a;
+  }();
+  return api;
+}
+
+/* The debuginfod questions of one symbolize call: one client, one budget
+ * (SymbolizeOptions::debuginfod_timeout_ms, from the first question), and
+ * after the first failure that is not "not found", no more questions. */
+class DebuginfodSession {
+ public:
+  explicit DebuginfodSession(int budget_ms) : budget_ms_(budget_ms) {}
+  ~DebuginfodSession() {
+    if (client_ != nullptr) debuginfod_api().end(client_);
+    if (t_current == this) t_current = nullptr;
+  }
+  DebuginfodSession(const DebuginfodSession &) = delete;
+  DebuginfodSession &operator=(const DebuginfodSession &) = delete;
+
+  /* A descriptor of the module file (`executable`) or debug info with
+   * build-id `id` from the servers, its name in the cache in `path`; or -1,
+   * with `failure` set when the servers could not answer (left alone when
+   * they said they do not have it). */
+  int find(bool executable, const std::vector<std::uint8_t> &id, std::string &path, std::string &failure) {
+    if (failure_.empty() && client_ == nullptr) start();
+    if (failure_.empty() && budget_ms_ > 0 && now_ms() >= deadline_ms_) failure_ = over_budget();
+    if (!failure_.empty()) {
+      failure = failure_;
+      return -1;
+    }
+    const DebuginfodApi &api = debuginfod_api();
+    t_current = this;
+    char *p = nullptr;
+    const int n = static_cast<int>(id.size());
+    const int rc = executable ? api.find_executable(client_, id.data(), n, &p) : api.find_debuginfo(client_, id.data(), n, &p);
+    t_current = nullptr;
+    if (rc >= 0) {
+      path = p != nullptr ? p : "debuginfod";
+      free(p);
+      return rc;
+    }
+    free(p);
+    if (rc == -ENOENT && !expired_) return -1; /* the servers do not have it */
+    const char *u = api.get_url(client_);
+    const std::string where = u != nullptr && *u != '\0' ? u : std::getenv("DEBUGINFOD_URLS");
+    if (expired_) failure_ = over_budget();
+    else if (rc == -ETIME || rc == -ETIMEDOUT)
+      failure_ = fmt::format("debuginfod did not answer ({}: {}; DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME)", where,
+                             std::strerror(-rc));
+    else
+      failure_ = fmt::format("debuginfod could not be reached ({}: {})", where, std::strerror(-rc));
+    failure = failure_;
+    return -1;
+  }
+
+ private:
+  void start() {
+    const DebuginfodApi &api = debuginfod_api();
+    if (!api.failure.empty()) {
+      failure_ = api.failure;
+      return;
+    }
+    client_ = api.begin();
+    if (client_ == nullptr) {
+      failure_ = "debuginfod not asked: debuginfod_begin failed";
+      return;
+    }
+    api.set_progressfn(client_, &DebuginfodSession::progress);
+    deadline_ms_ = now_ms() + budget_ms_;
+  }
+  std::string over_budget() const {
+    return fmt::format("debuginfod did not answer within {} ms, the time one read gives it (--debuginfod-timeout; "
+                       "DEBUGINFOD_URLS={})", budget_ms_, std::getenv("DEBUGINFOD_URLS"));
+  }
+  /* debuginfod_progressfn_t: nonzero aborts the download.  The library
+   * calls it about once a second while it waits (0.188: each turn of its
+   * curl_multi_wait loop, 1 s at most). */
+  static int progress(debuginfod_client *, long, long) {
+    DebuginfodSession *s = t_current;
+    if (s == nullptr || s->budget_ms_ <= 0 || now_ms() < s->deadline_ms_) return 0;
+    s->expired_ = true;
+    return 1;
+  }
+  static thread_local DebuginfodSession *t_current;
+  int budget_ms_ = 0;
+  std::int64_t deadline_ms_ = 0;
+  bool expired_ = false;
+  debuginfod_client *client_ = nullptr;
+  std::string failure_;
+};
+thread_local DebuginfodSession *DebuginfodSession::t_current = nullptr;
 
 struct FileRules {
   const CoreFile *core = nullptr;
@@ -65,8 +213,11 @@ struct FileRules {
   std::optional<std::uint32_t> uid;   /* the crashed process's, NT_PRPSINFO */
   const Module *exe = nullptr;        /* the core's executable */
   const std::string *executable = nullptr;  /* EXECUTABLE, vetted by the caller */
+  DebuginfodSession *debuginfod = nullptr;  /* with DEBUGINFOD_URLS */
+  /* Why debuginfod gave nothing for a module (Symbol::debuginfod_failure). */
+  std::unordered_map<const Module *, std::string> debuginfod_failures;
 };
-thread_local const FileRules *t_rules = nullptr;
+thread_local FileRules *t_rules = nullptr;
 
 bool pseudo_fs(const struct statfs &fs) {
   switch (static_cast<unsigned long>(fs.f_type)) {
@@ -133,34 +284,34 @@ int hand_over(int fd, const std::string &name, const std::vector<std::uint8_t> &
   return fd;
 }
 
-/* Whether libdwfl may ask debuginfod (debuginfod_find_debuginfo(3):
- * DEBUGINFOD_URLS names the servers).  libdwfl 0.188 dlopens libdebuginfod,
- * and with it libcurl and a TLS stack, on its first debuginfod question
- * even when no server is named: about 3 ms of dynamic linking, more than
- * the rest of a whole read (bench_reader).  So without a server, the
- * callbacks below never ask. */
-bool debuginfod_configured() {
-  const char *urls = std::getenv("DEBUGINFOD_URLS");
-  return urls != nullptr && *urls != '\0';
-}
-
-int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
-             Elf **elfp) {
-  *elfp = nullptr;
-  if (t_rules == nullptr) return -1;
+/* The module of the core that libdwfl's `mod` was reported for. */
+const Module *core_module(Dwfl_Module *mod) {
   Dwarf_Addr start = 0;
   dwfl_module_info(mod, nullptr, &start, nullptr, nullptr, nullptr, nullptr, nullptr);
-  const Module *m = t_rules->core->module_for(start);
+  return t_rules->core->module_for(start);
+}
+
+/* Asks debuginfod for `m`'s file or debug info; records a failure. */
+int ask_debuginfod(const Module *m, bool executable, std::string &path) {
+  if (t_rules->debuginfod == nullptr || m->build_id.empty()) return -1;
+  std::string failure;
+  const int fd = t_rules->debuginfod->find(executable, m->build_id, path, failure);
+  if (fd < 0 && !failure.empty()) t_rules->debuginfod_failures[m] = failure;
+  return fd;
+}
+
+int find_elf(Dwfl_Module *mod, void ** /*userdata*/, const char * /*modname*/, Dwarf_Addr /*base*/,
+             char **file_name, Elf **elfp) {
+  *elfp = nullptr;
+  if (t_rules == nullptr) return -1;
+  const Module *m = core_module(mod);
   if (m == nullptr) return -1;
   if (m == t_rules->exe && t_rules->executable != nullptr) {
     const int fd = open(t_rules->executable->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     return hand_over(fd, *t_rules->executable, m->build_id, file_name, elfp);
   }
   if (m->build_id.empty() && !t_rules->unverified) return -1;
-  if (!m->build_id.empty() && debuginfod_configured()) {
-    const int fd = dwfl_build_id_find_elf(mod, userdata, modname, base, file_name, elfp);
-    if (fd >= 0 || *elfp != nullptr) return fd;
-  } else if (!m->build_id.empty()) {
+  if (!m->build_id.empty()) {
     /* The file dwfl_build_id_find_elf looks for before it asks debuginfod
      * (elfutils libdwfl/dwfl_build_id_find_elf.c), vetted as any module. */
     const std::string id = hex_bytes(m->build_id);
@@ -168,18 +319,48 @@ int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr 
     const int fd = hand_over(open_module_file(path, t_rules->uid), path, m->build_id, file_name, elfp);
     if (fd >= 0) return fd;
   }
-  return hand_over(open_module_file(m->name, t_rules->uid), m->name, m->build_id, file_name, elfp);
+  const int fd = hand_over(open_module_file(m->name, t_rules->uid), m->name, m->build_id, file_name, elfp);
+  if (fd >= 0) return fd;
+  /* Last, the servers: the file that ran, by the build-id the core attests
+   * (checked again on what they send). */
+  std::string path;
+  return hand_over(ask_debuginfod(m, true, path), path, m->build_id, file_name, elfp);
+}
+
+/* `fd` if its ELF file carries build-id `want`; else closes it, -1. */
+int with_build_id(int fd, const std::vector<std::uint8_t> &want) {
+  if (fd < 0) return -1;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  const void *id = nullptr;
+  const ssize_t n = elf != nullptr && elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &id) : -1;
+  const auto *p = static_cast<const std::uint8_t *>(id);
+  const bool ok = n > 0 && std::equal(want.begin(), want.end(), p, p + n);
+  if (elf != nullptr) elf_end(elf);
+  if (!ok) close(fd);
+  return ok ? fd : -1;
 }
 
 int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
                    const char * /*file_name*/, const char * /*debuglink_file*/, GElf_Word /*debuglink_crc*/,
                    char **debuginfo_file_name) {
-  /* Without a file or debuglink name, the standard callback looks the
-   * module (or its dwz file) up by build-id only, then asks debuginfod;
-   * the build-id callback only looks (see debuginfod_configured()). */
-  if (!debuginfod_configured())
-    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, nullptr, nullptr, 0, debuginfo_file_name);
-  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, nullptr, nullptr, 0, debuginfo_file_name);
+  /* Without a file or debuglink name, the build-id callback looks the
+   * module up by build-id only (/usr/lib/debug/.build-id), and never asks
+   * debuginfod; then the servers, asked here (DebuginfodSession). */
+  const int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, nullptr, nullptr, 0, debuginfo_file_name);
+  if (fd >= 0 || t_rules == nullptr) return fd;
+  const Module *m = core_module(mod);
+  if (m == nullptr) return -1;
+  std::string path;
+  const int dfd = with_build_id(ask_debuginfod(m, false, path), m->build_id);
+  if (dfd < 0) return -1;
+  char *copy = strdup(path.c_str());
+  if (copy == nullptr) {
+    close(dfd);
+    return -1;
+  }
+  free(*debuginfo_file_name);
+  *debuginfo_file_name = copy;
+  return dfd;
 }
 
 Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
@@ -199,8 +380,10 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
   if (core.notes().process) rules.uid = core.notes().process->uid;
   rules.exe = core.executable();
   if (options.executable) rules.executable = &*options.executable;
+  std::optional<DebuginfodSession> debuginfod;
+  if (debuginfod_configured()) rules.debuginfod = &debuginfod.emplace(options.debuginfod_timeout_ms);
   struct Scope {
-    explicit Scope(const FileRules *r) { t_rules = r; }
+    explicit Scope(FileRules *r) { t_rules = r; }
     ~Scope() { t_rules = nullptr; }
   } scope(&rules);
   std::unique_ptr<Dwfl, DwflDeleter> dwfl(dwfl_begin(&callbacks));
@@ -233,6 +416,8 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
     Dwfl_Module *mod = dwfl_addrmodule(dwfl.get(), look);
     if (mod == nullptr) continue;
     Symbol s;
+    const Module *cm = core_module(mod);
+    const auto failed = cm != nullptr ? rules.debuginfod_failures.find(cm) : rules.debuginfod_failures.end();
     GElf_Off off = 0;
     GElf_Sym sym;
     const char *name = dwfl_module_addrinfo(mod, look, &off, &sym, nullptr, nullptr, nullptr);
@@ -259,7 +444,9 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
         s.line = lineno;
       }
     }
-    if (s.function.empty() && s.module_file.empty()) continue;
+    /* Only what debuginfod would have given: no line info, or no file. */
+    if (failed != rules.debuginfod_failures.end() && s.source_file.empty()) s.debuginfod_failure = failed->second;
+    if (s.function.empty() && s.module_file.empty() && s.debuginfod_failure.empty()) continue;
     out[i] = std::move(s);
   }
   return out;
@@ -292,6 +479,7 @@ std::string encode(const Result<std::vector<std::optional<Symbol>>> &r) {
     put_u64(b, static_cast<std::uint64_t>(static_cast<std::int64_t>(s->line)));
     put_str(b, s->module_file);
     put_str(b, std::string_view(reinterpret_cast<const char *>(s->file_build_id.data()), s->file_build_id.size()));
+    put_str(b, s->debuginfod_failure);
   }
   return b;
 }
@@ -323,12 +511,14 @@ Result<std::vector<std::optional<Symbol>>> decode(std::span<const std::uint8_t> 
     CT_TRY(line, c.u64("line"));
     CT_TRY(modf, get_str(c));
     CT_TRY(bid, get_str(c));
+    CT_TRY(dfail, get_str(c));
     s.function = std::move(fn);
     s.function_offset = off;
     s.source_file = std::move(src);
     s.line = static_cast<int>(static_cast<std::int64_t>(line));
     s.module_file = std::move(modf);
     s.file_build_id.assign(bid.begin(), bid.end());
+    s.debuginfod_failure = std::move(dfail);
     o = std::move(s);
   }
   return out;
@@ -343,12 +533,6 @@ bool write_all(int fd, const char *p, std::size_t n) {
     n -= static_cast<std::size_t>(w);
   }
   return true;
-}
-
-std::int64_t now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 }  // namespace

@@ -872,12 +872,12 @@ TEST(Document, HasTheContractKeysEvenWithoutDecoding) {
 namespace {
 
 // errno of a TCP connect to 127.0.0.1:1 (nothing listens there), or 0.
-int tcp_connect_errno() {
+int tcp_connect_errno(std::uint16_t port = 1) {
   const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return errno;
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_port = htons(1);
+  a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   const int r = connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 ? 0 : errno;
   close(s);
@@ -958,8 +958,9 @@ TEST(Sandbox, ConfinedDecoderReadsButCannotWriteExecOrSignal) {
   EXPECT_FALSE(fs::exists(dir.path + "/new"));
 }
 
-// With DEBUGINFOD_URLS named, the symbolizer may download: TCP and writing
-// beneath the debuginfod cache stay allowed, and nothing else.
+// With DEBUGINFOD_URLS named, the symbolizer may download: TCP to the
+// URLs' ports and writing beneath the debuginfod cache stay allowed, and
+// nothing else (TCP to any other port neither).
 TEST(Sandbox, DebuginfodKeepsItsCacheAndTcp) {
   TempDir dir;
   const std::string cache = dir.path + "/cache/debuginfod_client";
@@ -969,17 +970,33 @@ TEST(Sandbox, DebuginfodKeepsItsCacheAndTcp) {
         seen.push_back(mkdir((cache + "/build-id").c_str(), 0700) == 0 ? 0 : errno);
         seen.push_back(open((dir.path + "/y").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600) >= 0 ? 0 : errno);
         seen.push_back(tcp_connect_errno());
+        seen.push_back(tcp_connect_errno(2));
       },
       [&] {  // only in the child; confine_decoder() reads them
         setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1);
         setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
       });
-  ASSERT_EQ(r.size(), 5u);
+  ASSERT_EQ(r.size(), 6u);
   ASSERT_GE(r[0], 6);
   EXPECT_EQ(r[1], 0) << "create in the cache: " << strerror(r[1]);
   EXPECT_EQ(r[2], 0) << "mkdir in the cache: " << strerror(r[2]);
   EXPECT_EQ(r[3], EACCES) << "create elsewhere: " << strerror(r[3]);
-  EXPECT_EQ(r[4], ECONNREFUSED) << "TCP connect: " << strerror(r[4]);
+  EXPECT_EQ(r[4], ECONNREFUSED) << "TCP connect to the URL's port: " << strerror(r[4]);
+  EXPECT_EQ(r[5], EACCES) << "TCP connect to another port: " << strerror(r[5]);
+}
+
+// The ports Landlock lets a decoder connect to: each URL's own, or its
+// scheme's; nothing for what is not a URL of a known port.
+TEST(Sandbox, DebuginfodPortsAreTheUrlsPorts) {
+  using P = std::vector<std::uint16_t>;
+  EXPECT_EQ(ctd::debuginfod_ports("http://127.0.0.1:8002"), P{8002});
+  EXPECT_EQ(ctd::debuginfod_ports("https://debuginfod.debian.net http://a.example/x http://b.example:80/"),
+            (P{443, 80}));
+  EXPECT_EQ(ctd::debuginfod_ports("  http://[::1]:8080/path  https://user@host:8443?q  "), (P{8080, 8443}));
+  EXPECT_EQ(ctd::debuginfod_ports("HTTPS://host"), P{443});
+  EXPECT_EQ(ctd::debuginfod_ports("http://[::1]"), P{80});
+  EXPECT_EQ(ctd::debuginfod_ports("ftp://host file:///srv host:99 http://h:0 http://h:70000 http://h:x"), P{});
+  EXPECT_EQ(ctd::debuginfod_ports(nullptr), P{});
 }
 
 // The service runs the decoder as root without any capability: as the
@@ -1467,6 +1484,18 @@ TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
   EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "-1"}));
   EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
   EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
+  // debuginfod's budget per core: 5 s unless given; 0 is the library's own.
+  o = parse({"core-timelined", "--first-start", "all"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->debuginfod_timeout_ms, 5000u);
+  o = parse({"core-timelined", "--debuginfod-timeout", "0.5"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->debuginfod_timeout_ms, 500u);
+  o = parse({"core-timelined", "--debuginfod-timeout", "0"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->debuginfod_timeout_ms, 0u);
+  EXPECT_FALSE(parse({"core-timelined", "--debuginfod-timeout", "-1"}));
+  EXPECT_FALSE(parse({"core-timelined", "--debuginfod-timeout", "soon"}));
   // Closed sets: each name gives its own value, and is the one documented.
   for (const auto t : {ctd::log::Target::kAuto, ctd::log::Target::kJournal, ctd::log::Target::kStderr,
                        ctd::log::Target::kBoth}) {

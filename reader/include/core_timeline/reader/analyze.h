@@ -94,6 +94,9 @@ struct ReadOptions {
   bool unverified_symbols = false;          /**< --unverified-symbols */
   bool symbolize = true;                    /**< false: no libdwfl at all */
   bool isolate_symbolizer = true;           /**< see symbolize.h */
+  /** All debuginfod questions of one read together, in ms
+   *  (--debuginfod-timeout; SymbolizeOptions::debuginfod_timeout_ms). */
+  int debuginfod_timeout_ms = 5000;
   const TlMap *tlmap = nullptr;             /**< names for user ids */
 };
 

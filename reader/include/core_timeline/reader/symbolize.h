@@ -18,7 +18,26 @@
  * O_PATH first so no FIFO or device is ever opened, and carrying the
  * build-id the core attests (any build-id, or none, with `unverified`).
  * Debug info is looked up by build-id only (/usr/lib/debug/.build-id, then
- * debuginfod when DEBUGINFOD_URLS is set), never next to the module.
+ * debuginfod when DEBUGINFOD_URLS is set), never next to the module; a
+ * module's own file comes from debuginfod only when neither EXECUTABLE,
+ * /usr/lib/debug/.build-id nor its NT_FILE path gives it.
+ *
+ * debuginfod (debuginfod_find_debuginfo(3)): libdebuginfod.so.1 is
+ * dlopen'ed on the first question, only when DEBUGINFOD_URLS names a
+ * server (it loads libcurl and a TLS stack: about 3 ms).  The library reads
+ * its own environment as documented there (DEBUGINFOD_URLS,
+ * DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME,
+ * DEBUGINFOD_MAXSIZE, DEBUGINFOD_RETRY_LIMIT...); on top of that, all the
+ * debuginfod questions of one call share one budget,
+ * `debuginfod_timeout_ms` from the first question on, enforced with
+ * debuginfod_set_progressfn (which the library calls about once a second
+ * while it waits, and which aborts the download).  The library's own
+ * default is long: 90 s without progress per try, two retries.  A failure
+ * other than "not found" (the server cannot be reached, times out, the
+ * budget is spent) stops all further questions of the call, so a server
+ * that is down costs one failure, not one per module; each module whose
+ * file or debug info was then not found carries the reason in
+ * Symbol::debuginfod_failure.
  *
  * This layer does not decide what is trustworthy: it reports the build-id
  * of the file it used for each address, and the caller compares it with the
@@ -62,6 +81,11 @@ struct SymbolizeOptions {
   bool isolate = true;
   /** Give up on the child after this long (debuginfod downloads count). */
   int timeout_ms = 120000;
+  /** The most time all debuginfod questions of one call take together,
+   *  in ms, counted from the first (see above); 0: no budget of ours, only
+   *  the library's own limits.  Keep it below timeout_ms: the child is
+   *  killed, and every symbol lost, at timeout_ms. */
+  int debuginfod_timeout_ms = 5000;
 };
 
 /** What libdwfl says about one address. */
@@ -72,6 +96,13 @@ struct Symbol {
   int line = 0;
   std::string module_file;         /**< the ELF file libdwfl read */
   std::vector<std::uint8_t> file_build_id; /**< that file's NT_GNU_BUILD_ID */
+  /** Why debuginfod gave nothing for this module's file or debug info
+   *  when they were not found elsewhere: "debuginfod could not be reached
+   *  (URL: Connection refused)", "... did not answer within 5 s ..."; ""
+   *  when debuginfod was not needed, not configured, or answered (a "not
+   *  found" answer included).  A Symbol with only this set (no function,
+   *  no module_file) means no file of the module was found at all. */
+  std::string debuginfod_failure;
 };
 
 /** A code address to look up. */
