@@ -12,6 +12,15 @@
 # example 'pipeline|system') leaves out the tests with those labels, as the
 # fresh-machine test does inside its chroot (with CT_DEPS_NO_VIEWER=1, which
 # packaging/install-build-deps reads: no chromium, nodejs or npm there).
+#
+# The compilers run through ccache, with its cache in CT_CCACHE_DIR (default
+# <build>-ccache, next to the build directory; exported to the tests): the
+# fresh-machine test (tests/packaging/fresh-machine) lends it, read-only, to
+# the same build of the same commit in its chroot, which then compiles only
+# what differs there.  ccache hashes the compiler and every header a file
+# includes, so a header or compiler that differs or is missing on the fresh
+# machine is a miss, compiled (and failed) there for real.  CT_CCACHE=0
+# builds without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,10 +37,32 @@ if [[ -f $build/CMakeCache.txt ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja'
   echo "tests/run.sh: $build/ was configured with another generator; remove it or set CT_BUILD_DIR" >&2
   exit 1
 fi
-cmake -S . -B "$build" -G Ninja -DCT_WERROR=ON
+launcher=()
+if [[ ${CT_CCACHE:-1} != 0 ]]; then
+  command -v ccache >/dev/null || { echo "tests/run.sh: ccache is missing: run packaging/install-build-deps (or set CT_CCACHE=0)" >&2; exit 1; }
+  CT_CCACHE_DIR=${CT_CCACHE_DIR:-${build%/}-ccache}
+  mkdir -p "$CT_CCACHE_DIR"
+  CT_CCACHE_DIR=$(cd "$CT_CCACHE_DIR" && pwd)
+  # compiler_check=content: the compiler's own bytes, not its mtime, so a
+  # cache made on another machine (the host, for the fresh-machine chroot)
+  # is used only with the very same compiler.
+  export CT_CCACHE_DIR CCACHE_DIR=$CT_CCACHE_DIR CCACHE_COMPILERCHECK=content CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  echo "tests/run.sh: compiling through ccache, cache $CT_CCACHE_DIR${CCACHE_READONLY:+ (read-only)}"
+else
+  launcher=(-UCMAKE_C_COMPILER_LAUNCHER -UCMAKE_CXX_COMPILER_LAUNCHER)
+fi
+cmake -S . -B "$build" -G Ninja -DCT_WERROR=ON "${launcher[@]}"
 
 step "build"
 cmake --build "$build" --parallel "$jobs"
+if [[ ${CT_CCACHE:-1} != 0 ]]; then
+  if [[ -n ${CCACHE_STATSLOG:-} && -f $CCACHE_STATSLOG ]]; then
+    ccache --show-log-stats 2>/dev/null || true   # a read-only cache keeps no counters
+  else
+    ccache --show-stats 2>/dev/null || true
+  fi
+fi
 
 step "test"
 select=()
