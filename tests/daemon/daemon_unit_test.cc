@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1059,6 +1060,39 @@ TEST(Sandbox, ConfinedRootWithoutCapabilitiesCannotChangeMetadataLimitsOrReachSo
   EXPECT_EQ(after.rlim_max, before.rlim_max) << "the decoder lowered another root process's RLIMIT_NOFILE";
   kill(other, SIGKILL);
   waitpid(other, nullptr, 0);
+}
+
+// core-timeline.service gives the daemon CAP_SETUID and CAP_SETGID (for the
+// child that sends a user's crash entry as that user); a decoder inherits
+// them, and its seccomp filter must refuse every call that would use them.
+TEST(Sandbox, ConfinedDecoderCannotUseTheServicesSetuidCapabilities) {
+  ASSERT_EQ(unsetenv("DEBUGINFOD_URLS"), 0);
+  const std::vector<int> r = confined_child(
+      [&](std::vector<int> &seen) {
+        auto attempt = [&](bool ok) { seen.push_back(ok ? 0 : errno); };
+        attempt(setresuid(1000, 1000, 1000) == 0);
+        attempt(setresgid(1000, 1000, 1000) == 0);
+        attempt(setgroups(0, nullptr) == 0);
+        attempt(setuid(1000) == 0);
+        attempt(syscall(SYS_setfsuid, 1000) == 0 && syscall(SYS_setfsuid, 1000) == 1000);
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2]{};
+        attempt(syscall(SYS_capset, &h, d) == 0);
+        seen.push_back(static_cast<int>(getuid()));
+      },
+      [] {  // as in core-timeline.service: root with CAP_SETUID and CAP_SETGID only
+        for (int c = 0; c <= CAP_LAST_CAP; ++c)
+          if (c != CAP_SETUID && c != CAP_SETGID) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2]{};
+        d[0].effective = d[0].permitted = (1u << CAP_SETUID) | (1u << CAP_SETGID);
+        if (syscall(SYS_capset, &h, d) < 0) _exit(3);
+      });
+  ASSERT_EQ(r.size(), 8u);
+  ASSERT_GE(r[0], 6) << "Landlock ABI";
+  const char *what[] = {"setresuid", "setresgid", "setgroups", "setuid", "setfsuid", "capset"};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(r[1 + i], EPERM) << what[i] << ": " << strerror(r[1 + i]);
+  EXPECT_EQ(r[7], 0) << "the decoder changed its uid";
 }
 
 // The room RLIMIT_AS leaves for the core (memory limit + the core's size)
