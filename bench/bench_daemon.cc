@@ -1066,12 +1066,13 @@ int run(const Config &cfg) {
       const std::string line = log.substr(bol, eol == std::string::npos ? std::string::npos : eol - bol);
       at = eol == std::string::npos ? log.size() : eol;
       const auto p = line.find("pid ");
-      const auto doc = line.find("document ");
+      static constexpr char kDoc[] = " fields, document ";
+      const auto doc = line.rfind(kDoc);
       const auto in = line.rfind(" in ");
       if (p == std::string::npos || doc == std::string::npos || in == std::string::npos) continue;
       EntryCost c;
       c.ms = std::strtod(line.c_str() + in + 4, nullptr);
-      c.bytes = std::strtod(line.c_str() + doc + 9, nullptr);
+      c.bytes = std::strtod(line.c_str() + doc + sizeof kDoc - 1, nullptr);
       c.cut = line.find("bytes (cut)") != std::string::npos;
       entry_cost[static_cast<pid_t>(std::strtol(line.c_str() + p + 4, nullptr, 10))] = c;
     }
