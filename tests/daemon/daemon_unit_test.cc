@@ -16,6 +16,8 @@
 #include <grp.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <lz4frame.h>
 #include <lzma.h>
@@ -2001,4 +2003,67 @@ TEST(TimelineEntry, SentAsTheCrashedUserOnlyWhenTheTimelineIsReadableByThem) {
   ctd::FileOwner bad = core;
   bad.acl.resize(bad.acl.size() - 3);
   EXPECT_FALSE(ctd::grants_read(bad, 1000));
+}
+
+// send_entry() as a user, for real, without journald: in a mount namespace
+// of its own, a child puts its own datagram socket where sd_journal_sendv
+// sends (/run/systemd/journal/socket, on a private tmpfs), and reads what
+// arrives with the sender's credentials (SO_PASSCRED), as journald does.
+TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t p = fork();
+  ASSERT_GE(p, 0);
+  if (p == 0) {
+    close(out[0]);
+    auto report = [&](const std::string &s) {
+      (void)!write(out[1], s.data(), s.size());
+      _exit(0);
+    };
+    if (unshare(CLONE_NEWNS) < 0) report("unshare: " + std::string(strerror(errno)));
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) report("mount private");
+    mkdir("/run/systemd", 0755);
+    mkdir("/run/systemd/journal", 0755);
+    if (mount("tmpfs", "/run/systemd/journal", "tmpfs", 0, "mode=0755") < 0) report("mount tmpfs");
+    const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strcpy(sa.sun_path, "/run/systemd/journal/socket");
+    const int one = 1;
+    if (bind(s, reinterpret_cast<sockaddr *>(&sa), sizeof sa) < 0 || chmod(sa.sun_path, 0666) < 0 ||
+        setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
+      report("socket: " + std::string(strerror(errno)));
+    const ctd::log::Fields f{{"MESSAGE", "probe"}, {"CORE_TIMELINE_PROBE", "1"}};
+    auto r = ctd::send_entry(f, ctd::SendAs{47099, 47098});
+    if (!r) report("send_entry: " + r.error().message);
+    char buf[4096];
+    char control[CMSG_SPACE(sizeof(ucred))];
+    iovec iov{buf, sizeof buf};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(s, &mh, MSG_DONTWAIT);
+    if (n < 0) report("recvmsg: " + std::string(strerror(errno)));
+    const cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    if (!c || c->cmsg_type != SCM_CREDENTIALS) report("no credentials");
+    ucred cr{};
+    std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+    report("uid=" + std::to_string(cr.uid) + " gid=" + std::to_string(cr.gid) + " self=" +
+           std::to_string(cr.pid == getpid()) + " getuid=" + std::to_string(getuid()) + " data=" +
+           std::string(buf, static_cast<std::size_t>(n)));
+  }
+  close(out[1]);
+  std::string got;
+  char b[4096];
+  ssize_t n;
+  while ((n = read(out[0], b, sizeof b)) > 0) got.append(b, static_cast<std::size_t>(n));
+  close(out[0]);
+  int st = 0;
+  waitpid(p, &st, 0);
+  EXPECT_EQ(got.rfind("uid=47099 gid=47098 self=0 getuid=0 data=", 0), 0u)
+      << "the entry came from a child at the crashed uid and gid, and the daemon kept its own: " << got;
+  EXPECT_NE(got.find("MESSAGE=probe\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("CORE_TIMELINE_PROBE=1\n"), std::string::npos) << got;
 }
