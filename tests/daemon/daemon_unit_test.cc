@@ -1854,6 +1854,23 @@ TEST(TimelineEntry, BigDocumentIsCutToTheBoundKeepingTheNewestEventsAndSaysSo) {
   }
 }
 
+// The cut copies the newest events' bytes from the document as serialize()
+// lays it out; bytes laid out otherwise take the slow way, to the same cut.
+TEST(TimelineEntry, CutOfBytesNotLaidOutAsStoredGivesTheSameDocument) {
+  const Json d = synthetic_document(5000, 20);
+  const std::string stored = ctdoc::serialize(d), compact = d.dump();
+  auto fast = jn::bound_document(d, stored, 256 << 10);
+  auto slow = jn::bound_document(d, compact, 256 << 10);
+  ASSERT_TRUE(fast && slow);
+  EXPECT_TRUE(fast->cut && slow->cut);
+  EXPECT_LE(slow->bytes.size(), 256u << 10);
+  auto a = ctdoc::parse_stored_document(fast->bytes), b = ctdoc::parse_stored_document(slow->bytes);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ((*a)[dkey::events], (*b)[dkey::events]);
+  EXPECT_EQ((*b)[dkey::cut][dkey::document_bytes], compact.size());
+  EXPECT_EQ(ctdoc::serialize(*b), slow->bytes);
+}
+
 TEST(TimelineEntry, DocumentThatCannotFitEvenWithoutEventsIsAnError) {
   Json d = synthetic_document(10, 3);
   d[dkey::process] = {{dkey::comm, std::string(100000, 'x')}};  // kept whole
