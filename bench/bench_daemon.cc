@@ -1117,7 +1117,7 @@ int run(const Config &cfg) {
   for (const auto &c : cases) entry_row(c.name, c.samples);
   if (storm) entry_row("storm of " + std::to_string(storm->n), storm->samples);
   std::printf("\nentry ms: from building the entry's fields (the document bounded to --journal-document-max) to\n"
-              "sd_journal_sendv's return, including the fork and wait of the child that sends a non-system user's\n"
+              "sd_journal_sendv's return, including the clone and wait of the child that sends a non-system user's\n"
               "entry as that user; measured by the daemon (CLOCK_MONOTONIC) and printed on its stderr.  daemon work:\n"
               "the timeline's daemon.duration_ms (extraction and decoding, before the entry is sent).  journald's\n"
               "own work on the entry is not in it.\n");
