@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 
 #include "core_timeline/document/journal_entry.h"
 
@@ -90,10 +91,34 @@ const std::vector<std::string> kSummaryFields = {
     /* journald's, trusted: the sender and the host. */
     "_UID", "_COMM", "_HOSTNAME", "_BOOT_ID"};
 
-const std::string &JournalEntry::get(const std::string &name) const {
+namespace {
+
+/* kSummaryFields by name: their index. */
+const std::unordered_map<std::string_view, std::size_t> &summary_index() {
+  static const auto *index = [] {
+    auto *m = new std::unordered_map<std::string_view, std::size_t>;
+    for (std::size_t i = 0; i < kSummaryFields.size(); ++i) m->emplace(kSummaryFields[i], i);
+    return m;
+  }();
+  return *index;
+}
+
+}  // namespace
+
+const std::string &JournalEntry::get(std::string_view name) const {
   static const std::string empty;
-  auto it = fields.find(name);
-  return it == fields.end() ? empty : it->second;
+  const auto &index = summary_index();
+  const auto it = index.find(name);
+  return it == index.end() || it->second >= values.size() ? empty : values[it->second];
+}
+
+void JournalEntry::keep_only(std::initializer_list<std::string_view> names) {
+  std::vector<std::string> kept(values.size());
+  const auto &index = summary_index();
+  for (auto n : names)
+    if (auto it = index.find(n); it != index.end() && it->second < values.size())
+      kept[it->second] = std::move(values[it->second]);
+  values = std::move(kept);
 }
 
 Result<std::unique_ptr<Journal>> Journal::open(const JournalSpec &spec) {
@@ -197,9 +222,8 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
   /* The document is the one big field of an entry: the scan decompresses
    * at most kScanThreshold bytes of any field. */
   sd_journal_set_data_threshold(j_, kScanThreshold);
-  std::vector<std::string> cut;
-  std::map<std::string_view, bool> wanted;
-  for (const auto &f : kSummaryFields) wanted.emplace(f, true);
+  std::vector<std::size_t> cut;
+  const auto &wanted = summary_index();
   const std::string_view doc_prefix = jf::kDocument;
   std::size_t untrusted = 0;
   if ((r = sd_journal_seek_head(j_)) < 0) return journal_error(r, "seeking the journal");
@@ -208,6 +232,8 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
     if (r < 0) return journal_error(r, "reading the journal");
     if (r == 0) break;
     JournalEntry e;
+    e.values.resize(kSummaryFields.size());
+    std::vector<bool> seen(kSummaryFields.size());
     const void *data;
     size_t len;
     SD_JOURNAL_FOREACH_DATA(j_, data, len) {
@@ -219,19 +245,22 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
         e.has_document = true;
         continue;
       }
-      if (!wanted.count(name)) continue;
-      auto [it, fresh] = e.fields.try_emplace(std::string(name), d.substr(eq + 1));
-      if (fresh && len >= kScanThreshold) cut.push_back(it->first);
+      const auto w = wanted.find(name);
+      if (w == wanted.end() || seen[w->second]) continue;  // a field twice: its first value
+      seen[w->second] = true;
+      e.values[w->second].assign(d.substr(eq + 1));
+      if (len >= kScanThreshold) cut.push_back(w->second);
     }
     /* The values the scan's threshold may have cut: again, whole (up to
      * kSummaryValueMax). */
     if (!cut.empty()) {
       sd_journal_set_data_threshold(j_, kSummaryValueMax);
-      for (const auto &name : cut) {
+      for (const std::size_t i : cut) {
+        const std::string &name = kSummaryFields[i];
         const void *whole;
         size_t whole_len;
         if (sd_journal_get_data(j_, name.c_str(), &whole, &whole_len) >= 0)
-          e.fields[name] = std::string(field_value(whole, whole_len, name).substr(0, kSummaryValueMax));
+          e.values[i] = std::string(field_value(whole, whole_len, name).substr(0, kSummaryValueMax));
       }
       sd_journal_set_data_threshold(j_, kScanThreshold);
       cut.clear();

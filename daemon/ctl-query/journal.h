@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,13 +84,17 @@ extern const std::vector<std::string> kSummaryFields;
 struct JournalEntry {
   std::string cursor;                 /**< sd_journal_get_cursor(3) */
   std::uint64_t realtime_usec = 0;    /**< __REALTIME_TIMESTAMP */
-  /** The kSummaryFields present (their first value, at most
-   *  kSummaryValueMax bytes each: longer ones are cut there). */
-  std::unordered_map<std::string, std::string> fields;
+  /** The kSummaryFields, by their index there: the first value of each
+   *  (at most kSummaryValueMax bytes: longer ones are cut there), "" when
+   *  absent. */
+  std::vector<std::string> values;
   bool has_document = false;          /**< it has a CORE_TIMELINE_DOCUMENT field */
 
-  /** fields[name], or "" when absent. */
-  const std::string &get(const std::string &name) const;
+  /** The value of the summary field `name` (one of kSummaryFields), or ""
+   *  when absent or not a summary field. */
+  const std::string &get(std::string_view name) const;
+  /** Drops every value but those named (to keep less of many entries). */
+  void keep_only(std::initializer_list<std::string_view> names);
 };
 
 /** Most bytes kept of one summary field (the journal's data threshold

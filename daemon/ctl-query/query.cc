@@ -67,6 +67,10 @@ struct Row {
   bool from_journal = false; /* a journal entry (else a file) */
   std::string entry_cursor;  /* the timeline entry's own cursor */
   bool cut = false;          /* the entry's document is cut (CORE_TIMELINE_DOCUMENT_CUT=1) */
+  /* An entry's CORE_TIMELINE_LAST_EVENT, kept as text until printed
+   * (last_event_of()): parsed 100,000 times it would cost more than the
+   * rest of the row. */
+  std::string last_event_raw;
   bool has_events = false;
   std::size_t event_count = 0;
   json last_event;
@@ -130,7 +134,7 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
 
 std::string or_dash(const std::string &s) { return s.empty() ? "-" : printable(s); }
 
-const std::string &first_of(const JournalEntry &e, std::initializer_list<std::string> names) {
+const std::string &first_of(const JournalEntry &e, std::initializer_list<std::string_view> names) {
   for (const auto &n : names)
     if (const std::string &v = e.get(n); !v.empty()) return v;
   return e.get(*names.begin());
@@ -147,34 +151,38 @@ std::uint64_t entry_time(const JournalEntry &e) {
 /* list's row of a timeline entry, from its summary fields alone. */
 Row row_of_entry(const JournalEntry &e) {
   Row r;
-  r.path = e.get(std::string(jf::kTimelinePath));
+  r.path = e.get(jf::kTimelinePath);
   r.time_usec = entry_time(e);
   r.realtime_usec = e.realtime_usec;
   r.pid = first_of(e, {"COREDUMP_PID", "CORE_TIMELINE_PID"});
   r.uid = first_of(e, {"COREDUMP_UID", "CORE_TIMELINE_UID"});
   r.gid = e.get("COREDUMP_GID");
-  r.signal = first_of(e, {"COREDUMP_SIGNAL", std::string(jf::kSignal)});
+  r.signal = first_of(e, {"COREDUMP_SIGNAL", jf::kSignal});
   r.signal_name = e.get("COREDUMP_SIGNAL_NAME");
   r.exe = first_of(e, {"COREDUMP_EXE", "CORE_TIMELINE_EXE"});
   r.comm = e.get("COREDUMP_COMM");
-  r.status = e.get(std::string(jf::kStatus));
+  r.status = e.get(jf::kStatus);
   r.reason = e.get("CORE_TIMELINE_REASON");
-  r.boot_id = first_of(e, {std::string(jf::kBootId), "_BOOT_ID"});
-  if (auto n = reader::parse_unsigned(e.get(std::string(jf::kEvents)))) {
+  r.boot_id = first_of(e, {jf::kBootId, "_BOOT_ID"});
+  if (auto n = reader::parse_unsigned(e.get(jf::kEvents))) {
     r.has_events = true;
     r.event_count = static_cast<std::size_t>(*n);
   }
-  /* CORE_TIMELINE_LAST_EVENT: an event object (docs/timeline-json.md) as
-   * JSON, or else kept as the text it is. */
-  if (const std::string &last = e.get(std::string(jf::kLastEvent)); !last.empty()) {
-    json j = json::parse(last, nullptr, false);
-    r.last_event = j.is_object() ? std::move(j) : json(last);
-  }
+  r.last_event_raw = e.get(jf::kLastEvent);
   r.host = e.get("_HOSTNAME");
   r.from_journal = true;
   r.entry_cursor = e.cursor;
-  r.cut = e.get(std::string(jf::kDocumentCut)) == "1";
+  r.cut = e.get(jf::kDocumentCut) == "1";
   return r;
+}
+
+/* A row's last event: CORE_TIMELINE_LAST_EVENT, an event object
+ * (docs/timeline-json.md) as JSON, or else the text it is; or the one
+ * read from the document. */
+json last_event_of(const Row &r) {
+  if (r.last_event_raw.empty()) return r.last_event;
+  json j = json::parse(r.last_event_raw, nullptr, false);
+  return j.is_object() ? j : json(r.last_event_raw);
 }
 
 /* The same crash, whichever source it came from: boot, pid, crash time. */
@@ -225,7 +233,7 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
       j["comm"] = string_or_null(r->comm);
       j["status"] = r->status;
       j["events"] = r->has_events ? json(r->event_count) : json(nullptr);
-      j["last_event"] = r->last_event;
+      j["last_event"] = last_event_of(*r);
       j["boot_id"] = string_or_null(r->boot_id);
       j["journal_cursor"] = string_or_null(r->cursor);
       j["file"] = string_or_null(r->path);
@@ -247,7 +255,7 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
     cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
                      or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
                      or_dash(r->exe), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
-                     event_summary(r->last_event)});
+                     event_summary(last_event_of(*r))});
     if (with_host) cells.back().insert(cells.back().begin() + 1, or_dash(r->host));
   }
   if (with_host)
@@ -587,7 +595,7 @@ class Query {
       return kExitFound;
     }
     /* No document in the entry: the file it names. */
-    const std::string &path = e.get(std::string(jf::kTimelinePath));
+    const std::string path = rows_.back()->path;
     const auto slash = path.rfind('/');
     if (path.empty() || slash == std::string::npos) {
       err_ << "ctl-query: " << printable(found->path) << ": the entry carries no document and names no timeline file\n";
@@ -794,8 +802,14 @@ class Query {
     } else {
       terms = {base};
     }
+    const bool rows_now = !entry_needs_document();
     auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
       if (!in_range(entry_time(e))) return;
+      if (rows_now) {
+        /* Its row now; of the entry, only what show needs. */
+        entry_rows_.push_back(row_of_entry(e));
+        e.values = {};  // the row has the timeline path show needs
+      }
       entries_.push_back(std::move(e));
     });
     if (!scanned) {
@@ -863,7 +877,8 @@ class Query {
       for (std::size_t g = 0; g < matches_.groups().size(); ++g)
         if (journal_field(matches_.groups()[g].field)) field_seen_[g].store(true);
     if (!entry_needs_document()) {
-      for (std::size_t i : entries) slots_[i].row = row_of_entry(entries_[*todo_[i]->entry]);
+      for (std::size_t i : entries) slots_[i].row = std::move(entry_rows_[*todo_[i]->entry]);
+      std::vector<Row>().swap(entry_rows_);
     } else {
       constexpr std::size_t kChunk = 512;
       docs_.resize(todo_.size());
@@ -918,7 +933,7 @@ class Query {
         r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
       } else if (docs_[i]) {
         r = parse_timeline(*docs_[i], entry_label(*entry), req);
-      } else if (const std::string &path = entry->get(std::string(jf::kTimelinePath)); !path.empty()) {
+      } else if (const std::string &path = entry->get(jf::kTimelinePath); !path.empty()) {
         /* No document in the entry (core-timelined's notice before the
          * entry carried it): the file the entry names. */
         r = read_timeline_path(path, req);
@@ -969,11 +984,13 @@ class Query {
   }
 
   static std::string entry_label(const JournalEntry &e) {
-    const std::string &path = e.get(std::string(jf::kTimelinePath));
+    const std::string &path = e.get(jf::kTimelinePath);
     return "the journal entry for " + (path.empty() ? "cursor " + e.cursor : path);
   }
 
-  std::string label(const Row &r) const {
+  std::string label(const Row &r) const { return label_of(r); }
+
+  static std::string label_of(const Row &r) {
     if (!r.from_journal) return r.path;
     return "the journal entry for " + (r.path.empty() ? "cursor " + r.entry_cursor : r.path);
   }
@@ -1039,14 +1056,14 @@ class Query {
 
   /* The reader of the newest row's document (show, export), and where
    * the whole timeline is (the file beside the core). */
-  DocumentReader reader_of(const Candidate &c, std::string *whole) {
+  DocumentReader reader_of(const Candidate &c, const Row &row, std::string *whole) {
     if (!c.entry) {
       const Directory &dir = dirs_[c.dir];
       *whole = dir.path + "/" + c.name;
       return [&dir, name = c.name](const ReadRequest &req) { return read_timeline(dir.fd, dir.path, name, req); };
     }
     const JournalEntry &e = entries_[*c.entry];
-    *whole = e.get(std::string(jf::kTimelinePath));
+    *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
     auto d = journal_->document(e.cursor, o_.max_bytes);
     if (!d) {
       ReadError err{Problem::kIoError, d.error().message};
@@ -1054,10 +1071,10 @@ class Query {
     }
     if (*d) {
       auto bytes = std::make_shared<const std::string>(std::move(**d));
-      return [bytes, label = entry_label(e)](const ReadRequest &req) { return parse_timeline(*bytes, label, req); };
+      return [bytes, label = label_of(row)](const ReadRequest &req) { return parse_timeline(*bytes, label, req); };
     }
     if (whole->empty()) {
-      ReadError err{Problem::kMalformed, entry_label(e) + ": carries no document and names no timeline file"};
+      ReadError err{Problem::kMalformed, label_of(row) + ": carries no document and names no timeline file"};
       return [err](const ReadRequest &) -> Result<Timeline, ReadError> { return err; };
     }
     return [path = *whole](const ReadRequest &req) { return read_timeline_path(path, req); };
@@ -1075,7 +1092,7 @@ class Query {
         const Candidate &c = *row_candidates_.back();
         problems_.summary();
         std::string whole;
-        const DocumentReader read = reader_of(c, &whole);
+        const DocumentReader read = reader_of(c, *rows_.back(), &whole);
         return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
       }
     } else if (o_.command == Command::kList) {
@@ -1124,6 +1141,7 @@ class Query {
   std::unique_ptr<Journal> journal_;
   bool journal_local_ = false;
   std::vector<JournalEntry> entries_;
+  std::vector<Row> entry_rows_;  /* entries_'s rows, when their documents are not needed */
   std::size_t untrusted_ = 0;
   std::optional<std::string> boot_id_;
   MatchSet residual_;
