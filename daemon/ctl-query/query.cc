@@ -801,6 +801,18 @@ class Query {
       terms = {named, incomplete};
     } else {
       terms = {base};
+      /* The notice an older core-timelined logged with this MESSAGE_ID
+       * (no document, no COREDUMP_* fields) names the crash by
+       * CORE_TIMELINE_PID, _EXE and _UID: a match on only those fields
+       * finds it too. */
+      static const std::map<std::string, std::string> notice{{"COREDUMP_PID", "CORE_TIMELINE_PID"},
+                                                             {"COREDUMP_EXE", "CORE_TIMELINE_EXE"},
+                                                             {"COREDUMP_UID", "CORE_TIMELINE_UID"}};
+      if (!base.empty() && std::all_of(base.begin(), base.end(), [](const auto &g) { return notice.count(g.first); })) {
+        JournalTerm old = base;
+        for (auto &g : old) g.first = notice.at(g.first);
+        terms.push_back(std::move(old));
+      }
     }
     const bool rows_now = !entry_needs_document();
     auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
@@ -1020,18 +1032,22 @@ class Query {
   }
 
   /* 5. The matches, by crash time.  The same crash (boot, pid, crash
-   *    time) from a file and from the journal is one row, the file's: a
+   *    time; or the file the entry names) from a file and from the journal
+   *    is one row, the file's: a
    *    file is never cut, an entry's document may be; of several entries
    *    for one crash, the last logged. */
   void order_rows() {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].row) order.push_back(i);
-    std::set<std::string> file_keys;
+    std::set<std::string> file_keys, file_paths;
     std::map<std::string, std::size_t> last_entry;
     for (std::size_t i : order) {
       const Row &r = *slots_[i].row;
-      if (!r.from_journal) file_keys.insert(crash_key(r));
+      if (!r.from_journal) {
+        file_keys.insert(crash_key(r));
+        file_paths.insert(r.path);
+      }
     }
     for (std::size_t i : order) {
       const Row &r = *slots_[i].row;
@@ -1041,7 +1057,9 @@ class Query {
       const Row &r = *slots_[i].row;
       if (!r.from_journal) return false;
       const std::string k = crash_key(r);
-      return file_keys.count(k) > 0 || last_entry[k] != i;
+      /* The same crash: the same boot, pid and crash time, or the file the
+       * entry names (the older notice has no crash time). */
+      return file_keys.count(k) > 0 || (!r.path.empty() && file_paths.count(r.path) > 0) || last_entry[k] != i;
     });
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const Row &x = *slots_[a].row, &y = *slots_[b].row;
