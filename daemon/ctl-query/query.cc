@@ -817,10 +817,15 @@ class Query {
     const bool rows_now = !entry_needs_document();
     auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
       if (!in_range(entry_time(e))) return;
-      if (rows_now) {
+      /* The older notice (no document, no summary) is read from the
+       * file it names, so that its row says what the file says. */
+      const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
+      if (rows_now && !notice) {
         /* Its row now; of the entry, only what show needs. */
-        entry_rows_.push_back(row_of_entry(e));
+        entry_rows_.emplace_back(row_of_entry(e));
         e.values = {};  // the row has the timeline path show needs
+      } else {
+        entry_rows_.emplace_back();
       }
       entries_.push_back(std::move(e));
     });
@@ -888,10 +893,15 @@ class Query {
     if (!entries.empty())
       for (std::size_t g = 0; g < matches_.groups().size(); ++g)
         if (journal_field(matches_.groups()[g].field)) field_seen_[g].store(true);
-    if (!entry_needs_document()) {
-      for (std::size_t i : entries) slots_[i].row = std::move(entry_rows_[*todo_[i]->entry]);
-      std::vector<Row>().swap(entry_rows_);
-    } else {
+    {
+      std::vector<std::size_t> to_read;  // the entries whose documents are needed
+      for (std::size_t i : entries) {
+        auto &row = entry_rows_[*todo_[i]->entry];
+        if (row) slots_[i].row = std::move(*row);
+        else to_read.push_back(i);
+      }
+      std::vector<std::optional<Row>>().swap(entry_rows_);
+      entries = std::move(to_read);
       constexpr std::size_t kChunk = 512;
       docs_.resize(todo_.size());
       for (std::size_t from = 0; from < entries.size(); from += kChunk) {
@@ -1159,7 +1169,9 @@ class Query {
   std::unique_ptr<Journal> journal_;
   bool journal_local_ = false;
   std::vector<JournalEntry> entries_;
-  std::vector<Row> entry_rows_;  /* entries_'s rows, when their documents are not needed */
+  /* entries_'s rows, made while scanning for those whose documents are
+   * not needed */
+  std::vector<std::optional<Row>> entry_rows_;
   std::size_t untrusted_ = 0;
   std::optional<std::string> boot_id_;
   MatchSet residual_;

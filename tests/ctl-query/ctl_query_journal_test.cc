@@ -528,6 +528,8 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
   ASSERT_EQ(n4.rc, 0) << n4.err;
   ASSERT_EQ(json_lines(n4.out).size(), 1u) << n4.out;
   EXPECT_EQ(json_lines(n4.out)[0]["exe"], "/usr/bin/notice");
+  EXPECT_EQ(json_lines(n4.out)[0]["events"], 2);  // from the file it names
+  EXPECT_EQ(json_lines(n4.out)[0]["last_event"]["name"], "Z");
   n4 = cli({"-D", jdir, "--json", "list", "/usr/bin/notice", "COREDUMP_UID=1000"});
   EXPECT_EQ(json_lines(n4.out).size(), 1u) << n4.out << n4.err;
   n4 = cli({"-D", jdir, "show", "404"});
