@@ -15,12 +15,18 @@
 #   event_rates.sh   events per second of python3, a multi-threaded C++
 #                    program and a shell pipeline under the preload
 #                    wrappers (cores by gdb's gcore, not the pipeline)
+#   bench_query.py   ctl-query list / events --name / show over 100,000
+#                    timeline entries in a journal, beside coredumpctl list
+#                    and info over 100,000 coredump entries and beside the
+#                    scan of 100,000 timeline files
 #
 # Everything printed is also kept in BUILD_DIR/bench-results/<time>/.
 # Needs root (cores, the pipeline, kernel.core_pipe_limit).  Takes about two
 # minutes and a half on a 2-vCPU VM once built; the first run also makes
 # bench_reader's cores (1.2 GB in BUILD_DIR/bench-cores/, kept for the next
-# runs of the same build), some 10 s more.
+# runs of the same build), some 10 s more, and bench_query's corpus (in
+# BUILD_DIR/bench-query-100000/, about 1 GB, kept too) some minutes more:
+# bench_query prints how long it took.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +36,7 @@ build=${1:-$src/build}
 "$src/packaging/install-build-deps"
 cmake -S "$src" -B "$build" -G Ninja >/dev/null
 cmake --build "$build" --target bench_overhead bench_instr bench_reader bench_daemon \
-  rates_workload timeline_alloc timeline_io core-timeline-read
+  rates_workload timeline_alloc timeline_io core-timeline-read ctl-query
 
 export CT_PIPELINE_HOLDER=$$
 "$src/tests/support/pipeline" start
@@ -57,6 +63,7 @@ run instructions "$src/bench/instructions.sh" "$build"
 run bench_reader "$build/bin/bench_reader"
 run bench_daemon "$build/bin/bench_daemon"
 run event_rates "$src/bench/event_rates.sh" "$build"
+run bench_query /usr/bin/python3 "$src/bench/bench_query.py" "$build"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 echo
 echo "bench/run.sh: results kept in $out"

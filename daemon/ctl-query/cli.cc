@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <map>
@@ -41,9 +42,27 @@ constexpr const char *kDescription =
 
 /* Options that take a value, so that a value starting with '-' ("-1h")
  * stays with its option, and "-1" can be told from a negative number. */
-const std::set<std::string> kShortWithValue{"-S", "-U", "-n", "-D"};
+const std::set<std::string> kShortWithValue{"-S", "-U", "-n", "-D", "-M"};
 const std::set<std::string> kLongWithValue{"--since", "--until", "--directory", "--max-size", "--name", "--kind",
-                                           "--arg",   "--id",    "--tid",       "--jobs",     "--output", "--tlmap"};
+                                           "--arg",   "--id",    "--tid",       "--jobs",     "--output", "--tlmap",
+                                           "--file",  "--machine"};
+
+/* Whether `a` is a --boot value as journalctl takes one after -b: an
+ * offset ([+-]N) or a boot id (32 hex digits) with an optional offset. */
+bool is_boot_descriptor(const std::string &a) {
+  auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  std::string_view s = a;
+  if (s.size() >= 32 && std::all_of(s.begin(), s.begin() + 32, [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      })) {
+    s.remove_prefix(32);
+    if (s.empty()) return true;
+  }
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  return digits(s);
+}
 
 std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
   std::vector<std::string> out;
@@ -58,8 +77,17 @@ std::vector<std::string> preprocess(const std::vector<std::string> &argv) {
     if (a == "--") {
       options_done = true;
       out.push_back(a);
+    } else if (a == "-b" || a == "--boot") {
+      /* As journalctl: -b alone is the current boot; a boot descriptor
+       * that follows ("-b -1", "-b ID") is its value. */
+      if (i + 1 < argv.size() && is_boot_descriptor(argv[i + 1])) out.push_back("--boot=" + argv[++i]);
+      else out.emplace_back("--boot=0");
+    } else if (a.size() > 2 && a.starts_with("-b") && is_boot_descriptor(a.substr(2))) {
+      out.push_back("--boot=" + a.substr(2));
     } else if (a == "-1") {
       out.emplace_back("--newest");
+    } else if (a.starts_with("--boot=") && a.size() == 7) {
+      out.emplace_back("--boot=0");
     } else if (a.starts_with("--json=")) {
       out.push_back("--json-mode=" + a.substr(7));  /* coredumpctl's --json=MODE */
     } else if (kShortWithValue.count(a) && i + 1 < argv.size()) {
@@ -87,7 +115,7 @@ namespace {
 struct CommandLine {
   CLI::App app{kDescription, "ctl-query"};
   QueryOptions o;
-  std::string since, until, name, kind, arg, id, tid, json_mode;
+  std::string since, until, name, kind, arg, id, tid, json_mode, boot;
   std::size_t lines = 0;
   bool newest = false, version = false;
   std::vector<std::string> list_matches, show_matches, events_matches, export_matches;
@@ -111,9 +139,22 @@ struct CommandLine {
         ->group("")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("-D,--directory", o.directories,
-                   "Read the timelines in this directory instead of /var/lib/systemd/coredump and "
-                   "/var/lib/core-timeline/timelines (may be repeated)")
+                   "Read this directory instead of the local journal: a journal directory (it holds *.journal "
+                   "files, e.g. systemd-journal-remote's) is read as a journal, any other as a directory of "
+                   "timeline files (may be repeated)")
         ->allow_extra_args(false);
+    app.add_option("--file", o.journal_files, "Read this journal file instead of the local journal (may be repeated)")
+        ->type_name("FILE")
+        ->allow_extra_args(false);
+    app.add_option("-M,--machine", o.machine, "Read the journal of this container (as journalctl -M)")
+        ->type_name("NAME");
+    app.add_option("--boot", boot,
+                   "Only crashes of this boot: -b alone or 0 the current boot, -1 the one before, 1 the first, "
+                   "a boot id, ID+N/ID-N (as journalctl -b)")
+        ->type_name("[ID][+-N]");
+    app.add_flag("--files", o.files,
+                 "Also read the timeline files of /var/lib/systemd/coredump and /var/lib/core-timeline/timelines "
+                 "(for a crash both have, the file wins)");
     app.add_flag("-q,--quiet", o.quiet, "Do not name each timeline that cannot be read (the count stays)");
     app.add_flag("--no-legend", o.no_legend, "Do not print the column header");
     app.add_option("--max-size", o.max_bytes, "Skip (and report) documents larger than this (default 64MiB)")
@@ -207,6 +248,8 @@ struct CommandLine {
     if (!name.empty()) o.event_filter.name = name;
     if (!kind.empty()) o.event_filter.kind = kind;
     if (o.max_bytes == 0) return "--max-size must be at least 1 byte";
+    if (app.count("--boot")) o.boot = boot;
+    if (!o.machine.empty() && !o.journal_files.empty()) return std::string("-M and --file cannot be used together");
     char cwd[PATH_MAX];
     o.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
     return std::nullopt;

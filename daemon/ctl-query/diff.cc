@@ -612,17 +612,24 @@ class DiffRun {
     if (found.matches > 1 && !o_.quiet)
       err_ << "ctl-query: " << letter << ": " << found.matches << " timelines match " << printable(arg)
            << "; comparing the newest (" << printable(found.path) << ")\n";
-    reader::Fd dir(::open(found.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir.get() < 0) {
-      err_ << "ctl-query: " << letter << ": " << printable(found.dir) << ": cannot open the directory: " << std::strerror(errno)
-           << '\n';
-      return kExitIncomplete;
-    }
     ReadRequest req;
     req.max_bytes = o_.max_bytes;
     req.paths = {key::spans, key::windows, key::time};
     req.on_event = [&side](const json &e, std::size_t) { side.add_event(e); };
-    auto t = read_timeline(dir.get(), found.dir, found.name, req);
+    std::optional<Result<Timeline, ReadError>> read;
+    if (found.document) {
+      /* From a journal entry: its document, read as a file is. */
+      read = parse_timeline(*found.document, found.path, req);
+    } else {
+      reader::Fd dir(::open(found.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (dir.get() < 0) {
+        err_ << "ctl-query: " << letter << ": " << printable(found.dir) << ": cannot open the directory: "
+             << std::strerror(errno) << '\n';
+        return kExitIncomplete;
+      }
+      read = read_timeline(dir.get(), found.dir, found.name, req);
+    }
+    auto &t = *read;
     if (!t) {
       err_ << "ctl-query: " << letter << ": " << printable(t.error().message) << '\n';
       return kExitIncomplete;

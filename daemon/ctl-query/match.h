@@ -69,6 +69,14 @@ class MatchSet {
   /** Whether a read document matches every group. */
   bool matches(const Timeline &t) const;
 
+  /** A set of exactly these groups (a part of a parsed set: the groups a
+   *  journal's index did not already decide). */
+  static MatchSet of(std::vector<MatchGroup> groups) {
+    MatchSet m;
+    m.groups_ = std::move(groups);
+    return m;
+  }
+
   bool empty() const { return groups_.empty(); }
   const std::vector<MatchGroup> &groups() const { return groups_; }
 

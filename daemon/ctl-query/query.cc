@@ -4,13 +4,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <systemd/sd-id128.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <map>
 #include <memory>
 #include <thread>
@@ -19,8 +23,11 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/keys.h"
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
+#include "journal.h"
 #include "match.h"
 #include "text.h"
 #include "time_spec.h"
@@ -29,6 +36,7 @@ namespace core_timeline::ctlq {
 
 using json = nlohmann::ordered_json;
 namespace key = core_timeline::document::key;
+namespace jf = core_timeline::document::journal;
 
 namespace {
 
@@ -38,18 +46,31 @@ struct Directory {
   int fd = -1;
 };
 
-/* A *.timeline.json file found in a directory. */
+/* A *.timeline.json file found in a directory, or (entry set) a timeline
+ * entry found in the journal. */
 struct Candidate {
   std::size_t dir = 0;
   std::string name;
   std::optional<TimelineName> parsed;
+  std::optional<std::size_t> entry;  /* index in Query::entries_ */
 };
+
+/* Reads the document of one timeline (a file, or a journal entry's). */
+using DocumentReader = std::function<Result<Timeline, ReadError>(const ReadRequest &)>;
 
 /* What is printed of one matching timeline. */
 struct Row {
   std::string path;
   std::uint64_t time_usec = 0, realtime_usec = 0;
   std::string pid, uid, gid, signal, signal_name, exe, comm, status, reason, boot_id, cursor;
+  std::string host;          /* _HOSTNAME: the entry's, or the stored coredump entry's */
+  bool from_journal = false; /* a journal entry (else a file) */
+  std::string entry_cursor;  /* the timeline entry's own cursor */
+  bool cut = false;          /* the entry's document is cut (CORE_TIMELINE_DOCUMENT_CUT=1) */
+  /* An entry's CORE_TIMELINE_LAST_EVENT, kept as text until printed
+   * (last_event_of()): parsed 100,000 times it would cost more than the
+   * rest of the row. */
+  std::string last_event_raw;
   bool has_events = false;
   std::size_t event_count = 0;
   json last_event;
@@ -101,6 +122,7 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   const json *reason = t.lookup(key::reason);
   if (reason && reason->is_string()) r.reason = reason->get<std::string>();
   r.boot_id = string_of(t, "_BOOT_ID", "coredump.boot_id");
+  r.host = string_of(t, "_HOSTNAME");
   if (const json *b = t.lookup(key::dotted({key::coredump, key::boot_id})); b && b->is_string()) r.boot_id = b->get<std::string>();
   if (const json *c = t.lookup(key::dotted({key::coredump, key::journal_cursor})); c && c->is_string()) r.cursor = c->get<std::string>();
   r.has_events = t.has_events;
@@ -111,6 +133,60 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
 }
 
 std::string or_dash(const std::string &s) { return s.empty() ? "-" : printable(s); }
+
+const std::string &first_of(const JournalEntry &e, std::initializer_list<std::string_view> names) {
+  for (const auto &n : names)
+    if (const std::string &v = e.get(n); !v.empty()) return v;
+  return e.get(*names.begin());
+}
+
+/* The crash time of a timeline entry: its COREDUMP_TIMESTAMP, else the
+ * entry's own time (the notice core-timelined logged before the entry
+ * carried the document has no COREDUMP_TIMESTAMP). */
+std::uint64_t entry_time(const JournalEntry &e) {
+  if (auto t = reader::parse_unsigned(e.get("COREDUMP_TIMESTAMP"))) return *t;
+  return e.realtime_usec;
+}
+
+/* list's row of a timeline entry, from its summary fields alone. */
+Row row_of_entry(const JournalEntry &e) {
+  Row r;
+  r.path = e.get(jf::kTimelinePath);
+  r.time_usec = entry_time(e);
+  r.realtime_usec = e.realtime_usec;
+  r.pid = first_of(e, {"COREDUMP_PID", "CORE_TIMELINE_PID"});
+  r.uid = first_of(e, {"COREDUMP_UID", "CORE_TIMELINE_UID"});
+  r.gid = e.get("COREDUMP_GID");
+  r.signal = first_of(e, {"COREDUMP_SIGNAL", jf::kSignal});
+  r.signal_name = e.get("COREDUMP_SIGNAL_NAME");
+  r.exe = first_of(e, {"COREDUMP_EXE", "CORE_TIMELINE_EXE"});
+  r.comm = e.get("COREDUMP_COMM");
+  r.status = e.get(jf::kStatus);
+  r.reason = e.get("CORE_TIMELINE_REASON");
+  r.boot_id = first_of(e, {jf::kBootId, "_BOOT_ID"});
+  if (auto n = reader::parse_unsigned(e.get(jf::kEvents))) {
+    r.has_events = true;
+    r.event_count = static_cast<std::size_t>(*n);
+  }
+  r.last_event_raw = e.get(jf::kLastEvent);
+  r.host = e.get("_HOSTNAME");
+  r.from_journal = true;
+  r.entry_cursor = e.cursor;
+  r.cut = e.get(jf::kDocumentCut) == "1";
+  return r;
+}
+
+/* A row's last event: CORE_TIMELINE_LAST_EVENT, an event object
+ * (docs/timeline-json.md) as JSON, or else the text it is; or the one
+ * read from the document. */
+json last_event_of(const Row &r) {
+  if (r.last_event_raw.empty()) return r.last_event;
+  json j = json::parse(r.last_event_raw, nullptr, false);
+  return j.is_object() ? j : json(r.last_event_raw);
+}
+
+/* The same crash, whichever source it came from: boot, pid, crash time. */
+std::string crash_key(const Row &r) { return r.boot_id + "/" + r.pid + "/" + std::to_string(r.time_usec); }
 
 json number_or_null(const std::string &s) {
   const auto v = reader::parse_unsigned(s);
@@ -132,6 +208,7 @@ std::string event_name(const json &e) {
 }
 
 std::string event_summary(const json &e) {
+  if (e.is_string()) return printable(e.get_ref<const std::string &>());
   if (!e.is_object()) return "-";
   return event_name(e) + " " + event_args_text(e);
 }
@@ -156,24 +233,37 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
       j["comm"] = string_or_null(r->comm);
       j["status"] = r->status;
       j["events"] = r->has_events ? json(r->event_count) : json(nullptr);
-      j["last_event"] = r->last_event;
+      j["last_event"] = last_event_of(*r);
       j["boot_id"] = string_or_null(r->boot_id);
       j["journal_cursor"] = string_or_null(r->cursor);
-      j["file"] = r->path;
+      j["file"] = string_or_null(r->path);
+      j["host"] = string_or_null(r->host);
+      j["source"] = r->from_journal ? "journal" : "file";
+      j["entry_cursor"] = string_or_null(r->entry_cursor);
+      j["cut"] = r->cut;
       out << dump_object(j, o) << '\n';
     }
     return;
   }
+  /* The host only when there is more than one (a central journal). */
+  std::set<std::string> hosts;
+  for (const Row *r : rows) hosts.insert(r->host);
+  const bool with_host = hosts.size() > 1;
   std::vector<std::vector<std::string>> cells;
   cells.reserve(rows.size());
   for (const Row *r : rows) {
     cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
                      or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
                      or_dash(r->exe), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
-                     event_summary(r->last_event)});
+                     event_summary(last_event_of(*r))});
+    if (with_host) cells.back().insert(cells.back().begin() + 1, or_dash(r->host));
   }
-  print_table(out, {"TIME", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"},
-              {false, true, true, false, false, false, true, false}, cells, !o.no_legend);
+  if (with_host)
+    print_table(out, {"TIME", "HOST", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"},
+                {false, false, true, true, false, false, false, true, false}, cells, !o.no_legend);
+  else
+    print_table(out, {"TIME", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"},
+                {false, true, true, false, false, false, true, false}, cells, !o.no_legend);
 }
 
 void print_events(std::ostream &out, const std::vector<std::pair<const Row *, const json *>> &lines,
@@ -187,7 +277,8 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
       j["exe"] = string_or_null(r->exe);
       j["comm"] = string_or_null(r->comm);
       j["status"] = r->status;
-      j["file"] = r->path;
+      j["file"] = string_or_null(r->path);
+      j["host"] = string_or_null(r->host);
       j["event"] = *e;
       out << dump_object(j, o) << '\n';
     }
@@ -202,17 +293,35 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
               {false, true, false, true, false, false, false}, cells, !o.no_legend);
 }
 
-int show(std::ostream &out, std::ostream &err, const Directory &dir, const std::string &name, const QueryOptions &o) {
+/* A document cut to fit its journal entry says so in its top-level "cut"
+ * object (docs/timeline-json.md): say it, and where the whole one is. */
+void note_cut(std::ostream &err, const Timeline &t, const std::string &whole) {
+  const json *cut = t.lookup("cut");
+  if (!cut || !cut->is_object()) return;
+  auto num = [&](const char *k) { return scalar_text(cut->contains(k) ? &cut->at(k) : nullptr); };
+  err << "ctl-query: this timeline was cut to fit its journal entry";
+  if (auto it = cut->find("reason"); it != cut->end() && it->is_string())
+    err << " (" << printable(it->get_ref<const std::string &>()) << ")";
+  err << ": " << num("events_kept") << " of " << num("events_total") << " events kept, the whole document is "
+      << num("document_bytes") << " bytes (the entry's limit " << num("max_bytes") << "); the whole timeline is "
+      << (whole.empty() ? std::string("in the file beside the core") : printable(whole))
+      << " (read it with ctl-query --files, or -D on its directory)\n";
+}
+
+int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const std::string &whole,
+         const QueryOptions &o) {
   ReadRequest req;
   req.max_bytes = o.max_bytes;
   req.want_text = !o.json;
   req.keep_raw = o.json;
-  auto r = read_timeline(dir.fd, dir.path, name, req);
+  req.paths = {"cut"};
+  auto r = read(req);
   if (!r) {
     err << "ctl-query: " << printable(r.error().message) << '\n';
     return kExitIncomplete;
   }
   const Timeline &t = r.value();
+  note_cut(err, t, whole);
   if (o.json && o.json_short) {
     /* Valid JSON as a whole (read_timeline() parsed all of it): compact it. */
     out << dump_line(json::parse(t.raw, nullptr, false)) << '\n';
@@ -312,19 +421,20 @@ class Problems {
  * needs and scans the events (the oldest age, the reference's wall clock,
  * each lane's thread); the second streams each event to the writer, so
  * the events are never held. */
-int export_timeline(std::ostream &out, std::ostream &err, const Directory &dir, const std::string &name,
+int export_timeline(std::ostream &out, std::ostream &err, const DocumentReader &read, const std::string &whole,
                     const QueryOptions &o) {
   reader::DocumentEventScan scan;
   ReadRequest first;
   first.max_bytes = o.max_bytes;
   first.paths = {key::rings, key::time, key::spans, key::threads, key::windows, key::warnings,
-                 key::absence_proves_nothing};
+                 key::absence_proves_nothing, "cut"};
   first.on_event = [&](const json &e, std::size_t) { scan.scan(e); };
-  auto r = read_timeline(dir.fd, dir.path, name, first);
+  auto r = read(first);
   if (!r) {
     err << "ctl-query: " << printable(r.error().message) << '\n';
     return kExitIncomplete;
   }
+  note_cut(err, *r, whole);
   reader::ExportTimeline t = reader::export_timeline_of_document(r->top, scan);
   const std::string path = r->path;
   std::ofstream file;
@@ -364,7 +474,7 @@ int export_timeline(std::ostream &out, std::ostream &err, const Directory &dir, 
     }
     if (auto written = w->event(*x); !written) failed = written.error();
   };
-  auto again = read_timeline(dir.fd, dir.path, name, second);
+  auto again = read(second);
   if (!again) {
     err << "ctl-query: " << printable(again.error().message) << '\n';
     return kExitIncomplete;
@@ -385,6 +495,69 @@ int export_timeline(std::ostream &out, std::ostream &err, const Directory &dir, 
   return kExitFound;
 }
 
+/* The journal field a match's field is in the timeline entry (so that the
+ * journal's index answers it), or nullopt when only the document has it. */
+std::optional<std::string> journal_field(const std::string &field) {
+  static const std::set<std::string> same{"COREDUMP_PID",         "COREDUMP_UID",  "COREDUMP_GID",
+                                          "COREDUMP_SIGNAL",      "COREDUMP_EXE",  "COREDUMP_COMM",
+                                          "COREDUMP_SIGNAL_NAME", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME",
+                                          "_HOSTNAME"};
+  if (same.count(field)) return field;
+  if (field == "_BOOT_ID" || field == "coredump.boot_id") return std::string(jf::kBootId);
+  if (field == key::status) return std::string(jf::kStatus);
+  return std::nullopt;
+}
+
+bool is_id128_text(std::string_view s) {
+  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+/* --boot's value, as journalctl -b takes it: [ID][{+|-}N], or N. */
+struct BootSpec {
+  std::string id;
+  long long offset = 0;
+};
+
+Result<BootSpec> parse_boot(const std::string &text) {
+  BootSpec b;
+  std::string_view s = text;
+  if (s.size() >= 32 && is_id128_text(s.substr(0, 32))) {
+    b.id = std::string(s.substr(0, 32));
+    s.remove_prefix(32);
+    if (s.empty()) return b;
+    if (s[0] != '+' && s[0] != '-')
+      return invalid("--boot=" + printable(text) + ": after the boot id, only +N or -N");
+  }
+  if (s.empty()) return b;
+  const bool negative = s[0] == '-';
+  if (s[0] == '+' || s[0] == '-') s.remove_prefix(1);
+  const auto n = reader::parse_unsigned<std::uint32_t>(std::string(s));
+  if (!n) return invalid("--boot=" + printable(text) + ": not a boot id (32 hex digits), an offset (0, -1, 1...) or ID±N");
+  b.offset = negative ? -static_cast<long long>(*n) : static_cast<long long>(*n);
+  return b;
+}
+
+/* The file `path` names, read as a timeline file is (read_timeline). */
+Result<Timeline, ReadError> read_timeline_path(const std::string &path, const ReadRequest &req) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  reader::Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int e = errno;
+    return ReadError{e == EACCES || e == EPERM ? Problem::kPermissionDenied
+                     : e == ENOENT             ? Problem::kVanished
+                                               : Problem::kIoError,
+                     path + ": cannot open its directory: " + std::strerror(e)};
+  }
+  auto r = read_timeline(fd.get(), dir, name, req);
+  if (!r && r.error().kind == Problem::kVanished)
+    return ReadError{Problem::kIoError, path + ": does not exist (its journal entry carries no document)"};
+  return r;
+}
+
 /* One run of list, show or events, step by step. */
 class Query {
  public:
@@ -399,46 +572,90 @@ class Query {
 
   /* locate_newest(): the steps before print(). */
   int locate(LocatedTimeline *found) {
-    if (const auto rc = open_directories()) return *rc;
-    select_by_name();
-    read_selected();
-    note_fields_no_timeline_has();
-    report_read_problems();
-    order_rows();
+    if (const auto rc = gather()) return *rc;
     problems_.summary();
     if (rows_.empty()) return problems_.count() > 0 ? kExitIncomplete : kExitNoMatch;
     const Candidate &c = *row_candidates_.back();
-    found->dir = dirs_[c.dir].path;
-    found->name = c.name;
-    found->path = rows_.back()->path;
     found->matches = rows_.size();
     found->time_usec = rows_.back()->time_usec;
+    found->path = label(*rows_.back());
+    if (!c.entry) {
+      found->dir = dirs_[c.dir].path;
+      found->name = c.name;
+      return kExitFound;
+    }
+    const JournalEntry &e = entries_[*c.entry];
+    auto d = journal_->document(e.cursor, o_.max_bytes);
+    if (!d) {
+      err_ << "ctl-query: " << printable(d.error().message) << '\n';
+      return kExitIncomplete;
+    }
+    if (*d) {
+      found->document = std::make_shared<const std::string>(std::move(**d));
+      return kExitFound;
+    }
+    /* No document in the entry: the file it names. */
+    const std::string path = rows_.back()->path;
+    const auto slash = path.rfind('/');
+    if (path.empty() || slash == std::string::npos) {
+      err_ << "ctl-query: " << printable(found->path) << ": the entry carries no document and names no timeline file\n";
+      return kExitIncomplete;
+    }
+    found->dir = slash == 0 ? "/" : path.substr(0, slash);
+    found->name = path.substr(slash + 1);
+    found->path = path;
     return kExitFound;
   }
 
   int run() {
-    if (const auto rc = open_directories()) return *rc;
+    if (const auto rc = gather()) return *rc;
+    return print();
+  }
+
+ private:
+  /* Steps 0-5: the sources, their candidates, what is read, the rows. */
+  std::optional<int> gather() {
+    if (const auto rc = open_sources()) return *rc;
+    if (const auto rc = resolve_boot()) return *rc;
+    if (const auto rc = scan_journal()) return *rc;
     select_by_name();
     read_selected();
     note_fields_no_timeline_has();
     report_read_problems();
     order_rows();
-    return print();
+    if (untrusted_ > 0)
+      err_ << "ctl-query: " << untrusted_ << (untrusted_ == 1 ? " journal entry" : " journal entries")
+           << " with the timeline MESSAGE_ID ignored: not logged by root, nor by core-timelined as the crashed "
+              "user (docs/ctl-query.md, \"Trust\")\n";
+    return std::nullopt;
   }
 
- private:
-  /* 1. The directories (-D, or the default ones) and their
-   *    *.timeline.json files.  An exit status if a -D directory cannot be
-   *    opened. */
-  std::optional<int> open_directories() {
-    const bool explicit_dirs = !o_.directories.empty();
-    std::vector<std::string> paths = o_.directories;
-    if (!explicit_dirs) paths.assign(std::begin(kDefaultDirectories), std::end(kDefaultDirectories));
-    for (const auto &p : paths) {
+  /* 1. The sources: -D directories (journal or timeline directories),
+   *    --file, -M, else the local journal; --files adds the default
+   *    timeline directories.  An exit status if one cannot be opened. */
+  std::optional<int> open_sources() {
+    std::vector<std::pair<std::string, bool>> timeline_dirs;  // path, required
+    JournalSpec spec;
+    spec.files = o_.journal_files;
+    for (const auto &p : o_.directories)
+      if (!journal_files_in(p, &spec.files)) timeline_dirs.emplace_back(p, true);
+    const bool explicit_source = !o_.directories.empty() || !o_.journal_files.empty() || !o_.machine.empty();
+    if (o_.files)
+      for (const char *p : kDefaultDirectories) timeline_dirs.emplace_back(p, false);
+    bool want_journal = true;
+    if (!o_.machine.empty()) {
+      spec.kind = JournalSpec::Kind::kMachine;
+      spec.machine = o_.machine;
+    } else if (!spec.files.empty()) {
+      spec.kind = JournalSpec::Kind::kFiles;
+    } else if (explicit_source) {
+      want_journal = false;  // only timeline directories, as before the journal
+    }
+    for (const auto &[p, required] : timeline_dirs) {
       int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0) {
         const int e = errno;
-        if (explicit_dirs) {
+        if (required) {
           err_ << "ctl-query: " << printable(p) << ": cannot open the directory: " << std::strerror(e) << '\n';
           return kExitNoDirectory;
         }
@@ -454,6 +671,15 @@ class Query {
     std::sort(candidates_.begin(), candidates_.end(), [](const Candidate &a, const Candidate &b) {
       return std::tie(a.dir, a.name) < std::tie(b.dir, b.name);
     });
+    if (want_journal) {
+      auto j = Journal::open(spec);
+      if (!j) {
+        err_ << "ctl-query: " << printable(j.error().message) << '\n';
+        return kExitNoDirectory;
+      }
+      journal_ = std::move(*j);
+      journal_local_ = spec.kind == JournalSpec::Kind::kLocal;
+    }
     return std::nullopt;
   }
 
@@ -470,9 +696,129 @@ class Query {
     while (struct dirent *de = ::readdir(listing)) {
       std::string_view n = de->d_name;
       if (!is_timeline_file_name(n)) continue;
-      candidates_.push_back(Candidate{dir, std::string(n), parse_timeline_name(n)});
+      candidates_.push_back(Candidate{dir, std::string(n), parse_timeline_name(n), std::nullopt});
     }
     ::closedir(listing);
+  }
+
+  /* --boot: the boot id it names.  0 is the current boot for the local
+   * journal and for timeline files, the last boot of other journals (as
+   * journalctl); other offsets count the journal's boots, or the boots of
+   * the timeline files' names when no journal is read. */
+  std::optional<int> resolve_boot() {
+    if (!o_.boot) return std::nullopt;
+    auto b = parse_boot(*o_.boot);
+    if (!b) {
+      err_ << "ctl-query: " << b.error().message << '\n';
+      return kExitUsage;
+    }
+    if (!b->id.empty() && b->offset == 0) {
+      boot_id_ = b->id;
+      return std::nullopt;
+    }
+    if (b->id.empty() && b->offset == 0 && (!journal_ || journal_local_)) {
+      sd_id128_t id;
+      if (const int r = sd_id128_get_boot(&id); r < 0) {
+        err_ << "ctl-query: --boot: cannot read this machine's boot id: " << std::strerror(-r) << '\n';
+        return kExitUsage;
+      }
+      char text[SD_ID128_STRING_MAX];
+      boot_id_ = sd_id128_to_string(id, text);
+      return std::nullopt;
+    }
+    std::vector<std::string> boots;
+    if (journal_) {
+      auto list = journal_->boots();
+      if (!list) {
+        err_ << "ctl-query: " << printable(list.error().message) << '\n';
+        return kExitIncomplete;
+      }
+      boots = std::move(*list);
+    } else {
+      std::map<std::string, std::uint64_t> first;
+      for (const auto &c : candidates_)
+        if (c.parsed) {
+          auto [it, fresh] = first.try_emplace(c.parsed->boot_id, c.parsed->usec);
+          if (!fresh) it->second = std::min(it->second, c.parsed->usec);
+        }
+      std::vector<std::pair<std::uint64_t, std::string>> dated;
+      for (const auto &[id, t] : first) dated.emplace_back(t, id);
+      std::sort(dated.begin(), dated.end());
+      for (auto &[t, id] : dated) boots.push_back(id);
+    }
+    long long at = 0;
+    if (!b->id.empty()) {
+      const auto it = std::find(boots.begin(), boots.end(), b->id);
+      at = it == boots.end() ? -1 : (it - boots.begin()) + b->offset;
+      if (it == boots.end()) at = static_cast<long long>(boots.size());  // out of range below
+    } else if (b->offset > 0) {
+      at = b->offset - 1;
+    } else {
+      at = static_cast<long long>(boots.size()) - 1 + b->offset;
+    }
+    if (at < 0 || at >= static_cast<long long>(boots.size())) {
+      err_ << "ctl-query: --boot=" << printable(*o_.boot) << ": no such boot (" << boots.size()
+           << (boots.size() == 1 ? " boot" : " boots") << " in what is read)\n";
+      return kExitNoMatch;
+    }
+    boot_id_ = boots[static_cast<std::size_t>(at)];
+    return std::nullopt;
+  }
+
+  /* 0. The journal's timeline entries that the index leaves possible:
+   *    MESSAGE_ID, the matches on fields the entry has, --boot, and for
+   *    events --name the entries that list the name (or could not list
+   *    every name).  The other matches are left to the documents. */
+  std::optional<int> scan_journal() {
+    std::vector<MatchGroup> residual;
+    JournalTerm base;
+    bool impossible = false;
+    for (const auto &g : matches_.groups()) {
+      if (auto f = journal_field(g.field)) {
+        base.emplace_back(*f, g.values);
+      } else {
+        residual.push_back(g);
+      }
+    }
+    if (boot_id_) {
+      bool merged = false;
+      for (auto &[f, values] : base)
+        if (f == jf::kBootId) {
+          /* A _BOOT_ID match and --boot must both hold. */
+          impossible = std::find(values.begin(), values.end(), *boot_id_) == values.end();
+          values = {*boot_id_};
+          merged = true;
+        }
+      if (!merged) base.emplace_back(std::string(jf::kBootId), std::vector<std::string>{*boot_id_});
+    }
+    residual_ = MatchSet::of(std::move(residual));
+    if (!journal_ || impossible) return std::nullopt;
+    std::vector<JournalTerm> terms;
+    if (o_.command == Command::kEvents && o_.event_filter.name) {
+      JournalTerm named = base, incomplete = base;
+      named.emplace_back(std::string(jf::kEventName), std::vector<std::string>{*o_.event_filter.name});
+      incomplete.emplace_back(std::string(jf::kEventNamesComplete), std::vector<std::string>{"0"});
+      terms = {named, incomplete};
+    } else {
+      terms = {base};
+    }
+    const bool rows_now = !entry_needs_document();
+    auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
+      if (!in_range(entry_time(e))) return;
+      if (rows_now) {
+        /* Its row now; of the entry, only what show needs. */
+        entry_rows_.push_back(row_of_entry(e));
+        e.values = {};  // the row has the timeline path show needs
+      }
+      entries_.push_back(std::move(e));
+    });
+    if (!scanned) {
+      problems_.report(scanned.error().message, problem_name(Problem::kIoError));
+      return std::nullopt;
+    }
+    untrusted_ = *scanned;
+    for (std::size_t i = 0; i < entries_.size(); ++i) candidates_.push_back(Candidate{0, {}, std::nullopt, i});
+    return std::nullopt;
   }
 
   bool in_range(std::uint64_t usec) const {
@@ -480,67 +826,173 @@ class Query {
     return (!o_.since_usec || t >= *o_.since_usec) && (!o_.until_usec || t <= *o_.until_usec);
   }
 
-  /* 2. What the file names leave possible. */
+  /* 2. What the file names leave possible (journal entries: the index
+   *    already decided). */
   void select_by_name() {
     todo_.reserve(candidates_.size());
-    for (const auto &c : candidates_)
+    for (const auto &c : candidates_) {
+      if (c.entry) {
+        todo_.push_back(&c);
+        continue;
+      }
+      if (c.parsed && boot_id_ && c.parsed->boot_id != *boot_id_) continue;
       if (!c.parsed || (matches_.may_match(*c.parsed) && in_range(c.parsed->usec))) todo_.push_back(&c);
+    }
   }
 
-  /* 3. Read what is left, in parallel, keeping the fields the matches use;
-   *    note which match fields some document has. */
-  void read_selected() {
-    for (const auto &g : matches_.groups()) match_fields_.push_back(g.field);
-    slots_.resize(todo_.size());
-    field_seen_ = std::vector<std::atomic<bool>>(matches_.groups().size());
+  /* Whether a journal entry's document must be read: events reads the
+   * events, and matches the index cannot answer need the document. */
+  bool entry_needs_document() const { return o_.command == Command::kEvents || !residual_.empty(); }
+
+  void parallel(const std::vector<std::size_t> &items, const std::function<void(std::size_t)> &fn) {
     std::atomic<std::size_t> next{0};
     auto worker = [&]() {
       for (;;) {
         const std::size_t i = next.fetch_add(1);
-        if (i >= todo_.size()) return;
-        read_one(*todo_[i], slots_[i]);
+        if (i >= items.size()) return;
+        fn(items[i]);
       }
     };
     unsigned jobs = o_.jobs;
     if (jobs == 0) jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-    if (todo_.size() < 64) jobs = 1;
+    if (items.size() < 64) jobs = 1;
     std::vector<std::thread> threads;
     for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
     worker();
     for (auto &th : threads) th.join();
   }
 
-  /* One document; runs on a worker thread (slot is its own). */
-  void read_one(const Candidate &c, Slot &slot) {
+  /* 3. Read what is left, in parallel, keeping the fields the matches use;
+   *    note which match fields some document has.  Journal entries are
+   *    rows from their summary fields, or, when their document is needed,
+   *    fetched from the journal (one thread: the sd_journal handle) in
+   *    chunks that are parsed in parallel. */
+  void read_selected() {
+    for (const auto &g : matches_.groups()) match_fields_.push_back(g.field);
+    slots_.resize(todo_.size());
+    field_seen_ = std::vector<std::atomic<bool>>(matches_.groups().size());
+    std::vector<std::size_t> files, entries;
+    for (std::size_t i = 0; i < todo_.size(); ++i) (todo_[i]->entry ? entries : files).push_back(i);
+    if (!entries.empty())
+      for (std::size_t g = 0; g < matches_.groups().size(); ++g)
+        if (journal_field(matches_.groups()[g].field)) field_seen_[g].store(true);
+    if (!entry_needs_document()) {
+      for (std::size_t i : entries) slots_[i].row = std::move(entry_rows_[*todo_[i]->entry]);
+      std::vector<Row>().swap(entry_rows_);
+    } else {
+      constexpr std::size_t kChunk = 512;
+      docs_.resize(todo_.size());
+      for (std::size_t from = 0; from < entries.size(); from += kChunk) {
+        std::vector<std::size_t> chunk(entries.begin() + static_cast<std::ptrdiff_t>(from),
+                                       entries.begin() + static_cast<std::ptrdiff_t>(std::min(from + kChunk, entries.size())));
+        for (std::size_t i : chunk) {
+          const JournalEntry &e = entries_[*todo_[i]->entry];
+          if (!e.has_document) continue;
+          auto d = journal_->document(e.cursor, o_.max_bytes);
+          if (!d) {
+            slots_[i].error = ReadError{d.error().code == Errc::kInvalidArgument ? Problem::kTooLarge : Problem::kIoError,
+                                        d.error().message};
+            continue;
+          }
+          docs_[i] = std::move(*d);
+        }
+        parallel(chunk, [&](std::size_t i) { read_one(i); });
+        for (std::size_t i : chunk) docs_[i].reset();
+      }
+    }
+    parallel(files, [&](std::size_t i) { read_one(i); });
+  }
+
+  /* The request for one document. */
+  ReadRequest request_for(std::vector<json> &events) const {
+    ReadRequest req;
+    req.max_bytes = o_.max_bytes;
+    req.fields = match_fields_;
+    req.fields.push_back("_HOSTNAME");
+    req.paths = match_fields_;
+    if (o_.command == Command::kEvents) {
+      req.paths.push_back(key::windows);
+      req.on_event = [&events, this](const json &e, std::size_t) {
+        if (o_.event_filter.matches(e)) events.push_back(e);
+      };
+    }
+    return req;
+  }
+
+  /* One document (todo_[i]); runs on a worker thread (its slot is its own). */
+  void read_one(std::size_t i) {
+    const Candidate &c = *todo_[i];
+    Slot &slot = slots_[i];
+    if (slot.error) return;  // its document could not be fetched
     try {
       std::vector<json> events;
-      ReadRequest req;
-      req.max_bytes = o_.max_bytes;
-      req.fields = match_fields_;
-      req.paths = match_fields_;
-      if (o_.command == Command::kEvents) {
-        req.paths.push_back(key::windows);
-        req.on_event = [&](const json &e, std::size_t) {
-          if (o_.event_filter.matches(e)) events.push_back(e);
-        };
-      }
-      auto r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
-      if (!r) {
-        slot.error = r.error();
+      const ReadRequest req = request_for(events);
+      const JournalEntry *entry = c.entry ? &entries_[*c.entry] : nullptr;
+      std::optional<Result<Timeline, ReadError>> r;
+      if (!entry) {
+        r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
+      } else if (docs_[i]) {
+        r = parse_timeline(*docs_[i], entry_label(*entry), req);
+      } else if (const std::string &path = entry->get(jf::kTimelinePath); !path.empty()) {
+        /* No document in the entry (core-timelined's notice before the
+         * entry carried it): the file the entry names. */
+        r = read_timeline_path(path, req);
+      } else {
+        slot.error = ReadError{Problem::kMalformed, entry_label(*entry) + ": carries no document and names no timeline file"};
         return;
       }
-      Timeline &t = r.value();
+      if (!*r) {
+        slot.error = r->error();
+        return;
+      }
+      Timeline &t = r->value();
       documents_read_.fetch_add(1, std::memory_order_relaxed);
       for (std::size_t g = 0; g < field_seen_.size(); ++g)
         if (!field_seen_[g].load(std::memory_order_relaxed) && matches_.has_field(t, g))
           field_seen_[g].store(true, std::memory_order_relaxed);
-      if (!in_range(t.time_usec) || !matches_.matches(t)) return;
+      if (!in_range(t.time_usec)) return;
+      if (entry) {
+        /* The index decided its own groups; the document the rest. */
+        if (!residual_.matches(t)) return;
+      } else {
+        if (!matches_.matches(t)) return;
+        if (boot_id_) {
+          const json *b = t.lookup(key::dotted({key::coredump, key::boot_id}));
+          const std::string *f = t.field("_BOOT_ID");
+          const std::string boot = b && b->is_string() ? b->get<std::string>() : (f ? *f : std::string());
+          if (boot != *boot_id_) return;
+        }
+      }
       /* events: a timeline searched without a match stays a row (with no
        * events), so what it lost is still said. */
-      slot.row = make_row(std::move(t), std::move(events));
+      Row row = make_row(std::move(t), std::move(events));
+      if (entry) {
+        const Row summary = row_of_entry(*entry);
+        row.path = summary.path;
+        row.from_journal = true;
+        row.entry_cursor = summary.entry_cursor;
+        row.cut = summary.cut;
+        if (!summary.host.empty()) row.host = summary.host;
+        if (row.boot_id.empty()) row.boot_id = summary.boot_id;
+      }
+      slot.row = std::move(row);
     } catch (const std::exception &e) {
-      slot.error = ReadError{Problem::kIoError, dirs_[c.dir].path + "/" + c.name + ": " + e.what()};
+      slot.error = ReadError{Problem::kIoError, (c.entry ? entry_label(entries_[*c.entry])
+                                                         : dirs_[c.dir].path + "/" + c.name) +
+                                                    ": " + e.what()};
     }
+  }
+
+  static std::string entry_label(const JournalEntry &e) {
+    const std::string &path = e.get(jf::kTimelinePath);
+    return "the journal entry for " + (path.empty() ? "cursor " + e.cursor : path);
+  }
+
+  std::string label(const Row &r) const { return label_of(r); }
+
+  static std::string label_of(const Row &r) {
+    if (!r.from_journal) return r.path;
+    return "the journal entry for " + (r.path.empty() ? "cursor " + r.entry_cursor : r.path);
   }
 
   /* A match on a field that no document read has is most likely a
@@ -567,19 +1019,65 @@ class Query {
     }
   }
 
-  /* 5. The matches, by crash time. */
+  /* 5. The matches, by crash time.  The same crash (boot, pid, crash
+   *    time) from a file and from the journal is one row, the file's: a
+   *    file is never cut, an entry's document may be; of several entries
+   *    for one crash, the last logged. */
   void order_rows() {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].row) order.push_back(i);
+    std::set<std::string> file_keys;
+    std::map<std::string, std::size_t> last_entry;
+    for (std::size_t i : order) {
+      const Row &r = *slots_[i].row;
+      if (!r.from_journal) file_keys.insert(crash_key(r));
+    }
+    for (std::size_t i : order) {
+      const Row &r = *slots_[i].row;
+      if (r.from_journal) last_entry[crash_key(r)] = i;  // entries are in journal order
+    }
+    std::erase_if(order, [&](std::size_t i) {
+      const Row &r = *slots_[i].row;
+      if (!r.from_journal) return false;
+      const std::string k = crash_key(r);
+      return file_keys.count(k) > 0 || last_entry[k] != i;
+    });
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const Row &x = *slots_[a].row, &y = *slots_[b].row;
-      return std::tie(x.time_usec, x.realtime_usec, x.path) < std::tie(y.time_usec, y.realtime_usec, y.path);
+      return std::tie(x.time_usec, x.realtime_usec, x.path, x.entry_cursor) <
+             std::tie(y.time_usec, y.realtime_usec, y.path, y.entry_cursor);
     });
     for (std::size_t i : order) {
       rows_.push_back(&*slots_[i].row);
       row_candidates_.push_back(todo_[i]);
     }
+  }
+
+  /* The reader of the newest row's document (show, export), and where
+   * the whole timeline is (the file beside the core). */
+  DocumentReader reader_of(const Candidate &c, const Row &row, std::string *whole) {
+    if (!c.entry) {
+      const Directory &dir = dirs_[c.dir];
+      *whole = dir.path + "/" + c.name;
+      return [&dir, name = c.name](const ReadRequest &req) { return read_timeline(dir.fd, dir.path, name, req); };
+    }
+    const JournalEntry &e = entries_[*c.entry];
+    *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
+    auto d = journal_->document(e.cursor, o_.max_bytes);
+    if (!d) {
+      ReadError err{Problem::kIoError, d.error().message};
+      return [err](const ReadRequest &) -> Result<Timeline, ReadError> { return err; };
+    }
+    if (*d) {
+      auto bytes = std::make_shared<const std::string>(std::move(**d));
+      return [bytes, label = label_of(row)](const ReadRequest &req) { return parse_timeline(*bytes, label, req); };
+    }
+    if (whole->empty()) {
+      ReadError err{Problem::kMalformed, label_of(row) + ": carries no document and names no timeline file"};
+      return [err](const ReadRequest &) -> Result<Timeline, ReadError> { return err; };
+    }
+    return [path = *whole](const ReadRequest &req) { return read_timeline_path(path, req); };
   }
 
   /* 6. What the command prints, and the exit status. */
@@ -590,11 +1088,12 @@ class Query {
         const bool show_it = o_.command == Command::kShow;
         if (rows_.size() > 1 && !o_.quiet)
           err_ << "ctl-query: " << rows_.size() << " timelines match; " << (show_it ? "showing" : "exporting")
-               << " the newest (" << printable(rows_.back()->path) << ")\n";
+               << " the newest (" << printable(label(*rows_.back())) << ")\n";
         const Candidate &c = *row_candidates_.back();
         problems_.summary();
-        return show_it ? show(out_, err_, dirs_[c.dir], c.name, o_)
-                       : export_timeline(out_, err_, dirs_[c.dir], c.name, o_);
+        std::string whole;
+        const DocumentReader read = reader_of(c, *rows_.back(), &whole);
+        return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
       }
     } else if (o_.command == Command::kList) {
       std::vector<const Row *> rows = rows_;
@@ -625,8 +1124,12 @@ class Query {
            << "a timeline that could not be read may match\n";
       return kExitIncomplete;
     }
-    if (!o_.quiet)
-      err_ << "ctl-query: " << (candidates_.empty() ? "no timelines found" : "no matching timelines") << '\n';
+    /* The journal's index finds only what matches: "no timelines found"
+     * only when nothing narrowed what it was asked. */
+    const bool none = journal_ ? candidates_.empty() && matches_.empty() && !boot_id_ && !o_.event_filter.name &&
+                                     !o_.since_usec && !o_.until_usec
+                               : candidates_.empty();
+    if (!o_.quiet) err_ << "ctl-query: " << (none ? "no timelines found" : "no matching timelines") << '\n';
     return kExitNoMatch;
   }
 
@@ -635,6 +1138,14 @@ class Query {
   std::ostream &out_, &err_;
   Problems problems_;
   std::vector<Directory> dirs_;
+  std::unique_ptr<Journal> journal_;
+  bool journal_local_ = false;
+  std::vector<JournalEntry> entries_;
+  std::vector<Row> entry_rows_;  /* entries_'s rows, when their documents are not needed */
+  std::size_t untrusted_ = 0;
+  std::optional<std::string> boot_id_;
+  MatchSet residual_;
+  std::vector<std::optional<std::string>> docs_;
   std::vector<Candidate> candidates_;
   std::vector<const Candidate *> todo_;
   std::vector<std::string> match_fields_;

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * query.h - ctl-query's commands (list, show, events, export) over a set of timeline directories
- * (docs/ctl-query.md).
+ * query.h - ctl-query's commands (list, show, events, export) over its sources: the timeline
+ * entries of a journal (journal.h) and the timeline files of directories (docs/ctl-query.md).
  *
+ *   0. the journal: ask its index for the timeline entries that the
+ *      matches, --boot and events --name leave possible, reading only their
+ *      summary fields (the document only where a command needs it);
  *   1. list the *.timeline.json files of each directory;
  *   2. drop those whose file name proves they cannot match (pid, uid, comm,
  *      boot id, crash time) -- without opening them;
@@ -19,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -75,9 +79,21 @@ struct QueryOptions {
   bool json_pretty = false;
   /** With json: show prints the document on one line (--json=short). */
   bool json_short = false;
-  /** Directories to read; empty: kDefaultDirectories, where a missing
-   *  directory is normal (no timeline yet). */
+  /** -D: directories to read.  Each is a journal directory when it holds
+   *  journal files (journal.h journal_files_in()), else a timeline
+   *  directory.  With no -D, --file or -M the local journal is read. */
   std::vector<std::string> directories;
+  /** --file: journal files to read (as journalctl --file). */
+  std::vector<std::string> journal_files;
+  /** -M: the journal of this container (as journalctl -M). */
+  std::string machine;
+  /** --files: also read the timeline files of kDefaultDirectories (where a
+   *  missing directory is normal: no timeline yet). */
+  bool files = false;
+  /** --boot: the crash's boot, as journalctl -b takes it ("" or "0" the
+   *  current boot, "-1" the one before, "1" the first, a 32-hex boot id,
+   *  ID+N / ID-N); unset: every boot. */
+  std::optional<std::string> boot;
   bool quiet = false;      /**< no per-file problem lines (the count stays) */
   bool no_legend = false;  /**< no column header */
   std::uint64_t max_bytes = kDefaultMaxBytes;
@@ -98,6 +114,9 @@ struct LocatedTimeline {
   std::size_t matches = 0;  /**< how many timelines matched; this is the
                                  newest of them (by crash time, as show) */
   std::uint64_t time_usec = 0;  /**< its crash time (Timeline::time_usec) */
+  /** When it was found in the journal with a document: the document's
+   *  bytes (then dir and name are empty, and path names the entry). */
+  std::shared_ptr<const std::string> document;
 };
 
 /** Steps 1-5 of a query with options.matches, --since, --until and -D

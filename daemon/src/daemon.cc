@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* daemon.cc - see daemon.h. */
 #include "daemon.h"
+/* Before <signal.h>, which defines si_pid as a macro (keys.h has a member
+ * of that name). */
+#include "core_timeline/document/keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +18,14 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "decode.h"
 #include "document.h"
 #include "extract.h"
+#include "core_timeline/document/journal_entry.h"
 #include "ids.h"
 #include "log.h"
 
@@ -565,8 +573,10 @@ bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int
       return false;
     case Existing::kWhole:
       /* Perhaps written by a run killed before it synced it: this run's
-       * cursor goes past the entry only once it is durable. */
+       * cursor goes past the entry only once it is durable; or before it
+       * sent its journal entry. */
       sync_later(std::move(opened), dir, name);
+      ensure_entry(e, dirfd, name, dir + "/" + name);
       return true;
     case Existing::kOther:
       spdlog::warn("pid {}: {}/{} is not a regular file of at most {} MiB; left as it is", e.pid, dir, name,
@@ -632,7 +642,7 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
   if (const Next n = gather(e, to, g); n != Next::kGoOn) return n == Next::kStop ? Handled::kStop : Handled::kDone;
   warn_once_if_unconfined(g.work);
   const Verdict verdict = verdict_for(e, g.work);
-  return store_timeline(e, to, g, verdict, document_text(e, verdict, g, t0));
+  return store_timeline(e, to, g, verdict, make_document(e, verdict, g, t0));
 }
 
 Daemon::Destination Daemon::destination_for(const CoredumpEntry &e) {
@@ -756,8 +766,8 @@ void Daemon::warn_once_if_unconfined(const CoreWork &w) {
                landlock ? "" : "Landlock", !landlock && !seccomp ? " and " : "", seccomp ? "" : "their seccomp filter");
 }
 
-std::string Daemon::document_text(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
-                                  std::uint64_t t0) const {
+Daemon::Document Daemon::make_document(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
+                                       std::uint64_t t0) const {
   DocumentParts parts;
   parts.entry = &e;
   parts.verdict = verdict;
@@ -766,11 +776,14 @@ std::string Daemon::document_text(const CoredumpEntry &e, const Verdict &verdict
   parts.prepared_before_entry = g.prepared;
   parts.decoded_usec = realtime_usec();
   parts.duration_ms = g.prepared_ms + static_cast<double>(monotonic_usec() - t0) / 1000.0;
-  return serialize(build_document(parts));
+  Document d;
+  d.tree = build_document(parts);
+  d.bytes = serialize(d.tree);
+  return d;
 }
 
 Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination &to, const Gathered &g,
-                                       const Verdict &verdict, const std::string &text) {
+                                       const Verdict &verdict, const Document &doc) {
   /* Next to the core when it was opened (its owner is known); otherwise in
    * the state directory with the owner systemd-coredump would have used. */
   const bool beside_core = g.owner.has_value();
@@ -781,8 +794,8 @@ Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination
   /* Named at once; it and its directory are fsynced before the cursor is
    * saved past this entry (save_progress()), for a run of entries. */
   Fd unsynced;
-  auto w = store_.write_timeline(dirfd, dir, name, text, beside_core ? *g.owner : owner_for_uid(e.uid), &acl_warning,
-                                 &unsynced);
+  const FileOwner owner = beside_core ? *g.owner : owner_for_uid(e.uid);
+  auto w = store_.write_timeline(dirfd, dir, name, doc.bytes, owner, &acl_warning, &unsynced);
   if (!w) {
     stop_on_error(e, "cannot write its timeline: " + w.error().message);
     return Handled::kStop;
@@ -793,13 +806,15 @@ Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination
   const std::string path = dir + "/" + name;
   if (*w == WriteOutcome::kExists) {
     spdlog::info("pid {}: {} appeared meanwhile; left as it is", e.pid, path);
+    ensure_entry(e, dirfd, name, path);
     return Handled::kDone;
   }
-  report(e, verdict, g.work, path);
+  report(e, verdict, path, doc, owner);
   return Handled::kDone;
 }
 
-void Daemon::report(const CoredumpEntry &e, const Verdict &verdict, const CoreWork &w, const std::string &path) {
+void Daemon::report(const CoredumpEntry &e, const Verdict &verdict, const std::string &path, const Document &doc,
+                    const FileOwner &owner) {
   const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
   const std::string status(status_name(verdict.status));
   log::Fields fields{{"CORE_TIMELINE_STATUS", status},
@@ -807,33 +822,134 @@ void Daemon::report(const CoredumpEntry &e, const Verdict &verdict, const CoreWo
                      {"CORE_TIMELINE_EXE", e.exe},
                      {"CORE_TIMELINE_UID", std::to_string(e.uid)}};
   if (!verdict.reason.empty()) fields.push_back({"CORE_TIMELINE_REASON", verdict.reason});
+  std::size_t events = 0;
+  if (const auto ev = doc.tree.find(core_timeline::document::key::events); ev != doc.tree.end() && ev->is_array())
+    events = ev->size();
+  std::string message;
   switch (verdict.status) {
     case Status::kMappingAbsent:
       log::event(LOG_ERR, kMsgMappingAbsent,
                  who + " crashed with a core-timeline ring, but the ring's mapping is not in its core, so its "
                        "timeline is lost: " + verdict.reason,
                  fields);
-      return;
+      message = who + ": mapping_absent: " + verdict.reason + "; written to " + path;
+      break;
     case Status::kRingNotMade:
       log::event(LOG_ERR, kMsgRingNotMade,
                  who + " crashed with libtimeline loaded, but libtimeline had made no ring, so there is no "
                        "timeline: " + verdict.reason,
                  fields);
-      return;
+      message = who + ": ring_not_made: " + verdict.reason + "; written to " + path;
+      break;
     case Status::kOk:
-      log::event(LOG_INFO, kMsgTimelineWritten,
-                 who + ": timeline with " + std::to_string(w.decoded ? w.decoded->document.summary.event_count : 0) +
-                     " events written to " + path,
-                 fields);
-      return;
+      message = who + ": timeline with " + std::to_string(events) + " events written to " + path;
+      break;
     case Status::kNoRing:
-      log::event(LOG_INFO, kMsgTimelineWritten, who + " had no core-timeline ring (no_ring)", fields);
-      return;
+      message = who + " had no core-timeline ring (no_ring)";
+      break;
     default:
-      log::event(LOG_WARNING, kMsgTimelineWritten,
-                 who + ": " + status + ": " + verdict.reason + "; written to " + path, fields);
-      return;
+      message = who + ": " + status + ": " + verdict.reason + "; written to " + path;
+      break;
   }
+  send_timeline_entry(e, message, path, doc, owner);
+}
+
+void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &message, const std::string &path,
+                                 const Document &doc, const FileOwner &owner) {
+  namespace jn = core_timeline::document::journal;
+  namespace key = core_timeline::document::key;
+  std::string status, reason;
+  if (const auto s = doc.tree.find(key::status); s != doc.tree.end() && s->is_string()) status = s->get<std::string>();
+  if (const auto r = doc.tree.find(key::reason); r != doc.tree.end() && r->is_string()) reason = r->get<std::string>();
+  const int priority = status == "ok" || status == "no_ring" ? LOG_INFO : LOG_WARNING;
+  if (!log::journal_on()) {
+    log::mirror(priority, message);
+    return;
+  }
+  const std::uint64_t t0 = monotonic_usec();
+  log::Fields f{{"MESSAGE", message},
+                {"PRIORITY", std::to_string(priority)},
+                {"SYSLOG_IDENTIFIER", std::string(jn::kSyslogIdentifier)},
+                {"MESSAGE_ID", std::string(kMsgTimelineWritten)}};
+  for (const auto &kv : log::scope_fields()) f.push_back(kv);
+  f.push_back({"CORE_TIMELINE_EXE", e.exe});
+  f.push_back({"CORE_TIMELINE_UID", std::to_string(e.uid)});
+  if (!reason.empty()) f.push_back({"CORE_TIMELINE_REASON", reason});
+  jn::EntryInput in;
+  in.document = &doc.tree;
+  in.document_bytes = doc.bytes;
+  in.coredump_fields = &e.fields;
+  in.coredump_boot_id = e.boot_id;
+  in.timeline_path = path;
+  in.document_max = opt_.journal_document_max;
+  std::string note;
+  for (auto &kv : jn::entry_fields(in, &note)) f.push_back(std::move(kv));
+  if (!note.empty()) spdlog::warn("pid {}: {}", e.pid, note);
+  const auto as = send_as(e, owner);
+  const std::size_t document = f.back().first == jn::kDocument ? f.back().second.size() : 0;
+  const bool cut = std::any_of(f.begin(), f.end(), [](const auto &kv) { return kv.first == jn::kDocumentCut; });
+  const std::size_t n_fields = f.size();
+  auto sent = send_entry(f, as);
+  /* What the entry cost the daemon (bench_daemon reads it from stderr). */
+  log::mirror(priority, fmt::format("{} [journal entry: {} fields, document {} bytes{}, sent as {} in {:.3f} ms]",
+                                    message, n_fields, document, cut ? " (cut)" : "",
+                                    as ? "uid " + std::to_string(as->uid) : std::string("root"),
+                                    static_cast<double>(monotonic_usec() - t0) / 1000.0));
+  if (auto &r = sent; !r) {
+    spdlog::warn("pid {}: cannot send its timeline entry to the journal as {}: {}", e.pid,
+                 as ? "uid " + std::to_string(as->uid) : std::string("root"), r.error().message);
+    if (!as) return;
+    /* Then as root, into the system journal: late readers (adm,
+     * systemd-journal) still have it; the user has the file. */
+    if (auto r2 = send_entry(f, std::nullopt); !r2)
+      spdlog::warn("pid {}: cannot send its timeline entry to the journal: {}", e.pid, r2.error().message);
+  }
+}
+
+void Daemon::ensure_entry(const CoredumpEntry &e, int dirfd, const std::string &name, const std::string &path) {
+  if (!log::journal_on()) return;
+  auto has = timeline_entries_.has_entry(e);
+  if (has && *has) return;
+  if (!has)
+    spdlog::warn("pid {}: cannot tell whether its timeline entry is in the journal ({}); sending it", e.pid,
+                 has.error().message);
+  const int fd = openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    spdlog::warn("pid {}: cannot open {} to send its timeline entry: {}", e.pid, path, strerrordesc_np(errno));
+    return;
+  }
+  Fd file(fd);
+  struct stat st {};
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > kMaxDocumentBytes) {
+    spdlog::warn("pid {}: {} is not a regular file of at most {} MiB; no timeline entry sent", e.pid, path,
+                 kMaxDocumentBytes >> 20);
+    return;
+  }
+  Document doc;
+  doc.bytes.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < doc.bytes.size()) {
+    const ssize_t n = pread(fd, doc.bytes.data() + got, doc.bytes.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      spdlog::warn("pid {}: cannot read {}: {}; no timeline entry sent", e.pid, path,
+                   n < 0 ? strerrordesc_np(errno) : "it shrank");
+      return;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  auto tree = core_timeline::document::parse_stored_document(doc.bytes);
+  if (!tree) {
+    spdlog::warn("pid {}: {}: {}; no timeline entry sent", e.pid, path, tree.error().message);
+    return;
+  }
+  doc.tree = std::move(*tree);
+  const std::string status = doc.tree[core_timeline::document::key::status].get<std::string>();
+  spdlog::info("pid {}: its timeline {} was written before its journal entry was sent (a restart); sending it",
+               e.pid, path);
+  const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
+  send_timeline_entry(e, who + ": " + status + " timeline " + path + " (its entry sent after a restart)", path, doc,
+                      owner_of_core(fd, st));
 }
 
 }  // namespace ctd

@@ -62,6 +62,7 @@
 #include "options.h"
 #include "parts.h"
 #include "prepared.h"
+#include "timeline_entry.h"
 #include "util.h"
 
 namespace ctd {
@@ -145,7 +146,9 @@ class Daemon {
    *  entry is done (nothing more to write), or the daemon stops. */
   enum class Next { kGoOn, kDone, kStop };
   Destination destination_for(const CoredumpEntry &e);
-  /** Step 1: a timeline of this crash is there already (timeline_exists). */
+  /** Step 1: a timeline of this crash is there already (timeline_exists);
+   *  if it is a whole one, makes sure its journal entry was sent
+   *  (ensure_entry()). */
   bool already_has_timeline(const CoredumpEntry &e, const Destination &to);
   /** Steps 2-3: the core of the entry, by its storage, extracted and
    *  decoded into g.work (or g.work says why not). */
@@ -161,14 +164,36 @@ class Daemon {
    *  stops the daemon (exit 1; the entry is redone after the restart). */
   Next stop_on_error(const CoredumpEntry &e, const std::string &what);
   void warn_once_if_unconfined(const CoreWork &w);
-  /** The document, serialized; `t0`: when the entry's handling began. */
-  std::string document_text(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g,
-                            std::uint64_t t0) const;
-  /** Step 4: writes `text` where it goes, unsynced (step 5 syncs it). */
+  /** The document: its tree and its bytes (serialize()). */
+  struct Document {
+    core_timeline::document::Json tree;
+    std::string bytes;
+  };
+  /** The document; `t0`: when the entry's handling began. */
+  Document make_document(const CoredumpEntry &e, const Verdict &verdict, const Gathered &g, std::uint64_t t0) const;
+  /** Step 4: writes the document where it goes, unsynced (step 5 syncs
+   *  it), then report()s it. */
   Handled store_timeline(const CoredumpEntry &e, const Destination &to, const Gathered &g, const Verdict &verdict,
-                         const std::string &text);
-  /** Logs the journal message for a timeline written to `path`. */
-  void report(const CoredumpEntry &e, const Verdict &verdict, const CoreWork &w, const std::string &path);
+                         const Document &doc);
+  /** Step 5's log: the loud entries of mapping_absent and ring_not_made,
+   *  and for every status the timeline entry (send_timeline_entry()). */
+  void report(const CoredumpEntry &e, const Verdict &verdict, const std::string &path, const Document &doc,
+              const FileOwner &owner);
+  /** Sends crash `e`'s timeline entry (docs/core-timelined.md, "The
+   *  timeline entry in the journal"): `message` at PRIORITY 6 for ok and
+   *  no_ring, else 4, the Scope's fields, CORE_TIMELINE_EXE, _UID and
+   *  _REASON, and document::journal::entry_fields(); as the crashed user
+   *  when `owner` (the timeline file's) lets that user read it
+   *  (send_as()).  Only when the journal is a log target.  A failure is
+   *  logged; the daemon goes on. */
+  void send_timeline_entry(const CoredumpEntry &e, const std::string &message, const std::string &path,
+                           const Document &doc, const FileOwner &owner);
+  /** For a whole timeline `name` in `dirfd` (`path`) written before (a
+   *  restart between writing it and sending its entry, or saving the
+   *  cursor): sends its entry from the file, unless the journal holds
+   *  one already (TimelineEntries::has_entry(); when that cannot be told,
+   *  it is sent: a duplicate rather than a loss). */
+  void ensure_entry(const CoredumpEntry &e, int dirfd, const std::string &name, const std::string &path);
   /** Extracts the stored core open on `core_fd` (`name` in the coredump
    *  directory; its suffix says the compression) and decodes it.  Errors:
    *  ECANCELED when asked to stop, else what makes the core impossible to
@@ -209,6 +234,7 @@ class Daemon {
    *  as it is.  A whole one is fsynced with the next save; an empty or
    *  short one (a power cut, files.h) is removed, and false returned. */
   bool timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name);
+  TimelineEntries timeline_entries_;
   /** Watchdog ping when due; reads pending signals.  False once asked to
    *  stop. */
   bool keep_going();

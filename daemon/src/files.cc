@@ -57,6 +57,25 @@ std::string acl_user_read(std::uint32_t uid) {
   return s;
 }
 
+bool grants_read(const FileOwner &owner, std::uint32_t uid) {
+  if (owner.uid == uid && (owner.mode & 0400)) return true;
+  if (owner.mode & 0004) return true;
+  const std::string &a = owner.acl;
+  if (a.size() < 4 || (a.size() - 4) % 8 != 0) return false;
+  const auto u16 = [&a](std::size_t at) {
+    return static_cast<std::uint16_t>(static_cast<unsigned char>(a[at]) | static_cast<unsigned char>(a[at + 1]) << 8);
+  };
+  const auto u32 = [&](std::size_t at) { return static_cast<std::uint32_t>(u16(at)) | static_cast<std::uint32_t>(u16(at + 2)) << 16; };
+  if (u32(0) != 2) return false;
+  bool user_read = false, mask_read = true;
+  for (std::size_t at = 4; at < a.size(); at += 8) {
+    const std::uint16_t tag = u16(at), perm = u16(at + 2);
+    if (tag == 0x02 && u32(at + 4) == uid) user_read = (perm & 4) != 0; /* ACL_USER */
+    if (tag == 0x10) mask_read = (perm & 4) != 0;                        /* ACL_MASK */
+  }
+  return user_read && mask_read;
+}
+
 FileOwner owner_of_core(int fd, const struct stat &st) {
   FileOwner o;
   o.uid = st.st_uid;

@@ -66,6 +66,13 @@ FileOwner owner_for_uid(std::uint64_t crash_uid);
  *  for "user::rw- user:UID:r-- group::r-- mask::r-- other::---". */
 std::string acl_user_read(std::uint32_t uid);
 
+/** Whether a file owned as `owner` lets uid `uid` read it: as its owner
+ *  (mode u+r), through an ACL_USER entry for `uid` with read that the
+ *  ACL's mask (if any) lets through, or as other (o+r).  Group membership
+ *  is not looked at (a core's group is root).  A malformed ACL grants
+ *  nothing.  Pure. */
+bool grants_read(const FileOwner &owner, std::uint32_t uid);
+
 enum class WriteOutcome { kWritten, kExists };
 
 /**

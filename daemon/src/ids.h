@@ -11,6 +11,8 @@
 
 #include <string_view>
 
+#include "core_timeline/document/journal_entry.h"
+
 namespace ctd {
 
 /** PRIORITY=3: a process carried a ring but its mapping is not in the core
@@ -22,9 +24,10 @@ inline constexpr std::string_view kMsgRingNotMade = "46caf83796c3406d9700e020b87
 /** PRIORITY=4: an entry that looks like systemd-coredump's was not written
  *  by it (or names a file it would not): ignored. */
 inline constexpr std::string_view kMsgEntryRejected = "f6333bac94024bafb18b8f5b475c6502";
-/** PRIORITY=6 (ok, no_ring) or 4 (any other status): a timeline was
- *  written for a coredump entry. */
-inline constexpr std::string_view kMsgTimelineWritten = "9d72af4745ac4dc29e0df9be4f6139df";
+/** PRIORITY=6 (ok, no_ring) or 4 (any other status): the timeline entry,
+ *  one per handled crash whatever its status, with the document
+ *  (core_timeline/document/journal_entry.h, which defines the id). */
+inline constexpr std::string_view kMsgTimelineWritten = core_timeline::document::journal::kTimelineMessageId;
 
 }  // namespace ctd
 

@@ -106,14 +106,30 @@ void setup(Target target, spdlog::level::level_enum level) {
 }
 
 
+bool journal_on() noexcept { return g_journal; }
+
+const Fields &scope_fields() noexcept { return t_scope; }
+
+namespace {
+
+void stderr_line(int priority, const std::string &line) {
+    const char *lvl = priority <= LOG_ERR ? "error" : priority == LOG_WARNING ? "warning" : priority == LOG_DEBUG ? "debug" : "info";
+    std::fprintf(stderr, "core-timelined[%d] %s: %s\n", static_cast<int>(getpid()), lvl, line.c_str());
+    std::fflush(stderr);
+}
+
+}  // namespace
+
+void mirror(int priority, const std::string &message) {
+  if (g_stderr) stderr_line(priority, message);
+}
+
 void event(int priority, std::string_view message_id, const std::string &message, const Fields &fields) {
   if (g_journal) send(priority, message_id, message, fields);
   if (g_stderr) {
     std::string line = message;
     for (const auto &[k, v] : fields) line += " " + k + "=" + v;
-    const char *lvl = priority <= LOG_ERR ? "error" : priority == LOG_WARNING ? "warning" : priority == LOG_DEBUG ? "debug" : "info";
-    std::fprintf(stderr, "core-timelined[%d] %s: %s\n", static_cast<int>(getpid()), lvl, line.c_str());
-    std::fflush(stderr);
+    stderr_line(priority, line);
   }
 }
 

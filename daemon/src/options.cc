@@ -75,6 +75,11 @@ void declare_options(CLI::App &app, Options &o, Given &g) {
   app.add_option("--max-kept", o.max_kept, "Most bytes of one core kept for decoding")
       ->transform(size())
       ->default_str("1G");
+  app.add_option("--journal-document-max", o.journal_document_max,
+                 "Most bytes of the timeline document in a crash's journal entry; a bigger one is cut to fit "
+                 "(newest events kept); 0: no document in the entry")
+      ->transform(size())
+      ->default_str("1M");
   app.add_option("--tlmap-dir", o.tlmap_dir, "Event names: NAME.tlmap names the events of executable NAME")
       ->capture_default_str();
   app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
@@ -108,6 +113,10 @@ Result<void> check_values(const Given &g, Options &o) {
                              ": at least 1M (the decoder itself needs about 20M)");
   if (o.max_kept < (1ull << 20)) return error_of(EINVAL, "--max-kept " + std::to_string(o.max_kept) + ": at least 1M");
   if (o.keep_whole_below > o.max_kept) o.keep_whole_below = o.max_kept;
+  if (o.journal_document_max != 0 && (o.journal_document_max < (64ull << 10) || o.journal_document_max > (64ull << 20)))
+    return error_of(EINVAL, "--journal-document-max " + std::to_string(o.journal_document_max) +
+                             ": 0 (no document in the entry), or 64K to 64M (journald keeps an entry within one "
+                             "journal file, at most 128M and often far less: docs/core-timelined.md)");
   o.coredump_dir = strip_slashes(o.coredump_dir);
   o.state_dir = strip_slashes(o.state_dir);
   o.output_dir = strip_slashes(o.output_dir);

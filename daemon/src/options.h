@@ -54,6 +54,10 @@ struct Options {
   std::string journal_directory;
   log::Target log_target = log::Target::kAuto;  /**< --log-target (log::target_name) */
   std::string log_level = "info";    /**< trace, debug, info, warn, err */
+  /** Most bytes of the document in a crash's journal entry (the timeline
+   *  entry, docs/core-timelined.md); a bigger one is cut to fit; 0: the
+   *  entry carries no document. */
+  std::uint64_t journal_document_max = 1ull << 20;
   /** Paths systemd-coredump may have as _EXE (empty: the defaults). */
   std::vector<std::string> coredump_exes;
 };

@@ -133,7 +133,13 @@ void deny_calls(Program &p, bool inet) {
         SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp,
         /* root's keyrings (the unit has KeyringMode=private; a decoder
          * started otherwise would share its caller's). */
-        SYS_keyctl, SYS_add_key, SYS_request_key})
+        SYS_keyctl, SYS_add_key, SYS_request_key,
+        /* The service gives the daemon CAP_SETUID and CAP_SETGID, for the
+         * child that sends a crash's journal entry as the crashed user
+         * (daemon/src/timeline_entry.h); a decoder inherits them and must
+         * not use them. */
+        SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setgroups,
+        SYS_setfsuid, SYS_setfsgid, SYS_capset})
     p.deny(nr);
   /* A connected AF_UNIX datagram pair can still send to a named socket
    * (sendto with an address); libcurl (debuginfod) makes a pair for its

@@ -5,8 +5,11 @@
  * A decoder (decode.h) parses an untrusted core.  It runs as the daemon's
  * user, root without capabilities in core-timeline.service: the owner of
  * every root-owned file and the same uid as the daemon, journald and PID 1.
- * It has no capability to change its uid (CapabilityBoundingSet= is
- * empty), so before it reads the core it confines itself in two halves:
+ * Its only capabilities are CAP_SETUID and CAP_SETGID, which the daemon
+ * needs for the child that sends a crash's journal entry as the crashed
+ * user (timeline_entry.h); the filter below refuses every call that
+ * would use them.  Before it reads the core it confines itself in two
+ * halves:
  *
  * Landlock (landlock(7)), as far as the kernel's ABI goes:
  *  - file systems: no opening for writing, truncating (ABI 3), creating,
@@ -22,7 +25,8 @@
  * and a decoder never needs, answering EPERM: changing the metadata of
  * files (chmod, chown, xattrs - the user.coredump.* the daemon trusts -,
  * times, truncate by path), io_uring, System V and POSIX IPC, ptrace and
- * process_vm_*, keyrings, sockets (none; only AF_INET and AF_INET6 with
+ * process_vm_*, keyrings, changing uids, gids or capabilities (setuid,
+ * setresuid, setgroups, capset...), sockets (none; only AF_INET and AF_INET6 with
  * DEBUGINFOD_URLS), and signals, resource limits and scheduling of any
  * process but itself.  It applies also where Landlock is missing.
  *

@@ -6,6 +6,10 @@
 // durable owned files, the cursor file, the status rules, and the
 // decoder's isolation (timeout, memory limit).  The end-to-end behaviour on
 // the real systemd-coredump pipeline is daemon_pipeline_test.
+// Before <signal.h>, which defines si_pid as a macro (keys.h has a member of
+// that name).
+#include "core_timeline/document/keys.h"
+
 #include <arpa/inet.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -50,6 +54,8 @@
 #include "options.h"
 #include "prepared.h"
 #include "sandbox.h"
+#include "timeline_entry.h"
+#include "core_timeline/document/journal_entry.h"
 
 namespace fs = std::filesystem;
 namespace ctdoc = core_timeline::document;
@@ -1464,6 +1470,19 @@ TEST(Options, DefaultsSuitAStandardSystemAndConfigFileIsRead) {
   EXPECT_EQ(o->max_kept, 2ull << 30);
   EXPECT_EQ(o->keep_whole_below, 512ull << 10);
   EXPECT_FALSE(parse({"core-timelined", "--max-kept", "512K"}));
+  // --journal-document-max: 1M by default; 0 (no document) or 64K..64M.
+  o = parse({"core-timelined"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->journal_document_max, 1ull << 20);
+  EXPECT_EQ(o->journal_document_max, core_timeline::document::journal::kDefaultDocumentMax);
+  for (const auto &[given, want] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"0", 0}, {"64K", 64ull << 10}, {"2M", 2ull << 20}, {"64M", 64ull << 20}}) {
+    o = parse({"core-timelined", "--journal-document-max", given});
+    ASSERT_TRUE(o) << given << ": " << o.error().message;
+    EXPECT_EQ(o->journal_document_max, want) << given;
+  }
+  for (const char *bad : {"1K", "65M", "-1", "lots"})
+    EXPECT_FALSE(parse({"core-timelined", "--journal-document-max", bad})) << bad;
   EXPECT_FALSE(parse({"core-timelined", "--memory-limit", "-1"}));
   EXPECT_FALSE(parse({"core-timelined", "--first-start", "yesterday"}));
   EXPECT_FALSE(parse({"core-timelined", "--state-dir", "relative"}));
@@ -1692,4 +1711,260 @@ TEST(PreparedCores, BoundedInCountBytesAndAgeOldestFirst) {
   q.discard("core.c");
   EXPECT_EQ(q.size(), 0u);
   EXPECT_EQ(q.bytes(), 0u);
+}
+
+// ---- the timeline entry in the journal (document::journal) -----------------
+
+namespace {
+
+namespace jn = core_timeline::document::journal;
+namespace dkey = core_timeline::document::key;
+using ctdoc::Json;
+
+// A stored document shaped as the daemon's: `n` events named E<i % names>
+// (the last one CRASH), two spans (one open), a text line per event, and a
+// big coredump field.
+Json synthetic_document(std::size_t n, std::size_t names) {
+  Json d;
+  d[dkey::schema_version] = ctdoc::kSchemaVersion;
+  d[dkey::status] = "ok";
+  d[dkey::exit_code] = 0;
+  d[dkey::reason] = nullptr;
+  d[dkey::crash] = {{dkey::signal, 11}, {dkey::signal_name, "SIGSEGV"}};
+  Json events = Json::array();
+  std::string text = "core-timeline: header line\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool crash = i + 1 == n;
+    events.push_back({{dkey::ring, 0},
+                      {dkey::lane, 0},
+                      {dkey::seq, i + 1},
+                      {dkey::kind, crash ? "CRASH" : "USER"},
+                      {dkey::name, crash ? std::string("CRASH") : "E" + std::to_string(i % names)},
+                      {dkey::args, {i, 2 * i}}});
+    text += "  -0.001ms tid 1 main E" + std::to_string(i % names) + " arg=" + std::to_string(i) + "\n";
+  }
+  d[dkey::events] = std::move(events);
+  d[dkey::spans] = Json::array({{{dkey::name, "REQUEST"}, {dkey::state, "open"}},
+                                {{dkey::name, "RELOAD"}, {dkey::state, "closed"}}});
+  d[dkey::coredump] = {{dkey::boot_id, kBoot},
+                       {dkey::fields,
+                        {{"COREDUMP_PID", "4242"},
+                         {"COREDUMP_PROC_MAPS", std::string(50000, 'm')},
+                         {"COREDUMP_UID", "1000"}}}};
+  d[dkey::daemon] = {{dkey::version, "test"}};
+  d[dkey::text] = text;
+  return d;
+}
+
+std::map<std::string, std::vector<std::string>> by_name(const jn::Fields &f) {
+  std::map<std::string, std::vector<std::string>> m;
+  for (const auto &[k, v] : f) m[k].push_back(v);
+  return m;
+}
+
+}  // namespace
+
+TEST(TimelineEntry, DocumentThatFitsIsTheFileItself) {
+  const Json d = synthetic_document(10, 3);
+  const std::string bytes = ctdoc::serialize(d);
+  auto b = jn::bound_document(d, bytes, bytes.size());
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_FALSE(b->cut);
+  EXPECT_EQ(b->bytes, bytes);
+}
+
+TEST(TimelineEntry, BigDocumentIsCutToTheBoundKeepingTheNewestEventsAndSaysSo) {
+  const Json d = synthetic_document(20000, 50);
+  const std::string bytes = ctdoc::serialize(d);
+  ASSERT_GT(bytes.size(), 3u << 20);
+  for (const std::uint64_t max : {jn::kMinDocumentMax, std::uint64_t{1} << 20}) {
+    auto b = jn::bound_document(d, bytes, max);
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_TRUE(b->cut);
+    EXPECT_LE(b->bytes.size(), max);
+    // Most of the bound is used: the estimate of each event's size is exact
+    // enough that at most a few events' worth is left unused.
+    EXPECT_GT(b->bytes.size(), max - 4096) << max;
+    auto c = ctdoc::parse_stored_document(b->bytes);
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(ctdoc::serialize(*c), b->bytes) << "a cut document is serialized as stored documents are";
+    const Json &cut = (*c)[dkey::cut];
+    EXPECT_EQ(cut[dkey::limit], max);
+    EXPECT_EQ(cut[dkey::document_bytes], bytes.size());
+    EXPECT_EQ(cut[dkey::events_total], 20000u);
+    const std::size_t kept = cut[dkey::events_kept].get<std::size_t>();
+    ASSERT_GT(kept, 0u);
+    EXPECT_LT(kept, 20000u);
+    ASSERT_EQ((*c)[dkey::events].size(), kept);
+    // The newest: the last `kept`, in order, ending with the CRASH.
+    EXPECT_EQ((*c)[dkey::events].back()[dkey::kind], "CRASH");
+    EXPECT_EQ((*c)[dkey::events].front()[dkey::seq], 20000 - kept + 1);
+    EXPECT_EQ(cut[dkey::fields_left_out], Json::array({"COREDUMP_PROC_MAPS"}));
+    EXPECT_FALSE((*c)[dkey::coredump][dkey::fields].contains("COREDUMP_PROC_MAPS"));
+    EXPECT_EQ((*c)[dkey::coredump][dkey::fields]["COREDUMP_PID"], "4242");
+    const std::string &text = (*c)[dkey::text].get_ref<const std::string &>();
+    EXPECT_LE(text.size(), max / 8 + 200);
+    EXPECT_EQ(cut[dkey::text_kept_bytes], text.size());
+    EXPECT_EQ(cut[dkey::text_bytes], d[dkey::text].get<std::string>().size());
+    EXPECT_EQ(text.rfind("[cut: ", 0), 0u) << text.substr(0, 100);
+    // Its last line is the original's.
+    const std::string &orig = d[dkey::text].get_ref<const std::string &>();
+    EXPECT_EQ(orig.substr(orig.size() - 40), text.substr(text.size() - 40));
+    // Everything else is whole.
+    EXPECT_EQ((*c)[dkey::spans], d[dkey::spans]);
+    EXPECT_EQ((*c)[dkey::crash], d[dkey::crash]);
+    EXPECT_NE(cut[dkey::kept].get<std::string>().find("newest " + std::to_string(kept) + " of 20000"),
+              std::string::npos);
+  }
+}
+
+TEST(TimelineEntry, DocumentThatCannotFitEvenWithoutEventsIsAnError) {
+  Json d = synthetic_document(10, 3);
+  d[dkey::process] = {{dkey::comm, std::string(100000, 'x')}};  // kept whole
+  const std::string bytes = ctdoc::serialize(d);
+  auto b = jn::bound_document(d, bytes, 64 << 10);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("bound of 65536"), std::string::npos) << b.error().message;
+  // entry_fields then sends no document, says it is cut, and why.
+  jn::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  in.document_max = 64 << 10;
+  std::string note;
+  const auto m = by_name(jn::entry_fields(in, &note));
+  EXPECT_EQ(m.count(std::string(jn::kDocument)), 0u);
+  EXPECT_EQ(m.at(std::string(jn::kDocumentCut)), std::vector<std::string>{"1"});
+  EXPECT_NE(note.find("no document"), std::string::npos) << note;
+}
+
+TEST(TimelineEntry, FieldsCarryJoinKeysSummaryAndTheDocument) {
+  const Json d = synthetic_document(30, 5);
+  const std::string bytes = ctdoc::serialize(d);
+  const std::map<std::string, std::string> cd{{"COREDUMP_PID", "4242"},           {"COREDUMP_UID", "1000"},
+                                              {"COREDUMP_GID", "1000"},           {"COREDUMP_SIGNAL", "11"},
+                                              {"COREDUMP_SIGNAL_NAME", "SIGSEGV"}, {"COREDUMP_EXE", "/bin/x"},
+                                              {"COREDUMP_COMM", "x"},             {"COREDUMP_TIMESTAMP", "123"},
+                                              {"COREDUMP_FILENAME", "/var/lib/systemd/coredump/core.x"},
+                                              {"COREDUMP_PROC_MAPS", "not a join key"}};
+  jn::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  in.coredump_fields = &cd;
+  in.coredump_boot_id = kBoot;
+  in.timeline_path = "/var/lib/systemd/coredump/core.x.timeline.json";
+  const auto f = jn::entry_fields(in);
+  const auto m = by_name(f);
+  for (const std::string_view k : jn::kJoinKeys) EXPECT_EQ(m.at(std::string(k)), std::vector{cd.at(std::string(k))}) << k;
+  EXPECT_EQ(m.count("COREDUMP_PROC_MAPS"), 0u);
+  const auto one = [&](std::string_view k) { return m.at(std::string(k)).at(0); };
+  EXPECT_EQ(one(jn::kBootId), kBoot);
+  EXPECT_EQ(one(jn::kStatus), "ok");
+  EXPECT_EQ(one(jn::kSignal), "SIGSEGV");
+  EXPECT_EQ(one(jn::kEvents), "30");
+  EXPECT_EQ(one(jn::kLastEvent), "E3") << "the last event that is not the CRASH (event 28: E28 % 5)";
+  EXPECT_EQ(one(jn::kOpenSpans), "1");
+  EXPECT_EQ(m.at(std::string(jn::kOpenSpan)), std::vector<std::string>{"REQUEST"});
+  EXPECT_EQ(m.at(std::string(jn::kEventName)), (std::vector<std::string>{"E0", "E1", "E2", "E3", "E4", "CRASH"}));
+  EXPECT_EQ(one(jn::kEventNamesComplete), "1");
+  EXPECT_EQ(one(jn::kSchemaVersion), std::to_string(ctdoc::kSchemaVersion));
+  EXPECT_EQ(one(jn::kTimelinePath), in.timeline_path);
+  EXPECT_EQ(one(jn::kDocument), bytes) << "the document is the file's bytes";
+  EXPECT_EQ(one(jn::kDocumentBytes), std::to_string(bytes.size()));
+  EXPECT_EQ(m.count(std::string(jn::kDocumentCut)), 0u);
+  // Names are valid journal field names (A-Z, 0-9, _; not starting with _ or a digit; at most 64).
+  for (const auto &[k, v] : f) {
+    ASSERT_FALSE(k.empty());
+    EXPECT_TRUE(k.size() <= 64 && k[0] != '_' && !(k[0] >= '0' && k[0] <= '9')) << k;
+    for (char ch : k) EXPECT_TRUE((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_') << k;
+  }
+  // 0: no document, still the summary.
+  in.document_max = 0;
+  const auto m0 = by_name(jn::entry_fields(in));
+  EXPECT_EQ(m0.count(std::string(jn::kDocument)), 0u);
+  EXPECT_EQ(m0.count(std::string(jn::kDocumentCut)), 0u);
+  EXPECT_EQ(m0.at(std::string(jn::kEvents)).at(0), "30");
+}
+
+TEST(TimelineEntry, EventNamesStopAtTheirMaximumAndSaySo) {
+  const Json d = synthetic_document(jn::kMaxEventNames + 100, jn::kMaxEventNames + 50);
+  const std::string bytes = ctdoc::serialize(d);
+  jn::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  in.document_max = 0;
+  const auto f = jn::entry_fields(in);
+  const auto m = by_name(f);
+  EXPECT_EQ(m.at(std::string(jn::kEventName)).size(), jn::kMaxEventNames);
+  EXPECT_EQ(m.at(std::string(jn::kEventNamesComplete)).at(0), "0");
+  // Few enough fields for sd_journal_sendv (two iovecs each; sendmsg takes
+  // at most 1024) with the sender's own ten or so.
+  EXPECT_LT(f.size() + jn::kMaxOpenSpanNames + 12, 500u);
+  // A document without events: no names, complete.
+  Json e = synthetic_document(0, 1);
+  in.document = &e;
+  const auto me = by_name(jn::entry_fields(in));
+  EXPECT_EQ(me.count(std::string(jn::kEventName)), 0u);
+  EXPECT_EQ(me.count(std::string(jn::kLastEvent)), 0u);
+  EXPECT_EQ(me.at(std::string(jn::kEventNamesComplete)).at(0), "1");
+  EXPECT_EQ(me.at(std::string(jn::kEvents)).at(0), "0");
+}
+
+TEST(TimelineEntry, TrustedSenderIsRootOrTheCrashedNonSystemUser) {
+  const auto t = [](std::optional<std::string_view> uid, std::optional<std::string_view> transport,
+                    std::optional<std::string_view> cuid) {
+    jn::Sender s;
+    s.uid = uid;
+    s.transport = transport;
+    s.coredump_uid = cuid;
+    return jn::trusted_sender(s);
+  };
+  EXPECT_TRUE(t("0", "journal", "1000"));
+  EXPECT_TRUE(t("0", "journal", std::nullopt));
+  EXPECT_TRUE(t("1000", "journal", "1000"));
+  EXPECT_TRUE(t("70000", "journal", "70000"));
+  EXPECT_FALSE(t("1000", "journal", "1001")) << "a user speaking of another's crash";
+  EXPECT_FALSE(t("999", "journal", "999")) << "system users' crashes are sent by root";
+  EXPECT_FALSE(t("65534", "journal", "65534"));
+  EXPECT_FALSE(t("01000", "journal", "01000"));
+  EXPECT_FALSE(t("0", "stdout", "1000")) << "a line printed to a journal stream";
+  EXPECT_FALSE(t("0", "syslog", "1000"));
+  EXPECT_FALSE(t(std::nullopt, "journal", "1000"));
+  EXPECT_FALSE(t("0", std::nullopt, "1000"));
+  EXPECT_FALSE(t("1000", "journal", std::nullopt));
+}
+
+TEST(TimelineEntry, SentAsTheCrashedUserOnlyWhenTheTimelineIsReadableByThem) {
+  ctd::CoredumpEntry e;
+  e.uid = 1000;
+  e.fields["COREDUMP_GID"] = "1001";
+  // systemd-coredump's core: root:root 0640 plus user:1000:r--.
+  const ctd::FileOwner core = ctd::owner_for_uid(1000);
+  EXPECT_TRUE(ctd::grants_read(core, 1000));
+  EXPECT_FALSE(ctd::grants_read(core, 1001));
+  auto as = ctd::send_as(e, core);
+  ASSERT_TRUE(as);
+  EXPECT_EQ(as->uid, 1000u);
+  EXPECT_EQ(as->gid, 1001u);
+  // No ACL (a file system without them): the user cannot read; root sends.
+  ctd::FileOwner plain;
+  EXPECT_FALSE(ctd::grants_read(plain, 1000));
+  EXPECT_FALSE(ctd::send_as(e, plain));
+  // A mask without read hides the user's entry.
+  ctd::FileOwner masked = core;
+  masked.acl[4 + 3 * 8 + 2] = 0;  // ACL_MASK's perm: ---
+  EXPECT_FALSE(ctd::grants_read(masked, 1000));
+  // Owner and other bits.
+  ctd::FileOwner own{1000, 1000, 0600, ""};
+  EXPECT_TRUE(ctd::grants_read(own, 1000));
+  ctd::FileOwner world{0, 0, 0644, ""};
+  EXPECT_TRUE(ctd::grants_read(world, 1234));
+  // A system user's crash: root sends, whatever the file says.
+  e.uid = 995;
+  EXPECT_FALSE(ctd::send_as(e, ctd::FileOwner{995, 995, 0600, ""}));
+  e.uid = 65534;
+  EXPECT_FALSE(ctd::send_as(e, world));
+  // A malformed ACL grants nothing.
+  ctd::FileOwner bad = core;
+  bad.acl.resize(bad.acl.size() - 3);
+  EXPECT_FALSE(ctd::grants_read(bad, 1000));
 }

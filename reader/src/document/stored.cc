@@ -76,6 +76,30 @@ reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noe
   }
 }
 
+reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
+  try {
+    const Json::parser_callback_t depth_check = [](int depth, nlohmann::json::parse_event_t event, Json &) {
+      if ((event == nlohmann::json::parse_event_t::object_start ||
+           event == nlohmann::json::parse_event_t::array_start) &&
+          depth >= kMaxDepth)
+        throw TooDeep{};
+      return true;
+    };
+    Json doc = Json::parse(bytes.begin(), bytes.end(), depth_check, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return bad("the document is not valid JSON");
+    if (!doc.is_object()) return bad("the document is not a JSON object");
+    const auto status = doc.find(key::status);
+    if (status == doc.end() || !status->is_string()) return bad("no \"status\" string");
+    return doc;
+  } catch (const TooDeep &) {
+    return bad(fmt::format("the document nests deeper than {} levels", kMaxDepth));
+  } catch (const std::bad_alloc &) {
+    return Error{Errc::kNoMemory, "out of memory while parsing the document"};
+  } catch (const std::exception &e) {
+    return bad(std::string("the document does not parse: ") + e.what());
+  }
+}
+
 Json stored_document(const StoredParts &p) {
   Json doc;
   if (p.reader) {

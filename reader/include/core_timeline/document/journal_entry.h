@@ -32,15 +32,28 @@
  *     kDocumentCut "1".  kDocumentBytes: the size of the whole document.
  *
  * Field values are untrusted to a reader: any local user can log an
- * entry with this MESSAGE_ID.  A reader checks the sender (_UID=0,
- * _COMM/SYSLOG_IDENTIFIER) before it believes one, as the daemon does for
- * systemd-coredump's entries.
+ * entry with this MESSAGE_ID.  A reader believes one only if
+ * trusted_sender() says so (below): _UID 0, or _UID == COREDUMP_UID of a
+ * non-system user (the daemon sends those from a child at that uid, so
+ * that they land in the journal the crashed user can read), as the daemon
+ * does for systemd-coredump's entries.
+ *
+ * Errors: bound_document() returns reader::Error (kBadData).  Thread-safety:
+ * constants and pure functions.
  */
 #ifndef CORE_TIMELINE_DOCUMENT_JOURNAL_ENTRY_H
 #define CORE_TIMELINE_DOCUMENT_JOURNAL_ENTRY_H
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core_timeline/document/stored.h"
 
 namespace core_timeline::document::journal {
 
@@ -66,10 +79,110 @@ inline constexpr std::string_view kDocumentCut = "CORE_TIMELINE_DOCUMENT_CUT";
 inline constexpr std::string_view kDocumentBytes = "CORE_TIMELINE_DOCUMENT_BYTES";
 
 /** Most kEventName fields one entry carries; past it kEventNamesComplete
- *  is "0". */
-inline constexpr std::size_t kMaxEventNames = 1024;
+ *  is "0".  384, not the 1024 first chosen: sd_journal_sendv(3) sends an
+ *  entry with one sendmsg(2) of two iovecs per field (five for a field
+ *  holding a newline), and sendmsg refuses more than UIO_MAXIOV (1024)
+ *  with EINVAL, which sd_journal_sendv does not retry through its memfd:
+ *  measured here (systemd 252), 507 fields are sent and 511 are refused.
+ *  journald then drops an entry of more than 1024 fields
+ *  (ENTRY_FIELD_COUNT_MAX, src/journal/journald-native.c), and
+ *  systemd-journal-remote aborts an upload's connection on one
+ *  (src/journal-remote/journal-remote.c).  384 names, kMaxOpenSpanNames
+ *  and the other fields (at most about 40) stay below 500. */
+inline constexpr std::size_t kMaxEventNames = 384;
 /** Most kOpenSpan fields one entry carries. */
 inline constexpr std::size_t kMaxOpenSpanNames = 64;
+
+/** The join keys copied from the systemd-coredump entry, those present. */
+inline constexpr std::string_view kJoinKeys[] = {
+    "COREDUMP_PID", "COREDUMP_UID",  "COREDUMP_GID",       "COREDUMP_SIGNAL",  "COREDUMP_SIGNAL_NAME",
+    "COREDUMP_EXE", "COREDUMP_COMM", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME"};
+
+/** --journal-document-max's default: 1 MiB (docs/core-timelined.md, "The
+ *  timeline entry in the journal", says why). */
+inline constexpr std::uint64_t kDefaultDocumentMax = 1ull << 20;
+/** The smallest non-zero bound: a cut document keeps its small members
+ *  whole (about 10 KiB without events, more with many rings or spans). */
+inline constexpr std::uint64_t kMinDocumentMax = 64ull << 10;
+/** coredump.fields values larger than this are left out of a cut
+ *  document (COREDUMP_PROC_MAPS, _ENVIRON...: the coredump entry has them). */
+inline constexpr std::size_t kCutFieldMax = 2048;
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+/** The document as it goes into an entry: `bytes` is the stored document
+ *  itself (`cut` false) or a cut document (cut_document()). */
+struct EntryDocument {
+  std::string bytes;
+  bool cut = false;
+};
+
+/**
+ * The document bounded by `max_bytes` (> 0): the document's own bytes,
+ * `whole_bytes` (serialize(doc): the timeline file's content), when they
+ * fit; else a copy of `doc` cut to fit, serialized as stored documents
+ * are (serialize()).  The cut keeps the newest events (the end of
+ * "events"), replaces "text" by its last lines within an eighth of the
+ * bound, leaves out coredump.fields values over kCutFieldMax bytes, and
+ * adds a top-level "cut" object (docs/timeline-json.md, "cut"): limit,
+ * document_bytes, events_total, events_kept, text_bytes, text_kept_bytes,
+ * fields_left_out, kept (a sentence).  Spans and threads are kept whole, so
+ * their indices still hold; a span's begin/end may name an event that was
+ * cut.  Errors (reader::Errc::kBadData): `doc` is not an object, or even
+ * without events, text and big fields it does not fit `max_bytes`.  Pure;
+ * thread-safe.
+ */
+reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view whole_bytes, std::uint64_t max_bytes);
+
+/** What entry_fields() is given. */
+struct EntryInput {
+  const Json *document = nullptr;           /**< the stored document's tree */
+  std::string_view document_bytes;          /**< its bytes, serialize(*document) */
+  const std::map<std::string, std::string> *coredump_fields = nullptr;  /**< the coredump entry's */
+  std::string coredump_boot_id;             /**< its _BOOT_ID */
+  std::string timeline_path;                /**< the file beside the core */
+  std::uint64_t document_max = kDefaultDocumentMax;  /**< 0: no kDocument */
+};
+
+/**
+ * The timeline entry's fields for one crash (this file's top), without
+ * MESSAGE, MESSAGE_ID, PRIORITY and SYSLOG_IDENTIFIER (the sender's).
+ * Summary fields come from the document: kStatus its "status"; kSignal
+ * crash.signal_name, else COREDUMP_SIGNAL_NAME (absent if neither);
+ * kEvents the length of "events" (0 without); kLastEvent the "name" of the
+ * last event whose kind is not CRASH (absent if none); kOpenSpans the
+ * number of spans whose state is "open" or "open_or_end_lost", kOpenSpan
+ * their distinct names (at most kMaxOpenSpanNames); kEventName each
+ * distinct event name in order of first appearance (at most
+ * kMaxEventNames; kEventNamesComplete "0" past it).  kDocument, kDocumentCut
+ * as bound_document() gives them; kDocumentBytes the whole document's size.
+ * A document that cannot be bounded goes without kDocument, with
+ * kDocumentCut "1" (`*note` says why).  Field values are bytes as they are
+ * (the journal takes any); names are valid journal field names.
+ * Pure; thread-safe.
+ */
+Fields entry_fields(const EntryInput &in, std::string *note = nullptr);
+
+/** The sender's trusted fields of a timeline entry, as read. */
+struct Sender {
+  std::optional<std::string_view> uid;           /**< _UID */
+  std::optional<std::string_view> transport;     /**< _TRANSPORT */
+  std::optional<std::string_view> coredump_uid;  /**< COREDUMP_UID (the entry's own field) */
+};
+
+/**
+ * Whether a timeline entry was sent by core-timelined, as far as the
+ * journal can tell: _TRANSPORT is "journal" and either _UID is "0" (root:
+ * the system journal) or _UID equals COREDUMP_UID and that uid is not a
+ * system user's (1000..65533 and above 65534: the daemon sends the entry of
+ * such a user's crash from a child that has dropped to that uid, so it
+ * lands in user-UID.journal, which the user can read).  So a forger running
+ * as uid U can only speak about crashes of U, as with systemd-coredump's
+ * own entries (daemon/src/entry.h).  _EXE is not checked: journald may not
+ * record it (the child has exited), and U can run core-timelined itself.
+ * A missing field is untrusted.  Pure; thread-safe.
+ */
+bool trusted_sender(const Sender &s) noexcept;
 
 }  // namespace core_timeline::document::journal
 

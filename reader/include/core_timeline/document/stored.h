@@ -73,6 +73,12 @@ struct ReaderDocument {
  */
 reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noexcept;
 
+/** Parses a stored document, `bytes` (untrusted: a timeline file, or a
+ *  journal entry's CORE_TIMELINE_DOCUMENT): valid JSON, an object nested
+ *  at most kMaxDepth deep (checked while parsing), with a "status"
+ *  string.  kBadData says what is wrong; kNoMemory.  Never throws. */
+reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept;
+
 /** The summary of a reader's document tree; kBadData names the member
  *  that is missing or of the wrong type. */
 reader::Result<ReaderSummary> summarize(const Json &reader_document);

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""bench/bench_query.py [BUILD_DIR [N [RUNS]]] - ctl-query over N crashes
+(default 100000) from the journal's index, beside coredumpctl over the same
+journal and beside the file scan (docs/performance.md, "bench_query";
+issue 16's targets).
+
+The corpus (bench/query_corpus.py: N systemd-coredump entries and N
+timeline entries in a journal made by systemd-journal-remote, and the N
+timeline files) is made once in BUILD_DIR/bench-query-N/ and kept for the
+next runs (its making is timed and printed when it is made).
+
+Each command runs RUNS times (default 3) with stdout on /dev/null; printed:
+the median and the slowest wall time, and the peak RSS of the slowest-RSS
+run (ru_maxrss of that child, from wait4(2); a child of this python starts
+at python's own high-water mark, printed as the "floor" row).  One command
+per line, then the targets with their verdicts (a miss says by how much).
+
+Not a test: no time is judged (a missed target is printed, not an error),
+and it is not run by ctest; it exits 1 only when a measured command fails.
+tests/bench/check_bench runs it on N=200 to keep it working.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import query_corpus  # noqa: E402
+
+
+def measure(argv, runs):
+    times, rss, codes = [], [], set()
+    for _ in range(runs):
+        start = time.perf_counter()
+        with open(os.devnull, "wb") as null:
+            p = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
+            err = p.stderr.read()
+            _, status, usage = os.wait4(p.pid, 0)
+        times.append(time.perf_counter() - start)
+        rss.append(usage.ru_maxrss)
+        codes.add(os.waitstatus_to_exitcode(status))
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return statistics.median(times), max(times), max(rss), codes, err.decode(errors="replace")
+
+
+def main():
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(src, "build")
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
+    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    ctlq = os.path.join(build, "bin", "ctl-query")
+    corpus = os.path.join(build, "bench-query-%d" % n)
+    if not os.path.exists(os.path.join(corpus, "done")):
+        subprocess.run(["rm", "-rf", corpus], check=True)
+        start = time.monotonic()
+        subprocess.run([sys.executable, os.path.join(src, "bench", "query_corpus.py"), str(n), corpus], check=True)
+        print("corpus made in %.1f s (kept in %s)" % (time.monotonic() - start, corpus))
+        open(os.path.join(corpus, "done"), "w").close()
+    else:
+        print("corpus: %s (made by an earlier run)" % corpus)
+    jdir, tdir = os.path.join(corpus, "journal"), os.path.join(corpus, "timelines")
+    pid = str(100000 + n // 2)
+    name = "RELOAD"
+    rows = []
+    failed = []
+
+    def row(label, argv):
+        med, worst, rss, codes, err = measure(argv, runs)
+        rows.append((label, med, worst, rss, codes))
+        if codes - {0}:
+            print("  %s exited %s: %s" % (label, sorted(codes), err.strip()[:300]))
+            failed.append(label)
+        return med
+
+    row("floor (/bin/true)", ["/bin/true"])
+    t = {}
+    t["list"] = row("ctl-query -D JOURNAL list", [ctlq, "-D", jdir, "list"])
+    t["cd_list"] = row("coredumpctl -D JOURNAL list", ["coredumpctl", "--no-pager", "-D", jdir, "list"])
+    t["events"] = row("ctl-query -D JOURNAL events --name " + name, [ctlq, "-D", jdir, "events", "--name", name])
+    t["show"] = row("ctl-query -D JOURNAL show " + pid, [ctlq, "-D", jdir, "show", pid])
+    t["cd_info"] = row("coredumpctl -D JOURNAL info " + pid, ["coredumpctl", "--no-pager", "-D", jdir, "info", pid])
+    t["f_list"] = row("ctl-query -D TIMELINES list (file scan)", [ctlq, "-D", tdir, "list"])
+    t["f_events"] = row("ctl-query -D TIMELINES events --name " + name, [ctlq, "-D", tdir, "events", "--name", name])
+    t["f_show"] = row("ctl-query -D TIMELINES show " + pid, [ctlq, "-D", tdir, "show", pid])
+
+    print("bench_query: %d crashes (%d timeline entries + %d coredump entries in the journal; %d files), "
+          "median of %d runs" % (n, n, n, n, runs))
+    print("| command | median s | slowest s | peak RSS MiB |")
+    print("|---|---:|---:|---:|")
+    for label, med, worst, rss, codes in rows:
+        print("| %s | %.3f | %.3f | %.1f |" % (label, med, worst, rss / 1024))
+
+    def verdict(what, value, limit):
+        ok = value <= limit
+        print("target: %s <= %g: %.3f %s" % (what, limit, value,
+                                             "met" if ok else "MISSED by %.3f (%.0f%%)" % (value - limit,
+                                                                                           100 * (value - limit) / limit)))
+    verdict("ctl-query list s", t["list"], 0.5)
+    verdict("ctl-query list / coredumpctl list", t["list"] / t["cd_list"], 1.5)
+    verdict("ctl-query events --name s", t["events"], 2.0)
+    verdict("ctl-query show s", t["show"], 0.05)
+    if failed:
+        sys.exit("bench_query: these commands failed, their times mean nothing: " + ", ".join(failed))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""bench/query_corpus.py N DIR - the corpus bench_query.sh measures.
+
+Writes, for N crashes of one boot of one host (pids 100000.., one second
+apart, COMM and EXE one of four programs):
+
+  DIR/journal/bench.journal  through the real systemd-journal-remote (export
+      format on its stdin): per crash the systemd-coredump entry
+      (MESSAGE_ID fc2e22bc6ee647b6b90729ab34a250b1, systemd-coredump(8)'s
+      fields and a stack-trace MESSAGE, as coredumpctl reads them) and the
+      timeline entry core-timelined logs (the names of
+      reader/include/core_timeline/document/journal_entry.h, the document
+      included); journal-remote may split it into several files when one is
+      full;
+  DIR/timelines/*.timeline.json  the same documents as files, named as
+      core-timelined names them (the file-scan peer).
+
+Each document is small and realistic (about 2 KiB: status, process, crash,
+coredump with its fields, daemon, 6 events, text).  Every crash has the events
+LANE_CLAIM, REQ_PARSE, MALLOC, FREE, then one of BEFORE_DIE, RELOAD,
+CONFIG_LOAD, FLUSH by turns (so "RELOAD" is in a quarter of them), then CRASH.
+
+Prints "generated N crashes in S s (journal X MiB in F files, timelines Y MiB)".
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
+TIMELINE_ID = "9d72af4745ac4dc29e0df9be4f6139df"
+COREDUMP_ID = "fc2e22bc6ee647b6b90729ab34a250b1"
+BOOT = "5e1f0b6c0a3d4e0f9b8a7c6d5e4f3a2b"
+HOST = "bench-host"
+T0 = 1796020111000000  # 2026-11-30 06:28:31 UTC
+PROGRAMS = ["server", "worker", "backup", "indexer"]
+LAST = ["BEFORE_DIE", "RELOAD", "CONFIG_LOAD", "FLUSH"]
+
+
+def export_entry(fields, realtime, monotonic):
+    out = [b"__REALTIME_TIMESTAMP=%d\n__MONOTONIC_TIMESTAMP=%d\n_BOOT_ID=%s\n" % (realtime, monotonic, BOOT.encode())]
+    for k, v in fields:
+        v = v.encode() if isinstance(v, str) else v
+        if b"\n" in v:
+            out.append(k.encode() + b"\n" + struct.pack("<Q", len(v)) + v + b"\n")
+        else:
+            out.append(k.encode() + b"=" + v + b"\n")
+    out.append(b"\n")
+    return b"".join(out)
+
+
+def crash(i):
+    pid = 100000 + i
+    comm = PROGRAMS[i % len(PROGRAMS)]
+    exe = "/usr/bin/" + comm
+    ts = T0 + i * 1000000
+    core = "/var/lib/systemd/coredump/core.%s.1000.%s.%d.%d.zst" % (comm, BOOT, pid, ts)
+    names = ["LANE_CLAIM", "REQ_PARSE", "MALLOC", "FREE", LAST[i % len(LAST)]]
+    events = []
+    for seq, n in enumerate(names, 1):
+        kind = "LANE_CLAIM" if n == "LANE_CLAIM" else ("MALLOC" if n == "MALLOC" else ("FREE" if n == "FREE" else "USER"))
+        events.append({"seq": seq, "tid": pid, "kind": kind, "name": n, "id": 4096 + seq,
+                       "args": [seq * 41, 0], "age_ns": -21000 + seq * 2000,
+                       "location": {"module": exe, "offset": 4096 + seq * 16, "function": "path_a",
+                                    "function_offset": seq * 8, "file": comm + ".c", "line": 70 + seq}})
+    events.append({"seq": len(names) + 1, "tid": pid, "kind": "CRASH", "name": "CRASH", "id": 0, "args": [0, 0],
+                   "age_ns": 0, "crash": {"signal": 11, "signal_name": "SIGSEGV", "code_name": "SEGV_MAPERR"}})
+    fields = {"COREDUMP_PID": str(pid), "COREDUMP_UID": "1000", "COREDUMP_GID": "1000", "COREDUMP_SIGNAL": "11",
+              "COREDUMP_SIGNAL_NAME": "SIGSEGV", "COREDUMP_EXE": exe, "COREDUMP_COMM": comm,
+              "COREDUMP_CMDLINE": exe + " --serve --port 8080", "COREDUMP_TIMESTAMP": str(ts),
+              "COREDUMP_RLIMIT": "18446744073709551615", "COREDUMP_HOSTNAME": HOST,
+              "COREDUMP_FILENAME": core, "_BOOT_ID": BOOT, "_HOSTNAME": HOST}
+    doc = {"schema_version": 1, "status": "ok", "exit_code": 0, "reason": None, "source": "core-only",
+           "process": {"pid": pid, "comm": comm, "exe": exe},
+           "crash": {"signal": 11, "signal_name": "SIGSEGV", "code_name": "SEGV_MAPERR", "addr": "0x0", "tid": pid},
+           "events": events,
+           "coredump": {"journal_cursor": "s=1;i=%x" % (2 * i + 1), "boot_id": BOOT, "realtime_usec": ts + 100000,
+                        "core_file": core, "storage": "external", "fields": fields},
+           "daemon": {"version": "0.1.0", "decoded_usec": ts + 150000, "duration_ms": 12},
+           "text": "core-timeline: core-only, pid %d (%s), %d events\n" % (pid, comm, len(events))}
+    document = json.dumps(doc, indent=2) + "\n"
+    stack = "".join("#%d  0x%016x path_%d (%s + 0x%x)\n" % (f, 0x55b48db81000 + f * 0x40, f, exe, f * 0x40)
+                    for f in range(8))
+    coredump_entry = [("MESSAGE_ID", COREDUMP_ID), ("PRIORITY", "2"), ("SYSLOG_IDENTIFIER", "systemd-coredump"),
+                      ("_UID", "0"), ("_GID", "0"), ("_COMM", "systemd-coredum"),
+                      ("_EXE", "/usr/lib/systemd/systemd-coredump"), ("_TRANSPORT", "journal"),
+                      ("_HOSTNAME", HOST),
+                      ("MESSAGE", "Process %d (%s) of user 1000 dumped core.\n\nStack trace of thread %d:\n%s"
+                       % (pid, comm, pid, stack))]
+    coredump_entry += [(k, v) for k, v in fields.items() if k.startswith("COREDUMP_")]
+    timeline_entry = [("MESSAGE_ID", TIMELINE_ID), ("PRIORITY", "6"), ("SYSLOG_IDENTIFIER", "core-timelined"),
+                      ("_UID", "0"), ("_GID", "0"), ("_COMM", "core-timelined"),
+                      ("_EXE", "/usr/sbin/core-timelined"), ("_TRANSPORT", "journal"), ("_HOSTNAME", HOST),
+                      ("MESSAGE", "pid %d (%s): timeline with %d events written" % (pid, exe, len(events)))]
+    timeline_entry += [(k, fields[k]) for k in ("COREDUMP_PID", "COREDUMP_UID", "COREDUMP_GID", "COREDUMP_SIGNAL",
+                                                "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE", "COREDUMP_COMM",
+                                                "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME")]
+    timeline_entry += [("CORE_TIMELINE_BOOT_ID", BOOT), ("CORE_TIMELINE_STATUS", "ok"),
+                       ("CORE_TIMELINE_SIGNAL", "11"), ("CORE_TIMELINE_EVENTS", str(len(events))),
+                       ("CORE_TIMELINE_LAST_EVENT", json.dumps(events[-2]))]
+    timeline_entry += [("CORE_TIMELINE_EVENT_NAME", n) for n in sorted(set(names + ["CRASH"]))]
+    name = "core.%s.1000.%s.%d.%d.timeline.json" % (comm, BOOT, pid, ts)
+    timeline_entry += [("CORE_TIMELINE_EVENT_NAMES_COMPLETE", "1"), ("CORE_TIMELINE_SCHEMA_VERSION", "1"),
+                       ("CORE_TIMELINE_TIMELINE", "/var/lib/systemd/coredump/" + name),
+                       ("CORE_TIMELINE_DOCUMENT", document),
+                       ("CORE_TIMELINE_DOCUMENT_BYTES", str(len(document.encode())))]
+    return ts, coredump_entry, timeline_entry, name, document
+
+
+def main():
+    n, top = int(sys.argv[1]), sys.argv[2]
+    jdir, tdir = os.path.join(top, "journal"), os.path.join(top, "timelines")
+    os.makedirs(jdir, exist_ok=True)
+    os.makedirs(tdir, exist_ok=True)
+    start = time.monotonic()
+    remote = subprocess.Popen([JOURNAL_REMOTE, "-o", os.path.join(jdir, "bench.journal"), "-"],
+                              stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    buf = []
+    size = 0
+    for i in range(n):
+        ts, cd, tl, name, document = crash(i)
+        buf.append(export_entry(cd, ts + 100000, 1000000 + 2 * i))
+        buf.append(export_entry(tl, ts + 200000, 1000001 + 2 * i))
+        with open(os.path.join(tdir, name), "w") as f:
+            f.write(document)
+        if len(buf) >= 2000:
+            remote.stdin.write(b"".join(buf))
+            buf = []
+    remote.stdin.write(b"".join(buf))
+    remote.stdin.close()
+    if remote.wait() != 0:
+        sys.exit("query_corpus.py: systemd-journal-remote failed")
+    took = time.monotonic() - start
+    jfiles = [os.path.join(jdir, f) for f in os.listdir(jdir)]
+    jsize = sum(os.path.getsize(f) for f in jfiles)
+    tsize = sum(e.stat().st_size for e in os.scandir(tdir))
+    print("generated %d crashes in %.1f s (journal %.0f MiB in %d files, timelines %.0f MiB)"
+          % (n, took, jsize / 2**20, len(jfiles), tsize / 2**20))
+
+
+if __name__ == "__main__":
+    main()

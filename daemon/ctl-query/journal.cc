@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+#include "journal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+
+#include "core_timeline/document/journal_entry.h"
+
+namespace core_timeline::ctlq {
+
+namespace jf = core_timeline::document::journal;
+
+namespace {
+
+bool is_id128(std::string_view s) {
+  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool is_journal_file_name(std::string_view n) { return n.ends_with(".journal") || n.ends_with(".journal~"); }
+
+/* The journal files directly in `dir`, and its id128 subdirectories' when
+ * `subdirs`. */
+bool list_journal_files(const std::string &dir, bool subdirs, std::vector<std::string> *out) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return false;
+  bool any = false;
+  std::vector<std::string> ids;
+  while (struct dirent *de = ::readdir(d)) {
+    std::string_view n = de->d_name;
+    if (is_journal_file_name(n) && de->d_type != DT_DIR) {
+      out->push_back(dir + "/" + std::string(n));
+      any = true;
+    } else if (subdirs && is_id128(n) && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
+      ids.emplace_back(n);
+    }
+  }
+  ::closedir(d);
+  for (const auto &id : ids) any = list_journal_files(dir + "/" + id, false, out) || any;
+  return any;
+}
+
+/* What sd-journal decompresses of a field while scanning: enough for every
+ * summary field of an honest entry, little of the document. */
+constexpr std::size_t kScanThreshold = 512;
+
+Error journal_error(int r, const std::string &what) { return reader::system_error(-r, what); }
+
+std::string_view field_value(const void *data, size_t len, std::string_view name) {
+  std::string_view d(static_cast<const char *>(data), len);
+  if (d.size() > name.size() && d.compare(0, name.size(), name) == 0 && d[name.size()] == '=')
+    return d.substr(name.size() + 1);
+  return {};
+}
+
+}  // namespace
+
+bool journal_files_in(const std::string &dir, std::vector<std::string> *files) {
+  std::vector<std::string> found;
+  if (!list_journal_files(dir, true, &found)) return false;
+  std::sort(found.begin(), found.end());
+  files->insert(files->end(), found.begin(), found.end());
+  return true;
+}
+
+bool trusted_timeline_sender(std::string_view uid, std::string_view coredump_uid, std::string_view comm) noexcept {
+  if (uid == "0") return true;
+  return !uid.empty() && uid == coredump_uid && comm == jf::kSyslogIdentifier;
+}
+
+const std::vector<std::string> kSummaryFields = {
+    "COREDUMP_PID", "COREDUMP_UID", "COREDUMP_GID", "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE",
+    "COREDUMP_COMM", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME", std::string(jf::kBootId), std::string(jf::kStatus),
+    std::string(jf::kSignal), std::string(jf::kEvents), std::string(jf::kLastEvent), std::string(jf::kOpenSpans),
+    std::string(jf::kEventNamesComplete), std::string(jf::kSchemaVersion), std::string(jf::kTimelinePath),
+    std::string(jf::kDocumentCut), std::string(jf::kDocumentBytes),
+    /* The notice core-timelined logged with this MESSAGE_ID before the
+     * entry carried the document: its pid, executable and uid. */
+    "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",
+    /* journald's, trusted: the sender and the host. */
+    "_UID", "_COMM", "_HOSTNAME", "_BOOT_ID"};
+
+namespace {
+
+/* kSummaryFields by name: their index. */
+const std::unordered_map<std::string_view, std::size_t> &summary_index() {
+  static const auto *index = [] {
+    auto *m = new std::unordered_map<std::string_view, std::size_t>;
+    for (std::size_t i = 0; i < kSummaryFields.size(); ++i) m->emplace(kSummaryFields[i], i);
+    return m;
+  }();
+  return *index;
+}
+
+}  // namespace
+
+const std::string &JournalEntry::get(std::string_view name) const {
+  static const std::string empty;
+  const auto &index = summary_index();
+  const auto it = index.find(name);
+  return it == index.end() || it->second >= values.size() ? empty : values[it->second];
+}
+
+void JournalEntry::keep_only(std::initializer_list<std::string_view> names) {
+  std::vector<std::string> kept(values.size());
+  const auto &index = summary_index();
+  for (auto n : names)
+    if (auto it = index.find(n); it != index.end() && it->second < values.size())
+      kept[it->second] = std::move(values[it->second]);
+  values = std::move(kept);
+}
+
+Result<std::unique_ptr<Journal>> Journal::open(const JournalSpec &spec) {
+  sd_journal *j = nullptr;
+  int r = 0;
+  std::string what;
+  switch (spec.kind) {
+    case JournalSpec::Kind::kLocal:
+      r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+      what = "cannot open the local journal";
+      break;
+    case JournalSpec::Kind::kFiles: {
+      std::vector<const char *> paths;
+      for (const auto &f : spec.files) paths.push_back(f.c_str());
+      paths.push_back(nullptr);
+      r = sd_journal_open_files(&j, paths.data(), 0);
+      what = "cannot open the journal files";
+      break;
+    }
+    case JournalSpec::Kind::kMachine: {
+      /* As journalctl -M: systemd-machined opens the machine's root
+       * directory (OpenMachineRootDirectory, org.freedesktop.machine1(5)),
+       * whose journal is read as the OS tree's (SD_JOURNAL_OS_ROOT). */
+      what = "cannot open the journal of machine \"" + spec.machine + "\"";
+      sd_bus *bus = nullptr;
+      sd_bus_error error = SD_BUS_ERROR_NULL;
+      sd_bus_message *reply = nullptr;
+      r = sd_bus_open_system(&bus);
+      if (r < 0) {
+        what += " (the system bus, for systemd-machined)";
+      } else {
+        r = sd_bus_call_method(bus, "org.freedesktop.machine1", "/org/freedesktop/machine1",
+                               "org.freedesktop.machine1.Manager", "OpenMachineRootDirectory", &error, &reply, "s",
+                               spec.machine.c_str());
+        if (r < 0 && error.message) what += std::string(" (systemd-machined: ") + error.message + ")";
+        int fd = -1;
+        if (r >= 0) r = sd_bus_message_read(reply, "h", &fd);
+        if (r >= 0) {
+          const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+          r = own < 0 ? -errno : sd_journal_open_directory_fd(&j, own, SD_JOURNAL_OS_ROOT);
+          if (r < 0 && own >= 0) ::close(own);
+        }
+      }
+      sd_bus_error_free(&error);
+      sd_bus_message_unref(reply);
+      sd_bus_flush_close_unref(bus);
+      break;
+    }
+  }
+  if (r < 0) return journal_error(r, what);
+  return std::unique_ptr<Journal>(new Journal(j));
+}
+
+Journal::~Journal() { sd_journal_close(j_); }
+
+Result<std::vector<std::string>> Journal::boots() {
+  std::vector<std::string> ids;
+  int r = sd_journal_query_unique(j_, "_BOOT_ID");
+  if (r < 0) return journal_error(r, "reading the journal's boot ids");
+  const void *data;
+  size_t len;
+  SD_JOURNAL_FOREACH_UNIQUE(j_, data, len) {
+    auto v = field_value(data, len, "_BOOT_ID");
+    if (is_id128(v)) ids.emplace_back(v);
+  }
+  std::vector<std::pair<std::uint64_t, std::string>> dated;
+  for (const auto &id : ids) {
+    sd_journal_flush_matches(j_);
+    const std::string m = "_BOOT_ID=" + id;
+    if ((r = sd_journal_add_match(j_, m.data(), m.size())) < 0) return journal_error(r, "matching a boot id");
+    std::uint64_t t = 0;
+    if (sd_journal_seek_head(j_) >= 0 && sd_journal_next(j_) > 0) sd_journal_get_realtime_usec(j_, &t);
+    dated.emplace_back(t, id);
+  }
+  sd_journal_flush_matches(j_);
+  std::sort(dated.begin(), dated.end());
+  std::vector<std::string> out;
+  for (auto &[t, id] : dated) out.push_back(std::move(id));
+  return out;
+}
+
+Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
+                                  const std::function<void(JournalEntry &&)> &fn) {
+  sd_journal_flush_matches(j_);
+  const std::string mid = "MESSAGE_ID=" + std::string(jf::kTimelineMessageId);
+  const std::vector<JournalTerm> all = terms.empty() ? std::vector<JournalTerm>{JournalTerm{}} : terms;
+  int r = 0;
+  for (std::size_t t = 0; t < all.size(); ++t) {
+    if (t > 0 && (r = sd_journal_add_disjunction(j_)) < 0) return journal_error(r, "matching");
+    if ((r = sd_journal_add_match(j_, mid.data(), mid.size())) < 0) return journal_error(r, "matching");
+    for (const auto &[field, values] : all[t]) {
+      for (const auto &v : values) {
+        const std::string m = field + "=" + v;
+        if ((r = sd_journal_add_match(j_, m.data(), m.size())) < 0)
+          return journal_error(r, "matching " + field);
+      }
+      /* Next field: a new conjunction level (values of one field are
+       * alternatives, different fields must all hold). */
+    }
+  }
+  /* The document is the one big field of an entry: the scan decompresses
+   * at most kScanThreshold bytes of any field. */
+  sd_journal_set_data_threshold(j_, kScanThreshold);
+  std::vector<std::size_t> cut;
+  const auto &wanted = summary_index();
+  const std::string_view doc_prefix = jf::kDocument;
+  std::size_t untrusted = 0;
+  if ((r = sd_journal_seek_head(j_)) < 0) return journal_error(r, "seeking the journal");
+  for (;;) {
+    r = sd_journal_next(j_);
+    if (r < 0) return journal_error(r, "reading the journal");
+    if (r == 0) break;
+    JournalEntry e;
+    e.values.resize(kSummaryFields.size());
+    std::vector<bool> seen(kSummaryFields.size());
+    const void *data;
+    size_t len;
+    SD_JOURNAL_FOREACH_DATA(j_, data, len) {
+      std::string_view d(static_cast<const char *>(data), len);
+      const auto eq = d.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view name = d.substr(0, eq);
+      if (name == doc_prefix) {
+        e.has_document = true;
+        continue;
+      }
+      const auto w = wanted.find(name);
+      if (w == wanted.end() || seen[w->second]) continue;  // a field twice: its first value
+      seen[w->second] = true;
+      e.values[w->second].assign(d.substr(eq + 1));
+      if (len >= kScanThreshold) cut.push_back(w->second);
+    }
+    /* The values the scan's threshold may have cut: again, whole (up to
+     * kSummaryValueMax). */
+    if (!cut.empty()) {
+      sd_journal_set_data_threshold(j_, kSummaryValueMax);
+      for (const std::size_t i : cut) {
+        const std::string &name = kSummaryFields[i];
+        const void *whole;
+        size_t whole_len;
+        if (sd_journal_get_data(j_, name.c_str(), &whole, &whole_len) >= 0)
+          e.values[i] = std::string(field_value(whole, whole_len, name).substr(0, kSummaryValueMax));
+      }
+      sd_journal_set_data_threshold(j_, kScanThreshold);
+      cut.clear();
+    }
+    if (!trusted_timeline_sender(e.get("_UID"), e.get("COREDUMP_UID"), e.get("_COMM"))) {
+      ++untrusted;
+      continue;
+    }
+    char *cursor = nullptr;
+    if (sd_journal_get_cursor(j_, &cursor) >= 0 && cursor) {
+      e.cursor = cursor;
+      std::free(cursor);
+    }
+    sd_journal_get_realtime_usec(j_, &e.realtime_usec);
+    fn(std::move(e));
+  }
+  sd_journal_flush_matches(j_);
+  return untrusted;
+}
+
+Result<std::optional<std::string>> Journal::document(const std::string &cursor, std::uint64_t max_bytes) {
+  sd_journal_flush_matches(j_);
+  int r = sd_journal_seek_cursor(j_, cursor.c_str());
+  if (r >= 0) r = sd_journal_next(j_);
+  if (r >= 0 && sd_journal_test_cursor(j_, cursor.c_str()) <= 0) r = -ENOENT;
+  if (r <= 0) return journal_error(r == 0 ? -ENOENT : r, "journal entry " + cursor + ": cannot be found again");
+  sd_journal_set_data_threshold(j_, 0);
+  const void *data;
+  size_t len;
+  const std::string name(jf::kDocument);
+  r = sd_journal_get_data(j_, name.c_str(), &data, &len);
+  sd_journal_set_data_threshold(j_, kSummaryValueMax);
+  if (r == -ENOENT) return std::optional<std::string>();
+  if (r < 0) return journal_error(r, "journal entry " + cursor + ": reading " + name);
+  std::string_view v = field_value(data, len, name);
+  if (v.size() > max_bytes)
+    return Error{Errc::kInvalidArgument, "journal entry " + cursor + ": its document is too large (" +
+                                             std::to_string(v.size()) + " bytes, the limit is " +
+                                             std::to_string(max_bytes) + "; see --max-size)"};
+  return std::optional<std::string>(std::string(v));
+}
+
+}  // namespace core_timeline::ctlq

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal.h - ctl-query's journal source: the timeline entries core-timelined
+ * logs (core_timeline/document/journal_entry.h; docs/ctl-query.md,
+ * "Sources"), read through sd-journal(3) and its index.
+ *
+ * A query never walks the whole journal: it asks the journal's index for
+ * MESSAGE_ID=kTimelineMessageId together with the fields its matches name
+ * (sd_journal_add_match(3)), and of each entry found keeps only the
+ * summary fields (kSummaryFields, in one sd_journal_enumerate_data(3)
+ * pass); the document field is read only for the entries a command needs
+ * it of (document()).  (sd-journal of systemd 252 still decompresses the
+ * document during that pass: the data threshold set does not bound it,
+ * measured in bench_query.)
+ *
+ * Every entry's fields are untrusted (any local user can log an entry with
+ * this MESSAGE_ID): scan() hands on only the entries of a trusted sender
+ * (trusted_timeline_sender()) and counts the others.
+ *
+ * Errors: Result errors carry sd-journal's errno text and what was opened.
+ * Thread-safety: a Journal is one sd_journal handle, which sd-journal
+ * allows to be used by one thread at a time; separate Journals are
+ * independent.
+ */
+#ifndef CORE_TIMELINE_CTL_QUERY_JOURNAL_H
+#define CORE_TIMELINE_CTL_QUERY_JOURNAL_H
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "expected.h"
+
+typedef struct sd_journal sd_journal;
+
+namespace core_timeline::ctlq {
+
+/** Which journal files to open. */
+struct JournalSpec {
+  enum class Kind {
+    kLocal,   /**< the local journal, as coredumpctl and journalctl without
+                   -D/--file/-M (SD_JOURNAL_LOCAL_ONLY: this machine's
+                   system and user files the caller may read) */
+    kFiles,   /**< exactly `files` (sd_journal_open_files(3)) */
+    kMachine, /**< the journal of the container `machine`, as journalctl
+                   -M opens it: systemd-machined's OpenMachineRootDirectory
+                   over the system bus, then sd_journal_open_directory_fd()
+                   with SD_JOURNAL_OS_ROOT (needs machined to know it) */
+  };
+  Kind kind = Kind::kLocal;
+  std::vector<std::string> files;
+  std::string machine;
+};
+
+/** Whether `dir` is a journal directory: it holds *.journal or *.journal~
+ *  files directly, or in subdirectories named by a 128-bit id (32
+ *  lower-case hex digits), as journald (/var/log/journal/MACHINE-ID) and
+ *  systemd-journal-remote make them.  The paths of those files are
+ *  appended to *files (sorted).  A directory that cannot be listed is not
+ *  one (the caller reports it as a timeline directory would be). */
+bool journal_files_in(const std::string &dir, std::vector<std::string> *files);
+
+/** The trust rule for a timeline entry's sender: an entry is believed when
+ *  journald says it came from root (_UID "0"), or from the crashed user
+ *  itself (_UID equal to the entry's COREDUMP_UID) through a process whose
+ *  _COMM is "core-timelined" (the daemon sends the entry as that user, so
+ *  that journald stores it where that user can read it).  _UID and _COMM
+ *  are set by journald from the sender's credentials (systemd.journal-
+ *  fields(7)); COREDUMP_UID is the entry's own claim, so a user can only
+ *  ever make entries about its own crashes believed.  Anything missing or
+ *  empty is not trusted.  Pure function. */
+bool trusted_timeline_sender(std::string_view uid, std::string_view coredump_uid, std::string_view comm) noexcept;
+
+/** The fields scan() reads of each entry (besides the document, which it
+ *  only notes the presence of). */
+extern const std::vector<std::string> kSummaryFields;
+
+/** One trusted timeline entry, as far as scan() read it. */
+struct JournalEntry {
+  std::string cursor;                 /**< sd_journal_get_cursor(3) */
+  std::uint64_t realtime_usec = 0;    /**< __REALTIME_TIMESTAMP */
+  /** The kSummaryFields, by their index there: the first value of each
+   *  (at most kSummaryValueMax bytes: longer ones are cut there), "" when
+   *  absent. */
+  std::vector<std::string> values;
+  bool has_document = false;          /**< it has a CORE_TIMELINE_DOCUMENT field */
+
+  /** The value of the summary field `name` (one of kSummaryFields), or ""
+   *  when absent or not a summary field. */
+  const std::string &get(std::string_view name) const;
+  /** Drops every value but those named (to keep less of many entries). */
+  void keep_only(std::initializer_list<std::string_view> names);
+};
+
+/** Most bytes kept of one summary field (the journal's data threshold
+ *  while scanning; a longer value, e.g. a path of more than 4 KiB, is
+ *  cut). */
+inline constexpr std::size_t kSummaryValueMax = 8192;
+
+/** A conjunction: for each field, any of the values (the journal's own
+ *  matching: sd_journal_add_match(3)). */
+using JournalTerm = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+class Journal {
+ public:
+  /** Opens the files of `spec`.  Fails with the errno sd-journal gave. */
+  static Result<std::unique_ptr<Journal>> open(const JournalSpec &spec);
+  ~Journal();
+  Journal(const Journal &) = delete;
+  Journal &operator=(const Journal &) = delete;
+
+  /** The boot ids of the journal's entries (_BOOT_ID), oldest first by
+   *  each boot's first entry, as journalctl --list-boots orders them. */
+  Result<std::vector<std::string>> boots();
+
+  /** Calls fn, in journal order, for every entry with MESSAGE_ID
+   *  kTimelineMessageId that meets any of `terms` (alternatives; an empty
+   *  vector means no further condition) and whose sender is trusted;
+   *  returns how many such entries were not trusted (skipped). */
+  Result<std::size_t> scan(const std::vector<JournalTerm> &terms, const std::function<void(JournalEntry &&)> &fn);
+
+  /** The CORE_TIMELINE_DOCUMENT of the entry at `cursor`: nullopt when the
+   *  entry has none; an error when the entry cannot be found again or its
+   *  document is larger than max_bytes. */
+  Result<std::optional<std::string>> document(const std::string &cursor, std::uint64_t max_bytes);
+
+ private:
+  explicit Journal(sd_journal *j) : j_(j) {}
+  sd_journal *j_;
+};
+
+}  // namespace core_timeline::ctlq
+
+#endif  // CORE_TIMELINE_CTL_QUERY_JOURNAL_H

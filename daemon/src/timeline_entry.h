@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * timeline_entry.h - sending the timeline entry of a crash to the journal,
+ * and finding out whether it was sent (docs/core-timelined.md, "The
+ * timeline entry in the journal").  The entry's names and fields are the
+ * document module's (core_timeline/document/journal_entry.h); this is how
+ * the daemon delivers them.
+ *
+ * Who sends.  journald (SplitMode=uid, the default, with a persistent
+ * journal) stores an entry in user-UID.journal when its sender's uid is
+ * not a system uid (systemd 252 src/journal/journald-server.c,
+ * find_journal() and uid_for_system_journal(): uid <= 999, dynamic users,
+ * 65534 and container uids go to system.journal), and gives user UID read
+ * access to that file; entries sent by root go to system.journal, which
+ * only root and the groups adm, systemd-journal and wheel read.
+ * systemd-coredump logs as the crashed user for that reason.  So the
+ * daemon sends a crash's entry from a short-lived child that has dropped
+ * to the crashed uid and gid (setgroups, setresgid, setresuid) when
+ * send_as() says the crashed user may read the timeline file, and as
+ * itself (root) otherwise.  The child needs CAP_SETUID and CAP_SETGID
+ * (units/core-timeline.service gives both); the kernel attaches its
+ * credentials to the datagram (SCM_CREDENTIALS), so journald records
+ * _UID=COREDUMP_UID.  sd_journal_sendv(3) passes an entry too big for one
+ * datagram in a sealed memfd, which journald accepts from any uid.
+ *
+ * Thread-safety: send_entry() forks; call it from the daemon's one thread.
+ * A TimelineEntries is used by one thread.
+ */
+#ifndef CORE_TIMELINE_DAEMON_TIMELINE_ENTRY_H
+#define CORE_TIMELINE_DAEMON_TIMELINE_ENTRY_H
+
+#include <sys/types.h>
+
+#include <optional>
+
+#include "entry.h"
+#include "files.h"
+#include "log.h"
+#include "util.h"
+
+namespace ctd {
+
+/** The credentials a child sends an entry with. */
+struct SendAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+/** Whom crash `e`'s entry is sent as: its COREDUMP_UID and COREDUMP_GID
+ *  (the uid when the gid is missing or malformed) when that uid is not a
+ *  system uid (<= 999, 65534, or >= 2^32 - 1) and a file owned as `owner`
+ *  (the timeline's) lets it read (grants_read()); nullopt (root, the
+ *  system journal) otherwise. */
+std::optional<SendAs> send_as(const CoredumpEntry &e, const FileOwner &owner);
+
+/** Sends one journal entry of `fields` (each "NAME=VALUE"; MESSAGE,
+ *  PRIORITY and the rest included) with sd_journal_sendv(3): from this
+ *  process, or, with `as`, from a child that drops to it first and exits
+ *  once sent.  Errors: sd_journal_sendv's errno; fork(2); the child's
+ *  setgroups/setresgid/setresuid (EPERM without CAP_SETUID/CAP_SETGID). */
+Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as);
+
+/** The local journal's timeline entries, looked up through its index. */
+class TimelineEntries {
+ public:
+  /** Whether the local journal (sd_journal_open(SD_JOURNAL_LOCAL_ONLY):
+   *  system.journal and every user-UID.journal) holds a timeline entry of
+   *  crash `e` (MESSAGE_ID, COREDUMP_PID, COREDUMP_TIMESTAMP and
+   *  CORE_TIMELINE_BOOT_ID matching) from a trusted sender
+   *  (document::journal::trusted_sender()).  Opens the journal for each
+   *  call (only a restart's first entries ask).  Errors: sd-journal's
+   *  errno, naming the call. */
+  Result<bool> has_entry(const CoredumpEntry &e);
+};
+
+}  // namespace ctd
+
+#endif  // CORE_TIMELINE_DAEMON_TIMELINE_ENTRY_H

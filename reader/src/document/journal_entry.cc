@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+#include "core_timeline/document/journal_entry.h"
+
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core_timeline/document/keys.h"
+
+namespace core_timeline::document::journal {
+
+namespace {
+
+using reader::Errc;
+using reader::Error;
+
+const Json *member(const Json &o, const char *k) {
+  if (!o.is_object()) return nullptr;
+  const auto it = o.find(k);
+  return it == o.end() ? nullptr : &*it;
+}
+
+const std::string *string_member(const Json &o, const char *k) {
+  const Json *m = member(o, k);
+  return m && m->is_string() ? &m->get_ref<const std::string &>() : nullptr;
+}
+
+/* The bytes `e` takes as an element of a top-level array of a document
+ * serialize() writes: its dump at indent 2, each line indented 4 more, and
+ * the ",\n" that separates it from the next. */
+std::size_t size_in_document(const Json &e) {
+  const std::string d = e.dump(2, ' ', false, Json::error_handler_t::replace);
+  std::size_t lines = 1;
+  for (const char ch : d) lines += ch == '\n';
+  return d.size() + 4 * lines + 2;
+}
+
+/* The last lines of `text` within `budget` bytes, after a line saying how
+ * much was left out. */
+std::string text_tail(const std::string &text, std::size_t budget) {
+  if (text.size() <= budget) return text;
+  std::size_t from = text.size() - budget;
+  const auto nl = text.find('\n', from);
+  from = nl == std::string::npos ? text.size() : nl + 1;
+  return fmt::format("[cut: the first {} of the text's {} bytes are not in this journal entry (see \"cut\"); the "
+                     "timeline file has them]\n",
+                     from, text.size()) +
+         text.substr(from);
+}
+
+bool is_system_uid(std::uint64_t uid) { return uid <= 999 || uid == 65534; }
+
+}  // namespace
+
+reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view whole, std::uint64_t max_bytes) {
+  if (whole.size() <= max_bytes) return EntryDocument{std::string(whole), false};
+  if (!doc.is_object()) return Error{Errc::kBadData, "the document is not a JSON object"};
+  /* Everything but the events, copied; the events are chosen below. */
+  Json c = Json::object();
+  const Json *events = nullptr;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() == key::events && it->is_array()) {
+      events = &*it;
+      c[key::events] = Json::array();
+    } else {
+      c[it.key()] = *it;
+    }
+  }
+  const std::size_t total = events ? events->size() : 0;
+  Json left_out = Json::array();
+  if (Json *cd = c.contains(key::coredump) ? &c[key::coredump] : nullptr; cd && cd->is_object()) {
+    if (auto f = cd->find(key::fields); f != cd->end() && f->is_object()) {
+      for (auto it = f->begin(); it != f->end();) {
+        if (it->is_string() && it->get_ref<const std::string &>().size() > kCutFieldMax) {
+          left_out.push_back(it.key());
+          it = f->erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  std::size_t text_bytes = 0, text_kept = 0;
+  if (auto t = c.find(key::text); t != c.end() && t->is_string()) {
+    const std::string &text = t->get_ref<const std::string &>();
+    text_bytes = text.size();
+    std::string tail = text_tail(text, static_cast<std::size_t>(max_bytes / 8));
+    text_kept = tail.size();
+    *t = std::move(tail);
+  }
+  const auto set_cut = [&](std::size_t kept) {
+    c[key::cut] = {
+        {key::limit, max_bytes},
+        {key::document_bytes, whole.size()},
+        {key::events_total, total},
+        {key::events_kept, kept},
+        {key::text_bytes, text_bytes},
+        {key::text_kept_bytes, text_kept},
+        {key::fields_left_out, left_out},
+        {key::kept, fmt::format("the newest {} of {} events; the last {} of the text's {} bytes; every coredump "
+                                "field but the {} larger than {} bytes; every other member whole",
+                                kept, total, text_kept, text_bytes, left_out.size(), kCutFieldMax)},
+    };
+  };
+  set_cut(total);  // the widest numbers, so the base size is an upper bound
+  const std::size_t base = serialize(c).size() + 8;  // + the events array's own "\n  " around its elements
+  if (base > max_bytes)
+    return Error{Errc::kBadData, fmt::format("even without its events the document takes {} bytes, more than the "
+                                             "bound of {}",
+                                             base, max_bytes)};
+  std::size_t budget = static_cast<std::size_t>(max_bytes) - base, kept = 0;
+  for (std::size_t i = total; i > 0; --i) {
+    const std::size_t s = size_in_document((*events)[i - 1]);
+    if (s > budget) break;
+    budget -= s;
+    ++kept;
+  }
+  for (;;) {
+    Json &ev = c[key::events];
+    ev = Json::array();
+    for (std::size_t i = total - kept; i < total; ++i) ev.push_back((*events)[i]);
+    set_cut(kept);
+    std::string bytes = serialize(c);
+    if (bytes.size() <= max_bytes) return EntryDocument{std::move(bytes), true};
+    if (kept == 0)
+      return Error{Errc::kBadData, fmt::format("the cut document takes {} bytes, more than the bound of {}",
+                                               bytes.size(), max_bytes)};
+    --kept;  // the estimate was short by a few bytes: one event less
+  }
+}
+
+Fields entry_fields(const EntryInput &in, std::string *note) {
+  Fields f;
+  const Json &doc = *in.document;
+  if (in.coredump_fields)
+    for (const std::string_view k : kJoinKeys)
+      if (const auto it = in.coredump_fields->find(std::string(k)); it != in.coredump_fields->end())
+        f.emplace_back(std::string(k), it->second);
+  if (!in.coredump_boot_id.empty()) f.emplace_back(std::string(kBootId), in.coredump_boot_id);
+  if (const std::string *s = string_member(doc, key::status)) f.emplace_back(std::string(kStatus), *s);
+  const std::string *signal = nullptr;
+  if (const Json *crash = member(doc, key::crash)) signal = string_member(*crash, key::signal_name);
+  if (!signal && in.coredump_fields)
+    if (const auto it = in.coredump_fields->find("COREDUMP_SIGNAL_NAME"); it != in.coredump_fields->end())
+      signal = &it->second;
+  if (signal) f.emplace_back(std::string(kSignal), *signal);
+
+  const Json *events = member(doc, key::events);
+  const std::size_t n = events && events->is_array() ? events->size() : 0;
+  f.emplace_back(std::string(kEvents), std::to_string(n));
+  for (std::size_t i = n; i > 0; --i) {
+    const Json &e = (*events)[i - 1];
+    const std::string *kind = string_member(e, key::kind);
+    if (kind && *kind == "CRASH") continue;
+    if (const std::string *name = string_member(e, key::name)) f.emplace_back(std::string(kLastEvent), *name);
+    break;
+  }
+  std::size_t open = 0;
+  std::set<std::string> span_names;
+  if (const Json *spans = member(doc, key::spans); spans && spans->is_array()) {
+    for (const Json &s : *spans) {
+      const std::string *state = string_member(s, key::state);
+      if (!state || (*state != "open" && *state != "open_or_end_lost")) continue;
+      ++open;
+      const std::string *name = string_member(s, key::name);
+      if (name && span_names.size() < kMaxOpenSpanNames && span_names.insert(*name).second)
+        f.emplace_back(std::string(kOpenSpan), *name);
+    }
+  }
+  f.emplace_back(std::string(kOpenSpans), std::to_string(open));
+  std::set<std::string> names;
+  bool complete = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string *name = string_member((*events)[i], key::name);
+    if (!name || names.count(*name)) continue;
+    if (names.size() == kMaxEventNames) {
+      complete = false;
+      break;
+    }
+    names.insert(*name);
+    f.emplace_back(std::string(kEventName), *name);
+  }
+  f.emplace_back(std::string(kEventNamesComplete), complete ? "1" : "0");
+  /* An integer either way: unsigned when parsed, signed when built. */
+  if (const Json *v = member(doc, key::schema_version); v && v->is_number_integer() && v->get<std::int64_t>() >= 0)
+    f.emplace_back(std::string(kSchemaVersion), std::to_string(v->get<std::int64_t>()));
+  if (!in.timeline_path.empty()) f.emplace_back(std::string(kTimelinePath), in.timeline_path);
+  f.emplace_back(std::string(kDocumentBytes), std::to_string(in.document_bytes.size()));
+  if (in.document_max == 0) return f;
+  auto bounded = bound_document(doc, in.document_bytes, in.document_max);
+  if (!bounded) {
+    if (note) *note = "no document in the journal entry: " + bounded.error().message;
+    f.emplace_back(std::string(kDocumentCut), "1");
+    return f;
+  }
+  if (bounded->cut) f.emplace_back(std::string(kDocumentCut), "1");
+  f.emplace_back(std::string(kDocument), std::move(bounded->bytes));
+  return f;
+}
+
+bool trusted_sender(const Sender &s) noexcept {
+  if (!s.transport || *s.transport != "journal" || !s.uid) return false;
+  if (*s.uid == "0") return true;
+  if (!s.coredump_uid || *s.uid != *s.coredump_uid) return false;
+  std::uint64_t uid = 0;
+  const std::string_view u = *s.uid;
+  const auto [end, ec] = std::from_chars(u.data(), u.data() + u.size(), uid);
+  if (ec != std::errc() || end != u.data() + u.size() || u.empty() || (u.size() > 1 && u[0] == '0')) return false;
+  return !is_system_uid(uid) && uid < 0xffffffffull;
+}
+
+}  // namespace core_timeline::document::journal

@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: MIT
+//
+// ctl_query_journal_test - ctl-query's journal source (docs/ctl-query.md,
+// "Sources") on real journal files: timeline entries (the names of
+// core_timeline/document/journal_entry.h) written in the journal export
+// format and fed to the real systemd-journal-remote, which writes the
+// journal files sd-journal then reads.  journal-remote keeps the trusted
+// fields (_UID, _COMM, _HOSTNAME, _BOOT_ID) as given, so the files hold
+// several hosts, several boots and forged senders.  Under CI=true a missing
+// systemd-journal-remote fails the tests.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "journal.h"
+#include "core_timeline/document/journal_entry.h"
+
+namespace ctlq = core_timeline::ctlq;
+namespace jf = core_timeline::document::journal;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char *kJournalRemote = "/lib/systemd/systemd-journal-remote";
+constexpr const char *kBootA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1";
+constexpr const char *kBootB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb2";
+constexpr std::uint64_t kT0 = 1796020111000000ull;  // 2026-11-30 06:28:31 UTC
+
+class UtcEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+};
+const auto *const kUtc = ::testing::AddGlobalTestEnvironment(new UtcEnvironment);
+
+// A timeline document of the shape core-timelined writes (docs/ctl-query.md,
+// "The stored document"), with the events named.
+json document(unsigned pid, const std::string &comm, const std::string &boot, std::uint64_t ts,
+              const std::vector<std::string> &events, const std::string &host = "alpha") {
+  json d;
+  d["schema_version"] = 1;
+  d["status"] = "ok";
+  d["exit_code"] = 0;
+  d["reason"] = nullptr;
+  d["source"] = "core-only";
+  d["process"] = {{"pid", pid}, {"comm", comm}, {"exe", "/usr/bin/" + comm}};
+  d["crash"] = {{"signal", 11}, {"signal_name", "SIGSEGV"}};
+  d["events"] = json::array();
+  std::uint64_t seq = 1;
+  for (const auto &n : events)
+    d["events"].push_back({{"seq", seq++}, {"tid", pid}, {"kind", "USER"}, {"name", n}, {"id", 4096 + seq},
+                           {"args", {seq, 0}}, {"location", nullptr}});
+  d["events"].push_back({{"seq", seq}, {"tid", pid}, {"kind", "CRASH"}, {"name", "CRASH"}, {"id", 0},
+                         {"args", {0, 0}}, {"crash", {{"signal_name", "SIGSEGV"}}}});
+  d["coredump"] = {{"journal_cursor", "s=1;i=" + std::to_string(pid)},
+                   {"boot_id", boot},
+                   {"realtime_usec", ts + 500},
+                   {"core_file", nullptr},
+                   {"storage", "journal"},
+                   {"fields",
+                    {{"COREDUMP_PID", std::to_string(pid)},
+                     {"COREDUMP_UID", "1000"},
+                     {"COREDUMP_GID", "1000"},
+                     {"COREDUMP_SIGNAL", "11"},
+                     {"COREDUMP_SIGNAL_NAME", "SIGSEGV"},
+                     {"COREDUMP_EXE", "/usr/bin/" + comm},
+                     {"COREDUMP_COMM", comm},
+                     {"COREDUMP_CMDLINE", comm + " --serve"},
+                     {"COREDUMP_TIMESTAMP", std::to_string(ts)},
+                     {"_BOOT_ID", boot},
+                     {"_HOSTNAME", host}}}};
+  d["daemon"] = {{"version", "test"}, {"decoded_usec", ts + 1000}, {"duration_ms", 3}};
+  d["text"] = "core-timeline: core-only, pid " + std::to_string(pid) + " (" + comm + "), " +
+              std::to_string(events.size() + 1) + " events\n";
+  return d;
+}
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// The fields of the timeline entry core-timelined logs for `doc`
+// (journal_entry.h), sent by root from host `host`.
+Fields entry_of(const json &doc, const std::string &host = "alpha", bool with_document = true) {
+  const json &f = doc["coredump"]["fields"];
+  Fields e{{"MESSAGE_ID", std::string(jf::kTimelineMessageId)},
+           {"MESSAGE", "timeline written"},
+           {"SYSLOG_IDENTIFIER", std::string(jf::kSyslogIdentifier)},
+           {"_UID", "0"},
+           {"_COMM", "core-timelined"},
+           {"_HOSTNAME", host},
+           {"_BOOT_ID", doc["coredump"]["boot_id"].get<std::string>()}};
+  for (const char *k : {"COREDUMP_PID", "COREDUMP_UID", "COREDUMP_GID", "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME",
+                        "COREDUMP_EXE", "COREDUMP_COMM", "COREDUMP_TIMESTAMP"})
+    e.emplace_back(k, f[k].get<std::string>());
+  e.emplace_back(std::string(jf::kBootId), doc["coredump"]["boot_id"].get<std::string>());
+  e.emplace_back(std::string(jf::kStatus), doc["status"].get<std::string>());
+  e.emplace_back(std::string(jf::kSignal), "11");
+  e.emplace_back(std::string(jf::kEvents), std::to_string(doc["events"].size()));
+  std::set<std::string> names;
+  json last;
+  for (const auto &ev : doc["events"]) {
+    names.insert(ev["name"].get<std::string>());
+    if (ev["kind"] != "CRASH") last = ev;
+  }
+  if (!last.is_null()) e.emplace_back(std::string(jf::kLastEvent), last.dump());
+  for (const auto &n : names) e.emplace_back(std::string(jf::kEventName), n);
+  e.emplace_back(std::string(jf::kEventNamesComplete), "1");
+  e.emplace_back(std::string(jf::kSchemaVersion), "1");
+  e.emplace_back(std::string(jf::kTimelinePath), "/var/lib/systemd/coredump/core." + f["COREDUMP_COMM"].get<std::string>() +
+                                                     ".timeline.json");
+  if (with_document) {
+    const std::string bytes = doc.dump(2) + "\n";
+    e.emplace_back(std::string(jf::kDocument), bytes);
+    e.emplace_back(std::string(jf::kDocumentBytes), std::to_string(bytes.size()));
+  }
+  return e;
+}
+
+void set(Fields &e, const std::string &k, const std::string &v) {
+  for (auto &[name, value] : e)
+    if (name == k) {
+      value = v;
+      return;
+    }
+  e.emplace_back(k, v);
+}
+
+// One entry in the journal export format (systemd's JOURNAL_EXPORT_FORMATS):
+// text fields as NAME=value, values with a newline in the binary form.
+void append_export(std::string &out, const Fields &e, std::uint64_t realtime, std::uint64_t monotonic,
+                   const std::string &boot) {
+  out += "__REALTIME_TIMESTAMP=" + std::to_string(realtime) + "\n";
+  out += "__MONOTONIC_TIMESTAMP=" + std::to_string(monotonic) + "\n";
+  out += "_BOOT_ID=" + boot + "\n";
+  for (const auto &[k, v] : e) {
+    if (k == "_BOOT_ID") continue;
+    if (v.find('\n') == std::string::npos) {
+      out += k + "=" + v + "\n";
+    } else {
+      out += k + "\n";
+      std::uint64_t n = v.size();
+      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+      out += v + "\n";
+    }
+  }
+  out += "\n";
+}
+
+// A scratch directory, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/ctlq-journal-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string &path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `export_text` into the journal file `path` through
+// systemd-journal-remote; fails the test if that does not work.
+void write_journal(const std::string &path, const std::string &export_text) {
+  const std::string cmd = std::string(kJournalRemote) + " -o '" + path + "' - 2>/dev/null";
+  FILE *p = popen(cmd.c_str(), "w");
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(fwrite(export_text.data(), 1, export_text.size(), p), export_text.size());
+  ASSERT_EQ(pclose(p), 0) << cmd;
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+}
+
+struct Cli {
+  int rc;
+  std::string out, err;
+};
+
+Cli cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ctl-query");
+  std::ostringstream out, err;
+  const int rc = ctlq::ctl_query_main(args, out, err, static_cast<std::int64_t>(kT0 + 86400000000ull));
+  return Cli{rc, out.str(), err.str()};
+}
+
+std::vector<json> json_lines(const std::string &s) {
+  std::vector<json> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) v.push_back(json::parse(l));
+  return v;
+}
+
+std::vector<std::string> lines_of(const std::string &s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+/* The fleet: a central journal-remote directory with two hosts' files and
+ * two boots, plus forged entries. */
+class JournalFleet : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (access(kJournalRemote, X_OK) != 0) return;
+    dir_ = new TempDir();
+    // Host alpha, boot A: three crashes; boot B: one.
+    std::string alpha, beta;
+    std::uint64_t mono = 1000;
+    auto add = [&](std::string &out, const Fields &e, std::uint64_t ts, const std::string &boot) {
+      append_export(out, e, ts + 700, mono++, boot);
+    };
+    docs_.push_back(document(101, "server", kBootA, kT0, {"REQ_PARSE", "BEFORE_DIE"}));
+    docs_.push_back(document(102, "worker", kBootA, kT0 + 10000000, {"MALLOC", "FREE"}));
+    docs_.push_back(document(103, "server", kBootA, kT0 + 20000000, {"REQ_PARSE", "RELOAD"}));
+    docs_.push_back(document(104, "server", kBootB, kT0 + 3600000000ull, {"BEFORE_DIE"}));
+    for (std::size_t i = 0; i < 3; ++i) add(alpha, entry_of(docs_[i]), kT0 + 10000000 * i, kBootA);
+    add(alpha, entry_of(docs_[3]), kT0 + 3600000000ull, kBootB);
+    // Host beta: one crash, boot B.
+    docs_.push_back(document(201, "server", kBootB, kT0 + 3700000000ull, {"REQ_PARSE"}, "beta"));
+    add(beta, entry_of(docs_[4], "beta"), kT0 + 3700000000ull, kBootB);
+    // Forged: user 1000 claims a crash of root's (COREDUMP_UID 0).
+    {
+      Fields f = entry_of(document(666, "forged", kBootA, kT0 + 5000000, {"BEFORE_DIE"}));
+      set(f, "_UID", "1000");
+      set(f, "COREDUMP_UID", "0");
+      add(alpha, f, kT0 + 5000000, kBootA);
+    }
+    // Forged: user 1000 about its own crash, but not as core-timelined.
+    {
+      Fields f = entry_of(document(667, "forged", kBootA, kT0 + 6000000, {"BEFORE_DIE"}));
+      set(f, "_UID", "1000");
+      set(f, "_COMM", "bash");
+      add(alpha, f, kT0 + 6000000, kBootA);
+    }
+    // Trusted: core-timelined as the crashed user 1000 (its own crash).
+    {
+      docs_.push_back(document(301, "userapp", kBootA, kT0 + 7000000, {"BEFORE_DIE"}));
+      Fields f = entry_of(docs_.back());
+      set(f, "_UID", "1000");
+      add(alpha, f, kT0 + 7000000, kBootA);
+    }
+    std::filesystem::create_directories(dir_->path() + "/remote");
+    write_journal(dir_->path() + "/remote/remote-alpha.journal", alpha);
+    write_journal(dir_->path() + "/remote/remote-beta.journal", beta);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    if (access(kJournalRemote, X_OK) != 0) {
+      if (const char *ci = getenv("CI"); ci && std::string(ci) == "true")
+        GTEST_FAIL() << kJournalRemote << " is missing (packaging/install-build-deps installs systemd-journal-remote)";
+      GTEST_SKIP() << kJournalRemote << " is missing";
+    }
+  }
+  static std::string remote() { return dir_->path() + "/remote"; }
+
+  static TempDir *dir_;
+  static std::vector<json> docs_;
+};
+TempDir *JournalFleet::dir_ = nullptr;
+std::vector<json> JournalFleet::docs_;
+
+}  // namespace
+
+TEST(JournalTrust, TheRuleForASender) {
+  EXPECT_TRUE(ctlq::trusted_timeline_sender("0", "1000", "anything"));
+  EXPECT_TRUE(ctlq::trusted_timeline_sender("1000", "1000", "core-timelined"));
+  EXPECT_FALSE(ctlq::trusted_timeline_sender("1000", "1000", "bash"));
+  EXPECT_FALSE(ctlq::trusted_timeline_sender("1000", "0", "core-timelined"));
+  EXPECT_FALSE(ctlq::trusted_timeline_sender("", "", "core-timelined"));
+  EXPECT_FALSE(ctlq::trusted_timeline_sender("1000", "", "core-timelined"));
+}
+
+TEST_F(JournalFleet, DirectoryIsDetectedAsAJournal) {
+  std::vector<std::string> files;
+  EXPECT_TRUE(ctlq::journal_files_in(remote(), &files));
+  EXPECT_EQ(files.size(), 2u);
+  files.clear();
+  EXPECT_FALSE(ctlq::journal_files_in(dir_->path() + "/no-such", &files));
+  // A machine-id subdirectory, as journald makes /var/log/journal.
+  const std::string nested = dir_->path() + "/nested/0123456789abcdef0123456789abcdef";
+  std::filesystem::create_directories(nested);
+  std::filesystem::copy_file(remote() + "/remote-beta.journal", nested + "/system.journal");
+  files.clear();
+  EXPECT_TRUE(ctlq::journal_files_in(dir_->path() + "/nested", &files));
+  ASSERT_EQ(files.size(), 1u);
+  const Cli c = cli({"-D", dir_->path() + "/nested", "--json", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  ASSERT_EQ(json_lines(c.out).size(), 1u);
+  EXPECT_EQ(json_lines(c.out)[0]["pid"], 201);
+}
+
+TEST_F(JournalFleet, ListShowsEveryHostWithAHostColumnAndIgnoresForgedEntries) {
+  const Cli c = cli({"-D", remote(), "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const auto l = lines_of(c.out);
+  ASSERT_EQ(l.size(), 7u) << c.out;  // header + 6 trusted entries
+  EXPECT_EQ(l[0].rfind("TIME", 0), 0u);
+  EXPECT_NE(l[0].find(" HOST "), std::string::npos) << l[0];
+  EXPECT_NE(c.out.find("beta"), std::string::npos);
+  EXPECT_NE(c.out.find("alpha"), std::string::npos);
+  EXPECT_EQ(c.out.find("forged"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("userapp"), std::string::npos) << c.out;  // core-timelined as the crashed user
+  // The last event from the entry's summary field, not the document.
+  EXPECT_NE(l[1].find("BEFORE_DIE"), std::string::npos) << l[1];
+  EXPECT_NE(c.err.find("2 journal entries with the timeline MESSAGE_ID ignored"), std::string::npos) << c.err;
+}
+
+TEST_F(JournalFleet, OneHostHasNoHostColumnButJsonAlwaysCarriesIt) {
+  const Cli c = cli({"--file", remote() + "/remote-alpha.journal", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(c.out.find("HOST"), std::string::npos) << c.out;
+  const Cli j = cli({"--file", remote() + "/remote-beta.journal", "--json", "list"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto rows = json_lines(j.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["host"], "beta");
+  EXPECT_EQ(rows[0]["source"], "journal");
+  EXPECT_EQ(rows[0]["pid"], 201);
+  EXPECT_EQ(rows[0]["events"], 2);
+  EXPECT_EQ(rows[0]["status"], "ok");
+  EXPECT_EQ(rows[0]["boot_id"], kBootB);
+}
+
+TEST_F(JournalFleet, MatchesOnEntryFieldsAndOnTheDocumentOnly) {
+  // A pid (index), an executable path (index), status (index).
+  auto pids = [](const Cli &c) {
+    std::vector<int> v;
+    for (const auto &j : json_lines(c.out)) v.push_back(j["pid"].get<int>());
+    return v;
+  };
+  Cli c = cli({"-D", remote(), "--json", "list", "102"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(pids(c), std::vector<int>{102});
+  c = cli({"-D", remote(), "--json", "list", "/usr/bin/server", "COREDUMP_PID=101", "COREDUMP_PID=201"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(pids(c), (std::vector<int>{101, 201}));
+  c = cli({"-D", remote(), "--json", "list", "status=ok", "worker"});
+  EXPECT_EQ(pids(c), std::vector<int>{102});
+  // A field only the document has (COREDUMP_CMDLINE): read from the
+  // entries' documents.
+  c = cli({"-D", remote(), "--json", "list", "COREDUMP_CMDLINE=worker --serve"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(pids(c), std::vector<int>{102});
+  c = cli({"-D", remote(), "list", "9999"});
+  EXPECT_EQ(c.rc, 1) << c.err;
+  EXPECT_NE(c.err.find("no matching timelines"), std::string::npos) << c.err;
+  // Forged entries are not found by a match either.
+  c = cli({"-D", remote(), "list", "666"});
+  EXPECT_EQ(c.rc, 1);
+}
+
+TEST_F(JournalFleet, BootAsJournalctlTakesIt) {
+  auto pids = [](const Cli &c) {
+    std::vector<int> v;
+    for (const auto &j : json_lines(c.out)) v.push_back(j["pid"].get<int>());
+    return v;
+  };
+  Cli c = cli({"-D", remote(), "--json", "--boot", kBootA, "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(pids(c), (std::vector<int>{101, 301, 102, 103}));
+  // Boot B is the journal's last (by its first entry): -b and -b 0.
+  c = cli({"-D", remote(), "--json", "-b", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(pids(c), (std::vector<int>{104, 201}));
+  c = cli({"-D", remote(), "--json", "-b", "-1", "list"});  // not -1 = --newest
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(pids(c).size(), 4u);
+  c = cli({"-D", remote(), "--json", "--boot=1", "list"});
+  EXPECT_EQ(pids(c).size(), 4u);
+  c = cli({"-D", remote(), "--json", "-b", std::string(kBootA) + "+1", "list"});
+  EXPECT_EQ(pids(c), (std::vector<int>{104, 201}));
+  // With a match, both hold.
+  c = cli({"-D", remote(), "--json", "-b", "-1", "list", "server"});
+  EXPECT_EQ(pids(c), (std::vector<int>{101, 103}));
+  c = cli({"-D", remote(), "-b", "-5", "list"});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.err.find("no such boot"), std::string::npos) << c.err;
+  c = cli({"-D", remote(), "--boot=xyz", "list"});
+  EXPECT_EQ(c.rc, 2) << c.err;
+}
+
+TEST_F(JournalFleet, EventsByNameUseTheIndex) {
+  Cli c = cli({"-D", remote(), "--json", "events", "--name", "REQ_PARSE"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  std::vector<int> pids;
+  for (const auto &j : json_lines(c.out)) {
+    EXPECT_EQ(j["event"]["name"], "REQ_PARSE");
+    pids.push_back(j["pid"].get<int>());
+  }
+  EXPECT_EQ(pids, (std::vector<int>{101, 103, 201}));
+  c = cli({"-D", remote(), "events", "--name", "NO_SUCH_EVENT"});
+  EXPECT_EQ(c.rc, 1) << c.err;
+  c = cli({"-D", remote(), "--json", "events", "--kind", "CRASH", "server"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(json_lines(c.out).size(), 4u);
+}
+
+TEST_F(JournalFleet, ShowExportAndDiffReadTheEntrysDocument) {
+  Cli c = cli({"-D", remote(), "show", "103"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(c.out, "core-timeline: core-only, pid 103 (server), 3 events\n");
+  c = cli({"-D", remote(), "show", "server"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.out.find("pid 201 (server)"), std::string::npos) << c.out;  // the newest
+  EXPECT_NE(c.err.find("4 timelines match"), std::string::npos) << c.err;
+  c = cli({"-D", remote(), "--json", "show", "102"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(json::parse(c.out), docs_[1]);
+  // export and diff: the same as from a file with the same document.
+  TempDir files;
+  const json &d = docs_[1];
+  const std::string name = "core.worker.1000." + std::string(kBootA) + ".102." +
+                           d["coredump"]["fields"]["COREDUMP_TIMESTAMP"].get<std::string>() + ".timeline.json";
+  std::ofstream(files.path() + "/" + name) << d.dump(2) << "\n";
+  std::ofstream(files.path() + "/core.server.1000." + std::string(kBootA) + ".101." +
+                docs_[0]["coredump"]["fields"]["COREDUMP_TIMESTAMP"].get<std::string>() + ".timeline.json")
+      << docs_[0].dump(2) << "\n";
+  c = cli({"-D", remote(), "export", "--format=chrome-trace", "102"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const json trace = json::parse(c.out);
+  EXPECT_TRUE(trace.contains("traceEvents")) << c.out.substr(0, 200);
+  const Cli from_file = cli({"-D", files.path(), "export", "--format=chrome-trace", "102"});
+  ASSERT_EQ(from_file.rc, 0) << from_file.err;
+  EXPECT_EQ(c.out, from_file.out);
+  const Cli diff_file = cli({"-D", files.path(), "--json", "diff", "101", "102"});
+  ASSERT_EQ(diff_file.rc, 0) << diff_file.err;
+  c = cli({"-D", remote(), "--json", "diff", "101", "102"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.out.find("REQ_PARSE"), std::string::npos) << c.out;
+  json dj = json::parse(c.out), df = json::parse(diff_file.out);
+  // The sides name their source (a journal entry, a file); the rest is the same.
+  for (json *j : {&dj, &df})
+    for (const char *side : {"a", "b"})
+      if (j->contains(side) && (*j)[side].is_object()) (*j)[side].erase("file");
+  EXPECT_EQ(dj, df);
+}
+
+TEST(JournalSources, MachineWithoutMachinedIsAnError) {
+  // No systemd-machined runs here, so -M can only be shown to fail
+  // cleanly: journalctl -M's path (machined's OpenMachineRootDirectory).
+  const Cli c = cli({"-M", "no-such-machine", "list"});
+  EXPECT_EQ(c.rc, 4) << c.out << c.err;
+  EXPECT_NE(c.err.find("cannot open the journal of machine \"no-such-machine\""), std::string::npos) << c.err;
+  const Cli both = cli({"-M", "x", "--file", "/tmp/x.journal", "list"});
+  EXPECT_EQ(both.rc, 2) << both.err;
+}
+
+// Entries without documents, cut documents, and a crash in both a file and
+// the journal.
+TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
+  TempDir d;
+  const std::string timelines = d.path() + "/timelines";
+  std::filesystem::create_directories(timelines);
+  std::string text;
+  std::uint64_t mono = 1;
+  // 1. A cut document: the entry says so, the document's "cut" object too.
+  json whole = document(401, "bigapp", kBootA, kT0 + 100, {"A", "B", "C", "D"});
+  json cut = whole;
+  cut["events"].erase(cut["events"].begin(), cut["events"].begin() + 3);
+  cut["cut"] = {{"reason", "document larger than --journal-document-max"}, {"max_bytes", 2048},
+                {"document_bytes", 9000}, {"events_total", 5}, {"events_kept", 2}};
+  const std::string whole_path = timelines + "/core.bigapp.1000." + std::string(kBootA) + ".401." +
+                                 std::to_string(kT0 + 100) + ".timeline.json";
+  Fields e = entry_of(cut);
+  set(e, std::string(jf::kDocumentCut), "1");
+  set(e, std::string(jf::kTimelinePath), whole_path);
+  append_export(text, e, kT0 + 200, mono++, kBootA);
+  // 2. No document: the notice of an older core-timelined, naming its file.
+  json nodoc = document(402, "olddaemon", kBootA, kT0 + 300, {"X"});
+  const std::string nodoc_path = timelines + "/core.olddaemon.1000." + std::string(kBootA) + ".402." +
+                                 std::to_string(kT0 + 300) + ".timeline.json";
+  Fields n = entry_of(nodoc, "alpha", /*with_document=*/false);
+  set(n, std::string(jf::kTimelinePath), nodoc_path);
+  append_export(text, n, kT0 + 400, mono++, kBootA);
+  // 3. No document and no file.
+  Fields gone = entry_of(document(403, "gone", kBootA, kT0 + 500, {"Y"}), "alpha", false);
+  set(gone, std::string(jf::kTimelinePath), timelines + "/missing.timeline.json");
+  append_export(text, gone, kT0 + 600, mono++, kBootA);
+  const std::string jdir = d.path() + "/journal";
+  std::filesystem::create_directories(jdir);
+  write_journal(jdir + "/remote-alpha.journal", text);
+  // The whole file of the cut crash, and the file of the no-document one.
+  std::ofstream(whole_path) << whole.dump(2) << "\n";
+  std::ofstream(nodoc_path) << nodoc.dump(2) << "\n";
+
+  // list: from the entries alone (no document read), all three.
+  Cli c = cli({"-D", jdir, "--json", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  auto rows = json_lines(c.out);
+  ASSERT_EQ(rows.size(), 3u) << c.out;
+  EXPECT_EQ(rows[0]["pid"], 401);
+  EXPECT_EQ(rows[0]["cut"], true);
+  // show of the cut one: the cut document, and a note where the whole is.
+  c = cli({"-D", jdir, "show", "401"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.err.find("cut to fit its journal entry"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("2 of 5 events kept"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find(whole_path), std::string::npos) << c.err;
+  // show of the entry without a document: the file it names.
+  c = cli({"-D", jdir, "--json", "show", "402"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(json::parse(c.out), nodoc);
+  c = cli({"-D", jdir, "show", "403"});
+  EXPECT_EQ(c.rc, 3) << c.err;
+  EXPECT_NE(c.err.find("missing.timeline.json"), std::string::npos) << c.err;
+  // events: the cut document's events, the file's for 402; 403 unreadable.
+  c = cli({"-D", jdir, "--json", "events", "--kind", "USER"});
+  EXPECT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(json_lines(c.out).size(), 2u) << c.out;  // D (cut) and X
+  EXPECT_NE(c.err.find("1 timeline or directory could not be read"), std::string::npos) << c.err;
+
+  // Both sources: -D on the journal and -D on the timeline files.  The
+  // crashes both have are listed once, from the file.
+  c = cli({"-D", jdir, "-D", timelines, "--json", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  rows = json_lines(c.out);
+  ASSERT_EQ(rows.size(), 3u) << c.out;
+  EXPECT_EQ(rows[0]["pid"], 401);
+  EXPECT_EQ(rows[0]["source"], "file");
+  EXPECT_EQ(rows[0]["events"], 5);
+  EXPECT_EQ(rows[1]["source"], "file");
+  EXPECT_EQ(rows[2]["source"], "journal");
+  c = cli({"-D", jdir, "-D", timelines, "show", "401"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(c.err.find("cut"), std::string::npos) << c.err;  // the whole file won
+  EXPECT_NE(c.out.find("5 events"), std::string::npos) << c.out;
+}
