@@ -513,7 +513,9 @@ Crash crash(const ct::test::DaemonHarness &daemon, const std::vector<std::string
   int status = 0;
   waitpid(c.pid, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WCOREDUMP(status)) << argv[0] << " did not die with a core: " << status;
-  auto t = daemon.wait_timeline(c.pid, 20s, t0);
+  // COREDUMP_TIMESTAMP, which the name ends with, is the kernel's crash
+  // time in whole seconds: up to a second before t0.
+  auto t = daemon.wait_timeline(c.pid, 20s, t0 - 2000000);
   if (!t) {
     ADD_FAILURE() << "no timeline for pid " << c.pid << " within 20 s; daemon log:\n" << daemon.log_tail();
     return c;
@@ -922,7 +924,8 @@ TEST_F(Fleet, UploadResendsTheSavedCursorsEntryAndCtlQueryListsTheCrashOnce) {
   EXPECT_EQ(s.out, c.text());
 }
 
-// A big document (several hundred KiB: a crash with thousands of events)
+// A big document (several hundred KiB: a crash with 512 events, under the
+// daemon's default --journal-document-max of 1 MiB)
 // arrives whole: journal-upload does not cut fields at sd-journal's
 // default 64 KiB threshold.
 TEST_F(Fleet, BigDocumentArrivesWhole) {
@@ -931,10 +934,11 @@ TEST_F(Fleet, BigDocumentArrivesWhole) {
   ASSERT_FALSE(tail.empty());
   auto &up = uploader("upload");
   up.start(tail);
-  const Crash c = crash(d, {CT_BIG_RING_CRASHER, "1", "4096", "4096"});
+  const Crash c = crash(d, {CT_BIG_RING_CRASHER, "1", "512", "512"});
   ASSERT_FALSE(c.timeline.path.empty());
   const std::string file = slurp(c.timeline.path);
   ASSERT_GT(file.size(), 300u * 1024) << "the fixture's document is too small to prove anything";
+  ASSERT_LT(file.size(), 1u << 20) << "the fixture's document is over the daemon's default --journal-document-max";
 
   ASSERT_TRUE(wait_remote_crash(*host, c)) << up.log() << host->log();
   const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
