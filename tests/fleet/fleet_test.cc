@@ -18,7 +18,7 @@
 // listen) and hands the listening socket over as fd 3 by socket activation
 // (LISTEN_FDS=1; systemd-journal-remote(8): "--listen-http=-FD").  Each
 // systemd-journal-upload gets its own --save-state file in the test's
-// directory; the first start begins at the tail of the local journal
+// directory; the first start begins at an entry the test logs just before
 // (--after-cursor=CURSOR), so the test sends seconds of journal, not the
 // machine's history.  A restart gives --save-state alone: a cursor given
 // on the command line wins over the saved one (systemd 252,
@@ -653,6 +653,14 @@ class Fleet : public ::testing::Test {
     daemon->start(extra);
     return *daemon;
   }
+  // Where a first upload starts: a mark of the test's, logged now.  Not
+  // the journal's tail: journal-upload 252 sends the entry at
+  // --after-cursor too, and the tail may be an entry of a crash the test
+  // keeps from the central host.
+  std::string start_cursor() {
+    const auto m = mark(run_id, "start");
+    return m ? m->cursor : std::string();
+  }
   Uploader &uploader(const std::string &name) {
     uploaders.push_back(std::make_unique<Uploader>(host->url(), dir.path + "/" + name + ".state",
                                                    dir.path + "/" + name + ".log"));
@@ -715,7 +723,7 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
     peer_entries.push_back(t[0]);
   }
 
-  const std::string tail = local_tail_cursor();
+  const std::string tail = start_cursor();
   ASSERT_FALSE(tail.empty());
   auto &up = uploader("upload");
   up.start(tail);
@@ -777,7 +785,7 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
 // central host exactly once, entry by entry, and ctl-query lists each once.
 TEST_F(Fleet, UploadStoppedAndRestartedMidwayLosesNoEntryAndDuplicatesNone) {
   auto &d = start_daemon();
-  const std::string start = local_tail_cursor();
+  const std::string start = start_cursor();
   ASSERT_FALSE(start.empty());
   auto &up = uploader("upload");
   up.start(start);
@@ -930,7 +938,7 @@ TEST_F(Fleet, UploadResendsTheSavedCursorsEntryAndCtlQueryListsTheCrashOnce) {
 // default 64 KiB threshold.
 TEST_F(Fleet, BigDocumentArrivesWhole) {
   auto &d = start_daemon();
-  const std::string tail = local_tail_cursor();
+  const std::string tail = start_cursor();
   ASSERT_FALSE(tail.empty());
   auto &up = uploader("upload");
   up.start(tail);
