@@ -32,6 +32,7 @@
 //                          [--json FILE]
 #include <fcntl.h>
 #include <poll.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/inotify.h>
@@ -218,8 +219,9 @@ struct Arrival {
 };
 
 // Forks n children of argv that wait on a barrier, then releases them all
-// at once; each gets default dispositions for the core signals.
-std::vector<Crasher> spawn_crashers(const std::vector<std::string> &argv, int n) {
+// at once; each gets default dispositions for the core signals, and runs
+// as `uid` (no groups) when given.
+std::vector<Crasher> spawn_crashers(const std::vector<std::string> &argv, int n, std::optional<uid_t> uid = {}) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) fail("pipe2");
   std::vector<char *> a;
@@ -242,6 +244,8 @@ std::vector<Crasher> spawn_crashers(const std::vector<std::string> &argv, int n)
       dup2(devnull, 0);
       dup2(devnull, 1);
       dup2(devnull, 2);
+      if (uid && (setgroups(0, nullptr) < 0 || setresgid(*uid, *uid, *uid) < 0 || setresuid(*uid, *uid, *uid) < 0))
+        _exit(126);
       execv(a[0], a.data());
       _exit(127);
     }
@@ -337,6 +341,10 @@ struct Entry {
   }
 };
 
+// The non-system uid crash_demo runs as for the "as a user" case (no
+// passwd entry is needed: systemd-coredump and journald go by the number).
+constexpr uid_t kBenchUid = 47099;
+
 bool trusted_uid(const std::string &uid) {
   if (uid == "0") return true;
   const passwd *pw = getpwnam("systemd-coredump");
@@ -368,7 +376,9 @@ std::map<pid_t, Entry> find_entries(const std::set<pid_t> &pids, std::int64_t no
         auto eq = kv.find('=');
         if (eq != std::string::npos && kv.compare(0, eq, "COREDUMP") != 0) e.f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
       }
-      if (!trusted_uid(e.get("_UID"))) continue;
+      // systemd-coredump logs a non-system user's crash as that user.
+      if (!trusted_uid(e.get("_UID")) && !(e.get("_UID") == std::to_string(kBenchUid) && e.get("COREDUMP_UID") == e.get("_UID")))
+        continue;
       pid_t pid = -1;
       try {
         pid = static_cast<pid_t>(std::stol(e.get("COREDUMP_PID")));
@@ -573,6 +583,7 @@ Sample make_sample(const Crasher &c, const Arrival &arr, const Entry &e, const s
 
 // ---- the run --------------------------------------------------------------
 
+
 // tests/support/pipeline: started here (and stopped at the end) only if its
 // status says it is not running; this process is its holder.
 class Pipeline {
@@ -599,6 +610,8 @@ class Pipeline {
 
 struct Config {
   int small_reps = 5, mid_reps = 5, big_reps = 3, storm = 32, timeout_s = 300;
+  int user_reps = 5;           // crash_demo as kBenchUid: its entry sent as that user
+  int big_ring_reps = 3;       // big_ring_crasher 1 4096 5000: a document bigger than the entry's bound
   unsigned mid_mib = 100, big_mib = 1024;
   std::string json_out, bin_dir, work_parent = "/var/tmp", pipeline = CT_PIPELINE_SCRIPT;
   bool keep_cores = false, keep_work = false, next_to_core = false;
@@ -661,13 +674,14 @@ class Bench {
     return p;
   }
 
-  CaseResult single(const std::string &name, const std::vector<std::string> &argv, int reps) {
+  CaseResult single(const std::string &name, const std::vector<std::string> &argv, int reps,
+                    std::optional<uid_t> uid = {}) {
     CaseResult cr{name, {}};
     for (int i = 0; i < reps; ++i) {
       sync();
       const std::int64_t not_before = real_us();
       JournalWatch jw;
-      auto cs = spawn_crashers(argv, 1);
+      auto cs = spawn_crashers(argv, 1, uid);
       std::map<pid_t, Arrival> got;
       std::map<pid_t, std::int64_t> woke;
       wait_deaths_and_timelines(cs, watch_, got, jw, woke, cfg_.timeout_s, daemon_.log_path());
@@ -849,10 +863,12 @@ int run(const Config &cfg) {
   if (geteuid() != 0) fail("must run as root (it reads every stored core and starts core-timelined)");
   const std::string bin = cfg.bin_dir.empty() ? fs::read_symlink("/proc/self/exe").parent_path().string() : cfg.bin_dir;
   const std::string daemon_bin = bin + "/core-timelined", crash_demo = bin + "/crash_demo",
-                    big_crasher = bin + "/big_crasher";
+                    big_crasher = bin + "/big_crasher", big_ring_crasher = bin + "/big_ring_crasher";
   for (const auto &p : {daemon_bin, crash_demo})
     if (access(p.c_str(), X_OK) != 0) fail(p + " not found; build it (cmake --build BUILD --target bench_daemon)");
   const bool have_big = access(big_crasher.c_str(), X_OK) == 0;
+  const bool have_big_ring = access(big_ring_crasher.c_str(), X_OK) == 0;
+  if (!have_big_ring) std::fprintf(stderr, "bench_daemon: %s not found; the cut document's case skipped\n", big_ring_crasher.c_str());
   if (!have_big) std::fprintf(stderr, "bench_daemon: %s not found (CT_BUILD_TESTS=OFF?); big cores skipped\n", big_crasher.c_str());
   Pipeline pipeline(cfg.pipeline);
   const std::string pattern = trim(read_text("/proc/sys/kernel/core_pattern"));
@@ -892,6 +908,19 @@ int run(const Config &cfg) {
   std::exception_ptr failure;
   try {
     if (cfg.small_reps > 0) cases.push_back(bench.single("crash_demo", {crash_demo, "--path=a"}, cfg.small_reps));
+    if (cfg.user_reps > 0) {
+      // A copy that uid kBenchUid may run; its timeline has the core's ACL
+      // for that uid, so the daemon sends its entry as that user (a child).
+      const std::string user_demo = ws.path + "/crash_demo";
+      fs::copy_file(crash_demo, user_demo, fs::copy_options::overwrite_existing);
+      chmod(user_demo.c_str(), 0755);
+      chmod(ws.path.c_str(), 0755);
+      cases.push_back(bench.single("crash_demo as uid " + std::to_string(kBenchUid), {user_demo, "--path=a"},
+                                   cfg.user_reps, kBenchUid));
+    }
+    if (have_big_ring && cfg.big_ring_reps > 0)
+      cases.push_back(bench.single("big_ring_crasher 1 4096 5000", {big_ring_crasher, "1", "4096", "5000"},
+                                   cfg.big_ring_reps));
     if (have_big && cfg.mid_reps > 0)
       cases.push_back(bench.single("big_crasher " + std::to_string(cfg.mid_mib),
                                    {big_crasher, std::to_string(cfg.mid_mib)}, cfg.mid_reps));
@@ -1021,6 +1050,78 @@ int run(const Config &cfg) {
               "(entry→death), so (a) death→TL is shorter than (b), and negative when the timeline is on disk\n"
               "before the crasher is reaped. crash→TL starts at the CRASH event (the crash handler's TSC).\n");
 
+  // ---- the timeline entry's cost (issue 16) ----
+  // The daemon's stderr line for each entry says what sending it took
+  // (fields built, the document bounded, sd_journal_sendv, and the fork of
+  // the child that sends it as the crashed user, when it does):
+  // "pid N (...): ... [journal entry: F fields, document D bytes[ (cut)], sent as WHO in X ms]".
+  struct EntryCost {
+    double ms = 0, bytes = 0;
+    bool cut = false;
+  };
+  std::map<pid_t, EntryCost> entry_cost;
+  {
+    const std::string log = daemon.log();
+    std::size_t at = 0;
+    while ((at = log.find("[journal entry: ", at)) != std::string::npos) {
+      const std::size_t bol = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+      const std::size_t eol = log.find('\n', at);
+      const std::string line = log.substr(bol, eol == std::string::npos ? std::string::npos : eol - bol);
+      at = eol == std::string::npos ? log.size() : eol;
+      const auto p = line.find("pid ");
+      static constexpr char kDoc[] = " fields, document ";
+      const auto doc = line.rfind(kDoc);
+      const auto in = line.rfind(" in ");
+      if (p == std::string::npos || doc == std::string::npos || in == std::string::npos) continue;
+      EntryCost c;
+      c.ms = std::strtod(line.c_str() + in + 4, nullptr);
+      c.bytes = std::strtod(line.c_str() + doc + sizeof kDoc - 1, nullptr);
+      c.cut = line.find("bytes (cut)") != std::string::npos;
+      entry_cost[static_cast<pid_t>(std::strtol(line.c_str() + p + 4, nullptr, 10))] = c;
+    }
+  }
+  json jentry = json::array();
+  std::printf("\n## The timeline entry in the journal: the daemon's added cost per crash (medians)\n\n");
+  std::printf("TARGET (issue 16) \"the daemon's added cost per crash for the journal entry <= 10%% of its per-crash "
+              "time\": **entry / daemon work <= 0.10**\n\n");
+  std::printf("| case | n | document in the entry, bytes | cut | entry ms | daemon work ms (duration_ms) | "
+              "**entry / daemon work** |\n|---|---|---|---|---|---|---|\n");
+  auto entry_row = [&](const std::string &name, const std::vector<Sample> &v) {
+    std::vector<double> e, w, b, r;
+    std::size_t cut = 0;
+    for (const auto &s : v) {
+      const auto it = entry_cost.find(s.pid);
+      if (it == entry_cost.end()) continue;
+      e.push_back(it->second.ms);
+      b.push_back(it->second.bytes);
+      w.push_back(s.duration_ms);
+      if (s.duration_ms > 0) r.push_back(it->second.ms / s.duration_ms);
+      cut += it->second.cut;
+    }
+    if (e.empty()) {
+      std::printf("| %s | 0 | n/a (no \"journal entry\" line in the daemon's log) | | | | |\n", name.c_str());
+      return;
+    }
+    const double ratio_of_medians = median(w) > 0 ? median(e) / median(w) : 0;
+    std::printf("| %s | %zu | %.0f | %zu | %s | %s | **%.3f** (median of per-crash ratios %.3f) |\n", name.c_str(),
+                e.size(), median(b), cut, fmt(3, median(e)).c_str(), ms(median(w)).c_str(), ratio_of_medians,
+                r.empty() ? 0.0 : median(r));
+    jentry.push_back({{"case", name},
+                      {"n", e.size()},
+                      {"document_bytes_median", median(b)},
+                      {"cut", cut},
+                      {"entry_ms_median", median(e)},
+                      {"daemon_duration_ms_median", median(w)},
+                      {"entry_over_work", ratio_of_medians}});
+  };
+  for (const auto &c : cases) entry_row(c.name, c.samples);
+  if (storm) entry_row("storm of " + std::to_string(storm->n), storm->samples);
+  std::printf("\nentry ms: from building the entry's fields (the document bounded to --journal-document-max) to\n"
+              "sd_journal_sendv's return, including the fork and wait of the child that sends a non-system user's\n"
+              "entry as that user; measured by the daemon (CLOCK_MONOTONIC) and printed on its stderr.  daemon work:\n"
+              "the timeline's daemon.duration_ms (extraction and decoding, before the entry is sent).  journald's\n"
+              "own work on the entry is not in it.\n");
+
   std::printf("\n## Extraction and decoding, from the timelines (medians)\n\n");
   std::printf("| case | status | compression | sparse | truncated | core bytes | kept bytes | kept %% | decoder ms "
               "| decoder max RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|\n");
@@ -1143,7 +1244,8 @@ int run(const Config &cfg) {
               {"same_filesystem", same_fs},
               {"daemon_exit", daemon_exit},
               {"cases", jcases},
-              {"storm", jstorm}};
+              {"storm", jstorm},
+              {"journal_entry", jentry}};
     std::ofstream(cfg.json_out) << j.dump(2) << "\n";
   }
   return 0;
@@ -1158,6 +1260,11 @@ int main(int argc, char **argv) {
                "Needs root and the crash pipeline (tests/support/pipeline start).",
                "bench_daemon"};
   app.add_option("--small-reps", cfg.small_reps, "Crashes of crash_demo --path=a (0: skip)")->capture_default_str();
+  app.add_option("--user-reps", cfg.user_reps, "Crashes of crash_demo --path=a as a non-system uid (0: skip)")
+      ->capture_default_str();
+  app.add_option("--big-ring-reps", cfg.big_ring_reps,
+                 "Crashes of big_ring_crasher 1 4096 5000 (a document over the journal entry's bound; 0: skip)")
+      ->capture_default_str();
   app.add_option("--mid-reps", cfg.mid_reps, "Crashes of big_crasher --mid-mib (0: skip)")->capture_default_str();
   app.add_option("--big-reps", cfg.big_reps, "Crashes of big_crasher --big-mib (0: skip)")->capture_default_str();
   app.add_option("--mid-mib", cfg.mid_mib, "MiB of the middle core")->capture_default_str();

@@ -148,7 +148,7 @@ struct CommandLine {
         ->allow_extra_args(false);
     app.add_option("-M,--machine", o.machine, "Read the journal of this container (as journalctl -M)")
         ->type_name("NAME");
-    app.add_option("--boot", boot,
+    app.add_option("-b,--boot", boot,
                    "Only crashes of this boot: -b alone or 0 the current boot, -1 the one before, 1 the first, "
                    "a boot id, ID+N/ID-N (as journalctl -b)")
         ->type_name("[ID][+-N]");

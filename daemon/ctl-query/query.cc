@@ -801,14 +801,31 @@ class Query {
       terms = {named, incomplete};
     } else {
       terms = {base};
+      /* The notice an older core-timelined logged with this MESSAGE_ID
+       * (no document, no COREDUMP_* fields) names the crash by
+       * CORE_TIMELINE_PID, _EXE and _UID: a match on only those fields
+       * finds it too. */
+      static const std::map<std::string, std::string> notice{{"COREDUMP_PID", "CORE_TIMELINE_PID"},
+                                                             {"COREDUMP_EXE", "CORE_TIMELINE_EXE"},
+                                                             {"COREDUMP_UID", "CORE_TIMELINE_UID"}};
+      if (!base.empty() && std::all_of(base.begin(), base.end(), [](const auto &g) { return notice.count(g.first); })) {
+        JournalTerm old = base;
+        for (auto &g : old) g.first = notice.at(g.first);
+        terms.push_back(std::move(old));
+      }
     }
     const bool rows_now = !entry_needs_document();
     auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
       if (!in_range(entry_time(e))) return;
-      if (rows_now) {
+      /* The older notice (no document, no summary) is read from the
+       * file it names, so that its row says what the file says. */
+      const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
+      if (rows_now && !notice) {
         /* Its row now; of the entry, only what show needs. */
-        entry_rows_.push_back(row_of_entry(e));
+        entry_rows_.emplace_back(row_of_entry(e));
         e.values = {};  // the row has the timeline path show needs
+      } else {
+        entry_rows_.emplace_back();
       }
       entries_.push_back(std::move(e));
     });
@@ -876,10 +893,15 @@ class Query {
     if (!entries.empty())
       for (std::size_t g = 0; g < matches_.groups().size(); ++g)
         if (journal_field(matches_.groups()[g].field)) field_seen_[g].store(true);
-    if (!entry_needs_document()) {
-      for (std::size_t i : entries) slots_[i].row = std::move(entry_rows_[*todo_[i]->entry]);
-      std::vector<Row>().swap(entry_rows_);
-    } else {
+    {
+      std::vector<std::size_t> to_read;  // the entries whose documents are needed
+      for (std::size_t i : entries) {
+        auto &row = entry_rows_[*todo_[i]->entry];
+        if (row) slots_[i].row = std::move(*row);
+        else to_read.push_back(i);
+      }
+      std::vector<std::optional<Row>>().swap(entry_rows_);
+      entries = std::move(to_read);
       constexpr std::size_t kChunk = 512;
       docs_.resize(todo_.size());
       for (std::size_t from = 0; from < entries.size(); from += kChunk) {
@@ -1020,18 +1042,22 @@ class Query {
   }
 
   /* 5. The matches, by crash time.  The same crash (boot, pid, crash
-   *    time) from a file and from the journal is one row, the file's: a
+   *    time; or the file the entry names) from a file and from the journal
+   *    is one row, the file's: a
    *    file is never cut, an entry's document may be; of several entries
    *    for one crash, the last logged. */
   void order_rows() {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].row) order.push_back(i);
-    std::set<std::string> file_keys;
+    std::set<std::string> file_keys, file_paths;
     std::map<std::string, std::size_t> last_entry;
     for (std::size_t i : order) {
       const Row &r = *slots_[i].row;
-      if (!r.from_journal) file_keys.insert(crash_key(r));
+      if (!r.from_journal) {
+        file_keys.insert(crash_key(r));
+        file_paths.insert(r.path);
+      }
     }
     for (std::size_t i : order) {
       const Row &r = *slots_[i].row;
@@ -1041,7 +1067,9 @@ class Query {
       const Row &r = *slots_[i].row;
       if (!r.from_journal) return false;
       const std::string k = crash_key(r);
-      return file_keys.count(k) > 0 || last_entry[k] != i;
+      /* The same crash: the same boot, pid and crash time, or the file the
+       * entry names (the older notice has no crash time). */
+      return file_keys.count(k) > 0 || (!r.path.empty() && file_paths.count(r.path) > 0) || last_entry[k] != i;
     });
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const Row &x = *slots_[a].row, &y = *slots_[b].row;
@@ -1141,7 +1169,9 @@ class Query {
   std::unique_ptr<Journal> journal_;
   bool journal_local_ = false;
   std::vector<JournalEntry> entries_;
-  std::vector<Row> entry_rows_;  /* entries_'s rows, when their documents are not needed */
+  /* entries_'s rows, made while scanning for those whose documents are
+   * not needed */
+  std::vector<std::optional<Row>> entry_rows_;
   std::size_t untrusted_ = 0;
   std::optional<std::string> boot_id_;
   MatchSet residual_;

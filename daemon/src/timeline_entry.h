@@ -15,7 +15,8 @@
  * only root and the groups adm, systemd-journal and wheel read.
  * systemd-coredump logs as the crashed user for that reason.  So the
  * daemon sends a crash's entry from a short-lived child that has dropped
- * to the crashed uid and gid (setgroups, setresgid, setresuid) when
+ * to the crashed uid and gid (setgroups, setresgid, setresuid; a clone(2)
+ * with CLONE_VM | CLONE_VFORK, so it costs tens of microseconds) when
  * send_as() says the crashed user may read the timeline file, and as
  * itself (root) otherwise.  The child needs CAP_SETUID and CAP_SETGID
  * (units/core-timeline.service gives both); the kernel attaches its
@@ -23,7 +24,9 @@
  * _UID=COREDUMP_UID.  sd_journal_sendv(3) passes an entry too big for one
  * datagram in a sealed memfd, which journald accepts from any uid.
  *
- * Thread-safety: send_entry() forks; call it from the daemon's one thread.
+ * Thread-safety: send_entry() clones a child that shares this process's
+ * memory while this thread waits; call it from the daemon's one thread,
+ * with no other thread running.
  * A TimelineEntries is used by one thread.
  */
 #ifndef CORE_TIMELINE_DAEMON_TIMELINE_ENTRY_H
@@ -56,7 +59,7 @@ std::optional<SendAs> send_as(const CoredumpEntry &e, const FileOwner &owner);
 /** Sends one journal entry of `fields` (each "NAME=VALUE"; MESSAGE,
  *  PRIORITY and the rest included) with sd_journal_sendv(3): from this
  *  process, or, with `as`, from a child that drops to it first and exits
- *  once sent.  Errors: sd_journal_sendv's errno; fork(2); the child's
+ *  once sent.  Errors: sd_journal_sendv's errno; clone(2); the child's
  *  setgroups/setresgid/setresuid (EPERM without CAP_SETUID/CAP_SETGID). */
 Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as);
 

@@ -499,18 +499,50 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
   Fields gone = entry_of(document(403, "gone", kBootA, kT0 + 500, {"Y"}), "alpha", false);
   set(gone, std::string(jf::kTimelinePath), timelines + "/missing.timeline.json");
   append_export(text, gone, kT0 + 600, mono++, kBootA);
+  // 4. The notice core-timelined logs today (daemon/src/daemon.cc report()):
+  //    no COREDUMP_* fields, no document; CORE_TIMELINE_PID/_EXE/_UID.
+  json notice_doc = document(404, "notice", kBootA, kT0 + 700, {"Z"});
+  const std::string notice_path = timelines + "/core.notice.1000." + std::string(kBootA) + ".404." +
+                                  std::to_string(kT0 + 700) + ".timeline.json";
+  Fields notice{{"MESSAGE_ID", std::string(jf::kTimelineMessageId)},
+                {"MESSAGE", "pid 404 (/usr/bin/notice): timeline with 2 events written to " + notice_path},
+                {"_UID", "0"},
+                {"_COMM", "core-timelined"},
+                {"_HOSTNAME", "alpha"},
+                {"CORE_TIMELINE_STATUS", "ok"},
+                {"CORE_TIMELINE_TIMELINE", notice_path},
+                {"CORE_TIMELINE_EXE", "/usr/bin/notice"},
+                {"CORE_TIMELINE_UID", "1000"},
+                {"CORE_TIMELINE_PID", "404"}};
+  append_export(text, notice, kT0 + 800, mono++, kBootA);
   const std::string jdir = d.path() + "/journal";
   std::filesystem::create_directories(jdir);
   write_journal(jdir + "/remote-alpha.journal", text);
   // The whole file of the cut crash, and the file of the no-document one.
   std::ofstream(whole_path) << whole.dump(2) << "\n";
   std::ofstream(nodoc_path) << nodoc.dump(2) << "\n";
+  std::ofstream(notice_path) << notice_doc.dump(2) << "\n";
+
+  // The notice: found by its pid, executable and uid; shown from its file.
+  Cli n4 = cli({"-D", jdir, "--json", "list", "404"});
+  ASSERT_EQ(n4.rc, 0) << n4.err;
+  ASSERT_EQ(json_lines(n4.out).size(), 1u) << n4.out;
+  EXPECT_EQ(json_lines(n4.out)[0]["exe"], "/usr/bin/notice");
+  EXPECT_EQ(json_lines(n4.out)[0]["events"], 2);  // from the file it names
+  EXPECT_EQ(json_lines(n4.out)[0]["last_event"]["name"], "Z");
+  n4 = cli({"-D", jdir, "--json", "list", "/usr/bin/notice", "COREDUMP_UID=1000"});
+  EXPECT_EQ(json_lines(n4.out).size(), 1u) << n4.out << n4.err;
+  n4 = cli({"-D", jdir, "show", "404"});
+  ASSERT_EQ(n4.rc, 0) << n4.err;
+  EXPECT_NE(n4.out.find("pid 404 (notice)"), std::string::npos) << n4.out;
+  n4 = cli({"-D", jdir, "list", "404", "notice"});  // COREDUMP_COMM: the notice has none
+  EXPECT_EQ(n4.rc, 1) << n4.out;
 
   // list: from the entries alone (no document read), all three.
   Cli c = cli({"-D", jdir, "--json", "list"});
   ASSERT_EQ(c.rc, 0) << c.err;
   auto rows = json_lines(c.out);
-  ASSERT_EQ(rows.size(), 3u) << c.out;
+  ASSERT_EQ(rows.size(), 4u) << c.out;
   EXPECT_EQ(rows[0]["pid"], 401);
   EXPECT_EQ(rows[0]["cut"], true);
   // show of the cut one: the cut document, and a note where the whole is.
@@ -529,7 +561,7 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
   // events: the cut document's events, the file's for 402; 403 unreadable.
   c = cli({"-D", jdir, "--json", "events", "--kind", "USER"});
   EXPECT_EQ(c.rc, 0) << c.err;
-  EXPECT_EQ(json_lines(c.out).size(), 2u) << c.out;  // D (cut) and X
+  EXPECT_EQ(json_lines(c.out).size(), 3u) << c.out;  // D (cut), X and Z (files)
   EXPECT_NE(c.err.find("1 timeline or directory could not be read"), std::string::npos) << c.err;
 
   // Both sources: -D on the journal and -D on the timeline files.  The
@@ -537,12 +569,14 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
   c = cli({"-D", jdir, "-D", timelines, "--json", "list"});
   ASSERT_EQ(c.rc, 0) << c.err;
   rows = json_lines(c.out);
-  ASSERT_EQ(rows.size(), 3u) << c.out;
+  ASSERT_EQ(rows.size(), 4u) << c.out;
   EXPECT_EQ(rows[0]["pid"], 401);
   EXPECT_EQ(rows[0]["source"], "file");
   EXPECT_EQ(rows[0]["events"], 5);
   EXPECT_EQ(rows[1]["source"], "file");
   EXPECT_EQ(rows[2]["source"], "journal");
+  EXPECT_EQ(rows[3]["pid"], 404);  // the notice: the same crash by the file it names
+  EXPECT_EQ(rows[3]["source"], "file");
   c = cli({"-D", jdir, "-D", timelines, "show", "401"});
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_EQ(c.err.find("cut"), std::string::npos) << c.err;  // the whole file won

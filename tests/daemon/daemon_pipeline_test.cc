@@ -14,6 +14,7 @@
 // restored by an RAII guard, also when the test fails.  Needs root.
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -41,6 +42,7 @@
 #include "daemon_harness.h"
 #include "process.h"
 #include "ids.h"
+#include "core_timeline/document/journal_entry.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -735,6 +737,322 @@ TEST_F(DaemonPipeline, UsersReadTheirOwnTimelinesAndNotOthers) {
   };
   EXPECT_EQ(open_as(1234), 0);
   EXPECT_EQ(open_as(1235), 1);
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+// ---- the timeline entry in the journal ----------------------------------------
+
+namespace {
+
+namespace jn = core_timeline::document::journal;
+
+using Entry = std::multimap<std::string, std::string>;
+
+std::string one(const Entry &e, std::string_view k) {
+  const auto it = e.find(std::string(k));
+  return it == e.end() ? std::string("<absent>") : it->second;
+}
+std::vector<std::string> all(const Entry &e, std::string_view k) {
+  std::vector<std::string> v;
+  for (auto [a, b] = e.equal_range(std::string(k)); a != b; ++a) v.push_back(a->second);
+  return v;
+}
+
+// Every timeline entry (MESSAGE_ID 9d72af47...) of crash `pid` of this boot
+// in the local journal, every field whole (data threshold 0).
+std::vector<Entry> timeline_entries(pid_t pid) {
+  std::vector<Entry> out;
+  sd_journal *j = nullptr;
+  if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0) return out;
+  sd_journal_set_data_threshold(j, 0);
+  for (const std::string &m : {"MESSAGE_ID=" + std::string(jn::kTimelineMessageId),
+                               "COREDUMP_PID=" + std::to_string(pid), std::string(jn::kBootId) + "=" + boot_id()})
+    sd_journal_add_match(j, m.data(), m.size());
+  while (sd_journal_next(j) > 0) {
+    Entry f;
+    const void *data;
+    size_t len;
+    SD_JOURNAL_FOREACH_DATA(j, data, len) {
+      std::string kv(static_cast<const char *>(data), len);
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    out.push_back(std::move(f));
+  }
+  sd_journal_close(j);
+  return out;
+}
+
+// The entries of `pid` once there are at least `n` (or what there is
+// after `timeout`).
+std::vector<Entry> wait_timeline_entries(pid_t pid, std::size_t n = 1, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto e = timeline_entries(pid);
+    if (e.size() >= n || Clock::now() >= deadline) return e;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+bool trusted(const Entry &e) {
+  jn::Sender s;
+  const std::string uid = one(e, "_UID"), transport = one(e, "_TRANSPORT"), cuid = one(e, "COREDUMP_UID");
+  if (uid != "<absent>") s.uid = uid;
+  if (transport != "<absent>") s.transport = transport;
+  if (cuid != "<absent>") s.coredump_uid = cuid;
+  return jn::trusted_sender(s);
+}
+
+// Whether uid `uid` (no groups) finds crash `pid`'s timeline entry in the
+// journal files it may open: 0 yes, 1 no, 2 it could open none.
+int reads_entry_as(uid_t uid, pid_t pid) {
+  const pid_t p = fork();
+  if (p == 0) {
+    if (setgroups(0, nullptr) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0) _exit(3);
+    sd_journal *j = nullptr;
+    if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0) _exit(2);
+    const std::string m1 = "MESSAGE_ID=" + std::string(jn::kTimelineMessageId), m2 = "COREDUMP_PID=" + std::to_string(pid);
+    sd_journal_add_match(j, m1.data(), m1.size());
+    sd_journal_add_match(j, m2.data(), m2.size());
+    _exit(sd_journal_next(j) > 0 ? 0 : 1);
+  }
+  int st = 0;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+}
+
+// A user (uid > 999) with its own group of the same id, made with
+// groupadd/useradd and removed (userdel, groupdel) on every exit path.
+struct TestUser {
+  uid_t uid = 0;
+  std::string name;
+  bool made = false;
+  TestUser() {
+    for (uid_t u = 47100; u < 47200 && !made; ++u) {
+      const std::string n = "ct-je-" + std::to_string(u);
+      if (getpwuid(u) || getgrgid(u) || getpwnam(n.c_str())) continue;
+      if (!ct::test::run({"/usr/sbin/groupadd", "-g", std::to_string(u), n}).ok()) continue;
+      if (!ct::test::run({"/usr/sbin/useradd", "-M", "-N", "-u", std::to_string(u), "-g", std::to_string(u), n}).ok()) {
+        ct::test::run({"/usr/sbin/groupdel", n});
+        continue;
+      }
+      uid = u;
+      name = n;
+      made = true;
+    }
+  }
+  ~TestUser() {
+    if (!made) return;
+    ct::test::run({"/usr/sbin/userdel", name});
+    ct::test::run({"/usr/sbin/groupdel", name});
+  }
+};
+
+// journald on the persistent journal (/var/log/journal), as a booted
+// system has it after systemd-journal-flush.service: only there does it
+// split entries by uid (SplitMode=uid; while it has the volatile journal in
+// /run open, it writes everything there, systemd 252
+// src/journal/journald-server.c find_journal()).  A journald started with
+// /run/systemd/journal/flushed present opens both, so the flush is asked
+// for whatever that flag says.  Back to the volatile journal at the end if
+// it was there.
+struct PersistentJournal {
+  bool was_flushed = fs::exists("/run/systemd/journal/flushed");
+  bool ok = ct::test::run({"/usr/bin/journalctl", "--flush"}).ok();
+  ~PersistentJournal() {
+    if (!was_flushed) ct::test::run({"/usr/bin/journalctl", "--relinquish-var"});
+  }
+};
+
+// The entry's summary and join keys, as journal_entry.h defines them, for
+// crash_demo --path=a's timeline `t` (docs/design.md: REQ_PARSE 41, FREE,
+// BEFORE_DIE 1001 inside the span REQUEST).
+void expect_path_a_entry(const Entry &e, const Timeline &t, pid_t pid) {
+  const json &f = t.doc["coredump"]["fields"];
+  for (const std::string_view k : jn::kJoinKeys)
+    if (f.contains(std::string(k))) {
+      EXPECT_EQ(one(e, k), f[std::string(k)]) << k;
+    }
+  EXPECT_EQ(one(e, "COREDUMP_PID"), std::to_string(pid));
+  EXPECT_EQ(one(e, jn::kBootId), boot_id());
+  EXPECT_EQ(one(e, jn::kStatus), "ok");
+  EXPECT_EQ(one(e, jn::kSignal), "SIGSEGV");
+  EXPECT_EQ(one(e, jn::kEvents), std::to_string(t.doc["events"].size()));
+  EXPECT_EQ(one(e, jn::kLastEvent), "BEFORE_DIE");
+  EXPECT_EQ(one(e, jn::kOpenSpans), "1");
+  EXPECT_EQ(all(e, jn::kOpenSpan), std::vector<std::string>{"REQUEST"});
+  const auto names = all(e, jn::kEventName);
+  for (const char *n : {"REQ_PARSE", "FREE", "BEFORE_DIE", "CRASH", "REQUEST"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  EXPECT_EQ(one(e, jn::kEventNamesComplete), "1");
+  EXPECT_EQ(one(e, jn::kSchemaVersion), std::to_string(t.doc["schema_version"].get<int>()));
+  EXPECT_EQ(one(e, jn::kTimelinePath), t.path);
+  EXPECT_EQ(one(e, "PRIORITY"), "6");
+  EXPECT_EQ(one(e, "SYSLOG_IDENTIFIER"), "core-timelined");
+  EXPECT_EQ(one(e, "CORE_TIMELINE_PID"), std::to_string(pid));
+  EXPECT_TRUE(trusted(e)) << "_UID " << one(e, "_UID") << " _TRANSPORT " << one(e, "_TRANSPORT");
+}
+
+// docs/timeline.schema.json (python3-jsonschema) on document `bytes`.
+void expect_schema_valid(const std::string &bytes, const std::string &dir) {
+  const std::string path = dir + "/validate.json";
+  std::ofstream(path, std::ios::binary) << bytes;
+  const auto v = ct::test::run({"/usr/bin/python3", "-c",
+                                "import json,sys,jsonschema\n"
+                                "s=json.load(open(sys.argv[1]))\n"
+                                "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))\n",
+                                CT_SCHEMA_PATH, path});
+  EXPECT_TRUE(v.ok()) << "does not match docs/timeline.schema.json:\n" << v.err.substr(0, 3000);
+}
+
+}  // namespace
+
+TEST_F(DaemonPipeline, TimelineEntryCarriesTheWholeDocumentAndTheCrashedUserReadsIt) {
+  PersistentJournal persistent;
+  ASSERT_TRUE(persistent.ok) << "journalctl --flush failed";
+  TestUser user;
+  ASSERT_TRUE(user.made) << "could not make a test user with groupadd/useradd";
+  const std::string exe = dir.path + "/crash_demo";
+  fs::copy_file(CT_CRASH_DEMO, exe);
+  chmod(exe.c_str(), 0755);
+  daemon.start();
+  const auto c = crash({exe, "--path=a"}, std::nullopt, user.uid);
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(t.doc["status"], "ok");
+  const auto entries = wait_timeline_entries(c.pid);
+  ASSERT_EQ(entries.size(), 1u) << "one entry per crash";
+  const Entry &e = entries[0];
+  expect_path_a_entry(e, t, c.pid);
+  EXPECT_EQ(one(e, "COREDUMP_UID"), std::to_string(user.uid));
+  // Sent as the crashed user, so journald put it where that user reads it.
+  EXPECT_EQ(one(e, "_UID"), std::to_string(user.uid));
+  // The document is the file, byte for byte.
+  const std::string file = read_text(t.path);
+  EXPECT_EQ(one(e, jn::kDocument), file);
+  EXPECT_EQ(one(e, jn::kDocumentBytes), std::to_string(file.size()));
+  EXPECT_EQ(one(e, jn::kDocumentCut), "<absent>");
+  // The user reads it; another user does not (nor this user a root crash's).
+  EXPECT_EQ(reads_entry_as(user.uid, c.pid), 0)
+      << "journal files: " << ct::test::run({"/bin/sh", "-c", "ls -l /var/log/journal/*/ /run/log/journal/*/ 2>&1 | tail -20"}).out;
+  EXPECT_NE(reads_entry_as(user.uid + 1, c.pid), 0);
+  const auto r = crash({CT_CRASH_DEMO, "--path=b"});
+  ASSERT_EQ(wait_timeline(daemon, r.pid).doc["status"], "ok");
+  const auto root_entries = wait_timeline_entries(r.pid);
+  ASSERT_EQ(root_entries.size(), 1u);
+  EXPECT_EQ(one(root_entries[0], "_UID"), "0");
+  EXPECT_TRUE(trusted(root_entries[0]));
+  EXPECT_NE(reads_entry_as(user.uid, r.pid), 0) << "a root crash's entry must be in the system journal";
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST_F(DaemonPipeline, BigDocumentIsCutToTheBoundInTheEntryAndWholeInTheFile) {
+  // 2 lanes x 4096 slots, full: about 8,000 events, a document of MiBs.
+  daemon.start({"--journal-document-max", "256K"});
+  const auto c = crash({CT_BIG_RING_CRASHER, "1", "4096", "5000"});
+  const Timeline t = wait_timeline(daemon, c.pid, 30s);
+  ASSERT_EQ(t.doc["status"], "ok");
+  const std::string file = read_text(t.path);
+  ASSERT_GT(file.size(), 1u << 20) << "the document is not big enough to test the cut";
+  const auto entries = wait_timeline_entries(c.pid);
+  ASSERT_EQ(entries.size(), 1u);
+  const Entry &e = entries[0];
+  EXPECT_EQ(one(e, jn::kDocumentCut), "1");
+  EXPECT_EQ(one(e, jn::kDocumentBytes), std::to_string(file.size()));
+  EXPECT_EQ(one(e, jn::kEvents), std::to_string(t.doc["events"].size())) << "the summary is the whole document's";
+  const std::string cut_bytes = one(e, jn::kDocument);
+  EXPECT_LE(cut_bytes.size(), 256u << 10);
+  EXPECT_GT(cut_bytes.size(), 200u << 10) << "most of the bound is used";
+  const json cut = json::parse(cut_bytes);
+  ASSERT_TRUE(cut.contains("cut"));
+  EXPECT_EQ(cut["cut"]["limit"], 256u << 10);
+  EXPECT_EQ(cut["cut"]["document_bytes"], file.size());
+  EXPECT_EQ(cut["cut"]["events_total"], t.doc["events"].size());
+  const std::size_t kept = cut["cut"]["events_kept"];
+  ASSERT_EQ(cut["events"].size(), kept);
+  ASSERT_GT(kept, 0u);
+  EXPECT_LT(kept, t.doc["events"].size());
+  // The newest events, as the file has them.
+  const json &all_events = t.doc["events"];
+  for (std::size_t i = 0; i < kept; ++i)
+    ASSERT_EQ(cut["events"][i], all_events[all_events.size() - kept + i]) << i;
+  EXPECT_EQ(cut["crash"], t.doc["crash"]);
+  EXPECT_EQ(cut["spans"], t.doc["spans"]);
+  EXPECT_FALSE(t.doc.contains("cut")) << "the file stays whole";
+  expect_schema_valid(cut_bytes, dir.path);
+  // ctl-query reads the cut document as a stored one: show and export.
+  const std::string cdir = dir.path + "/cut";
+  fs::create_directories(cdir);
+  std::ofstream(cdir + "/" + fs::path(t.path).filename().string(), std::ios::binary) << cut_bytes;
+  const auto show = ct::test::run({CT_CTL_QUERY_BIN, "-D", cdir, "show", std::to_string(c.pid)});
+  EXPECT_TRUE(show.ok()) << show.err;
+  EXPECT_NE(show.out.find("[cut: "), std::string::npos) << show.out.substr(0, 2000);
+  const auto exported = ct::test::run({CT_CTL_QUERY_BIN, "-D", cdir, "export", "--format", "chrome-trace", "--output",
+                                       dir.path + "/cut.trace.json", std::to_string(c.pid)});
+  EXPECT_TRUE(exported.ok()) << exported.err;
+  EXPECT_TRUE(json::accept(read_text(dir.path + "/cut.trace.json")));
+  EXPECT_EQ(daemon.stop(), 0);
+
+  // A bound above the document: the multi-MiB document arrives whole
+  // (sd_journal_sendv passes it in a sealed memfd).
+  daemon.start({"--journal-document-max", "64M"});
+  const auto c2 = crash({CT_BIG_RING_CRASHER, "1", "4096", "5000"});
+  const Timeline t2 = wait_timeline(daemon, c2.pid, 30s);
+  ASSERT_EQ(t2.doc["status"], "ok");
+  const auto e2 = wait_timeline_entries(c2.pid);
+  ASSERT_EQ(e2.size(), 1u);
+  const std::string file2 = read_text(t2.path);
+  EXPECT_GT(file2.size(), 1u << 20);
+  EXPECT_EQ(one(e2[0], jn::kDocument), file2) << "the document is not the file's bytes";
+  EXPECT_EQ(one(e2[0], jn::kDocumentCut), "<absent>");
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST_F(DaemonPipeline, TimelineEntryIsSentOnceAcrossARestart) {
+  const std::string cursor = daemon.state_dir() + "/cursor";
+  // Case 1: file and entry both there before the restart: no second entry.
+  daemon.start();
+  // The first start's cursor (its anchor), saved once the backlog is done.
+  for (int i = 0; i < 100 && !fs::exists(cursor); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(fs::exists(cursor)) << daemon.log_tail();
+  const std::string before = read_text(cursor);
+  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(wait_timeline_entries(c.pid).size(), 1u);
+  EXPECT_EQ(daemon.stop(), 0);
+  // The restart redoes the entry (a kill before the cursor was saved).
+  std::ofstream(cursor, std::ios::trunc) << before;
+  daemon.start();
+  ASSERT_TRUE(daemon.wait_log("pid " + std::to_string(c.pid) + ": its timeline already exists", 10s))
+      << daemon.log_tail();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(timeline_entries(c.pid).size(), 1u) << "a second entry for the same crash";
+  EXPECT_EQ(daemon.stop(), 0);
+
+  // Case 2: the file written, its entry not sent (here: a run that logs
+  // only to stderr, so it sends none), then a restart: the entry comes
+  // from the file.
+  const std::string before2 = read_text(cursor);
+  daemon.options().log_target = "stderr";
+  daemon.start();
+  const auto c2 = crash({CT_CRASH_DEMO, "--path=b"});
+  const Timeline t2 = wait_timeline(daemon, c2.pid);
+  ASSERT_EQ(t2.doc["status"], "ok");
+  std::this_thread::sleep_for(500ms);
+  ASSERT_EQ(timeline_entries(c2.pid).size(), 0u);
+  EXPECT_EQ(daemon.stop(), 0);
+  std::ofstream(cursor, std::ios::trunc) << before2;
+  daemon.options().log_target = "both";
+  daemon.start();
+  const auto e2 = wait_timeline_entries(c2.pid);
+  ASSERT_EQ(e2.size(), 1u) << daemon.log_tail();
+  EXPECT_EQ(one(e2[0], jn::kDocument), read_text(t2.path));
+  EXPECT_EQ(one(e2[0], jn::kStatus), "ok");
+  EXPECT_EQ(one(e2[0], jn::kLastEvent), "BEFORE_DIE");
+  EXPECT_TRUE(trusted(e2[0]));
+  // ...and the crash of case 1, redone once more, still has one.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(timeline_entries(c.pid).size(), 1u);
+  EXPECT_EQ(timeline_entries(c2.pid).size(), 1u);
   EXPECT_EQ(daemon.stop(), 0);
 }
 

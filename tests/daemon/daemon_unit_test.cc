@@ -13,8 +13,11 @@
 #include <arpa/inet.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <lz4frame.h>
 #include <lzma.h>
@@ -1061,6 +1064,39 @@ TEST(Sandbox, ConfinedRootWithoutCapabilitiesCannotChangeMetadataLimitsOrReachSo
   waitpid(other, nullptr, 0);
 }
 
+// core-timeline.service gives the daemon CAP_SETUID and CAP_SETGID (for the
+// child that sends a user's crash entry as that user); a decoder inherits
+// them, and its seccomp filter must refuse every call that would use them.
+TEST(Sandbox, ConfinedDecoderCannotUseTheServicesSetuidCapabilities) {
+  ASSERT_EQ(unsetenv("DEBUGINFOD_URLS"), 0);
+  const std::vector<int> r = confined_child(
+      [&](std::vector<int> &seen) {
+        auto attempt = [&](bool ok) { seen.push_back(ok ? 0 : errno); };
+        attempt(setresuid(1000, 1000, 1000) == 0);
+        attempt(setresgid(1000, 1000, 1000) == 0);
+        attempt(setgroups(0, nullptr) == 0);
+        attempt(setuid(1000) == 0);
+        attempt(syscall(SYS_setfsuid, 1000) == 0 && syscall(SYS_setfsuid, 1000) == 1000);
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2]{};
+        attempt(syscall(SYS_capset, &h, d) == 0);
+        seen.push_back(static_cast<int>(getuid()));
+      },
+      [] {  // as in core-timeline.service: root with CAP_SETUID and CAP_SETGID only
+        for (int c = 0; c <= CAP_LAST_CAP; ++c)
+          if (c != CAP_SETUID && c != CAP_SETGID) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2]{};
+        d[0].effective = d[0].permitted = (1u << CAP_SETUID) | (1u << CAP_SETGID);
+        if (syscall(SYS_capset, &h, d) < 0) _exit(3);
+      });
+  ASSERT_EQ(r.size(), 8u);
+  ASSERT_GE(r[0], 6) << "Landlock ABI";
+  const char *what[] = {"setresuid", "setresgid", "setgroups", "setuid", "setfsuid", "capset"};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(r[1 + i], EPERM) << what[i] << ": " << strerror(r[1 + i]);
+  EXPECT_EQ(r[7], 0) << "the decoder changed its uid";
+}
+
 // The room RLIMIT_AS leaves for the core (memory limit + the core's size)
 // cannot be spent on the decoder's own memory: a core of 8 GiB of zeros
 // (kept sparse, the crashed user's choice) buys no heap.
@@ -1818,6 +1854,23 @@ TEST(TimelineEntry, BigDocumentIsCutToTheBoundKeepingTheNewestEventsAndSaysSo) {
   }
 }
 
+// The cut copies the newest events' bytes from the document as serialize()
+// lays it out; bytes laid out otherwise take the slow way, to the same cut.
+TEST(TimelineEntry, CutOfBytesNotLaidOutAsStoredGivesTheSameDocument) {
+  const Json d = synthetic_document(5000, 20);
+  const std::string stored = ctdoc::serialize(d), compact = d.dump();
+  auto fast = jn::bound_document(d, stored, 256 << 10);
+  auto slow = jn::bound_document(d, compact, 256 << 10);
+  ASSERT_TRUE(fast && slow);
+  EXPECT_TRUE(fast->cut && slow->cut);
+  EXPECT_LE(slow->bytes.size(), 256u << 10);
+  auto a = ctdoc::parse_stored_document(fast->bytes), b = ctdoc::parse_stored_document(slow->bytes);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ((*a)[dkey::events], (*b)[dkey::events]);
+  EXPECT_EQ((*b)[dkey::cut][dkey::document_bytes], compact.size());
+  EXPECT_EQ(ctdoc::serialize(*b), slow->bytes);
+}
+
 TEST(TimelineEntry, DocumentThatCannotFitEvenWithoutEventsIsAnError) {
   Json d = synthetic_document(10, 3);
   d[dkey::process] = {{dkey::comm, std::string(100000, 'x')}};  // kept whole
@@ -1967,4 +2020,67 @@ TEST(TimelineEntry, SentAsTheCrashedUserOnlyWhenTheTimelineIsReadableByThem) {
   ctd::FileOwner bad = core;
   bad.acl.resize(bad.acl.size() - 3);
   EXPECT_FALSE(ctd::grants_read(bad, 1000));
+}
+
+// send_entry() as a user, for real, without journald: in a mount namespace
+// of its own, a child puts its own datagram socket where sd_journal_sendv
+// sends (/run/systemd/journal/socket, on a private tmpfs), and reads what
+// arrives with the sender's credentials (SO_PASSCRED), as journald does.
+TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t p = fork();
+  ASSERT_GE(p, 0);
+  if (p == 0) {
+    close(out[0]);
+    auto report = [&](const std::string &s) {
+      (void)!write(out[1], s.data(), s.size());
+      _exit(0);
+    };
+    if (unshare(CLONE_NEWNS) < 0) report("unshare: " + std::string(strerror(errno)));
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) report("mount private");
+    mkdir("/run/systemd", 0755);
+    mkdir("/run/systemd/journal", 0755);
+    if (mount("tmpfs", "/run/systemd/journal", "tmpfs", 0, "mode=0755") < 0) report("mount tmpfs");
+    const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strcpy(sa.sun_path, "/run/systemd/journal/socket");
+    const int one = 1;
+    if (bind(s, reinterpret_cast<sockaddr *>(&sa), sizeof sa) < 0 || chmod(sa.sun_path, 0666) < 0 ||
+        setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
+      report("socket: " + std::string(strerror(errno)));
+    const ctd::log::Fields f{{"MESSAGE", "probe"}, {"CORE_TIMELINE_PROBE", "1"}};
+    auto r = ctd::send_entry(f, ctd::SendAs{47099, 47098});
+    if (!r) report("send_entry: " + r.error().message);
+    char buf[4096];
+    char control[CMSG_SPACE(sizeof(ucred))];
+    iovec iov{buf, sizeof buf};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(s, &mh, MSG_DONTWAIT);
+    if (n < 0) report("recvmsg: " + std::string(strerror(errno)));
+    const cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    if (!c || c->cmsg_type != SCM_CREDENTIALS) report("no credentials");
+    ucred cr{};
+    std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+    report("uid=" + std::to_string(cr.uid) + " gid=" + std::to_string(cr.gid) + " self=" +
+           std::to_string(cr.pid == getpid()) + " getuid=" + std::to_string(getuid()) + " data=" +
+           std::string(buf, static_cast<std::size_t>(n)));
+  }
+  close(out[1]);
+  std::string got;
+  char b[4096];
+  ssize_t n;
+  while ((n = read(out[0], b, sizeof b)) > 0) got.append(b, static_cast<std::size_t>(n));
+  close(out[0]);
+  int st = 0;
+  waitpid(p, &st, 0);
+  EXPECT_EQ(got.rfind("uid=47099 gid=47098 self=0 getuid=0 data=", 0), 0u)
+      << "the entry came from a child at the crashed uid and gid, and the daemon kept its own: " << got;
+  EXPECT_NE(got.find("MESSAGE=probe\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("CORE_TIMELINE_PROBE=1\n"), std::string::npos) << got;
 }

@@ -2,6 +2,9 @@
 #include "core_timeline/document/journal_entry.h"
 
 #include <charconv>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <set>
 
 #include <fmt/format.h>
@@ -50,6 +53,39 @@ std::string text_tail(const std::string &text, std::size_t budget) {
 }
 
 bool is_system_uid(std::uint64_t uid) { return uid <= 999 || uid == 65534; }
+
+/* The byte ranges of the elements of the top-level "events" array in
+ * `whole`, a document as serialize() writes it (indent 2: the member's
+ * line is `  "events": [`, each element opens on a line `    {` and closes
+ * on `    }` or `    },`; no string holds a raw newline), or nothing when
+ * `whole` is not laid out so or holds another number of them.  Lets the
+ * cut copy the newest events' bytes instead of serializing them again
+ * (nlohmann's dump takes about 6 ms a MiB here). */
+std::optional<std::vector<std::pair<std::size_t, std::size_t>>> event_ranges(std::string_view whole,
+                                                                             std::size_t expected) {
+  static constexpr std::string_view kStart = "\n  \"events\": [\n";
+  const auto at = whole.find(kStart);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::vector<std::pair<std::size_t, std::size_t>> r;
+  r.reserve(expected);
+  std::size_t line = at + kStart.size(), open = std::string_view::npos;
+  while (line < whole.size()) {
+    const auto nl = whole.find('\n', line);
+    const std::string_view l = whole.substr(line, nl == std::string_view::npos ? std::string_view::npos : nl - line);
+    if (l == "    {") {
+      open = line;
+    } else if ((l == "    }" || l == "    },") && open != std::string_view::npos) {
+      r.emplace_back(open, line + 5);
+      open = std::string_view::npos;
+    } else if (l == "  ]" || l == "  ],") {
+      break;
+    }
+    if (nl == std::string_view::npos) return std::nullopt;
+    line = nl + 1;
+  }
+  if (r.size() != expected) return std::nullopt;
+  return r;
+}
 
 }  // namespace
 
@@ -104,6 +140,42 @@ reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view w
     };
   };
   set_cut(total);  // the widest numbers, so the base size is an upper bound
+  if (const auto ranges = total ? event_ranges(whole, total) : std::nullopt) {
+    /* The newest events' bytes, spliced into the rest serialized: what
+     * serialize() of the cut document writes, byte for byte. */
+    static constexpr std::string_view kEmpty = "\n  \"events\": [],\n";
+    const std::string base = serialize(c);
+    if (base.size() + 4 > max_bytes)
+      return Error{Errc::kBadData, fmt::format("even without its events the document takes {} bytes, more than the "
+                                               "bound of {}",
+                                               base.size(), max_bytes)};
+    std::size_t room = static_cast<std::size_t>(max_bytes) - base.size() - 4, k = 0, used = 0;
+    for (std::size_t i = total; i > 0; --i) {
+      const auto &[b, e] = (*ranges)[i - 1];
+      const std::size_t add = e - b + (k ? 2 : 0);
+      if (used + add > room) break;
+      used += add;
+      ++k;
+    }
+    set_cut(k);
+    std::string out = serialize(c);
+    const auto at = out.find(kEmpty);
+    if (at != std::string::npos) {
+      std::string spliced = "[";
+      if (k) {
+        spliced += '\n';
+        const std::size_t from = (*ranges)[total - k].first, to = (*ranges)[total - 1].second;
+        spliced.append(whole.substr(from, to - from));
+        spliced += "\n  ]";
+      } else {
+        spliced += ']';
+      }
+      out.replace(at + kEmpty.size() - 4, 2, spliced);
+      if (out.size() <= max_bytes) return EntryDocument{std::move(out), true};
+    }
+    /* Not laid out as expected after all: the slow way below. */
+    set_cut(total);
+  }
   const std::size_t base = serialize(c).size() + 8;  // + the events array's own "\n  " around its elements
   if (base > max_bytes)
     return Error{Errc::kBadData, fmt::format("even without its events the document takes {} bytes, more than the "
