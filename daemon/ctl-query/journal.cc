@@ -74,10 +74,6 @@ bool journal_files_in(const std::string &dir, std::vector<std::string> *files) {
   return true;
 }
 
-bool trusted_timeline_sender(std::string_view uid, std::string_view coredump_uid, std::string_view comm) noexcept {
-  if (uid == "0") return true;
-  return !uid.empty() && uid == coredump_uid && comm == jf::kSyslogIdentifier;
-}
 
 const std::vector<std::string> kSummaryFields = {
     "COREDUMP_PID", "COREDUMP_UID", "COREDUMP_GID", "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE",
@@ -89,9 +85,15 @@ const std::vector<std::string> kSummaryFields = {
      * entry carried the document: its pid, executable and uid. */
     "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",
     /* journald's, trusted: the sender and the host. */
-    "_UID", "_COMM", "_HOSTNAME", "_BOOT_ID"};
+    "_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_BOOT_ID"};
 
 namespace {
+
+/* A field as journal_entry.h's Sender takes it: absent when empty. */
+std::optional<std::string_view> present(const std::string &v) {
+  if (v.empty()) return std::nullopt;
+  return std::string_view(v);
+}
 
 /* kSummaryFields by name: their index. */
 const std::unordered_map<std::string_view, std::size_t> &summary_index() {
@@ -265,7 +267,7 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
       sd_journal_set_data_threshold(j_, kScanThreshold);
       cut.clear();
     }
-    if (!trusted_timeline_sender(e.get("_UID"), e.get("COREDUMP_UID"), e.get("_COMM"))) {
+    if (!jf::trusted_sender({present(e.get("_UID")), present(e.get("_TRANSPORT")), present(e.get("COREDUMP_UID"))})) {
       ++untrusted;
       continue;
     }

@@ -15,7 +15,7 @@
  *
  * Every entry's fields are untrusted (any local user can log an entry with
  * this MESSAGE_ID): scan() hands on only the entries of a trusted sender
- * (trusted_timeline_sender()) and counts the others.
+ * (document::journal::trusted_sender(), journal_entry.h) and counts the others.
  *
  * Errors: Result errors carry sd-journal's errno text and what was opened.
  * Thread-safety: a Journal is one sd_journal handle, which sd-journal
@@ -67,16 +67,6 @@ struct JournalSpec {
  *  one (the caller reports it as a timeline directory would be). */
 bool journal_files_in(const std::string &dir, std::vector<std::string> *files);
 
-/** The trust rule for a timeline entry's sender: an entry is believed when
- *  journald says it came from root (_UID "0"), or from the crashed user
- *  itself (_UID equal to the entry's COREDUMP_UID) through a process whose
- *  _COMM is "core-timelined" (the daemon sends the entry as that user, so
- *  that journald stores it where that user can read it).  _UID and _COMM
- *  are set by journald from the sender's credentials (systemd.journal-
- *  fields(7)); COREDUMP_UID is the entry's own claim, so a user can only
- *  ever make entries about its own crashes believed.  Anything missing or
- *  empty is not trusted.  Pure function. */
-bool trusted_timeline_sender(std::string_view uid, std::string_view coredump_uid, std::string_view comm) noexcept;
 
 /** The fields scan() reads of each entry (besides the document, which it
  *  only notes the presence of). */

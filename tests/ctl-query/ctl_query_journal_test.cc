@@ -100,6 +100,7 @@ Fields entry_of(const json &doc, const std::string &host = "alpha", bool with_do
            {"MESSAGE", "timeline written"},
            {"SYSLOG_IDENTIFIER", std::string(jf::kSyslogIdentifier)},
            {"_UID", "0"},
+           {"_TRANSPORT", "journal"},
            {"_COMM", "core-timelined"},
            {"_HOSTNAME", host},
            {"_BOOT_ID", doc["coredump"]["boot_id"].get<std::string>()}};
@@ -245,11 +246,11 @@ class JournalFleet : public ::testing::Test {
       set(f, "COREDUMP_UID", "0");
       add(alpha, f, kT0 + 5000000, kBootA);
     }
-    // Forged: user 1000 about its own crash, but not as core-timelined.
+    // Forged: root's crash, but through syslog (logger(1) can put any text
+    // there, never a field of its own choosing).
     {
       Fields f = entry_of(document(667, "forged", kBootA, kT0 + 6000000, {"BEFORE_DIE"}));
-      set(f, "_UID", "1000");
-      set(f, "_COMM", "bash");
+      set(f, "_TRANSPORT", "syslog");
       add(alpha, f, kT0 + 6000000, kBootA);
     }
     // Trusted: core-timelined as the crashed user 1000 (its own crash).
@@ -284,14 +285,9 @@ std::vector<json> JournalFleet::docs_;
 
 }  // namespace
 
-TEST(JournalTrust, TheRuleForASender) {
-  EXPECT_TRUE(ctlq::trusted_timeline_sender("0", "1000", "anything"));
-  EXPECT_TRUE(ctlq::trusted_timeline_sender("1000", "1000", "core-timelined"));
-  EXPECT_FALSE(ctlq::trusted_timeline_sender("1000", "1000", "bash"));
-  EXPECT_FALSE(ctlq::trusted_timeline_sender("1000", "0", "core-timelined"));
-  EXPECT_FALSE(ctlq::trusted_timeline_sender("", "", "core-timelined"));
-  EXPECT_FALSE(ctlq::trusted_timeline_sender("1000", "", "core-timelined"));
-}
+// The rule itself is document::journal::trusted_sender's (daemon_unit_test);
+// JournalFleet's forged entries prove ctl-query applies it.
+
 
 TEST_F(JournalFleet, DirectoryIsDetectedAsAJournal) {
   std::vector<std::string> files;
@@ -507,6 +503,7 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
   Fields notice{{"MESSAGE_ID", std::string(jf::kTimelineMessageId)},
                 {"MESSAGE", "pid 404 (/usr/bin/notice): timeline with 2 events written to " + notice_path},
                 {"_UID", "0"},
+                {"_TRANSPORT", "journal"},
                 {"_COMM", "core-timelined"},
                 {"_HOSTNAME", "alpha"},
                 {"CORE_TIMELINE_STATUS", "ok"},
