@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -99,9 +100,12 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
     if (r < 0) return errno_error(-r, "sd_journal_sendv");
     return {};
   }
-  /* A child that shares this process's memory and descriptors and runs
-   * while this one waits (CLONE_VM | CLONE_VFORK, as posix_spawn(3)
-   * starts one): no copy of the daemon's page tables, so it costs tens of
+  /* A child that shares this process's memory and descriptors while this
+   * one waits for it (CLONE_VM, as posix_spawn(3) starts one, but without
+   * CLONE_VFORK: the crashed user may signal a process of its uid, and a
+   * SIGSTOP would then hold this thread for as long as it likes; here a
+   * stopped child is killed and the entry sent as root).  No copy of the
+   * daemon's page tables, so it costs tens of
    * microseconds whatever the daemon's size, where fork(2) and wait cost
    * 0.4-0.7 ms for a process of 10 MiB and 2.5-3.7 ms for one of 60 MiB
    * on this project's machines (clone with CLONE_VM: 0.04 ms for both).  CLONE_FILES: the journal socket sd_journal_sendv
@@ -109,7 +113,9 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
    * are its own: the raw set*id calls change the child only (glibc's
    * wrappers would try to change every thread of the shared memory's
    * process), and the kernel attaches the child's uid and gid to what it
-   * sends (SCM_CREDENTIALS). */
+   * sends (SCM_CREDENTIALS).  Dropping root clears the dumpable flag of
+   * the memory it shares with the daemon (prctl(2) PR_SET_DUMPABLE; kernel
+   * commit_creds()): it is put back after. */
   static void *stack = nullptr;
   constexpr std::size_t kStack = 1u << 20;  // sd_journal_sendv allocas 5 iovecs a field
   if (!stack) {
@@ -118,12 +124,24 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
     stack = m;
   }
   ChildSend job{iov.data(), static_cast<int>(iov.size()), as->uid, as->gid, 0, 0};
-  const pid_t pid = clone(send_as_child, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD,
-                          &job);
+  const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  const pid_t pid = clone(send_as_child, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_FILES | SIGCHLD, &job);
   if (pid < 0) return errno_error(errno, "clone (to send the journal entry as uid " + std::to_string(as->uid) + ")");
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return errno_error(errno, "waitpid (the child sending the journal entry)");
+  bool stopped = false;
+  for (;;) {
+    if (waitpid(pid, &status, WUNTRACED) < 0) {
+      if (errno == EINTR) continue;
+      /* Not reaped: its stack must not be used again. */
+      stack = nullptr;
+      return errno_error(errno, "waitpid (the child sending the journal entry)");
+    }
+    if (!WIFSTOPPED(status)) break;
+    stopped = true;
+    kill(pid, SIGKILL);
+  }
+  if (dumpable > 0) prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+  if (stopped) return error_of(EINTR, "the child sending the journal entry was stopped (by a signal of the crashed user?)");
   if (!WIFEXITED(status)) return error_of(EIO, "the child sending the journal entry was killed");
   if (job.drop_errno)
     return errno_error(job.drop_errno, "dropping to uid " + std::to_string(as->uid) + " gid " + std::to_string(as->gid) +
