@@ -354,7 +354,7 @@ bool trusted_uid(const std::string &uid) {
 // The systemd-coredump entries of `pids` written at or after not_before.
 std::map<pid_t, Entry> find_entries(const std::set<pid_t> &pids, std::int64_t not_before, int timeout_s) {
   sd_journal *j = nullptr;
-  int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
+  int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
   if (r < 0) fail("sd_journal_open: " + std::string(std::strerror(-r)));
   std::unique_ptr<sd_journal, decltype(&sd_journal_close)> guard(j, sd_journal_close);
   const std::string m = std::string("MESSAGE_ID=") + kCoredumpMessageId;
@@ -401,7 +401,7 @@ std::map<pid_t, Entry> find_entries(const std::set<pid_t> &pids, std::int64_t no
 class JournalWatch {
  public:
   JournalWatch() {
-    int r = sd_journal_open(&j_, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
+    int r = sd_journal_open(&j_, SD_JOURNAL_LOCAL_ONLY);
     if (r < 0) fail("sd_journal_open: " + std::string(std::strerror(-r)));
     const std::string m = std::string("MESSAGE_ID=") + kCoredumpMessageId;
     sd_journal_add_match(j_, m.data(), m.size());

@@ -282,7 +282,7 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
   auto open_reader = [&]() {
     sd_journal_close(jr.j);
     jr.j = nullptr;
-    int r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
+    int r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY);
     if (r < 0) fail("pid " + std::to_string(pid) + ": sd_journal_open failed: " + errno_text(-r));
     r = sd_journal_set_data_threshold(jr.j, 0);  // whole fields, COREDUMP= included
     if (r < 0) fail("sd_journal_set_data_threshold: " + errno_text(-r));
