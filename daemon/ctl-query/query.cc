@@ -67,9 +67,7 @@ struct Row {
   bool from_journal = false; /* a journal entry (else a file) */
   std::string entry_cursor;  /* the timeline entry's own cursor */
   bool cut = false;          /* the entry's document is cut (CORE_TIMELINE_DOCUMENT_CUT=1) */
-  /* An entry's CORE_TIMELINE_LAST_EVENT, kept as text until printed
-   * (last_event_of()): parsed 100,000 times it would cost more than the
-   * rest of the row. */
+  /* An entry's CORE_TIMELINE_LAST_EVENT (the event's name), as read. */
   std::string last_event_raw;
   bool has_events = false;
   std::size_t event_count = 0;
@@ -176,13 +174,13 @@ Row row_of_entry(const JournalEntry &e) {
   return r;
 }
 
-/* A row's last event: CORE_TIMELINE_LAST_EVENT, an event object
- * (docs/timeline-json.md) as JSON, or else the text it is; or the one
+/* A row's last event: from CORE_TIMELINE_LAST_EVENT, the event's name as
+ * the daemon writes it (journal_entry.h; never parsed: a user may log any
+ * bytes there for its own crashes), an object with only "name"; or the one
  * read from the document. */
 json last_event_of(const Row &r) {
   if (r.last_event_raw.empty()) return r.last_event;
-  json j = json::parse(r.last_event_raw, nullptr, false);
-  return j.is_object() ? j : json(r.last_event_raw);
+  return json{{key::name, r.last_event_raw}};
 }
 
 /* The same crash, whichever source it came from: boot, pid, crash time. */
@@ -210,6 +208,7 @@ std::string event_name(const json &e) {
 std::string event_summary(const json &e) {
   if (e.is_string()) return printable(e.get_ref<const std::string &>());
   if (!e.is_object()) return "-";
+  if (e.size() == 1 && e.contains(key::name)) return event_name(e);  /* a journal entry's name alone */
   return event_name(e) + " " + event_args_text(e);
 }
 

@@ -117,7 +117,7 @@ Fields entry_of(const json &doc, const std::string &host = "alpha", bool with_do
     names.insert(ev["name"].get<std::string>());
     if (ev["kind"] != "CRASH") last = ev;
   }
-  if (!last.is_null()) e.emplace_back(std::string(jf::kLastEvent), last.dump());
+  if (!last.is_null()) e.emplace_back(std::string(jf::kLastEvent), last["name"].get<std::string>());
   for (const auto &n : names) e.emplace_back(std::string(jf::kEventName), n);
   e.emplace_back(std::string(jf::kEventNamesComplete), "1");
   e.emplace_back(std::string(jf::kSchemaVersion), "1");
