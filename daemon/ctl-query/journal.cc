@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <map>
@@ -65,6 +66,30 @@ std::string_view field_value(const void *data, size_t len, std::string_view name
 }
 
 }  // namespace
+
+std::vector<std::string> unreadable_journal_files(const JournalSpec &spec) {
+  std::vector<std::string> files;
+  if (spec.kind == JournalSpec::Kind::kFiles) {
+    files = spec.files;
+  } else if (spec.kind == JournalSpec::Kind::kLocal) {
+    std::string id;
+    if (FILE *f = std::fopen("/etc/machine-id", "re")) {
+      char buf[64] = {};
+      if (std::fgets(buf, sizeof buf, f)) id.assign(buf, std::strcspn(buf, "\n"));
+      std::fclose(f);
+    }
+    for (const char *root : {"/var/log/journal", "/run/log/journal"}) {
+      const std::string dir = std::string(root) + "/" + id;
+      if (id.size() == 32 && id.find('/') == std::string::npos) list_journal_files(dir, false, &files);
+      else list_journal_files(root, true, &files);
+    }
+  }
+  std::vector<std::string> unreadable;
+  for (const auto &f : files)
+    if (::access(f.c_str(), R_OK) < 0 && (errno == EACCES || errno == EPERM)) unreadable.push_back(f);
+  std::sort(unreadable.begin(), unreadable.end());
+  return unreadable;
+}
 
 bool journal_files_in(const std::string &dir, std::vector<std::string> *files) {
   std::vector<std::string> found;

@@ -67,6 +67,16 @@ struct JournalSpec {
  *  one (the caller reports it as a timeline directory would be). */
 bool journal_files_in(const std::string &dir, std::vector<std::string> *files);
 
+/** The journal files of `spec` this process cannot read (access(2) R_OK
+ *  fails with EACCES or EPERM): for kLocal, those of this machine
+ *  (/etc/machine-id) under /var/log/journal and /run/log/journal; for
+ *  kFiles, of `files`; none for kMachine.  sd-journal skips such files
+ *  without a word (journalctl only hints at them), so a query that found
+ *  nothing must say that these were not searched: another user's crashes
+ *  are in user-UID.journal and system.journal, which that user, root and
+ *  the groups systemd-journal and adm read. */
+std::vector<std::string> unreadable_journal_files(const JournalSpec &spec);
+
 
 /** The fields scan() reads of each entry (besides the document, which it
  *  only notes the presence of). */

@@ -678,6 +678,13 @@ class Query {
       }
       journal_ = std::move(*j);
       journal_local_ = spec.kind == JournalSpec::Kind::kLocal;
+      if (const auto unreadable = unreadable_journal_files(spec); !unreadable.empty())
+        problems_.report(std::to_string(unreadable.size()) +
+                             (unreadable.size() == 1 ? " journal file cannot be read (" : " journal files cannot be read (") +
+                             printable(unreadable.front()) + (unreadable.size() > 1 ? ", ..." : "") +
+                             "); their timeline entries were not searched (root and the groups systemd-journal and "
+                             "adm read them; each user reads its own user-UID.journal)",
+                         problem_name(Problem::kPermissionDenied));
     }
     return std::nullopt;
   }
