@@ -51,32 +51,11 @@ reader::Result<ReaderSummary> summarize(const Json &doc) {
   return s;
 }
 
-reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noexcept {
-  try {
-    const Json::parser_callback_t depth_check = [](int depth, nlohmann::json::parse_event_t event, Json &) {
-      if ((event == nlohmann::json::parse_event_t::object_start ||
-           event == nlohmann::json::parse_event_t::array_start) &&
-          depth >= kMaxDepth)
-        throw TooDeep{};
-      return true;
-    };
-    ReaderDocument d;
-    d.tree = Json::parse(bytes.begin(), bytes.end(), depth_check, /*allow_exceptions=*/false);
-    if (d.tree.is_discarded()) return bad("the document is not valid JSON");
-    auto summary = summarize(d.tree);
-    if (!summary) return std::move(summary).error();
-    d.summary = std::move(*summary);
-    return d;
-  } catch (const TooDeep &) {
-    return bad(fmt::format("the document nests deeper than {} levels", kMaxDepth));
-  } catch (const std::bad_alloc &) {
-    return Error{Errc::kNoMemory, "out of memory while parsing the document"};
-  } catch (const std::exception &e) {
-    return bad(std::string("the document does not parse: ") + e.what());
-  }
-}
+namespace {
 
-reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
+/* `bytes` as JSON, refusing nesting deeper than kMaxDepth (copying and
+ * dumping a value recurse once per level).  Never throws. */
+reader::Result<Json> parse_bounded(std::string_view bytes) noexcept {
   try {
     const Json::parser_callback_t depth_check = [](int depth, nlohmann::json::parse_event_t event, Json &) {
       if ((event == nlohmann::json::parse_event_t::object_start ||
@@ -87,9 +66,6 @@ reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
     };
     Json doc = Json::parse(bytes.begin(), bytes.end(), depth_check, /*allow_exceptions=*/false);
     if (doc.is_discarded()) return bad("the document is not valid JSON");
-    if (!doc.is_object()) return bad("the document is not a JSON object");
-    const auto status = doc.find(key::status);
-    if (status == doc.end() || !status->is_string()) return bad("no \"status\" string");
     return doc;
   } catch (const TooDeep &) {
     return bad(fmt::format("the document nests deeper than {} levels", kMaxDepth));
@@ -98,6 +74,34 @@ reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
   } catch (const std::exception &e) {
     return bad(std::string("the document does not parse: ") + e.what());
   }
+}
+
+}  // namespace
+
+reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noexcept {
+  auto tree = parse_bounded(bytes);
+  if (!tree) return std::move(tree).error();
+  try {
+    ReaderDocument d;
+    d.tree = std::move(*tree);
+    auto summary = summarize(d.tree);
+    if (!summary) return std::move(summary).error();
+    d.summary = std::move(*summary);
+    return d;
+  } catch (const std::bad_alloc &) {
+    return Error{Errc::kNoMemory, "out of memory while parsing the document"};
+  } catch (const std::exception &e) {
+    return bad(std::string("the document does not parse: ") + e.what());
+  }
+}
+
+reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
+  auto doc = parse_bounded(bytes);
+  if (!doc) return doc;
+  if (!doc->is_object()) return bad("the document is not a JSON object");
+  const auto status = doc->find(key::status);
+  if (status == doc->end() || !status->is_string()) return bad("no \"status\" string");
+  return doc;
 }
 
 Json stored_document(const StoredParts &p) {
