@@ -89,7 +89,7 @@
  * decoder then takes for debug info (the build-id check limits what a
  * planted file can claim, not what it makes the reader parse).  The
  * daemon makes that directory before the decoder starts, owned by root,
- * mode 0700 with an ACL giving that uid rwx (files.h acl_user(); root owns
+ * mode 0700 with an ACL giving that uid rwx (files.h acl_user_dir(); root owns
  * it, so no CAP_CHOWN is needed and the decoder cannot loosen its mode),
  * and the decoder points DEBUGINFOD_CACHE_PATH at it after the drop.
  *
