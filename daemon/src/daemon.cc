@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -112,6 +113,10 @@ Result<void> Daemon::start() {
   if (auto r = position(); !r) return r;
   /* After position(): the decoder server's log line goes to the journal,
    * whose newest entry position() may have just been reading. */
+  if (!decoder_users_.has_dedicated())
+    spdlog::warn("there is no user {} (the package makes it: /usr/lib/sysusers.d/core-timeline.conf): the cores of "
+                 "root and of system users are decoded as nobody (65534:65534) instead",
+                 kDecoderUser);
   parts_.decoder->warm_up();
   return {};
 }
@@ -394,10 +399,29 @@ std::optional<std::string> Daemon::tlmap_for(std::string_view exe) const {
   return t;
 }
 
+namespace {
+
+/* A whole decimal number (a uid or gid field or xattr), or nullopt. */
+std::optional<std::uint64_t> decimal(const std::optional<std::string> &t) {
+  std::uint64_t v = 0;
+  if (!t || t->empty()) return std::nullopt;
+  const auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
+  return ec == std::errc() && end == t->data() + t->size() ? std::optional<std::uint64_t>(v) : std::nullopt;
+}
+
+}  // namespace
+
+DecoderCredentials Daemon::decoder_for(const CoredumpEntry &e) const {
+  const auto it = e.fields.find("COREDUMP_GID");
+  return decoder_users_.for_crash(e.uid, it == e.fields.end() ? std::nullopt : decimal(it->second));
+}
+
 Result<std::unique_ptr<Decoder::Run>> Daemon::start_decoder(const CoreWork &w, const Fd &tmp,
                                                              const std::string &display,
-                                                             const std::optional<std::string> &tlmap) {
+                                                             const std::optional<std::string> &tlmap,
+                                                             const DecoderCredentials &as) {
   DecodeRequest req;
+  req.credentials = as;
   /* The decoder gets a read-only descriptor of the temporary core. */
   char proc[64];
   std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", tmp.get());
@@ -417,8 +441,8 @@ Result<void> Daemon::finish_decoder(CoreWork &w, Decoder::Run &run) {
 }
 
 Result<void> Daemon::decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
-                                      const std::optional<std::string> &tlmap) {
-  auto run = start_decoder(w, tmp, display, tlmap);
+                                      const std::optional<std::string> &tlmap, const DecoderCredentials &as) {
+  auto run = start_decoder(w, tmp, display, tlmap, as);
   if (!run) return std::move(run).error();
   return finish_decoder(w, **run);
 }
@@ -446,13 +470,13 @@ Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name,
 }
 
 Result<CoreWork> Daemon::work_on_core_file(int core_fd, const std::string &name, const std::string &display,
-                                           const std::optional<std::string> &tlmap) {
+                                           const std::optional<std::string> &tlmap, const DecoderCredentials &as) {
   const std::uint64_t t0 = monotonic_usec();
   Fd tmp;
   auto w = extract_core_file(core_fd, name, display, &tmp);
   if (!w) return w;
   if (!w->status_without_core)
-    CT_TRY_VOID(decode_extracted(*w, tmp, display, tlmap));
+    CT_TRY_VOID(decode_extracted(*w, tmp, display, tlmap, as));
   w->work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
   return w;
 }
@@ -524,7 +548,15 @@ bool Daemon::prepare(const std::string &name) {
     spdlog::debug("not preparing {}: it has no user.coredump.exe xattr", printable(display, 256));
     return false;
   }
-  InFlight next{name, CoreIdentity::of(st), tlmap_for(exe.value_or("")), {}, nullptr};
+  /* Whom its decoder runs as, from the same xattrs (the entry's
+   * COREDUMP_UID and COREDUMP_GID, which take() compares). */
+  const auto uid = file_xattr(core->get(), "user.coredump.uid"), gid = file_xattr(core->get(), "user.coredump.gid");
+  if (!decimal(uid)) {
+    spdlog::debug("not preparing {}: it has no user.coredump.uid xattr", printable(display, 256));
+    return false;
+  }
+  InFlight next{name, CoreIdentity::of(st), tlmap_for(exe.value_or("")), {}, nullptr,
+                decoder_users_.for_crash(*decimal(uid), decimal(gid))};
   /* Extract this core while the previous one decodes (on the other CPU),
    * then start its decoder and collect the previous one. */
   Fd tmp;
@@ -548,7 +580,7 @@ void Daemon::start_preparation(InFlight next, const Fd &tmp, const std::string &
     return;
   }
   const std::uint64_t t0 = monotonic_usec();
-  auto run = start_decoder(next.work, tmp, display, next.tlmap);
+  auto run = start_decoder(next.work, tmp, display, next.tlmap, next.as);
   next.work.work_ms += static_cast<double>(monotonic_usec() - t0) / 1000.0;
   finish_inflight();
   if (!run) {
@@ -716,7 +748,14 @@ Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, con
   const auto tlmap = tlmap_for(e.exe);
   if (inflight_ && inflight_->name == e.core_name) finish_inflight();
   std::string why_not;
-  if (auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not)) {
+  const DecoderCredentials as = decoder_for(e);
+  auto p = prepared_.take(e.core_name, CoreIdentity::of(st), tlmap, &why_not);
+  if (p && p->decoded && p->decoded->credentials != as) {
+    why_not = "it was decoded as uid " + std::to_string(p->decoded->credentials.uid) + ", the entry's decoder is uid " +
+              std::to_string(as.uid);
+    p.reset();
+  }
+  if (p) {
     g.work = std::move(*p);
     g.prepared = true;
     g.prepared_ms = g.work.work_ms;
@@ -726,7 +765,7 @@ Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, con
   if (!why_not.empty())
     spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
                  printable(e.core_name, 256), why_not);
-  auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap);
+  auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap, as);
   if (!w) return w.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
   g.work = std::move(*w);
   return Next::kGoOn;
@@ -750,7 +789,7 @@ Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
     g.work.reason_without_core = "the core in the journal entry cannot be read: " + r.error().message;
     return Next::kGoOn;
   }
-  if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe)); !d)
+  if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe), decoder_for(e)); !d)
     return d.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
   return Next::kGoOn;
 }

@@ -200,16 +200,21 @@ class Daemon {
    *  finish now (no space for the temporary core, a decoder that cannot be
    *  started). */
   Result<CoreWork> work_on_core_file(int core_fd, const std::string &name, const std::string &display,
-                                     const std::optional<std::string> &tlmap);
+                                     const std::optional<std::string> &tlmap, const DecoderCredentials &as);
   /** The extraction half of work_on_core_file: the core goes into a new
    *  temporary file, *tmp. */
   Result<CoreWork> extract_core_file(int core_fd, const std::string &name, const std::string &display, Fd *tmp);
   /** Decodes the extracted core in `tmp` into w.decoded (errors: as above);
    *  start_decoder() and finish_decoder() are its two halves. */
   Result<void> decode_extracted(CoreWork &w, const Fd &tmp, const std::string &display,
-                                const std::optional<std::string> &tlmap);
+                                const std::optional<std::string> &tlmap, const DecoderCredentials &as);
+  /** The decoder runs as `as` (decoder_for()). */
   Result<std::unique_ptr<Decoder::Run>> start_decoder(const CoreWork &w, const Fd &tmp, const std::string &display,
-                                                      const std::optional<std::string> &tlmap);
+                                                      const std::optional<std::string> &tlmap,
+                                                      const DecoderCredentials &as);
+  /** Whom the decoder of crash `e` runs as: its COREDUMP_UID and
+   *  COREDUMP_GID, or the dedicated user (decode.h, DecoderUsers). */
+  DecoderCredentials decoder_for(const CoredumpEntry &e) const;
   Result<void> finish_decoder(CoreWork &w, Decoder::Run &run);
   /** Collects the decoder of the preparation in flight, if any, and keeps
    *  its result in prepared_. */
@@ -258,6 +263,7 @@ class Daemon {
     std::optional<std::string> tlmap;
     CoreWork work;
     std::unique_ptr<Decoder::Run> run;
+    DecoderCredentials as;  /**< whom its decoder runs as (from its xattrs) */
   };
   std::optional<InFlight> inflight_;
   /** Starts the decoder of `next`, extracted into `tmp`, and makes it the
@@ -269,6 +275,8 @@ class Daemon {
   bool failed_ = false;  /**< stopping because of an error: exit 1 */
   bool cursor_saved_ = false;
   bool warned_unconfined_ = false;  /**< "decoders run without Landlock" logged */
+  /** Whom decoders run as: kDecoderUser looked up once, at construction. */
+  DecoderUsers decoder_users_ = DecoderUsers::lookup();
   std::optional<std::string> pending_anchor_;
   /** Fsyncs the timelines written since the last save, then their
    *  directories, then saves the cursor of the last entry handled.  A

@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -13,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +34,8 @@
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
+#include "credentials.h"
+#include "files.h"
 #include "sandbox.h"
 
 extern char **environ;
@@ -73,10 +78,91 @@ unsigned long long status_kb(const char *name) {
   return kb;
 }
 
+/* The test build's probe (decode.h set_decoder_probe()); null in
+ * core-timelined. */
+DecoderProbe g_probe = nullptr;
+
+/* In a decoder, before it opens anything (decode.h, "Whose rights"):
+ * becomes `uid`/`gid` with no supplementary groups, sets the dumpable flag
+ * and the parent-death signal again (commit_creds() reset them), checks
+ * that `parent` (when > 0) is still its parent and that the drop took,
+ * and points DEBUGINFOD_CACHE_PATH at this uid's own cache.  Messages go
+ * to `err_fd`.  Returns 0, or the exit status to exit with: 125 (refused
+ * or failed), 127 (orphaned).  Async-signal-safe up to the setenv, which
+ * runs in a single-threaded child. */
+int drop_to(uid_t uid, gid_t gid, pid_t parent, int err_fd) {
+  if (uid == 0) {
+    dprintf(err_fd, "core-timelined decoder: refusing to decode as root\n");
+    return 125;
+  }
+  if (const int err = become(uid, gid); err != 0) {
+    dprintf(err_fd, "core-timelined decoder: cannot become uid %u gid %u: %s (the daemon needs CAP_SETUID and "
+                    "CAP_SETGID)\n", static_cast<unsigned>(uid), static_cast<unsigned>(gid), strerrordesc_np(err));
+    return 125;
+  }
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (parent > 0 && getppid() != parent) return 127;
+  uid_t ru, eu, su;
+  gid_t rg, eg, sg;
+  if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid || eu != uid || su != uid ||
+      rg != gid || eg != gid || sg != gid || getgroups(0, nullptr) != 0) {
+    dprintf(err_fd, "core-timelined decoder: the drop to uid %u gid %u did not take\n", static_cast<unsigned>(uid),
+            static_cast<unsigned>(gid));
+    return 125;
+  }
+  if (const char *base = getenv("DEBUGINFOD_CACHE_PATH"); base != nullptr && *base != '\0')
+    setenv("DEBUGINFOD_CACHE_PATH", debuginfod_cache_for(base, uid).c_str(), 1);
+  return 0;
+}
+
+/* A uid or gid from its decimal text (the whole of it), or nullopt. */
+std::optional<std::uint32_t> parse_id(std::string_view s) {
+  std::uint64_t v = 0;
+  if (s.empty() || s.size() > 10) return std::nullopt;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v >= 0xffffffffull) return std::nullopt;
+  return static_cast<std::uint32_t>(v);
+}
+
 }  // namespace
 
-namespace {
+std::string_view decoder_as_name(DecoderAs as) noexcept {
+  switch (as) {
+    case DecoderAs::kCrashedUser:
+      return "crashed_user";
+    case DecoderAs::kDedicatedUser:
+      return "dedicated_user";
+    case DecoderAs::kFallbackUser:
+      break;
+  }
+  return "fallback_user";
+}
 
+DecoderUsers DecoderUsers::lookup() {
+  const struct passwd *pw = getpwnam(kDecoderUser);
+  if (pw == nullptr || pw->pw_uid == 0 || pw->pw_gid == 0) return DecoderUsers(std::nullopt);
+  return DecoderUsers(std::make_pair(pw->pw_uid, pw->pw_gid));
+}
+
+DecoderCredentials DecoderUsers::for_crash(std::uint64_t uid, std::optional<std::uint64_t> gid) const {
+  if (!is_system_uid(uid))
+    return {static_cast<uid_t>(uid), static_cast<gid_t>(gid && *gid < 0xffffffffull ? *gid : kNobody),
+            DecoderAs::kCrashedUser};
+  if (dedicated_) return {dedicated_->first, dedicated_->second, DecoderAs::kDedicatedUser};
+  return {kNobody, kNobody, DecoderAs::kFallbackUser};
+}
+
+std::string debuginfod_cache_for(const std::string &base, uid_t uid) {
+  return base + "/" + std::to_string(uid);
+}
+
+void set_decoder_probe(DecoderProbe probe) noexcept { g_probe = probe; }
+
+namespace {
 
 /* Decodes the core on fd 3 and writes the CTD1 output on fd 1 (decode.h,
  * "Protocol").  Returns the exit status. */
@@ -88,6 +174,8 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   if (!confined.seccomp) std::fprintf(stderr, "core-timelined decoder: no seccomp filter: %s\n",
                                       confined.seccomp_failure.c_str());
   limit_own_memory();
+  std::vector<std::string> probed;
+  if (g_probe) probed = g_probe();
   std::optional<ctr::TlMap> tlmap;
   std::string tlmap_warning;
   if (tlmap_path && tlmap_path[0] != '\0') {
@@ -100,12 +188,16 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   if (const char *b = getenv(kDebuginfodTimeoutEnv); b != nullptr && *b != '\0')
     opts.debuginfod_timeout_ms = static_cast<int>(std::min<unsigned long long>(std::strtoull(b, nullptr, 10), 3600000));
   ctr::FileFacts facts;
-  auto core = ctr::CoreFile::open(kCoreFdPath, &facts);
+  /* fd 3 itself, never reopened by path: opening /proc/self/fd/3 would
+   * check the file's mode against this uid, which the daemon's root-owned
+   * copy of the core does not grant (decode.h, "Whose rights"). */
+  auto core = ctr::CoreFile::from_fd(Fd(3), kCoreFdPath, &facts);
   ctr::Analysis a = core ? ctr::analyze(*core, opts) : ctr::analysis_of_error(display, core.error(), facts);
   a.core_path = display;
   replace_all(a.reason, kCoreFdPath, display);
   for (auto &w : a.warnings) replace_all(w, kCoreFdPath, display);
   if (!tlmap_warning.empty()) a.warnings.push_back(tlmap_warning);
+  for (auto &p : probed) a.warnings.push_back(std::move(p));
   /* The document and the text are written as they are made (render.h),
    * never held whole, so that the memory limit is for decoding, not for
    * the output.  The header gives their sizes first: each is made twice,
@@ -130,7 +222,8 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   const std::string header = "CTD1 " + std::to_string(json_bytes) + " " + std::to_string(text_bytes) + " " +
                              std::to_string(ctr::exit_code(a.status)) + " " + std::to_string(status_kb("VmHWM")) + " " +
                              std::to_string(status_kb("RssAnon")) + " " + std::to_string(confined.abi) + " " +
-                             (confined.seccomp ? "1" : "0") + "\n";
+                             (confined.seccomp ? "1" : "0") + " " + std::to_string(getuid()) + " " +
+                             std::to_string(getgid()) + "\n";
   const ctr::Output to_stdout = [](std::string_view piece) {
     return static_cast<bool>(write_all(1, piece, "the decoder's output"));
   };
@@ -175,7 +268,7 @@ bool limit_address_space(rlim_t bytes) {
   return setrlimit(RLIMIT_AS, &rl) == 0;
 }
 
-/* Server requests: "CTDS1\0<as limit>\0<display>\0<tlmap>\0" with the
+/* Server requests: "CTDS1\0<as limit>\0<uid>\0<gid>\0<display>\0<tlmap>\0" with the
  * core, stdout, stderr and go descriptors (SCM_RIGHTS); the answer is the
  * decoder's pid, or minus an errno, as an int32_t. */
 constexpr char kServerMagic[] = "CTDS1";
@@ -236,11 +329,15 @@ std::string prepare_debuginfod(const std::string &state_dir, std::uint64_t budge
 int decoder_child_main(int argc, char **argv) {
   /* No core from a decoder that crashes (see decode.h). */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: core-timelined --decode-child DISPLAY_NAME [TLMAP] (core on fd 3)\n");
+  const auto uid = argc >= 5 ? parse_id(argv[2]) : std::nullopt, gid = argc >= 5 ? parse_id(argv[3]) : std::nullopt;
+  if (!uid || !gid) {
+    std::fprintf(stderr, "usage: core-timelined --decode-child UID GID DISPLAY_NAME [TLMAP] (core on fd 3)\n");
     return 125;
   }
-  return decode_fd3(argv[2], argc >= 4 ? argv[3] : nullptr);
+  /* Its parent, the daemon, checked before the exec that it was alive
+   * (exec_decoder); an orphan finds its output pipe closed. */
+  if (const int r = drop_to(*uid, *gid, 0, 2); r != 0) return r;
+  return decode_fd3(argv[4], argc >= 6 ? argv[5] : nullptr);
 }
 
 namespace {
@@ -279,8 +376,8 @@ ssize_t receive_request(char *buf, ServerRequest &r) {
         else close(fd);
       }
     }
-  /* Four NUL-terminated fields. */
-  for (std::size_t at = 0; at < static_cast<std::size_t>(n) && r.fields.size() < 4;) {
+  /* Six NUL-terminated fields. */
+  for (std::size_t at = 0; at < static_cast<std::size_t>(n) && r.fields.size() < 6;) {
     const void *nul = std::memchr(buf + at, '\0', static_cast<std::size_t>(n) - at);
     if (!nul) break;
     const std::size_t len = static_cast<std::size_t>(static_cast<const char *>(nul) - (buf + at));
@@ -292,8 +389,8 @@ ssize_t receive_request(char *buf, ServerRequest &r) {
 
 /* In the clone: waits for the daemon's go, takes the request's
  * descriptors as 0-3, limits its memory to `as_limit` and decodes. */
-[[noreturn]] void run_cloned_decoder(const ServerRequest &r, pid_t daemon, unsigned long long as_limit,
-                                     const std::string &display, const std::string &tlmap) {
+[[noreturn]] void run_cloned_decoder(const ServerRequest &r, pid_t daemon, unsigned long long as_limit, uid_t uid,
+                                     gid_t gid, const std::string &display, const std::string &tlmap) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != daemon) _exit(127);
@@ -303,6 +400,8 @@ ssize_t receive_request(char *buf, ServerRequest &r) {
   while ((g = read(r.fds[3], &go, 1)) < 0 && errno == EINTR) {
   }
   if (g != 1) _exit(127);
+  /* The credentials first: nothing is opened as root (decode.h). */
+  if (const int d = drop_to(uid, gid, daemon, r.fds[2]); d != 0) _exit(d);
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(r.fds[1], 1) < 0 || dup2(r.fds[2], 2) < 0 || dup2(r.fds[0], 3) < 0)
     _exit(127);
@@ -323,10 +422,12 @@ ssize_t receive_request(char *buf, ServerRequest &r) {
  * an errno. */
 std::int32_t serve(const ServerRequest &r, pid_t daemon) {
   unsigned long long as_limit = 0;
-  if (r.nfds != 4 || r.fields.size() != 4 || r.fields[0] != kServerMagic ||
+  const auto uid = r.fields.size() == 6 ? parse_id(r.fields[2]) : std::nullopt;
+  const auto gid = r.fields.size() == 6 ? parse_id(r.fields[3]) : std::nullopt;
+  if (r.nfds != 4 || r.fields.size() != 6 || r.fields[0] != kServerMagic || !uid || !gid ||
       std::sscanf(std::string(r.fields[1]).c_str(), "%llu", &as_limit) != 1)
     return -EINVAL;
-  const std::string display(r.fields[2]), tlmap(r.fields[3]);
+  const std::string display(r.fields[4]), tlmap(r.fields[5]);
   /* The decoder is the daemon's child (CLONE_PARENT), so the daemon
    * waits for it, times it out and kills it as it would a child it
    * forked.  A raw clone, as systemd's raw_clone() (src/basic/raw-clone.h):
@@ -334,7 +435,7 @@ std::int32_t serve(const ServerRequest &r, pid_t daemon) {
    * glibc's fork handlers, which this single-threaded server does not
    * need. */
   const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, nullptr, nullptr, 0);
-  if (pid == 0) run_cloned_decoder(r, daemon, as_limit, display, tlmap);
+  if (pid == 0) run_cloned_decoder(r, daemon, as_limit, *uid, *gid, display, tlmap);
   return pid > 0 ? static_cast<std::int32_t>(pid) : -errno;
 }
 
@@ -457,12 +558,13 @@ void DecoderServer::stop() noexcept {
 
 namespace {
 
-/* The server request for `req` (kServerMagic, the limit, display name and
- * tlmap, each NUL-terminated).  Errors: EINVAL, E2BIG (DecoderServer::spawn). */
+/* The server request for `req` (kServerMagic, the limit, uid, gid, display
+ * name and tlmap, each NUL-terminated).  Errors: EINVAL, E2BIG (DecoderServer::spawn). */
 Result<std::string> request_message(const DecodeRequest &req, std::uint64_t as_limit) {
   std::string msg;
-  for (const std::string &field : {std::string(kServerMagic), std::to_string(as_limit), req.display_name,
-                                   req.tlmap.value_or("")}) {
+  for (const std::string &field :
+       {std::string(kServerMagic), std::to_string(as_limit), std::to_string(req.credentials.uid),
+        std::to_string(req.credentials.gid), req.display_name, req.tlmap.value_or("")}) {
     if (field.find('\0') != std::string::npos) return error_of(EINVAL, "a NUL byte in a decoder request");
     msg += field;
     msg += '\0';
@@ -553,6 +655,50 @@ Result<void> make_pipe(Fd &r, Fd &w) {
   return {};
 }
 
+/* The debuginfod cache of decoders of `uid` under `base` (decode.h,
+ * "debuginfod"): `base` root's and 0711 (any decoder reaches its own
+ * directory, none lists the others), base/UID root's, 0700, with an ACL
+ * giving `uid` rwx.  Errors: the step that failed, or a directory that is
+ * not root's (made by someone else: not used). */
+Result<void> make_user_cache(const std::string &base, uid_t uid) {
+  Fd b(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!b.valid() && errno == ENOENT && (mkdir(base.c_str(), 0711) == 0 || errno == EEXIST))
+    b.reset(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!b.valid()) return errno_error(errno, "opening " + base);
+  struct stat st;
+  if (fstat(b.get(), &st) < 0) return errno_error(errno, "fstat " + base);
+  if (st.st_uid != 0) return error_of(EPERM, base + " is not root's (uid " + std::to_string(st.st_uid) + ")");
+  if ((st.st_mode & 07777) != 0711 && fchmod(b.get(), 0711) < 0) return errno_error(errno, "chmod 0711 " + base);
+  const std::string name = std::to_string(uid), path = base + "/" + name;
+  if (mkdirat(b.get(), name.c_str(), 0700) < 0 && errno != EEXIST) return errno_error(errno, "mkdir " + path);
+  Fd d(openat(b.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d.valid()) return errno_error(errno, "opening " + path);
+  if (fstat(d.get(), &st) < 0) return errno_error(errno, "fstat " + path);
+  if (st.st_uid != 0) return error_of(EPERM, path + " is not root's (uid " + std::to_string(st.st_uid) + ")");
+  const std::string acl = acl_user_dir(static_cast<std::uint32_t>(uid));
+  if (fsetxattr(d.get(), "system.posix_acl_access", acl.data(), acl.size(), 0) < 0)
+    return errno_error(errno, "setting the ACL of " + path + " (user " + name + " rwx)");
+  return {};
+}
+
+/* Before a decoder of `uid` starts, with DEBUGINFOD_URLS: its cache
+ * (make_user_cache), once per uid and daemon.  A failure is logged once;
+ * that decoder then has no cache it can write, so its debuginfod
+ * questions fail, as its timeline's notes say. */
+void prepare_debuginfod_cache(uid_t uid) {
+  const char *urls = getenv("DEBUGINFOD_URLS"), *base = getenv("DEBUGINFOD_CACHE_PATH");
+  if (urls == nullptr || *urls == '\0' || base == nullptr || *base == '\0') return;
+  static std::set<uid_t> made;
+  static bool warned = false;
+  if (made.count(uid)) return;
+  if (auto r = make_user_cache(base, uid); !r) {
+    if (!warned) spdlog::warn("debuginfod: no cache for the decoders of uid {}: {}", uid, r.error().message);
+    warned = true;
+    return;
+  }
+  made.insert(uid);
+}
+
 /* In the forked child: async-signal-safe calls only until execve.  The
  * core goes to fd 3, the pipes to 1 and 2, under the limits of decode.h. */
 [[noreturn]] void exec_decoder(const DecodeRequest &req, int out_w, int err_w, std::uint64_t as_limit, pid_t parent,
@@ -582,9 +728,12 @@ Result<DecoderRun> DecoderRun::start(const DecodeRequest &req, const DecodeLimit
   run.start_ = monotonic_usec();
   run.limits_ = limits;
   run.self_exe_ = req.self_exe;
+  res.credentials = req.credentials;
+  prepare_debuginfod_cache(req.credentials.uid);
 
   /* Everything the child needs is built before fork(). */
-  std::vector<std::string> args{"core-timelined", "--decode-child", req.display_name, req.tlmap.value_or("")};
+  std::vector<std::string> args{"core-timelined", "--decode-child", std::to_string(req.credentials.uid),
+                                std::to_string(req.credentials.gid), req.display_name, req.tlmap.value_or("")};
   std::vector<char *> argv;
   for (auto &a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -767,18 +916,23 @@ std::optional<std::string> failure_of(int status, const Collected &c, bool out_o
 /* The result in a decoder's output (decode.h, "Protocol") moved out of
  * res (filled in), or with its failure set. */
 Result<DecodeResult> decoded_from(const std::string &output, DecodeResult &res) {
-  /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI> <seccomp>\n" */
+  /* "CTD1 <json> <text> <exit> <VmHWM> <RssAnon> <Landlock ABI> <seccomp> <uid> <gid>\n" */
   const auto nl = output.find('\n');
-  unsigned long long jl = 0, tl = 0, hwm = 0, anon = 0;
+  unsigned long long jl = 0, tl = 0, hwm = 0, anon = 0, uid = 0, gid = 0;
   int ec = -1, landlock = -1, seccomp = -1;
   char magic[5] = {};
-  if (nl == std::string::npos || nl > 100 ||
-      std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu %d %d", magic, &jl, &tl, &ec, &hwm, &anon,
-                  &landlock, &seccomp) != 8 ||
+  if (nl == std::string::npos || nl > 140 ||
+      std::sscanf(output.substr(0, nl).c_str(), "%4s %llu %llu %d %llu %llu %d %d %llu %llu", magic, &jl, &tl, &ec,
+                  &hwm, &anon, &landlock, &seccomp, &uid, &gid) != 10 ||
       std::string_view(magic) != "CTD1" || ec < 0 || ec > 8 || landlock < 0 || (seccomp != 0 && seccomp != 1) ||
       jl > output.size() || tl > output.size() ||
       nl + 1 + jl + tl != output.size()) {
     res.failure = "the decoder's output is malformed (" + std::to_string(output.size()) + " bytes)";
+    return std::move(res);
+  }
+  if (uid != res.credentials.uid || gid != res.credentials.gid) {
+    res.failure = "the decoder ran as uid " + std::to_string(uid) + " gid " + std::to_string(gid) + ", not as uid " +
+                  std::to_string(res.credentials.uid) + " gid " + std::to_string(res.credentials.gid);
     return std::move(res);
   }
   auto document = core_timeline::document::parse_reader_document(std::string_view(output).substr(nl + 1, jl));

@@ -21,10 +21,29 @@
  *    core-timeline-read twice would decode twice), and the daemon does not
  *    depend on finding another binary on disk.  /proc/self/exe still works
  *    while a package upgrade replaces the file.
- * Before it reads the core the child confines itself (sandbox.h: Landlock
- * and a seccomp filter): no writing, creating or removing files, no
- * changing their metadata, no exec, no sockets, nothing done to another
- * process; and it sets RLIMIT_DATA to RLIMIT_AS less the core's size.
+ * Whose rights.  The decoder does not run as root: before it opens
+ * anything it drops to the credentials the daemon chose for the crash
+ * (DecodeRequest::credentials, DecoderUsers): the crashed process's
+ * COREDUMP_UID and COREDUMP_GID, or for a crash of root or of a system
+ * user the dedicated user kDecoderUser (made by the package's sysusers.d
+ * file), or, where that user does not exist, nobody - never root - with
+ * no supplementary groups (credentials.h become()), as systemd-coredump
+ * drops before it analyses a core (systemd 252 src/coredump/coredump.c
+ * change_uid_gid(); src/basic/capability-util.c drop_privileges() clears
+ * the supplementary groups too).  Groups are cleared rather than set to
+ * the user's (getgrouplist(3)): the entry does not say which groups the
+ * process had, NSS in the daemon per crash can block on a network
+ * directory, and fewer rights can only cost symbols of a file readable
+ * through a group, which the timeline then says.  So it reads what
+ * that user could read, and /usr/lib/debug (world-readable); the core is
+ * the descriptor it was given (fd 3), which it never reopens by path.
+ * Dropping resets the dumpable flag and the parent-death signal
+ * (kernel/cred.c commit_creds()), so it sets both again after.
+ * Then, before it reads the core, the child confines itself (sandbox.h:
+ * Landlock and a seccomp filter, which refuses any further set*id): no
+ * writing, creating or removing files, no changing their metadata, no
+ * exec, no sockets, nothing done to another process; and it sets
+ * RLIMIT_DATA to RLIMIT_AS less the core's size.
  * The child also sets PR_SET_DUMPABLE 0 and RLIMIT_CORE 1, so a decoder that
  * crashes does not itself produce a core (and a journal entry, and a decode,
  * and a crash...), and PR_SET_PDEATHSIG SIGKILL, so it dies with the daemon.
@@ -44,9 +63,10 @@
  * DecodeResult::server_failure.
  *
  * Protocol.  The child gets the core on fd 3 (read-only), writes to stdout
- *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB> <Landlock ABI> <seccomp 0|1>\n"
+ *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB> <Landlock ABI> <seccomp 0|1>
+ *    <uid> <gid>\n"   (one line: its real, effective and saved uid and gid after the drop)
  *   <json> <text>
- * and exits 0.  <json> is render_json() of the Analysis and <text> is
+ * and exits 0.  A uid or gid other than the one asked for is a failure.  <json> is render_json() of the Analysis and <text> is
  * render_text() - exactly what `core-timeline-read --json CORE` and
  * `core-timeline-read CORE` print - with the core's path shown as the
  * display name given (not /proc/self/fd/3).  Anything else is a failure.
@@ -59,10 +79,19 @@
  * DEBUGINFOD_URLS in its environment (the daemon's, decoder_environment())
  * it asks those servers for debug info (symbolize.h), within its sandbox
  * (sandbox.h: TCP connect to the ports the URLs name, writing beneath
- * DEBUGINFOD_CACHE_PATH).  prepare_debuginfod() sets, in the daemon's own
+ * its cache).  prepare_debuginfod() sets, in the daemon's own
  * environment before any decoder is started, the cache (when none is set)
  * and CORE_TIMELINED_DEBUGINFOD_TIMEOUT_MS, the budget of all debuginfod
  * questions of one core (--debuginfod-timeout), which the decoder reads.
+ * Each decoding uid has a cache of its own, DEBUGINFOD_CACHE_PATH/UID
+ * (debuginfod_cache_for()): a cache shared by decoders of different users
+ * would let one user's hostile core plant files that another user's
+ * decoder then takes for debug info (the build-id check limits what a
+ * planted file can claim, not what it makes the reader parse).  The
+ * daemon makes that directory before the decoder starts, owned by root,
+ * mode 0700 with an ACL giving that uid rwx (files.h acl_user_dir(); root owns
+ * it, so no CAP_CHOWN is needed and the decoder cannot loosen its mode),
+ * and the decoder points DEBUGINFOD_CACHE_PATH at it after the drop.
  *
  * Thread-safety: run_decoder forks; call it from a single-threaded process
  * (the daemon is one).
@@ -76,6 +105,9 @@
 #include <optional>
 #include <sys/types.h>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core_timeline/document/stored.h"
 
@@ -96,6 +128,69 @@ inline constexpr char kDebuginfodTimeoutEnv[] = "CORE_TIMELINED_DEBUGINFOD_TIMEO
  */
 std::string prepare_debuginfod(const std::string &state_dir, std::uint64_t budget_ms, std::uint64_t decode_timeout_ms);
 
+/** The dedicated user that decodes crashes of root and of system users
+ *  (units/core-timeline.sysusers, installed as
+ *  /usr/lib/sysusers.d/core-timeline.conf). */
+inline constexpr char kDecoderUser[] = "core-timeline-decoder";
+
+/** Why a decoder runs with the credentials it has. */
+enum class DecoderAs {
+  kCrashedUser,    /**< COREDUMP_UID and COREDUMP_GID: a user above 999 */
+  kDedicatedUser,  /**< kDecoderUser: the crash was root's or a system user's */
+  kFallbackUser,   /**< nobody (65534:65534): as kDedicatedUser, but that user
+                        does not exist (a build-tree run) */
+};
+/** "crashed_user", "dedicated_user", "fallback_user" (the document's
+ *  daemon.decoder.run_as.as). */
+std::string_view decoder_as_name(DecoderAs as) noexcept;
+
+/** The credentials of one decoder: never uid or gid 0 as chosen by
+ *  DecoderUsers (a crash of a user whose primary group is 0 keeps gid 0:
+ *  that process could read what the group can). */
+struct DecoderCredentials {
+  uid_t uid = 65534;
+  gid_t gid = 65534;
+  DecoderAs as = DecoderAs::kFallbackUser;
+  bool operator==(const DecoderCredentials &) const = default;
+};
+
+/**
+ * Whom the daemon's decoders run as (decode.h, "Whose rights").  Plain
+ * value; for_crash() is pure.
+ */
+class DecoderUsers {
+ public:
+  /** uid and gid of nobody, the fallback. */
+  static constexpr uid_t kNobody = 65534;
+  /** kDecoderUser looked up with getpwnam(3) (NSS: call at start, not
+   *  per crash); a user of uid or gid 0 is taken as missing. */
+  static DecoderUsers lookup();
+  /** With `dedicated` as the dedicated user's uid and gid (nullopt: none,
+   *  so the fallback), for tests. */
+  explicit DecoderUsers(std::optional<std::pair<uid_t, gid_t>> dedicated) : dedicated_(dedicated) {}
+  bool has_dedicated() const noexcept { return dedicated_.has_value(); }
+  /** For a crash of COREDUMP_UID `uid` and COREDUMP_GID `gid` (nullopt:
+   *  missing or malformed): that uid and gid when the uid is not a system
+   *  uid (credentials.h is_system_uid()), with nobody's group 65534 when
+   *  the gid is missing or not a valid gid; else the dedicated user, or
+   *  nobody when it does not exist. */
+  DecoderCredentials for_crash(std::uint64_t uid, std::optional<std::uint64_t> gid) const;
+
+ private:
+  std::optional<std::pair<uid_t, gid_t>> dedicated_;
+};
+
+/** A decoder's debuginfod cache: `base`/UID (decode.h, "debuginfod"). */
+std::string debuginfod_cache_for(const std::string &base, uid_t uid);
+
+/** A test build's probe (CT_TEST_HOOKS: core-timelined-test-hooks,
+ *  tests/daemon/decoder_probe.cc), called in each decoder after the drop
+ *  and the confinement, before the core is read; the lines it returns
+ *  become warnings of the timeline.  Null, and never set, in
+ *  core-timelined. */
+using DecoderProbe = std::vector<std::string> (*)();
+void set_decoder_probe(DecoderProbe probe) noexcept;
+
 struct DecodeLimits {
   std::uint64_t timeout_ms = 30000;     /**< wall clock, then SIGKILL */
   /** RLIMIT_AS of the child is this plus the core's size (the core is
@@ -109,6 +204,9 @@ struct DecodeRequest {
   std::string display_name;             /**< shown as the core's path */
   std::optional<std::string> tlmap;     /**< --tlmap for the reader */
   std::string self_exe = "/proc/self/exe";
+  /** Whom the decoder runs as (DecoderUsers::for_crash()); the default,
+   *  nobody, is what a request nobody chose for gets. */
+  DecoderCredentials credentials;
 };
 
 struct DecodeResult {
@@ -136,6 +234,9 @@ struct DecodeResult {
   bool died_by_signal = false;          /**< a signal the daemon did not send */
   std::string server_failure;           /**< why the server was not used ("" if
                                              it was, or none was given) */
+  /** The credentials the decoder was given; when decoded, the decoder
+   *  confirmed them (its getresuid/getresgid after the drop). */
+  DecoderCredentials credentials;
 };
 
 /**
@@ -291,7 +392,8 @@ class ChildDecoder final : public Decoder {
   std::uint64_t server_started_ = 0;
 };
 
-/** main() of `core-timelined --decode-child NAME [TLMAP]` (see above). */
+/** main() of `core-timelined --decode-child UID GID NAME [TLMAP]` (see
+ *  above): drops to UID and GID, then decodes the core on fd 3. */
 int decoder_child_main(int argc, char **argv);
 
 /** main() of `core-timelined --decoder-server` (socket on fd 3). */

@@ -61,7 +61,9 @@ doc::Json build_document(const DocumentParts &p) {
     const DecodeResult &r = *p.decoded;
     d.decoder = doc::DecoderFacts{r.duration_ms, r.max_rss_kb,   r.anon_kb, r.timed_out,
                                   r.via_server,  r.landlock_abi, r.seccomp,
-                                  r.decoded ? std::nullopt : std::optional<std::string>(r.failure)};
+                                  r.decoded ? std::nullopt : std::optional<std::string>(r.failure),
+                                  doc::DecoderRunAs{r.credentials.uid, r.credentials.gid,
+                                                    std::string(decoder_as_name(r.credentials.as))}};
   }
   s.text = decoded ? p.decoded->text
                    : "core-timeline: " + std::string(status_name(p.verdict.status)) + ": " + p.verdict.reason + "\n";

@@ -43,19 +43,29 @@ std::string random_suffix() {
 
 }  // namespace
 
-std::string acl_user_read(std::uint32_t uid) {
-  /* posix_acl_xattr_header {le32 a_version = 2} then entries
-   * {le16 e_tag, le16 e_perm, le32 e_id}, sorted by tag then id. */
+namespace {
+
+/* posix_acl_xattr_header {le32 a_version = 2} then entries
+ * {le16 e_tag, le16 e_perm, le32 e_id}, sorted by tag then id: owner,
+ * `uid`, group and other get these permissions, the mask uid's and the
+ * group's together. */
+std::string acl_of(std::uint16_t owner, std::uint32_t uid, std::uint16_t user, std::uint16_t group) {
   constexpr std::uint32_t kUndefined = 0xffffffffu;
   std::string s;
   put32(s, 2);
-  put16(s, 0x01); put16(s, 6); put32(s, kUndefined);  /* ACL_USER_OBJ rw- */
-  put16(s, 0x02); put16(s, 4); put32(s, uid);         /* ACL_USER uid r-- */
-  put16(s, 0x04); put16(s, 4); put32(s, kUndefined);  /* ACL_GROUP_OBJ r-- */
-  put16(s, 0x10); put16(s, 4); put32(s, kUndefined);  /* ACL_MASK r-- */
-  put16(s, 0x20); put16(s, 0); put32(s, kUndefined);  /* ACL_OTHER --- */
+  put16(s, 0x01); put16(s, owner); put32(s, kUndefined);                              /* ACL_USER_OBJ */
+  put16(s, 0x02); put16(s, user); put32(s, uid);                                      /* ACL_USER uid */
+  put16(s, 0x04); put16(s, group); put32(s, kUndefined);                              /* ACL_GROUP_OBJ */
+  put16(s, 0x10); put16(s, static_cast<std::uint16_t>(user | group)); put32(s, kUndefined); /* ACL_MASK */
+  put16(s, 0x20); put16(s, 0); put32(s, kUndefined);                                  /* ACL_OTHER --- */
   return s;
 }
+
+}  // namespace
+
+std::string acl_user_read(std::uint32_t uid) { return acl_of(6, uid, 4, 4); }
+
+std::string acl_user_dir(std::uint32_t uid) { return acl_of(7, uid, 7, 0); }
 
 bool grants_read(const FileOwner &owner, std::uint32_t uid) {
   if (owner.uid == uid && (owner.mode & 0400)) return true;

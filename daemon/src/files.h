@@ -66,6 +66,11 @@ FileOwner owner_for_uid(std::uint64_t crash_uid);
  *  for "user::rw- user:UID:r-- group::r-- mask::r-- other::---". */
 std::string acl_user_read(std::uint32_t uid);
 
+/** The same for a directory only its owner and `uid` may use:
+ *  "user::rwx user:UID:rwx group::--- mask::rwx other::---" (a decoder's
+ *  debuginfod cache, decode.h). */
+std::string acl_user_dir(std::uint32_t uid);
+
 /** Whether a file owned as `owner` lets uid `uid` read it: as its owner
  *  (mode u+r), through an ACL_USER entry for `uid` with read that the
  *  ACL's mask (if any) lets through, or as other (o+r).  Group membership

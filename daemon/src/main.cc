@@ -18,6 +18,8 @@
  */
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "daemon.h"
 #include "decode.h"
@@ -25,7 +27,16 @@
 #include "options.h"
 #include "parts.h"
 
+#ifdef CT_TEST_HOOKS
+/* Only in core-timelined-test-hooks, a test build (tests/daemon/
+ * decoder_probe.cc); never in core-timelined, which has no probe. */
+std::vector<std::string> ct_test_decoder_probe();
+#endif
+
 int main(int argc, char **argv) {
+#ifdef CT_TEST_HOOKS
+  ctd::set_decoder_probe(&ct_test_decoder_probe);
+#endif
   if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return ctd::decoder_child_main(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "--decoder-server") == 0) return ctd::decoder_server_main(argc, argv);
   int exit_now = -1;

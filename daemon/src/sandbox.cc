@@ -224,9 +224,13 @@ void sockets_then_allow(Program &p, bool inet) {
 }  // namespace bpf
 
 /* What Landlock (ABI <= 7) does not govern and a decoder never needs, as a
- * seccomp filter (seccomp(2)) answering EPERM.  The service runs it as
- * root without capabilities: the owner of every root-owned file and the
- * same uid as the daemon, journald and PID 1.  So without this it could
+ * seccomp filter (seccomp(2)) answering EPERM.  A decoder now runs as the
+ * crashed user or core-timeline-decoder (decode.h, "Whose rights"), not as
+ * root; the filter was written for a decoder that ran as root, the owner
+ * of every root-owned file and the same uid as the daemon, journald and
+ * PID 1, and still refuses all of this to the uid it runs as (any other
+ * process of the crashed user's, among them; and every further change of
+ * uid, gid or capabilities).  Without it a decoder of root's uid could
  *  - change the metadata of what root owns where the unit allows writing:
  *    make other users' cores world-readable (chmod, ACL xattr), edit the
  *    user.coredump.* xattrs the daemon trusts (entry.h, rule 6), so that

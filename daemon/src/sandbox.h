@@ -2,14 +2,13 @@
 /*
  * sandbox.h - the decoder's own confinement, on top of the service's.
  *
- * A decoder (decode.h) parses an untrusted core.  It runs as the daemon's
- * user, root without capabilities in core-timeline.service: the owner of
- * every root-owned file and the same uid as the daemon, journald and PID 1.
- * Its only capabilities are CAP_SETUID and CAP_SETGID, which the daemon
- * needs for the child that sends a crash's journal entry as the crashed
- * user (timeline_entry.h); the filter below refuses every call that
- * would use them.  Before it reads the core it confines itself in two
- * halves:
+ * A decoder (decode.h) parses an untrusted core.  It does not run as root:
+ * before this is called it has dropped to the crashed user's uid and gid,
+ * or to the dedicated user core-timeline-decoder for crashes of root and
+ * system users (decode.h, "Whose rights"; credentials.h become()), which
+ * cleared its capabilities; the filter below refuses any further change
+ * of uids, gids or capabilities.  Before it reads the core it confines
+ * itself in two halves:
  *
  * Landlock (landlock(7)), as far as the kernel's ABI goes:
  *  - file systems: no opening for writing, truncating (ABI 3), creating,
@@ -32,9 +31,10 @@
  * process but itself.  It applies also where Landlock is missing.
  *
  * The descriptors it is given (the core, its stdout and stderr) stay
- * usable.  Reading is not restricted: a decoder taken over by a hostile
- * core can read what root can and put it in that core's timeline, which
- * the crashed user reads (docs/core-timelined.md, "Known gaps").
+ * usable.  Reading is left to the credentials it dropped to: a decoder
+ * taken over by a hostile core reads what its user could read (and
+ * /usr/lib/debug), which that user could put in a timeline anyway
+ * (docs/core-timelined.md, "Decoding in isolation").
  *
  * Thread-safety: call in the single-threaded decoder child, before it
  * touches the core; it applies to that process and its future children.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core_timeline/document/journal_entry.h"
+#include "credentials.h"
 
 namespace ctd {
 
@@ -35,8 +36,6 @@ std::optional<std::uint64_t> number(const std::map<std::string, std::string> &fi
   if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
 }
-
-bool system_uid(std::uint64_t uid) { return uid <= kSystemUidMax || uid == 65534 || uid >= 0xffffffffull; }
 
 /* The value of `field` of the current entry ("" prefix stripped), if any. */
 std::optional<std::string> get(sd_journal *j, const char *field) {
@@ -61,9 +60,8 @@ struct ChildSend {
 
 int send_as_child(void *arg) {
   auto *job = static_cast<ChildSend *>(arg);
-  if (syscall(SYS_setgroups, 0, nullptr) < 0 || syscall(SYS_setresgid, job->gid, job->gid, job->gid) < 0 ||
-      syscall(SYS_setresuid, job->uid, job->uid, job->uid) < 0) {
-    job->drop_errno = errno;
+  if (const int err = become(job->uid, job->gid); err != 0) {
+    job->drop_errno = err;
     syscall(SYS_exit, 1);
   }
   const int r = sd_journal_sendv(job->iov, job->n);
@@ -80,7 +78,7 @@ struct Closer {
 }  // namespace
 
 std::optional<SendAs> send_as(const CoredumpEntry &e, const FileOwner &owner) {
-  if (system_uid(e.uid) || !grants_read(owner, static_cast<std::uint32_t>(e.uid))) return std::nullopt;
+  if (is_system_uid(e.uid) || !grants_read(owner, static_cast<std::uint32_t>(e.uid))) return std::nullopt;
   const auto gid = number(e.fields, "COREDUMP_GID");
   SendAs as;
   as.uid = static_cast<uid_t>(e.uid);

@@ -389,14 +389,22 @@ CoreFile &CoreFile::operator=(CoreFile &&) noexcept = default;
 CoreFile::~CoreFile() = default;
 
 Result<CoreFile> CoreFile::open(const std::string &path, FileFacts *refused) noexcept try {
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
-   * writer, before the regular-file check below could refuse it.  It does
-   * not change reads of a regular file. */
-  impl->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!impl->fd.valid())
-    return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+   * writer, before the regular-file check in from_fd() could refuse it.
+   * It does not change reads of a regular file. */
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  return from_fd(std::move(fd), path, refused);
+} catch (const std::bad_alloc &) {
+  return Error{Errc::kNoMemory, "out of memory"};
+}
+
+Result<CoreFile> CoreFile::from_fd(Fd fd, std::string name, FileFacts *refused) noexcept try {
+  auto impl = std::make_unique<Impl>();
+  impl->path = std::move(name);
+  const std::string &path = impl->path;
+  impl->fd = std::move(fd);
+  if (!impl->fd.valid()) return Error{Errc::kIo, fmt::format("{}: no descriptor", path)};
   struct stat st;
   if (fstat(impl->fd.get(), &st) != 0)
     return Error{Errc::kIo, fmt::format("{}: cannot stat: {}", path, std::strerror(errno))};

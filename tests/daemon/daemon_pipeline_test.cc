@@ -1314,3 +1314,148 @@ TEST_F(DaemonPipeline, NotifiesReadinessPingsTheWatchdogAndStopsCleanlyOnSigterm
   EXPECT_TRUE(stopping);
   EXPECT_NE(daemon.log().find("SIGTERM received: stopping"), std::string::npos);
 }
+
+// ---- whose rights a decoder has (issue 17, item 1) ------------------------------
+
+namespace {
+
+// The warnings[] of a document that start with "decoder probe: "
+// (core-timelined-test-hooks, tests/daemon/decoder_probe.cc).
+std::set<std::string> probe_lines(const json &doc) {
+  std::set<std::string> out;
+  if (doc.contains("warnings") && doc["warnings"].is_array())
+    for (const auto &w : doc["warnings"])
+      if (w.is_string() && w.get<std::string>().starts_with("decoder probe: ")) out.insert(w.get<std::string>());
+  return out;
+}
+
+// A file of `bytes` owned by `uid`:`uid`, mode 0600.
+void write_private_file(const std::string &path, uid_t uid) {
+  std::ofstream(path) << "secret of uid " << uid << "\n";
+  ASSERT_EQ(chown(path.c_str(), uid, uid), 0) << path;
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0) << path;
+}
+
+// The functions of the symbolized locations of a document's events and
+// crash.
+std::set<std::string> functions(const json &doc) {
+  std::set<std::string> out;
+  auto take = [&out](const json &loc) {
+    if (loc.is_object() && loc.contains("function") && loc["function"].is_string()) out.insert(loc["function"]);
+  };
+  if (doc.contains("events"))
+    for (const auto &e : doc["events"])
+      if (e.contains("location")) take(e["location"]);
+  if (doc.contains("crash") && doc["crash"].is_object() && doc["crash"].contains("location"))
+    take(doc["crash"]["location"]);
+  return out;
+}
+
+// The user core-timeline-decoder (units/core-timeline.sysusers): made with
+// systemd-sysusers from that file if it does not exist, and then removed
+// again (userdel, groupdel) on every exit path.
+struct DecoderUser {
+  bool made = false;
+  std::optional<std::pair<uid_t, gid_t>> ids;
+  DecoderUser() {
+    if (!getpwnam("core-timeline-decoder")) {
+      const auto r = ct::test::run({"/bin/systemd-sysusers", CT_SYSUSERS_FILE});
+      made = r.ok();
+      if (!made) std::fprintf(stderr, "systemd-sysusers %s: %s\n", CT_SYSUSERS_FILE, r.err.c_str());
+    }
+    if (const struct passwd *pw = getpwnam("core-timeline-decoder")) ids = std::make_pair(pw->pw_uid, pw->pw_gid);
+  }
+  ~DecoderUser() {
+    if (!made) return;
+    ct::test::run({"/usr/sbin/userdel", "core-timeline-decoder"});
+    if (getgrnam("core-timeline-decoder")) ct::test::run({"/usr/sbin/groupdel", "core-timeline-decoder"});
+  }
+};
+
+}  // namespace
+
+TEST_F(DaemonPipeline, UsersDecoderCannotOpenShadowNorAnotherUsersFileButOpensItsOwn) {
+  TestUser user, other;
+  ASSERT_TRUE(user.made && other.made) << "could not make two test users with groupadd/useradd";
+  const std::string files = dir.path + "/files";
+  ASSERT_EQ(mkdir(files.c_str(), 0755), 0);
+  const std::string own = files + "/own-secret", theirs = files + "/others-secret";
+  write_private_file(own, user.uid);
+  write_private_file(theirs, other.uid);
+  const std::string exe = dir.path + "/crash_demo";
+  fs::copy_file(CT_CRASH_DEMO, exe);
+  chmod(exe.c_str(), 0755);
+  // The test build: each decoder tries these opens after its drop and
+  // confinement, as one taken over by a hostile core would.
+  daemon.options().binary = CT_DAEMON_TEST_HOOKS_BIN;
+  daemon.start({}, {{"CT_TEST_DECODER_PROBE", "/etc/shadow:" + theirs + ":" + own}});
+  const auto c = crash({exe, "--path=a"}, std::nullopt, user.uid);
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(t.doc["status"], "ok") << t.doc.dump().substr(0, 2000);
+  const auto probed = probe_lines(t.doc);
+  const std::string u = std::to_string(user.uid);
+  EXPECT_EQ(probed, (std::set<std::string>{"decoder probe: uid " + u + " gid " + u + " groups 0",
+                                           "decoder probe: open /etc/shadow: EACCES",
+                                           "decoder probe: open " + theirs + ": EACCES",
+                                           "decoder probe: open " + own + ": ok"}))
+      << t.doc["warnings"].dump();
+  const json &run_as = t.doc["daemon"]["decoder"]["run_as"];
+  EXPECT_EQ(run_as["uid"], user.uid);
+  EXPECT_EQ(run_as["gid"], user.uid);
+  EXPECT_EQ(run_as["as"], "crashed_user");
+  EXPECT_EQ(t.doc["daemon"]["decoder"]["via_server"], true) << "decoded by fork and exec: " << daemon.log_tail();
+  expect_schema_valid(read_text(t.path), dir.path);
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST_F(DaemonPipeline, RootsCrashIsDecodedAsTheDedicatedUser) {
+  DecoderUser decoder_user;
+  ASSERT_TRUE(decoder_user.ids) << "no user core-timeline-decoder, and systemd-sysusers could not make it";
+  const auto [duid, dgid] = *decoder_user.ids;
+  ASSERT_NE(duid, 0u);
+  daemon.options().binary = CT_DAEMON_TEST_HOOKS_BIN;
+  daemon.start({}, {{"CT_TEST_DECODER_PROBE", "/etc/shadow"}});
+  EXPECT_EQ(daemon.log().find("there is no user core-timeline-decoder"), std::string::npos) << daemon.log_tail();
+  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(t.doc["status"], "ok") << t.doc.dump().substr(0, 2000);
+  EXPECT_EQ(t.doc["coredump"]["fields"]["COREDUMP_UID"], "0");
+  const json &run_as = t.doc["daemon"]["decoder"]["run_as"];
+  EXPECT_EQ(run_as["uid"], duid);
+  EXPECT_EQ(run_as["gid"], dgid);
+  EXPECT_EQ(run_as["as"], "dedicated_user");
+  EXPECT_EQ(probe_lines(t.doc),
+            (std::set<std::string>{"decoder probe: uid " + std::to_string(duid) + " gid " + std::to_string(dgid) +
+                                       " groups 0",
+                                   "decoder probe: open /etc/shadow: EACCES"}));
+  // Still symbolized: crash_demo and its directories are world-readable.
+  const auto f = functions(t.doc);
+  for (const char *fn : {"path_a", "parse_request", "die"}) EXPECT_TRUE(f.count(fn)) << fn << " in " << json(f).dump();
+  expect_schema_valid(read_text(t.path), dir.path);
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST_F(DaemonPipeline, UsersCrashIsSymbolizedFromTheirOwnBinaryInADirectoryOnlyTheyMayRead) {
+  TestUser user;
+  ASSERT_TRUE(user.made) << "could not make a test user with groupadd/useradd";
+  const std::string home = dir.path + "/private";
+  ASSERT_EQ(mkdir(home.c_str(), 0700), 0);
+  ASSERT_EQ(chown(home.c_str(), user.uid, user.uid), 0);
+  const std::string exe = home + "/crash_demo";
+  fs::copy_file(CT_CRASH_DEMO, exe);
+  ASSERT_EQ(chown(exe.c_str(), user.uid, user.uid), 0);
+  ASSERT_EQ(chmod(exe.c_str(), 0700), 0);
+  daemon.start();
+  const auto c = crash({exe, "--path=a"}, std::nullopt, user.uid);
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(t.doc["status"], "ok") << t.doc.dump().substr(0, 2000);
+  EXPECT_EQ(t.doc["daemon"]["decoder"]["run_as"]["uid"], user.uid);
+  EXPECT_EQ(t.doc["daemon"]["decoder"]["run_as"]["as"], "crashed_user");
+  // The frames carry function names read from the user's own 0700 copy.
+  const auto f = functions(t.doc);
+  for (const char *fn : {"path_a", "parse_request", "die"}) EXPECT_TRUE(f.count(fn)) << fn << " in " << json(f).dump();
+  ASSERT_TRUE(t.doc["crash"]["location"].is_object());
+  EXPECT_EQ(t.doc["crash"]["location"]["module"], exe);
+  EXPECT_EQ(t.doc["crash"]["location"]["function"], "die");
+  EXPECT_EQ(daemon.stop(), 0);
+}

@@ -1166,6 +1166,15 @@ ctd::DecodeRequest request_for(int fd, std::uint64_t size) {
   return r;
 }
 
+// A FIFO `name` in `dir` that a decoder, which runs as nobody here
+// (request_for), may open for reading: the directory 0755, the FIFO 0644.
+std::string reachable_fifo(const TempDir &dir, const std::string &name) {
+  const std::string fifo = dir.path + "/" + name;
+  EXPECT_EQ(chmod(dir.path.c_str(), 0755), 0);
+  EXPECT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  return fifo;
+}
+
 // The children of this process (/proc/self/task/TID/children, proc(5)).
 std::vector<pid_t> my_children() {
   std::vector<pid_t> out;
@@ -1231,6 +1240,105 @@ TEST_P(Decoder, NotACoreIsDecodedAsCoreUnreadableWithTheRealPathShown) {
   EXPECT_TRUE(decoders().empty()) << "the decoder was not reaped";
 }
 
+// decode.h, "Whose rights": a decoder runs as the uid and gid it is given,
+// with no groups, reads the core through fd 3 although that uid could not
+// open the file (root's, in a 0700 directory), confirms its credentials,
+// and refuses to decode as root.
+TEST_P(Decoder, RunsAsTheUserItIsGivenReadsFd3AndNeverDecodesAsRoot) {
+  TempDir dir;
+  write_bytes(dir.path + "/notacore", std::vector<std::uint8_t>(100, 'x'));
+  ASSERT_EQ(chmod((dir.path + "/notacore").c_str(), 0600), 0);
+  int fd = open((dir.path + "/notacore").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto req = request_for(fd, 100);
+  req.credentials = {47321, 47322, ctd::DecoderAs::kCrashedUser};
+  auto r = decode(req, ctd::DecodeLimits{}, [] { return true; });
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->decoded) << r->failure;
+  EXPECT_EQ(r->credentials, req.credentials);
+  // It read the bytes (no ELF magic), it did not fail to open them.
+  EXPECT_EQ(r->document.tree["status"], "core_unreadable");
+  EXPECT_EQ(r->document.tree.dump().find("cannot open"), std::string::npos) << r->document.tree.dump();
+  EXPECT_EQ(r->document.tree.dump().find("Permission denied"), std::string::npos) << r->document.tree.dump();
+
+  req.credentials = {0, 0, ctd::DecoderAs::kCrashedUser};
+  r = decode(req, ctd::DecodeLimits{}, [] { return true; });
+  close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->decoded);
+  EXPECT_NE(r->failure.find("refusing to decode as root"), std::string::npos) << r->failure;
+  EXPECT_TRUE(decoders().empty()) << "the decoder was not reaped";
+}
+
+TEST(DecoderUsers, UsersDecodeAsThemselvesRootAndSystemUsersAsTheDedicatedUserNeverAsRoot) {
+  using A = ctd::DecoderAs;
+  using C = ctd::DecoderCredentials;
+  const ctd::DecoderUsers with(std::make_pair(uid_t{990}, gid_t{991})), without(std::nullopt);
+  EXPECT_EQ(with.for_crash(1000, 1000), (C{1000, 1000, A::kCrashedUser}));
+  EXPECT_EQ(with.for_crash(47100, 100), (C{47100, 100, A::kCrashedUser}));
+  EXPECT_EQ(with.for_crash(1000, 0), (C{1000, 0, A::kCrashedUser})) << "the process's own primary group";
+  EXPECT_EQ(with.for_crash(1000, std::nullopt), (C{1000, 65534, A::kCrashedUser}));
+  EXPECT_EQ(with.for_crash(1000, 0xffffffffull), (C{1000, 65534, A::kCrashedUser}));
+  EXPECT_EQ(without.for_crash(1000, 1000), (C{1000, 1000, A::kCrashedUser}));
+  for (std::uint64_t uid : {0ull, 1ull, 995ull, 999ull, 65534ull, 0xffffffffull, 1ull << 40}) {
+    EXPECT_EQ(with.for_crash(uid, 5), (C{990, 991, A::kDedicatedUser})) << uid;
+    EXPECT_EQ(without.for_crash(uid, 5), (C{65534, 65534, A::kFallbackUser})) << uid;
+  }
+  EXPECT_EQ(ctd::decoder_as_name(A::kCrashedUser), "crashed_user");
+  EXPECT_EQ(ctd::decoder_as_name(A::kDedicatedUser), "dedicated_user");
+  EXPECT_EQ(ctd::decoder_as_name(A::kFallbackUser), "fallback_user");
+}
+
+// decode.h, "debuginfod": each decoding uid gets a cache directory of its
+// own, root's 0700 with an ACL for that uid, under a base any decoder may
+// traverse and none may list.
+TEST(DecoderCache, EachDecodingUidHasItsOwnCacheOnlyItMayUse) {
+  TempDir dir;
+  ASSERT_EQ(chmod(dir.path.c_str(), 0755), 0);
+  const std::string base = dir.path + "/debuginfod_client";
+  ASSERT_EQ(setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1), 0);
+  ASSERT_EQ(setenv("DEBUGINFOD_CACHE_PATH", base.c_str(), 1), 0);
+  write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
+  int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto req = request_for(fd, 100);
+  for (uid_t uid : {47331u, 47332u}) {
+    req.credentials = {uid, uid, ctd::DecoderAs::kCrashedUser};
+    auto r = ctd::run_decoder(req, ctd::DecodeLimits{}, [] { return true; }, nullptr);
+    ASSERT_TRUE(r && r->decoded) << (r ? r->failure : r.error().message);
+  }
+  close(fd);
+  unsetenv("DEBUGINFOD_URLS");
+  unsetenv("DEBUGINFOD_CACHE_PATH");
+  struct stat st;
+  ASSERT_EQ(stat(base.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0711u);
+  for (uid_t uid : {47331u, 47332u}) {
+    const std::string own = ctd::debuginfod_cache_for(base, uid);
+    EXPECT_EQ(own, base + "/" + std::to_string(uid));
+    ASSERT_EQ(stat(own.c_str(), &st), 0) << own;
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(st.st_mode & 0007, 0u) << "others get nothing";
+    char acl[128];
+    const ssize_t n = getxattr(own.c_str(), "system.posix_acl_access", acl, sizeof acl);
+    ASSERT_GT(n, 0) << own << " has no ACL";
+    EXPECT_EQ(std::string(acl, static_cast<std::size_t>(n)), ctd::acl_user_dir(uid));
+    // As that uid it may create a file there; as the other uid, not.
+    for (uid_t as : {47331u, 47332u}) {
+      const pid_t p = fork();
+      if (p == 0) {
+        if (setgroups(0, nullptr) < 0 || setresgid(as, as, as) < 0 || setresuid(as, as, as) < 0) _exit(3);
+        const int f = open((own + "/probe").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+        _exit(f >= 0 ? 0 : errno == EACCES ? 1 : 2);
+      }
+      int w = 0;
+      ASSERT_EQ(waitpid(p, &w, 0), p);
+      EXPECT_EQ(WEXITSTATUS(w), as == uid ? 0 : 1) << "uid " << as << " in " << own;
+    }
+  }
+}
+
 TEST_P(Decoder, HungDecoderIsKilledAtTheTimeout) {
   TempDir dir;
   write_bytes(dir.path + "/c", std::vector<std::uint8_t>(100, 'x'));
@@ -1239,8 +1347,7 @@ TEST_P(Decoder, HungDecoderIsKilledAtTheTimeout) {
   // A FIFO without a writer as the event names file: the decoder's open of
   // it never returns, a decoder that never finishes.  (The daemon itself
   // passes only regular files, Daemon::tlmap_for.)
-  const std::string fifo = dir.path + "/names.tlmap";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string fifo = reachable_fifo(dir, "names.tlmap");
   auto req = request_for(fd, 100);
   req.tlmap = fifo;
   ctd::DecodeLimits limits;
@@ -1264,7 +1371,7 @@ TEST(DecoderOutput, DeeplyNestedJsonIsUndecodableNotFatal) {
   const int depth = 200000;
   const std::string json = "{\"status\":\"ok\",\"x\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
   std::ofstream(dir.path + "/out", std::ios::binary)
-      << "CTD1 " << json.size() << " 0 0 0 0 7 1\n" << json;
+      << "CTD1 " << json.size() << " 0 0 0 0 7 1 65534 65534\n" << json;
   const std::string fake = dir.path + "/fake-decoder";
   std::ofstream(fake) << "#!/bin/sh\nexec cat " << dir.path << "/out\n";
   ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
@@ -1438,8 +1545,7 @@ TEST(DecoderServer, RenewedEveryKRenewEveryDecodersAndOnDemand) {
   // A decoder killed by a signal the daemon did not send.
   int fd = open((dir.path + "/c").c_str(), O_RDONLY | O_CLOEXEC);
   auto req = request_for(fd, 100);
-  const std::string fifo = dir.path + "/names.tlmap";  // holds the decoder until killed
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string fifo = reachable_fifo(dir, "names.tlmap");  // holds the decoder until killed
   req.tlmap = fifo;
   const pid_t server = s->pid();
   auto r = ctd::run_decoder(req, ctd::DecodeLimits{}, [&] {

@@ -343,8 +343,8 @@ void expect_confined(const json &doc) {
 
 // The daemon's sandboxed decoder: with DEBUGINFOD_URLS in the daemon's
 // environment and no DEBUGINFOD_CACHE_PATH, it fetches into
-// STATE_DIR/debuginfod_client (the one place beneath which its Landlock
-// rules let it write) over TCP to the URL's port (the one port they let
+// STATE_DIR/debuginfod_client/UID, UID the one it decoded as (the one place
+// beneath which its Landlock rules let it write) over TCP to the URL's port (the one port they let
 // it connect to).
 TEST_F(Debuginfod, DaemonDecoderSymbolizesFromTheServer) {
   Server server(dir.path);
@@ -360,7 +360,14 @@ TEST_F(Debuginfod, DaemonDecoderSymbolizesFromTheServer) {
                                                   std::to_string(crash_line()) + ")"),
             std::string::npos)
       << t.doc["text"];
-  EXPECT_GT(fetched(daemon.state_dir() + "/debuginfod_client"), 0u) << daemon.log_tail();
+  // In the cache of the uid that decoded it (daemon.decoder.run_as): each
+  // decoding uid has its own beneath the base (docs/core-timelined.md,
+  // "The cache").
+  const std::string base = daemon.state_dir() + "/debuginfod_client";
+  const auto uid = t.doc["daemon"]["decoder"]["run_as"]["uid"].get<std::uint32_t>();
+  EXPECT_NE(uid, 0u);
+  EXPECT_GT(fetched(base + "/" + std::to_string(uid)), 0u) << daemon.log_tail();
+  EXPECT_EQ(fetched(base), 0u) << "in the cache every uid would share";
   EXPECT_TRUE(daemon.wait_log("debuginfod: decoders ask DEBUGINFOD_URLS=" + Server::url(), 1s)) << daemon.log_tail();
   EXPECT_EQ(daemon.stop(), 0);
 }

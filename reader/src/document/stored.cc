@@ -153,6 +153,8 @@ Json stored_document(const StoredParts &p) {
         {key::via_server, r->via_server},   {key::landlock_abi, r->landlock_abi},
         {key::seccomp, r->seccomp},         {key::failure, optional_string(r->failure)},
     };
+    if (const auto &u = r->run_as)
+      daemon[key::decoder][key::run_as] = {{key::uid, u->uid}, {key::gid, u->gid}, {key::as, u->as}};
   }
   doc[key::daemon] = std::move(daemon);
   doc[key::text] = p.text;

@@ -107,6 +107,17 @@ struct Extraction {
   std::string stream_error;         /**< the decompressor's words ("": none) */
 };
 
+/** "daemon.decoder.run_as": whose rights the decoder had (the daemon's
+ *  decode.h, "Whose rights"). */
+struct DecoderRunAs {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  /** Why: "crashed_user" (COREDUMP_UID/GID), "dedicated_user"
+   *  (core-timeline-decoder, for root and system users), "fallback_user"
+   *  (nobody: that user does not exist). */
+  std::string as;
+};
+
 /** "daemon.decoder": how the decoder child ran. */
 struct DecoderFacts {
   double duration_ms = 0;
@@ -117,6 +128,8 @@ struct DecoderFacts {
   int landlock_abi = 0;             /**< 0: not confined by Landlock */
   bool seccomp = false;
   std::optional<std::string> failure;  /**< why nothing was decoded */
+  /** The credentials it was given (decoded: it confirmed them). */
+  std::optional<DecoderRunAs> run_as;
 };
 
 /** "daemon": how core-timelined handled the entry. */

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/live.h"
 #include "core_timeline/reader/result.h"
 
@@ -163,6 +164,13 @@ class CoreFile {
    * and e_machine; it is left alone otherwise.
    */
   static Result<CoreFile> open(const std::string &path, FileFacts *refused = nullptr) noexcept;
+
+  /** As open(), over the descriptor `fd`, which it takes (a dup is the
+   *  caller's to make), without opening anything by path: core-timelined's
+   *  decoder, which runs as the crashed user, gets the core as fd 3 of a
+   *  file that user may not open.  `name` is used in messages.  Errors: as
+   *  open(), but never the open itself. */
+  static Result<CoreFile> from_fd(Fd fd, std::string name, FileFacts *refused = nullptr) noexcept;
 
   /** As open(), over bytes already in memory (tests, fuzzing, a core the
    *  daemon decompressed).  `name` is used in messages. */
