@@ -396,7 +396,7 @@ Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why) 
     return it == e.fields.end() ? std::string("?") : it->second;
   };
   if (!unverified_log_.take(monotonic_usec())) return Next::kDone;
-  report_suppressed_unverified(false);
+  report_suppressed_unverified(true);  /* the count of those left out first */
   log::event(LOG_WARNING, kMsgEntryUnverified,
              "not storing the crash of pid " + std::to_string(e.pid) + " (" +
                  printable(e.exe.empty() ? e.comm : e.exe, 128) + ") of uid " + std::to_string(e.uid) +
@@ -414,9 +414,9 @@ Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why) 
   return Next::kDone;
 }
 
-void Daemon::report_suppressed_unverified(bool stopping) {
+void Daemon::report_suppressed_unverified(bool now) {
   if (unverified_log_.suppressed() == 0) return;
-  if (!stopping && !unverified_log_.available(monotonic_usec())) return;
+  if (!now && !unverified_log_.available(monotonic_usec())) return;
   const std::uint64_t n = unverified_log_.take_suppressed();
   log::event(LOG_WARNING, kMsgEntryUnverified,
              std::to_string(n) + " more unverified coredump entries were not stored and not logged one by one (at "

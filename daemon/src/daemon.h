@@ -5,7 +5,10 @@
  * One thread.  It works with four parts it is given (parts.h): the entry
  * source (the journal, journal.h), the extractor (extract.h), the decoder
  * (decode.h) and the store (files.h).  It follows the entry source, and
- * for each trusted systemd-coredump entry (entry.h) in journal order:
+ * for each trusted systemd-coredump entry (entry.h) in journal order -
+ * one that only the crashed user vouches for must first be corroborated by
+ * its core or its sender's cgroup, or it is logged as unverified and
+ * skipped for good (unverified()) -:
  *   1. skips it if a whole timeline for its crash (boot id, pid,
  *      timestamp) already exists - after a restart, also after kill -9
  *      between writing a timeline and saving the cursor; a timeline cut
@@ -171,9 +174,10 @@ class Daemon {
    *  systemd-coredump links the core before it sends the entry
    *  (coredump.c submit_coredump()). */
   Next unverified(const CoredumpEntry &e, const std::string &why);
-  /** Logs how many unverified entries were left out, once the rate allows
-   *  a line again (each turn of the loop, and at the stop). */
-  void report_suppressed_unverified(bool stopping);
+  /** Logs how many unverified entries were left out, if any: with `now`
+   *  at once (before the next unverified line, and at the stop), else only
+   *  once the rate allows a line again (each turn of the loop). */
+  void report_suppressed_unverified(bool now);
   /** Whether the core's user.coredump.* xattrs contradict the entry (logs
    *  the rejection). */
   bool rejected_by_xattrs(int core_fd, const CoredumpEntry &e);
