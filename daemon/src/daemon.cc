@@ -175,6 +175,7 @@ int Daemon::run() {
   const int status = loop();
   /* Whatever stopped it, the entries done are saved. */
   save_progress();
+  report_suppressed_unverified(true);
   if (!opt_.once) sd_notify(0, "STOPPING=1");
   spdlog::info("stopped after handling {} coredump entries", handled_);
   return status;
@@ -188,6 +189,7 @@ int Daemon::loop() {
       return 1;
     }
     save_when_due();
+    report_suppressed_unverified(false);
     if (stop_) return failed_ ? 1 : 0;
     save_first_start_anchor();
     if (opt_.once) return 0;
@@ -380,10 +382,52 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
     if (auto since = core_watch_->handled(e.core_name))
       spdlog::debug("pid {}: its core {} appeared in the coredump directory {:.1f} ms before its entry was read",
                     e.pid, printable(e.core_name, 256), static_cast<double>(monotonic_usec() - *since) / 1000.0);
+  /* No file can corroborate an entry without one (entry.h): the cgroup
+   * journald recorded for its sender must. */
+  if (e.vouched_by_crashed_user && e.storage != Storage::kExternal)
+    if (const std::string why = cgroup_uncorroborated(e, policy_); !why.empty()) {
+      unverified(e, why);
+      return Handled::kDone;
+    }
   log::Scope scope({{"CORE_TIMELINE_PID", std::to_string(e.pid)},
                     {"CORE_TIMELINE_KEY", e.key()},
                     {"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor}});
   return handle_trusted(e);
+}
+
+Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why) {
+  auto field = [&e](const char *name) {
+    const auto it = e.fields.find(name);
+    return it == e.fields.end() ? std::string("?") : it->second;
+  };
+  if (!unverified_log_.take(monotonic_usec())) return Next::kDone;
+  report_suppressed_unverified(true);  /* the count of those left out first */
+  log::event(LOG_WARNING, kMsgEntryUnverified,
+             "not storing the crash of pid " + std::to_string(e.pid) + " (" +
+                 printable(e.exe.empty() ? e.comm : e.exe, 128) + ") of uid " + std::to_string(e.uid) +
+                 ": only that user vouches for the entry (sent by pid " + field("_PID") + ", uid " + field("_UID") +
+                 ") and nothing corroborates it: " + why,
+             {{"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor},
+              {"CORE_TIMELINE_PID", std::to_string(e.pid)},
+              {"CORE_TIMELINE_UID", std::to_string(e.uid)},
+              {"CORE_TIMELINE_KEY", e.key()},
+              {"CORE_TIMELINE_STORAGE", std::string(storage_name(e.storage))},
+              {"CORE_TIMELINE_SENDER_PID", field("_PID")},
+              {"CORE_TIMELINE_SENDER_UID", field("_UID")},
+              {"CORE_TIMELINE_SENDER_EXE", field("_EXE")},
+              {"CORE_TIMELINE_REASON", why}});
+  return Next::kDone;
+}
+
+void Daemon::report_suppressed_unverified(bool now) {
+  if (unverified_log_.suppressed() == 0) return;
+  if (!now && !unverified_log_.available(monotonic_usec())) return;
+  const std::uint64_t n = unverified_log_.take_suppressed();
+  log::event(LOG_WARNING, kMsgEntryUnverified,
+             std::to_string(n) + " more unverified coredump entries were not stored and not logged one by one (at "
+                                 "most " + std::to_string(kUnverifiedBurst) + " at once and " +
+                 std::to_string(kUnverifiedPerMinute) + " a minute are)",
+             {{"CORE_TIMELINE_SUPPRESSED", std::to_string(n)}});
 }
 
 std::string Daemon::timelines_dir() const {
@@ -719,6 +763,13 @@ Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination 
   auto dir = open_directory(opt_.coredump_dir);
   struct stat st {};
   Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
+  /* Only the core can corroborate an entry of the crashed user's own
+   * (entry.h); without it, there is no evidence of a crash. */
+  if (e.vouched_by_crashed_user && !core)
+    return unverified(e, "its core " + *e.core_path + " cannot be opened (" + core.error().message +
+                             "); systemd-coredump links the core before it sends the entry, so it will not appear");
+  if (e.vouched_by_crashed_user)
+    if (const std::string why = core_uncorroborated(core->get(), st, e); !why.empty()) return unverified(e, why);
   if (!core) {
     const int err = core.error().sys_errno;
     g.work.status_without_core = err == ENOENT ? Status::kCoreMissing : Status::kCoreUnreadable;

@@ -5,7 +5,10 @@
  * One thread.  It works with four parts it is given (parts.h): the entry
  * source (the journal, journal.h), the extractor (extract.h), the decoder
  * (decode.h) and the store (files.h).  It follows the entry source, and
- * for each trusted systemd-coredump entry (entry.h) in journal order:
+ * for each trusted systemd-coredump entry (entry.h) in journal order -
+ * one that only the crashed user vouches for must first be corroborated by
+ * its core or its sender's cgroup, or it is logged as unverified and
+ * skipped for good (unverified()) -:
  *   1. skips it if a whole timeline for its crash (boot id, pid,
  *      timestamp) already exists - after a restart, also after kill -9
  *      between writing a timeline and saving the cursor; a timeline cut
@@ -62,6 +65,7 @@
 #include "options.h"
 #include "parts.h"
 #include "prepared.h"
+#include "rate_limit.h"
 #include "timeline_entry.h"
 #include "util.h"
 
@@ -81,6 +85,12 @@ class Daemon {
    *  every millisecond has been seen to miss an entry journald had
    *  written for 5 s (cause unknown), and seeking again finds it. */
   static constexpr std::uint64_t kReseekAfterMs = 2000;
+  /** Unverified entries (entry.h: only the crashed user vouches for them
+   *  and nothing corroborates them) logged at once at most, and then per
+   *  minute; the others are counted and the count logged once
+   *  (log_unverified()).  Any local user can send such entries at will. */
+  static constexpr std::uint64_t kUnverifiedBurst = 10;
+  static constexpr std::uint64_t kUnverifiedPerMinute = 10;
 
   /** A daemon for `options` that works with `parts` (parts.h; each must
    *  be set): make_parts(options) for core-timelined, the tests' own
@@ -157,6 +167,17 @@ class Daemon {
   Next gather_from_journal(const CoredumpEntry &e, Gathered &g);
   /** The opened core's preparation if it fits, else the core done now. */
   Next work_on_entry_core(const CoredumpEntry &e, int core_fd, const struct stat &st, Gathered &g);
+  /** Logs (rate-limited: kUnverifiedBurst, kUnverifiedPerMinute) that
+   *  entry `e`, vouched for only by the crashed user, is not corroborated
+   *  (`why`), and so is not stored as a crash; the entry is done (its
+   *  cursor is saved: it is never retried).  A missing core is final:
+   *  systemd-coredump links the core before it sends the entry
+   *  (coredump.c submit_coredump()). */
+  Next unverified(const CoredumpEntry &e, const std::string &why);
+  /** Logs how many unverified entries were left out, if any: with `now`
+   *  at once (before the next unverified line, and at the stop), else only
+   *  once the rate allows a line again (each turn of the loop). */
+  void report_suppressed_unverified(bool now);
   /** Whether the core's user.coredump.* xattrs contradict the entry (logs
    *  the rejection). */
   bool rejected_by_xattrs(int core_fd, const CoredumpEntry &e);
@@ -312,6 +333,7 @@ class Daemon {
   std::uint64_t last_ping_ = 0;
   std::uint64_t handled_ = 0;
   std::uint64_t reseeked_at_ = 0;
+  TokenBucket unverified_log_{kUnverifiedBurst, kUnverifiedPerMinute, 60ull * 1000 * 1000};
 };
 
 }  // namespace ctd

@@ -5,6 +5,7 @@
 #include "core_timeline/reader/number.h"
 
 #include <pwd.h>
+#include <systemd/sd-daemon.h>
 #include <sys/xattr.h>
 
 #include <cstdio>
@@ -33,6 +34,7 @@ TrustPolicy default_trust_policy() {
   struct passwd pw, *res = nullptr;
   char buf[4096];
   if (getpwnam_r("systemd-coredump", &pw, buf, sizeof buf, &res) == 0 && res) p.coredump_user_uid = pw.pw_uid;
+  p.systemd_pid1 = sd_booted() > 0;
   return p;
 }
 
@@ -186,6 +188,11 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
   if (!uid) return std::move(uid).error();
   e.uid = *uid;
   CT_TRY_VOID(check_writer(*sender_uid, e.uid, policy));
+  /* check_writer() let it through: root, "systemd-coredump", or the
+   * crashed user, whose word alone is no evidence (entry.h). */
+  e.vouched_by_crashed_user =
+      *sender_uid != 0 && !(policy.coredump_user_uid && *sender_uid == *policy.coredump_user_uid);
+  if (auto cg = raw.single("_SYSTEMD_CGROUP")) e.sender_cgroup = std::string(*cg);
   CT_TRY_VOID(read_crash_fields(raw, e));
   CT_TRY_VOID(read_core_file(raw, policy, e));
   e.storage = e.core_path ? Storage::kExternal : raw.has_core_field ? Storage::kJournal : Storage::kNone;
@@ -217,6 +224,46 @@ std::string xattrs_disagree(int fd, const CoredumpEntry &entry) {
              printable(it->second, 128) + "' in the entry";
   }
   return "";
+}
+
+std::string core_uncorroborated(int fd, const struct stat &st, const CoredumpEntry &entry) {
+  if (st.st_uid != 0)
+    return "the core is owned by uid " + std::to_string(st.st_uid) +
+           ", not root (systemd-coredump writes every core as root)";
+  const struct {
+    const char *xattr;
+    const char *field;
+    std::string want;
+  } kMust[] = {
+      {"user.coredump.pid", "COREDUMP_PID", std::to_string(entry.pid)},
+      {"user.coredump.uid", "COREDUMP_UID", std::to_string(entry.uid)},
+      {"user.coredump.timestamp", "COREDUMP_TIMESTAMP", std::to_string(entry.timestamp)},
+  };
+  for (const auto &m : kMust) {
+    const auto value = file_xattr(fd, m.xattr);
+    if (!value)
+      return std::string("the core has no ") + m.xattr +
+             " (systemd-coredump sets it, coredump.c fix_xattr(); a file system without user xattrs cannot "
+             "corroborate an entry)";
+    if (*value != m.want)
+      return std::string(m.xattr) + "='" + printable(*value, 64) + "' of the core but " + m.field + "=" + m.want +
+             " in the entry";
+  }
+  return "";
+}
+
+std::string cgroup_uncorroborated(const CoredumpEntry &entry, const TrustPolicy &policy) {
+  if (!policy.systemd_pid1)
+    return "PID 1 is not systemd, so no cgroup vouches for the sender (sd_booted(3))";
+  if (!entry.sender_cgroup) return "journald recorded no _SYSTEMD_CGROUP for the sender";
+  const std::string_view cg = *entry.sender_cgroup;
+  constexpr std::string_view kSuffix = ".service";
+  const bool ok = cg.starts_with(kCoredumpCgroupPrefix) && cg.ends_with(kSuffix) &&
+                  cg.size() > kCoredumpCgroupPrefix.size() + kSuffix.size() &&
+                  cg.substr(kCoredumpCgroupPrefix.size()).find('/') == std::string_view::npos;
+  if (ok) return "";
+  return "sent from _SYSTEMD_CGROUP=" + printable(cg, 200) + ", not a systemd-coredump@.service instance (" +
+         std::string(kCoredumpCgroupPrefix) + "*.service)";
 }
 
 }  // namespace ctd

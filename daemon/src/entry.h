@@ -39,13 +39,42 @@
  *
  * The daemon adds one check once the core is open: the user.coredump.*
  * xattrs systemd-coredump (as root) puts on the core must agree with the
- * entry (xattrs_agree()).
+ * entry (xattrs_disagree()).
+ *
+ * Those rules still let the crashed user U speak: an entry with _UID U
+ * about a crash of U passes them if U sent it (journald fills _EXE and
+ * _COMM from /proc after the message arrives, so a sender that execs
+ * /lib/systemd/systemd-coredump at once wins that race: issue 17 measured
+ * 4 in 10).  Such an entry (CoredumpEntry::vouched_by_crashed_user) is
+ * only evidence of a crash when something U cannot make corroborates it:
+ *
+ *  - Storage=external: its core, opened in the coredump directory, is
+ *    owned by root and carries user.coredump.pid, .uid and .timestamp
+ *    equal to the entry's COREDUMP_PID, COREDUMP_UID and
+ *    COREDUMP_TIMESTAMP (core_uncorroborated()).  systemd-coredump writes
+ *    the core as root, sets those xattrs (coredump.c fix_xattr(), mode
+ *    0640, only a read ACL for U: fix_acl()) and links it before it drops
+ *    to U and sends the entry (submit_coredump(): save_external_coredump(),
+ *    then change_uid_gid(), then sd_journal_sendv()), so a missing core is
+ *    final: it was vacuumed or removed, or never existed.  U cannot create
+ *    files in the coredump directory (root's, 0755) nor set user.* xattrs
+ *    on root's file.  The boot id in the name was already checked against
+ *    _BOOT_ID (rule 5).
+ *  - Storage=journal or none: no file exists.  The entry counts only if
+ *    journald recorded that its sender ran in a systemd-coredump@.service
+ *    instance, _SYSTEMD_CGROUP=/system.slice/system-systemd\x2dcoredump.slice/
+ *    systemd-coredump@<instance>.service (systemd.journal-fields(7): a
+ *    trusted field, from /proc/PID/cgroup), and PID 1 is systemd
+ *    (sd_booted(3)): only systemd places processes in /system.slice, a
+ *    user's delegated subtree is under /user.slice, and exec does not
+ *    change a cgroup (cgroup_uncorroborated()).
  *
  * Thread-safety: pure functions of their arguments.
  */
 #ifndef CORE_TIMELINE_DAEMON_ENTRY_H
 #define CORE_TIMELINE_DAEMON_ENTRY_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <systemd/sd-messages.h>
 
@@ -90,10 +119,22 @@ struct TrustPolicy {
   std::optional<std::uint64_t> coredump_user_uid;
   /** Where systemd-coredump stores cores; no trailing slash. */
   std::string coredump_dir = "/var/lib/systemd/coredump";
+  /** PID 1 is systemd (sd_booted(3)), so the cgroup journald records for
+   *  a sender (_SYSTEMD_CGROUP) is one systemd placed it in. */
+  bool systemd_pid1 = false;
 };
 
+/** The cgroup of every systemd-coredump@.service instance, up to the
+ *  instance name: the unit sets no Slice=, and systemd places instances of
+ *  a template in a per-template slice under system.slice named after it
+ *  (systemd.service(5), "Implicit Dependencies"; systemd.resource-control(5),
+ *  Slice=); systemd-coredump.socket has Accept=yes, one instance per core. */
+inline constexpr std::string_view kCoredumpCgroupPrefix =
+    "/system.slice/system-systemd\\x2dcoredump.slice/systemd-coredump@";
+
 /** The policy for this machine: the default exes and dir, the uid of the
- *  "systemd-coredump" user looked up with getpwnam(3). */
+ *  "systemd-coredump" user looked up with getpwnam(3), and whether PID 1 is
+ *  systemd (sd_booted(3)). */
 TrustPolicy default_trust_policy();
 
 /** Where the entry says the core is. */
@@ -114,6 +155,12 @@ struct CoredumpEntry {
   std::string core_name;             /**< its last component, "" if none */
   bool truncated = false;            /**< COREDUMP_TRUNCATED=1 */
   Storage storage = Storage::kNone;
+  /** Only the crashed user vouches for it: _UID is COREDUMP_UID (a
+   *  non-system uid), not root nor "systemd-coredump".  Such an entry is
+   *  evidence of a crash only when corroborated (top of this file). */
+  bool vouched_by_crashed_user = false;
+  /** _SYSTEMD_CGROUP if journald recorded it exactly once (trusted). */
+  std::optional<std::string> sender_cgroup;
   /** First value of every field but COREDUMP=, for the document. */
   std::map<std::string, std::string> fields;
 
@@ -143,6 +190,24 @@ Result<CoredumpEntry> validate_entry(const RawEntry &raw, const TrustPolicy &pol
  * agree, else which one differs.
  */
 std::string xattrs_disagree(int fd, const CoredumpEntry &entry);
+
+/**
+ * Whether the core open on `fd` (fstat'ed into `st`, opened by
+ * open_core_file()) corroborates `entry`: owned by root, with
+ * user.coredump.pid, .uid and .timestamp present and equal to COREDUMP_PID,
+ * COREDUMP_UID and COREDUMP_TIMESTAMP (coredump.c fix_xattr()).  Returns ""
+ * if it does, else what is missing or differs (untrusted values quoted with
+ * printable()).  Reads xattrs only; thread-safe.
+ */
+std::string core_uncorroborated(int fd, const struct stat &st, const CoredumpEntry &entry);
+
+/**
+ * Whether journald's _SYSTEMD_CGROUP of `entry` corroborates it: PID 1 is
+ * systemd (policy.systemd_pid1) and the cgroup is exactly
+ * kCoredumpCgroupPrefix + INSTANCE + ".service", INSTANCE non-empty and
+ * without '/'.  Returns "" if it does, else why not.  Pure.
+ */
+std::string cgroup_uncorroborated(const CoredumpEntry &entry, const TrustPolicy &policy);
 
 /** The value of extended attribute `name` of the open file `fd` (at most
  *  4096 bytes), or nothing if it is not set or cannot be read. */

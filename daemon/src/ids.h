@@ -24,6 +24,12 @@ inline constexpr std::string_view kMsgRingNotMade = "46caf83796c3406d9700e020b87
 /** PRIORITY=4: an entry that looks like systemd-coredump's was not written
  *  by it (or names a file it would not): ignored. */
 inline constexpr std::string_view kMsgEntryRejected = "f6333bac94024bafb18b8f5b475c6502";
+/** PRIORITY=4: an entry that only the crashed user vouches for was not
+ *  corroborated (its core, or journald's cgroup of its sender: entry.h):
+ *  not stored as a crash.  At most Daemon::kUnverifiedBurst at once and
+ *  kUnverifiedPerMinute a minute; then one entry with
+ *  CORE_TIMELINE_SUPPRESSED, the count left out. */
+inline constexpr std::string_view kMsgEntryUnverified = "2012030c98a54f7dbc735d6ee42ffeea";
 /** PRIORITY=6 (ok, no_ring) or 4 (any other status): the timeline entry,
  *  one per handled crash whatever its status, with the document
  *  (core_timeline/document/journal_entry.h, which defines the id). */

@@ -24,6 +24,7 @@
 // Needs root (the daemon's decoder sandbox and chown of the timeline) and
 // systemd-journal-remote, zstd, lz4 and xz (packaging/install-build-deps).
 #include <pwd.h>
+#include <sys/xattr.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -462,6 +464,91 @@ TEST(DaemonFromJournalFiles, ForgedAndMalformedEntriesPlantNothing) {
     EXPECT_NE(s.log().find(why), std::string::npos) << why << "\n" << s.log();
 }
 
+// ---- entries only the crashed user vouches for (issue 17 item 2) ----------
+
+constexpr const char kUser[] = "1234";
+constexpr const char kCoredumpCgroup[] =
+    "/system.slice/system-systemd\\x2dcoredump.slice/systemd-coredump@0-3251-0.service";
+
+// The crash `root_crash` (the fixture's, stored) as uid 1234's instead, of
+// pid `pid`, as systemd-coredump sends it: having dropped to that user
+// (coredump.c change_uid_gid()), so _UID is 1234.  Its core is a copy
+// named for that uid and pid, root-owned like every file this test makes,
+// with systemd-coredump's user.coredump.* xattrs (fix_xattr()) when
+// `xattrs`; with `stored` false it has no core file at all.
+Entry user_crash(const Entry &root_crash, const std::string &pid, bool stored, bool xattrs) {
+  Entry e = root_crash;
+  std::string file = get(root_crash, "COREDUMP_FILENAME");
+  const std::string old_part = ".0." + get(root_crash, "_BOOT_ID") + "." + get(root_crash, "COREDUMP_PID") + ".";
+  file.replace(file.rfind(old_part), old_part.size(), std::string(".") + kUser + "." + get(root_crash, "_BOOT_ID") +
+                                                          "." + pid + ".");
+  set(e, "COREDUMP_PID", pid);
+  set(e, "COREDUMP_UID", kUser);
+  set(e, "COREDUMP_GID", kUser);
+  set(e, "_UID", kUser);
+  set(e, "_GID", kUser);
+  set(e, "COREDUMP_FILENAME", file);
+  if (!stored) return e;
+  fs::copy_file(get(root_crash, "COREDUMP_FILENAME"), file, fs::copy_options::overwrite_existing);
+  if (!xattrs) return e;
+  for (const auto &[x, f] : std::vector<std::pair<std::string, std::string>>{
+           {"user.coredump.pid", "COREDUMP_PID"}, {"user.coredump.uid", "COREDUMP_UID"},
+           {"user.coredump.gid", "COREDUMP_GID"}, {"user.coredump.signal", "COREDUMP_SIGNAL"},
+           {"user.coredump.timestamp", "COREDUMP_TIMESTAMP"}, {"user.coredump.comm", "COREDUMP_COMM"},
+           {"user.coredump.exe", "COREDUMP_EXE"}}) {
+    const std::string v = get(e, f);
+    if (setxattr(file.c_str(), x.c_str(), v.data(), v.size(), 0) != 0)
+      throw std::runtime_error("setxattr " + x + " on " + file + ": " + std::strerror(errno));
+  }
+  return e;
+}
+
+// The same crash with its core in the entry (Storage=journal), sent from
+// the cgroup `cgroup` (none if empty).
+Entry user_crash_in_journal(Scratch &s, const Entry &root_crash, const std::string &pid, const std::string &cgroup) {
+  Entry e = user_crash(root_crash, pid, false, false);
+  erase_field(e, "COREDUMP_FILENAME");
+  e.push_back({"COREDUMP", slurp(fixture_core_file(s))});
+  if (!cgroup.empty()) set(e, "_SYSTEMD_CGROUP", cgroup);
+  return e;
+}
+
+// Guards against: the forged-entry attack of issue 17 - an entry only its
+// user vouches for, about a core that does not exist or that systemd-coredump
+// did not mark, planting a record (a core_missing timeline) - and against
+// such entries blocking the cursor or being retried, while root's and
+// systemd-coredump's entries keep today's rules (a gone core is still
+// core_missing) and the user's genuine crash is still stored.  PID 1 is not
+// systemd here, so no cgroup vouches for the Storage=journal entry.
+TEST(DaemonFromJournalFiles, AnEntryOnlyItsUserVouchesForIsStoredOnlyWhenItsCoreCorroboratesIt) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry root_crash = stored_crash(s, ".zst");
+  const Entry genuine = user_crash(root_crash, "5001", true, true);
+  const Entry no_xattrs = user_crash(root_crash, "5002", true, false);
+  const Entry no_core = user_crash(root_crash, "5003", false, false);
+  const Entry in_journal = user_crash_in_journal(s, root_crash, "5004", kCoredumpCgroup);
+  Entry root_gone = crash_of_pid(root_crash, "5005");
+  fs::remove(get(root_gone, "COREDUMP_FILENAME"));
+  ASSERT_NO_FATAL_FAILURE(s.add_journal({genuine, no_xattrs, no_core, in_journal, root_gone}));
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
+  std::map<std::string, std::string> status_of_pid;
+  for (const auto &t : s.timelines()) {
+    const json doc = read_json(t);
+    status_of_pid[doc["coredump"]["fields"]["COREDUMP_PID"]] = doc["status"];
+  }
+  EXPECT_EQ(status_of_pid, (std::map<std::string, std::string>{{"5001", "ok"}, {"5005", "core_missing"}})) << s.log();
+  const std::string log = s.log();
+  for (const std::string why : {"pid 5002 (/work/main/build/bin/crash_demo) of uid 1234: only that user vouches",
+                                "the core has no user.coredump.pid", "pid 5003 (", "cannot be opened",
+                                "pid 5004 (", "PID 1 is not systemd"})
+    EXPECT_NE(log.find(why), std::string::npos) << why << "\n" << log;
+  // All five done: the cursor is past the last one, nothing is retried.
+  ASSERT_TRUE(fs::exists(s.path("state/cursor"))) << log;
+  ASSERT_TRUE(s.run_daemon().ok()) << s.log();
+  EXPECT_EQ(s.log().find("pid 5003 (", log.size()), std::string::npos) << "an unverified entry was retried";
+}
+
 // Guards against: a restart that redoes what was done (a second timeline,
 // or one written over), or skips what came after the saved cursor.
 TEST(DaemonFromJournalFiles, TheCursorIsSavedAndARestartGoesOnAfterIt) {
@@ -554,7 +641,8 @@ struct InProcessRun {
 
 // Runs a Daemon (--once, --first-start all) over the scratch tree, with a
 // RecordingStore failing as `faults` say; its log is kept in s.log() too.
-InProcessRun run_in_process(Scratch &s, const Faults &faults = {}) {
+InProcessRun run_in_process(Scratch &s, const Faults &faults = {},
+                            const ctd::TrustPolicy &policy = ctd::default_trust_policy()) {
   ctd::Options o;
   o.config = s.path("empty.conf");
   o.coredump_dir = s.path("coredump");
@@ -588,7 +676,7 @@ InProcessRun run_in_process(Scratch &s, const Faults &faults = {}) {
   RecordingStore *seen = store.get();
   parts.store = std::move(store);
   {
-    ctd::Daemon d(o, ctd::default_trust_policy(), std::move(parts));
+    ctd::Daemon d(o, policy, std::move(parts));
     out.status = d.run();
     out.calls = seen->calls;
   }
@@ -749,6 +837,37 @@ TEST(DaemonInProcess, CursorThatCannotBeSavedIsAnErrorAndTheRestartSkipsWhatWasW
   EXPECT_EQ(s.timelines().size(), 1u);
   EXPECT_EQ(slurp(s.path("out/" + name)), first) << "the timeline was written again";
   EXPECT_EQ(cursor_of(s), read_json(s.path("out/" + name))["coredump"]["journal_cursor"]);
+}
+
+
+// Guards against: the one corroboration of an entry without a core file
+// (Storage=journal) not reaching the daemon: with PID 1 systemd (the
+// policy says so; this machine's PID 1 is not), the user's entry sent from
+// a systemd-coredump@.service instance is stored, one sent from anywhere
+// else (a user's own scope) or with no cgroup recorded is not.
+TEST(DaemonInProcess, StorageJournalEntryOfTheUserCountsOnlyFromASystemdCoredumpInstance) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root";
+  Scratch s;
+  const Entry root_crash = stored_crash(s, ".zst");
+  ASSERT_NO_FATAL_FAILURE(s.add_journal(
+      {user_crash_in_journal(s, root_crash, "5101", kCoredumpCgroup),
+       user_crash_in_journal(s, root_crash, "5102", "/user.slice/user-1234.slice/user@1234.service/app.slice/f.scope"),
+       user_crash_in_journal(s, root_crash, "5103", "")}));
+  auto policy = ctd::default_trust_policy();
+  policy.systemd_pid1 = true;
+  const InProcessRun r = run_in_process(s, {}, policy);
+  ASSERT_EQ(r.status, 0) << r.log;
+  const auto tl = s.timelines();
+  ASSERT_EQ(tl.size(), 1u) << r.log;
+  const json doc = read_json(tl[0]);
+  EXPECT_EQ(doc["coredump"]["fields"]["COREDUMP_PID"], "5101");
+  EXPECT_EQ(doc["coredump"]["storage"], "journal");
+  EXPECT_EQ(doc["status"], "ok");
+  // The unverified ones are done too (their reasons are log::event()s,
+  // which an in-process Daemon does not log: the binary's test above reads
+  // them): the cursor is past them all.
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), "save_cursor"), 1) << r.log;
+  EXPECT_TRUE(fs::exists(s.path("state/cursor")));
 }
 
 }  // namespace

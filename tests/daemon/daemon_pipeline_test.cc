@@ -41,6 +41,7 @@
 #include "crash_harness.h"
 #include "daemon_harness.h"
 #include "process.h"
+#include "daemon.h"
 #include "ids.h"
 #include "core_timeline/document/journal_entry.h"
 
@@ -1249,6 +1250,122 @@ TEST_F(DaemonPipeline, ForgedEntriesAreIgnoredAndLogged) {
       EXPECT_EQ(name.find("." + boot_id() + "." + std::to_string(bt) + "."), std::string::npos) << f.path();
     }
   EXPECT_EQ(daemon.stop(), 0);
+}
+
+namespace {
+
+// Every journal entry written after `since_usec` that has all `matches`.
+std::vector<std::map<std::string, std::string>> journal_entries(const std::vector<std::string> &matches,
+                                                                std::uint64_t since_usec) {
+  std::vector<std::map<std::string, std::string>> out;
+  sd_journal *j = nullptr;
+  if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0) return out;
+  for (const auto &m : matches) sd_journal_add_match(j, m.data(), m.size());
+  sd_journal_seek_realtime_usec(j, since_usec);
+  while (sd_journal_next(j) > 0) {
+    std::uint64_t t = 0;
+    sd_journal_get_realtime_usec(j, &t);
+    if (t < since_usec) continue;
+    std::map<std::string, std::string> f;
+    const void *data;
+    size_t len;
+    SD_JOURNAL_FOREACH_DATA(j, data, len) {
+      std::string kv(static_cast<const char *>(data), len);
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    out.push_back(std::move(f));
+  }
+  sd_journal_close(j);
+  return out;
+}
+
+}  // namespace
+
+// Guards against: the forged-entry attack of issue 17 planting a record.
+// A test user runs forge_and_exec (comm "systemd-coredum", an entry about
+// its own uid saying pid 1 (/bin/bash) crashed, with a core file name of
+// the right shape for a core that does not exist, then exec of
+// /lib/systemd/systemd-coredump to win journald's _EXE race) 40 times.
+// Each try must end up rejected (the race lost: _EXE or _COMM is the
+// forger's) or unverified (won: every old rule passes, but no root-owned
+// core with systemd-coredump's xattrs corroborates it), and none may leave
+// a timeline file or a timeline entry.  At least one must be unverified, or
+// the attack never got past the old rules and the test proves nothing.  A
+// real crash of the same user is still stored (its core corroborates it),
+// and, handled after the forgeries, shows the daemon has read them all.
+TEST_F(DaemonPipeline, ForgedEntriesThatWinTheExeRaceAreUnverifiedAndPlantNothing) {
+  PersistentJournal persistent;  // the user's entries in user-UID.journal, as on a booted system
+  ASSERT_TRUE(persistent.ok) << "journalctl --flush failed";
+  TestUser user;
+  ASSERT_TRUE(user.made) << "could not make a test user with groupadd/useradd";
+  const std::string forge = dir.path + "/forge_and_exec", exe = dir.path + "/crash_demo";
+  fs::copy_file(CT_FORGE_AND_EXEC, forge);
+  fs::copy_file(CT_CRASH_DEMO, exe);
+  chmod(forge.c_str(), 0755);
+  chmod(exe.c_str(), 0755);
+  daemon.start();
+  const std::uint64_t since = now_usec();
+  constexpr int kTries = 40;
+  std::set<std::string> forgers;
+  const std::uint64_t first_ts = since / 1000000 * 1000000;
+  for (int i = 0; i < kTries; ++i) {
+    ct::test::ProcessOptions po;
+    po.out = ct::test::Stream::null();
+    po.err = ct::test::Stream::null();
+    const uid_t uid = user.uid;
+    po.in_child = [uid] {
+      if (setgroups(0, nullptr) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+        ct::test::child_failed("cannot become the test user");
+    };
+    // A timestamp of its own each: each try is another crash's key.
+    const auto r = ct::test::run({forge, std::to_string(first_ts + static_cast<std::uint64_t>(i) * 1000000)}, po);
+    ASSERT_TRUE(r.exit_code() == 0 || r.exit_code() == 1)
+        << "forge_and_exec failed before or at its exec: wait status " << r.wait_status;
+    forgers.insert(std::to_string(r.pid));
+  }
+  // The positive control, after the forgeries in the journal.
+  const auto c = crash({exe, "--path=a"}, std::nullopt, user.uid);
+  const Timeline t = wait_timeline(daemon, c.pid, 20s);
+  EXPECT_EQ(t.doc["status"], "ok") << "a real crash of the user must still be stored";
+  EXPECT_EQ(t.doc["coredump"]["fields"]["_UID"], std::to_string(user.uid)) << "sent as the user: the case at stake";
+  EXPECT_EQ(daemon.stop(), 0);
+
+  const std::string boot = boot_id();
+  for (const auto &d : daemon.timeline_dirs()) {
+    std::error_code ec;
+    for (const auto &f : fs::directory_iterator(d, ec)) {
+      const std::string name = f.path().filename();
+      EXPECT_EQ(name.find("." + std::to_string(user.uid) + "." + boot + ".1."), std::string::npos)
+          << "a forged crash of pid 1 was planted: " << f.path();
+    }
+  }
+  EXPECT_TRUE(journal_entries({"MESSAGE_ID=" + std::string(jn::kTimelineMessageId), "COREDUMP_PID=1"}, since).empty())
+      << "a timeline entry for the forged pid 1 was sent";
+
+  std::size_t rejected = 0, unverified = 0, suppressed = 0;
+  for (const auto &e : journal_entries({"MESSAGE_ID=" + std::string(ctd::kMsgEntryRejected)}, since))
+    rejected += e.count("CORE_TIMELINE_SENDER_PID") && forgers.count(e.at("CORE_TIMELINE_SENDER_PID"));
+  for (const auto &e : journal_entries({"MESSAGE_ID=" + std::string(ctd::kMsgEntryUnverified)}, since)) {
+    if (e.count("CORE_TIMELINE_SUPPRESSED")) {
+      suppressed += std::stoul(e.at("CORE_TIMELINE_SUPPRESSED"));
+      continue;
+    }
+    if (!e.count("CORE_TIMELINE_SENDER_PID") || !forgers.count(e.at("CORE_TIMELINE_SENDER_PID"))) continue;
+    ++unverified;
+    EXPECT_EQ(e.at("PRIORITY"), "4");
+    EXPECT_EQ(e.at("CORE_TIMELINE_PID"), "1");
+    EXPECT_EQ(e.at("CORE_TIMELINE_UID"), std::to_string(user.uid));
+    EXPECT_NE(e.at("CORE_TIMELINE_REASON").find("cannot be opened"), std::string::npos)
+        << e.at("CORE_TIMELINE_REASON");
+  }
+  std::fprintf(stderr, "%d forged entries: %zu rejected, %zu unverified and logged, %zu unverified and suppressed\n",
+               kTries, rejected, unverified, suppressed);
+  EXPECT_GE(unverified, 1u) << "no forged entry got past the old rules: the attack did not happen\n"
+                            << daemon.log_tail();
+  EXPECT_LE(unverified, ctd::Daemon::kUnverifiedBurst + 1) << "the unverified lines are not rate-limited";
+  EXPECT_EQ(rejected + unverified + suppressed, static_cast<std::size_t>(kTries))
+      << "every forged entry is either rejected or unverified\n" << daemon.log_tail();
 }
 
 // ---- a big core ---------------------------------------------------------------
