@@ -151,6 +151,19 @@ std::size_t count_timelines(const ct::test::DaemonHarness &d, const std::vector<
   return n;
 }
 
+// The fields of the journal entry `j` is at, as FIELD -> first value.
+std::map<std::string, std::string> entry_fields(sd_journal *j) {
+  std::map<std::string, std::string> f;
+  const void *data;
+  size_t len;
+  SD_JOURNAL_FOREACH_DATA(j, data, len) {
+    std::string kv(static_cast<const char *>(data), len);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return f;
+}
+
 // The first journal entry written after `since_usec` that has all
 // `matches` (FIELD=VALUE), as a field map; waits up to `timeout`.
 std::optional<std::map<std::string, std::string>> wait_journal(const std::vector<std::string> &matches,
@@ -167,15 +180,7 @@ std::optional<std::map<std::string, std::string>> wait_journal(const std::vector
       std::uint64_t t = 0;
       sd_journal_get_realtime_usec(j, &t);
       if (t < since_usec) continue;
-      std::map<std::string, std::string> f;
-      const void *data;
-      size_t len;
-      SD_JOURNAL_FOREACH_DATA(j, data, len) {
-        std::string kv(static_cast<const char *>(data), len);
-        auto eq = kv.find('=');
-        if (eq != std::string::npos) f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-      }
-      found = std::move(f);
+      found = entry_fields(j);
       break;
     }
     if (found || Clock::now() >= deadline) break;
@@ -1266,15 +1271,7 @@ std::vector<std::map<std::string, std::string>> journal_entries(const std::vecto
     std::uint64_t t = 0;
     sd_journal_get_realtime_usec(j, &t);
     if (t < since_usec) continue;
-    std::map<std::string, std::string> f;
-    const void *data;
-    size_t len;
-    SD_JOURNAL_FOREACH_DATA(j, data, len) {
-      std::string kv(static_cast<const char *>(data), len);
-      auto eq = kv.find('=');
-      if (eq != std::string::npos) f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    out.push_back(std::move(f));
+    out.push_back(entry_fields(j));
   }
   sd_journal_close(j);
   return out;
