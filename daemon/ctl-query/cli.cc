@@ -155,6 +155,9 @@ struct CommandLine {
     app.add_flag("--files", o.files,
                  "Also read the timeline files of /var/lib/systemd/coredump and /var/lib/core-timeline/timelines "
                  "(for a crash both have, the file wins)");
+    app.add_flag("--unverified", o.unverified,
+                 "Also show timeline entries that only the crashed user vouches for and no root-owned "
+                 "timeline file backs, marked (unverified)");
     app.add_flag("-q,--quiet", o.quiet, "Do not name each timeline that cannot be read (the count stays)");
     app.add_flag("--no-legend", o.no_legend, "Do not print the column header");
     app.add_option("--max-size", o.max_bytes, "Skip (and report) documents larger than this (default 64MiB)")

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include <unordered_map>
 
 #include "core_timeline/document/journal_entry.h"
+#include "core_timeline/document/names.h"
+#include "core_timeline/reader/number.h"
 
 namespace core_timeline::ctlq {
 
@@ -67,20 +70,25 @@ std::string_view field_value(const void *data, size_t len, std::string_view name
 
 }  // namespace
 
+std::string local_machine_id() {
+  std::string id;
+  if (FILE *f = std::fopen("/etc/machine-id", "re")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f)) id.assign(buf, std::strcspn(buf, "\n"));
+    std::fclose(f);
+  }
+  return is_id128(id) ? id : std::string();
+}
+
 std::vector<std::string> unreadable_journal_files(const JournalSpec &spec) {
   std::vector<std::string> files;
   if (spec.kind == JournalSpec::Kind::kFiles) {
     files = spec.files;
   } else if (spec.kind == JournalSpec::Kind::kLocal) {
-    std::string id;
-    if (FILE *f = std::fopen("/etc/machine-id", "re")) {
-      char buf[64] = {};
-      if (std::fgets(buf, sizeof buf, f)) id.assign(buf, std::strcspn(buf, "\n"));
-      std::fclose(f);
-    }
+    const std::string id = local_machine_id();
     for (const char *root : {"/var/log/journal", "/run/log/journal"}) {
       const std::string dir = std::string(root) + "/" + id;
-      if (id.size() == 32 && id.find('/') == std::string::npos) list_journal_files(dir, false, &files);
+      if (!id.empty()) list_journal_files(dir, false, &files);
       else list_journal_files(root, true, &files);
     }
   }
@@ -110,7 +118,7 @@ const std::vector<std::string> kSummaryFields = {
      * entry carried the document: its pid, executable and uid. */
     "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",
     /* journald's, trusted: the sender and the host. */
-    "_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_BOOT_ID"};
+    "_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_BOOT_ID", "_SYSTEMD_CGROUP", "_MACHINE_ID"};
 
 namespace {
 
@@ -146,6 +154,28 @@ void JournalEntry::keep_only(std::initializer_list<std::string_view> names) {
     if (auto it = index.find(n); it != index.end() && it->second < values.size())
       kept[it->second] = std::move(values[it->second]);
   values = std::move(kept);
+}
+
+bool corroborated(const JournalEntry &e, const std::string &machine_id) {
+  if (machine_id.empty() || e.get("_MACHINE_ID") != machine_id) return false;
+  const std::string &path = e.get(jf::kTimelinePath);
+  const auto slash = path.rfind('/');
+  if (path.empty() || path[0] != '/' || slash == std::string::npos) return false;
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash), base = path.substr(slash + 1);
+  const auto name = core_timeline::document::parse_timeline_name(base);
+  if (!name || std::to_string(name->uid) != e.get("COREDUMP_UID") || std::to_string(name->pid) != e.get("COREDUMP_PID") ||
+      std::to_string(name->usec) != e.get("COREDUMP_TIMESTAMP") || name->boot_id != e.get(jf::kBootId))
+    return false;
+  const auto bytes = reader::parse_unsigned(e.get(jf::kDocumentBytes));
+  if (!bytes) return false;
+  const int d = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0) return false;
+  struct stat ds {}, fs {};
+  const bool ok = ::fstat(d, &ds) == 0 && ds.st_uid == 0 && (ds.st_mode & 022) == 0 &&
+                  ::fstatat(d, base.c_str(), &fs, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == 0 &&
+                  fs.st_nlink == 1 && static_cast<std::uint64_t>(fs.st_size) == *bytes;
+  ::close(d);
+  return ok;
 }
 
 Result<std::unique_ptr<Journal>> Journal::open(const JournalSpec &spec) {
@@ -253,6 +283,7 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
   const auto &wanted = summary_index();
   const std::string_view doc_prefix = jf::kDocument;
   std::size_t untrusted = 0;
+  const std::string machine_id = local_machine_id();
   if ((r = sd_journal_seek_head(j_)) < 0) return journal_error(r, "seeking the journal");
   for (;;) {
     r = sd_journal_next(j_);
@@ -292,10 +323,14 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
       sd_journal_set_data_threshold(j_, kScanThreshold);
       cut.clear();
     }
-    if (!jf::trusted_sender({present(e.get("_UID")), present(e.get("_TRANSPORT")), present(e.get("COREDUMP_UID"))})) {
+    const jf::Trust trust = jf::sender_trust({present(e.get("_UID")), present(e.get("_TRANSPORT")),
+                                              present(e.get("COREDUMP_UID")), present(e.get("_SYSTEMD_CGROUP"))});
+    if (trust == jf::Trust::kNone) {
       ++untrusted;
       continue;
     }
+    e.user_vouched = trust == jf::Trust::kUser;
+    e.unverified = e.user_vouched && !corroborated(e, machine_id);
     char *cursor = nullptr;
     if (sd_journal_get_cursor(j_, &cursor) >= 0 && cursor) {
       e.cursor = cursor;

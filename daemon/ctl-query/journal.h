@@ -14,8 +14,11 @@
  * measured in bench_query.)
  *
  * Every entry's fields are untrusted (any local user can log an entry with
- * this MESSAGE_ID): scan() hands on only the entries of a trusted sender
- * (document::journal::trusted_sender(), journal_entry.h) and counts the others.
+ * this MESSAGE_ID): scan() hands on the entries core-timelined sent
+ * (document::journal::sender_trust() kDaemon, journal_entry.h) and those
+ * only their crashed user vouches for (kUser), marked unverified unless
+ * corroborated() backs them; it counts the others (docs/ctl-query.md,
+ * "Trust").
  *
  * Errors: Result errors carry sd-journal's errno text and what was opened.
  * Thread-safety: a Journal is one sd_journal handle, which sd-journal
@@ -91,6 +94,12 @@ struct JournalEntry {
    *  absent. */
   std::vector<std::string> values;
   bool has_document = false;          /**< it has a CORE_TIMELINE_DOCUMENT field */
+  /** Only its crashed user vouches for it (sender_trust() kUser), whether
+   *  or not corroborated: of two entries for one crash, core-timelined's wins. */
+  bool user_vouched = false;
+  /** user_vouched and not corroborated(): ctl-query shows it only when
+   *  asked to (--unverified), and counts it. */
+  bool unverified = false;
 
   /** The value of the summary field `name` (one of kSummaryFields), or ""
    *  when absent or not a summary field. */
@@ -103,6 +112,30 @@ struct JournalEntry {
  *  while scanning; a longer value, e.g. a path of more than 4 KiB, is
  *  cut). */
 inline constexpr std::size_t kSummaryValueMax = 8192;
+
+/** This machine's id (/etc/machine-id, 32 lower-case hex digits), or ""
+ *  when it cannot be read or has another form. */
+std::string local_machine_id();
+
+/**
+ * Whether a timeline entry only its crashed user U vouches for
+ * (sender_trust() kUser) is backed by what U cannot make: the timeline
+ * file core-timelined wrote for that very crash.  All of:
+ *  - the entry's _MACHINE_ID (journald's) is `machine_id`, this machine's;
+ *  - its CORE_TIMELINE_TIMELINE is an absolute path whose file name is
+ *    that crash's (document/names.h parse_timeline_name(): COREDUMP_UID,
+ *    CORE_TIMELINE_BOOT_ID, COREDUMP_PID and COREDUMP_TIMESTAMP all
+ *    agree);
+ *  - its directory is owned by root and writable by neither group nor
+ *    other, so no user linked or renamed anything into it;
+ *  - the file (not a symlink) is a regular file owned by root with one
+ *    link and exactly CORE_TIMELINE_DOCUMENT_BYTES bytes.
+ * Only stat(2)s, never reads the file: the caller needs search permission
+ * on the directory (core-timelined's are 0755).  A check that cannot be
+ * made fails.  The entry's other fields are still U's own words about a
+ * crash that did happen.  Thread-safe.
+ */
+bool corroborated(const JournalEntry &e, const std::string &machine_id);
 
 /** A conjunction: for each field, any of the values (the journal's own
  *  matching: sd_journal_add_match(3)). */
@@ -122,8 +155,10 @@ class Journal {
 
   /** Calls fn, in journal order, for every entry with MESSAGE_ID
    *  kTimelineMessageId that meets any of `terms` (alternatives; an empty
-   *  vector means no further condition) and whose sender is trusted;
-   *  returns how many such entries were not trusted (skipped). */
+   *  vector means no further condition) that core-timelined sent or its
+   *  crashed user did (user_vouched; unverified unless corroborated():
+   *  the caller leaves those out or marks them).  Returns how many
+   *  entries it left out as not core-timelined's at all (kNone). */
   Result<std::size_t> scan(const std::vector<JournalTerm> &terms, const std::function<void(JournalEntry &&)> &fn);
 
   /** The CORE_TIMELINE_DOCUMENT of the entry at `cursor`: nullopt when the

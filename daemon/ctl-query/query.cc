@@ -67,6 +67,8 @@ struct Row {
   bool from_journal = false; /* a journal entry (else a file) */
   std::string entry_cursor;  /* the timeline entry's own cursor */
   bool cut = false;          /* the entry's document is cut (CORE_TIMELINE_DOCUMENT_CUT=1) */
+  bool user_vouched = false; /* only its crashed user vouches for the entry (journal.h) */
+  bool unverified = false;   /* ... and nothing backs it (shown with --unverified) */
   /* An entry's CORE_TIMELINE_LAST_EVENT (the event's name), as read. */
   std::string last_event_raw;
   bool has_events = false;
@@ -171,6 +173,8 @@ Row row_of_entry(const JournalEntry &e) {
   r.from_journal = true;
   r.entry_cursor = e.cursor;
   r.cut = e.get(jf::kDocumentCut) == "1";
+  r.user_vouched = e.user_vouched;
+  r.unverified = e.unverified;
   return r;
 }
 
@@ -240,6 +244,7 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
       j["source"] = r->from_journal ? "journal" : "file";
       j["entry_cursor"] = string_or_null(r->entry_cursor);
       j["cut"] = r->cut;
+      j["unverified"] = r->unverified;
       out << dump_object(j, o) << '\n';
     }
     return;
@@ -253,7 +258,7 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
   for (const Row *r : rows) {
     cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
                      or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
-                     or_dash(r->exe), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
+                     or_dash(r->exe) + (r->unverified ? " (unverified)" : ""), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
                      event_summary(last_event_of(*r))});
     if (with_host) cells.back().insert(cells.back().begin() + 1, or_dash(r->host));
   }
@@ -573,7 +578,7 @@ class Query {
   int locate(LocatedTimeline *found) {
     if (const auto rc = gather()) return *rc;
     problems_.summary();
-    if (rows_.empty()) return problems_.count() > 0 ? kExitIncomplete : kExitNoMatch;
+    if (rows_.empty()) return problems_.count() > 0 || hid_unverified() ? kExitIncomplete : kExitNoMatch;
     const Candidate &c = *row_candidates_.back();
     found->matches = rows_.size();
     found->time_usec = rows_.back()->time_usec;
@@ -626,6 +631,12 @@ class Query {
       err_ << "ctl-query: " << untrusted_ << (untrusted_ == 1 ? " journal entry" : " journal entries")
            << " with the timeline MESSAGE_ID ignored: not logged by root, nor by core-timelined as the crashed "
               "user (docs/ctl-query.md, \"Trust\")\n";
+    if (unverified_ > 0 && !o_.unverified)
+      err_ << "ctl-query: " << unverified_ << (unverified_ == 1 ? " journal entry" : " journal entries")
+           << " left out: only the crashed user vouches for "
+           << (unverified_ == 1 ? "it" : "them")
+           << " and no root-owned timeline file backs " << (unverified_ == 1 ? "it" : "them")
+           << " (--unverified shows them; docs/ctl-query.md, \"Trust\")\n";
     return std::nullopt;
   }
 
@@ -823,6 +834,10 @@ class Query {
     const bool rows_now = !entry_needs_document();
     auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
       if (!in_range(entry_time(e))) return;
+      if (e.unverified) {
+        ++unverified_;
+        if (!o_.unverified) return;
+      }
       /* The older notice (no document, no summary) is read from the
        * file it names, so that its row says what the file says. */
       const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
@@ -1000,6 +1015,8 @@ class Query {
         row.from_journal = true;
         row.entry_cursor = summary.entry_cursor;
         row.cut = summary.cut;
+        row.user_vouched = summary.user_vouched;
+        row.unverified = summary.unverified;
         if (!summary.host.empty()) row.host = summary.host;
         if (row.boot_id.empty()) row.boot_id = summary.boot_id;
       }
@@ -1052,6 +1069,8 @@ class Query {
    *    is one row, the file's: a
    *    file is never cut, an entry's document may be; of several entries
    *    for one crash, the last logged. */
+  bool hid_unverified() const { return unverified_ > 0 && !o_.unverified; }
+
   void order_rows() {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < slots_.size(); ++i)
@@ -1067,7 +1086,11 @@ class Query {
     }
     for (std::size_t i : order) {
       const Row &r = *slots_[i].row;
-      if (r.from_journal) last_entry[crash_key(r)] = i;  // entries are in journal order
+      if (!r.from_journal) continue;
+      /* Entries are in journal order: the last, except that one only the
+       * crashed user vouches for never replaces core-timelined's. */
+      const auto [it, fresh] = last_entry.try_emplace(crash_key(r), i);
+      if (!fresh && !(r.user_vouched && !slots_[it->second].row->user_vouched)) it->second = i;
     }
     std::erase_if(order, [&](std::size_t i) {
       const Row &r = *slots_[i].row;
@@ -1158,6 +1181,11 @@ class Query {
            << "a timeline that could not be read may match\n";
       return kExitIncomplete;
     }
+    if (hid_unverified()) {
+      err_ << "ctl-query: no match among the entries that could be verified; an unverified one may match "
+              "(--unverified)\n";
+      return kExitIncomplete;
+    }
     /* The journal's index finds only what matches: "no timelines found"
      * only when nothing narrowed what it was asked. */
     const bool none = journal_ ? candidates_.empty() && matches_.empty() && !boot_id_ && !o_.event_filter.name &&
@@ -1179,6 +1207,7 @@ class Query {
    * not needed */
   std::vector<std::optional<Row>> entry_rows_;
   std::size_t untrusted_ = 0;
+  std::size_t unverified_ = 0;  /* entries of a user's own word alone, in range */
   std::optional<std::string> boot_id_;
   MatchSet residual_;
   std::vector<std::optional<std::string>> docs_;

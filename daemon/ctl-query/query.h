@@ -94,6 +94,9 @@ struct QueryOptions {
    *  current boot, "-1" the one before, "1" the first, a 32-hex boot id,
    *  ID+N / ID-N); unset: every boot. */
   std::optional<std::string> boot;
+  /** --unverified: also the journal entries only their crashed user
+   *  vouches for that nothing corroborates (journal.h), marked so. */
+  bool unverified = false;
   bool quiet = false;      /**< no per-file problem lines (the count stays) */
   bool no_legend = false;  /**< no column header */
   std::uint64_t max_bytes = kDefaultMaxBytes;

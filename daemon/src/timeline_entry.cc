@@ -162,12 +162,14 @@ Result<bool> TimelineEntries::has_entry(const CoredumpEntry &e) {
   r = sd_journal_set_data_threshold(j, 4096);  // never the document
   if (r < 0) return errno_error(-r, "sd_journal_set_data_threshold");
   while ((r = sd_journal_next(j)) > 0) {
-    const auto uid = get(j, "_UID"), transport = get(j, "_TRANSPORT"), cuid = get(j, "COREDUMP_UID");
+    const auto uid = get(j, "_UID"), transport = get(j, "_TRANSPORT"), cuid = get(j, "COREDUMP_UID"),
+               cgroup = get(j, "_SYSTEMD_CGROUP");
     jn::Sender s;
     if (uid) s.uid = *uid;
     if (transport) s.transport = *transport;
     if (cuid) s.coredump_uid = *cuid;
-    if (jn::trusted_sender(s)) return true;
+    if (cgroup) s.cgroup = *cgroup;
+    if (jn::sender_trust(s) == jn::Trust::kDaemon) return true;
   }
   if (r < 0) return errno_error(-r, "sd_journal_next (looking for the timeline entry)");
   return false;

@@ -69,8 +69,10 @@ class TimelineEntries {
   /** Whether the local journal (sd_journal_open(SD_JOURNAL_LOCAL_ONLY):
    *  system.journal and every user-UID.journal) holds a timeline entry of
    *  crash `e` (MESSAGE_ID, COREDUMP_PID, COREDUMP_TIMESTAMP and
-   *  CORE_TIMELINE_BOOT_ID matching) from a trusted sender
-   *  (document::journal::trusted_sender()).  Opens the journal for each
+   *  CORE_TIMELINE_BOOT_ID matching) that core-timelined itself sent
+   *  (document::journal::sender_trust() kDaemon).  An entry only the
+   *  crashed user vouches for (kUser) does not count: that user may have
+   *  logged it first to have the real one left out.  Opens the journal for each
    *  call (only a restart's first entries ask).  Errors: sd-journal's
    *  errno, naming the call. */
   Result<bool> has_entry(const CoredumpEntry &e);

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "journal.h"
 #include "core_timeline/document/journal_entry.h"
+#include "core_timeline/document/names.h"
 
 namespace ctlq = core_timeline::ctlq;
 namespace jf = core_timeline::document::journal;
@@ -253,11 +254,13 @@ class JournalFleet : public ::testing::Test {
       set(f, "_TRANSPORT", "syslog");
       add(alpha, f, kT0 + 6000000, kBootA);
     }
-    // Trusted: core-timelined as the crashed user 1000 (its own crash).
+    // Trusted: core-timelined as the crashed user 1000 (its own crash),
+    // from the daemon's cgroup.
     {
       docs_.push_back(document(301, "userapp", kBootA, kT0 + 7000000, {"BEFORE_DIE"}));
       Fields f = entry_of(docs_.back());
       set(f, "_UID", "1000");
+      set(f, "_SYSTEMD_CGROUP", std::string(jf::kDaemonCgroup));
       add(alpha, f, kT0 + 7000000, kBootA);
     }
     std::filesystem::create_directories(dir_->path() + "/remote");
@@ -285,7 +288,7 @@ std::vector<json> JournalFleet::docs_;
 
 }  // namespace
 
-// The rule itself is document::journal::trusted_sender's (daemon_unit_test);
+// The rule itself is document::journal::sender_trust's (daemon_unit_test);
 // JournalFleet's forged entries prove ctl-query applies it.
 
 
@@ -578,4 +581,90 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_EQ(c.err.find("cut"), std::string::npos) << c.err;  // the whole file won
   EXPECT_NE(c.out.find("5 events"), std::string::npos) << c.out;
+}
+
+// An entry only its crashed user vouches for (_UID == COREDUMP_UID, not
+// core-timelined's cgroup: journal_entry.h sender_trust() kUser) counts
+// only when the root-owned timeline file of that very crash backs it
+// (journal.h corroborated()).  The files here are root's (the test runs as
+// root, as CI does) in directories made for each case.
+TEST(JournalTrust, UserVouchedEntriesCountOnlyWhenARootOwnedTimelineFileBacksThem) {
+  if (access(kJournalRemote, X_OK) != 0) GTEST_FAIL() << kJournalRemote << " is missing";
+  ASSERT_EQ(geteuid(), 0u) << "the timeline files must be root's";
+  const std::string machine = ctlq::local_machine_id();
+  ASSERT_FALSE(machine.empty()) << "no /etc/machine-id";
+  TempDir d;
+  ASSERT_EQ(chmod(d.path().c_str(), 0755), 0);
+  const std::string good = d.path() + "/timelines", open = d.path() + "/open";
+  std::filesystem::create_directories(good);
+  std::filesystem::create_directories(open);
+  ASSERT_EQ(chmod(good.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  std::string text;
+  std::uint64_t mono = 1;
+  // The user's entry of crash `pid`, naming its timeline in `dir`; with
+  // `write_file`, that file is written with the document's bytes plus
+  // `extra_bytes` spaces.
+  auto entry = [&](unsigned pid, const std::string &dir, bool write_file, long extra_bytes = 0,
+                   const std::string &machine_id = "") {
+    const std::uint64_t ts = kT0 + pid * 1000000ull;
+    json doc = document(pid, "userapp" + std::to_string(pid), kBootA, ts, {"BEFORE_DIE"});
+    Fields f = entry_of(doc);
+    set(f, "_UID", "1000");
+    set(f, "_MACHINE_ID", machine_id.empty() ? machine : machine_id);
+    const std::string path = dir + "/" + core_timeline::document::format_timeline_name(
+                                             {"userapp" + std::to_string(pid), 1000, kBootA, pid, ts});
+    set(f, std::string(jf::kTimelinePath), path);
+    if (write_file) {
+      std::ofstream(path) << doc.dump(2) << "\n" << std::string(static_cast<std::size_t>(extra_bytes), ' ');
+    }
+    return std::make_pair(f, ts);
+  };
+  auto add = [&](const std::pair<Fields, std::uint64_t> &e) { append_export(text, e.first, e.second + 700, mono++, kBootA); };
+  add(entry(401, good, true));                              // backed
+  auto daemon = entry(402, good, true);                     // core-timelined's cgroup
+  set(daemon.first, "_SYSTEMD_CGROUP", std::string(jf::kDaemonCgroup));
+  add(daemon);
+  add(entry(403, good, false));                             // no file
+  add(entry(404, open, true));                              // a directory anyone may write
+  add(entry(405, good, true, 1));                           // not the document's size
+  add(entry(406, good, true, 0, "0123456789abcdef0123456789abcdef"));  // another machine's entry
+  // A later entry of crash 402 by its user, backed by the same file, that
+  // tells another story: core-timelined's own entry stays the row.
+  auto retold = entry(402, good, false);
+  set(retold.first, std::string(jf::kLastEvent), "RETOLD");
+  add(retold);
+  const std::string jdir = d.path() + "/journal";
+  std::filesystem::create_directories(jdir);
+  write_journal(jdir + "/user-1000.journal", text);
+
+  Cli c = cli({"-D", jdir, "--json", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  auto rows = json_lines(c.out);
+  ASSERT_EQ(rows.size(), 2u) << c.out;
+  EXPECT_EQ(rows[0]["pid"], 401);
+  EXPECT_EQ(rows[0]["unverified"], false);
+  EXPECT_EQ(rows[1]["pid"], 402);
+  EXPECT_EQ(rows[1]["last_event"]["name"], "BEFORE_DIE") << "the user's retelling replaced core-timelined's entry";
+  EXPECT_NE(c.err.find("4 journal entries left out: only the crashed user vouches for them"), std::string::npos)
+      << c.err;
+
+  c = cli({"-D", jdir, "--unverified", "--json", "list"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  rows = json_lines(c.out);
+  ASSERT_EQ(rows.size(), 6u) << c.out;
+  for (const auto &r : rows)
+    EXPECT_EQ(r["unverified"], r["pid"].get<unsigned>() >= 403) << r.dump();
+  c = cli({"-D", jdir, "--unverified", "list", "403"});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.out.find("/usr/bin/userapp403 (unverified)"), std::string::npos) << c.out;
+
+  // Empty only because of them: not "no match" (exit 3), and says why.
+  c = cli({"-D", jdir, "list", "404"});
+  EXPECT_EQ(c.rc, 3) << c.out << c.err;
+  EXPECT_NE(c.err.find("an unverified one may match (--unverified)"), std::string::npos) << c.err;
+  c = cli({"-D", jdir, "show", "405"});
+  EXPECT_EQ(c.rc, 3) << c.out << c.err;
+  c = cli({"-D", jdir, "list", "999"});
+  EXPECT_EQ(c.rc, 1) << c.err;
 }

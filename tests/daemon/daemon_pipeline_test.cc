@@ -806,7 +806,9 @@ bool trusted(const Entry &e) {
   if (uid != "<absent>") s.uid = uid;
   if (transport != "<absent>") s.transport = transport;
   if (cuid != "<absent>") s.coredump_uid = cuid;
-  return jn::trusted_sender(s);
+  const std::string cgroup = one(e, "_SYSTEMD_CGROUP");
+  if (cgroup != "<absent>") s.cgroup = cgroup;
+  return jn::sender_trust(s) != jn::Trust::kNone;
 }
 
 // Whether uid `uid` (no groups) finds crash `pid`'s timeline entry in the
@@ -1363,6 +1365,52 @@ TEST_F(DaemonPipeline, ForgedEntriesThatWinTheExeRaceAreUnverifiedAndPlantNothin
   EXPECT_LE(unverified, ctd::Daemon::kUnverifiedBurst + 1) << "the unverified lines are not rate-limited";
   EXPECT_EQ(rejected + unverified + suppressed, static_cast<std::size_t>(kTries))
       << "every forged entry is either rejected or unverified\n" << daemon.log_tail();
+
+  // ctl-query's half: the user forges the daemon's own timeline entry
+  // about a crash of theirs that never happened (MESSAGE_ID 9d72..., sent
+  // through the real journald with logger(1)), naming the real crash's
+  // timeline file.  Root's ctl-query leaves it out and says so; the real
+  // crash, whose entry the daemon sent as the user too, is still listed,
+  // backed by its root-owned file.
+  ASSERT_FALSE(t.path.empty());
+  const std::string fields = dir.path + "/forged-timeline-entry";
+  std::ofstream(fields) << "MESSAGE_ID=" << jn::kTimelineMessageId << "\nMESSAGE=timeline written\n"
+                        << "COREDUMP_PID=4242\nCOREDUMP_UID=" << user.uid << "\nCOREDUMP_EXE=/usr/bin/forged\n"
+                        << "COREDUMP_TIMESTAMP=" << first_ts << "\n" << jn::kBootId << "=" << boot << "\n"
+                        << jn::kStatus << "=ok\n" << jn::kEvents << "=3\n" << jn::kTimelinePath << "=" << t.path
+                        << "\n";
+  chmod(fields.c_str(), 0644);
+  {
+    ct::test::ProcessOptions po;
+    const uid_t uid = user.uid;
+    po.in_child = [uid] {
+      if (setgroups(0, nullptr) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+        ct::test::child_failed("cannot become the test user");
+    };
+    const auto r = ct::test::run({"/usr/bin/logger", "--journald=" + fields}, po);
+    ASSERT_EQ(r.exit_code(), 0) << r.err;
+  }
+  std::vector<std::map<std::string, std::string>> planted;
+  for (const auto deadline = Clock::now() + 15s; planted.empty() && Clock::now() < deadline;
+       std::this_thread::sleep_for(100ms))
+    planted = journal_entries({"MESSAGE_ID=" + std::string(jn::kTimelineMessageId), "COREDUMP_PID=4242"}, since);
+  ASSERT_EQ(planted.size(), 1u) << "the forged timeline entry never reached the journal";
+  EXPECT_EQ(planted[0]["_UID"], std::to_string(user.uid));
+  // This test's crashes only (the test user's uid may be an earlier run's).
+  const std::string by_uid = "COREDUMP_UID=" + std::to_string(user.uid),
+                    this_run = "--since=@" + std::to_string(first_ts / 1000000);
+  const auto listed = ct::test::run({CT_CTL_QUERY_BIN, this_run, "--json", "list", by_uid});
+  EXPECT_EQ(listed.exit_code(), 0) << listed.err;
+  EXPECT_NE(listed.out.find("\"pid\":" + std::to_string(c.pid) + ","), std::string::npos)
+      << "the user's real crash is no longer listed:\n" << listed.out << listed.err;
+  EXPECT_EQ(listed.out.find("4242"), std::string::npos) << "the forged entry is listed:\n" << listed.out;
+  EXPECT_NE(listed.err.find("1 journal entry left out: only the crashed user vouches for it"), std::string::npos)
+      << listed.err;
+  const auto forged = ct::test::run({CT_CTL_QUERY_BIN, this_run, "list", "4242"});
+  EXPECT_EQ(forged.exit_code(), 3) << forged.out << forged.err;
+  const auto shown = ct::test::run({CT_CTL_QUERY_BIN, this_run, "--unverified", "list", "4242"});
+  EXPECT_EQ(shown.exit_code(), 0) << shown.err;
+  EXPECT_NE(shown.out.find("/usr/bin/forged (unverified)"), std::string::npos) << shown.out;
 }
 
 // ---- a big core ---------------------------------------------------------------

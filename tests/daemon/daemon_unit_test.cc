@@ -2294,28 +2294,35 @@ TEST(TimelineEntry, EventNamesStopAtTheirMaximumAndSaySo) {
   EXPECT_EQ(me.at(std::string(jn::kEvents)).at(0), "0");
 }
 
-TEST(TimelineEntry, TrustedSenderIsRootOrTheCrashedNonSystemUser) {
+TEST(TimelineEntry, SenderTrustIsRootOrTheDaemonsCgroupOrTheCrashedUserToCorroborate) {
+  using T = jn::Trust;
   const auto t = [](std::optional<std::string_view> uid, std::optional<std::string_view> transport,
-                    std::optional<std::string_view> cuid) {
+                    std::optional<std::string_view> cuid, std::optional<std::string_view> cgroup = std::nullopt) {
     jn::Sender s;
     s.uid = uid;
     s.transport = transport;
     s.coredump_uid = cuid;
-    return jn::trusted_sender(s);
+    s.cgroup = cgroup;
+    return jn::sender_trust(s);
   };
-  EXPECT_TRUE(t("0", "journal", "1000"));
-  EXPECT_TRUE(t("0", "journal", std::nullopt));
-  EXPECT_TRUE(t("1000", "journal", "1000"));
-  EXPECT_TRUE(t("70000", "journal", "70000"));
-  EXPECT_FALSE(t("1000", "journal", "1001")) << "a user speaking of another's crash";
-  EXPECT_FALSE(t("999", "journal", "999")) << "system users' crashes are sent by root";
-  EXPECT_FALSE(t("65534", "journal", "65534"));
-  EXPECT_FALSE(t("01000", "journal", "01000"));
-  EXPECT_FALSE(t("0", "stdout", "1000")) << "a line printed to a journal stream";
-  EXPECT_FALSE(t("0", "syslog", "1000"));
-  EXPECT_FALSE(t(std::nullopt, "journal", "1000"));
-  EXPECT_FALSE(t("0", std::nullopt, "1000"));
-  EXPECT_FALSE(t("1000", "journal", std::nullopt));
+  const std::string_view daemon = jn::kDaemonCgroup;
+  EXPECT_EQ(t("0", "journal", "1000"), T::kDaemon);
+  EXPECT_EQ(t("0", "journal", std::nullopt), T::kDaemon);
+  EXPECT_EQ(t("1000", "journal", "1000", daemon), T::kDaemon) << "the daemon's child at the crashed uid";
+  EXPECT_EQ(t("1000", "journal", "1000"), T::kUser) << "no cgroup: the user's own word";
+  EXPECT_EQ(t("1000", "journal", "1000", "/user.slice/user-1000.slice/session-1.scope"), T::kUser);
+  EXPECT_EQ(t("1000", "journal", "1000", "/system.slice/core-timeline.service/x"), T::kUser)
+      << "a sub-cgroup is not the daemon's own";
+  EXPECT_EQ(t("70000", "journal", "70000"), T::kUser);
+  EXPECT_EQ(t("1000", "journal", "1001", daemon), T::kNone) << "a user speaking of another's crash";
+  EXPECT_EQ(t("999", "journal", "999", daemon), T::kNone) << "system users' crashes are sent by root";
+  EXPECT_EQ(t("65534", "journal", "65534"), T::kNone);
+  EXPECT_EQ(t("01000", "journal", "01000"), T::kNone);
+  EXPECT_EQ(t("0", "stdout", "1000"), T::kNone) << "a line printed to a journal stream";
+  EXPECT_EQ(t("0", "syslog", "1000"), T::kNone);
+  EXPECT_EQ(t(std::nullopt, "journal", "1000"), T::kNone);
+  EXPECT_EQ(t("0", std::nullopt, "1000"), T::kNone);
+  EXPECT_EQ(t("1000", "journal", std::nullopt), T::kNone);
 }
 
 TEST(TimelineEntry, SentAsTheCrashedUserOnlyWhenTheTimelineIsReadableByThem) {

@@ -271,15 +271,16 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
   return f;
 }
 
-bool trusted_sender(const Sender &s) noexcept {
-  if (!s.transport || *s.transport != "journal" || !s.uid) return false;
-  if (*s.uid == "0") return true;
-  if (!s.coredump_uid || *s.uid != *s.coredump_uid) return false;
+Trust sender_trust(const Sender &s) noexcept {
+  if (!s.transport || *s.transport != "journal" || !s.uid) return Trust::kNone;
+  if (*s.uid == "0") return Trust::kDaemon;
+  if (!s.coredump_uid || *s.uid != *s.coredump_uid) return Trust::kNone;
   std::uint64_t uid = 0;
   const std::string_view u = *s.uid;
   const auto [end, ec] = std::from_chars(u.data(), u.data() + u.size(), uid);
-  if (ec != std::errc() || end != u.data() + u.size() || u.empty() || (u.size() > 1 && u[0] == '0')) return false;
-  return !is_system_uid(uid) && uid < 0xffffffffull;
+  if (ec != std::errc() || end != u.data() + u.size() || u.empty() || (u.size() > 1 && u[0] == '0')) return Trust::kNone;
+  if (is_system_uid(uid) || uid >= 0xffffffffull) return Trust::kNone;
+  return s.cgroup && *s.cgroup == kDaemonCgroup ? Trust::kDaemon : Trust::kUser;
 }
 
 }  // namespace core_timeline::document::journal

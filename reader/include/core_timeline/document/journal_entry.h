@@ -32,11 +32,11 @@
  *     kDocumentCut "1".  kDocumentBytes: the size of the whole document.
  *
  * Field values are untrusted to a reader: any local user can log an
- * entry with this MESSAGE_ID.  A reader believes one only if
- * trusted_sender() says so (below): _UID 0, or _UID == COREDUMP_UID of a
+ * entry with this MESSAGE_ID.  A reader believes one only as far as
+ * sender_trust() says (below): _UID 0, or _UID == COREDUMP_UID of a
  * non-system user (the daemon sends those from a child at that uid, so
- * that they land in the journal the crashed user can read), as the daemon
- * does for systemd-coredump's entries.
+ * that they land in the journal the crashed user can read) from the
+ * daemon's cgroup; the same user from anywhere else only when corroborated.
  *
  * Errors: bound_document() returns reader::Error (kBadData).  Thread-safety:
  * constants and pure functions.
@@ -168,21 +168,42 @@ struct Sender {
   std::optional<std::string_view> uid;           /**< _UID */
   std::optional<std::string_view> transport;     /**< _TRANSPORT */
   std::optional<std::string_view> coredump_uid;  /**< COREDUMP_UID (the entry's own field) */
+  std::optional<std::string_view> cgroup;        /**< _SYSTEMD_CGROUP */
+};
+
+/** The cgroup core-timelined runs in under systemd (units/core-timeline.service):
+ *  journald records it as the _SYSTEMD_CGROUP of every entry the daemon
+ *  or its children send (read from /proc/PID/cgroup of the sender: no
+ *  user can move a process into it, its cgroup.procs is root's). */
+inline constexpr std::string_view kDaemonCgroup = "/system.slice/core-timeline.service";
+
+/** How far the journal's own fields vouch for a timeline entry. */
+enum class Trust {
+  kNone,    /**< not core-timelined's: ignore it (and count it) */
+  kUser,    /**< sent by the crashed, non-system user U itself: core-timelined
+                sends such entries from a child at uid U, so that they land
+                in user-U.journal, but U can send the same bytes.  Believe it
+                only when something U cannot make backs it (ctl-query: a
+                root-owned timeline file of that very crash, query.cc
+                corroborated()) */
+  kDaemon,  /**< sent by root, or by uid U from core-timelined's cgroup */
 };
 
 /**
  * Whether a timeline entry was sent by core-timelined, as far as the
- * journal can tell: _TRANSPORT is "journal" and either _UID is "0" (root:
- * the system journal) or _UID equals COREDUMP_UID and that uid is not a
- * system user's (1000..65533 and above 65534: the daemon sends the entry of
- * such a user's crash from a child that has dropped to that uid, so it
- * lands in user-UID.journal, which the user can read).  So a forger running
- * as uid U can only speak about crashes of U, as with systemd-coredump's
- * own entries (daemon/src/entry.h).  _EXE is not checked: journald may not
- * record it (the child has exited), and U can run core-timelined itself.
- * A missing field is untrusted.  Pure; thread-safe.
+ * journal can tell.  _TRANSPORT must be "journal" (not a stream or syslog
+ * line).  kDaemon: _UID is "0" (root: the system journal), or _UID equals
+ * COREDUMP_UID of a non-system user (1000..65533 and above 65534) and
+ * _SYSTEMD_CGROUP is kDaemonCgroup.  kUser: the same uid rule in any other
+ * cgroup (no systemd as PID 1, or a forger: a user U can speak only of
+ * crashes of U).  Else kNone; a missing field is untrusted.  _EXE is not
+ * checked: journald may not record it (the child has exited), and U can
+ * run core-timelined itself.  Source: journald sets _UID, _TRANSPORT and
+ * _SYSTEMD_CGROUP itself (systemd.journal-fields(7)); it caches them per
+ * sender pid for 1-5 s (journald-context.c), so a pid reused within that
+ * time inherits them: docs/ctl-query.md, "Trust".  Pure; thread-safe.
  */
-bool trusted_sender(const Sender &s) noexcept;
+Trust sender_trust(const Sender &s) noexcept;
 
 }  // namespace core_timeline::document::journal
 
