@@ -113,7 +113,7 @@ const std::vector<std::string> kSummaryFields = {
     "COREDUMP_COMM", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME", std::string(jf::kBootId), std::string(jf::kStatus),
     std::string(jf::kSignal), std::string(jf::kEvents), std::string(jf::kLastEvent), std::string(jf::kOpenSpans),
     std::string(jf::kEventNamesComplete), std::string(jf::kSchemaVersion), std::string(jf::kTimelinePath),
-    std::string(jf::kDocumentCut), std::string(jf::kDocumentBytes),
+    std::string(jf::kDocumentCut), std::string(jf::kDocumentBytes), std::string(jf::kNamespacePid),
     /* The notice core-timelined logged with this MESSAGE_ID before the
      * entry carried the document: its pid, executable and uid. */
     "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",
