@@ -32,6 +32,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -175,6 +176,17 @@ json read_json(const std::string &path) {
   return json::parse(ss.str());
 }
 
+// docs/timeline.schema.json (python3-jsonschema) on the stored document at
+// `path`.
+void expect_schema_valid(const std::string &path) {
+  const auto v = ct::test::run({"/usr/bin/python3", "-c",
+                                "import json,sys,jsonschema\n"
+                                "s=json.load(open(sys.argv[1]))\n"
+                                "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))\n",
+                                CT_SCHEMA_PATH, path});
+  EXPECT_TRUE(v.ok()) << path << " does not match docs/timeline.schema.json:\n" << v.err.substr(0, 3000);
+}
+
 bool has_acl(const std::string &path) {
   char buf[256];
   return getxattr(path.c_str(), "system.posix_acl_access", buf, sizeof buf) >= 0;
@@ -229,6 +241,7 @@ TEST(CtlQueryReasons, ASetuidCrashIsNotDumpableForItsUserNotAnotherUsers) {
   EXPECT_EQ(doc["coredump"]["fields"]["COREDUMP_DUMPABLE"], "2");
   EXPECT_EQ(doc["coredump"]["dumpable"], 2);
   EXPECT_EQ(doc["status"], "ok") << doc["reason"];
+  expect_schema_valid(sd_path->path);
   const json plain_doc = read_json(plain_path->path);
   EXPECT_EQ(plain_doc["coredump"]["dumpable"], 1);
   EXPECT_TRUE(has_acl(plain_path->path)) << "the dumpable crash's timeline should grant its user read";
@@ -243,6 +256,7 @@ TEST(CtlQueryReasons, ASetuidCrashIsNotDumpableForItsUserNotAnotherUsers) {
   EXPECT_TRUE(contains(show.err, "its core and timeline belong to root")) << show.err;
   EXPECT_TRUE(contains(show.err, "(1 not dumpable for its user); run as root to see them")) << show.err;
   EXPECT_FALSE(contains(show.err, "another user")) << show.err;
+  std::cout << "[ reasons ] the user's show:\n" << show.err;
   // list: the user's dumpable crash listed, the other one explained.
   const ct::test::Ran list = query({"-D", out, "list"}, user.become());
   EXPECT_EQ(list.exit_code(), 0) << list.err;
@@ -298,6 +312,7 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
 
   // The document: both pids, how it was told, each tid with its host tid
   // where it can be told (the leader's), null where not.
+  expect_schema_valid(*path);
   const json &ids = doc["pids"];
   EXPECT_EQ(ids["host_pid"], host_pid);
   EXPECT_EQ(ids["pid"], ns_pid);
@@ -347,6 +362,7 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
   const ct::test::Ran show = query({"-D", out, "show", hp});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   const std::string first = lines_of(show.out).at(0);
+  std::cout << "[ reasons ] list:\n" << query({"-D", out, "list", np}).out << "[ reasons ] show: " << first << '\n';
   EXPECT_TRUE(contains(first, "pid " + np + " is host pid " + hp)) << first;
   EXPECT_TRUE(contains(first, "tid " + np + " is host tid " + hp)) << first;
   EXPECT_TRUE(contains(first, "tid " + std::to_string(crash_tid) + " is host tid unknown")) << first;
