@@ -737,6 +737,7 @@ class Query {
     note_fields_no_timeline_has();
     report_read_problems();
     order_rows();
+    note_withheld();
     if (untrusted_ > 0)
       err_ << "ctl-query: " << untrusted_ << (untrusted_ == 1 ? " journal entry" : " journal entries")
            << " with the timeline MESSAGE_ID ignored: not logged by root, nor by core-timelined as the crashed "
@@ -748,6 +749,46 @@ class Query {
            << " and no root-owned timeline file backs " << (unverified_ == 1 ? "it" : "them")
            << " (--unverified shows them; docs/ctl-query.md, \"Trust\")\n";
     return std::nullopt;
+  }
+
+  /* The crashes of this (non-root) user that systemd-coredump's own
+   * entries, in the journal it can read, say were not dumpable for it:
+   * their timeline entries are in system.journal, which it cannot read
+   * (journal.h Journal::withheld()).  Only when the journal's index can
+   * decide every match (a match only a document could decide, or events
+   * --name, cannot be told), and not for crashes already listed. */
+  void note_withheld() {
+    const uid_t me = ::geteuid();
+    if (!journal_ || me == 0 || !residual_.empty() || o_.event_filter.name) return;
+    static const std::set<std::string> coredump_fields{"COREDUMP_PID", "COREDUMP_EXE", "COREDUMP_COMM",
+                                                       "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME", "COREDUMP_UID",
+                                                       "COREDUMP_GID", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME",
+                                                       "_HOSTNAME"};
+    JournalTerm term;
+    for (const auto &g : matches_.groups()) {
+      if (!coredump_fields.count(g.field)) return;  // status=, _BOOT_ID=...: not in systemd-coredump's terms
+      term.emplace_back(g.field, g.values);
+    }
+    if (boot_id_) term.emplace_back("_BOOT_ID", std::vector<std::string>{*boot_id_});
+    auto found = journal_->withheld(me, term);
+    if (!found) {
+      problems_.report(found.error().message, problem_name(Problem::kIoError));
+      return;
+    }
+    std::set<std::string> listed;
+    for (const Row *r : rows_) listed.insert(r->host_pid + "/" + std::to_string(r->time_usec));
+    for (const auto &w : *found) {
+      if (!in_range(w.time_usec) || listed.count(w.pid + "/" + std::to_string(w.time_usec))) continue;
+      problems_.report(
+          fmt::format("pid {} ({}) crashed at {}: your crash, but systemd-coredump's entry in your journal says "
+                      "COREDUMP_DUMPABLE={}: the process was not dumpable for you (a setuid or setgid program, one "
+                      "that gained capabilities, or one that called prctl(PR_SET_DUMPABLE, 0)), so its core, its "
+                      "timeline and its timeline entry belong to root; run as root to see it",
+                      w.pid, w.exe.empty() ? w.comm : w.exe,
+                      w.time_usec ? format_time(static_cast<std::int64_t>(w.time_usec)) : std::string("?"),
+                      w.dumpable),
+          kNotDumpable);
+    }
   }
 
   /* 1. The sources: -D directories (journal or timeline directories),

@@ -116,6 +116,20 @@ struct TestUser {
   }
 };
 
+// journald on the persistent journal, as a booted system has it after
+// systemd-journal-flush.service: only there does it split entries by uid
+// (SplitMode=uid), so that systemd-coredump's entry of a user's crash is in
+// user-UID.journal, which that user reads, and root's entries in
+// system.journal, which it does not (as daemon_pipeline_test has it).
+// Back to the volatile journal at the end if it was there.
+struct PersistentJournal {
+  bool was_flushed = fs::exists("/run/systemd/journal/flushed");
+  bool ok = ct::test::run({"/usr/bin/journalctl", "--flush"}).ok();
+  ~PersistentJournal() {
+    if (!was_flushed) ct::test::run({"/usr/bin/journalctl", "--relinquish-var"});
+  }
+};
+
 ct::test::DaemonHarness::Options daemon_options(const std::string &root) {
   ct::test::DaemonHarness::Options o;
   o.binary = CT_DAEMON;
@@ -200,6 +214,8 @@ TEST(CtlQueryReasons, ASetuidCrashIsNotDumpableForItsUserNotAnotherUsers) {
   int suid_dumpable = -1;
   sd >> suid_dumpable;
   ASSERT_EQ(suid_dumpable, 2) << "fs.suid_dumpable is not 2: a setuid crash leaves no core";
+  PersistentJournal persistent;
+  ASSERT_TRUE(persistent.ok) << "journalctl --flush failed";
   TestUser user;
   ASSERT_TRUE(user.made) << "could not make a test user with groupadd/useradd";
   TempDir root("ctlq-reasons");
@@ -274,6 +290,27 @@ TEST(CtlQueryReasons, ASetuidCrashIsNotDumpableForItsUserNotAnotherUsers) {
   EXPECT_EQ(theirs.exit_code(), 3) << theirs.err;
   EXPECT_TRUE(contains(theirs.err, "another user's crash")) << theirs.err;
   EXPECT_FALSE(contains(theirs.err, "not dumpable")) << theirs.err;
+  // From the journal alone (ctl-query's default source): the timeline
+  // entry is root's, in system.journal, but systemd-coredump's own entry,
+  // in the user's journal, says COREDUMP_DUMPABLE=2.
+  ct::test::Ran from_journal;
+  for (int i = 0; i < 50; ++i) {  // journald shows an entry to readers within a second or so
+    from_journal = query({"show", spid}, user.become());
+    if (contains(from_journal.err, "COREDUMP_DUMPABLE=2")) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(from_journal.exit_code(), 3) << from_journal.out << from_journal.err;
+  EXPECT_TRUE(contains(from_journal.err, "pid " + spid + " (" + suid + ") crashed at ")) << from_journal.err;
+  EXPECT_TRUE(contains(from_journal.err, "COREDUMP_DUMPABLE=2: the process was not dumpable for you"))
+      << from_journal.err;
+  EXPECT_TRUE(contains(from_journal.err, "1 not dumpable for its user")) << from_journal.err;
+  EXPECT_FALSE(contains(from_journal.err, "another user")) << from_journal.err;
+  std::cout << "[ reasons ] the user's show from the journal:\n" << from_journal.err;
+  // Its dumpable crash is the user's to read there, and draws no such note.
+  const ct::test::Ran mine = query({"show", ppid}, user.become());
+  EXPECT_EQ(mine.exit_code(), 0) << mine.err;
+  EXPECT_TRUE(contains(mine.out, "SUID_MARK")) << mine.out;
+  EXPECT_FALSE(contains(mine.err, "COREDUMP_DUMPABLE")) << mine.err;
   // Root: shown, with its event.
   const ct::test::Ran as_root = query({"-D", out, "show", spid});
   EXPECT_EQ(as_root.exit_code(), 0) << as_root.err;
