@@ -26,6 +26,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -443,6 +444,69 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
     EXPECT_EQ(jr["namespace_pid"], ns_pid);
   }
   EXPECT_EQ(daemon.stop(), 0) << daemon.log_tail();
+}
+
+// The reader's own output where it knows both ids: a live snapshot
+// (core-timeline-read --pid HOSTPID) of a process that is pid 1 of its own
+// pid namespace.  Its snapshot core has the namespace's ids, as a kernel
+// core would (so the ring's pid and tids, which are the namespace's, match
+// it: not "foreign"), and the text and snapshot.pid give the host pid.
+TEST(CtlQueryReasons, ALiveSnapshotInAPidNamespaceHasTheNamespacesIdsAndSaysTheHostPid) {
+  ASSERT_EQ(geteuid(), 0u);
+  TempDir root("ctlq-livens");
+  ASSERT_FALSE(root.path.empty());
+  const std::string ready = root.path + "/ready";
+  ct::test::ProcessOptions o;
+  o.out = ct::test::Stream::file(ready);
+  o.err = ct::test::Stream::null();
+  const pid_t unshare = ct::test::spawn({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
+                                         std::string("exec ") + CT_LIVE_WRITERS + " 2 1"},
+                                        o);
+  ASSERT_GT(unshare, 0);
+  // Its child is live_writers (sh exec'd it): pid 1 inside, this on the host.
+  pid_t host = -1;
+  std::string said;
+  for (int i = 0; i < 100 && (host <= 0 || said.find("ready") == std::string::npos); ++i) {
+    std::ifstream c("/proc/" + std::to_string(unshare) + "/task/" + std::to_string(unshare) + "/children");
+    c >> host;
+    std::ifstream r(ready);
+    std::getline(r, said);
+    std::this_thread::sleep_for(50ms);
+  }
+  struct Reap {
+    pid_t a, b;
+    ~Reap() {
+      if (b > 0) kill(b, SIGKILL);
+      kill(a, SIGKILL);
+      waitpid(a, nullptr, 0);
+    }
+  } reap{unshare, host};
+  ASSERT_GT(host, 0) << "unshare made no child";
+  ASSERT_EQ(said, "ready") << "live_writers did not get ready";
+  const ct::test::Ran js = ct::test::run({CT_READER, "--json", "--pid", std::to_string(host)});
+  ASSERT_EQ(js.exit_code(), 0) << js.err;
+  const json d = json::parse(js.out);
+  EXPECT_EQ(d["process"]["pid"], 1u);
+  EXPECT_EQ(d["snapshot"]["pid"], static_cast<std::uint64_t>(host));
+  ASSERT_FALSE(d["rings"].empty());
+  EXPECT_EQ(d["rings"][0]["state"], "valid") << d["rings"][0]["reason"];
+  ASSERT_FALSE(d["events"].empty());
+  std::map<std::uint64_t, std::size_t> in_core, not_in_core;
+  for (const auto &e : d["events"]) (e["tid_in_core"] == true ? in_core : not_in_core)[e["tid"].get<std::uint64_t>()]++;
+  std::string seen = "threads " + d["process"]["threads"].dump() + "; event tids in the core:";
+  for (const auto &[t, n] : in_core) seen += " " + std::to_string(t);
+  seen += "; not:";
+  for (const auto &[t, n] : not_in_core) seen += " " + std::to_string(t);
+  EXPECT_TRUE(not_in_core.empty()) << seen;
+  EXPECT_FALSE(in_core.empty()) << seen;
+  for (const auto &t : d["process"]["threads"]) EXPECT_LT(t.get<std::uint64_t>(), 100u) << "a host tid in the core";
+  const ct::test::Ran text = ct::test::run({CT_READER, "--pid", std::to_string(host)});
+  ASSERT_EQ(text.exit_code(), 0) << text.err;
+  const std::string first = lines_of(text.out).at(0);
+  EXPECT_TRUE(contains(first, "live snapshot of pid 1 (live_writers) (pid " + std::to_string(host) +
+                                  " where the snapshot was taken"))
+      << first;
+  std::cout << "[ reasons ] live: " << first << '\n';
 }
 
 }  // namespace
