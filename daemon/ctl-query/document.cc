@@ -33,8 +33,9 @@ namespace {
 
 /* The top-level members a Timeline keeps (besides "events", "coredump" and
  * "text", which are handled member by member). */
-constexpr std::array<const char *, 8> kKeptKeys{key::schema_version, key::status, key::exit_code, key::reason,
-                                                key::source,         key::process, key::crash,    key::daemon};
+constexpr std::array<const char *, 9> kKeptKeys{key::schema_version, key::status, key::exit_code,
+                                                key::reason,         key::source, key::process,
+                                                key::crash,          key::daemon, key::pids};
 
 bool kept(std::string_view k) {
   for (const char *c : kKeptKeys)
@@ -74,6 +75,7 @@ class Reader {
       in_fields_ = false;
       return top_ == key::coredump || top_ == key::events || top_ == key::text || kept(top_) || wanted_root(top_);
     }
+    if (top_ == key::process && depth == 1 && event == Event::object_end && r_.on_process) r_.on_process(parsed);
     if (top_ == key::coredump) return coredump(depth, event, parsed);
     if (top_ == key::events) return events(depth, event, parsed);
     if (top_ == key::text && depth == 1 && event == Event::value) {

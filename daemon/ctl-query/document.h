@@ -96,6 +96,11 @@ struct ReadRequest {
    *  0-based index.  Each event is an object (else the document is
    *  malformed and the read fails after the calls already made). */
   std::function<void(const nlohmann::ordered_json &event, std::size_t index)> on_event;
+  /** Called with the top-level "process" object once it is parsed: in
+   *  the reader's documents it comes before "events", so on_event can use
+   *  process.pid (the crash's own pid namespace's).  Not called for a
+   *  "process" that is not an object. */
+  std::function<void(const nlohmann::ordered_json &process)> on_process;
 };
 
 /** One timeline, as far as ctl-query reads it. */
@@ -103,7 +108,7 @@ struct Timeline {
   std::string path;                  /**< as found (directory + name) */
   std::optional<core_timeline::document::TimelineName> name;  /**< from the file name, if it parses */
   /** The top-level values kept: "schema_version", "status", "exit_code",
-   *  "reason", "source", "process", "crash", "coredump", "daemon" (those
+   *  "reason", "source", "process", "crash", "coredump", "pids", "daemon" (those
    *  present) and those that ReadRequest::paths begin with.  "status" is
    *  a string and "coredump" an object whose "fields" holds only the
    *  fields asked for (ReadRequest::fields, ReadRequest::paths). */

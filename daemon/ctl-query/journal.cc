@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-journal.h>
+#include <systemd/sd-messages.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -113,7 +114,7 @@ const std::vector<std::string> kSummaryFields = {
     "COREDUMP_COMM", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME", std::string(jf::kBootId), std::string(jf::kStatus),
     std::string(jf::kSignal), std::string(jf::kEvents), std::string(jf::kLastEvent), std::string(jf::kOpenSpans),
     std::string(jf::kEventNamesComplete), std::string(jf::kSchemaVersion), std::string(jf::kTimelinePath),
-    std::string(jf::kDocumentCut), std::string(jf::kDocumentBytes),
+    std::string(jf::kDocumentCut), std::string(jf::kDocumentBytes), std::string(jf::kNamespacePid),
     /* The notice core-timelined logged with this MESSAGE_ID before the
      * entry carried the document: its pid, executable and uid. */
     "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",
@@ -341,6 +342,45 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
   }
   sd_journal_flush_matches(j_);
   return untrusted;
+}
+
+Result<std::vector<Journal::Withheld>> Journal::withheld(std::uint64_t uid, const JournalTerm &term) {
+  sd_journal_flush_matches(j_);
+  const std::string mid = "MESSAGE_ID=" SD_MESSAGE_COREDUMP_STR, who = "COREDUMP_UID=" + std::to_string(uid);
+  int r = sd_journal_add_match(j_, mid.data(), mid.size());
+  if (r >= 0) r = sd_journal_add_match(j_, who.data(), who.size());
+  /* The index finds those not dumpable for their user: 0 or 2 (prctl(2)). */
+  for (const char *d : {"COREDUMP_DUMPABLE=0", "COREDUMP_DUMPABLE=2"})
+    if (r >= 0) r = sd_journal_add_match(j_, d, std::strlen(d));
+  for (const auto &[field, values] : term)
+    for (const auto &v : values) {
+      const std::string m = field + "=" + v;
+      if (r >= 0) r = sd_journal_add_match(j_, m.data(), m.size());
+    }
+  if (r < 0) return journal_error(r, "matching systemd-coredump's entries");
+  sd_journal_set_data_threshold(j_, kSummaryValueMax);
+  std::vector<Withheld> out;
+  if ((r = sd_journal_seek_head(j_)) < 0) return journal_error(r, "seeking the journal");
+  const auto get = [this](const char *name) {
+    const void *data;
+    size_t len;
+    if (sd_journal_get_data(j_, name, &data, &len) < 0) return std::string();
+    return std::string(field_value(data, len, name));
+  };
+  while ((r = sd_journal_next(j_)) > 0) {
+    /* journald's _UID: the user's own or root's (systemd-coredump logs as
+     * the crashed user, coredump.c change_uid_gid()). */
+    const std::string sender = get("_UID"), dumpable = get("COREDUMP_DUMPABLE");
+    if ((sender != "0" && sender != std::to_string(uid)) || get("COREDUMP_UID") != std::to_string(uid)) continue;
+    if (dumpable.empty() || dumpable == "1") continue;
+    Withheld w{get("COREDUMP_PID"), get("COREDUMP_EXE"), get("COREDUMP_COMM"), dumpable, 0};
+    if (auto t = reader::parse_unsigned(get("COREDUMP_TIMESTAMP"))) w.time_usec = *t;
+    else sd_journal_get_realtime_usec(j_, &w.time_usec);
+    out.push_back(std::move(w));
+  }
+  sd_journal_flush_matches(j_);
+  if (r < 0) return journal_error(r, "reading the journal");
+  return out;
 }
 
 Result<std::optional<std::string>> Journal::document(const std::string &cursor, std::uint64_t max_bytes) {

@@ -161,6 +161,21 @@ class Journal {
    *  entries it left out as not core-timelined's at all (kNone). */
   Result<std::size_t> scan(const std::vector<JournalTerm> &terms, const std::function<void(JournalEntry &&)> &fn);
 
+  /** A crash of `uid` that systemd-coredump's own entry (MESSAGE_ID
+   *  fc2e22bc6ee647b6b90729ab34a250b1) says was not dumpable for its user
+   *  (COREDUMP_DUMPABLE other than 1).  Its timeline and its timeline
+   *  entry are root's (docs/core-timelined.md, "Owner and mode"); the
+   *  entry is in the user's own journal, where systemd-coredump logs as
+   *  that user.  Only COREDUMP_UID == uid counts: a user's journal holds
+   *  only what that user sent and root's, so nobody else can plant one. */
+  struct Withheld {
+    std::string pid, exe, comm, dumpable;
+    std::uint64_t time_usec = 0;  /**< COREDUMP_TIMESTAMP, else the entry's time */
+  };
+  /** Those among the entries that meet `term` (alternatives per field, as
+   *  scan()). */
+  Result<std::vector<Withheld>> withheld(std::uint64_t uid, const JournalTerm &term);
+
   /** The CORE_TIMELINE_DOCUMENT of the entry at `cursor`: nullopt when the
    *  entry has none; an error when the entry cannot be found again or its
    *  document is larger than max_bytes. */

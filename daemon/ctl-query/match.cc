@@ -18,13 +18,14 @@ bool all_digits(const std::string &s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-void add(std::vector<MatchGroup> &groups, const std::string &field, std::string value) {
+void add(std::vector<MatchGroup> &groups, const std::string &field, std::string value, bool either_pid = false) {
   for (auto &g : groups)
     if (g.field == field) {
       if (std::find(g.values.begin(), g.values.end(), value) == g.values.end()) g.values.push_back(std::move(value));
+      g.either_pid = g.either_pid || either_pid;
       return;
     }
-  groups.push_back(MatchGroup{field, {std::move(value)}});
+  groups.push_back(MatchGroup{field, {std::move(value)}, either_pid});
 }
 
 /* The document value at a group's dotted path; _BOOT_ID is
@@ -69,7 +70,7 @@ Result<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const std
     } else if (all_digits(a)) {
       const auto pid = reader::parse_unsigned<std::uint32_t>(a);
       if (!pid || *pid == 0) return invalid("match \"" + a + "\": not a valid PID");
-      add(m.groups_, "COREDUMP_PID", std::to_string(*pid));
+      add(m.groups_, "COREDUMP_PID", std::to_string(*pid), /*either_pid=*/true);
     } else {
       add(m.groups_, "COREDUMP_COMM", a);
     }
@@ -77,9 +78,16 @@ Result<MatchSet> MatchSet::parse(const std::vector<std::string> &args, const std
   return m;
 }
 
-bool MatchSet::may_match(const TimelineName &n) const {
+bool MatchSet::may_match(const TimelineName &n, const std::function<NamespacePidHint()> &hint) const {
   for (const auto &g : groups_) {
     std::string fact;
+    if (g.field == "COREDUMP_PID" && g.either_pid) {
+      const auto in = [&g](const std::string &v) { return std::find(g.values.begin(), g.values.end(), v) != g.values.end(); };
+      if (in(std::to_string(n.pid))) continue;
+      const NamespacePidHint h = hint ? hint() : NamespacePidHint{};
+      if (h.kind == NamespacePidHint::Kind::kUnknown || (h.kind == NamespacePidHint::Kind::kPid && in(h.pid))) continue;
+      return false;
+    }
     if (g.field == "COREDUMP_PID") fact = std::to_string(n.pid);
     else if (g.field == "COREDUMP_UID") fact = std::to_string(n.uid);
     else if (g.field == "COREDUMP_COMM") fact = n.comm;
@@ -96,10 +104,21 @@ bool MatchSet::has_field(const Timeline &t, std::size_t group) const {
   return t.field(field) != nullptr || find(t, field) != nullptr;
 }
 
+std::optional<std::string> namespace_pid(const Timeline &t) {
+  const nlohmann::ordered_json *ids = t.lookup("pids");
+  const nlohmann::ordered_json *v = t.lookup(ids && ids->is_object() ? "pids.pid" : "process.pid");
+  if (v && v->is_number_unsigned()) return std::to_string(v->get<std::uint64_t>());
+  return std::nullopt;
+}
+
 bool MatchSet::matches(const Timeline &t) const {
+  const auto has = [](const MatchGroup &g, const std::optional<std::string> &v) {
+    return v && std::find(g.values.begin(), g.values.end(), *v) != g.values.end();
+  };
   for (const auto &g : groups_) {
-    auto v = value_of(t, g.field);
-    if (!v || std::find(g.values.begin(), g.values.end(), *v) == g.values.end()) return false;
+    if (has(g, value_of(t, g.field))) continue;
+    if (g.either_pid && has(g, namespace_pid(t))) continue;
+    return false;
   }
   return true;
 }

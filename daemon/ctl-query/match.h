@@ -13,7 +13,10 @@
  *   /path, a/b    contains '/': COREDUMP_EXE, the path made absolute against
  *                 the current directory and lexically normalized (and, when
  *                 it exists, also its canonical path)
- *   1234          a number: COREDUMP_PID
+ *   1234          a number: the crash's pid, on the host (COREDUMP_PID) or
+ *                 in its own pid namespace (the document's pids.pid, else
+ *                 process.pid; the timeline entry's
+ *                 CORE_TIMELINE_NAMESPACE_PID): either matches
  *   name          anything else: COREDUMP_COMM
  *
  * As in the journal's matching, several matches on the same field are
@@ -30,6 +33,8 @@
 #define CORE_TIMELINE_CTL_QUERY_MATCH_H
 
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +53,26 @@ using core_timeline::document::TimelineName;
 struct MatchGroup {
   std::string field;
   std::vector<std::string> values;
+  /** A COREDUMP_PID group that a bare number made: its values also match
+   *  the namespace pid (namespace_pid()). */
+  bool either_pid = false;
 };
+
+/** What a timeline file says of its namespace pid without being parsed:
+ *  its document::kNamespacePidXattr (names.h). */
+struct NamespacePidHint {
+  enum class Kind {
+    kNone,     /**< none: not in a pid namespace (or the file may not be read) */
+    kPid,      /**< `pid` */
+    kUnknown,  /**< cannot be told (a file system without user xattrs) */
+  };
+  Kind kind = Kind::kNone;
+  std::string pid;
+};
+
+/** The crash's pid in its own pid namespace: pids.pid, else (documents
+ *  written before "pids") process.pid; nullopt when neither is a number. */
+std::optional<std::string> namespace_pid(const Timeline &t);
 
 class MatchSet {
  public:
@@ -58,8 +82,11 @@ class MatchSet {
 
   /** False only when the facts of a timeline's file name prove that its
    *  document cannot match (COREDUMP_PID, COREDUMP_UID, COREDUMP_COMM,
-   *  COREDUMP_TIMESTAMP and _BOOT_ID are in the name). */
-  bool may_match(const TimelineName &name) const;
+   *  COREDUMP_TIMESTAMP and _BOOT_ID are in the name).  The name holds
+   *  only the host pid: a bare number that is not it may still be the
+   *  namespace pid, which `hint` tells (called only then; without it, as
+   *  kNone). */
+  bool may_match(const TimelineName &name, const std::function<NamespacePidHint()> &hint = {}) const;
 
   /** Whether the document has the field of groups()[group] at all, with
    *  any value (a field that no document has is worth a note: a

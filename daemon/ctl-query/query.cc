@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <systemd/sd-id128.h>
 
@@ -23,12 +24,14 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/ids.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 #include "journal.h"
 #include "match.h"
+#include "refusal.h"
 #include "text.h"
 #include "time_spec.h"
 
@@ -64,6 +67,11 @@ struct Row {
   std::uint64_t time_usec = 0, realtime_usec = 0;
   std::string pid, uid, gid, signal, signal_name, exe, comm, status, reason, boot_id, cursor;
   std::string host;          /* _HOSTNAME: the entry's, or the stored coredump entry's */
+  /* The crash's pid in its own pid namespace (pids.pid, process.pid; the
+   * entry's CORE_TIMELINE_NAMESPACE_PID): its leader's tid there. */
+  std::string own_pid;
+  std::optional<bool> namespaced; /* pids.namespaced; nullopt: cannot be told */
+  std::string host_pid;           /* COREDUMP_PID alone (pid may fall back to process.pid) */
   bool from_journal = false; /* a journal entry (else a file) */
   std::string entry_cursor;  /* the timeline entry's own cursor */
   bool cut = false;          /* the entry's document is cut (CORE_TIMELINE_DOCUMENT_CUT=1) */
@@ -109,6 +117,13 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   r.exe = string_of(t, "COREDUMP_EXE", key::dotted({key::process, key::exe}));
   r.comm = string_of(t, "COREDUMP_COMM", key::dotted({key::process, key::comm}));
   r.status = t.status();
+  if (auto own = namespace_pid(t)) r.own_pid = *own;
+  r.host_pid = string_of(t, "COREDUMP_PID", key::dotted({key::pids, key::host_pid}));
+  if (const json *ids = t.lookup(key::pids); ids && ids->is_object()) {
+    if (const auto n = ids->find(key::namespaced); n != ids->end() && n->is_boolean()) r.namespaced = n->get<bool>();
+  } else if (!r.own_pid.empty() && !r.pid.empty() && r.own_pid != r.pid) {
+    r.namespaced = true;  // a document from before "pids": the core's pid is not the host's
+  }
   if (const json *windows = t.lookup(key::windows); windows != nullptr && windows->is_array())
     for (const auto &w : *windows) {
       const auto says = w.find(key::says);
@@ -162,6 +177,9 @@ Row row_of_entry(const JournalEntry &e) {
   r.exe = first_of(e, {"COREDUMP_EXE", "CORE_TIMELINE_EXE"});
   r.comm = e.get("COREDUMP_COMM");
   r.status = e.get(jf::kStatus);
+  r.own_pid = e.get(jf::kNamespacePid);  // only when namespaced (journal_entry.h)
+  r.host_pid = e.get("COREDUMP_PID");
+  if (!r.own_pid.empty()) r.namespaced = true;
   r.reason = e.get("CORE_TIMELINE_REASON");
   r.boot_id = first_of(e, {jf::kBootId, "_BOOT_ID"});
   if (auto n = reader::parse_unsigned(e.get(jf::kEvents))) {
@@ -197,6 +215,42 @@ json number_or_null(const std::string &s) {
 
 json string_or_null(const std::string &s) { return s.empty() ? json(nullptr) : json(s); }
 
+/* The crash's pid in its own pid namespace when that is not the host's,
+ * else "". */
+std::string ns_pid_of(const Row &r) { return r.namespaced == true ? r.own_pid : std::string(); }
+
+json bool_or_null(const std::optional<bool> &b) { return b ? json(*b) : json(nullptr); }
+
+/* The host tid of the crash's thread `tid` (a namespace tid, as the core
+ * and the ring give it): document::host_tid_of() on the row's ids. */
+std::optional<std::uint64_t> host_tid(const Row &r, std::uint64_t tid) {
+  core_timeline::document::ProcessIds ids;
+  ids.host_pid = reader::parse_unsigned(r.host_pid);
+  ids.pid = reader::parse_unsigned(r.own_pid);
+  ids.namespaced = r.namespaced;
+  return core_timeline::document::host_tid_of(ids, tid);
+}
+
+/* An event's tid, if it is a number. */
+std::optional<std::uint64_t> tid_of(const json &e) {
+  const auto it = e.find(key::tid);
+  if (it == e.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
+json host_tid_json(const Row &r, const json &e) {
+  const auto tid = tid_of(e);
+  const auto h = tid ? host_tid(r, *tid) : std::nullopt;
+  return h ? json(*h) : json(nullptr);
+}
+
+std::string host_tid_text(const Row &r, const json &e) {
+  const auto tid = tid_of(e);
+  if (!tid) return "-";
+  const auto h = host_tid(r, *tid);
+  return h ? std::to_string(*h) : "?";
+}
+
 std::string dump_line(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 /* One object of list or events: a line, or indented by 2 (--json=pretty). */
@@ -228,6 +282,8 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
       j["time_usec"] = r->time_usec;
       j["realtime_usec"] = r->realtime_usec;
       j["pid"] = number_or_null(r->pid);
+      j["namespace_pid"] = number_or_null(ns_pid_of(*r));
+      j["namespaced"] = bool_or_null(r->namespaced);
       j["uid"] = number_or_null(r->uid);
       j["gid"] = number_or_null(r->gid);
       j["signal"] = number_or_null(r->signal);
@@ -251,8 +307,22 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
   }
   /* The host only when there is more than one (a central journal). */
   std::set<std::string> hosts;
-  for (const Row *r : rows) hosts.insert(r->host);
+  bool with_ns = false;  // the NS PID column only when a crash was in a pid namespace
+  for (const Row *r : rows) {
+    hosts.insert(r->host);
+    with_ns = with_ns || !ns_pid_of(*r).empty();
+  }
   const bool with_host = hosts.size() > 1;
+  std::vector<std::string> heads{"TIME", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"};
+  std::vector<bool> right{false, true, true, false, false, false, true, false};
+  if (with_ns) {
+    heads.insert(heads.begin() + 2, "NS PID");
+    right.insert(right.begin() + 2, true);
+  }
+  if (with_host) {
+    heads.insert(heads.begin() + 1, "HOST");
+    right.insert(right.begin() + 1, false);
+  }
   std::vector<std::vector<std::string>> cells;
   cells.reserve(rows.size());
   for (const Row *r : rows) {
@@ -260,14 +330,10 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
                      or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
                      or_dash(r->exe) + (r->unverified ? " (unverified)" : ""), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
                      event_summary(last_event_of(*r))});
+    if (with_ns) cells.back().insert(cells.back().begin() + 2, or_dash(ns_pid_of(*r)));
     if (with_host) cells.back().insert(cells.back().begin() + 1, or_dash(r->host));
   }
-  if (with_host)
-    print_table(out, {"TIME", "HOST", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"},
-                {false, false, true, true, false, false, false, true, false}, cells, !o.no_legend);
-  else
-    print_table(out, {"TIME", "PID", "UID", "SIG", "EXE", "STATUS", "EVENTS", "LAST EVENT"},
-                {false, true, true, false, false, false, true, false}, cells, !o.no_legend);
+  print_table(out, heads, right, cells, !o.no_legend);
 }
 
 void print_events(std::ostream &out, const std::vector<std::pair<const Row *, const json *>> &lines,
@@ -277,6 +343,7 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
       json j;
       j["time_usec"] = r->time_usec;
       j["pid"] = number_or_null(r->pid);
+      j["namespace_pid"] = number_or_null(ns_pid_of(*r));
       j["uid"] = number_or_null(r->uid);
       j["exe"] = string_or_null(r->exe);
       j["comm"] = string_or_null(r->comm);
@@ -284,17 +351,31 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
       j["file"] = string_or_null(r->path);
       j["host"] = string_or_null(r->host);
       j["event"] = *e;
+      j["host_tid"] = host_tid_json(*r, *e);
       out << dump_object(j, o) << '\n';
     }
     return;
   }
+  /* HOST TID (and NS PID) only when a crash was in a pid namespace: TID
+   * is then the namespace's, as the core and the ring give it. */
+  bool with_ns = false;
+  for (const auto &[r, e] : lines) with_ns = with_ns || !ns_pid_of(*r).empty();
   std::vector<std::vector<std::string>> cells;
   cells.reserve(lines.size());
-  for (const auto &[r, e] : lines)
+  for (const auto &[r, e] : lines) {
     cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
                      or_dash(r->exe), event_tid(*e), event_name(*e), event_args_text(*e), location_text(*e)});
-  print_table(out, {"TIME", "PID", "EXE", "TID", "EVENT", "ARGS", "LOCATION"},
-              {false, true, false, true, false, false, false}, cells, !o.no_legend);
+    if (with_ns) {
+      cells.back().insert(cells.back().begin() + 4, host_tid_text(*r, *e));
+      cells.back().insert(cells.back().begin() + 2, or_dash(ns_pid_of(*r)));
+    }
+  }
+  if (with_ns)
+    print_table(out, {"TIME", "PID", "NS PID", "EXE", "TID", "HOST TID", "EVENT", "ARGS", "LOCATION"},
+                {false, true, true, false, true, true, false, false, false}, cells, !o.no_legend);
+  else
+    print_table(out, {"TIME", "PID", "EXE", "TID", "EVENT", "ARGS", "LOCATION"},
+                {false, true, false, true, false, false, false}, cells, !o.no_legend);
 }
 
 /* A document cut to fit its journal entry says so in its top-level "cut"
@@ -310,6 +391,33 @@ void note_cut(std::ostream &err, const Timeline &t, const std::string &whole) {
       << num("document_bytes") << " bytes (the entry's limit " << num("max_bytes") << "); the whole timeline is "
       << (whole.empty() ? std::string("in the file beside the core") : printable(whole))
       << " (read it with ctl-query --files, or -D on its directory)\n";
+}
+
+/* For a crash in a pid namespace, whose text (the core's) gives that
+ * namespace's ids: the host's, as "pids" has them (ids.h). */
+void note_namespace(std::ostream &out, const Timeline &t) {
+  const json *ids = t.lookup(key::pids);
+  if (!ids || !ids->is_object()) return;
+  const auto ns = ids->find(key::namespaced);
+  if (ns == ids->end() || !ns->is_boolean() || !ns->get<bool>()) return;
+  const auto num = [](const json &o, const char *k) {
+    const auto it = o.find(k);
+    return it != o.end() && it->is_number_unsigned() ? std::to_string(it->get<std::uint64_t>()) : std::string("unknown");
+  };
+  out << "pid namespace: the pid and tids below are the crash's own pid namespace's: pid " << num(*ids, key::pid)
+      << " is host pid " << num(*ids, key::host_pid) << " (COREDUMP_PID)";
+  bool unknown = false;
+  std::string threads;
+  if (const auto th = ids->find(key::threads); th != ids->end() && th->is_array())
+    for (const json &x : *th) {
+      if (!x.is_object()) continue;
+      const std::string h = num(x, key::host_tid);
+      unknown = unknown || h == "unknown";
+      threads += (threads.empty() ? "" : ", ") + ("tid " + num(x, key::tid) + " is host tid " + h);
+    }
+  if (!threads.empty()) out << "; " << threads;
+  if (unknown) out << " (the entry names no thread but the process, so only the first thread's host tid is known)";
+  out << '\n';
 }
 
 int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const std::string &whole,
@@ -336,6 +444,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
     if (t.raw.empty() || t.raw.back() != '\n') out << '\n';
     return kExitFound;
   }
+  note_namespace(out, t);
   if (t.text) {
     out << printable(*t.text, true);
     if (t.text->empty() || t.text->back() != '\n') out << '\n';
@@ -407,8 +516,9 @@ class Problems {
     for (const auto &[k, n] : kinds_) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
     err_ << "ctl-query: " << count_ << (count_ == 1 ? " timeline or directory" : " timelines or directories")
          << " could not be read (" << kinds << ")"
-         << (kinds_.count(std::string(problem_name(Problem::kPermissionDenied)))
-                 ? "; permission denied means they belong to another user: run as root to see them"
+         << (kinds_.count(std::string(problem_name(Problem::kPermissionDenied))) || kinds_.count(kAnotherUser) ||
+                     kinds_.count(kNotDumpable)
+                 ? "; run as root to see them"
                  : "")
          << '\n';
   }
@@ -627,6 +737,7 @@ class Query {
     note_fields_no_timeline_has();
     report_read_problems();
     order_rows();
+    note_withheld();
     if (untrusted_ > 0)
       err_ << "ctl-query: " << untrusted_ << (untrusted_ == 1 ? " journal entry" : " journal entries")
            << " with the timeline MESSAGE_ID ignored: not logged by root, nor by core-timelined as the crashed "
@@ -638,6 +749,46 @@ class Query {
            << " and no root-owned timeline file backs " << (unverified_ == 1 ? "it" : "them")
            << " (--unverified shows them; docs/ctl-query.md, \"Trust\")\n";
     return std::nullopt;
+  }
+
+  /* The crashes of this (non-root) user that systemd-coredump's own
+   * entries, in the journal it can read, say were not dumpable for it:
+   * their timeline entries are in system.journal, which it cannot read
+   * (journal.h Journal::withheld()).  Only when the journal's index can
+   * decide every match (a match only a document could decide, or events
+   * --name, cannot be told), and not for crashes already listed. */
+  void note_withheld() {
+    const uid_t me = ::geteuid();
+    if (!journal_ || me == 0 || !residual_.empty() || o_.event_filter.name) return;
+    static const std::set<std::string> coredump_fields{"COREDUMP_PID", "COREDUMP_EXE", "COREDUMP_COMM",
+                                                       "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME", "COREDUMP_UID",
+                                                       "COREDUMP_GID", "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME",
+                                                       "_HOSTNAME"};
+    JournalTerm term;
+    for (const auto &g : matches_.groups()) {
+      if (!coredump_fields.count(g.field)) return;  // status=, _BOOT_ID=...: not in systemd-coredump's terms
+      term.emplace_back(g.field, g.values);
+    }
+    if (boot_id_) term.emplace_back("_BOOT_ID", std::vector<std::string>{*boot_id_});
+    auto found = journal_->withheld(me, term);
+    if (!found) {
+      problems_.report(found.error().message, problem_name(Problem::kIoError));
+      return;
+    }
+    std::set<std::string> listed;
+    for (const Row *r : rows_) listed.insert(r->host_pid + "/" + std::to_string(r->time_usec));
+    for (const auto &w : *found) {
+      if (!in_range(w.time_usec) || listed.count(w.pid + "/" + std::to_string(w.time_usec))) continue;
+      problems_.report(
+          fmt::format("pid {} ({}) crashed at {}: your crash, but systemd-coredump's entry in your journal says "
+                      "COREDUMP_DUMPABLE={}: the process was not dumpable for you (a setuid or setgid program, one "
+                      "that gained capabilities, or one that called prctl(PR_SET_DUMPABLE, 0)), so its core, its "
+                      "timeline and its timeline entry belong to root; run as root to see it",
+                      w.pid, w.exe.empty() ? w.comm : w.exe,
+                      w.time_usec ? format_time(static_cast<std::int64_t>(w.time_usec)) : std::string("?"),
+                      w.dumpable),
+          kNotDumpable);
+    }
   }
 
   /* 1. The sources: -D directories (journal or timeline directories),
@@ -694,7 +845,9 @@ class Query {
                              (unreadable.size() == 1 ? " journal file cannot be read (" : " journal files cannot be read (") +
                              printable(unreadable.front()) + (unreadable.size() > 1 ? ", ..." : "") +
                              "); their timeline entries were not searched (root and the groups systemd-journal and "
-                             "adm read them; each user reads its own user-UID.journal)",
+                             "adm read them; each user reads its own user-UID.journal, and system.journal holds the "
+                             "entries of root's and system users' crashes, and of crashes that were not dumpable "
+                             "for their user, such as setuid programs': which of these they are cannot be told)",
                          problem_name(Problem::kPermissionDenied));
     }
     return std::nullopt;
@@ -831,6 +984,24 @@ class Query {
         terms.push_back(std::move(old));
       }
     }
+    /* A bare PID is the host's or the namespace's pid (match.h): each
+     * term again with CORE_TIMELINE_NAMESPACE_PID for COREDUMP_PID. */
+    const bool either_pid = std::any_of(matches_.groups().begin(), matches_.groups().end(), [](const MatchGroup &g) {
+      return g.field == "COREDUMP_PID" && g.either_pid;
+    });
+    if (either_pid) {
+      const std::size_t n = terms.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        JournalTerm ns = terms[i];
+        bool has = false;
+        for (auto &g : ns)
+          if (g.first == "COREDUMP_PID") {
+            g.first = std::string(jf::kNamespacePid);
+            has = true;
+          }
+        if (has) terms.push_back(std::move(ns));
+      }
+    }
     const bool rows_now = !entry_needs_document();
     auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
       if (!in_range(entry_time(e))) return;
@@ -864,6 +1035,24 @@ class Query {
     return (!o_.since_usec || t >= *o_.since_usec) && (!o_.until_usec || t <= *o_.until_usec);
   }
 
+  /* The namespace pid a timeline file's xattr gives (names.h
+   * kNamespacePidXattr), not following a symbolic link.  A file this user
+   * may not read does not let its xattr be read either (EACCES): kNone, so
+   * that a PID match does not report every such file as one that may
+   * match (docs/ctl-query.md, "Who sees what"). */
+  static NamespacePidHint namespace_pid_hint(const Directory &d, const std::string &name) {
+    using Kind = NamespacePidHint::Kind;
+    char buf[32];
+    const std::string path = d.path + "/" + name;
+    const ssize_t n = ::lgetxattr(path.c_str(), core_timeline::document::kNamespacePidXattr, buf, sizeof buf);
+    if (n >= 0) {
+      const std::string v(buf, static_cast<std::size_t>(n));
+      return reader::parse_unsigned(v) ? NamespacePidHint{Kind::kPid, v} : NamespacePidHint{Kind::kUnknown, {}};
+    }
+    if (errno == ENODATA || errno == EACCES || errno == EPERM || errno == ENOENT) return {};
+    return {Kind::kUnknown, {}};
+  }
+
   /* 2. What the file names leave possible (journal entries: the index
    *    already decided). */
   void select_by_name() {
@@ -874,7 +1063,8 @@ class Query {
         continue;
       }
       if (c.parsed && boot_id_ && c.parsed->boot_id != *boot_id_) continue;
-      if (!c.parsed || (matches_.may_match(*c.parsed) && in_range(c.parsed->usec))) todo_.push_back(&c);
+      const auto hint = [this, &c] { return namespace_pid_hint(dirs_[c.dir], c.name); };
+      if (!c.parsed || (matches_.may_match(*c.parsed, hint) && in_range(c.parsed->usec))) todo_.push_back(&c);
     }
   }
 
@@ -946,8 +1136,19 @@ class Query {
     parallel(files, [&](std::size_t i) { read_one(i); });
   }
 
+  /* The events of one document that the filter keeps.  With --tid T, an
+   * event of the thread group leader (tid == process.pid, read before the
+   * events) is kept too, as `via_host`, in case T is the crash's host pid,
+   * the leader's host tid; keep_host_matches() decides once the document
+   * says that pid. */
+  struct Found {
+    std::vector<json> events;
+    std::vector<bool> via_host;
+    std::optional<std::uint64_t> leader;
+  };
+
   /* The request for one document. */
-  ReadRequest request_for(std::vector<json> &events) const {
+  ReadRequest request_for(Found &found) const {
     ReadRequest req;
     req.max_bytes = o_.max_bytes;
     req.fields = match_fields_;
@@ -955,11 +1156,39 @@ class Query {
     req.paths = match_fields_;
     if (o_.command == Command::kEvents) {
       req.paths.push_back(key::windows);
-      req.on_event = [&events, this](const json &e, std::size_t) {
-        if (o_.event_filter.matches(e)) events.push_back(e);
+      if (o_.event_filter.tid)
+        req.on_process = [&found](const json &p) {
+          if (const auto it = p.find(key::pid); it != p.end() && it->is_number_unsigned())
+            found.leader = it->get<std::uint64_t>();
+        };
+      req.on_event = [&found, this](const json &e, std::size_t) {
+        const EventFilter &f = o_.event_filter;
+        bool host = false;
+        if (!f.matches(e)) {
+          if (!f.tid || !found.leader || *found.leader == *f.tid) return;
+          EventFilter leader = f;
+          leader.tid = found.leader;
+          if (!leader.matches(e)) return;
+          host = true;
+        }
+        found.events.push_back(e);
+        found.via_host.push_back(host);
       };
     }
     return req;
+  }
+
+  /* The leader's events kept as `via_host` stay only when --tid is the
+   * crash's host pid and the leader's tid is the pid of its namespace. */
+  std::vector<json> keep_host_matches(Found &&found, const Row &row) const {
+    if (std::find(found.via_host.begin(), found.via_host.end(), true) == found.via_host.end())
+      return std::move(found.events);
+    const bool leader_is_host = found.leader && o_.event_filter.tid &&
+                                host_tid(row, *found.leader) == o_.event_filter.tid;
+    std::vector<json> kept;
+    for (std::size_t i = 0; i < found.events.size(); ++i)
+      if (!found.via_host[i] || leader_is_host) kept.push_back(std::move(found.events[i]));
+    return kept;
   }
 
   /* One document (todo_[i]); runs on a worker thread (its slot is its own). */
@@ -968,8 +1197,8 @@ class Query {
     Slot &slot = slots_[i];
     if (slot.error) return;  // its document could not be fetched
     try {
-      std::vector<json> events;
-      const ReadRequest req = request_for(events);
+      Found found;
+      const ReadRequest req = request_for(found);
       const JournalEntry *entry = c.entry ? &entries_[*c.entry] : nullptr;
       std::optional<Result<Timeline, ReadError>> r;
       if (!entry) {
@@ -1008,7 +1237,8 @@ class Query {
       }
       /* events: a timeline searched without a match stays a row (with no
        * events), so what it lost is still said. */
-      Row row = make_row(std::move(t), std::move(events));
+      Row row = make_row(std::move(t), {});
+      row.events = keep_host_matches(std::move(found), row);
       if (entry) {
         const Row summary = row_of_entry(*entry);
         row.path = summary.path;
@@ -1056,11 +1286,18 @@ class Query {
       const ReadError &e = *slots_[i].error;
       if (e.kind == Problem::kVanished) continue;
       std::string msg = e.message;
+      std::string kind(problem_name(e.kind));
       const Candidate &c = *todo_[i];
-      if (e.kind == Problem::kPermissionDenied && c.parsed)
-        msg += fmt::format(" (the timeline of pid {} ({}), uid {}, by its name)", c.parsed->pid, c.parsed->comm,
-                           c.parsed->uid);
-      problems_.report(msg, problem_name(e.kind));
+      if (e.kind == Problem::kPermissionDenied && !c.entry) {
+        /* Why, as far as the name and the file's owner and ACL show
+         * (refusal.h): another user's, or a crash of this user's that
+         * was not dumpable for it. */
+        const Directory &d = dirs_[c.dir];
+        const Refusal why = refusal(static_cast<std::uint32_t>(::geteuid()), c.parsed, file_facts(d.fd, d.path, c.name));
+        msg += " (" + why.why + ")";
+        kind = why.kind;
+      }
+      problems_.report(msg, kind);
     }
   }
 

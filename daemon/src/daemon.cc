@@ -884,7 +884,15 @@ Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination
   /* Named at once; it and its directory are fsynced before the cursor is
    * saved past this entry (save_progress()), for a run of entries. */
   Fd unsynced;
-  const FileOwner owner = beside_core ? *g.owner : owner_for_uid(e.uid);
+  FileOwner owner = beside_core ? *g.owner : owner_for_uid(e.uid);
+  namespace key = core_timeline::document::key;
+  /* A crash in a pid namespace: its pid there, for ctl-query's PID
+   * matches (document/names.h kNamespacePidXattr). */
+  if (const auto ids = doc.tree.find(key::pids); ids != doc.tree.end() && ids->is_object()) {
+    const auto ns = ids->find(key::namespaced), pid = ids->find(key::pid);
+    if (ns != ids->end() && ns->is_boolean() && ns->get<bool>() && pid != ids->end() && pid->is_number_unsigned())
+      owner.xattrs.emplace_back(core_timeline::document::kNamespacePidXattr, std::to_string(pid->get<std::uint64_t>()));
+  }
   auto w = store_.write_timeline(dirfd, dir, name, doc.bytes, owner, &acl_warning, &unsynced);
   if (!w) {
     stop_on_error(e, "cannot write its timeline: " + w.error().message);

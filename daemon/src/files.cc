@@ -149,6 +149,9 @@ static Result<void> apply_owner(int fd, const FileOwner &owner, const std::strin
     if (acl_warning)
       *acl_warning = what + ": the file system does not support POSIX ACLs; only owner and mode were copied";
   }
+  for (const auto &[name, value] : owner.xattrs)
+    if (fsetxattr(fd, name.c_str(), value.data(), value.size(), 0) < 0 && errno != EOPNOTSUPP && errno != ENOTSUP)
+      return errno_error(errno, "cannot set the extended attribute " + name + " of " + what);
   return {};
 }
 

@@ -43,6 +43,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util.h"
 
@@ -53,7 +55,12 @@ struct FileOwner {
   gid_t gid = 0;
   mode_t mode = 0640;     /**< permission bits only (& 0666) */
   std::string acl;        /**< raw system.posix_acl_access value; "" none */
+  /** Further extended attributes the file gets (name, value), set before
+   *  it is named; a file system without them (EOPNOTSUPP) is not an
+   *  error.  A timeline's: document::kNamespacePidXattr (names.h). */
+  std::vector<std::pair<std::string, std::string>> xattrs;
 };
+
 
 /** The owner, mode and ACL of the open core `fd` (fstat'ed as `st`). */
 FileOwner owner_of_core(int fd, const struct stat &st);

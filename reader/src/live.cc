@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/ids.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/ring.h"
 #include "core_timeline/ring_format.h"
@@ -632,9 +633,41 @@ Result<LiveSnapshot> snapshot(pid_t pid, const SnapshotOptions &options) {
   /* The thread asked for (the process's main thread) first, as the kernel
    * puts the thread that took the signal first. */
   std::stable_partition(tids.begin(), tids.end(), [&](std::uint32_t t) { return t == static_cast<std::uint32_t>(pid); });
-  for (const auto tid : tids) add_note(notes, "CORE", NT_PRSTATUS, prstatus(tid, ppid, machine));
+  /* In a pid namespace of its own, the ids its own namespace gives, as a
+   * kernel core has them (fs/binfmt_elf.c fill_prstatus(), fill_psinfo():
+   * task_pid_vnr()) and as its ring records them (gettid(2)), so that the
+   * ring's pid and tids match the core's; the pid asked for (the reader's
+   * namespace's) stays in the CORE-TIMELINE note (snapshot.pid). */
+  const std::vector<std::uint64_t> ns_pids = core_timeline::document::namespace_pids(*status);
+  std::uint32_t own_pid = static_cast<std::uint32_t>(pid), own_ppid = ppid;
+  if (ns_pids.size() > 1 && ns_pids.front() == static_cast<std::uint64_t>(pid)) {
+    const std::size_t level = ns_pids.size() - 1;
+    own_pid = static_cast<std::uint32_t>(ns_pids.back());
+    /* The parent is in the same namespace or an outer one: its id there,
+     * or 0 when it is outside (as the kernel writes it). */
+    own_ppid = 0;
+    if (auto ps = read_small(fmt::format("/proc/{}/status", ppid))) {
+      const auto pp = core_timeline::document::namespace_pids(*ps);
+      if (pp.size() > level) own_ppid = static_cast<std::uint32_t>(pp[level]);
+    }
+    for (auto &tid : tids) {
+      /* A thread's own id in each namespace is its NSpid line (NStgid is
+       * its process's), proc(5). */
+      const auto ts = read_small(fmt::format("{}/task/{}/status", proc, tid));
+      std::vector<std::uint64_t> t;
+      if (ts) {
+        std::istringstream in(status_field(*ts, "NSpid"));
+        for (std::uint64_t v = 0; in >> v;) t.push_back(v);
+      }
+      if (t.size() != ns_pids.size() || t.front() != tid)
+        return Error{Errc::kNotFound, fmt::format("pid {}: thread {} exited during the snapshot (its ids in the "
+                                                  "process's pid namespace cannot be read)", pid, tid)};
+      tid = static_cast<std::uint32_t>(t.back());
+    }
+  }
+  for (const auto tid : tids) add_note(notes, "CORE", NT_PRSTATUS, prstatus(tid, own_ppid, machine));
   add_note(notes, "CORE", NT_PRPSINFO,
-           prpsinfo(static_cast<std::uint32_t>(pid), ppid, uids.empty() ? 0 : static_cast<std::uint32_t>(uids[0]),
+           prpsinfo(own_pid, own_ppid, uids.empty() ? 0 : static_cast<std::uint32_t>(uids[0]),
                     gids.empty() ? 0 : static_cast<std::uint32_t>(gids[0]), state.empty() ? '?' : state[0],
                     status_field(*status, "Name"), *cmdline));
   add_note(notes, "CORE", NT_AUXV, std::vector<std::uint8_t>(auxv->begin(), auxv->end()));

@@ -649,6 +649,11 @@ bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
   } else {
     std::string who = a.process.pid ? fmt::format("pid {} ({})", *a.process.pid, esc(a.process.comm))
                                     : std::string("pid unknown");
+    /* A process in a pid namespace of its own: the core's pid is that
+     * namespace's, the snapshot's the one it was asked for (live.cc). */
+    if (a.snapshot && a.process.pid && a.snapshot->pid != *a.process.pid)
+      who += fmt::format(" (pid {} where the snapshot was taken: the process is in a pid namespace of its own)",
+                         a.snapshot->pid);
     if (a.snapshot)
       out += fmt::format("core-timeline: live snapshot of {}, taken at {} (the copy took {}), {} events\n", who,
                          wall_text(a.snapshot->realtime_ns), format_duration(a.snapshot->duration_ns),

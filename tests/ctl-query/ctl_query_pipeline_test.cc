@@ -461,7 +461,8 @@ TEST_F(CtlQuery, AnUnprivilegedUserSeesTheirOwnAndIsToldOfOthers) {
   EXPECT_TRUE(contains(l[0], " " + pid(kPathA) + " ")) << l[0];
   EXPECT_FALSE(contains(r.out, pid(kPathB)));
   EXPECT_TRUE(contains(r.err, "ctl-query: " + theirs + ": permission denied")) << r.err;
-  EXPECT_TRUE(contains(r.err, "1 timeline or directory could not be read (1 permission denied)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "1 timeline or directory could not be read (1 another user's)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "by its name: another user's crash")) << r.err;
   EXPECT_FALSE(contains(r.err, mine)) << r.err;
 
   // Asking for the other user's crash: not "no match" (1) but 3.

@@ -390,7 +390,7 @@ TEST_F(DaemonPipeline, PathATimelineNextToItsCoreWithinFiveSecondsAsTheReaderPri
   EXPECT_EQ(js.exit_code(), 0) << js.err;
   json reader = json::parse(js.out);
   json mine = doc;
-  for (const char *k : {"coredump", "daemon", "text"}) mine.erase(k);
+  for (const char *k : {"coredump", "pids", "daemon", "text"}) mine.erase(k);
   reader["core"]["path"] = core;
   EXPECT_EQ(mine, reader);
   EXPECT_EQ(daemon.stop(), 0);

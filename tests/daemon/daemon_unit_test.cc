@@ -2346,13 +2346,13 @@ TEST(TimelineEntry, SentAsTheCrashedUserOnlyWhenTheTimelineIsReadableByThem) {
   masked.acl[4 + 3 * 8 + 2] = 0;  // ACL_MASK's perm: ---
   EXPECT_FALSE(ctd::grants_read(masked, 1000));
   // Owner and other bits.
-  ctd::FileOwner own{1000, 1000, 0600, ""};
+  ctd::FileOwner own{1000, 1000, 0600, "", {}};
   EXPECT_TRUE(ctd::grants_read(own, 1000));
-  ctd::FileOwner world{0, 0, 0644, ""};
+  ctd::FileOwner world{0, 0, 0644, "", {}};
   EXPECT_TRUE(ctd::grants_read(world, 1234));
   // A system user's crash: root sends, whatever the file says.
   e.uid = 995;
-  EXPECT_FALSE(ctd::send_as(e, ctd::FileOwner{995, 995, 0600, ""}));
+  EXPECT_FALSE(ctd::send_as(e, ctd::FileOwner{995, 995, 0600, "", {}}));
   e.uid = 65534;
   EXPECT_FALSE(ctd::send_as(e, world));
   // A malformed ACL grants nothing.

@@ -258,6 +258,11 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
   if (const Json *v = member(doc, key::schema_version); v && v->is_number_integer() && v->get<std::int64_t>() >= 0)
     f.emplace_back(std::string(kSchemaVersion), std::to_string(v->get<std::int64_t>()));
   if (!in.timeline_path.empty()) f.emplace_back(std::string(kTimelinePath), in.timeline_path);
+  if (const Json *ids = member(doc, key::pids)) {
+    const Json *ns = member(*ids, key::namespaced), *pid = member(*ids, key::pid);
+    if (ns && ns->is_boolean() && ns->get<bool>() && pid && pid->is_number_integer() && pid->get<std::int64_t>() >= 0)
+      f.emplace_back(std::string(kNamespacePid), std::to_string(pid->get<std::int64_t>()));
+  }
   f.emplace_back(std::string(kDocumentBytes), std::to_string(in.document_bytes.size()));
   if (in.document_max == 0) return f;
   auto bounded = bound_document(doc, in.document_bytes, in.document_max);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/ids.h"
 #include "core_timeline/document/keys.h"
 
 namespace core_timeline::document {
@@ -124,6 +125,9 @@ Json stored_document(const StoredParts &p) {
       {key::realtime_usec, c.realtime_usec},   {key::core_file, optional_string(c.core_file)},
       {key::storage, c.storage},               {key::fields, std::move(fields)},
   };
+  const std::optional<int> d_mode = dumpable(c.fields);
+  doc[key::coredump][key::dumpable] = d_mode ? Json(*d_mode) : Json(nullptr);
+  doc[key::pids] = ids_json(process_ids(c.fields, p.reader ? &p.reader->tree : nullptr));
 
   const DaemonFacts &d = p.daemon;
   Json daemon = {

@@ -23,7 +23,10 @@
  *     distinct event name, so the journal's index finds the timelines that
  *     hold an event), kEventNamesComplete ("0" when not every name could
  *     be listed: such entries must be read whatever --name asks),
- *     kSchemaVersion, kTimelinePath (the file beside the core).
+ *     kSchemaVersion, kTimelinePath (the file beside the core);
+ *     kNamespacePid: the crash's pid in its own pid namespace ("pids.pid"),
+ *     only when "pids.namespaced" is true (so that the journal's index
+ *     answers a PID match on either pid).
  *   the document
  *     kDocument: the stored document's bytes, exactly the timeline file's
  *     content when it fits the daemon's --journal-document-max; else a
@@ -74,6 +77,7 @@ inline constexpr std::string_view kEventName = "CORE_TIMELINE_EVENT_NAME";
 inline constexpr std::string_view kEventNamesComplete = "CORE_TIMELINE_EVENT_NAMES_COMPLETE";
 inline constexpr std::string_view kSchemaVersion = "CORE_TIMELINE_SCHEMA_VERSION";
 inline constexpr std::string_view kTimelinePath = "CORE_TIMELINE_TIMELINE";
+inline constexpr std::string_view kNamespacePid = "CORE_TIMELINE_NAMESPACE_PID";
 inline constexpr std::string_view kDocument = "CORE_TIMELINE_DOCUMENT";
 inline constexpr std::string_view kDocumentCut = "CORE_TIMELINE_DOCUMENT_CUT";
 inline constexpr std::string_view kDocumentBytes = "CORE_TIMELINE_DOCUMENT_BYTES";
@@ -154,7 +158,8 @@ struct EntryInput {
  * number of spans whose state is "open" or "open_or_end_lost", kOpenSpan
  * their distinct names (at most kMaxOpenSpanNames); kEventName each
  * distinct event name in order of first appearance (at most
- * kMaxEventNames; kEventNamesComplete "0" past it).  kDocument, kDocumentCut
+ * kMaxEventNames; kEventNamesComplete "0" past it); kNamespacePid
+ * pids.pid when pids.namespaced is true.  kDocument, kDocumentCut
  * as bound_document() gives them; kDocumentBytes the whole document's size.
  * A document that cannot be bounded goes without kDocument, with
  * kDocumentCut "1" (`*note` says why).  Field values are bytes as they are

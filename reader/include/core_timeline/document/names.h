@@ -32,6 +32,15 @@ namespace core_timeline::document {
 /** The suffix every timeline file carries. */
 inline constexpr std::string_view kTimelineSuffix = ".timeline.json";
 
+/** The extended attribute core-timelined gives the timeline of a crash in
+ *  a pid namespace: its pid in that namespace (the document's pids.pid), in
+ *  decimal.  ctl-query reads it, as it reads the host pid from the file
+ *  name, to tell whether a PID match may hold without parsing the
+ *  document (docs/ctl-query.md, "Untrusted documents"); like the user.*
+ *  xattrs systemd-coredump puts on cores, only those who may read the file
+ *  may read it (xattr(7)). */
+inline constexpr const char kNamespacePidXattr[] = "user.core_timeline.namespace_pid";
+
 /** The crash facts a timeline's file name carries. */
 struct TimelineName {
   std::string comm;       /**< COREDUMP_COMM, unescaped (untrusted bytes) */

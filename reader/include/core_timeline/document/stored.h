@@ -8,11 +8,14 @@
  * (docs/timeline-json.md) with, on top:
  *   "status"   possibly replaced by a daemon status (core_truncated, ...),
  *              and then "reason" by the daemon's;
- *   "coredump" the journal entry (Coredump);
+ *   "coredump" the journal entry (Coredump), with "dumpable" from its
+ *              COREDUMP_DUMPABLE (ids.h dumpable());
+ *   "pids"     the crash's ids in the host's and in its own pid namespace
+ *              (ids.h process_ids());
  *   "daemon"   how the entry was handled (DaemonFacts);
  *   "text"     what core-timeline-read prints for the core.
  * When nothing was decoded, only schema_version, status, reason, coredump,
- * daemon and text are there.  docs/timeline.schema.json describes both
+ * pids, daemon and text are there.  docs/timeline.schema.json describes both
  * shapes; tests validate real stored documents against it.
  *
  * Errors: parse_reader_document() returns reader::Error (kBadData: not
