@@ -21,6 +21,16 @@
 # includes, so a header or compiler that differs or is missing on the fresh
 # machine is a miss, compiled (and failed) there for real.  CT_CCACHE=0
 # builds without it.
+#
+# Then the sanitizer step: a second build directory, <build>-asan
+# (CT_SANITIZE_BUILD_DIR), configured with CT_SANITIZE=address,undefined
+# (gcc's ASan and UBSan, every finding fatal), builds only the target
+# sanitize_tests (the tests labelled "sanitize" and what they run: the unit
+# tests and the reader's hostile cores) through the same ccache, and runs
+# those tests with ASAN_OPTIONS and UBSAN_OPTIONS that stop at the first
+# finding and report leaks (docs/performance.md, "Sanitizers", says why
+# those tests and not the others).  CT_SANITIZE_RUN=0 leaves the step out
+# (the fresh-machine chroot, which proves the normal build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,4 +87,34 @@ if ((status != 0)); then
   echo "tests/run.sh: FAILED (ctest exit status $status); the failed tests' output is above, logs in $build/Testing/Temporary/" >&2
   exit "$status"
 fi
-echo "tests/run.sh: all tests passed"
+
+if [[ ${CT_SANITIZE_RUN:-1} == 0 ]]; then
+  echo "tests/run.sh: all tests passed (the sanitizer step left out: CT_SANITIZE_RUN=0)"
+  exit 0
+fi
+asan_build=${CT_SANITIZE_BUILD_DIR:-${build%/}-asan}
+step "sanitizers: configure ($asan_build, CT_SANITIZE=address,undefined)"
+t0=$SECONDS
+cmake -S . -B "$asan_build" -G Ninja -DCT_WERROR=ON -DCT_SANITIZE=address,undefined \
+  -DCT_BUILD_BENCH=OFF -DCT_BUILD_FUZZ=OFF "${launcher[@]}"
+step "sanitizers: build (target sanitize_tests)"
+cmake --build "$asan_build" --parallel "$jobs" --target sanitize_tests
+step "sanitizers: test (label sanitize)"
+# halt_on_error: the first finding fails the test (the build also has
+# -fno-sanitize-recover=all).  detect_leaks: the daemon and ctl-query are
+# long-lived, and a leak per crash or per entry is a bug there; LeakSanitizer
+# runs at each test process's exit (a decoder ends with _exit, in a seccomp
+# filter that refuses the ptrace LeakSanitizer needs, so it checks none).
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+status=0
+ctest --test-dir "$asan_build" --output-on-failure --no-tests=error \
+  --timeout "${CT_TEST_TIMEOUT:-300}" --parallel "$jobs" -L sanitize || status=$?
+# What a test left out under the sanitizers says why (GTEST_SKIP).
+grep -ho '^\[  SKIPPED \] [A-Za-z][^ ]*' "$asan_build/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u || true
+echo "tests/run.sh: the sanitizer step took $((SECONDS - t0)) s"
+if ((status != 0)); then
+  echo "tests/run.sh: FAILED under the sanitizers (ctest exit status $status); the failed tests' output is above, logs in $asan_build/Testing/Temporary/" >&2
+  exit "$status"
+fi
+echo "tests/run.sh: all tests passed, and the tests labelled sanitize under ASan and UBSan"

@@ -493,6 +493,13 @@ void *mark_then_vanish(void *) {
 }
 
 TEST(Lanes, ALaneWhoseOwnerDiedWithoutReleasingItIsTakenOver) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The threads end by a raw exit(2), which skips glibc's and ASan's
+  // thread teardown; glibc then gives their stacks and TLS to the next
+  // threads, where ASan finds its own stale record of the dead one and
+  // aborts (CHECK failed: asan_thread.cpp:449).  The normal build runs it.
+  GTEST_SKIP() << "a thread that vanishes by a raw exit(2) breaks ASan's own thread records";
+#endif
   std::vector<pthread_t> threads(8);
   for (auto &t : threads) ASSERT_EQ(pthread_create(&t, nullptr, mark_then_vanish, nullptr), 0);
   for (auto &t : threads) pthread_join(t, nullptr);  // the kernel clears the tid

@@ -105,6 +105,10 @@ std::map<std::size_t, std::uint64_t> read_dumps(const fs::path &dir) {
 }  // namespace
 
 std::vector<std::uint64_t> instructions_of(const std::vector<std::function<void()>> &works) {
+  if (!kCountsInstructions) {
+    for (const auto &work : works) work();
+    return {};
+  }
 #if !CT_HAVE_CALLGRIND
   (void)works;
   ADD_FAILURE() << "this test was built without <valgrind/callgrind.h>: install valgrind "

@@ -36,6 +36,34 @@ namespace ct::testing {
  */
 std::vector<std::uint64_t> instructions_of(const std::vector<std::function<void()>> &works);
 
+/**
+ * Whether instructions_of() counts: not in a sanitizer build (CT_SANITIZE,
+ * CT_SANITIZED_BUILD), whose binaries valgrind cannot run (ASan's shadow
+ * memory and allocator against valgrind's own), and whose counts would be
+ * the sanitizers' checks more than the code's work.  There instructions_of()
+ * runs each work once in this process, where the sanitizers check it, and
+ * returns no counts; the test then ends with CT_SKIP_UNLESS_COUNTED().  The
+ * normal build's run checks the counts.
+ */
+#ifdef CT_SANITIZED_BUILD
+inline constexpr bool kCountsInstructions = false;
+#else
+inline constexpr bool kCountsInstructions = true;
+#endif
+
+}  // namespace ct::testing
+
+/** In a test, right after instructions_of(): skips the rest of the test
+ *  when nothing was counted (kCountsInstructions), saying why. */
+#define CT_SKIP_UNLESS_COUNTED()                                                                        \
+  do {                                                                                                 \
+    if (!::ct::testing::kCountsInstructions)                                                           \
+      GTEST_SKIP() << "a sanitizer build counts no instructions (tests/reader/instructions.h); the works " \
+                      "ran once under the sanitizers";                                                 \
+  } while (0)
+
+namespace ct::testing {
+
 }  // namespace ct::testing
 
 #endif

@@ -122,6 +122,12 @@ long reader_peak_kib(std::vector<std::string> args, const std::string &core) {
  * events are measured by bench_reader (docs/performance.md); this ring is
  * a quarter of that. */
 TEST_F(Cli, BigRingNeedsAtMostThreeTimesItsBytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan keeps freed memory in its quarantine (256 MiB) and pads every
+  // block with redzones: the peak RSS of an ASan build measures ASan
+  // (9.1 and 12.5 times the ring here).  The normal build runs it.
+  GTEST_SKIP() << "a peak-RSS bound says nothing about an ASan build (quarantine, redzones)";
+#endif
   RingBuilder big = full_ring(16, 16384), tiny = full_ring(16, 8);
   const double region = static_cast<double>(big.header().region_size);
   const std::string big_core = file(ct::testing::standard_core(big).build(), "big-core");

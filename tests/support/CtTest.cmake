@@ -41,3 +41,22 @@ function(ct_add_pipeline_test)
     set_tests_properties(${CT_TARGET} PROPERTIES TIMEOUT ${CT_TIMEOUT})
   endif()
 endfunction()
+
+# ct_discover_sanitized_tests(<gtest executable> LABELS <label>...)
+#
+# gtest_discover_tests(<target> DISCOVERY_TIMEOUT 30), its tests labelled
+# LABELS and "sanitize", and <target> a dependency of sanitize_tests
+# (tests/CMakeLists.txt): the tests the sanitizer build runs.  The labels
+# are set by a file ctest includes after the discovered tests
+# (TEST_INCLUDE_FILES, over their TEST_LIST), since CMake 3.25's
+# gtest_discover_tests splits a list given in PROPERTIES ("a;b" becomes
+# LABELS a b, and b is taken for a property).
+function(ct_discover_sanitized_tests target)
+  cmake_parse_arguments(PARSE_ARGV 1 CT "" "" "LABELS")
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 30 TEST_LIST ${target}_TESTS PROPERTIES LABELS sanitize)
+  set(labels ${CT_LABELS} sanitize)
+  set(file ${CMAKE_CURRENT_BINARY_DIR}/${target}_sanitize_labels.cmake)
+  file(WRITE ${file} "if(${target}_TESTS)\n  set_tests_properties(\${${target}_TESTS} PROPERTIES LABELS \"${labels}\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${file})
+  add_dependencies(sanitize_tests ${target})
+endfunction()
