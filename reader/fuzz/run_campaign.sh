@@ -2,8 +2,8 @@
 # run_campaign.sh BUILD WORK [TOTAL [RECIPE_ROUND [READER_ROUND]]]
 #
 # The documented fuzzing campaign (docs/fuzzing.md): rounds of fuzz_recipe
-# (RECIPE_ROUND executions, default 500,000) then fuzz_reader (READER_ROUND,
-# default 50,000), until TOTAL executions (default 10,000,000) are done, one
+# (RECIPE_ROUND executions, default 100,000) then fuzz_reader (READER_ROUND,
+# default 10,000), until TOTAL executions (default 10,000,000) are done, one
 # process at a time at nice 10 (the machine is shared).  Each target starts
 # from the repository's corpus and grows its own copy under
 # WORK/<target>/corpus across rounds.  Each round's log is
@@ -18,11 +18,15 @@
 #   build/bin/fuzz_recipe -merge=1 reader/fuzz/corpus-recipe /var/tmp/ct-fuzz/fuzz_recipe/corpus
 #   build/bin/fuzz_reader -merge=1 reader/fuzz/corpus /var/tmp/ct-fuzz/fuzz_reader/corpus
 set -eu
-build=$1 work=$2 total=${3:-10000000} recipe_round=${4:-500000} reader_round=${5:-50000}
+build=$1 work=$2 total=${3:-10000000} recipe_round=${4:-100000} reader_round=${5:-10000}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
-done_total=0
-round=0
+# A campaign stopped and started again with the same WORK goes on: its
+# executions so far are the sum of campaign.log's rounds.
+done_total=$(sed -n 's/.* round [0-9]*: exit [0-9]*, \([0-9]*\) execs .*/\1/p' "$work/campaign.log" 2>/dev/null |
+             awk '{ s += $1 } END { print s + 0 }')
+round=$(grep -c ' round [0-9]*: ' "$work/campaign.log" 2>/dev/null || true)
+round=$(( (${round:-0} + 1) / 2 ))
 run() {
   target=$1 runs=$2 seeds=$3 max_len=$4
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
@@ -47,7 +51,7 @@ run() {
     | tee -a "$work/campaign.log"
   return "$rc"
 }
-echo "$(date -u +%FT%TZ) campaign: $total executions, rounds of $recipe_round (fuzz_recipe) and" \
+echo "$(date -u +%FT%TZ) campaign: $total executions ($done_total done before), rounds of $recipe_round (fuzz_recipe) and" \
      "$reader_round (fuzz_reader); $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')" \
   | tee -a "$work/campaign.log"
 while [ "$done_total" -lt "$total" ]; do
