@@ -6,9 +6,10 @@
 //
 // Oracles beyond the sanitizers (a failure aborts, so libFuzzer keeps the
 // input): the reader's own JSON document must be accepted by the document
-// module (parse_reader_document, summarize, parse_stored_document: the
-// daemon stores and ctl-query reads exactly that text, so a document they
-// refuse is a timeline lost), its summary must count the Analysis's events
+// module (parse_reader_document and summarize: the daemon stores and
+// ctl-query reads exactly that text, so a document they refuse is a
+// timeline lost; parse_stored_document is the same bounded parse with one
+// check less, and would double the cost of a JSON input), its summary must count the Analysis's events
 // and carry its status, and the chrome-trace export must be JSON.
 #ifndef CORE_TIMELINE_READER_FUZZ_COMMON_H
 #define CORE_TIMELINE_READER_FUZZ_COMMON_H
@@ -20,7 +21,7 @@
 namespace ct::fuzz {
 
 /** CoreFile::from_bytes, analyze() (symbolize off) and render_text; with
- *  `json`, render_json, the document module's parses of it and the
+ *  `json`, render_json, the document module's parse of it and the
  *  chrome-trace export of the Analysis and of the parsed document. */
 void exercise_core(std::vector<std::uint8_t> bytes, bool json);
 
