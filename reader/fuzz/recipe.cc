@@ -28,9 +28,20 @@ class In {
   explicit In(std::span<const std::uint8_t> d) : d_(d) {}
   bool done() const { return p_ >= d_.size(); }
   std::uint8_t u8() { return p_ < d_.size() ? d_[p_++] : 0; }
-  std::uint16_t u16() { return static_cast<std::uint16_t>(u8() | u8() << 8); }
-  std::uint32_t u32() { return u16() | std::uint32_t{u16()} << 16; }
-  std::uint64_t u64() { return u32() | std::uint64_t{u32()} << 32; }
+  // Low part first: each read is its own statement (the operands of `|`
+  // are unsequenced).
+  std::uint16_t u16() {
+    const std::uint16_t lo = u8();
+    return static_cast<std::uint16_t>(lo | u8() << 8);
+  }
+  std::uint32_t u32() {
+    const std::uint32_t lo = u16();
+    return lo | std::uint32_t{u16()} << 16;
+  }
+  std::uint64_t u64() {
+    const std::uint64_t lo = u32();
+    return lo | std::uint64_t{u32()} << 32;
+  }
   std::vector<std::uint8_t> bytes(std::size_t n) {
     std::vector<std::uint8_t> v;
     for (std::size_t i = 0; i < n && !done(); ++i) v.push_back(u8());

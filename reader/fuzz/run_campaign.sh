@@ -25,8 +25,8 @@ mkdir -p "$work"
 # executions so far are the sum of campaign.log's rounds.
 done_total=$(sed -n 's/.* round [0-9]*: exit [0-9]*, \([0-9]*\) execs .*/\1/p' "$work/campaign.log" 2>/dev/null |
              awk '{ s += $1 } END { print s + 0 }')
-round=$(grep -c ' round [0-9]*: ' "$work/campaign.log" 2>/dev/null || true)
-round=$(( (${round:-0} + 1) / 2 ))
+round=$(grep -c ' fuzz_recipe round [0-9]*: ' "$work/campaign.log" 2>/dev/null || true)
+round=${round:-0}
 run() {
   target=$1 runs=$2 seeds=$3 max_len=$4
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
