@@ -17,10 +17,32 @@
 # Afterwards, keep what it found, minimized, in the repository:
 #   build/bin/fuzz_recipe -merge=1 reader/fuzz/corpus-recipe /var/tmp/ct-fuzz/fuzz_recipe/corpus
 #   build/bin/fuzz_reader -merge=1 reader/fuzz/corpus /var/tmp/ct-fuzz/fuzz_reader/corpus
+#
+# CT_FUZZ_TIMEOUT=S (default 120): libFuzzer's -timeout, in seconds.
+# CT_FUZZ_JOBS=N (default 1) runs N such campaigns at once, one per core,
+# each of TOTAL/N executions in WORK/jobK (each its own corpus), and sums
+# them when all are done: the campaign on this 2-core machine was JOBS=2.
 set -eu
 build=$1 work=$2 total=${3:-10000000} recipe_round=${4:-100000} reader_round=${5:-10000}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
+jobs=${CT_FUZZ_JOBS:-1}
+if [ "$jobs" -gt 1 ]; then
+  pids=
+  k=1
+  while [ "$k" -le "$jobs" ]; do
+    CT_FUZZ_JOBS=1 "$0" "$build" "$work/job$k" $((total / jobs)) "$recipe_round" "$reader_round" \
+      > "$work/job$k.out" 2>&1 &
+    pids="$pids $!"
+    k=$((k + 1))
+  done
+  rc=0
+  for p in $pids; do wait "$p" || rc=$?; done
+  sum=$(cat "$work"/job*/campaign.log |
+        sed -n 's/.* round [0-9]*: exit [0-9]*, \([0-9]*\) execs .*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  echo "$(date -u +%FT%TZ) campaign: $jobs jobs ended (last exit $rc), $sum executions in all" | tee -a "$work/campaign.log"
+  exit "$rc"
+fi
 # A campaign stopped and started again with the same WORK goes on: its
 # executions so far are the sum of campaign.log's rounds.
 done_total=$(sed -n 's/.* round [0-9]*: exit [0-9]*, \([0-9]*\) execs .*/\1/p' "$work/campaign.log" 2>/dev/null |
@@ -38,7 +60,10 @@ run() {
   # malloc_context_size=0: no allocation stacks in reports (a finding is
   # replayed with them); ASan's stack depot was a tenth of the time.
   ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0} \
-  nice -n 10 "$build/bin/$target" -runs="$runs" -entropic=0 -max_len="$max_len" -timeout=10 \
+  # -timeout: libFuzzer's is wall-clock time, and at nice 19 on a machine
+  # busy with builds an input of 0.1 s was starved past 10 s (two false
+  # timeouts in the first 20 minutes; replayed, they took 25-121 ms).
+  nice -n 10 "$build/bin/$target" -runs="$runs" -entropic=0 -max_len="$max_len" -timeout="${CT_FUZZ_TIMEOUT:-120}" \
     -rss_limit_mb=2048 -print_final_stats=1 -reload=0 -artifact_prefix="$work/$target/artifacts/" \
     "$work/$target/corpus" "$seeds" > "$log" 2>&1 || rc=$?
   end=$(date +%s)
