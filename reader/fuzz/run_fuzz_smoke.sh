@@ -1,14 +1,28 @@
 #!/bin/sh
-# run_fuzz_smoke.sh FUZZER SEEDS REGRESSIONS WORKDIR SECONDS
-# Replays every regression input, then fuzzes from the seeds for SECONDS
-# (new inputs go to WORKDIR, never into the repository).  Exits non-zero on
-# the first crash, leak or timeout libFuzzer reports.
+# run_fuzz_smoke.sh WORKDIR SECONDS FUZZER CORPUS REGRESSIONS [FUZZER CORPUS REGRESSIONS]...
+# For each target: replays every regression input, runs every corpus input
+# once (-runs=0), then fuzzes from the corpus for SECONDS (new inputs go to
+# WORKDIR, never into the repository).  Exits non-zero on the first crash,
+# leak, timeout or oracle failure libFuzzer reports.
 set -eu
-fuzzer=$1 seeds=$2 regressions=$3 work=$4 seconds=$5
-mkdir -p "$work/corpus" "$work/artifacts"
-set -- "$regressions"/*
-if [ -e "$1" ]; then
-  "$fuzzer" -rss_limit_mb=2048 -timeout=10 "$@"
-fi
-exec "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=1048576 \
-  -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$work/corpus" "$seeds"
+work=$1 seconds=$2
+shift 2
+while [ $# -ge 3 ]; do
+  fuzzer=$1 corpus=$2 regressions=$3
+  shift 3
+  name=$(basename "$fuzzer")
+  mkdir -p "$work/$name/corpus" "$work/$name/artifacts"
+  flags="-rss_limit_mb=2048 -timeout=10 -artifact_prefix=$work/$name/artifacts/"
+  inputs=$(find "$regressions" -type f ! -name .keep | sort)
+  if [ -n "$inputs" ]; then
+    echo "== $name: $(echo "$inputs" | wc -l) regression inputs"
+    # shellcheck disable=SC2086
+    "$fuzzer" $flags $inputs
+  fi
+  echo "== $name: the corpus $corpus once"
+  # shellcheck disable=SC2086
+  "$fuzzer" $flags -runs=0 "$corpus"
+  echo "== $name: $seconds s from the corpus"
+  # shellcheck disable=SC2086
+  "$fuzzer" $flags -max_total_time="$seconds" -max_len=32768 -print_final_stats=1 "$work/$name/corpus" "$corpus"
+done

@@ -42,11 +42,26 @@ void append_int(std::string &out, T v) {
   out.append(f.data(), f.size());
 }
 
-/* Microseconds with three decimals, from ns >= 0. */
-void append_us(std::string &out, std::int64_t ns) {
-  if (ns < 0) {
+/* a - b, or the int64 limit it passes: ages come from an untrusted ring,
+ * and two of them 2^63 ns apart do not fit (fuzz_recipe's finding,
+ * reader/fuzz/regressions/fuzz_recipe/). */
+std::int64_t sat_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (!__builtin_sub_overflow(a, b, &r)) return r;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* Microseconds with three decimals (INT64_MIN included). */
+void append_us(std::string &out, std::int64_t v) {
+  std::uint64_t ns = static_cast<std::uint64_t>(v);
+  if (v < 0) {
     out += '-';
-    ns = -ns;
+    ns = 0 - ns;
   }
   append_int(out, ns / 1000);
   const auto frac = static_cast<int>(ns % 1000);
@@ -71,7 +86,7 @@ class ChromeWriter final : public ExportWriter {
       ++unplaced_;
       return {};
     }
-    const std::int64_t ts = *e.age_ns - t_.origin_age_ns;
+    const std::int64_t ts = sat_sub(*e.age_ns, t_.origin_age_ns);
     threads_[e.tid];
     const ExportSpan *sp = e.span && *e.span < t_.spans.size() ? &t_.spans[*e.span] : nullptr;
     if (e.kind == "SPAN_BEGIN" && sp) {
@@ -298,7 +313,7 @@ class ChromeWriter final : public ExportWriter {
        * time reference, saying so. */
       const ExportCrash &c = *t_.crash;
       std::string ts;
-      append_us(ts, -t_.origin_age_ns);
+      append_us(ts, sat_sub(0, t_.origin_age_ns));
       raw({{"name", c.signo ? "CRASH " + c.signal_name : std::string("CRASH")},
            {"cat", "CRASH"},
            {"ph", "i"},
@@ -348,7 +363,7 @@ class ChromeWriter final : public ExportWriter {
     d["time_reference"] = t_.reference;
     d["ts_zero_age_ns"] = t_.origin_age_ns;
     d["ts_zero_realtime_ns"] =
-        t_.reference_realtime_ns ? ojson(*t_.reference_realtime_ns + t_.origin_age_ns) : ojson(nullptr);
+        t_.reference_realtime_ns ? ojson(sat_add(*t_.reference_realtime_ns, t_.origin_age_ns)) : ojson(nullptr);
     d["events"] = t_.events;
     d["events_seen"] = seen_;
     d["events_written"] = written_;

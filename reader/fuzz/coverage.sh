@@ -1,0 +1,51 @@
+#!/bin/sh
+# coverage.sh BUILD [OUT]
+#
+# Source-based coverage (clang -fprofile-instr-generate -fcoverage-mapping)
+# of the reader and the document module over the repository's corpora:
+# builds fuzz_reader_cov and fuzz_recipe_cov, runs each input of
+# reader/fuzz/corpus and reader/fuzz/corpus-recipe once (-runs=0), merges
+# the profiles with llvm-profdata-14 and prints llvm-cov-14's report of
+# reader/src (document/ included) per target and for both.  OUT (default
+# BUILD/fuzz-coverage) keeps the profiles and an HTML report.
+set -eu
+build=$1 out=${2:-$1/fuzz-coverage}
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+nice ninja -C "$build" -j2 fuzz_reader_cov fuzz_recipe_cov
+rm -rf "$out" && mkdir -p "$out"
+for t in reader recipe; do
+  corpus=$here/corpus
+  [ "$t" = recipe ] && corpus=$here/corpus-recipe
+  LLVM_PROFILE_FILE="$out/$t-%p.profraw" "$build/bin/fuzz_${t}_cov" -runs=0 "$corpus" > "$out/$t.log" 2>&1
+  llvm-profdata-14 merge -sparse "$out/$t"-*.profraw -o "$out/$t.profdata"
+done
+llvm-profdata-14 merge -sparse "$out/reader.profdata" "$out/recipe.profdata" -o "$out/both.profdata"
+# Only reader/src (the document module is reader/src/document): headers,
+# the builder, the fuzz targets and system headers are left out.
+base='(^/usr/|/include/|/tests/reader/|reader/fuzz/[a-z_]+\.(cc|h)$)'
+unreached='(symbolize|live|export_ctf|tlmap)\.cc$'
+report() { # PROFDATA IGNORE BINARIES...
+  prof=$1 ign=$2
+  shift 2
+  first=$1
+  shift
+  objs=""
+  for b in "$@"; do objs="$objs -object $b"; done
+  # shellcheck disable=SC2086
+  llvm-cov-14 report "$first" $objs -instr-profile="$prof" -ignore-filename-regex="$ign" 2>/dev/null
+}
+for t in reader recipe; do
+  echo "== fuzz_$t over its corpus: reader/src less $unreached"
+  report "$out/$t.profdata" "$base|$unreached" "$build/bin/fuzz_${t}_cov" | tail -n 1
+done
+echo "== both targets: reader/src less $unreached"
+report "$out/both.profdata" "$base|$unreached" "$build/bin/fuzz_recipe_cov" "$build/bin/fuzz_reader_cov"
+echo "== both targets: the document module (reader/src/document)"
+report "$out/both.profdata" "$base|reader/src/[a-z_]*\.cc$" "$build/bin/fuzz_recipe_cov" "$build/bin/fuzz_reader_cov"
+echo "== both targets: all of reader/src"
+report "$out/both.profdata" "$base" "$build/bin/fuzz_recipe_cov" "$build/bin/fuzz_reader_cov" | tail -n 1
+llvm-cov-14 show "$build/bin/fuzz_recipe_cov" -object "$build/bin/fuzz_reader_cov" \
+  -instr-profile="$out/both.profdata" -ignore-filename-regex="$base" \
+  -format=html -output-dir="$out/html" >/dev/null 2>&1
+echo "(HTML: $out/html/index.html; columns: regions, functions, lines, branches)"
