@@ -2,7 +2,7 @@
 //
 // fuzz_replay DIR... - feeds every regular file under each DIR (but dot
 // files such as .keep), once, to the fuzz target's entry point
-// (reader/fuzz/fuzz_reader.cc, LLVMFuzzerTestOneInput), built with the
+// (reader/fuzz/fuzz_reader.cc or fuzz_recipe.cc, LLVMFuzzerTestOneInput), built with the
 // project's compiler instead of clang and libFuzzer.  In the sanitizer
 // build (CT_SANITIZE) that is the reader's fuzz corpus and every kept
 // regression input under gcc's ASan and UBSan, beside clang's in
