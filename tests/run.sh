@@ -82,13 +82,17 @@ fi
 sanitize=1
 [[ ${CT_SANITIZE_RUN:-1} == 0 ]] && sanitize=0
 asan_build=${CT_SANITIZE_BUILD_DIR:-${build%/}-asan}
+# CT_SANITIZE_WIDE=1: also the daemon's and ctl-query's unit tests
+# (tests/CMakeLists.txt; more than CI's 30 minutes hold).
+asan_target=sanitize_tests asan_labels='^sanitize$'
+if [[ ${CT_SANITIZE_WIDE:-0} == 1 ]]; then asan_target=sanitize_tests_wide asan_labels='^sanitize(_wide)?$'; fi
 asan_pid=
 if ((sanitize)); then
-  step "sanitizers: configure ($asan_build, CT_SANITIZE=address,undefined), build (target sanitize_tests) beside the tests"
+  step "sanitizers: configure ($asan_build, CT_SANITIZE=address,undefined), build (target $asan_target) beside the tests"
   t0=$SECONDS
   cmake -S . -B "$asan_build" -G Ninja -DCT_WERROR=ON -DCT_SANITIZE=address,undefined \
     -DCT_BUILD_BENCH=OFF -DCT_BUILD_FUZZ=OFF "${launcher[@]}"
-  nice -n 10 cmake --build "$asan_build" --parallel "$jobs" --target sanitize_tests > "$asan_build/sanitize-build.log" 2>&1 &
+  nice -n 10 cmake --build "$asan_build" --parallel "$jobs" --target "$asan_target" > "$asan_build/sanitize-build.log" 2>&1 &
   asan_pid=$!
   # On any exit before it is waited for: stop it (ninja stops its compilers).
   trap '[[ -n $asan_pid ]] && { pkill -TERM -P "$asan_pid"; kill "$asan_pid"; } 2>/dev/null; true' EXIT
@@ -112,7 +116,7 @@ if ((!sanitize)); then
   echo "tests/run.sh: all tests passed (the sanitizer step left out: CT_SANITIZE_RUN=0)"
   exit 0
 fi
-step "sanitizers: build (target sanitize_tests; begun before the tests)"
+step "sanitizers: build (target $asan_target; begun before the tests)"
 asan_status=0
 wait "$asan_pid" || asan_status=$?
 asan_pid=
@@ -123,7 +127,7 @@ if ((asan_status != 0)); then
   exit "$asan_status"
 fi
 echo "tests/run.sh: the sanitizer build was done $((SECONDS - t0)) s after it began"
-step "sanitizers: test (label sanitize)"
+step "sanitizers: test (labels $asan_labels)"
 # halt_on_error: the first finding fails the test (the build also has
 # -fno-sanitize-recover=all).  detect_leaks: the daemon and ctl-query are
 # long-lived, and a leak per crash or per entry is a bug there; LeakSanitizer
@@ -133,7 +137,7 @@ export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 status=0
 ctest --test-dir "$asan_build" --output-on-failure --no-tests=error \
-  --timeout "${CT_TEST_TIMEOUT:-300}" --parallel "$jobs" -L sanitize || status=$?
+  --timeout "${CT_TEST_TIMEOUT:-300}" --parallel "$jobs" -L "$asan_labels" || status=$?
 # What a test left out under the sanitizers says why (GTEST_SKIP).
 grep -ho '^\[  SKIPPED \] [A-Za-z][^ ]*' "$asan_build/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u || true
 echo "tests/run.sh: the sanitizer step took $((SECONDS - t0)) s"
@@ -141,4 +145,4 @@ if ((status != 0)); then
   echo "tests/run.sh: FAILED under the sanitizers (ctest exit status $status); the failed tests' output is above, logs in $asan_build/Testing/Temporary/" >&2
   exit "$status"
 fi
-echo "tests/run.sh: all tests passed, and the tests labelled sanitize under ASan and UBSan"
+echo "tests/run.sh: all tests passed, and the tests labelled $asan_labels under ASan and UBSan"

@@ -328,8 +328,8 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
   for (const Row *r : rows) {
     cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
                      or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
-                     or_dash(r->exe) + (r->unverified ? " (unverified)" : ""), printable(r->status), r->has_events ? std::to_string(r->event_count) : "-",
-                     event_summary(last_event_of(*r))});
+                     or_dash(r->exe) + (r->unverified ? " (unverified)" : ""), printable(r->status),
+                     r->has_events ? std::to_string(r->event_count) : "-", event_summary(last_event_of(*r))});
     if (with_ns) cells.back().insert(cells.back().begin() + 2, or_dash(ns_pid_of(*r)));
     if (with_host) cells.back().insert(cells.back().begin() + 1, or_dash(r->host));
   }
@@ -1301,13 +1301,15 @@ class Query {
     }
   }
 
+  /* Entries of their user's word alone were left out (not --unverified):
+   * an empty answer is then not "no match". */
+  bool hid_unverified() const { return unverified_ > 0 && !o_.unverified; }
+
   /* 5. The matches, by crash time.  The same crash (boot, pid, crash
    *    time; or the file the entry names) from a file and from the journal
    *    is one row, the file's: a
    *    file is never cut, an entry's document may be; of several entries
    *    for one crash, the last logged. */
-  bool hid_unverified() const { return unverified_ > 0 && !o_.unverified; }
-
   void order_rows() {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < slots_.size(); ++i)

@@ -51,12 +51,22 @@ endfunction()
 # (TEST_INCLUDE_FILES, over their TEST_LIST), since CMake 3.25's
 # gtest_discover_tests splits a list given in PROPERTIES ("a;b" becomes
 # LABELS a b, and b is taken for a property).
+#
+# With WIDE: labelled "sanitize_wide" instead, and a dependency of
+# sanitize_tests_wide: the tests only the wide sanitizer run has (the
+# daemon's and ctl-query's, tests/CMakeLists.txt).
 function(ct_discover_sanitized_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 CT "" "" "LABELS")
-  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 30 TEST_LIST ${target}_TESTS PROPERTIES LABELS sanitize)
-  set(labels ${CT_LABELS} sanitize)
+  cmake_parse_arguments(PARSE_ARGV 1 CT "WIDE" "" "LABELS")
+  set(label sanitize)
+  set(goal sanitize_tests)
+  if(CT_WIDE)
+    set(label sanitize_wide)
+    set(goal sanitize_tests_wide)
+  endif()
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 30 TEST_LIST ${target}_TESTS PROPERTIES LABELS ${label})
+  set(labels ${CT_LABELS} ${label})
   set(file ${CMAKE_CURRENT_BINARY_DIR}/${target}_sanitize_labels.cmake)
   file(WRITE ${file} "if(${target}_TESTS)\n  set_tests_properties(\${${target}_TESTS} PROPERTIES LABELS \"${labels}\")\nendif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${file})
-  add_dependencies(sanitize_tests ${target})
+  add_dependencies(${goal} ${target})
 endfunction()
