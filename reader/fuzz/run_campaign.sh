@@ -14,9 +14,13 @@
 # code).  Run it in the background and look at it now and then:
 #   nohup reader/fuzz/run_campaign.sh build /var/tmp/ct-fuzz > /var/tmp/ct-fuzz.out 2>&1 &
 #   tail /var/tmp/ct-fuzz/campaign.log
-# Afterwards, keep what it found, minimized, in the repository:
-#   build/bin/fuzz_recipe -merge=1 reader/fuzz/corpus-recipe /var/tmp/ct-fuzz/fuzz_recipe/corpus
-#   build/bin/fuzz_reader -merge=1 reader/fuzz/corpus /var/tmp/ct-fuzz/fuzz_reader/corpus
+# Afterwards, keep what it found, minimized, in the repository, beside the
+# seeds (which CI runs once each; reader_fuzz_smoke) in reader/fuzz/campaign/
+# (which the next campaign starts from, and CI's sanitizer step replays):
+#   mkdir -p M && build/bin/fuzz_recipe -merge=1 M reader/fuzz/corpus-recipe \
+#     reader/fuzz/campaign/fuzz_recipe /var/tmp/ct-fuzz/job*/fuzz_recipe/corpus
+#   then move into reader/fuzz/campaign/fuzz_recipe what M has and
+#   corpus-recipe has not (the same for fuzz_reader and reader/fuzz/corpus).
 #
 # CT_FUZZ_TIMEOUT=S (default 120): libFuzzer's -timeout, in seconds.
 # CT_FUZZ_JOBS=N (default 1) runs N such campaigns at once, one per core,
@@ -51,6 +55,10 @@ round=$(grep -c ' fuzz_recipe round [0-9]*: ' "$work/campaign.log" 2>/dev/null |
 round=${round:-0}
 run() {
   target=$1 runs=$2 seeds=$3 max_len=$4
+  # What earlier campaigns grew (reader/fuzz/campaign/TARGET, merged in at
+  # their end) seeds this one too.
+  grown=$here/campaign/$target
+  [ -d "$grown" ] || grown=$seeds
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
   log=$work/$target.$round.log
   start=$(date +%s)
@@ -65,7 +73,7 @@ run() {
   # timeouts in the first 20 minutes; replayed, they took 25-121 ms).
   nice -n 10 "$build/bin/$target" -runs="$runs" -entropic=0 -max_len="$max_len" -timeout="${CT_FUZZ_TIMEOUT:-120}" \
     -rss_limit_mb=2048 -print_final_stats=1 -reload=0 -artifact_prefix="$work/$target/artifacts/" \
-    "$work/$target/corpus" "$seeds" > "$log" 2>&1 || rc=$?
+    "$work/$target/corpus" "$seeds" "$grown" > "$log" 2>&1 || rc=$?
   end=$(date +%s)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
