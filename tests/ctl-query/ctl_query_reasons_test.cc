@@ -47,6 +47,7 @@
 #include "core_timeline/document/names.h"
 #include "daemon_harness.h"
 #include "process.h"
+#include "test_user.h"
 
 namespace {
 
@@ -80,41 +81,9 @@ struct TempDir {
   TempDir &operator=(const TempDir &) = delete;
 };
 
-// A regular user (uid > 999) with its own group, made with
-// groupadd/useradd and removed (userdel, groupdel) on every exit path.
-struct TestUser {
-  uid_t uid = 0;
-  std::string name;
-  bool made = false;
-  TestUser() {
-    for (uid_t u = 47300; u < 47400 && !made; ++u) {
-      const std::string n = "ct-rs-" + std::to_string(u);
-      if (getpwuid(u) || getgrgid(u) || getpwnam(n.c_str())) continue;
-      if (!ct::test::run({"/usr/sbin/groupadd", "-g", std::to_string(u), n}).ok()) continue;
-      if (!ct::test::run({"/usr/sbin/useradd", "-M", "-N", "-u", std::to_string(u), "-g", std::to_string(u), n}).ok()) {
-        ct::test::run({"/usr/sbin/groupdel", n});
-        continue;
-      }
-      uid = u;
-      name = n;
-      made = true;
-    }
-  }
-  ~TestUser() {
-    if (!made) return;
-    ct::test::run({"/usr/sbin/userdel", name});
-    ct::test::run({"/usr/sbin/groupdel", name});
-  }
-  TestUser(const TestUser &) = delete;
-  TestUser &operator=(const TestUser &) = delete;
-  // For ProcessOptions::in_child: become this user, no groups.
-  std::function<void()> become() const {
-    const uid_t u = uid;
-    return [u] {
-      if (setgroups(0, nullptr) != 0 || setresgid(u, u, u) != 0 || setresuid(u, u, u) != 0)
-        ct::test::child_failed("cannot become the test user");
-    };
-  }
+// A regular user (uid > 999) with its own group, for the whole test.
+struct TestUser : ct::test::TestUser {
+  TestUser() : ct::test::TestUser(47300, "ct-rs") {}
 };
 
 // journald on the persistent journal, as a booted system has it after

@@ -41,6 +41,7 @@
 #include "crash_harness.h"
 #include "daemon_harness.h"
 #include "process.h"
+#include "test_user.h"
 #include "daemon.h"
 #include "ids.h"
 #include "core_timeline/document/journal_entry.h"
@@ -829,31 +830,9 @@ int reads_entry_as(uid_t uid, pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
 }
 
-// A user (uid > 999) with its own group of the same id, made with
-// groupadd/useradd and removed (userdel, groupdel) on every exit path.
-struct TestUser {
-  uid_t uid = 0;
-  std::string name;
-  bool made = false;
-  TestUser() {
-    for (uid_t u = 47100; u < 47200 && !made; ++u) {
-      const std::string n = "ct-je-" + std::to_string(u);
-      if (getpwuid(u) || getgrgid(u) || getpwnam(n.c_str())) continue;
-      if (!ct::test::run({"/usr/sbin/groupadd", "-g", std::to_string(u), n}).ok()) continue;
-      if (!ct::test::run({"/usr/sbin/useradd", "-M", "-N", "-u", std::to_string(u), "-g", std::to_string(u), n}).ok()) {
-        ct::test::run({"/usr/sbin/groupdel", n});
-        continue;
-      }
-      uid = u;
-      name = n;
-      made = true;
-    }
-  }
-  ~TestUser() {
-    if (!made) return;
-    ct::test::run({"/usr/sbin/userdel", name});
-    ct::test::run({"/usr/sbin/groupdel", name});
-  }
+// A user (uid > 999) with its own group of the same id, for the whole test.
+struct TestUser : ct::test::TestUser {
+  TestUser() : ct::test::TestUser(47100, "ct-je") {}
 };
 
 // journald on the persistent journal (/var/log/journal), as a booted
@@ -1312,11 +1291,7 @@ TEST_F(DaemonPipeline, ForgedEntriesThatWinTheExeRaceAreUnverifiedAndPlantNothin
     ct::test::ProcessOptions po;
     po.out = ct::test::Stream::null();
     po.err = ct::test::Stream::null();
-    const uid_t uid = user.uid;
-    po.in_child = [uid] {
-      if (setgroups(0, nullptr) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-        ct::test::child_failed("cannot become the test user");
-    };
+    po.in_child = user.become();
     // A timestamp of its own each: each try is another crash's key.
     const auto r = ct::test::run({forge, std::to_string(first_ts + static_cast<std::uint64_t>(i) * 1000000)}, po);
     ASSERT_TRUE(r.exit_code() == 0 || r.exit_code() == 1)
@@ -1382,11 +1357,7 @@ TEST_F(DaemonPipeline, ForgedEntriesThatWinTheExeRaceAreUnverifiedAndPlantNothin
   chmod(fields.c_str(), 0644);
   {
     ct::test::ProcessOptions po;
-    const uid_t uid = user.uid;
-    po.in_child = [uid] {
-      if (setgroups(0, nullptr) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-        ct::test::child_failed("cannot become the test user");
-    };
+    po.in_child = user.become();
     const auto r = ct::test::run({"/usr/bin/logger", "--journald=" + fields}, po);
     ASSERT_EQ(r.exit_code(), 0) << r.err;
   }
