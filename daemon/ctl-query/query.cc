@@ -746,7 +746,7 @@ class Query {
       err_ << "ctl-query: " << unverified_ << (unverified_ == 1 ? " journal entry" : " journal entries")
            << " left out: only the crashed user vouches for "
            << (unverified_ == 1 ? "it" : "them")
-           << " and no root-owned timeline file backs " << (unverified_ == 1 ? "it" : "them")
+           << " and no root-owned timeline file could be found to back " << (unverified_ == 1 ? "it" : "them")
            << " (--unverified shows them; docs/ctl-query.md, \"Trust\")\n";
     return std::nullopt;
   }
