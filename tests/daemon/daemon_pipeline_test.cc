@@ -1124,7 +1124,9 @@ TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescr
   std::string others0_list;
   for (int i = 0; i < 3; ++i) {
     crashes.push_back(crash({CT_CRASH_DEMO, i % 2 ? "--path=b" : "--path=a"}));
-    wait_timeline(daemon, crashes.back().pid);
+    // 30 s: a deadline for an entry that never comes, not a speed (CI's
+    // 2-core machine, loaded, once took more than 10 s here).
+    wait_timeline(daemon, crashes.back().pid, 30s);
     if (i == 0) {
       // The steady state, once an entry was handled.
       for (const auto &t : fd_targets(daemon.pid()))
@@ -1134,7 +1136,7 @@ TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescr
     ASSERT_EQ(rotated.exit_code(), 0) << rotated.err;
   }
   crashes.push_back(crash({CT_CRASH_DEMO, "--path=a"}));
-  for (const auto &c : crashes) EXPECT_EQ(wait_timeline(daemon, c.pid).doc["status"], "ok");
+  for (const auto &c : crashes) EXPECT_EQ(wait_timeline(daemon, c.pid, 30s).doc["status"], "ok");
   // sd-journal holds one descriptor per journal file on disk (archived
   // files stay until journald vacuums them).  Other tests may rotate or
   // vacuum at the same time, so the invariant is checked, not a count:
