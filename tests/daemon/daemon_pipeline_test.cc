@@ -1122,11 +1122,12 @@ TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescr
   std::vector<Crash> crashes;
   std::size_t others0 = 0;
   std::string others0_list;
+  // A deadline for an entry that never comes, not a speed (CI's 2-core
+  // machine, loaded, once took more than 10 s here).
+  constexpr auto kTimelineDeadline = 30s;
   for (int i = 0; i < 3; ++i) {
     crashes.push_back(crash({CT_CRASH_DEMO, i % 2 ? "--path=b" : "--path=a"}));
-    // 30 s: a deadline for an entry that never comes, not a speed (CI's
-    // 2-core machine, loaded, once took more than 10 s here).
-    wait_timeline(daemon, crashes.back().pid, 30s);
+    wait_timeline(daemon, crashes.back().pid, kTimelineDeadline);
     if (i == 0) {
       // The steady state, once an entry was handled.
       for (const auto &t : fd_targets(daemon.pid()))
@@ -1136,7 +1137,7 @@ TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescr
     ASSERT_EQ(rotated.exit_code(), 0) << rotated.err;
   }
   crashes.push_back(crash({CT_CRASH_DEMO, "--path=a"}));
-  for (const auto &c : crashes) EXPECT_EQ(wait_timeline(daemon, c.pid, 30s).doc["status"], "ok");
+  for (const auto &c : crashes) EXPECT_EQ(wait_timeline(daemon, c.pid, kTimelineDeadline).doc["status"], "ok");
   // sd-journal holds one descriptor per journal file on disk (archived
   // files stay until journald vacuums them).  Other tests may rotate or
   // vacuum at the same time, so the invariant is checked, not a count:
