@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -78,12 +79,42 @@ DaemonHarness::DaemonHarness(Options opts)
     close(notify_fd_);
     fail("bind " + notify_path_ + ": " + strerror(e));
   }
+  wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    const int e = errno;
+    close(notify_fd_);
+    fail("eventfd: " + std::string(strerror(e)));
+  }
+  notify_reader_ = std::thread([this] { read_notifications(); });
 }
 
 DaemonHarness::~DaemonHarness() {
   stop();
+  const std::uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof one) != static_cast<ssize_t>(sizeof one)) std::abort();
+  notify_reader_.join();
+  close(wake_fd_);
   close(notify_fd_);
   unlink(notify_path_.c_str());
+}
+
+void DaemonHarness::read_notifications() {
+  for (;;) {
+    pollfd p[2] = {{notify_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      std::abort();  // a bad descriptor: nothing the tests could go on with
+    }
+    if (p[1].revents != 0) return;
+    char buf[4096];
+    const ssize_t n = recv(notify_fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) continue;
+    {
+      std::lock_guard lock(notify_mu_);
+      notifications_.emplace_back(buf, static_cast<std::size_t>(n));
+    }
+    notify_cv_.notify_all();
+  }
 }
 
 void DaemonHarness::start(const std::vector<std::string> &extra, const std::map<std::string, std::string> &env) {
@@ -184,11 +215,11 @@ int DaemonHarness::wait_exit(std::chrono::milliseconds timeout) {
 }
 
 std::string DaemonHarness::next_notification(std::chrono::milliseconds timeout) {
-  pollfd p{notify_fd_, POLLIN, 0};
-  if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return "";
-  char buf[4096];
-  const ssize_t n = recv(notify_fd_, buf, sizeof buf, 0);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+  std::unique_lock lock(notify_mu_);
+  if (!notify_cv_.wait_for(lock, timeout, [this] { return !notifications_.empty(); })) return "";
+  std::string m = std::move(notifications_.front());
+  notifications_.pop_front();
+  return m;
 }
 
 std::string DaemonHarness::log() const { return read_text(log_); }

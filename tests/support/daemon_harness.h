@@ -23,11 +23,15 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -103,6 +107,12 @@ class DaemonHarness {
   pid_t pid() const { return pid_; }
 
   // The next message it sent to the notify socket, or "" after `timeout`.
+  // A thread reads the socket all the time, as PID 1 does, and keeps what
+  // it read for this: the daemon's sd_notify() is a blocking sendmsg() on a
+  // datagram socket (sd_notify(3)), which waits while the socket's queue
+  // holds net.unix.max_dgram_qlen datagrams (10 unless systemd raised it),
+  // so a test that left its WATCHDOG=1 pings unread for a few seconds
+  // stopped the daemon in the middle of its loop.
   std::string next_notification(std::chrono::milliseconds timeout);
 
   const std::string &state_dir() const { return state_; }
@@ -133,9 +143,17 @@ class DaemonHarness {
   // stdin /dev/null, stdout and stderr appended to the log, `env` on top of
   // this environment without NOTIFY_SOCKET and WATCHDOG_*.
   ProcessOptions process_options(const std::map<std::string, std::string> &env) const;
+  // The notify socket's reader (next_notification()); ends when wake_fd_
+  // (an eventfd) is written.
+  void read_notifications();
   Options opts_;
   std::string state_, out_, log_, notify_path_;
   int notify_fd_ = -1;
+  int wake_fd_ = -1;
+  std::mutex notify_mu_;
+  std::condition_variable notify_cv_;
+  std::deque<std::string> notifications_;
+  std::thread notify_reader_;
   pid_t pid_ = -1;
 };
 
