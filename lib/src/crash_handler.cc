@@ -32,7 +32,11 @@
  *     crash.  If it returns and the same fault repeats at the same pc on the
  *     same thread, that is a crash: record it (flag kCrashRepeated).
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
- *     address (si_addr), pc and sp from the ucontext, the tid.  The first
+ *     address (si_addr), pc and sp from the ucontext, the tid; then (ring
+ *     format 4) the crashing thread's stack, walked from the ucontext's pc,
+ *     sp and rbp by walk_stack() (unwind.cc, async-signal-safe) with every
+ *     stack read through process_vm_readv(2), so a corrupt stack ends the
+ *     walk instead of faulting again, in a kKindStack slot after it.  The first
  *     handler to get here in the process also writes the crash clock
  *     anchor into the header.  Bring the sidecar up to date with pwrite(2),
  *     so its copy has both.
@@ -56,6 +60,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "unwind.h"
 
 namespace core_timeline::lib {
 
@@ -85,6 +90,17 @@ bool is_fault_signal(int signo) {
  * as opposed to one sent with kill/tgkill/sigqueue (si_code <= 0). */
 bool raised_by_instruction(int signo, const siginfo_t *info) {
   return is_fault_signal(signo) && info != nullptr && info->si_code > 0;
+}
+
+uint64_t ucontext_fp(const void *uc_void) {
+  if (uc_void == nullptr) return 0;
+#if defined(__x86_64__)
+  return static_cast<uint64_t>(static_cast<const ucontext_t *>(uc_void)->uc_mcontext.gregs[REG_RBP]);
+#elif defined(__aarch64__)
+  return static_cast<const ucontext_t *>(uc_void)->uc_mcontext.regs[29];
+#else
+  return 0;
+#endif
 }
 
 void ucontext_pc_sp(const void *uc_void, uint64_t *pc, uint64_t *sp) {
@@ -157,7 +173,10 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
     }
   }
   ci.handler_flags = flags;
-  record(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false);
+  uint64_t frames[fmt::kMaxStackDepth];
+  const uint8_t stack = pc != 0 ? walk_stack({pc, sp, ucontext_fp(uc)}, true, frames, fmt::kMaxStackDepth, true) : 0;
+  record_stacked(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false,
+                 frames, stack);
   write_crash_anchor();
   /* Bring the sidecar up to date (the lanes that changed, the name table,
    * then the header with the anchor, and the lane table): pwrite(2) only. */

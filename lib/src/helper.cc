@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "unwind.h"
 
 namespace core_timeline::lib {
 
@@ -81,7 +82,10 @@ void *helper_main(void *) {
       long got = syscall(SYS_read, r.wake_fd, &v, sizeof v);
       (void)got;
     }
-    __atomic_store_n(&r.header->mmap_generation, loader_generation(), __ATOMIC_RELAXED);
+    const uint64_t generation = loader_generation();
+    __atomic_store_n(&r.header->mmap_generation, generation, __ATOMIC_RELAXED);
+    /* An object dlopen'ed (or dlclose'd) since: the walker's table again. */
+    unwind_refresh(generation);
     refresh_anchor(r.header);
     if (r.sidecar_fd >= 0) sidecar_sync();
   }

@@ -114,7 +114,16 @@ struct Recorded {
  */
 Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
                 uint64_t return_address, const void *inline_bytes,
-                uint32_t inline_len, bool copy_from_ptr) TL_HIDDEN;
+                uint32_t inline_len, bool copy_from_ptr, uint8_t stack = 0) TL_HIDDEN;
+
+/** record() with a stack: `frames` holds fmt::stack_depth(stack) return
+ *  addresses and `stack` is the walk's Slot.stack byte (0: no stack, as
+ *  record()).  The frames go into the event's inline bytes when its kind
+ *  leaves them free (fmt::stack_inline_ok), else into a kKindStack slot
+ *  right after it in the same lane.  Async-signal-safe. */
+Recorded record_stacked(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                        uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                        bool copy_from_ptr, const uint64_t *frames, uint8_t stack) TL_HIDDEN;
 
 /** Claim a lane of `source` for the calling thread (slow path of
  *  record()): a free lane of the source, else one whose owner died, else

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "unwind.h"
 
 namespace core_timeline::lib {
 
@@ -165,6 +166,7 @@ ThreadLane *claim_lane(uint32_t source, bool in_signal) {
     memcpy(lane->owner_name, name, sizeof name);
   }
   view_lane(tl, chosen);
+  stack_bounds_note();
 
   if (!in_signal) {
     if (r.handlers) ensure_altstack();
@@ -267,8 +269,10 @@ __attribute__((always_inline)) inline OpenSlot open_slot(ThreadLane *tl, uint16_
   return {seq, s};
 }
 
-__attribute__((always_inline)) inline Recorded commit_slot(ThreadLane *tl, OpenSlot o, uint32_t inline_len) {
-  o.slot->inline_len = static_cast<uint16_t>(inline_len);
+__attribute__((always_inline)) inline Recorded commit_slot(ThreadLane *tl, OpenSlot o, uint32_t inline_len,
+                                                           uint8_t stack = 0) {
+  o.slot->inline_len = static_cast<uint8_t>(inline_len);
+  o.slot->stack = stack;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   __atomic_store_n(&o.slot->end_seq, o.seq, __ATOMIC_RELAXED);
   __atomic_store_n(&o.slot->begin_seq, o.seq, __ATOMIC_RELEASE);
@@ -280,7 +284,7 @@ __attribute__((always_inline)) inline Recorded commit_slot(ThreadLane *tl, OpenS
 
 Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
                 uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
-                bool copy_from_ptr) {
+                bool copy_from_ptr, uint8_t stack) {
   ThreadLane *tl = &t_lanes[source];
   if (__builtin_expect(tl->lane == nullptr, 0)) {
     tl = claim_lane(source, false);
@@ -309,7 +313,52 @@ Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint
   } else {
     n = 0;
   }
-  return commit_slot(tl, o, n);
+  return commit_slot(tl, o, n, stack);
+}
+
+Recorded record_stacked(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                        uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                        bool copy_from_ptr, const uint64_t *frames, uint8_t stack) {
+  if (stack == 0)
+    return record(source, kind, id, arg0, arg1, return_address, inline_bytes, inline_len, copy_from_ptr);
+  const uint32_t frame_bytes = fmt::stack_depth(stack) * 8;
+  if (fmt::stack_inline_ok(kind) && (inline_bytes == nullptr || inline_len == 0))
+    return record(source, kind, id, arg0, arg1, return_address, frames, frame_bytes, false, stack);
+  const Recorded host = record(source, kind, id, arg0, arg1, return_address, inline_bytes, inline_len,
+                               copy_from_ptr, static_cast<uint8_t>(stack | fmt::kStackNext));
+  if (host.seq != 0)
+    record(source, fmt::kKindStack, kind, host.seq, 0, return_address, frames, frame_bytes, false, stack);
+  return host;
+}
+
+/* The registers of the caller of the function whose frame `fa` is
+ * (__builtin_frame_address(0) of a function that keeps a frame pointer):
+ * the saved rbp at fa[0], the return address at fa[1], the caller's stack
+ * pointer after the return at fa + 2. */
+__attribute__((always_inline)) inline FrameRegs caller_regs(void *fa) {
+  const uint64_t *f = static_cast<const uint64_t *>(fa);
+  return {f[1], reinterpret_cast<uint64_t>(f + 2), f[0]};
+}
+
+/* Walk `depth` frames beyond the caller whose registers are `regs`, with
+ * the first skipped when it is `skip` (a wrapper's own frame, whose caller
+ * is the event's return address).  Returns the Slot.stack byte. */
+__attribute__((noinline)) uint8_t walk_from(FrameRegs regs, uint32_t depth, uint64_t *frames, uint64_t skip) {
+  if (depth > fmt::kMaxStackDepth) depth = fmt::kMaxStackDepth;
+  if (depth == 0) return 0;
+  if (skip == 0 || skip == regs.pc) return walk_stack(regs, false, frames, depth, false);
+  uint64_t buf[fmt::kMaxStackDepth + 1];
+  const uint8_t st = walk_stack(regs, false, buf, depth + 1, false);
+  const uint32_t n = fmt::stack_depth(st);
+  uint32_t end = fmt::stack_end(st);
+  const uint32_t from = n > 0 && buf[0] == skip ? 1 : 0;
+  uint32_t m = n - from;
+  if (m > depth) {
+    m = depth;
+    end = fmt::kStackDepthLimit;
+  }
+  for (uint32_t i = 0; i < m; ++i) frames[i] = buf[from + i];
+  return fmt::make_stack(m, end);
 }
 
 /* record() for an event without inline bytes, inlined into the hot entry
@@ -367,10 +416,31 @@ TL_EXPORT void tl_thread_name(const char *name) {
          buf, n, false);
 }
 
+/* The walk starts from the caller's registers, taken from this
+ * function's own frame (__builtin_frame_address(0) makes it keep one:
+ * two instructions more). */
+TL_EXPORT void tl_mark_stack(uint32_t id, uintptr_t arg, uint32_t depth) {
+  if (!TL_ENABLED(TL_SOURCE_USER)) return;
+  uint64_t frames[fmt::kMaxStackDepth];
+  const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
+  const uint8_t stack = core_timeline::lib::walk_from(regs, depth, frames, 0);
+  core_timeline::lib::record_stacked(fmt::kSourceUser, fmt::kKindUser, id, arg, 0, regs.pc, nullptr, 0, false,
+                                     frames, stack);
+}
+
 TL_EXPORT uint64_t tl_span_begin(uint32_t id, uintptr_t arg) {
   if (!TL_ENABLED(TL_SOURCE_USER)) return 0;
-  const core_timeline::lib::Recorded w =
-      record_plain(fmt::kKindSpanBegin, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+  core_timeline::lib::Recorded w;
+  const uint32_t depth = __atomic_load_n(&core_timeline::lib::g_stack_depth, __ATOMIC_RELAXED);
+  if (__builtin_expect(depth != 0, 0)) {
+    uint64_t frames[fmt::kMaxStackDepth];
+    const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
+    const uint8_t stack = core_timeline::lib::walk_from(regs, depth, frames, 0);
+    w = core_timeline::lib::record_stacked(fmt::kSourceUser, fmt::kKindSpanBegin, id, arg, 0, regs.pc, nullptr, 0,
+                                           false, frames, stack);
+  } else {
+    w = record_plain(fmt::kKindSpanBegin, id, arg, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+  }
   return w.seq == 0 ? 0 : fmt::span_token(w.lane, w.seq);
 }
 
@@ -436,9 +506,24 @@ uint32_t source_of(uint32_t kind) {
 
 extern "C" {
 
+/* The allocation kinds' stack (TL_STACK_DEPTH): walked from the caller of
+ * tl_record (the wrapper), its first frame dropped when it is the event's
+ * return address (the wrapper's caller, already in the slot). */
+__attribute__((always_inline)) inline uint32_t alloc_stack_depth(uint32_t source) {
+  return source == TL_SOURCE_ALLOC ? __atomic_load_n(&core_timeline::lib::g_stack_depth, __ATOMIC_RELAXED) : 0;
+}
+
 TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1) {
   uint32_t source = source_of(kind);
   if (source == 0 || !TL_ENABLED(source)) return;
+  if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {
+    uint64_t frames[fmt::kMaxStackDepth];
+    const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
+    const uint8_t stack = core_timeline::lib::walk_from(regs, alloc_stack_depth(source), frames, 0);
+    core_timeline::lib::record_stacked(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind),
+                                       id, arg0, arg1, regs.pc, nullptr, 0, false, frames, stack);
+    return;
+  }
   record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
          reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
 }
@@ -449,6 +534,14 @@ TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintp
   if (source == 0 || !TL_ENABLED(source)) return;
   if (return_address == 0)
     return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {
+    uint64_t frames[fmt::kMaxStackDepth];
+    const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
+    const uint8_t stack = core_timeline::lib::walk_from(regs, alloc_stack_depth(source), frames, return_address);
+    core_timeline::lib::record_stacked(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind),
+                                       id, arg0, arg1, return_address, bytes, len, false, frames, stack);
+    return;
+  }
   record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
          return_address, bytes, len, false);
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "unwind.h"
 #include "text.h"
 
 namespace core_timeline::lib {
@@ -774,6 +775,11 @@ int init(const struct tl_options *opts, const Asked &asked_in, Text &why) {
 
   int rc = ring_create(nullptr, 0, 0, why);
   if (rc != 0) return init_failed(rc, why);
+  /* The walker's objects and the main thread's stack top, before any
+   * event can ask for a stack. */
+  unwind_refresh(loader_generation());
+  __atomic_store_n(&g_stack_depth, o.stack_depth < fmt::kMaxStackDepth ? o.stack_depth : fmt::kMaxStackDepth,
+                   __ATOMIC_RELAXED);
   no_ring_drop(); /* a ring now: the page that said there was none goes */
   names_attach(g_ring.header, nullptr);
   if (st.handlers) {
@@ -927,6 +933,10 @@ __attribute__((constructor(101))) static void tl_constructor() {
       why.put(names[i]).put("=").put(secure_getenv(names[i]), 40).put(" is not a number");
       bad = true;
     }
+  }
+  if (!bad && env_u32("TL_STACK_DEPTH", &o.stack_depth) == EnvNumber::kMalformed) {
+    why.put("TL_STACK_DEPTH=").put(secure_getenv("TL_STACK_DEPTH"), 40).put(" is not a number");
+    bad = true;
   }
   if (!bad) bad = env_budget(&o.budget, why) || env_shares(o.share_percent, why);
   if (bad) {

@@ -17,6 +17,16 @@
  *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
  *
+ * Version 4 adds, to version 3: stacks (tl_mark_stack, TL_STACK_DEPTH, the
+ * CRASH event's stack).  Slot byte 23, the high byte of version 3's 16-bit
+ * inline_len (always 0 there, since inline_len <= 64), is Slot.stack: the
+ * depth and end reason of a walk whose return addresses are the slot's
+ * inline bytes, or (kStackNext) the inline bytes of the kKindStack slot
+ * that follows it in its lane.  The layout is otherwise version 3's; a
+ * version-3 reader refuses a version-4 ring (its inline_len would read
+ * above 64), and a version-4 reader reads versions 1 to 3 (their byte 23
+ * is 0: no stack).
+ *
  * Version 3 adds, to version 2: source classes and pools.  The lanes are
  * split by source (user marks and spans, allocation wrappers, I/O
  * wrappers): a thread has one lane per source it records, so cheap events
@@ -65,7 +75,7 @@ namespace core_timeline::format {
 /** The four magic bytes at offset 0 of a ring: "CTLN". */
 inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
 /** Layout version this header describes (the writer writes it). */
-inline constexpr std::uint16_t kVersion = 3;
+inline constexpr std::uint16_t kVersion = 4;
 /** Oldest layout version a reader of this header reads. */
 inline constexpr std::uint16_t kMinVersion = 1;
 /** Written by the writer as 0x01020304 in host order; a reader that sees
@@ -136,6 +146,11 @@ enum Kind : std::uint16_t {
                              index, arg1 = previous owner tid (0 if none) */
   kKindSpanBegin = 6,   /**< tl_span_begin (v2): id, arg0 = arg; the span's
                              token is span_token(lane, seq) of this slot */
+  kKindStack = 8,       /**< (v4) the stack of the previous slot of its lane
+                             (seq - 1), whose inline bytes hold something
+                             else: inline = the return addresses, stack =
+                             that slot's Slot.stack without kStackNext,
+                             id = its kind, arg0 = its seq */
   kKindSpanEnd = 7,     /**< tl_span_end (v2): arg0 = token; id and arg1 =
                              the begin's id and timestamp as the ender read
                              them from the begin's slot, or 0 when that
@@ -462,7 +477,10 @@ struct Slot {
                                       0 if the writer had no safe clock */
   std::uint32_t tid;             /**< gettid() of the writer */
   std::uint16_t kind;            /**< enum Kind */
-  std::uint16_t inline_len;      /**< bytes valid in inline_data, <= 64 */
+  std::uint8_t inline_len;       /**< bytes valid in inline_data, <= 64 */
+  std::uint8_t stack;            /**< (v4) 0: no stack; else the walk's depth
+                                      (stack_depth) and end (stack_end), and
+                                      kStackNext; versions 1-3: always 0 */
   std::uint32_t id;              /**< user event id (kKindUser*), signo, fd */
   std::uint32_t mmap_generation; /**< header.mmap_generation when written */
   std::uint64_t return_address;  /**< caller of the tl_ function; pc for CRASH */
@@ -477,6 +495,7 @@ static_assert(offsetof(Slot, timestamp) == 8);
 static_assert(offsetof(Slot, tid) == 16);
 static_assert(offsetof(Slot, kind) == 20);
 static_assert(offsetof(Slot, inline_len) == 22);
+static_assert(offsetof(Slot, stack) == 23);
 static_assert(offsetof(Slot, id) == 24);
 static_assert(offsetof(Slot, mmap_generation) == 28);
 static_assert(offsetof(Slot, return_address) == 32);
@@ -484,6 +503,60 @@ static_assert(offsetof(Slot, arg0) == 40);
 static_assert(offsetof(Slot, arg1) == 48);
 static_assert(offsetof(Slot, inline_data) == 56);
 static_assert(offsetof(Slot, end_seq) == 120);
+
+/* ------------------------------------------------------------ stacks (v4) */
+
+/** How a stack walk ended (Slot.stack bits 4-6).  The frames recorded are
+ *  the return addresses of the callers *beyond* Slot.return_address (the
+ *  caller of the tl_ function, or the pc of a CRASH): frame 0 is the return
+ *  address of the function that called the tl_ function's caller (for a
+ *  CRASH, of the crashing function), and so on outwards. */
+enum StackEnd : std::uint8_t {
+  kStackNone = 0,        /**< no walk was made (Slot.stack == 0) */
+  kStackComplete = 1,    /**< the chain ended: a return address of 0 was read
+                              where the unwind information put one (the
+                              psABI's end-of-stack mark) */
+  kStackDepthLimit = 2,  /**< the walk stopped at the depth asked for; more
+                              frames may exist */
+  kStackNoUnwind = 3,    /**< the next frame's code has no .sframe entry and
+                              its frame pointer register holds no frame (0,
+                              outside the stack, not above the last frame):
+                              nothing tells where its caller is */
+  kStackBadFrame = 4,    /**< unwind information or a frame pointer led
+                              somewhere impossible (outside the thread's
+                              stack, not upwards, misaligned, into code no
+                              loaded object has), or the stack's bounds are
+                              unknown: the walk stopped before it */
+};
+ /* Every frame is stored as a return address is: a reader symbolizes the
+  * code at address - 1.  The two frames a signal frame gives, the signal
+  * trampoline (glibc's __restore_rt, whose address is the handler's return
+  * address) and the interrupted instruction, are exact addresses, so they
+  * are stored + 1. */
+/** Most frames a walk records: the 64 inline bytes. */
+inline constexpr std::uint32_t kMaxStackDepth = kInlineBytes / 8;
+/** Slot.stack: the frames are in the kKindStack slot that follows. */
+inline constexpr std::uint8_t kStackNext = 1u << 7;
+constexpr std::uint8_t make_stack(std::uint32_t depth, std::uint32_t end) {
+  return static_cast<std::uint8_t>((depth & 0xF) | (end & 0x7) << 4);
+}
+constexpr std::uint32_t stack_depth(std::uint8_t stack) { return stack & 0xF; }
+constexpr std::uint32_t stack_end(std::uint8_t stack) { return stack >> 4 & 0x7; }
+/** The name of a StackEnd in documents. */
+constexpr const char *stack_end_name(std::uint32_t end) {
+  return end == kStackComplete     ? "complete"
+         : end == kStackDepthLimit ? "depth_limit"
+         : end == kStackNoUnwind   ? "no_unwind_info"
+         : end == kStackBadFrame   ? "bad_frame"
+                                   : "none";
+}
+/** Whether a kind's inline bytes are free for a stack; the others (USER_PTR,
+ *  THREAD_NAME, CRASH, REALLOC, OPEN, CONNECT) put theirs in a following
+ *  kKindStack slot. */
+constexpr bool stack_inline_ok(std::uint16_t kind) {
+  return kind == kKindUser || kind == kKindSpanBegin || kind == kKindMalloc || kind == kKindFree ||
+         kind == kKindCalloc;
+}
 
 /** Inline payload of a kKindCrash slot (siginfo_t fields, sigaction(2)). */
 struct CrashInfo {

@@ -9,7 +9,7 @@
  * how the process reached its crash from the core alone.
  *
  * Every function here is safe to call from any thread.  The recording
- * functions (tl_mark, tl_mark2, tl_mark_ptr, tl_record, tl_thread_name,
+ * functions (tl_mark, tl_mark2, tl_mark_stack, tl_mark_ptr, tl_record, tl_thread_name,
  * tl_span_begin, tl_span_end, tl_name, tl_set_enabled, tl_enabled) are also
  * async-signal-safe: they never
  * allocate, lock, format or block, and they preserve errno.  Recording
@@ -93,6 +93,11 @@ struct tl_options {
                                  given); TL_BUDGET_NONE: none.  Each
                                  source's pool is its share, rounded down to
                                  a power of two of 128-byte slots */
+  uint32_t stack_depth;     /**< frames of stack (0..8; more is 8) given to
+                                 every span begin and allocation wrapper
+                                 event, as tl_mark_stack records them; 0
+                                 (default): none.  The shared library's
+                                 constructor takes it from TL_STACK_DEPTH */
 };
 
 /**
@@ -151,6 +156,40 @@ int tl_init(const struct tl_options *opts);
  * Thread-safe, async-signal-safe, never blocks.
  */
 void tl_mark(uint32_t id, uintptr_t arg);
+
+/**
+ * tl_mark_stack - as tl_mark, with the stack of callers above the caller.
+ *
+ * Records event `id` with `arg`, the caller's return address as tl_mark
+ * does, and up to `depth` (at most 8; more is 8; 0 is tl_mark) further
+ * return addresses in the event's 64 inline bytes: the caller's caller
+ * first, then outwards.  The walk ends with a reason the reader shows:
+ * complete (a return address of 0 ended the chain), depth limit (more
+ * frames may exist), no unwind information (the next frame's object has
+ * no .sframe section and its frame pointer register holds no frame
+ * pointer: the frames before it are kept), or bad frame (unwind
+ * information or a frame pointer pointed outside the thread's stack, not
+ * upwards, or into no loaded object's code; or the stack's bounds are
+ * unknown).
+ *
+ * How: each frame's object is found in a table built at tl_init and by the
+ * helper thread after every dlopen/dlclose (dl_iterate_phdr(3), outside
+ * any signal handler; an object loaded since the helper's last round,
+ * 100 ms by default, or without a helper thread, is walked by frame
+ * pointer until then).  An object with a .sframe section (gcc
+ * -Wa,--gsframe, binutils 2.40) is unwound by it; any other by the frame
+ * pointer (gcc -fno-omit-frame-pointer).  Reads stay inside the calling
+ * thread's stack, between the caller's frame and the stack's top (the
+ * main thread's from /proc/self/maps at tl_init, another thread's its
+ * thread pointer), checked with mincore(2) once for each new depth.
+ *
+ * Cost: one tl_mark plus about 5 to 15 ns a frame (docs/performance.md,
+ * "Stacks"); the first walk of a thread below its deepest walked page,
+ * one mincore(2).  Thread-safe, async-signal-safe (also from a handler on
+ * an alternate signal stack: its frames, the signal frame, then the
+ * interrupted code's), lock-free, allocates nothing, preserves errno.
+ */
+void tl_mark_stack(uint32_t id, uintptr_t arg, uint32_t depth);
 
 /** tl_mark2 - as tl_mark, with two arguments.  Thread- and async-signal-safe. */
 void tl_mark2(uint32_t id, uintptr_t arg0, uintptr_t arg1);

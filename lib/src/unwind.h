@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind.h - libtimeline's stack walker (private).
+ *
+ * Two halves:
+ *  - unwind_table.cc (NOT async-signal-safe): finds every loaded object's
+ *    executable range and its .sframe section (PT_GNU_SFRAME) with
+ *    dl_iterate_phdr(3), checks and copies each .sframe section into memory
+ *    of its own (so a dlclose never leaves the walker a dangling pointer),
+ *    and publishes the table with one release store.  Run by tl_init and by
+ *    the helper thread whenever the loader generation (dlpi_adds +
+ *    dlpi_subs) changes, so an object dlopen'ed after tl_init is walked
+ *    with its .sframe from the helper's next round on (sync_interval_ms,
+ *    100 ms by default); before that, and without a helper thread, its
+ *    frames are walked by frame pointer.
+ *  - unwind.cc (ASYNC-SIGNAL-SAFE): the walk.  It reads only the published
+ *    table (one acquire load), the copies, and the calling thread's stack
+ *    between the walk's start and the stack's top; it allocates nothing,
+ *    takes no lock and makes no system call except mincore(2) the first
+ *    time a thread's stack is walked below the depth already checked, and
+ *    process_vm_readv(2) for each read in the crash handler's walk.
+ *
+ * The SFrame format is binutils' (include/sframe.h of binutils 2.40 for
+ * version 1, which its `as --gsframe` emits, and of 2.41 for version 2):
+ * parsed here, libsframe is not linked (libtimeline needs only libc).
+ */
+#ifndef CORE_TIMELINE_LIB_UNWIND_H
+#define CORE_TIMELINE_LIB_UNWIND_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+namespace core_timeline::lib {
+
+/** One loaded object as the walker sees it.  Immutable once published and
+ *  never freed (its memory is reused only for the same object), so a
+ *  walker holding an old table reads valid memory. */
+struct CodeObject {
+  uint64_t text_lo, text_hi;   /* its executable PT_LOADs, [lo, hi) */
+  uint64_t bias;               /* dlpi_addr */
+  const uint8_t *sframe;       /* our copy of its .sframe, NULL: none */
+  uint64_t sframe_addr;        /* the section's run-time address */
+  uint32_t sframe_size;        /* bytes of the copy */
+  uint32_t fde_off;            /* first FDE, from the copy's start */
+  uint32_t fde_count;
+  uint32_t fde_size;           /* 17 (version 1) or 20 (version 2) */
+  uint32_t fre_off;            /* the FRE sub-section, from the copy's start */
+  uint32_t fre_len;
+  uint8_t version;
+  uint8_t flags;               /* sfh_preamble.sfp_flags */
+  int8_t ra_offset;            /* sfh_cfa_fixed_ra_offset, 0: in each FRE */
+  int8_t fp_offset;            /* sfh_cfa_fixed_fp_offset, 0: in each FRE */
+};
+
+/** Objects, sorted by text_lo; the walker reads it through g_objects. */
+inline constexpr uint32_t kMaxObjects = 512;
+struct ObjectTable {
+  uint32_t count;
+  const CodeObject *objects[kMaxObjects];
+};
+/** The published table (release store by unwind_refresh, acquire load by
+ *  the walker); NULL before tl_init. */
+extern const ObjectTable *g_objects TL_HIDDEN;
+
+/** A frame's registers: the code address, the stack pointer and the frame
+ *  pointer (rbp on x86-64) as they are in that frame. */
+struct FrameRegs {
+  uint64_t pc;
+  uint64_t sp;
+  uint64_t fp;
+};
+
+/**
+ * Walk the calling thread's stack from `start` and store up to `max`
+ * (<= fmt::kMaxStackDepth + 1) return addresses of the callers of the
+ * frame `start` describes in `out`.  `exact`: start.pc is the address of
+ * the instruction being executed (a signal's pc) rather than a return
+ * address.  `safe_reads`: read the stack with process_vm_readv(2), never
+ * faulting (the crash handler: the stack may be corrupt).
+ * Returns fmt::make_stack(depth, end).  Async-signal-safe; preserves errno.
+ */
+uint8_t walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads) TL_HIDDEN;
+
+/** Note the calling thread's stack bounds (its top), when its lane is set
+ *  up; async-signal-safe (two system calls, once per thread). */
+void stack_bounds_note() TL_HIDDEN;
+
+/** Build and publish the object table (at tl_init; the helper thread calls
+ *  unwind_refresh(loader_generation()) each round and it rebuilds only
+ *  when that changed).  NOT async-signal-safe: dl_iterate_phdr takes the
+ *  loader's lock, mmap for the copies. */
+void unwind_refresh(uint64_t generation) TL_HIDDEN;
+
+/** The main thread's stack top (the end of /proc/self/maps' [stack]),
+ *  read at tl_init.  0: unknown (main-thread stacks then end bad_frame). */
+extern uint64_t g_main_stack_top TL_HIDDEN;
+
+/** TL_STACK_DEPTH / tl_options.stack_depth: frames given to the wrappers'
+ *  events and to span begins, 0..8; 0 (default): none. */
+extern uint32_t g_stack_depth TL_HIDDEN;
+
+}  // namespace core_timeline::lib
+
+#endif  // CORE_TIMELINE_LIB_UNWIND_H

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind_table.cc - the walker's table of loaded objects and their .sframe
+ * sections.
+ *
+ * NOT ASYNC-SIGNAL-SAFE: runs in tl_init and in the helper thread, never in
+ * a signal handler (dl_iterate_phdr(3) takes the loader's lock; mmap for
+ * the copies; a mutex serialises two refreshes).  What it publishes is
+ * read by unwind.cc, which is.
+ *
+ * Publication: two tables, the one being built never the one published.
+ * Each entry points to an immutable CodeObject; CodeObjects and their
+ * .sframe copies are never unmapped (an object dlclose'd keeps its few
+ * bytes, and its CodeObject is reused if the same object at the same
+ * address comes back), so a walker still holding an older table reads
+ * memory that stays valid.  The cost: one CodeObject (96 bytes) and one
+ * .sframe copy per distinct object ever loaded.
+ */
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "unwind.h"
+
+#ifndef PT_GNU_SFRAME
+#define PT_GNU_SFRAME 0x6474e554 /* binutils include/elf/common.h */
+#endif
+
+namespace core_timeline::lib {
+
+namespace {
+
+pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+uint64_t g_refreshed_generation = UINT64_MAX;
+ObjectTable g_tables[2];
+/* Every CodeObject made, for reuse (and never freed). */
+constexpr uint32_t kMaxKnown = 4 * kMaxObjects;
+CodeObject *g_known[kMaxKnown];
+uint32_t g_known_count = 0;
+
+/* Anonymous memory, rounded up to pages; never unmapped. */
+void *grab(size_t n) {
+  void *p = mmap(nullptr, (n + 4095) & ~size_t(4095), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+template <typename T>
+T load(const uint8_t *p) {
+  T v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* Check an SFrame section's header (binutils include/sframe.h): magic
+ * 0xdee2, version 1 or 2, this ABI, and every sub-section inside the
+ * section.  Fills the CodeObject's SFrame fields; false: not usable. */
+bool parse_sframe(const uint8_t *s, uint64_t size, CodeObject *o) {
+  if (size < 28 || size > UINT32_MAX) return false;
+  if (load<uint16_t>(s) != 0xdee2) return false;
+  const uint8_t version = s[2];
+  if (version != 1 && version != 2) return false;
+#if defined(__x86_64__)
+  if (s[4] != 3) return false; /* SFRAME_ABI_AMD64_ENDIAN_LITTLE */
+#else
+  return false;
+#endif
+  const uint64_t header = 28 + uint64_t(s[7]); /* sfh_auxhdr_len */
+  const uint32_t num_fdes = load<uint32_t>(s + 8);
+  const uint32_t fre_len = load<uint32_t>(s + 16);
+  const uint32_t fdeoff = load<uint32_t>(s + 20);
+  const uint32_t freoff = load<uint32_t>(s + 24);
+  const uint32_t fde_size = version == 1 ? 17 : 20;
+  const uint64_t fde_at = header + fdeoff, fre_at = header + freoff;
+  if (fde_at + uint64_t(num_fdes) * fde_size > size || fre_at + uint64_t(fre_len) > size) return false;
+  o->version = version;
+  o->flags = s[3];
+  o->fp_offset = static_cast<int8_t>(s[5]);
+  o->ra_offset = static_cast<int8_t>(s[6]);
+  o->fde_off = static_cast<uint32_t>(fde_at);
+  o->fde_count = num_fdes;
+  o->fde_size = fde_size;
+  o->fre_off = static_cast<uint32_t>(fre_at);
+  o->fre_len = fre_len;
+  o->sframe_size = static_cast<uint32_t>(size);
+  return true;
+}
+
+struct Build {
+  ObjectTable *table;
+};
+
+int add_object(struct dl_phdr_info *info, size_t, void *data) {
+  Build *b = static_cast<Build *>(data);
+  if (b->table->count >= kMaxObjects) return 0;
+  uint64_t lo = UINT64_MAX, hi = 0, sf_addr = 0, sf_size = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+      lo = lo < info->dlpi_addr + ph.p_vaddr ? lo : info->dlpi_addr + ph.p_vaddr;
+      const uint64_t end = info->dlpi_addr + ph.p_vaddr + ph.p_memsz;
+      hi = hi > end ? hi : end;
+    } else if (ph.p_type == PT_GNU_SFRAME) {
+      sf_addr = info->dlpi_addr + ph.p_vaddr;
+      sf_size = ph.p_memsz;
+    }
+  }
+  if (hi <= lo) return 0;
+  for (uint32_t i = 0; i < g_known_count; ++i) {
+    CodeObject *k = g_known[i];
+    if (k->bias == info->dlpi_addr && k->text_lo == lo && k->text_hi == hi &&
+        (k->sframe != nullptr) == (sf_size != 0) && (sf_size == 0 || k->sframe_size == sf_size)) {
+      b->table->objects[b->table->count++] = k;
+      return 0;
+    }
+  }
+  if (g_known_count >= kMaxKnown) return 0;
+  CodeObject *o = static_cast<CodeObject *>(grab(sizeof(CodeObject)));
+  if (o == nullptr) return 0;
+  memset(o, 0, sizeof *o);
+  o->text_lo = lo;
+  o->text_hi = hi;
+  o->bias = info->dlpi_addr;
+  CodeObject parsed = *o;
+  if (sf_size != 0 && parse_sframe(reinterpret_cast<const uint8_t *>(sf_addr), sf_size, &parsed)) {
+    uint8_t *copy = static_cast<uint8_t *>(grab(sf_size));
+    if (copy != nullptr) {
+      memcpy(copy, reinterpret_cast<const void *>(sf_addr), sf_size);
+      mprotect(copy, (sf_size + 4095) & ~uint64_t(4095), PROT_READ);
+      *o = parsed;
+      o->sframe = copy;
+      o->sframe_addr = sf_addr;
+    }
+  }
+  mprotect(o, 4096, PROT_READ);
+  g_known[g_known_count++] = o;
+  b->table->objects[b->table->count++] = o;
+  return 0;
+}
+
+/* The end of the mapping named [stack] in /proc/self/maps (proc(5)). */
+uint64_t main_stack_top() {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096];
+  char line[512];
+  size_t len = 0;
+  uint64_t top = 0;
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] != '\n') {
+        if (len < sizeof line - 1) line[len++] = buf[i];
+        continue;
+      }
+      line[len] = '\0';
+      len = 0;
+      const size_t l = strlen(line);
+      if (l < 7 || strcmp(line + l - 7, "[stack]") != 0) continue;
+      const char *p = strchr(line, '-');
+      if (p == nullptr) continue;
+      uint64_t v = 0;
+      for (++p; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); ++p)
+        v = v * 16 + static_cast<uint64_t>(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+      top = v;
+    }
+  }
+  close(fd);
+  return top;
+}
+
+}  // namespace
+
+void unwind_refresh(uint64_t generation) {
+  if (__atomic_load_n(&g_refreshed_generation, __ATOMIC_RELAXED) == generation) return;
+  pthread_mutex_lock(&g_refresh_lock);
+  if (g_main_stack_top == 0) g_main_stack_top = main_stack_top();
+  if (g_refreshed_generation != generation) {
+    const ObjectTable *current = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
+    ObjectTable *t = current == &g_tables[0] ? &g_tables[1] : &g_tables[0];
+    t->count = 0;
+    Build b = {t};
+    dl_iterate_phdr(add_object, &b);
+    /* Sorted by text_lo (insertion sort: a few hundred at most). */
+    for (uint32_t i = 1; i < t->count; ++i)
+      for (uint32_t j = i; j > 0 && t->objects[j - 1]->text_lo > t->objects[j]->text_lo; --j) {
+        const CodeObject *x = t->objects[j];
+        t->objects[j] = t->objects[j - 1];
+        t->objects[j - 1] = x;
+      }
+    __atomic_store_n(&g_objects, t, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_refreshed_generation, generation, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&g_refresh_lock);
+}
+
+}  // namespace core_timeline::lib
