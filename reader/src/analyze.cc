@@ -134,6 +134,19 @@ std::string_view check_name(Check c) noexcept {
   return "unchecked";
 }
 
+std::string_view stack_state_name(StackState s) noexcept {
+  switch (s) {
+    case StackState::kNone: return "none";
+    case StackState::kComplete: return "complete";
+    case StackState::kDepthLimit: return "depth_limit";
+    case StackState::kNoUnwindInfo: return "no_unwind_info";
+    case StackState::kBadFrame: return "bad_frame";
+    case StackState::kLost: return "lost";
+    case StackState::kMalformed: return "malformed";
+  }
+  return "none";
+}
+
 std::string_view ring_state_name(RingReport::State s) noexcept {
   switch (s) {
     case RingReport::State::kValid: return "valid";
@@ -265,6 +278,7 @@ class Analyzer {
   void summarize_threads();
   bool snapshot_reference();
   Event make_event(std::uint32_t ring_index, const RingHeaderInfo &ring, const RingEvent &e, Origin source);
+  void attach_stacks();
   void name_events();
   void sort_events();
   void name_threads();
@@ -775,6 +789,32 @@ Event Analyzer::make_event(std::uint32_t ring_index, const RingHeaderInfo &ring,
   /* realtime_ns and age_ns: place_in_time(), once the ring is in a_.rings. */
   ev.return_address = e.return_address;
   ev.inline_len = static_cast<std::uint8_t>(std::min<std::size_t>(e.inline_len, e.inline_data.size()));
+  const auto now_gen = static_cast<std::uint32_t>(ring.mmap_generation);
+  const bool gen_changed = e.mmap_generation != 0 && now_gen != 0 && e.mmap_generation != now_gen;
+  if (ring.version >= 4 && e.stack != 0) {
+    /* The stack byte (ring_format.h, "stacks"): untrusted, so checked
+     * against the slot before its frames are believed. */
+    const std::uint32_t depth = f::stack_depth(e.stack), end = f::stack_end(e.stack);
+    const bool next = (e.stack & f::kStackNext) != 0;
+    const bool holds = e.kind == f::kKindStack || !next;
+    if (depth > f::kMaxStackDepth || end == f::kStackNone || end > f::kStackBadFrame ||
+        (e.kind == f::kKindStack && next) || (holds && e.inline_len != depth * 8) ||
+        (holds && e.kind != f::kKindStack && !f::stack_inline_ok(e.kind))) {
+      ev.stack = StackState::kMalformed;
+    } else if (next) {
+      ev.stack = StackState::kLost; /* until attach_stacks() finds its slot */
+    } else {
+      ev.stack = static_cast<StackState>(end);
+      ev.stack_depth = static_cast<std::uint8_t>(depth);
+      ev.frames_at = static_cast<std::uint32_t>(a_.frames.size());
+      for (std::uint32_t i = 0; i < depth; ++i) {
+        std::uint64_t frame;
+        std::memcpy(&frame, e.inline_data.data() + i * 8, 8);
+        a_.frames.push_back(location_index(frame, false, gen_changed));
+      }
+      ev.inline_len = 0; /* the bytes were the frames */
+    }
+  }
   if (ev.inline_len > 0) {
     ev.inline_at = a_.inline_data.size();
     a_.inline_data.insert(a_.inline_data.end(), e.inline_data.begin(), e.inline_data.begin() + ev.inline_len);
@@ -817,9 +857,7 @@ Event Analyzer::make_event(std::uint32_t ring_index, const RingHeaderInfo &ring,
     /* 0 means "not known yet" (the writer's helper thread sets the
      * generation on its first pass): only two known, different generations
      * say the set of loaded objects changed after the event. */
-    const auto now_gen = static_cast<std::uint32_t>(ring.mmap_generation);
-    const bool changed = e.mmap_generation != 0 && now_gen != 0 && e.mmap_generation != now_gen;
-    ev.location = location_index(e.return_address, e.kind == f::kKindCrash, changed);
+    ev.location = location_index(e.return_address, e.kind == f::kKindCrash, gen_changed);
   }
   return ev;
 }
@@ -1078,7 +1116,38 @@ void Analyzer::name_threads() {
 
 const DecodedRing *ring_of(const Analysis &a, std::uint32_t index);
 
+/* A kKindStack slot holds the frames of the slot before it in its lane
+ * (its arg0 names that slot's seq, its id that slot's kind): give them to
+ * that event, and drop the stack slot from the timeline.  One whose event
+ * is gone stays, as a STACK event with its frames. */
+void Analyzer::attach_stacks() {
+  auto &ev = a_.events;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, std::size_t> waiting;
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if (ev[i].stack == StackState::kLost) waiting.emplace(std::make_tuple(ev[i].ring, ev[i].lane, ev[i].seq), i);
+  if (waiting.empty()) return;
+  std::vector<bool> drop(ev.size(), false);
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const Event &s = ev[i];
+    if (s.kind != f::kKindStack || s.stack == StackState::kMalformed) continue;
+    auto it = waiting.find(std::make_tuple(s.ring, s.lane, s.arg0));
+    if (it == waiting.end()) continue;
+    Event &host = ev[it->second];
+    if (host.kind != s.id || host.tid != s.tid) continue;
+    host.stack = s.stack;
+    host.stack_depth = s.stack_depth;
+    host.frames_at = s.frames_at;
+    drop[i] = true;
+    waiting.erase(it);
+  }
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if (!drop[i]) ev[out++] = std::move(ev[i]);
+  ev.resize(out);
+}
+
 void Analyzer::build_events() {
+  attach_stacks();
   name_events();
   sort_events();
   name_threads();

@@ -414,6 +414,11 @@ json event_json(const Analysis &a, const Event &e) {
   const Location *location = a.location_of(e);
   const AddressMapping *pointer = a.pointer_of(e);
   ej[key::location] = location ? location_json(*location) : json(nullptr);
+  if (e.stack != StackState::kNone) {
+    json frames = json::array();
+    for (const std::uint32_t l : a.frames_of(e)) frames.push_back(location_json(a.locations[l]));
+    ej[key::stack] = {{key::frames, std::move(frames)}, {key::end, stack_state_name(e.stack)}};
+  }
   ej[key::inline_bytes] = e.inline_len == 0 ? json(nullptr) : json(hex_bytes(a.inline_bytes_of(e)));
   if (auto t = inline_text_of(e, a.inline_bytes_of(e))) {
     ej[key::inline_text] = std::move(t->text);
@@ -574,6 +579,19 @@ std::string open_spans_text(const Analysis &a) {
   return out + "\n";
 }
 
+std::string_view stack_end_text(StackState s) {
+  switch (s) {
+    case StackState::kComplete: return "complete";
+    case StackState::kDepthLimit: return "depth limit reached";
+    case StackState::kNoUnwindInfo: return "ended: no unwind information for the next frame";
+    case StackState::kBadFrame: return "ended at a bad frame";
+    case StackState::kLost: return "its frames were in the next slot, which is gone";
+    case StackState::kMalformed: return "malformed stack byte, frames not shown";
+    case StackState::kNone: break;
+  }
+  return "none";
+}
+
 std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) {
   std::string when;
   if (o.wall_clock) when = e.realtime_ns ? wall_text(*e.realtime_ns) : "?";
@@ -585,7 +603,16 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
     line += "  at " + location_text(*l);
   if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
   if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
-  return line + "\n";
+  line += "\n";
+  if (e.stack != StackState::kNone) {
+    /* The stack under its event: the callers beyond "at", innermost first. */
+    const std::size_t indent = (o.wall_clock ? 22 : 12) + 1;
+    for (const std::uint32_t l : a.frames_of(e))
+      line += fmt::format("{:{}}  from {}\n", "", indent, location_text(a.locations[l]));
+    line += fmt::format("{:{}}  (stack: {} frame{}, {})\n", "", indent, e.stack_depth, e.stack_depth == 1 ? "" : "s",
+                        stack_end_text(e.stack));
+  }
+  return line;
 }
 
 }  // namespace

@@ -137,6 +137,7 @@ const char *kind_name(std::uint16_t kind) noexcept {
     case f::kKindLaneClaim: return "LANE_CLAIM";
     case f::kKindSpanBegin: return "SPAN_BEGIN";
     case f::kKindSpanEnd: return "SPAN_END";
+    case f::kKindStack: return "STACK";
     case f::kKindMalloc: return "MALLOC";
     case f::kKindFree: return "FREE";
     case f::kKindCalloc: return "CALLOC";
@@ -509,6 +510,7 @@ RingEvent event_of(const f::Slot &s, std::uint32_t lane, std::uint32_t slot) {
   e.tid = s.tid;
   e.kind = s.kind;
   e.inline_len = s.inline_len;
+  e.stack = s.stack;
   e.id = s.id;
   e.mmap_generation = s.mmap_generation;
   e.return_address = s.return_address;
@@ -635,6 +637,9 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
       } else if (s.begin_seq == 0 || (s.begin_seq - 1) % S != i) {
         rej.reason = fmt::format("seq {} does not belong in slot {} (expected slot {})", s.begin_seq, i,
                                  s.begin_seq == 0 ? 0 : (s.begin_seq - 1) % S);
+      } else if (hd.version < 4 && s.stack != 0) {
+        /* Before version 4, byte 23 is the high byte of a 16-bit inline_len. */
+        rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len | s.stack << 8, f::kInlineBytes);
       } else if (s.inline_len > f::kInlineBytes) {
         rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len, f::kInlineBytes);
       } else if (s.kind == 0) {

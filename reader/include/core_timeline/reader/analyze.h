@@ -204,6 +204,22 @@ struct EventName {
  *  mappings, crash_slots); kNoIndex: none. */
 inline constexpr std::uint32_t kNoIndex = UINT32_MAX;
 
+/** How an event's stack walk ended (format::StackEnd), or why its stack
+ *  cannot be shown. */
+enum class StackState : std::uint8_t {
+  kNone = 0,        /**< no stack was recorded */
+  kComplete = 1,    /**< the chain ended (a return address of 0) */
+  kDepthLimit = 2,  /**< the depth asked for was reached */
+  kNoUnwindInfo = 3,/**< the next frame had no .sframe and no frame pointer */
+  kBadFrame = 4,    /**< the walk met an impossible frame and stopped */
+  kLost = 5,        /**< its frames were in the slot after it, which the ring
+                         no longer holds */
+  kMalformed = 6,   /**< the slot's stack byte is inconsistent (untrusted) */
+};
+/** "complete", "depth_limit", "no_unwind_info", "bad_frame", "lost",
+ *  "malformed", "none". */
+std::string_view stack_state_name(StackState s) noexcept;
+
 /**
  * One event of the timeline.  Compact (136 bytes), because a ring holds up
  * to millions of them: what many events share is kept once in the
@@ -256,6 +272,12 @@ struct Event {
   /** Kind CRASH: its payload (crash_slots), else kNoIndex. */
   std::uint32_t crash = kNoIndex;
   std::uint64_t inline_at = 0;   /**< offset in Analysis::inline_data */
+  /** Its stack (ring format 4): stack_depth frames, Analysis::frames
+   *  [frames_at, + stack_depth), each an index in locations; the frames
+   *  are the callers beyond return_address, innermost first. */
+  std::uint32_t frames_at = 0;
+  std::uint8_t stack_depth = 0;
+  StackState stack = StackState::kNone;
 };
 
 struct RingReport {
@@ -433,6 +455,8 @@ struct Analysis {
   std::vector<AddressMapping> mappings;
   std::vector<CrashSlot> crash_slots;
   std::vector<std::uint8_t> inline_data;
+  /** Events' stack frames, as indices in locations (Event::frames_at). */
+  std::vector<std::uint32_t> frames;
   TimeBase time;
   std::vector<Span> spans;       /**< by begin (or lost begin's end) order */
   std::vector<ThreadSummary> threads;  /**< by first event */
@@ -465,6 +489,10 @@ struct Analysis {
   const CrashSlot *crash_of(const Event &e) const { return e.crash == kNoIndex ? nullptr : &crash_slots[e.crash]; }
   std::span<const std::uint8_t> inline_bytes_of(const Event &e) const {
     return {inline_data.data() + e.inline_at, e.inline_len};
+  }
+  /** The event's stack frames (indices in locations), innermost first. */
+  std::span<const std::uint32_t> frames_of(const Event &e) const {
+    return {frames.data() + e.frames_at, e.stack_depth};
   }
 };
 

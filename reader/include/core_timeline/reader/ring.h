@@ -134,6 +134,7 @@ struct RingEvent {
   std::uint32_t tid = 0;
   std::uint16_t kind = 0;        /**< format::Kind */
   std::uint16_t inline_len = 0;  /**< <= 64 */
+  std::uint8_t stack = 0;        /**< Slot.stack (version 4; 0 before) */
   std::uint32_t id = 0;
   std::uint32_t mmap_generation = 0;
   std::uint64_t return_address = 0;

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stack_fixture.c MODE - records a stack at a known depth, then crashes.
+ *
+ *   mark    main -> f1 -> f2 -> f3 -> f4: f4 calls tl_mark_stack(MARK, 4, 8)
+ *           and then writes through a null pointer (SIGSEGV in f4)
+ *   thread  the same chain in a second thread (thread_main -> f1 ...)
+ *   signal  f4 sends itself SIGUSR1 with a raw tgkill system call; the
+ *           handler calls tl_mark_stack(MARK_SIGNAL, 5, 8), so the stack
+ *           runs through the signal frame into f4; then f4 crashes
+ *   shlib   f2 calls f3 through libstack_fixture_lib.so
+ *           (stack_fixture_lib_call -> lib_inner -> f3)
+ *
+ * Built three ways (tests/stacks/CMakeLists.txt): with .sframe
+ * (-Wa,--gsframe -fomit-frame-pointer), with frame pointers, and with
+ * neither.  Every function is noipa and does work after its call, so each
+ * keeps its frame and its return address.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <core_timeline/timeline.h>
+
+#define NOIPA __attribute__((noipa))
+enum { MARK = 0x5001, MARK_SIGNAL = 0x5002 };
+TL_NAME(MARK, "MARK depth");
+TL_NAME(MARK_SIGNAL, "MARK_SIGNAL depth");
+
+int stack_fixture_lib_call(int (*cb)(int), int x);
+
+static const char *g_mode = "mark";
+static volatile int g_sink;
+
+NOIPA static void on_usr1(int sig) {
+  tl_mark_stack(MARK_SIGNAL, 5, 8);
+  g_sink += sig;
+}
+
+NOIPA static int f4(int x) {
+  if (strcmp(g_mode, "signal") == 0) {
+    long ret;
+    /* tgkill(getpid(), gettid(), SIGUSR1) without libc: the signal arrives
+     * as the system call returns, so the interrupted pc is in f4. */
+    long pid = getpid(), tid = syscall(SYS_gettid);
+    __asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_tgkill), "D"(pid), "S"(tid), "d"((long)SIGUSR1)
+                     : "rcx", "r11", "memory");
+    (void)ret;
+  } else {
+    tl_mark_stack(MARK, 4, 8);
+  }
+  *(volatile int *)(long)g_sink = x; /* g_sink is 0 or small: SIGSEGV here */
+  return x + 1;
+}
+NOIPA static int f3(int x) { return f4(x + 1) + 1; }
+NOIPA static int f2(int x) {
+  if (strcmp(g_mode, "shlib") == 0) return stack_fixture_lib_call(f3, x) + 1;
+  return f3(x + 1) + 1;
+}
+NOIPA static int f1(int x) { return f2(x + 1) + 1; }
+
+NOIPA static void *thread_main(void *arg) {
+  tl_thread_name("stack-worker");
+  g_sink += f1((int)(long)arg);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) g_mode = argv[1];
+  struct tl_options o = {.size = sizeof o};
+  tl_init(&o);
+  signal(SIGUSR1, on_usr1);
+  if (strcmp(g_mode, "thread") == 0) {
+    pthread_t t;
+    pthread_create(&t, NULL, thread_main, (void *)1L);
+    pthread_join(t, NULL);
+    return 0;
+  }
+  g_sink += f1(argc);
+  return 0;
+}

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+//
+// stacks_test - issue 18 on real cores (the real systemd-coredump
+// pipeline): stack_fixture, built with .sframe, with frame pointers and
+// with neither, records a stack at a known depth and crashes; the reader's
+// JSON must name the fixture's own frames in order, end each walk with the
+// reason its build allows, and match gdb's `bt` on the same core.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "crash_harness.h"
+#include "process.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Read {
+  ct::test::CrashRun run;
+  json doc;
+};
+
+Read crash_and_read(const std::string &exe, const std::string &mode) {
+  Read r;
+  r.run = ct::test::run_and_collect_core({exe, mode});
+  const ct::test::Ran ran = ct::test::run({CT_READER_BIN, "--format=json", r.run.core_path, exe});
+  EXPECT_EQ(ran.exit_code(), 0) << ran.err;
+  r.doc = json::parse(ran.out);
+  return r;
+}
+
+const json *event_named(const json &doc, const std::string &name) {
+  for (const auto &e : doc["events"])
+    if (e["name"] == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> functions(const json &e) {
+  std::vector<std::string> out;
+  for (const auto &f : e["stack"]["frames"]) out.push_back(f["function"].is_string() ? f["function"].get<std::string>() : "?");
+  return out;
+}
+
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (const auto &x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+// The first n entries of `got` are `want`.
+void expect_prefix(const std::vector<std::string> &got, const std::vector<std::string> &want) {
+  ASSERT_GE(got.size(), want.size()) << joined(got);
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "frame " << i << " of " << joined(got);
+}
+
+class Unwindable : public ::testing::TestWithParam<const char *> {};
+
+// The walk through the fixture's own frames, from tl_mark_stack (USER
+// event MARK) and from the crash handler (CRASH), on both unwinding paths.
+TEST_P(Unwindable, MarkAndCrashStacksNameTheCallers) {
+  const Read r = crash_and_read(GetParam(), "mark");
+  const json *mark = event_named(r.doc, "MARK");
+  ASSERT_NE(mark, nullptr);
+  EXPECT_EQ((*mark)["location"]["function"], "f4");
+  expect_prefix(functions(*mark), {"f3", "f2", "f1", "main"});
+  const json *crash = event_named(r.doc, "CRASH");
+  ASSERT_NE(crash, nullptr);
+  ASSERT_TRUE(crash->contains("stack")) << crash->dump();
+  expect_prefix(functions(*crash), {"f3", "f2", "f1", "main"});
+}
+
+// From a second thread: its stack's top is its thread pointer.
+TEST_P(Unwindable, NonMainThread) {
+  const Read r = crash_and_read(GetParam(), "thread");
+  const json *mark = event_named(r.doc, "MARK");
+  ASSERT_NE(mark, nullptr);
+  expect_prefix(functions(*mark), {"f3", "f2", "f1", "thread_main"});
+}
+
+// Through a shared library's frames (built the same way).
+TEST_P(Unwindable, ThroughASharedLibrary) {
+  const Read r = crash_and_read(GetParam(), "shlib");
+  const json *mark = event_named(r.doc, "MARK");
+  ASSERT_NE(mark, nullptr);
+  expect_prefix(functions(*mark), {"f3", "lib_inner", "stack_fixture_lib_call", "f2", "f1", "main"});
+}
+
+// From a signal handler: the handler's caller is glibc's __restore_rt (the
+// signal frame), then the interrupted f4 and its callers.
+TEST_P(Unwindable, ThroughASignalFrame) {
+  const Read r = crash_and_read(GetParam(), "signal");
+  const json *mark = event_named(r.doc, "MARK_SIGNAL");
+  ASSERT_NE(mark, nullptr);
+  EXPECT_EQ((*mark)["location"]["function"], "on_usr1");
+  const std::vector<std::string> got = functions(*mark);
+  ASSERT_GE(got.size(), 6u) << mark->dump();
+  /* glibc's trampoline: named when libc's symbols are there. */
+  EXPECT_TRUE((*mark)["stack"]["frames"][0]["module"].get<std::string>().ends_with("/libc.so.6")) << mark->dump();
+  if (got[0] != "?") {
+    EXPECT_EQ(got[0], "__restore_rt");
+  }
+  expect_prefix({got.begin() + 1, got.end()}, {"f4", "f3", "f2", "f1", "main"});
+}
+
+// The CRASH event's frames are gdb's `bt` frames #1.. on the same core,
+// address for address (gdb prints a caller frame's pc as its return
+// address), and its pc is gdb's frame #0.
+TEST_P(Unwindable, CrashStackMatchesGdbBacktrace) {
+  const Read r = crash_and_read(GetParam(), "mark");
+  const json *crash = event_named(r.doc, "CRASH");
+  ASSERT_NE(crash, nullptr);
+  const ct::test::Ran gdb = ct::test::run({"/usr/bin/gdb", "-batch", "-nx", "-ex", "set width 0", "-ex", "bt",
+                                           GetParam(), r.run.core_path});
+  ASSERT_EQ(gdb.exit_code(), 0) << gdb.err;
+  // "#1  0x000055d0c1e001a9 in f3 (x=...) at ..." (frame #0 may omit the address)
+  const std::regex frame_re(R"(^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+) )");
+  std::vector<std::pair<std::uint64_t, std::string>> bt;
+  std::size_t pos = 0;
+  while (pos < gdb.out.size()) {
+    const std::size_t nl = gdb.out.find('\n', pos);
+    const std::string line = gdb.out.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? gdb.out.size() : nl + 1;
+    std::smatch m;
+    if (!std::regex_search(line, m, frame_re)) continue;
+    if (m[1].str() == "0") bt.clear(); /* gdb prints frame #0 once before `bt` too */
+    bt.emplace_back(m[2].matched ? std::stoull(m[2].str(), nullptr, 16) : 0, m[3].str());
+  }
+  ASSERT_GE(bt.size(), 5u) << gdb.out;
+  EXPECT_EQ(bt[0].second, "f4") << gdb.out;
+  const auto &frames = (*crash)["stack"]["frames"];
+  ASSERT_GE(frames.size(), 4u) << crash->dump();
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::uint64_t ours = std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16);
+    EXPECT_EQ(ours, bt[i + 1].first) << "frame #" << i + 1 << " " << bt[i + 1].second << "\n" << gdb.out;
+    EXPECT_EQ(frames[i]["function"], bt[i + 1].second) << gdb.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Builds, Unwindable, ::testing::Values(CT_STACK_FIXTURE_SFRAME, CT_STACK_FIXTURE_FP),
+                         [](const auto &param) { return std::string(param.index == 0 ? "sframe" : "frame_pointer"); });
+
+// Neither .sframe nor frame pointers: the walk stops at once, saying why,
+// and the event and its location are still there.
+TEST(NoUnwindInfo, WalkEndsWithNoUnwindInformation) {
+  const Read r = crash_and_read(CT_STACK_FIXTURE_NONE, "mark");
+  const json *mark = event_named(r.doc, "MARK");
+  ASSERT_NE(mark, nullptr);
+  EXPECT_EQ((*mark)["location"]["function"], "f4");
+  ASSERT_TRUE(mark->contains("stack"));
+  EXPECT_EQ((*mark)["stack"]["end"], "no_unwind_info") << mark->dump();
+  const json *crash = event_named(r.doc, "CRASH");
+  ASSERT_NE(crash, nullptr);
+  EXPECT_EQ((*crash)["stack"]["end"], "no_unwind_info") << crash->dump();
+}
+
+// The text output shows the stack under its event.
+TEST(Text, StackUnderItsEvent) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_STACK_FIXTURE_SFRAME, "mark"});
+  const ct::test::Ran ran = ct::test::run({CT_READER_BIN, run.core_path, CT_STACK_FIXTURE_SFRAME});
+  ASSERT_EQ(ran.exit_code(), 0) << ran.err;
+  EXPECT_TRUE(std::regex_search(ran.out, std::regex(R"(MARK .*at f4\+0x[0-9a-f]+.*\n +from f3\+0x[0-9a-f]+.*\n +from f2\+)")))
+      << ran.out;
+  EXPECT_TRUE(std::regex_search(ran.out, std::regex(R"(\(stack: [4-8] frames, )"))) << ran.out;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
