@@ -23,6 +23,8 @@
 // ratios (docs/performance.md).  Run: build/bin/bench_overhead
 // --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+
+#include "stack_chain.h"
 #include <spdlog/logger.h>
 #include <spdlog/sinks/null_sink.h>
 #include <sys/syscall.h>
@@ -172,6 +174,27 @@ void BM_TlMarkEnabled(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_TlMarkEnabled);
+
+/* Stacks (issue 18): the same walk depth on both unwinding paths, beside
+ * glibc's backtrace() and libunwind's unw_backtrace, each from the
+ * innermost of 12 frames built with .sframe or with frame pointers
+ * (stack_chain.cc).  Arg: the depth. */
+void BM_TlMarkStack_SFrame(benchmark::State &state) {
+  stack_chain_sframe::chain_run(state, ChainOp::kTlMarkStack, static_cast<unsigned>(state.range(0)));
+}
+BENCHMARK(BM_TlMarkStack_SFrame)->Arg(4)->Arg(8);
+void BM_TlMarkStack_FramePointer(benchmark::State &state) {
+  stack_chain_fp::chain_run(state, ChainOp::kTlMarkStack, static_cast<unsigned>(state.range(0)));
+}
+BENCHMARK(BM_TlMarkStack_FramePointer)->Arg(4)->Arg(8);
+void BM_GlibcBacktrace(benchmark::State &state) {
+  stack_chain_sframe::chain_run(state, ChainOp::kBacktrace, static_cast<unsigned>(state.range(0)));
+}
+BENCHMARK(BM_GlibcBacktrace)->Arg(4)->Arg(8);
+void BM_UnwBacktrace(benchmark::State &state) {
+  stack_chain_sframe::chain_run(state, ChainOp::kUnwBacktrace, static_cast<unsigned>(state.range(0)));
+}
+BENCHMARK(BM_UnwBacktrace)->Arg(4)->Arg(8);
 
 void BM_SpanBeginEnd(benchmark::State &state) {
   uintptr_t i = 0;

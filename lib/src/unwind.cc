@@ -33,6 +33,7 @@
 namespace core_timeline::lib {
 
 const ObjectTable *g_objects = nullptr;
+uint32_t g_objects_generation = 0;
 uint64_t g_main_stack_top = 0;
 uint32_t g_stack_depth = 0;
 
@@ -55,6 +56,55 @@ __thread ThreadBounds t_bounds TL_TLS;
 /* A thread's stack is at most this big, or its bounds are not trusted. */
 constexpr uint64_t kMaxStackBytes = 1ull << 30;
 constexpr uint64_t kPage = 4096;
+
+/* How to unwind one code address, once found: a per-thread direct-mapped
+ * cache, so that a call site walked again costs two stack reads instead
+ * of the table and .sframe searches.  Keyed by the looked-up address
+ * (with bit 0 of `key_exact` for an exact pc) and the table generation.
+ * A signal handler on the same thread may rewrite an entry mid-read: the
+ * key is cleared first and stored last, and a reader checks it again
+ * after reading the rule. */
+enum : uint8_t { kRuleSFrame = 1, kRuleFramePointer = 2, kRuleSigreturn = 3 };
+struct CachedRule {
+  uint64_t key;
+  uint32_t generation;
+  uint8_t kind;
+  uint8_t fp_base;
+  uint8_t has_fp;
+  uint8_t pad;
+  int32_t cfa;
+  int16_t ra;
+  int16_t fp;
+};
+static_assert(sizeof(CachedRule) == 24);
+constexpr uint32_t kRuleCacheSize = 32;
+__thread CachedRule t_rules[kRuleCacheSize] TL_TLS;
+
+inline uint32_t rule_slot(uint64_t key) { return static_cast<uint32_t>((key ^ key >> 7 ^ key >> 13) % kRuleCacheSize); }
+
+__attribute__((always_inline)) inline bool rule_cached(uint64_t key, uint32_t generation, CachedRule *out) {
+  const CachedRule &c = t_rules[rule_slot(key)];
+  if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) return false;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  *out = c;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return __atomic_load_n(&c.key, __ATOMIC_RELAXED) == key && out->generation == generation;
+}
+
+void rule_store(uint64_t key, const CachedRule &r) {
+  CachedRule &c = t_rules[rule_slot(key)];
+  __atomic_store_n(&c.key, 0, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  c.generation = r.generation;
+  c.kind = r.kind;
+  c.fp_base = r.fp_base;
+  c.has_fp = r.has_fp;
+  c.cfa = r.cfa;
+  c.ra = r.ra;
+  c.fp = r.fp;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&c.key, key, __ATOMIC_RELAXED);
+}
 
 struct Bounds {
   uint64_t lo, hi;
@@ -113,7 +163,7 @@ Bounds bounds_for(uint64_t sp, bool safe_reads) {
   return {0, 0, false};
 }
 
-bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
+__attribute__((always_inline)) inline bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
   if (addr < b.lo || addr > b.hi - 8 || (addr & 7) != 0) return false;
   if (!safe) {
     *out = *reinterpret_cast<const volatile uint64_t *>(addr);
@@ -127,17 +177,21 @@ bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
   return got == 8;
 }
 
-const CodeObject *find_object(const ObjectTable *t, uint64_t pc) {
+__attribute__((noinline)) const CodeObject *find_object(const ObjectTable *t, uint64_t pc) {
   if (t == nullptr) return nullptr;
-  uint32_t lo = 0, hi = t->count;
+  uint32_t lo = 0, hi = t->count < kMaxObjects ? t->count : kMaxObjects;
   while (lo < hi) { /* the first object whose text_lo > pc */
     const uint32_t mid = lo + (hi - lo) / 2;
-    if (t->objects[mid]->text_lo <= pc) lo = mid + 1;
+    if (t->entries[mid].text_lo <= pc) lo = mid + 1;
     else hi = mid;
   }
   if (lo == 0) return nullptr;
-  const CodeObject *o = t->objects[lo - 1];
-  return pc < o->text_hi ? o : nullptr;
+  /* The entry's copy of the range, then the object's own: a table being
+   * rewritten (two refreshes during one walk) can pair an entry's range
+   * with another object, never with freed memory. */
+  const ObjectEntry &e = t->entries[lo - 1];
+  const CodeObject *o = e.object;
+  return o != nullptr && pc < e.text_hi && pc >= o->text_lo && pc < o->text_hi ? o : nullptr;
 }
 
 /* Little-endian loads from a copy, bounds checked by the caller. */
@@ -276,6 +330,7 @@ bool is_sigreturn(const CodeObject *o, uint64_t pc) {
 
 uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads) {
 #if defined(__x86_64__)
+  const uint32_t generation = __atomic_load_n(&g_objects_generation, __ATOMIC_ACQUIRE);
   const ObjectTable *table = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
   Bounds b = bounds_for(r.sp, safe_reads);
   if (!b.ok) return fmt::make_stack(0, fmt::kStackBadFrame);
@@ -284,17 +339,34 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
     /* The code of a frame is at pc, or for a return address just before it
      * (a call may be the function's last instruction). */
     const uint64_t at = exact ? r.pc : r.pc - 1;
-    const CodeObject *o = find_object(table, at);
-    if (o == nullptr) return fmt::make_stack(depth, fmt::kStackBadFrame);
+    const uint64_t key = at << 1 | (exact ? 1 : 0);
+    CachedRule rule;
+    if (!rule_cached(key, generation, &rule)) {
+      const CodeObject *o = find_object(table, at);
+      if (o == nullptr) return fmt::make_stack(depth, fmt::kStackBadFrame);
+      Rule sf = {false, 0, 0, false, 0};
+      rule = {};
+      rule.generation = generation;
+      if (o->sframe != nullptr && find_rule(o, at, &sf) && sf.ra >= INT16_MIN && sf.ra <= INT16_MAX &&
+          sf.fp >= INT16_MIN && sf.fp <= INT16_MAX) {
+        rule.kind = kRuleSFrame;
+        rule.fp_base = sf.fp_base;
+        rule.has_fp = sf.has_fp;
+        rule.cfa = sf.cfa;
+        rule.ra = static_cast<int16_t>(sf.ra);
+        rule.fp = static_cast<int16_t>(sf.fp);
+      } else {
+        rule.kind = !exact && is_sigreturn(o, r.pc) ? kRuleSigreturn : kRuleFramePointer;
+      }
+      rule_store(key, rule);
+    }
     uint64_t cfa = 0, ra = 0, fp = r.fp;
-    Rule rule = {false, 0, 0, false, 0};
-    if (o->sframe != nullptr && find_rule(o, at, &rule)) {
+    if (rule.kind == kRuleSFrame) {
       cfa = (rule.fp_base ? r.fp : r.sp) + static_cast<int64_t>(rule.cfa);
-      if (cfa <= r.sp || (cfa & 7) != 0 || !read_word(cfa + static_cast<int64_t>(rule.ra), b, safe_reads, &ra))
+      if (cfa <= r.sp || (cfa & 7) != 0 || !read_word(cfa + rule.ra, b, safe_reads, &ra))
         return fmt::make_stack(depth, fmt::kStackBadFrame);
-      if (rule.has_fp && !read_word(cfa + static_cast<int64_t>(rule.fp), b, safe_reads, &fp))
-        return fmt::make_stack(depth, fmt::kStackBadFrame);
-    } else if (!exact && is_sigreturn(o, r.pc)) {
+      if (rule.has_fp && !read_word(cfa + rule.fp, b, safe_reads, &fp)) return fmt::make_stack(depth, fmt::kStackBadFrame);
+    } else if (rule.kind == kRuleSigreturn) {
       /* A signal frame: resume at the interrupted pc, which is exact. */
       const uint64_t mc = r.sp + kUcMcontext;
       uint64_t pc, sp;
@@ -323,10 +395,13 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
         return fmt::make_stack(depth, fmt::kStackNoUnwind);
       cfa = r.fp + 16;
       /* A return address must be code: else rbp held no frame. */
-      if (ra != 0 && find_object(table, ra - 1) == nullptr) return fmt::make_stack(depth, fmt::kStackNoUnwind);
+      CachedRule seen;
+      if (ra != 0 && !rule_cached((ra - 1) << 1, generation, &seen) && find_object(table, ra - 1) == nullptr)
+        return fmt::make_stack(depth, fmt::kStackNoUnwind);
     }
     if (ra == 0) return fmt::make_stack(depth, fmt::kStackComplete);
-    if (find_object(table, ra - 1) == nullptr) return fmt::make_stack(depth, fmt::kStackBadFrame);
+    /* (The next round looks ra up: code no object has ends it there,
+     * bad_frame, with this frame kept.) */
     out[depth++] = ra;
     r = {ra, cfa, fp};
     exact = false;

@@ -55,13 +55,21 @@ struct CodeObject {
 
 /** Objects, sorted by text_lo; the walker reads it through g_objects. */
 inline constexpr uint32_t kMaxObjects = 512;
+struct ObjectEntry {
+  uint64_t text_lo, text_hi;   /* the object's, copied here so a lookup
+                                  touches one array */
+  const CodeObject *object;
+};
 struct ObjectTable {
   uint32_t count;
-  const CodeObject *objects[kMaxObjects];
+  ObjectEntry entries[kMaxObjects];
 };
 /** The published table (release store by unwind_refresh, acquire load by
  *  the walker); NULL before tl_init. */
 extern const ObjectTable *g_objects TL_HIDDEN;
+/** Bumped (release) before each new table is published: the walker's
+ *  per-thread rule cache keeps only rules of the current generation. */
+extern uint32_t g_objects_generation TL_HIDDEN;
 
 /** A frame's registers: the code address, the stack pointer and the frame
  *  pointer (rbp on x86-64) as they are in that frame. */

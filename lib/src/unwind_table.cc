@@ -112,7 +112,7 @@ int add_object(struct dl_phdr_info *info, size_t, void *data) {
     CodeObject *k = g_known[i];
     if (k->bias == info->dlpi_addr && k->text_lo == lo && k->text_hi == hi &&
         (k->sframe != nullptr) == (sf_size != 0) && (sf_size == 0 || k->sframe_size == sf_size)) {
-      b->table->objects[b->table->count++] = k;
+      b->table->entries[b->table->count++] = {lo, hi, k};
       return 0;
     }
   }
@@ -136,7 +136,7 @@ int add_object(struct dl_phdr_info *info, size_t, void *data) {
   }
   mprotect(o, 4096, PROT_READ);
   g_known[g_known_count++] = o;
-  b->table->objects[b->table->count++] = o;
+  b->table->entries[b->table->count++] = {lo, hi, o};
   return 0;
 }
 
@@ -186,11 +186,12 @@ void unwind_refresh(uint64_t generation) {
     dl_iterate_phdr(add_object, &b);
     /* Sorted by text_lo (insertion sort: a few hundred at most). */
     for (uint32_t i = 1; i < t->count; ++i)
-      for (uint32_t j = i; j > 0 && t->objects[j - 1]->text_lo > t->objects[j]->text_lo; --j) {
-        const CodeObject *x = t->objects[j];
-        t->objects[j] = t->objects[j - 1];
-        t->objects[j - 1] = x;
+      for (uint32_t j = i; j > 0 && t->entries[j - 1].text_lo > t->entries[j].text_lo; --j) {
+        const ObjectEntry x = t->entries[j];
+        t->entries[j] = t->entries[j - 1];
+        t->entries[j - 1] = x;
       }
+    __atomic_add_fetch(&g_objects_generation, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&g_objects, t, __ATOMIC_RELEASE);
     __atomic_store_n(&g_refreshed_generation, generation, __ATOMIC_RELAXED);
   }
