@@ -8,6 +8,8 @@
 #include <map>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/export.h"
 #include "core_timeline/reader/render.h"
@@ -110,6 +112,20 @@ Result<void> export_events(const Analysis &a, ExportWriter &w) {
     x.span = e.span;
     if (const CrashSlot *c = a.crash_of(e))
       x.signal = ExportSignal{c->signo, c->signal_name, c->si_code, c->si_code_name, c->fault_address};
+    if (e.stack != StackState::kNone) {
+      const auto frame_of = [](const Location &l) {
+        /* Unsymbolized (the exports do not symbolize): module+file offset. */
+        const std::string_view base = std::string_view(l.module).substr(l.module.rfind('/') + 1);
+        std::string n = !l.function.empty() ? fmt::format("{}+{:#x}", l.function, l.function_offset)
+                        : l.in_module       ? fmt::format("{}+{:#x}", base, l.file_offset)
+                                            : fmt::format("{:#x}", l.address);
+        if (!l.source_file.empty()) n += fmt::format(" ({}:{})", l.source_file, l.line);
+        return ExportFrame{l.address, std::move(n), l.module};
+      };
+      if (const Location *l = a.location_of(e)) x.stack.push_back(frame_of(*l));
+      for (const std::uint32_t f : a.frames_of(e)) x.stack.push_back(frame_of(a.locations[f]));
+      x.stack_end = stack_state_name(e.stack);
+    }
     CT_TRY_VOID(w.event(x));
   }
   return w.finish();

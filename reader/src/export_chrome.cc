@@ -10,7 +10,10 @@
  *  - ph "X" with dur for spans (closed, open to the reference, begin lost
  *    with its duration known), their state in args;
  *  - ph "i" with "s":"t" for every other event, "s":"p" for the crash;
- *  - ts in microseconds with three decimals (ns exact), pid, tid.
+ *  - ts in microseconds with three decimals (ns exact), pid, tid;
+ *  - an event's stack (ring format 4) as "sf", an id in the top-level
+ *    "stackFrames" (each frame: name, category = its module, parent = the
+ *    frame that called it), and its walk's end in args.stack_end.
  *
  * Each event is written with fmt into the buffer, its strings escaped by
  * nlohmann (invalid UTF-8 replaced); the few distinct names and argument
@@ -87,6 +90,7 @@ class ChromeWriter final : public ExportWriter {
       return {};
     }
     const std::int64_t ts = sat_sub(*e.age_ns, t_.origin_age_ns);
+    pending_sf_ = e.stack.empty() ? -1 : stack_id(e.stack);
     threads_[e.tid];
     const ExportSpan *sp = e.span && *e.span < t_.spans.size() ? &t_.spans[*e.span] : nullptr;
     if (e.kind == "SPAN_BEGIN" && sp) {
@@ -138,7 +142,9 @@ class ChromeWriter final : public ExportWriter {
   Result<void> finish() override {
     if (failed_) return failure();
     write_metadata();
-    buf_ += "],\"displayTimeUnit\":\"ns\",\"otherData\":";
+    buf_ += ']';
+    if (!frames_.empty()) write_stack_frames();
+    buf_ += ",\"displayTimeUnit\":\"ns\",\"otherData\":";
     buf_ += other_data().dump(-1, ' ', false, ojson::error_handler_t::replace);
     buf_ += "}\n";
     if (!flush()) return failure();
@@ -211,6 +217,10 @@ class ChromeWriter final : public ExportWriter {
       key("text");
       buf_ += json_quoted(*e.text);
     }
+    if (e.stack_end) {
+      key("stack_end");
+      buf_ += cached(*e.stack_end);
+    }
     if (sp) {
       key("state");
       buf_ += cached(sp->state);
@@ -254,7 +264,50 @@ class ChromeWriter final : public ExportWriter {
     buf_ += '}';
   }
 
-  void close_event() { buf_ += '}'; }
+  void close_event() {
+    if (pending_sf_ >= 0) {
+      buf_ += ",\"sf\":";
+      append_int(buf_, pending_sf_);
+      pending_sf_ = -1;
+    }
+    buf_ += '}';
+  }
+
+  /* The frames' ids in stackFrames, outermost first so that each names
+   * its parent; the innermost's id is the event's "sf". */
+  std::int64_t stack_id(const std::vector<ExportFrame> &stack) {
+    std::int64_t parent = -1;
+    for (std::size_t i = stack.size(); i-- > 0;) {
+      auto [it, fresh] = frame_ids_.try_emplace({parent, stack[i].name, stack[i].module},
+                                                static_cast<std::int64_t>(frame_ids_.size()));
+      if (fresh) frames_.push_back({it->second, parent, stack[i].name, stack[i].module});
+      parent = it->second;
+    }
+    return parent;
+  }
+
+  void write_stack_frames() {
+    buf_ += ",\"stackFrames\":{";
+    bool first = true;
+    for (const auto &f : frames_) {
+      if (!first) buf_ += ',';
+      first = false;
+      ojson j = {{"name", f.name}, {"category", f.module.empty() ? std::string("?") : f.module}};
+      if (f.parent >= 0) j["parent"] = std::to_string(f.parent);
+      buf_ += json_quoted(std::to_string(f.id));
+      buf_ += ':';
+      buf_ += j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    }
+    buf_ += '}';
+  }
+
+  struct FrameNode {
+    std::int64_t id, parent;
+    std::string name, module;
+  };
+  std::map<std::tuple<std::int64_t, std::string, std::string>, std::int64_t> frame_ids_;
+  std::vector<FrameNode> frames_;
+  std::int64_t pending_sf_ = -1;
 
   /* One metadata or instant event built with nlohmann (few of them). */
   void raw(const ojson &j) {

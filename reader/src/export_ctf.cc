@@ -105,6 +105,8 @@ struct EventClass {
   std::string name;
   std::string arg0, arg1;        /* field identifiers */
   bool text = false, span = false, signal = false;
+  bool stack = false;  /* ring format 4: stack_end, stack_depth, then the
+                          frames' addresses and names, innermost first */
 };
 
 class CtfWriter final : public ExportWriter {
@@ -160,6 +162,13 @@ class CtfWriter final : public ExportWriter {
       put_u32(b, static_cast<std::uint32_t>(e.signal->si_code));
       put_string(b, e.signal->si_code_name);
       put_u64(b, e.signal->fault_address);
+    }
+    if (c.stack) {
+      put_string(b, e.stack_end ? *e.stack_end : std::string_view("none"));
+      const std::size_t n = std::min<std::size_t>(e.stack.size(), 255);
+      b += static_cast<char>(n);
+      for (std::size_t i = 0; i < n; ++i) put_u64(b, e.stack[i].address);
+      for (std::size_t i = 0; i < n; ++i) put_string(b, e.stack[i].name);
     }
     if (b.size() >= kStreamBuffer && !flush(st)) return *error_;
     ++written_;
@@ -273,7 +282,8 @@ class CtfWriter final : public ExportWriter {
   const EventClass &event_class(const ExportEvent &e) {
     const bool span = e.kind == "SPAN_BEGIN" || e.kind == "SPAN_END";
     auto key = std::make_tuple(std::string(e.kind), std::string(e.name), std::string(e.args[0].name),
-                               std::string(e.args[1].name), e.text.has_value(), span, e.signal.has_value());
+                               std::string(e.args[1].name), e.text.has_value(), span, e.signal.has_value(),
+                               e.stack_end.has_value());
     auto it = classes_.find(key);
     if (it != classes_.end()) return it->second;
     EventClass c;
@@ -284,10 +294,11 @@ class CtfWriter final : public ExportWriter {
     c.text = e.text.has_value();
     c.span = span;
     c.signal = e.signal.has_value();
+    c.stack = e.stack_end.has_value();
     /* The fixed fields' names are not an argument's. */
     for (std::string *a : {&c.arg0, &c.arg1})
       for (const char *fixed : {"text", "span_state", "signal", "signal_name", "si_code", "si_code_name",
-                                "fault_address"})
+                                "fault_address", "stack_end", "stack_depth", "stack", "stack_frames"})
         if (*a == fixed) *a += "_arg";
     /* After the renaming: arguments "text" and "text_arg" are both
      * "text_arg" by now, and a struct's fields must differ. */
@@ -361,6 +372,9 @@ class CtfWriter final : public ExportWriter {
       if (c->signal)
         m += "\t\tint32_t signal;\n\t\tstring signal_name;\n\t\tint32_t si_code;\n\t\tstring si_code_name;\n"
              "\t\tuint64_hex_t fault_address;\n";
+      if (c->stack)
+        m += "\t\tstring stack_end;\n\t\tuint8_t stack_depth;\n\t\tuint64_hex_t stack[stack_depth];\n"
+             "\t\tstring stack_frames[stack_depth];\n";
       m += "\t};\n};\n\n";
     }
     return m;
@@ -372,7 +386,8 @@ class CtfWriter final : public ExportWriter {
   std::array<std::uint8_t, 16> uuid_{};
   std::map<std::uint32_t, Stream> streams_;
   std::unordered_map<std::uint32_t, const ExportTrack *> tracks_;  /* tracks_by_tid(t_) */
-  std::map<std::tuple<std::string, std::string, std::string, std::string, bool, bool, bool>, EventClass> classes_;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, bool, bool, bool, bool>, EventClass>
+      classes_;
   std::uint64_t seen_ = 0, written_ = 0, unplaced_ = 0, raised_ = 0;
   std::optional<Error> error_;
 };

@@ -10,6 +10,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/export.h"
 
@@ -220,6 +222,24 @@ std::optional<ExportEvent> export_event_of_json(const ojson &e) {
     s.si_code_name = str(*c, key::si_code_name);
     s.fault_address = hex(*c, key::fault_address).value_or(0);
     x.signal = s;
+  }
+  if (const ojson *st = member(e, key::stack); st && st->is_object()) {
+    const auto frame_of = [](const ojson &l) {
+      ExportFrame f;
+      f.address = hex(l, key::address).value_or(0);
+      const std::string_view fn = str(l, key::function);
+      f.name = fn.empty() ? fmt::format("{:#x}", f.address)
+                          : fmt::format("{}+{:#x}", fn, hex(l, key::offset).value_or(0));
+      f.module = std::string(str(l, key::module));
+      return f;
+    };
+    if (const ojson *l = member(e, key::location); l && l->is_object()) x.stack.push_back(frame_of(*l));
+    for (const ojson &f : array_or_empty(*st, key::frames))
+      if (f.is_object()) x.stack.push_back(frame_of(f));
+    if (const ojson *end = member(*st, key::end); end && end->is_string())
+      x.stack_end = std::string_view(end->get_ref<const std::string &>());
+    else
+      x.stack_end = "none";
   }
   return x;
 }

@@ -167,6 +167,44 @@ TEST(Text, StackUnderItsEvent) {
   EXPECT_TRUE(std::regex_search(ran.out, std::regex(R"(\(stack: [4-8] frames, )"))) << ran.out;
 }
 
+// The exports attach the stack to the instant: chrome-trace through "sf"
+// into stackFrames (innermost first, each naming its caller as parent),
+// CTF as fields babeltrace2 reads back.
+TEST(Exports, ChromeTraceAndCtfCarryTheStack) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_STACK_FIXTURE_SFRAME, "mark"});
+  const ct::test::Ran chrome =
+      ct::test::run({CT_READER_BIN, "--format=chrome-trace", run.core_path, CT_STACK_FIXTURE_SFRAME});
+  ASSERT_EQ(chrome.exit_code(), 0) << chrome.err;
+  const json trace = json::parse(chrome.out);
+  const json *mark = nullptr;
+  for (const auto &e : trace["traceEvents"])
+    if (e["name"] == "MARK") mark = &e;
+  ASSERT_NE(mark, nullptr);
+  ASSERT_TRUE(mark->contains("sf")) << mark->dump();
+  std::vector<std::string> chain;
+  std::string id = std::to_string((*mark)["sf"].get<long long>());
+  while (!id.empty() && chain.size() < 16) {
+    const json &f = trace["stackFrames"][id];
+    chain.push_back(f["name"].get<std::string>());
+    id = f.contains("parent") ? f["parent"].get<std::string>() : "";
+  }
+  EXPECT_GE(chain.size(), 5u);  // its location, f3, f2, f1, main at least
+  EXPECT_NE(chain[0].find("stack_fixture_sframe+0x"), std::string::npos) << chain[0];
+  EXPECT_EQ((*mark)["args"]["stack_end"], "no_unwind_info");
+
+  char dir[] = "/tmp/stacks-ctf-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string out = std::string(dir) + "/trace";
+  const ct::test::Ran ctf =
+      ct::test::run({CT_READER_BIN, "--format=ctf", "--output", out, run.core_path, CT_STACK_FIXTURE_SFRAME});
+  ASSERT_EQ(ctf.exit_code(), 0) << ctf.err;
+  const ct::test::Ran bt = ct::test::run({"/usr/bin/babeltrace2", out});
+  ASSERT_EQ(bt.exit_code(), 0) << bt.err;
+  EXPECT_TRUE(std::regex_search(bt.out, std::regex(R"(MARK: .*stack_end = "no_unwind_info", stack_depth = [5-9], stack = \[ \[0\] = 0x)")))
+      << bt.out;
+  ct::test::run({"/bin/rm", "-rf", dir});
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {

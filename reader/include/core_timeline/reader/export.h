@@ -192,6 +192,15 @@ struct ExportSignal {
 
 /** One event.  The views point into the Analysis or the JSON event it
  *  was made from, and are used only during ExportWriter::event(). */
+/** One frame of an event's stack: its address and how the reader names it
+ *  ("f3+0xc (file.c:58)", or the address when not symbolized), and its
+ *  module's path ("" when none). */
+struct ExportFrame {
+  std::uint64_t address = 0;
+  std::string name;
+  std::string module;
+};
+
 struct ExportEvent {
   std::optional<std::int64_t> age_ns;  /**< nullopt: cannot be placed */
   std::uint32_t tid = 0;
@@ -205,6 +214,12 @@ struct ExportEvent {
   std::optional<std::uint32_t> span;      /**< SPAN_BEGIN/END: its index in
                                                ExportTimeline::spans */
   std::optional<ExportSignal> signal;     /**< kind CRASH */
+  /** Ring format 4: the event's stack, innermost first: its own location
+   *  (the return address, or a CRASH's pc), then the callers the walk
+   *  found; and how the walk ended ("depth_limit", ...).  Empty and
+   *  nullopt: no stack was recorded. */
+  std::vector<ExportFrame> stack;
+  std::optional<std::string_view> stack_end;
 };
 
 /** A streaming writer of one format. */
