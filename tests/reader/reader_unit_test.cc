@@ -426,6 +426,19 @@ TEST(Ring, SlotsThatCannotBeRealAreInvalidNotRendered) {
   for (const auto &rej : d->rejected) EXPECT_FALSE(rej.torn) << rej.reason;
 }
 
+// Ring format 4 took slot byte 23 (the high byte of the older 16-bit
+// inline_len) for the stack: in a ring older than 4 it must still be 0, so a
+// version-2 slot with it set is what it always was, an inline_len above 64.
+TEST(Ring, OlderRingsByte23IsStillPartOfInlineLen) {
+  RingBuilder r = three_events();
+  r.slot(0, 0).stack = 1;  // inline_len 256 for a version-2 reader
+  auto d = ctr::decode_ring(r.bytes(), r.bytes().size());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->events.size(), 2u);
+  ASSERT_EQ(d->rejected.size(), 1u);
+  EXPECT_NE(d->rejected[0].reason.find("inline_len 256 exceeds 64"), std::string::npos) << d->rejected[0].reason;
+}
+
 TEST(Ring, InflatedIndexIsFlaggedAndTimelineKept) {
   RingBuilder r = three_events();
   r.lane(0).write_index = 3 + 8 + 5;  // more than a lane beyond seq 3
