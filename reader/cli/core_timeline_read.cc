@@ -212,8 +212,9 @@ int main(int argc, char **argv) {
   if (!sidecar.empty()) opts.sidecar_path = sidecar;
   if (!exe_path.empty()) opts.executable = exe_path;
   opts.unverified_symbols = unverified;
-  /* The exports carry no code locations (docs/export.md): no libdwfl. */
-  opts.symbolize = !no_symbols && (format == Format::kText || format == Format::kJson);
+  /* Every format symbolizes: the exports name each stack frame
+   * (docs/export.md, "Stacks") as the stored document does. */
+  opts.symbolize = !no_symbols;
   opts.tlmap = tlmap ? &*tlmap : nullptr;
   opts.debuginfod_timeout_ms = static_cast<int>(std::ceil(debuginfod_timeout * 1000));
 

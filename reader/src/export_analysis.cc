@@ -114,13 +114,11 @@ Result<void> export_events(const Analysis &a, ExportWriter &w) {
       x.signal = ExportSignal{c->signo, c->signal_name, c->si_code, c->si_code_name, c->fault_address};
     if (e.stack != StackState::kNone) {
       const auto frame_of = [](const Location &l) {
-        /* Unsymbolized (the exports do not symbolize): module+file offset. */
-        const std::string_view base = std::string_view(l.module).substr(l.module.rfind('/') + 1);
-        std::string n = !l.function.empty() ? fmt::format("{}+{:#x}", l.function, l.function_offset)
-                        : l.in_module       ? fmt::format("{}+{:#x}", base, l.file_offset)
-                                            : fmt::format("{:#x}", l.address);
-        if (!l.source_file.empty()) n += fmt::format(" ({}:{})", l.source_file, l.line);
-        return ExportFrame{l.address, std::move(n), l.module};
+        return ExportFrame{l.address,
+                           frame_name(l.address, l.function, l.function_offset, l.in_module ? l.module : "",
+                                      l.in_module ? std::optional<std::uint64_t>(l.file_offset) : std::nullopt,
+                                      l.source_file, l.line),
+                           l.in_module ? l.module : std::string()};
       };
       if (const Location *l = a.location_of(e)) x.stack.push_back(frame_of(*l));
       for (const std::uint32_t f : a.frames_of(e)) x.stack.push_back(frame_of(a.locations[f]));

@@ -191,6 +191,17 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
   return t;
 }
 
+std::string frame_name(std::uint64_t address, std::string_view function, std::uint64_t function_offset,
+                       std::string_view module, std::optional<std::uint64_t> file_offset,
+                       std::string_view source_file, std::uint64_t line) {
+  std::string n;
+  if (!function.empty()) n = fmt::format("{}+{:#x}", function, function_offset);
+  else if (file_offset && !module.empty()) n = fmt::format("{}+{:#x}", module.substr(module.rfind('/') + 1), *file_offset);
+  else n = fmt::format("{:#x}", address);
+  if (!source_file.empty()) n += fmt::format(" ({}:{})", source_file, line);
+  return n;
+}
+
 std::optional<ExportEvent> export_event_of_json(const ojson &e) {
   const auto tid = narrow<std::uint32_t>(i64(e, key::tid));
   const ojson *kind = member(e, key::kind);
@@ -227,10 +238,15 @@ std::optional<ExportEvent> export_event_of_json(const ojson &e) {
     const auto frame_of = [](const ojson &l) {
       ExportFrame f;
       f.address = hex(l, key::address).value_or(0);
-      const std::string_view fn = str(l, key::function);
-      f.name = fn.empty() ? fmt::format("{:#x}", f.address)
-                          : fmt::format("{}+{:#x}", fn, hex(l, key::offset).value_or(0));
       f.module = std::string(str(l, key::module));
+      std::string_view file;
+      std::uint64_t line = 0;
+      if (const ojson *src = member(l, key::source); src && src->is_object()) {
+        file = str(*src, key::file);
+        if (const ojson *n = member(*src, key::line); n && n->is_number_unsigned()) line = n->get<std::uint64_t>();
+      }
+      f.name = frame_name(f.address, str(l, key::function), hex(l, key::offset).value_or(0), f.module,
+                          f.module.empty() ? std::nullopt : hex(l, key::file_offset), file, line);
       return f;
     };
     if (const ojson *l = member(e, key::location); l && l->is_object()) x.stack.push_back(frame_of(*l));

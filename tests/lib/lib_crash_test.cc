@@ -142,8 +142,16 @@ TEST_P(DeathInCore, CoreAndCrashSlotAgreeWithTheKernel) {
   EXPECT_EQ(crashes[0].slot.tid, static_cast<uint32_t>(c.pid)) << "the main thread crashed";
   EXPECT_NE(crashes[0].slot.return_address, 0u) << "pc";
   EXPECT_NE(crashes[0].slot.arg1, 0u) << "sp";
-  // CRASH is the newest event of its lane.
-  EXPECT_EQ(crashes[0].seq, c.core.rings[0].lane(crashes[0].lane).write_index);
+  // CRASH is the newest event of its lane but for the STACK slot that holds
+  // its stack (ring format 4: CRASH's inline bytes are its CrashInfo).
+  EXPECT_EQ(crashes[0].seq + 1, c.core.rings[0].lane(crashes[0].lane).write_index);
+  auto stacks = of_kind(c.events, fmt::kKindStack);
+  ASSERT_EQ(stacks.size(), 1u);
+  EXPECT_EQ(stacks[0].lane, crashes[0].lane);
+  EXPECT_EQ(stacks[0].seq, crashes[0].seq + 1);
+  EXPECT_EQ(stacks[0].slot.id, fmt::kKindCrash) << "the kind of the slot whose stack it holds";
+  EXPECT_EQ(stacks[0].slot.arg0, crashes[0].seq);
+  EXPECT_NE(crashes[0].slot.stack & fmt::kStackNext, 0) << "CRASH says its frames follow";
   // The crash clock anchor: complete, taken after the CRASH slot, on
   // clocks that moved forward since the init anchor.
   const auto &h = c.core.rings[0].header;
@@ -314,7 +322,7 @@ TEST_P(CrashDemo, RingInTheCoreHoldsThePathsEvents) {
   }
   std::stable_sort(seq.begin(), seq.end(),
                    [](const Event &a, const Event &b) { return a.slot.timestamp < b.slot.timestamp; });
-  ASSERT_EQ(seq.size(), 5u);
+  ASSERT_EQ(seq.size(), 6u);
   EXPECT_EQ(seq[0].slot.kind, fmt::kKindSpanBegin);  // never ended: the crash is inside it
   EXPECT_EQ(seq[0].slot.id, p.span_id);
   EXPECT_EQ(seq[0].slot.arg0, p.first_arg);
@@ -330,6 +338,8 @@ TEST_P(CrashDemo, RingInTheCoreHoldsThePathsEvents) {
   EXPECT_EQ(seq[4].slot.kind, fmt::kKindCrash);
   EXPECT_EQ(seq[4].slot.id, static_cast<uint32_t>(SIGSEGV));
   EXPECT_EQ(seq[4].slot.arg0, 0u) << "fault address";
+  EXPECT_EQ(seq[5].slot.kind, fmt::kKindStack) << "the CRASH event's stack, in the slot after it";
+  EXPECT_EQ(seq[5].slot.arg0, seq[4].seq);
   // The ids are named in the core, TL_NAME's constructors having run
   // before tl_init (the static library kept them).
   const auto &ring = c.core.rings[0];

@@ -210,6 +210,15 @@ TEST(ExportGates, Babeltrace2PrintsEveryEventOfCrashDemoAsTheJsonDocumentHasIt) 
         EXPECT_EQ(f["fault_address"], "0x0");
         expected_fields += 5;
       }
+      if (e.contains("stack")) {
+        /* Ring format 4 (docs/export.md, "Stacks"): the walk's end and the
+         * frames, the event's own location first. */
+        EXPECT_EQ(f["stack_end"], "\"" + e["stack"]["end"].get<std::string>() + "\"");
+        EXPECT_EQ(f["stack_depth"], std::to_string(e["stack"]["frames"].size() + 1));
+        EXPECT_EQ(f["stack"].front(), '[') << f["stack"];
+        EXPECT_EQ(f["stack_frames"].front(), '[') << f["stack_frames"];
+        expected_fields += 4;
+      }
       EXPECT_EQ(b.fields.size(), expected_fields);
     }
   }

@@ -453,7 +453,7 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
      * grown (crash_demo writes a handful of events), and the other
      * sources' lanes and the pools, after them, are cut off. */
     const std::uint32_t alloc_lane = h.sources[fmtx::kSourceAlloc].first_lane;
-    ASSERT_EQ(h.version, 3u);
+    ASSERT_GE(h.version, 3u) << "lanes split by source since ring format 3";
     ASSERT_GT(alloc_lane, 0u);
     DropIn cut(ring_off + h.lanes_offset + std::uint64_t{alloc_lane + 1} * h.slots_per_lane * fmtx::kSlotSize);
     auto run = ct::test::run_and_collect_core({kDemo, "--path=a"});

@@ -84,7 +84,8 @@ struct BtEvent {
   std::string line;
 };
 
-/* "k = v, k = "s, with, commas", ..." into pairs (strings keep quotes). */
+/* "k = v, k = "s, with, commas", k = [ [0] = 1, [1] = "x" ], ..." into
+ * pairs (strings keep their quotes, arrays their brackets). */
 inline std::vector<std::pair<std::string, std::string>> bt_fields(const std::string &s) {
   std::vector<std::pair<std::string, std::string>> out;
   std::size_t p = 0;
@@ -95,7 +96,26 @@ inline std::vector<std::pair<std::string, std::string>> bt_fields(const std::str
     std::string k = s.substr(p, eq - p);
     p = eq + 3;
     std::string v;
-    if (p < s.size() && s[p] == '"') {
+    if (p < s.size() && s[p] == '[') {
+      /* An array, to its matching bracket, skipping quoted strings. */
+      int depth = 0;
+      bool quoted = false;
+      for (; p < s.size(); ++p) {
+        const char c = s[p];
+        v += c;
+        if (quoted) {
+          if (c == '\\' && p + 1 < s.size()) v += s[++p];
+          else if (c == '"') quoted = false;
+        } else if (c == '"') {
+          quoted = true;
+        } else if (c == '[') {
+          ++depth;
+        } else if (c == ']' && --depth == 0) {
+          ++p;
+          break;
+        }
+      }
+    } else if (p < s.size() && s[p] == '"') {
       v += s[p++];
       while (p < s.size() && s[p] != '"') {
         if (s[p] == '\\' && p + 1 < s.size()) v += s[p++];

@@ -190,17 +190,26 @@ struct ExportSignal {
   std::uint64_t fault_address = 0;
 };
 
-/** One event.  The views point into the Analysis or the JSON event it
- *  was made from, and are used only during ExportWriter::event(). */
-/** One frame of an event's stack: its address and how the reader names it
- *  ("f3+0xc (file.c:58)", or the address when not symbolized), and its
- *  module's path ("" when none). */
+/** One frame of an event's stack: its address, its name (frame_name()),
+ *  and its module's path ("" when none). */
 struct ExportFrame {
   std::uint64_t address = 0;
   std::string name;
   std::string module;
 };
 
+/** How both exports name a frame, from an Analysis's Location or from the
+ *  same fields of a document's location object, so that ctl-query's export
+ *  of a stored document names it as the reader's export of the core does:
+ *  "FUNCTION+0xOFF" when symbolized, else "MODULE_BASENAME+0xFILEOFF" when
+ *  the address is in a module, else "0xADDRESS"; then " (FILE:LINE)" when
+ *  a source line is known.  `file_offset`: nullopt when not in a module. */
+std::string frame_name(std::uint64_t address, std::string_view function, std::uint64_t function_offset,
+                       std::string_view module, std::optional<std::uint64_t> file_offset,
+                       std::string_view source_file, std::uint64_t line);
+
+/** One event.  The views point into the Analysis or the JSON event it
+ *  was made from, and are used only during ExportWriter::event(). */
 struct ExportEvent {
   std::optional<std::int64_t> age_ns;  /**< nullopt: cannot be placed */
   std::uint32_t tid = 0;
