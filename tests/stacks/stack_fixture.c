@@ -10,6 +10,11 @@
  *           runs through the signal frame into f4; then f4 crashes
  *   shlib   f2 calls f3 through libstack_fixture_lib.so
  *           (stack_fixture_lib_call -> lib_inner -> f3)
+ *   depth   tl_init with stack_depth 8 (what TL_STACK_DEPTH sets for the
+ *           shared library); f4 begins the span IN_F4 and records a MALLOC
+ *           and a REALLOC with tl_record, as the allocation wrappers do:
+ *           each gets a stack without asking (REALLOC's in the STACK slot
+ *           after it, its inline bytes being its own)
  *
  * Built three ways (tests/stacks/CMakeLists.txt): with .sframe
  * (-Wa,--gsframe -fomit-frame-pointer), with frame pointers, and with
@@ -26,9 +31,10 @@
 #include <core_timeline/timeline.h>
 
 #define NOIPA __attribute__((noipa))
-enum { MARK = 0x5001, MARK_SIGNAL = 0x5002 };
+enum { MARK = 0x5001, MARK_SIGNAL = 0x5002, IN_F4 = 0x5003 };
 TL_NAME(MARK, "MARK depth");
 TL_NAME(MARK_SIGNAL, "MARK_SIGNAL depth");
+TL_NAME(IN_F4, "IN_F4 x");
 
 int stack_fixture_lib_call(int (*cb)(int), int x);
 
@@ -49,6 +55,10 @@ NOIPA static int f4(int x) {
     __asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_tgkill), "D"(pid), "S"(tid), "d"((long)SIGUSR1)
                      : "rcx", "r11", "memory");
     (void)ret;
+  } else if (strcmp(g_mode, "depth") == 0) {
+    tl_span_begin(IN_F4, (uintptr_t)x);
+    tl_record(TL_KIND_MALLOC, 0, 0x1000, 32);
+    tl_record(TL_KIND_REALLOC, 0, 0x2000, 0x1000);
   } else {
     tl_mark_stack(MARK, 4, 8);
   }
@@ -71,6 +81,7 @@ NOIPA static void *thread_main(void *arg) {
 int main(int argc, char **argv) {
   if (argc > 1) g_mode = argv[1];
   struct tl_options o = {.size = sizeof o};
+  if (strcmp(g_mode, "depth") == 0) o.stack_depth = 8;
   tl_init(&o);
   signal(SIGUSR1, on_usr1);
   if (strcmp(g_mode, "thread") == 0) {

@@ -140,6 +140,24 @@ TEST_P(Unwindable, CrashStackMatchesGdbBacktrace) {
   }
 }
 
+// tl_options.stack_depth (TL_STACK_DEPTH for the shared library) gives a
+// stack to every span begin and allocation event without asking: inline
+// for SPAN_BEGIN and MALLOC, in the STACK slot after it for REALLOC (whose
+// inline bytes are its old pointer), which the reader gives back to it.
+TEST_P(Unwindable, TheSettingGivesSpanBeginsAndAllocationEventsAStack) {
+  const Read r = crash_and_read(GetParam(), "depth");
+  for (const char *kind : {"SPAN_BEGIN", "MALLOC", "REALLOC"}) {
+    const json *e = nullptr;
+    for (const auto &x : r.doc["events"])
+      if (x["kind"] == kind) e = &x;
+    ASSERT_NE(e, nullptr) << kind;
+    EXPECT_EQ((*e)["location"]["function"], "f4") << kind;
+    ASSERT_TRUE(e->contains("stack")) << e->dump();
+    expect_prefix(functions(*e), {"f3", "f2", "f1", "main"});
+  }
+  for (const auto &x : r.doc["events"]) EXPECT_NE(x["kind"], "STACK") << "a STACK slot left unattached: " << x.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Builds, Unwindable, ::testing::Values(CT_STACK_FIXTURE_SFRAME, CT_STACK_FIXTURE_FP),
                          [](const auto &param) { return std::string(param.index == 0 ? "sframe" : "frame_pointer"); });
 
