@@ -71,12 +71,14 @@ struct CachedRule {
   uint8_t kind;
   uint8_t fp_base;
   uint8_t has_fp;
-  uint8_t pad;
+  uint8_t plain;     /* kRuleFramePointer in an object with no .sframe at
+                        all: [lo, hi) is its executable range */
   int32_t cfa;
   int16_t ra;
   int16_t fp;
+  uint64_t lo, hi;
 };
-static_assert(sizeof(CachedRule) == 24);
+static_assert(sizeof(CachedRule) == 40);
 constexpr uint32_t kRuleCacheSize = 32;
 __thread CachedRule t_rules[kRuleCacheSize] TL_TLS;
 
@@ -99,6 +101,9 @@ void rule_store(uint64_t key, const CachedRule &r) {
   c.kind = r.kind;
   c.fp_base = r.fp_base;
   c.has_fp = r.has_fp;
+  c.plain = r.plain;
+  c.lo = r.lo;
+  c.hi = r.hi;
   c.cfa = r.cfa;
   c.ra = r.ra;
   c.fp = r.fp;
@@ -320,8 +325,9 @@ constexpr uint8_t kRestoreRt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0
 constexpr uint64_t kUcMcontext = 40;  /* uc_flags, uc_link, uc_stack */
 constexpr uint64_t kRegRbp = 10, kRegRsp = 15, kRegRip = 16;  /* <sys/ucontext.h> REG_* */
 
-bool is_sigreturn(const CodeObject *o, uint64_t pc) {
-  if (pc > o->text_hi - sizeof kRestoreRt) return false;
+/* `pc` is in an object's executable range, which ends at `text_hi`. */
+bool is_sigreturn(uint64_t text_hi, uint64_t pc) {
+  if (pc > text_hi - sizeof kRestoreRt) return false;
   return memcmp(reinterpret_cast<const void *>(pc), kRestoreRt, sizeof kRestoreRt) == 0;
 }
 #endif
@@ -335,15 +341,29 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
   Bounds b = bounds_for(r.sp, safe_reads);
   if (!b.ok) return fmt::make_stack(0, fmt::kStackBadFrame);
   uint32_t depth = 0;
+  /* The last frame came from a frame pointer, not yet known to be code. */
+  bool unchecked_fp = false;
+  /* The executable range of the last object met that has no .sframe:
+   * every return address in it takes the frame-pointer rule (but for
+   * glibc's signal trampoline), so frames of such code cost no lookup. */
+  uint64_t plain_lo = 0, plain_hi = 0;
   while (depth < max) {
     /* The code of a frame is at pc, or for a return address just before it
      * (a call may be the function's last instruction). */
     const uint64_t at = exact ? r.pc : r.pc - 1;
     const uint64_t key = at << 1 | (exact ? 1 : 0);
     CachedRule rule;
-    if (!rule_cached(key, generation, &rule)) {
+    if (!exact && at >= plain_lo && at < plain_hi && !is_sigreturn(plain_hi, r.pc)) {
+      rule.kind = kRuleFramePointer;
+      rule.plain = 0;
+    } else if (!rule_cached(key, generation, &rule)) {
       const CodeObject *o = find_object(table, at);
-      if (o == nullptr) return fmt::make_stack(depth, fmt::kStackBadFrame);
+      if (o == nullptr) {
+        /* A return address read through rbp that is no code: rbp held no
+         * frame, so that frame was never one (it is dropped). */
+        if (unchecked_fp) return fmt::make_stack(depth - 1, fmt::kStackNoUnwind);
+        return fmt::make_stack(depth, fmt::kStackBadFrame);
+      }
       Rule sf = {false, 0, 0, false, 0};
       rule = {};
       rule.generation = generation;
@@ -356,9 +376,18 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
         rule.ra = static_cast<int16_t>(sf.ra);
         rule.fp = static_cast<int16_t>(sf.fp);
       } else {
-        rule.kind = !exact && is_sigreturn(o, r.pc) ? kRuleSigreturn : kRuleFramePointer;
+        rule.kind = !exact && is_sigreturn(o->text_hi, r.pc) ? kRuleSigreturn : kRuleFramePointer;
+        if (rule.kind == kRuleFramePointer && o->sframe == nullptr) {
+          rule.plain = 1;
+          rule.lo = o->text_lo;
+          rule.hi = o->text_hi;
+        }
       }
       rule_store(key, rule);
+    }
+    if (rule.plain) {
+      plain_lo = rule.lo;
+      plain_hi = rule.hi;
     }
     uint64_t cfa = 0, ra = 0, fp = r.fp;
     if (rule.kind == kRuleSFrame) {
@@ -386,6 +415,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       out[depth++] = pc + 1;
       r = {pc, sp, fp};
       exact = true;
+      unchecked_fp = false; /* the trampoline's address was looked up */
       continue;
     } else {
       /* No unwind information: a frame pointer, if rbp holds one (the
@@ -394,11 +424,15 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
           !read_word(r.fp, b, safe_reads, &fp))
         return fmt::make_stack(depth, fmt::kStackNoUnwind);
       cfa = r.fp + 16;
-      /* A return address must be code: else rbp held no frame. */
+      /* A return address must be code, else rbp held no frame.  The next
+       * round's lookup of ra tells (unchecked_fp); only a frame that fills
+       * the last place, which no next round looks up, is checked here. */
       CachedRule seen;
-      if (ra != 0 && !rule_cached((ra - 1) << 1, generation, &seen) && find_object(table, ra - 1) == nullptr)
+      if (ra != 0 && depth + 1 == max && !(ra - 1 >= plain_lo && ra - 1 < plain_hi) &&
+          !rule_cached((ra - 1) << 1, generation, &seen) && find_object(table, ra - 1) == nullptr)
         return fmt::make_stack(depth, fmt::kStackNoUnwind);
     }
+    unchecked_fp = rule.kind == kRuleFramePointer;
     if (ra == 0) return fmt::make_stack(depth, fmt::kStackComplete);
     /* (The next round looks ra up: code no object has ends it there,
      * bad_frame, with this frame kept.) */
