@@ -1266,7 +1266,10 @@ bool Analyzer::snapshot_reference() {
                static_cast<std::uint64_t>(n.monotonic_ns) > d.header.anchor_monotonic_ns) {
       const long double dt = static_cast<long double>(static_cast<std::uint64_t>(n.monotonic_ns) -
                                                       d.header.anchor_monotonic_ns);
-      ticks = d.header.anchor_ticks + static_cast<std::uint64_t>(dt * d.ticks_per_second / 1e9L);
+      /* The note and the header are the core's word: a time past what 64
+       * bits of ticks can hold cannot be told (fuzz_recipe found one). */
+      const long double at = static_cast<long double>(d.header.anchor_ticks) + dt * d.ticks_per_second / 1e9L;
+      if (at < 1.8e19L) ticks = static_cast<std::uint64_t>(at);
     }
     if (ticks == 0) return false;
     a_.time.reference_ticks = ticks;
