@@ -6,13 +6,15 @@
 # builds fuzz_reader_cov and fuzz_recipe_cov, runs each input of
 # reader/fuzz/corpus and reader/fuzz/corpus-recipe once (-runs=0), merges
 # the profiles with llvm-profdata-14 and prints llvm-cov-14's report of
-# reader/src (document/ included) per target and for both.  OUT (default
+# reader/src (document/ included) per target and for both; then
+# fuzz_document_cov over reader/fuzz/corpus-document, reported over the
+# document module and ctl-query's document reader.  OUT (default
 # BUILD/fuzz-coverage) keeps the profiles and an HTML report.
 set -eu
 build=$1 out=${2:-$1/fuzz-coverage}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-nice ninja -C "$build" -j2 fuzz_reader_cov fuzz_recipe_cov
+nice cmake --build "$build" -j2 --target fuzz_reader_cov fuzz_recipe_cov fuzz_document_cov
 rm -rf "$out" && mkdir -p "$out"
 for t in reader recipe; do
   corpus=$here/corpus
@@ -48,4 +50,9 @@ report "$out/both.profdata" "$base" "$build/bin/fuzz_recipe_cov" "$build/bin/fuz
 llvm-cov-14 show "$build/bin/fuzz_recipe_cov" -object "$build/bin/fuzz_reader_cov" \
   -instr-profile="$out/both.profdata" -ignore-filename-regex="$base" \
   -format=html -output-dir="$out/html" >/dev/null 2>&1
+LLVM_PROFILE_FILE="$out/document-%p.profraw" "$build/bin/fuzz_document_cov" -runs=0 "$here/corpus-document" \
+  > "$out/document.log" 2>&1
+llvm-profdata-14 merge -sparse "$out"/document-*.profraw -o "$out/document.profdata"
+echo "== fuzz_document over its corpus: reader/src/document and daemon/ctl-query/document.cc"
+report "$out/document.profdata" "$base|reader/src/[a-z_]*\.cc$" "$build/bin/fuzz_document_cov"
 echo "(HTML: $out/html/index.html; columns: regions, functions, lines, branches)"
