@@ -34,7 +34,9 @@
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
  *     address (si_addr), pc and sp from the ucontext, the tid; then (ring
  *     format 4) the crashing thread's stack, walked from the ucontext's pc,
- *     sp and rbp by walk_stack() (unwind.cc, async-signal-safe) with every
+ *     sp and rbp by walk_stack() (unwind.cc, async-signal-safe; the
+ *     interrupted frame's rule from .eh_frame where no .sframe covers it,
+ *     since the faulting function may have no frame of its own) with every
  *     stack read through process_vm_readv(2), so a corrupt stack ends the
  *     walk instead of faulting again, in a kKindStack slot after it.  The first
  *     handler to get here in the process also writes the crash clock

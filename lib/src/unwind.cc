@@ -64,7 +64,7 @@ constexpr uint64_t kPage = 4096;
  * A signal handler on the same thread may rewrite an entry mid-read: the
  * key is cleared first and stored last, and a reader checks it again
  * after reading the rule. */
-enum : uint8_t { kRuleSFrame = 1, kRuleFramePointer = 2, kRuleSigreturn = 3 };
+enum : uint8_t { kRuleSFrame = 1, kRuleFramePointer = 2, kRuleSigreturn = 3, kRuleCfi = 4 };
 struct CachedRule {
   uint64_t key;
   uint32_t generation;
@@ -315,6 +315,278 @@ bool find_rule(const CodeObject *o, uint64_t pc, Rule *rule) {
   return have;
 }
 
+/* ---- DWARF call frame information, for an interrupted frame ----
+ *
+ * A signal's pc may be anywhere in its function: before the function has
+ * set up its frame (its first instructions), or in a leaf that never does
+ * (gcc omits a leaf's frame pointer even with -fno-omit-frame-pointer
+ * unless -mno-omit-leaf-frame-pointer).  The frame-pointer rule would then
+ * take the caller's frame for the interrupted one and skip the caller.
+ * So a frame whose pc is exact, in an object with no .sframe entry for it,
+ * takes its rule from the object's .eh_frame, as gdb's `bt` does: the
+ * FDE that covers the pc, found by the binary search table of
+ * .eh_frame_hdr, its CIE's initial instructions, then its own up to the
+ * pc.  Formats: the LSB's "Exception Frames" (.eh_frame, .eh_frame_hdr,
+ * DW_EH_PE_* pointer encodings) and DWARF 4, 6.4 (the call frame
+ * instructions).  Only the CFA (rsp or rbp plus an offset), the return
+ * address (register 16) and rbp (register 6) are followed; anything else
+ * (a CFA or a rule given by an expression, 64-bit lengths, an encoding
+ * not handled) gives no rule, and the frame-pointer rule applies as
+ * before.  Every read stays inside the object's PT_LOAD that holds
+ * .eh_frame_hdr; with `safe` (the crash handler) each goes through
+ * process_vm_readv(2), so even an object unmapped since cannot fault. */
+constexpr uint32_t kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRa = 16; /* psABI x86-64, 3.6.2 */
+
+struct EhReader {
+  uint64_t lo, hi, at;
+  bool safe, ok;
+
+  bool copy(void *out, uint64_t n) {
+    if (!ok || at < lo || at > hi || n > hi - at) return ok = false;
+    if (!safe) {
+      memcpy(out, reinterpret_cast<const void *>(at), n);
+    } else {
+      const int saved_errno = errno;
+      struct iovec local = {out, n};
+      struct iovec remote = {reinterpret_cast<void *>(at), n};
+      const ssize_t got = process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0);
+      errno = saved_errno;
+      if (got != static_cast<ssize_t>(n)) return ok = false;
+    }
+    at += n;
+    return true;
+  }
+  template <typename T>
+  T get() {
+    T v{};
+    return copy(&v, sizeof v) ? v : T{};
+  }
+  /* An LEB128 number (DWARF 4, 7.6), unsigned or sign-extended. */
+  uint64_t leb(bool is_signed) {
+    uint64_t v = 0;
+    for (uint32_t shift = 0; ok; shift += 7) {
+      const uint8_t b = get<uint8_t>();
+      if (shift >= 64) return ok = false, 0;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) {
+        if (is_signed && shift + 7 < 64 && (b & 0x40)) v |= ~uint64_t(0) << (shift + 7);
+        return v;
+      }
+    }
+    return 0;
+  }
+  uint64_t uleb() { return leb(false); }
+  int64_t sleb() { return static_cast<int64_t>(leb(true)); }
+  /* A pointer in DW_EH_PE encoding `enc`: its format (low four bits) and
+   * how it applies (pcrel: to the field's own address; datarel: to
+   * `datarel`; `value_only`: not at all, as an FDE's address range). */
+  uint64_t pointer(uint8_t enc, uint64_t datarel, bool value_only = false) {
+    const uint64_t field = at;
+    uint64_t v = 0;
+    switch (enc & 0x0f) {
+      case 0x00: case 0x04: case 0x0c: v = get<uint64_t>(); break; /* absptr, udata8, sdata8 */
+      case 0x01: v = uleb(); break;
+      case 0x02: v = get<uint16_t>(); break;
+      case 0x03: v = get<uint32_t>(); break;
+      case 0x09: v = static_cast<uint64_t>(sleb()); break;
+      case 0x0a: v = static_cast<uint64_t>(int64_t{get<int16_t>()}); break;
+      case 0x0b: v = static_cast<uint64_t>(int64_t{get<int32_t>()}); break;
+      default: return ok = false, 0;
+    }
+    if (value_only) return v;
+    if (enc & 0x80) return ok = false, 0; /* DW_EH_PE_indirect */
+    switch (enc & 0x70) {
+      case 0x00: return v;
+      case 0x10: return v + field;   /* DW_EH_PE_pcrel */
+      case 0x30: return v + datarel; /* DW_EH_PE_datarel */
+      default: return ok = false, 0;
+    }
+  }
+};
+
+/* How one register is recovered: unchanged, at CFA + off, or not
+ * followed (an expression, another register, a value rule, undefined). */
+enum : uint8_t { kRegSame = 0, kRegAtCfa = 1, kRegOther = 2 };
+struct CfiRow {
+  uint32_t cfa_reg;
+  int64_t cfa_off;
+  bool cfa_expr;
+  uint8_t ra_how, fp_how;
+  int64_t ra_off, fp_off;
+};
+
+struct Cie {
+  uint64_t code_align;
+  int64_t data_align;
+  uint8_t fde_enc;
+  bool z;
+  uint64_t insns, end;
+};
+
+bool parse_cie(EhReader r, uint64_t at, Cie *c) {
+  r.at = at;
+  const uint32_t len = r.get<uint32_t>();
+  if (!r.ok || len == 0 || len == 0xffffffffu || len > r.hi - r.at) return false;
+  c->end = r.at + len;
+  if (r.get<uint32_t>() != 0) return false; /* a CIE's id */
+  const uint8_t version = r.get<uint8_t>();
+  if (version != 1 && version != 3) return false;
+  char aug[8];
+  uint32_t n = 0;
+  for (;;) {
+    const char ch = static_cast<char>(r.get<uint8_t>());
+    if (!r.ok || n == sizeof aug) return false;
+    aug[n++] = ch;
+    if (ch == '\0') break;
+  }
+  c->code_align = r.uleb();
+  c->data_align = r.sleb();
+  const uint64_t ra = version == 1 ? r.get<uint8_t>() : r.uleb();
+  if (!r.ok || ra != kDwarfRa) return false;
+  c->fde_enc = 0;
+  c->z = aug[0] == 'z';
+  if (aug[0] != '\0' && !c->z) return false; /* "eh" and others: layout unknown */
+  if (c->z) {
+    const uint64_t aug_len = r.uleb();
+    if (!r.ok || aug_len > c->end - r.at) return false;
+    const uint64_t aug_end = r.at + aug_len;
+    for (uint32_t i = 1; aug[i] != '\0'; ++i) {
+      if (aug[i] == 'R') {
+        c->fde_enc = r.get<uint8_t>();
+      } else if (aug[i] == 'L') {
+        (void)r.get<uint8_t>();
+      } else if (aug[i] == 'P') {
+        const uint8_t enc = r.get<uint8_t>();
+        (void)r.pointer(static_cast<uint8_t>(enc & 0x0f), 0, true); /* the personality: skipped */
+      } else if (aug[i] != 'S' && aug[i] != 'B') {
+        break; /* unknown: its data is skipped with the rest */
+      }
+    }
+    r.at = aug_end;
+  }
+  c->insns = r.at;
+  return r.ok && c->insns <= c->end;
+}
+
+/* Run call frame instructions [r.at, end) from `loc` while the location
+ * stays at or below `pc`.  `initial`: the row after the CIE's
+ * instructions, for DW_CFA_restore. */
+bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc, CfiRow *row, const CfiRow &initial) {
+  CfiRow saved[4];
+  uint32_t depth = 0;
+  const auto set = [&](uint64_t reg, uint8_t how, int64_t off) {
+    if (reg == kDwarfRa) row->ra_how = how, row->ra_off = off;
+    else if (reg == kDwarfRbp) row->fp_how = how, row->fp_off = off;
+  };
+  const auto restore = [&](uint64_t reg) {
+    if (reg == kDwarfRa) row->ra_how = initial.ra_how, row->ra_off = initial.ra_off;
+    else if (reg == kDwarfRbp) row->fp_how = initial.fp_how, row->fp_off = initial.fp_off;
+  };
+  const auto advance = [&](uint64_t delta) {
+    loc += delta * c.code_align;
+    return loc <= pc;
+  };
+  while (r.ok && r.at < end) {
+    const uint8_t op = r.get<uint8_t>();
+    const uint8_t low = op & 0x3f;
+    switch (op >> 6) {
+      case 1: if (!advance(low)) return true; continue;                  /* DW_CFA_advance_loc */
+      case 2: set(low, kRegAtCfa, static_cast<int64_t>(r.uleb()) * c.data_align); continue; /* offset */
+      case 3: restore(low); continue;                                     /* DW_CFA_restore */
+      default: break;
+    }
+    switch (op) {
+      case 0x00: break;                                                   /* nop */
+      case 0x01: loc = r.pointer(c.fde_enc, 0); if (loc > pc) return r.ok; break; /* set_loc */
+      case 0x02: if (!advance(r.get<uint8_t>())) return r.ok; break;
+      case 0x03: if (!advance(r.get<uint16_t>())) return r.ok; break;
+      case 0x04: if (!advance(r.get<uint32_t>())) return r.ok; break;
+      case 0x05: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, static_cast<int64_t>(r.uleb()) * c.data_align); break; }
+      case 0x06: restore(r.uleb()); break;
+      case 0x07: set(r.uleb(), kRegOther, 0); break;                      /* undefined */
+      case 0x08: set(r.uleb(), kRegSame, 0); break;                       /* same_value */
+      case 0x09: { const uint64_t reg = r.uleb(); (void)r.uleb(); set(reg, kRegOther, 0); break; } /* register */
+      case 0x0a: if (depth == 4) return false; saved[depth++] = *row; break; /* remember_state */
+      case 0x0b: {                                                        /* restore_state */
+        if (depth == 0) return false;
+        const CfiRow s = saved[--depth];
+        row->ra_how = s.ra_how, row->ra_off = s.ra_off, row->fp_how = s.fp_how, row->fp_off = s.fp_off;
+        row->cfa_reg = s.cfa_reg, row->cfa_off = s.cfa_off, row->cfa_expr = s.cfa_expr;
+        break;
+      }
+      case 0x0c: row->cfa_reg = static_cast<uint32_t>(r.uleb()); row->cfa_off = static_cast<int64_t>(r.uleb()); row->cfa_expr = false; break;
+      case 0x0d: row->cfa_reg = static_cast<uint32_t>(r.uleb()); break;
+      case 0x0e: row->cfa_off = static_cast<int64_t>(r.uleb()); break;
+      case 0x0f: { const uint64_t n = r.uleb(); r.at += n; row->cfa_expr = true; break; } /* def_cfa_expression */
+      case 0x10: case 0x16: { const uint64_t reg = r.uleb(); const uint64_t n = r.uleb(); r.at += n; set(reg, kRegOther, 0); break; }
+      case 0x11: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, r.sleb() * c.data_align); break; }
+      case 0x12: row->cfa_reg = static_cast<uint32_t>(r.uleb()); row->cfa_off = r.sleb() * c.data_align; row->cfa_expr = false; break;
+      case 0x13: row->cfa_off = r.sleb() * c.data_align; break;
+      case 0x14: { const uint64_t reg = r.uleb(); (void)r.uleb(); set(reg, kRegOther, 0); break; } /* val_offset */
+      case 0x15: { const uint64_t reg = r.uleb(); (void)r.sleb(); set(reg, kRegOther, 0); break; }
+      case 0x2e: (void)r.uleb(); break;                                   /* GNU_args_size */
+      case 0x2f: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, -static_cast<int64_t>(r.uleb()) * c.data_align); break; }
+      default: return false;
+    }
+  }
+  return r.ok;
+}
+
+/* The .eh_frame rule for the exact pc `pc` in `o`; false: none usable. */
+bool find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
+  EhReader r = {o->eh_lo, o->eh_hi, o->eh_hdr, safe, true};
+  const uint64_t hdr = o->eh_hdr;
+  if (r.get<uint8_t>() != 1) return false; /* version */
+  const uint8_t ptr_enc = r.get<uint8_t>(), count_enc = r.get<uint8_t>(), table_enc = r.get<uint8_t>();
+  (void)r.pointer(ptr_enc, hdr); /* eh_frame_ptr: not needed */
+  const uint64_t count = r.pointer(count_enc, hdr);
+  /* The table ld writes: pairs of (initial location, FDE), datarel sdata4. */
+  if (!r.ok || table_enc != 0x3b || count == 0 || count > (r.hi - r.at) / 8) return false;
+  const uint64_t table = r.at;
+  uint64_t lo = 0, hi = count;
+  while (lo < hi) { /* the first entry whose initial location is above pc */
+    const uint64_t mid = lo + (hi - lo) / 2;
+    r.at = table + mid * 8;
+    const uint64_t start = hdr + static_cast<uint64_t>(int64_t{r.get<int32_t>()});
+    if (!r.ok) return false;
+    if (start <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return false;
+  r.at = table + (lo - 1) * 8 + 4;
+  const uint64_t fde = hdr + static_cast<uint64_t>(int64_t{r.get<int32_t>()});
+  r.at = fde;
+  const uint32_t len = r.get<uint32_t>();
+  if (!r.ok || len == 0 || len == 0xffffffffu || len > r.hi - r.at) return false;
+  const uint64_t end = r.at + len;
+  const uint64_t cie_field = r.at;
+  const uint32_t cie_off = r.get<uint32_t>();
+  Cie c;
+  if (!r.ok || cie_off == 0 || cie_off > cie_field || !parse_cie(r, cie_field - cie_off, &c)) return false;
+  const uint64_t begin = r.pointer(c.fde_enc, 0);
+  const uint64_t range = r.pointer(c.fde_enc, 0, true);
+  if (!r.ok || pc < begin || pc - begin >= range) return false;
+  if (c.z) r.at += r.uleb();
+  if (!r.ok || r.at > end) return false;
+  const uint64_t fde_insns = r.at;
+  CfiRow row = {kDwarfRsp, 8, false, kRegSame, kRegSame, 0, 0};
+  r.at = c.insns;
+  if (!run_cfa(r, c.end, c, begin, UINT64_MAX, &row, row)) return false;
+  const CfiRow initial = row;
+  r.at = fde_insns;
+  if (!run_cfa(r, end, c, begin, pc, &row, initial)) return false;
+  if (row.cfa_expr || (row.cfa_reg != kDwarfRsp && row.cfa_reg != kDwarfRbp) || row.ra_how != kRegAtCfa ||
+      row.fp_how == kRegOther || row.cfa_off < INT32_MIN || row.cfa_off > INT32_MAX ||
+      row.ra_off < INT16_MIN || row.ra_off > INT16_MAX || row.fp_off < INT16_MIN || row.fp_off > INT16_MAX)
+    return false;
+  rule->fp_base = row.cfa_reg == kDwarfRbp;
+  rule->cfa = static_cast<int32_t>(row.cfa_off);
+  rule->ra = static_cast<int32_t>(row.ra_off);
+  rule->has_fp = row.fp_how == kRegAtCfa;
+  rule->fp = static_cast<int32_t>(row.fp_off);
+  return true;
+}
+
 #if defined(__x86_64__)
 /* glibc's x86-64 __restore_rt (sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c,
  * RESTORE): mov $__NR_rt_sigreturn, %rax; syscall.  A return address there
@@ -367,9 +639,13 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       Rule sf = {false, 0, 0, false, 0};
       rule = {};
       rule.generation = generation;
-      if (o->sframe != nullptr && find_rule(o, at, &sf) && sf.ra >= INT16_MIN && sf.ra <= INT16_MAX &&
-          sf.fp >= INT16_MIN && sf.fp <= INT16_MAX) {
-        rule.kind = kRuleSFrame;
+      /* An SFrame entry; else, for an interrupted frame (whose function
+       * may stand before or without its own frame), the object's CFI. */
+      uint8_t kind = 0;
+      if (o->sframe != nullptr && find_rule(o, at, &sf)) kind = kRuleSFrame;
+      else if (exact && o->eh_hdr != 0 && find_cfi_rule(o, at, safe_reads, &sf)) kind = kRuleCfi;
+      if (kind != 0 && sf.ra >= INT16_MIN && sf.ra <= INT16_MAX && sf.fp >= INT16_MIN && sf.fp <= INT16_MAX) {
+        rule.kind = kind;
         rule.fp_base = sf.fp_base;
         rule.has_fp = sf.has_fp;
         rule.cfa = sf.cfa;
@@ -390,7 +666,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       plain_hi = rule.hi;
     }
     uint64_t cfa = 0, ra = 0, fp = r.fp;
-    if (rule.kind == kRuleSFrame) {
+    if (rule.kind == kRuleSFrame || rule.kind == kRuleCfi) {
       cfa = (rule.fp_base ? r.fp : r.sp) + static_cast<int64_t>(rule.cfa);
       if (cfa <= r.sp || (cfa & 7) != 0 || !read_word(cfa + rule.ra, b, safe_reads, &ra))
         return fmt::make_stack(depth, fmt::kStackBadFrame);

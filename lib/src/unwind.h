@@ -14,8 +14,11 @@
  *    100 ms by default); before that, and without a helper thread, its
  *    frames are walked by frame pointer.
  *  - unwind.cc (ASYNC-SIGNAL-SAFE): the walk.  It reads only the published
- *    table (one acquire load), the copies, and the calling thread's stack
- *    between the walk's start and the stack's top; it allocates nothing,
+ *    table (one acquire load), the copies, the calling thread's stack
+ *    between the walk's start and the stack's top, and, for the frame a
+ *    signal interrupted (whose function may not have set up its frame
+ *    yet, or ever: a leaf), that object's .eh_frame_hdr and .eh_frame
+ *    where it has no .sframe entry for the pc; it allocates nothing,
  *    takes no lock and makes no system call except mincore(2) the first
  *    time a thread's stack is walked below the depth already checked, and
  *    process_vm_readv(2) for each read in the crash handler's walk.
@@ -51,6 +54,11 @@ struct CodeObject {
   uint8_t flags;               /* sfh_preamble.sfp_flags */
   int8_t ra_offset;            /* sfh_cfa_fixed_ra_offset, 0: in each FRE */
   int8_t fp_offset;            /* sfh_cfa_fixed_fp_offset, 0: in each FRE */
+  uint64_t eh_hdr;             /* .eh_frame_hdr's run-time address
+                                  (PT_GNU_EH_FRAME), 0: none */
+  uint64_t eh_lo, eh_hi;       /* the PT_LOAD that holds it, [lo, hi): every
+                                  read of .eh_frame_hdr and .eh_frame stays
+                                  inside (the object's own mapping) */
 };
 
 /** Objects, sorted by text_lo; the walker reads it through g_objects. */

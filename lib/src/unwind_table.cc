@@ -13,7 +13,7 @@
  * .sframe copies are never unmapped (an object dlclose'd keeps its few
  * bytes, and its CodeObject is reused if the same object at the same
  * address comes back), so a walker still holding an older table reads
- * memory that stays valid.  The cost: one CodeObject (96 bytes) and one
+ * memory that stays valid.  The cost: one page for each CodeObject and one
  * .sframe copy per distinct object ever loaded.
  */
 #include <fcntl.h>
@@ -25,6 +25,9 @@
 
 #include "unwind.h"
 
+#ifndef PT_GNU_EH_FRAME
+#define PT_GNU_EH_FRAME 0x6474e550 /* <elf.h> */
+#endif
 #ifndef PT_GNU_SFRAME
 #define PT_GNU_SFRAME 0x6474e554 /* binutils include/elf/common.h */
 #endif
@@ -95,7 +98,8 @@ struct Build {
 int add_object(struct dl_phdr_info *info, size_t, void *data) {
   Build *b = static_cast<Build *>(data);
   if (b->table->count >= kMaxObjects) return 0;
-  uint64_t lo = UINT64_MAX, hi = 0, sf_addr = 0, sf_size = 0;
+  uint64_t lo = UINT64_MAX, hi = 0, sf_addr = 0, sf_size = 0, eh_vaddr = 0;
+  bool eh = false;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) &ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
@@ -105,9 +109,21 @@ int add_object(struct dl_phdr_info *info, size_t, void *data) {
     } else if (ph.p_type == PT_GNU_SFRAME) {
       sf_addr = info->dlpi_addr + ph.p_vaddr;
       sf_size = ph.p_memsz;
+    } else if (ph.p_type == PT_GNU_EH_FRAME && ph.p_memsz != 0) {
+      eh_vaddr = ph.p_vaddr;
+      eh = true;
     }
   }
   if (hi <= lo) return 0;
+  /* .eh_frame_hdr's readable PT_LOAD (ld puts .eh_frame in the same one). */
+  uint64_t eh_lo = 0, eh_hi = 0;
+  for (int i = 0; eh && i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_R) && eh_vaddr >= ph.p_vaddr && eh_vaddr - ph.p_vaddr < ph.p_filesz) {
+      eh_lo = info->dlpi_addr + ph.p_vaddr;
+      eh_hi = eh_lo + ph.p_filesz;
+    }
+  }
   for (uint32_t i = 0; i < g_known_count; ++i) {
     CodeObject *k = g_known[i];
     if (k->bias == info->dlpi_addr && k->text_lo == lo && k->text_hi == hi &&
@@ -123,6 +139,11 @@ int add_object(struct dl_phdr_info *info, size_t, void *data) {
   o->text_lo = lo;
   o->text_hi = hi;
   o->bias = info->dlpi_addr;
+  if (eh_hi > eh_lo) {
+    o->eh_hdr = info->dlpi_addr + eh_vaddr;
+    o->eh_lo = eh_lo;
+    o->eh_hi = eh_hi;
+  }
   CodeObject parsed = *o;
   if (sf_size != 0 && parse_sframe(reinterpret_cast<const uint8_t *>(sf_addr), sf_size, &parsed)) {
     uint8_t *copy = static_cast<uint8_t *>(grab(sf_size));

@@ -5,7 +5,9 @@
 // ends (ring_format.h, StackEnd) when the chain is whole, cut by the depth
 // asked for, or broken by a frame pointer that holds no frame.  This
 // program has no .sframe section, so every frame takes the frame-pointer
-// rule.  The walks on real code and real cores are tests/stacks.
+// rule, but for an interrupted one (an exact pc), whose rule comes from
+// .eh_frame (two functions in assembly below, with their CFI).  The walks
+// on real code and real cores are tests/stacks.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -25,6 +27,41 @@ __attribute__((noinline)) void code_a() { __asm__ volatile(""); }
 __attribute__((noinline)) void code_b() { __asm__ volatile(""); }
 std::uint64_t ra_of(void (*f)()) { return reinterpret_cast<std::uint64_t>(f) + 1; }
 std::uint64_t addr(const void *p) { return reinterpret_cast<std::uint64_t>(p); }
+
+#if defined(__x86_64__)
+// Where a signal could stop two functions, as their .eh_frame says (the
+// assembler's .cfi_* directives): ct_unwind_leaf at its first instruction
+// (nothing pushed: CFA = rsp + 8, the return address at rsp), and
+// ct_unwind_pushed_body after a push of rbp (CFA = rsp + 16, the caller's
+// rbp at CFA - 16).  Neither is ever called.
+__asm__(
+    ".text\n"
+    ".globl ct_unwind_leaf\n"
+    ".type ct_unwind_leaf, @function\n"
+    "ct_unwind_leaf:\n"
+    ".cfi_startproc\n"
+    "  nop\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size ct_unwind_leaf, .-ct_unwind_leaf\n"
+    ".globl ct_unwind_pushed\n"
+    ".globl ct_unwind_pushed_body\n"
+    ".type ct_unwind_pushed, @function\n"
+    "ct_unwind_pushed:\n"
+    ".cfi_startproc\n"
+    "  push %rbp\n"
+    ".cfi_def_cfa_offset 16\n"
+    ".cfi_offset %rbp, -16\n"
+    "ct_unwind_pushed_body:\n"
+    "  nop\n"
+    "  pop %rbp\n"
+    ".cfi_def_cfa_offset 8\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size ct_unwind_pushed, .-ct_unwind_pushed\n");
+extern "C" void ct_unwind_leaf();
+extern "C" char ct_unwind_pushed_body[];
+#endif
 
 struct Walk {
   std::uint32_t depth, end;
@@ -123,6 +160,48 @@ TEST_F(Walker, AStartInNoObjectsCodeIsABadFrame) {
   EXPECT_EQ(fmt::stack_end(st), fmt::kStackBadFrame);
   EXPECT_EQ(fmt::stack_depth(st), 0u);
 }
+
+#if defined(__x86_64__)
+// An interrupted leaf: rbp still holds its caller's frame, and the
+// frame-pointer rule would give the caller's caller (code_a) first.  Its
+// .eh_frame rule gives its own return address (code_b), then the caller's
+// frame follows by frame pointer; with plain reads and with the crash
+// handler's process_vm_readv(2) reads alike.
+TEST_F(Walker, AnInterruptedLeafTakesItsRuleFromEhFrame) {
+  // s[0]: the leaf's return address, at its stack pointer; s[2..3]: its
+  // caller's psABI frame (saved rbp -> s[4], return address code_a).
+  alignas(16) std::uint64_t s[8] = {};
+  s[0] = ra_of(code_b);
+  s[2] = addr(&s[4]);
+  s[3] = ra_of(code_a);
+  for (const bool safe : {false, true}) {
+    std::uint64_t out[fmt::kMaxStackDepth];
+    const std::uint8_t st =
+        lib::walk_stack({reinterpret_cast<std::uint64_t>(&ct_unwind_leaf), addr(&s[0]), addr(&s[2])}, true, out, 8, safe);
+    EXPECT_EQ(fmt::stack_end(st), fmt::kStackComplete) << safe;
+    ASSERT_EQ(fmt::stack_depth(st), 2u) << safe;
+    EXPECT_EQ(out[0], ra_of(code_b)) << safe;
+    EXPECT_EQ(out[1], ra_of(code_a)) << safe;
+  }
+}
+
+// Interrupted after `push %rbp`: the CFA is rsp + 16 and the caller's rbp
+// is read back from CFA - 16, whatever rbp holds (here no frame at all).
+TEST_F(Walker, AnInterruptedFunctionBeforeItsFrameGetsTheCallersFramePointerFromEhFrame) {
+  alignas(16) std::uint64_t s[8] = {};
+  s[0] = addr(&s[2]);  // the pushed rbp: the caller's frame
+  s[1] = ra_of(code_b);
+  s[2] = addr(&s[4]);
+  s[3] = ra_of(code_a);
+  std::uint64_t out[fmt::kMaxStackDepth];
+  const std::uint8_t st =
+      lib::walk_stack({reinterpret_cast<std::uint64_t>(ct_unwind_pushed_body), addr(&s[0]), 8}, true, out, 8, false);
+  EXPECT_EQ(fmt::stack_end(st), fmt::kStackComplete);
+  ASSERT_EQ(fmt::stack_depth(st), 2u);
+  EXPECT_EQ(out[0], ra_of(code_b));
+  EXPECT_EQ(out[1], ra_of(code_a));
+}
+#endif
 
 }  // namespace
 

@@ -10,6 +10,10 @@
  *           runs through the signal frame into f4; then f4 crashes
  *   shlib   f2 calls f3 through libstack_fixture_lib.so
  *           (stack_fixture_lib_call -> lib_inner -> f3)
+ *   leaf    f4 calls leaf_fault, a leaf that sets up no frame of its own
+ *           (gcc leaves it none even with -fno-omit-frame-pointer), and
+ *           the crash is there: rbp still holds f4's frame, and f4's
+ *           return address is at the stack pointer
  *   depth   tl_init with stack_depth 8 (what TL_STACK_DEPTH sets for the
  *           shared library); f4 begins the span IN_F4 and records a MALLOC
  *           and a REALLOC with tl_record, as the allocation wrappers do:
@@ -46,8 +50,12 @@ NOIPA static void on_usr1(int sig) {
   g_sink += sig;
 }
 
+NOIPA static void leaf_fault(int x) { *(volatile int *)(long)g_sink = x; }
+
 NOIPA static int f4(int x) {
-  if (strcmp(g_mode, "signal") == 0) {
+  if (strcmp(g_mode, "leaf") == 0) {
+    leaf_fault(x);
+  } else if (strcmp(g_mode, "signal") == 0) {
     long ret;
     /* tgkill(getpid(), gettid(), SIGUSR1) without libc: the signal arrives
      * as the system call returns, so the interrupted pc is in f4. */

@@ -106,16 +106,11 @@ TEST_P(Unwindable, ThroughASignalFrame) {
   expect_prefix({got.begin() + 1, got.end()}, {"f4", "f3", "f2", "f1", "main"});
 }
 
-// The CRASH event's frames are gdb's `bt` frames #1.. on the same core,
-// address for address (gdb prints a caller frame's pc as its return
-// address), and its pc is gdb's frame #0.
-TEST_P(Unwindable, CrashStackMatchesGdbBacktrace) {
-  const Read r = crash_and_read(GetParam(), "mark");
-  const json *crash = event_named(r.doc, "CRASH");
-  ASSERT_NE(crash, nullptr);
-  const ct::test::Ran gdb = ct::test::run({"/usr/bin/gdb", "-batch", "-nx", "-ex", "set width 0", "-ex", "bt",
-                                           GetParam(), r.run.core_path});
-  ASSERT_EQ(gdb.exit_code(), 0) << gdb.err;
+// gdb's `bt` on a core: each frame's address (0 where gdb prints none, as
+// for frame #0) and function.
+std::vector<std::pair<std::uint64_t, std::string>> gdb_backtrace(const std::string &exe, const std::string &core) {
+  const ct::test::Ran gdb = ct::test::run({"/usr/bin/gdb", "-batch", "-nx", "-ex", "set width 0", "-ex", "bt", exe, core});
+  EXPECT_EQ(gdb.exit_code(), 0) << gdb.err;
   // "#1  0x000055d0c1e001a9 in f3 (x=...) at ..." (frame #0 may omit the address)
   const std::regex frame_re(R"(^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+) )");
   std::vector<std::pair<std::uint64_t, std::string>> bt;
@@ -129,15 +124,43 @@ TEST_P(Unwindable, CrashStackMatchesGdbBacktrace) {
     if (m[1].str() == "0") bt.clear(); /* gdb prints frame #0 once before `bt` too */
     bt.emplace_back(m[2].matched ? std::stoull(m[2].str(), nullptr, 16) : 0, m[3].str());
   }
-  ASSERT_GE(bt.size(), 5u) << gdb.out;
-  EXPECT_EQ(bt[0].second, "f4") << gdb.out;
+  return bt;
+}
+
+std::string shown(const std::vector<std::pair<std::uint64_t, std::string>> &bt) {
+  std::string s;
+  for (std::size_t i = 0; i < bt.size(); ++i) s += "#" + std::to_string(i) + " " + bt[i].second + "\n";
+  return s;
+}
+
+// The CRASH event's first `n` frames are gdb's `bt` frames #1..n on the same
+// core, address for address (gdb prints a caller frame's pc as its return
+// address), and its location is gdb's frame #0, in function `top`.
+void expect_crash_stack_is_gdbs(const std::string &exe, const std::string &mode, const std::string &top, std::size_t n) {
+  const Read r = crash_and_read(exe, mode);
+  const json *crash = event_named(r.doc, "CRASH");
+  ASSERT_NE(crash, nullptr);
+  const auto bt = gdb_backtrace(exe, r.run.core_path);
+  ASSERT_GE(bt.size(), n + 1) << shown(bt);
+  EXPECT_EQ(bt[0].second, top) << shown(bt);
+  EXPECT_EQ((*crash)["location"]["function"], top) << crash->dump();
+  ASSERT_TRUE(crash->contains("stack")) << crash->dump();
   const auto &frames = (*crash)["stack"]["frames"];
-  ASSERT_GE(frames.size(), 4u) << crash->dump();
-  for (std::size_t i = 0; i < 4; ++i) {
+  ASSERT_GE(frames.size(), n) << crash->dump() << "\n" << shown(bt);
+  for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t ours = std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16);
-    EXPECT_EQ(ours, bt[i + 1].first) << "frame #" << i + 1 << " " << bt[i + 1].second << "\n" << gdb.out;
-    EXPECT_EQ(frames[i]["function"], bt[i + 1].second) << gdb.out;
+    EXPECT_EQ(ours, bt[i + 1].first) << "frame #" << i + 1 << " " << bt[i + 1].second << "\n" << shown(bt);
+    EXPECT_EQ(frames[i]["function"], bt[i + 1].second) << shown(bt);
   }
+}
+
+TEST_P(Unwindable, CrashStackMatchesGdbBacktrace) { expect_crash_stack_is_gdbs(GetParam(), "mark", "f4", 4); }
+
+// A crash in a leaf that set up no frame: the frame pointer is still its
+// caller's, so the frame-pointer rule alone would skip that caller (f4);
+// the interrupted frame's rule comes from .eh_frame instead, as gdb's does.
+TEST_P(Unwindable, ACrashInALeafWithoutAFrameMatchesGdbBacktrace) {
+  expect_crash_stack_is_gdbs(GetParam(), "leaf", "leaf_fault", 5);
 }
 
 // tl_options.stack_depth (TL_STACK_DEPTH for the shared library) gives a
@@ -173,6 +196,12 @@ TEST(NoUnwindInfo, WalkEndsWithNoUnwindInformation) {
   const json *crash = event_named(r.doc, "CRASH");
   ASSERT_NE(crash, nullptr);
   EXPECT_EQ((*crash)["stack"]["end"], "no_unwind_info") << crash->dump();
+}
+
+// Neither: the interrupted frame still takes its rule from .eh_frame, so
+// the crash's first caller is gdb's frame #1 (what follows has neither).
+TEST(NoUnwindInfo, TheInterruptedFrameTakesItsRuleFromEhFrame) {
+  expect_crash_stack_is_gdbs(CT_STACK_FIXTURE_NONE, "leaf", "leaf_fault", 1);
 }
 
 // The text output shows the stack under its event.

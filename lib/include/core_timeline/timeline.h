@@ -178,7 +178,11 @@ void tl_mark(uint32_t id, uintptr_t arg);
  * 100 ms by default, or without a helper thread, is walked by frame
  * pointer until then).  An object with a .sframe section (gcc
  * -Wa,--gsframe, binutils 2.40) is unwound by it; any other by the frame
- * pointer (gcc -fno-omit-frame-pointer).  Reads stay inside the calling
+ * pointer (gcc -fno-omit-frame-pointer); but an interrupted frame (after
+ * a signal frame, or the crash handler's first), whose function may not
+ * have set up its frame (a leaf: gcc omits its frame pointer even with
+ * -fno-omit-frame-pointer), by the object's .eh_frame where it has no
+ * .sframe entry.  Reads stay inside the calling
  * thread's stack, between the caller's frame and the stack's top (the
  * main thread's from /proc/self/maps at tl_init, another thread's its
  * thread pointer), checked with mincore(2) once for each new depth.
