@@ -176,7 +176,7 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
   }
   ci.handler_flags = flags;
   uint64_t frames[fmt::kMaxStackDepth];
-  const uint8_t stack = pc != 0 ? walk_stack({pc, sp, ucontext_fp(uc)}, true, frames, fmt::kMaxStackDepth, true) : 0;
+  const uint8_t stack = pc != 0 ? walk_stack({pc, sp, ucontext_fp(uc)}, true, frames, fmt::kMaxStackDepth, true, true) : 0;
   record_stacked(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false,
                  frames, stack);
   write_crash_anchor();

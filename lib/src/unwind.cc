@@ -64,7 +64,7 @@ constexpr uint64_t kPage = 4096;
  * A signal handler on the same thread may rewrite an entry mid-read: the
  * key is cleared first and stored last, and a reader checks it again
  * after reading the rule. */
-enum : uint8_t { kRuleSFrame = 1, kRuleFramePointer = 2, kRuleSigreturn = 3, kRuleCfi = 4 };
+enum : uint8_t { kRuleSFrame = 1, kRuleFramePointer = 2, kRuleSigreturn = 3, kRuleCfi = 4, kRuleOutermost = 5 };
 struct CachedRule {
   uint64_t key;
   uint32_t generation;
@@ -323,7 +323,12 @@ bool find_rule(const CodeObject *o, uint64_t pc, Rule *rule) {
  * unless -mno-omit-leaf-frame-pointer).  The frame-pointer rule would then
  * take the caller's frame for the interrupted one and skip the caller.
  * So a frame whose pc is exact, in an object with no .sframe entry for it,
- * takes its rule from the object's .eh_frame, as gdb's `bt` does: the
+ * takes its rule from the object's .eh_frame, as gdb's `bt` does.  The
+ * crash handler's walk (cfi_every_frame) takes every frame's so, where
+ * no .sframe entry covers it: it is made once, may cost microseconds, and
+ * most code (Debian's libc, a -O2 program) has neither .sframe nor frame
+ * pointers; .eh_frame's outermost frame (_start, a thread's start: the
+ * return address undefined) ends it complete.  The rule comes from the
  * FDE that covers the pc, found by the binary search table of
  * .eh_frame_hdr, its CIE's initial instructions, then its own up to the
  * pc.  Formats: the LSB's "Exception Frames" (.eh_frame, .eh_frame_hdr,
@@ -340,18 +345,29 @@ constexpr uint32_t kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRa = 16; /* psABI x86-64,
 struct EhReader {
   uint64_t lo, hi, at;
   bool safe, ok;
+  /* With `safe`, the bytes last read by process_vm_readv(2), [win_at,
+   * win_at + win_len): most reads are of the next few bytes. */
+  uint64_t win_at = 0;
+  uint32_t win_len = 0;
+  uint8_t win[128];
 
   bool copy(void *out, uint64_t n) {
-    if (!ok || at < lo || at > hi || n > hi - at) return ok = false;
+    if (!ok || at < lo || at > hi || n > hi - at || n > sizeof win) return ok = false;
     if (!safe) {
       memcpy(out, reinterpret_cast<const void *>(at), n);
     } else {
-      const int saved_errno = errno;
-      struct iovec local = {out, n};
-      struct iovec remote = {reinterpret_cast<void *>(at), n};
-      const ssize_t got = process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0);
-      errno = saved_errno;
-      if (got != static_cast<ssize_t>(n)) return ok = false;
+      if (at < win_at || at + n > win_at + win_len) {
+        const uint64_t want = hi - at < sizeof win ? hi - at : sizeof win;
+        const int saved_errno = errno;
+        struct iovec local = {win, want};
+        struct iovec remote = {reinterpret_cast<void *>(at), want};
+        const ssize_t got = process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0);
+        errno = saved_errno;
+        if (got < static_cast<ssize_t>(n)) return ok = false;
+        win_at = at;
+        win_len = static_cast<uint32_t>(got);
+      }
+      memcpy(out, win + (at - win_at), n);
     }
     at += n;
     return true;
@@ -404,9 +420,10 @@ struct EhReader {
   }
 };
 
-/* How one register is recovered: unchanged, at CFA + off, or not
- * followed (an expression, another register, a value rule, undefined). */
-enum : uint8_t { kRegSame = 0, kRegAtCfa = 1, kRegOther = 2 };
+/* How one register is recovered: unchanged, at CFA + off, undefined (for
+ * the return address: the outermost frame), or not followed (an
+ * expression, another register, a value rule). */
+enum : uint8_t { kRegSame = 0, kRegAtCfa = 1, kRegOther = 2, kRegUndefined = 3 };
 struct CfiRow {
   uint32_t cfa_reg;
   int64_t cfa_off;
@@ -503,7 +520,7 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
       case 0x04: if (!advance(r.get<uint32_t>())) return r.ok; break;
       case 0x05: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, static_cast<int64_t>(r.uleb()) * c.data_align); break; }
       case 0x06: restore(r.uleb()); break;
-      case 0x07: set(r.uleb(), kRegOther, 0); break;                      /* undefined */
+      case 0x07: set(r.uleb(), kRegUndefined, 0); break;                  /* undefined */
       case 0x08: set(r.uleb(), kRegSame, 0); break;                       /* same_value */
       case 0x09: { const uint64_t reg = r.uleb(); (void)r.uleb(); set(reg, kRegOther, 0); break; } /* register */
       case 0x0a: if (depth == 4) return false; saved[depth++] = *row; break; /* remember_state */
@@ -532,59 +549,68 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
   return r.ok;
 }
 
-/* The .eh_frame rule for the exact pc `pc` in `o`; false: none usable. */
-bool find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
-  EhReader r = {o->eh_lo, o->eh_hi, o->eh_hdr, safe, true};
+/* The .eh_frame rule for code address `pc` in `o`: kCfiRule (in *rule),
+ * kCfiOutermost (the return address is undefined there: _start, a
+ * thread's start function), or kCfiNone (no FDE, or none usable). */
+enum : uint8_t { kCfiNone = 0, kCfiRule = 1, kCfiOutermost = 2 };
+uint8_t find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
+  EhReader r;
+  r.lo = o->eh_lo;
+  r.hi = o->eh_hi;
+  r.at = o->eh_hdr;
+  r.safe = safe;
+  r.ok = true;
   const uint64_t hdr = o->eh_hdr;
-  if (r.get<uint8_t>() != 1) return false; /* version */
+  if (r.get<uint8_t>() != 1) return kCfiNone; /* version */
   const uint8_t ptr_enc = r.get<uint8_t>(), count_enc = r.get<uint8_t>(), table_enc = r.get<uint8_t>();
   (void)r.pointer(ptr_enc, hdr); /* eh_frame_ptr: not needed */
   const uint64_t count = r.pointer(count_enc, hdr);
   /* The table ld writes: pairs of (initial location, FDE), datarel sdata4. */
-  if (!r.ok || table_enc != 0x3b || count == 0 || count > (r.hi - r.at) / 8) return false;
+  if (!r.ok || table_enc != 0x3b || count == 0 || count > (r.hi - r.at) / 8) return kCfiNone;
   const uint64_t table = r.at;
   uint64_t lo = 0, hi = count;
   while (lo < hi) { /* the first entry whose initial location is above pc */
     const uint64_t mid = lo + (hi - lo) / 2;
     r.at = table + mid * 8;
     const uint64_t start = hdr + static_cast<uint64_t>(int64_t{r.get<int32_t>()});
-    if (!r.ok) return false;
+    if (!r.ok) return kCfiNone;
     if (start <= pc) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == 0) return false;
+  if (lo == 0) return kCfiNone;
   r.at = table + (lo - 1) * 8 + 4;
   const uint64_t fde = hdr + static_cast<uint64_t>(int64_t{r.get<int32_t>()});
   r.at = fde;
   const uint32_t len = r.get<uint32_t>();
-  if (!r.ok || len == 0 || len == 0xffffffffu || len > r.hi - r.at) return false;
+  if (!r.ok || len == 0 || len == 0xffffffffu || len > r.hi - r.at) return kCfiNone;
   const uint64_t end = r.at + len;
   const uint64_t cie_field = r.at;
   const uint32_t cie_off = r.get<uint32_t>();
   Cie c;
-  if (!r.ok || cie_off == 0 || cie_off > cie_field || !parse_cie(r, cie_field - cie_off, &c)) return false;
+  if (!r.ok || cie_off == 0 || cie_off > cie_field || !parse_cie(r, cie_field - cie_off, &c)) return kCfiNone;
   const uint64_t begin = r.pointer(c.fde_enc, 0);
   const uint64_t range = r.pointer(c.fde_enc, 0, true);
-  if (!r.ok || pc < begin || pc - begin >= range) return false;
+  if (!r.ok || pc < begin || pc - begin >= range) return kCfiNone;
   if (c.z) r.at += r.uleb();
-  if (!r.ok || r.at > end) return false;
+  if (!r.ok || r.at > end) return kCfiNone;
   const uint64_t fde_insns = r.at;
   CfiRow row = {kDwarfRsp, 8, false, kRegSame, kRegSame, 0, 0};
   r.at = c.insns;
-  if (!run_cfa(r, c.end, c, begin, UINT64_MAX, &row, row)) return false;
+  if (!run_cfa(r, c.end, c, begin, UINT64_MAX, &row, row)) return kCfiNone;
   const CfiRow initial = row;
   r.at = fde_insns;
-  if (!run_cfa(r, end, c, begin, pc, &row, initial)) return false;
+  if (!run_cfa(r, end, c, begin, pc, &row, initial)) return kCfiNone;
+  if (row.ra_how == kRegUndefined) return kCfiOutermost;
   if (row.cfa_expr || (row.cfa_reg != kDwarfRsp && row.cfa_reg != kDwarfRbp) || row.ra_how != kRegAtCfa ||
       row.fp_how == kRegOther || row.cfa_off < INT32_MIN || row.cfa_off > INT32_MAX ||
       row.ra_off < INT16_MIN || row.ra_off > INT16_MAX || row.fp_off < INT16_MIN || row.fp_off > INT16_MAX)
-    return false;
+    return kCfiNone;
   rule->fp_base = row.cfa_reg == kDwarfRbp;
   rule->cfa = static_cast<int32_t>(row.cfa_off);
   rule->ra = static_cast<int32_t>(row.ra_off);
   rule->has_fp = row.fp_how == kRegAtCfa;
   rule->fp = static_cast<int32_t>(row.fp_off);
-  return true;
+  return kCfiRule;
 }
 
 #if defined(__x86_64__)
@@ -606,7 +632,7 @@ bool is_sigreturn(uint64_t text_hi, uint64_t pc) {
 
 }  // namespace
 
-uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads) {
+uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
 #if defined(__x86_64__)
   const uint32_t generation = __atomic_load_n(&g_objects_generation, __ATOMIC_ACQUIRE);
   const ObjectTable *table = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
@@ -625,10 +651,12 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
     const uint64_t at = exact ? r.pc : r.pc - 1;
     const uint64_t key = at << 1 | (exact ? 1 : 0);
     CachedRule rule;
-    if (!exact && at >= plain_lo && at < plain_hi && !is_sigreturn(plain_hi, r.pc)) {
+    if (!exact && !cfi_every_frame && at >= plain_lo && at < plain_hi && !is_sigreturn(plain_hi, r.pc)) {
       rule.kind = kRuleFramePointer;
       rule.plain = 0;
-    } else if (!rule_cached(key, generation, &rule)) {
+      rule.has_fp = 0; /* (unread: gcc cannot tell) */
+      rule.fp = 0;
+    } else if (cfi_every_frame || !rule_cached(key, generation, &rule)) {
       const CodeObject *o = find_object(table, at);
       if (o == nullptr) {
         /* A return address read through rbp that is no code: rbp held no
@@ -640,11 +668,18 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       rule = {};
       rule.generation = generation;
       /* An SFrame entry; else, for an interrupted frame (whose function
-       * may stand before or without its own frame), the object's CFI. */
+       * may stand before or without its own frame) or in a walk that asks
+       * for it (the crash handler's), the object's CFI. */
       uint8_t kind = 0;
-      if (o->sframe != nullptr && find_rule(o, at, &sf)) kind = kRuleSFrame;
-      else if (exact && o->eh_hdr != 0 && find_cfi_rule(o, at, safe_reads, &sf)) kind = kRuleCfi;
-      if (kind != 0 && sf.ra >= INT16_MIN && sf.ra <= INT16_MAX && sf.fp >= INT16_MIN && sf.fp <= INT16_MAX) {
+      if (o->sframe != nullptr && find_rule(o, at, &sf)) {
+        kind = kRuleSFrame;
+      } else if ((exact || cfi_every_frame) && o->eh_hdr != 0) {
+        const uint8_t cfi = find_cfi_rule(o, at, safe_reads, &sf);
+        kind = cfi == kCfiRule ? kRuleCfi : cfi == kCfiOutermost ? kRuleOutermost : 0;
+      }
+      if (kind == kRuleOutermost) {
+        rule.kind = kRuleOutermost;
+      } else if (kind != 0 && sf.ra >= INT16_MIN && sf.ra <= INT16_MAX && sf.fp >= INT16_MIN && sf.fp <= INT16_MAX) {
         rule.kind = kind;
         rule.fp_base = sf.fp_base;
         rule.has_fp = sf.has_fp;
@@ -659,8 +694,12 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
           rule.hi = o->text_hi;
         }
       }
-      rule_store(key, rule);
+      /* A walk with CFI for every frame (once, in the crash handler)
+       * leaves the cache to the walks that read it. */
+      if (!cfi_every_frame) rule_store(key, rule);
     }
+    /* The CFI's outermost frame: nothing called it. */
+    if (rule.kind == kRuleOutermost) return fmt::make_stack(depth, fmt::kStackComplete);
     if (rule.plain) {
       plain_lo = rule.lo;
       plain_hi = rule.hi;

@@ -94,9 +94,15 @@ struct FrameRegs {
  * the instruction being executed (a signal's pc) rather than a return
  * address.  `safe_reads`: read the stack with process_vm_readv(2), never
  * faulting (the crash handler: the stack may be corrupt).
+ * `cfi_every_frame`: every frame without an SFrame entry takes its rule
+ * from its object's .eh_frame where it has one, as gdb's `bt` does, not
+ * only the interrupted one (the crash handler: its one walk may cost
+ * microseconds, and most code has neither .sframe nor frame pointers);
+ * the outermost frame (return address undefined) ends it complete.
  * Returns fmt::make_stack(depth, end).  Async-signal-safe; preserves errno.
  */
-uint8_t walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads) TL_HIDDEN;
+uint8_t walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads,
+                   bool cfi_every_frame = false) TL_HIDDEN;
 
 /** Note the calling thread's stack bounds (its top), when its lane is set
  *  up; async-signal-safe (two system calls, once per thread). */

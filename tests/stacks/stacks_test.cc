@@ -106,10 +106,11 @@ TEST_P(Unwindable, ThroughASignalFrame) {
   expect_prefix({got.begin() + 1, got.end()}, {"f4", "f3", "f2", "f1", "main"});
 }
 
-// gdb's `bt` on a core: each frame's address (0 where gdb prints none, as
-// for frame #0) and function.
+// gdb's `bt` on a core, past main to the entry point: each frame's
+// address (0 where gdb prints none, as for frame #0) and function.
 std::vector<std::pair<std::uint64_t, std::string>> gdb_backtrace(const std::string &exe, const std::string &core) {
-  const ct::test::Ran gdb = ct::test::run({"/usr/bin/gdb", "-batch", "-nx", "-ex", "set width 0", "-ex", "bt", exe, core});
+  const ct::test::Ran gdb = ct::test::run({"/usr/bin/gdb", "-batch", "-nx", "-ex", "set width 0", "-ex",
+                                           "set backtrace past-main on", "-ex", "bt", exe, core});
   EXPECT_EQ(gdb.exit_code(), 0) << gdb.err;
   // "#1  0x000055d0c1e001a9 in f3 (x=...) at ..." (frame #0 may omit the address)
   const std::regex frame_re(R"(^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+) )");
@@ -184,8 +185,8 @@ TEST_P(Unwindable, TheSettingGivesSpanBeginsAndAllocationEventsAStack) {
 INSTANTIATE_TEST_SUITE_P(Builds, Unwindable, ::testing::Values(CT_STACK_FIXTURE_SFRAME, CT_STACK_FIXTURE_FP),
                          [](const auto &param) { return std::string(param.index == 0 ? "sframe" : "frame_pointer"); });
 
-// Neither .sframe nor frame pointers: the walk stops at once, saying why,
-// and the event and its location are still there.
+// Neither .sframe nor frame pointers: tl_mark_stack's walk stops at once,
+// saying why, and the event and its location are still there.
 TEST(NoUnwindInfo, WalkEndsWithNoUnwindInformation) {
   const Read r = crash_and_read(CT_STACK_FIXTURE_NONE, "mark");
   const json *mark = event_named(r.doc, "MARK");
@@ -193,15 +194,29 @@ TEST(NoUnwindInfo, WalkEndsWithNoUnwindInformation) {
   EXPECT_EQ((*mark)["location"]["function"], "f4");
   ASSERT_TRUE(mark->contains("stack"));
   EXPECT_EQ((*mark)["stack"]["end"], "no_unwind_info") << mark->dump();
-  const json *crash = event_named(r.doc, "CRASH");
-  ASSERT_NE(crash, nullptr);
-  EXPECT_EQ((*crash)["stack"]["end"], "no_unwind_info") << crash->dump();
 }
 
-// Neither: the interrupted frame still takes its rule from .eh_frame, so
-// the crash's first caller is gdb's frame #1 (what follows has neither).
-TEST(NoUnwindInfo, TheInterruptedFrameTakesItsRuleFromEhFrame) {
-  expect_crash_stack_is_gdbs(CT_STACK_FIXTURE_NONE, "leaf", "leaf_fault", 1);
+// The crash handler's walk takes each such frame's rule from .eh_frame:
+// the whole stack, as gdb's `bt` gives it past main, through libc's frames
+// to _start (whose CFI says nothing called it: complete).
+TEST(NoUnwindInfo, TheCrashHandlersWalkTakesEveryFramesRuleFromEhFrame) {
+  const Read r = crash_and_read(CT_STACK_FIXTURE_NONE, "mark");
+  const json *crash = event_named(r.doc, "CRASH");
+  ASSERT_NE(crash, nullptr);
+  ASSERT_TRUE(crash->contains("stack")) << crash->dump();
+  const auto bt = gdb_backtrace(CT_STACK_FIXTURE_NONE, r.run.core_path);
+  const auto &frames = (*crash)["stack"]["frames"];
+  EXPECT_EQ((*crash)["stack"]["end"], "complete") << crash->dump() << "\n" << shown(bt);
+  ASSERT_EQ(frames.size() + 1, bt.size()) << crash->dump() << "\n" << shown(bt);
+  expect_prefix(functions(*crash), {"f3", "f2", "f1", "main"});
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    EXPECT_EQ(std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16), bt[i + 1].first)
+        << "frame #" << i + 1 << " " << bt[i + 1].second << "\n" << shown(bt);
+}
+
+// And a crash in a leaf of that build, the same way.
+TEST(NoUnwindInfo, ACrashInALeafMatchesGdbBacktraceToo) {
+  expect_crash_stack_is_gdbs(CT_STACK_FIXTURE_NONE, "leaf", "leaf_fault", 5);
 }
 
 // The text output shows the stack under its event.

@@ -515,10 +515,14 @@ enum StackEnd : std::uint8_t {
   kStackNone = 0,        /**< no walk was made (Slot.stack == 0) */
   kStackComplete = 1,    /**< the chain ended: a return address of 0 was read
                               where the unwind information put one (the
-                              psABI's end-of-stack mark) */
+                              psABI's end-of-stack mark), or (the crash
+                              handler's walk) .eh_frame marks the frame
+                              outermost: its return address undefined */
   kStackDepthLimit = 2,  /**< the walk stopped at the depth asked for; more
                               frames may exist */
-  kStackNoUnwind = 3,    /**< the next frame's code has no .sframe entry and
+  kStackNoUnwind = 3,    /**< the next frame's code has no .sframe entry (nor,
+                              in the crash handler's walk, a usable
+                              .eh_frame entry) and
                               its frame pointer register holds no frame (0,
                               outside the stack, not above the last frame):
                               nothing tells where its caller is */

@@ -182,7 +182,10 @@ void tl_mark(uint32_t id, uintptr_t arg);
  * a signal frame, or the crash handler's first), whose function may not
  * have set up its frame (a leaf: gcc omits its frame pointer even with
  * -fno-omit-frame-pointer), by the object's .eh_frame where it has no
- * .sframe entry.  Reads stay inside the calling
+ * .sframe entry.  (The crash handler's walk, made once, takes every
+ * frame's rule from .eh_frame where no .sframe entry covers it, as gdb's
+ * `bt` does: the CRASH stack of code built with neither is whole.)
+ * Reads stay inside the calling
  * thread's stack, between the caller's frame and the stack's top (the
  * main thread's from /proc/self/maps at tl_init, another thread's its
  * thread pointer), checked with mincore(2) once for each new depth.
