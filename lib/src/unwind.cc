@@ -485,6 +485,12 @@ bool parse_cie(EhReader r, uint64_t at, Cie *c) {
   return r.ok && c->insns <= c->end;
 }
 
+/* A factored offset times the data alignment factor, wrapping as the
+ * untrusted product may (an offset out of range is refused later). */
+int64_t scaled(uint64_t factored, int64_t align) {
+  return static_cast<int64_t>(factored * static_cast<uint64_t>(align));
+}
+
 /* Run call frame instructions [r.at, end) from `loc` while the location
  * stays at or below `pc`.  `initial`: the row after the CIE's
  * instructions, for DW_CFA_restore. */
@@ -499,6 +505,13 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
     if (reg == kDwarfRa) row->ra_how = initial.ra_how, row->ra_off = initial.ra_off;
     else if (reg == kDwarfRbp) row->fp_how = initial.fp_how, row->fp_off = initial.fp_off;
   };
+  /* A block (a DWARF expression) is skipped; it must end by `end`, so
+   * the walk only ever moves forwards. */
+  const auto skip = [&](uint64_t n) {
+    if (!r.ok || r.at > end || n > end - r.at) return false;
+    r.at += n;
+    return true;
+  };
   const auto advance = [&](uint64_t delta) {
     loc += delta * c.code_align;
     return loc <= pc;
@@ -508,7 +521,7 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
     const uint8_t low = op & 0x3f;
     switch (op >> 6) {
       case 1: if (!advance(low)) return true; continue;                  /* DW_CFA_advance_loc */
-      case 2: set(low, kRegAtCfa, static_cast<int64_t>(r.uleb()) * c.data_align); continue; /* offset */
+      case 2: set(low, kRegAtCfa, scaled(r.uleb(), c.data_align)); continue; /* offset */
       case 3: restore(low); continue;                                     /* DW_CFA_restore */
       default: break;
     }
@@ -518,7 +531,7 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
       case 0x02: if (!advance(r.get<uint8_t>())) return r.ok; break;
       case 0x03: if (!advance(r.get<uint16_t>())) return r.ok; break;
       case 0x04: if (!advance(r.get<uint32_t>())) return r.ok; break;
-      case 0x05: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, static_cast<int64_t>(r.uleb()) * c.data_align); break; }
+      case 0x05: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, scaled(r.uleb(), c.data_align)); break; }
       case 0x06: restore(r.uleb()); break;
       case 0x07: set(r.uleb(), kRegUndefined, 0); break;                  /* undefined */
       case 0x08: set(r.uleb(), kRegSame, 0); break;                       /* same_value */
@@ -534,15 +547,15 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
       case 0x0c: row->cfa_reg = static_cast<uint32_t>(r.uleb()); row->cfa_off = static_cast<int64_t>(r.uleb()); row->cfa_expr = false; break;
       case 0x0d: row->cfa_reg = static_cast<uint32_t>(r.uleb()); break;
       case 0x0e: row->cfa_off = static_cast<int64_t>(r.uleb()); break;
-      case 0x0f: { const uint64_t n = r.uleb(); r.at += n; row->cfa_expr = true; break; } /* def_cfa_expression */
-      case 0x10: case 0x16: { const uint64_t reg = r.uleb(); const uint64_t n = r.uleb(); r.at += n; set(reg, kRegOther, 0); break; }
-      case 0x11: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, r.sleb() * c.data_align); break; }
-      case 0x12: row->cfa_reg = static_cast<uint32_t>(r.uleb()); row->cfa_off = r.sleb() * c.data_align; row->cfa_expr = false; break;
-      case 0x13: row->cfa_off = r.sleb() * c.data_align; break;
+      case 0x0f: if (!skip(r.uleb())) return false; row->cfa_expr = true; break; /* def_cfa_expression */
+      case 0x10: case 0x16: { const uint64_t reg = r.uleb(); if (!skip(r.uleb())) return false; set(reg, kRegOther, 0); break; }
+      case 0x11: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, scaled(static_cast<uint64_t>(r.sleb()), c.data_align)); break; }
+      case 0x12: row->cfa_reg = static_cast<uint32_t>(r.uleb()); row->cfa_off = scaled(static_cast<uint64_t>(r.sleb()), c.data_align); row->cfa_expr = false; break;
+      case 0x13: row->cfa_off = scaled(static_cast<uint64_t>(r.sleb()), c.data_align); break;
       case 0x14: { const uint64_t reg = r.uleb(); (void)r.uleb(); set(reg, kRegOther, 0); break; } /* val_offset */
       case 0x15: { const uint64_t reg = r.uleb(); (void)r.sleb(); set(reg, kRegOther, 0); break; }
       case 0x2e: (void)r.uleb(); break;                                   /* GNU_args_size */
-      case 0x2f: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, -static_cast<int64_t>(r.uleb()) * c.data_align); break; }
+      case 0x2f: { const uint64_t reg = r.uleb(); set(reg, kRegAtCfa, scaled(0 - r.uleb(), c.data_align)); break; }
       default: return false;
     }
   }
@@ -591,7 +604,11 @@ uint8_t find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
   const uint64_t begin = r.pointer(c.fde_enc, 0);
   const uint64_t range = r.pointer(c.fde_enc, 0, true);
   if (!r.ok || pc < begin || pc - begin >= range) return kCfiNone;
-  if (c.z) r.at += r.uleb();
+  if (c.z) {
+    const uint64_t aug_len = r.uleb();
+    if (!r.ok || r.at > end || aug_len > end - r.at) return kCfiNone;
+    r.at += aug_len;
+  }
   if (!r.ok || r.at > end) return kCfiNone;
   const uint64_t fde_insns = r.at;
   CfiRow row = {kDwarfRsp, 8, false, kRegSame, kRegSame, 0, 0};
