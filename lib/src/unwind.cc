@@ -315,7 +315,7 @@ bool find_rule(const CodeObject *o, uint64_t pc, Rule *rule) {
   return have;
 }
 
-/* ---- DWARF call frame information, for an interrupted frame ----
+/* ---- DWARF call frame information: interrupted frames, the crash handler ----
  *
  * A signal's pc may be anywhere in its function: before the function has
  * set up its frame (its first instructions), or in a leaf that never does
@@ -476,7 +476,7 @@ bool parse_cie(EhReader r, uint64_t at, Cie *c) {
         const uint8_t enc = r.get<uint8_t>();
         (void)r.pointer(static_cast<uint8_t>(enc & 0x0f), 0, true); /* the personality: skipped */
       } else if (aug[i] != 'S' && aug[i] != 'B') {
-        break; /* unknown: its data is skipped with the rest */
+        return false; /* unknown: where its data ends (and R's is) is not known */
       }
     }
     r.at = aug_end;

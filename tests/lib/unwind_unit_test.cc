@@ -29,11 +29,12 @@ std::uint64_t ra_of(void (*f)()) { return reinterpret_cast<std::uint64_t>(f) + 1
 std::uint64_t addr(const void *p) { return reinterpret_cast<std::uint64_t>(p); }
 
 #if defined(__x86_64__)
-// Where a signal could stop two functions, as their .eh_frame says (the
+// Where a signal could stop three functions, as their .eh_frame says (the
 // assembler's .cfi_* directives): ct_unwind_leaf at its first instruction
-// (nothing pushed: CFA = rsp + 8, the return address at rsp), and
+// (nothing pushed: CFA = rsp + 8, the return address at rsp),
 // ct_unwind_pushed_body after a push of rbp (CFA = rsp + 16, the caller's
-// rbp at CFA - 16).  Neither is ever called.
+// rbp at CFA - 16), and ct_unwind_outermost, whose return address is
+// undefined (as _start's is).  None is ever called.
 __asm__(
     ".text\n"
     ".globl ct_unwind_leaf\n"
@@ -58,8 +59,18 @@ __asm__(
     ".cfi_def_cfa_offset 8\n"
     "  ret\n"
     ".cfi_endproc\n"
-    ".size ct_unwind_pushed, .-ct_unwind_pushed\n");
+    ".size ct_unwind_pushed, .-ct_unwind_pushed\n"
+    ".globl ct_unwind_outermost\n"
+    ".type ct_unwind_outermost, @function\n"
+    "ct_unwind_outermost:\n"
+    ".cfi_startproc\n"
+    ".cfi_undefined %rip\n"
+    "  nop\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size ct_unwind_outermost, .-ct_unwind_outermost\n");
 extern "C" void ct_unwind_leaf();
+extern "C" void ct_unwind_outermost();
 extern "C" char ct_unwind_pushed_body[];
 #endif
 
@@ -200,6 +211,17 @@ TEST_F(Walker, AnInterruptedFunctionBeforeItsFrameGetsTheCallersFramePointerFrom
   ASSERT_EQ(fmt::stack_depth(st), 2u);
   EXPECT_EQ(out[0], ra_of(code_b));
   EXPECT_EQ(out[1], ra_of(code_a));
+}
+
+// A frame .eh_frame marks outermost: nothing called it, the walk is
+// complete there (whatever rbp and the stack hold).
+TEST_F(Walker, TheFrameEhFrameMarksOutermostEndsTheWalkComplete) {
+  CHAIN(chain);
+  std::uint64_t out[fmt::kMaxStackDepth];
+  const std::uint8_t st = lib::walk_stack({reinterpret_cast<std::uint64_t>(&ct_unwind_outermost), addr(chain),
+                                           addr(chain)}, true, out, 8, false);
+  EXPECT_EQ(fmt::stack_end(st), fmt::kStackComplete);
+  EXPECT_EQ(fmt::stack_depth(st), 0u);
 }
 #endif
 
