@@ -7,7 +7,11 @@
 #include <systemd/sd-id128.h>
 #include <systemd/sd-journal.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cstring>
+
+#include "sigbus.h"
 
 namespace ctd {
 
@@ -28,6 +32,7 @@ Result<Journal> Journal::finish_open(sd_journal *j, int r, const std::string &wh
     return errno_error(-r, what + " failed (core-timelined must run as root or in group systemd-journal to read "
                               "systemd-coredump's entries)");
   Journal out(j);
+  out.seen_pages_ = sigbus_pages();
   r = sd_journal_set_data_threshold(j, kFieldThreshold);
   if (r < 0) return errno_error(-r, "sd_journal_set_data_threshold");
   auto m = add_match(j);
@@ -44,18 +49,57 @@ Result<Journal> Journal::open() {
 Result<Journal> Journal::open_directory(const std::string &directory) {
   sd_journal *j = nullptr;
   int r = sd_journal_open_directory(&j, directory.c_str(), 0);
-  return finish_open(j, r, "sd_journal_open_directory(" + directory + ")");
+  auto out = finish_open(j, r, "sd_journal_open_directory(" + directory + ")");
+  if (out) out->directory_ = directory;
+  return out;
 }
 
 Journal::Journal(Journal &&o) noexcept
-    : j_(std::exchange(o.j_, nullptr)), last_cursor_(std::move(o.last_cursor_)) {}
+    : j_(std::exchange(o.j_, nullptr)),
+      last_cursor_(std::move(o.last_cursor_)),
+      directory_(std::move(o.directory_)),
+      start_(o.start_),
+      boot_(std::move(o.boot_)),
+      seen_pages_(o.seen_pages_) {}
 Journal &Journal::operator=(Journal &&o) noexcept {
   if (this != &o) {
     sd_journal_close(j_);
     j_ = std::exchange(o.j_, nullptr);
     last_cursor_ = std::move(o.last_cursor_);
+    directory_ = std::move(o.directory_);
+    start_ = o.start_;
+    boot_ = std::move(o.boot_);
+    seen_pages_ = o.seen_pages_;
   }
   return *this;
+}
+
+Result<void> Journal::reopen() {
+  sd_journal *j = nullptr;
+  const int r = directory_.empty() ? sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY)
+                                   : sd_journal_open_directory(&j, directory_.c_str(), 0);
+  auto fresh = finish_open(j, r, "opening the journal again");
+  if (!fresh) return std::move(fresh).error();
+  sd_journal_close(j_);
+  j_ = std::exchange(fresh->j_, nullptr);
+  seen_pages_ = sigbus_pages();
+  if (!last_cursor_.empty()) {
+    auto s = seek_after_cursor(last_cursor_);
+    if (!s) return std::move(s).error();
+    return {};
+  }
+  return start_ == Start::kBoot ? seek_boot_start(boot_) : seek_head();
+}
+
+Result<bool> Journal::reopen_if_truncated(const char *during) {
+  const std::uint64_t pages = sigbus_pages();
+  if (pages == seen_pages_) return false;
+  spdlog::warn("a journal file was truncated under the reader during {} ({} page(s) past its end read as zeros; "
+               "journald of systemd 252 truncates archived files at rotation): opening the journal again and "
+               "reading on after the last entry read",
+               during, pages - seen_pages_);
+  if (auto r = reopen(); !r) return std::move(r).error();
+  return true;
 }
 Journal::~Journal() { sd_journal_close(j_); }
 
@@ -93,6 +137,8 @@ Result<bool> Journal::seek_after_cursor(const std::string &cursor) {
 }
 
 Result<void> Journal::seek_boot_start(const std::string &boot_id) {
+  start_ = Start::kBoot;
+  boot_ = boot_id;
   sd_id128_t id;
   int r = sd_id128_from_string(boot_id.c_str(), &id);
   if (r < 0) return errno_error(-r, "boot id '" + printable(boot_id) + "'");
@@ -108,10 +154,21 @@ Result<void> Journal::seek_tail() {
    * some versions; step onto it so next() returns only newer ones. */
   r = sd_journal_previous(j_);
   if (r < 0) return errno_error(-r, "sd_journal_previous");
+  /* Reopened, the journal goes on after that entry; with none (no coredump
+   * entry yet), from the head, which holds none older. */
+  start_ = Start::kHead;
+  if (r > 0) {
+    char *c = nullptr;
+    if (sd_journal_get_cursor(j_, &c) >= 0) {
+      last_cursor_ = c;
+      free(c);
+    }
+  }
   return {};
 }
 
 Result<void> Journal::seek_head() {
+  start_ = Start::kHead;
   int r = sd_journal_seek_head(j_);
   if (r < 0) return errno_error(-r, "sd_journal_seek_head");
   return {};
@@ -137,6 +194,21 @@ Result<std::optional<std::string>> Journal::newest_cursor() {
 }
 
 Result<bool> Journal::next(RawEntry &out, std::string &warning) {
+  for (int attempt = 0;; ++attempt) {
+    if (auto t = reopen_if_truncated("an earlier read"); !t) return std::move(t).error();
+    const std::string before = last_cursor_;
+    auto r = next_once(out, warning);
+    if (sigbus_pages() == seen_pages_) return r;
+    /* What was read may be zeros: read it again from the journal opened
+     * anew, after the entry before it. */
+    last_cursor_ = before;
+    if (attempt == 2)
+      return error_of(EIO, "journal files were truncated under every read of the next entry (SIGBUS, 3 times)");
+    if (auto t = reopen_if_truncated("the read of an entry"); !t) return std::move(t).error();
+  }
+}
+
+Result<bool> Journal::next_once(RawEntry &out, std::string &warning) {
   warning.clear();
   int r = sd_journal_next(j_);
   if (r < 0) return errno_error(-r, "sd_journal_next");
@@ -179,6 +251,7 @@ Result<void> Journal::with_core_field(const std::function<Result<void>(std::span
   if (r < 0) return errno_error(-r, "sd_journal_set_data_threshold(0)");
   const void *data = nullptr;
   size_t len = 0;
+  const std::uint64_t pages = sigbus_pages();
   r = sd_journal_get_data(j_, "COREDUMP", &data, &len);
   Result<void> res;
   if (r < 0) {
@@ -191,6 +264,9 @@ Result<void> Journal::with_core_field(const std::function<Result<void>(std::span
   /* Back to the normal threshold; this also lets sd-journal drop its
    * buffer of the core at the next read. */
   sd_journal_set_data_threshold(j_, kFieldThreshold);
+  /* (The next read opens the journal again.) */
+  if (sigbus_pages() != pages)
+    return error_of(EIO, "the journal file holding it was truncated while it was read (SIGBUS: pages read as zeros)");
   return res;
 }
 
@@ -212,7 +288,14 @@ int Journal::timeout_ms() const noexcept {
 }
 
 Result<int> Journal::process() {
+  auto t = reopen_if_truncated("an earlier read");
+  if (!t) return std::move(t).error();
+  if (*t) return SD_JOURNAL_INVALIDATE;
   int r = sd_journal_process(j_);
+  if (auto t2 = reopen_if_truncated("sd_journal_process"); !t2 || *t2) {
+    if (!t2) return std::move(t2).error();
+    return SD_JOURNAL_INVALIDATE;
+  }
   if (r < 0) return errno_error(-r, "sd_journal_process");
   return r;
 }

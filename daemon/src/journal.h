@@ -20,7 +20,12 @@
  * Rotation and vacuum: wait() calls sd_journal_process(3), which opens new
  * files and closes deleted ones; the read position (the current entry) is
  * kept across SD_JOURNAL_INVALIDATE.  The number of descriptors is one per
- * journal file on disk plus an inotify descriptor.
+ * journal file on disk plus an inotify descriptor.  A file truncated while
+ * mapped (journald of systemd 252 at rotation) reads as zeros once the
+ * SIGBUS handler is installed (sigbus.h): next() and process() check its
+ * count around each read and, when it moved, drop what they read, open the
+ * journal again and go on after the last entry read (with a warning);
+ * with_core_field() reports the core unreadable.
  *
  * Thread-safety: none; one thread owns a Journal (sd-journal is not
  * thread-safe for one object).
@@ -135,8 +140,20 @@ class Journal final : public EntrySource {
  private:
   explicit Journal(sd_journal *j) noexcept : j_(j) {}
   static Result<Journal> finish_open(sd_journal *j, int r, const std::string &what);
+  /* Where a reopened journal starts when no entry was read yet. */
+  enum class Start { kHead, kBoot };
+  Result<bool> next_once(RawEntry &out, std::string &warning);
+  /* The same files opened again (journal.h, rotation), positioned after
+   * last_cursor_, or as the first seek was. */
+  Result<void> reopen();
+  /* Reopens if pages were zeroed since the last look; true if it did. */
+  Result<bool> reopen_if_truncated(const char *during);
   sd_journal *j_ = nullptr;
   std::string last_cursor_;  /**< of the last entry read, or the seek's */
+  std::string directory_;    /**< open_directory's, or "" (the local journal) */
+  Start start_ = Start::kHead;
+  std::string boot_;         /**< seek_boot_start's */
+  std::uint64_t seen_pages_ = 0; /**< sigbus_pages() at the last look */
 };
 
 }  // namespace ctd

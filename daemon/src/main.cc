@@ -16,6 +16,7 @@
  * `core-timelined --decoder-server` its server (decode.h), both started by
  * the daemon itself.
  */
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -26,6 +27,7 @@
 #include "log.h"
 #include "options.h"
 #include "parts.h"
+#include "sigbus.h"
 
 #ifdef CT_TEST_HOOKS
 /* Only in core-timelined-test-hooks, a test build (tests/daemon/
@@ -48,6 +50,9 @@ int main(int argc, char **argv) {
   if (exit_now >= 0) return exit_now;
   const auto &o = *opts;
   ctd::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
+  /* Before the journal is opened: a journal file truncated under its
+   * mapping reads as zeros, not SIGBUS (sigbus.h). */
+  if (!ctd::install_sigbus_handler()) spdlog::warn("cannot install the SIGBUS handler: {}", strerrordesc_np(errno));
   /* Before any decoder, and while single-threaded (setenv). */
   if (const std::string d = ctd::prepare_debuginfod(o.state_dir, o.debuginfod_timeout_ms, o.decode_timeout_ms);
       !d.empty())
