@@ -338,8 +338,9 @@ bool find_rule(const CodeObject *o, uint64_t pc, Rule *rule) {
  * (a CFA or a rule given by an expression, 64-bit lengths, an encoding
  * not handled) gives no rule, and the frame-pointer rule applies as
  * before.  Every read stays inside the object's PT_LOAD that holds
- * .eh_frame_hdr; with `safe` (the crash handler) each goes through
- * process_vm_readv(2), so even an object unmapped since cannot fault. */
+ * .eh_frame_hdr; with `safe` (the crash handler) they go through
+ * process_vm_readv(2), 128 bytes at a time, so even an object unmapped
+ * since cannot fault. */
 constexpr uint32_t kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRa = 16; /* psABI x86-64, 3.6.2 */
 
 struct EhReader {
