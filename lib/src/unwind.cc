@@ -567,7 +567,9 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
  * kCfiOutermost (the return address is undefined there: _start, a
  * thread's start function), or kCfiNone (no FDE, or none usable). */
 enum : uint8_t { kCfiNone = 0, kCfiRule = 1, kCfiOutermost = 2 };
-uint8_t find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
+/* Out of line and cold: the walk's per-frame loop stays as small as it
+ * was without it (tl_mark_stack's frames never come here). */
+__attribute__((noinline, cold)) uint8_t find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
   EhReader r;
   r.lo = o->eh_lo;
   r.hi = o->eh_hi;
