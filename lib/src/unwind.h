@@ -17,8 +17,9 @@
  *    table (one acquire load), the copies, the calling thread's stack
  *    between the walk's start and the stack's top, and, for the frame a
  *    signal interrupted (whose function may not have set up its frame
- *    yet, or ever: a leaf), that object's .eh_frame_hdr and .eh_frame
- *    where it has no .sframe entry for the pc; it allocates nothing,
+ *    yet, or ever: a leaf), and in the crash handler's walk for every
+ *    frame, that object's .eh_frame_hdr and .eh_frame where it has no
+ *    .sframe entry for the pc; it allocates nothing,
  *    takes no lock and makes no system call except mincore(2) the first
  *    time a thread's stack is walked below the depth already checked, and
  *    process_vm_readv(2) for each read in the crash handler's walk.
