@@ -292,10 +292,9 @@ Result<int> Journal::process() {
   if (!t) return std::move(t).error();
   if (*t) return SD_JOURNAL_INVALIDATE;
   int r = sd_journal_process(j_);
-  if (auto t2 = reopen_if_truncated("sd_journal_process"); !t2 || *t2) {
-    if (!t2) return std::move(t2).error();
-    return SD_JOURNAL_INVALIDATE;
-  }
+  t = reopen_if_truncated("sd_journal_process");
+  if (!t) return std::move(t).error();
+  if (*t) return SD_JOURNAL_INVALIDATE;
   if (r < 0) return errno_error(-r, "sd_journal_process");
   return r;
 }

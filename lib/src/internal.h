@@ -179,6 +179,13 @@ void names_detach() TL_HIDDEN;
 pid_t raw_gettid() TL_HIDDEN;
 pid_t raw_getpid() TL_HIDDEN;
 
+/** Copy up to `n` bytes at `src` of this process into `dst` with
+ *  process_vm_readv(2), which fails where a read would fault (unmapped,
+ *  truncated, PROT_NONE) instead of faulting.  Returns the bytes copied
+ *  (fewer where the range ends in such memory), or -1.  Async-signal-safe;
+ *  preserves errno. */
+ssize_t read_own_memory(void *dst, const void *src, size_t n) TL_HIDDEN;
+
 }  // namespace core_timeline::lib
 
 #endif  // CORE_TIMELINE_LIB_INTERNAL_H

@@ -33,6 +33,15 @@ __thread ThreadStack t_stack TL_TLS;
 pid_t raw_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 pid_t raw_getpid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
 
+ssize_t read_own_memory(void *dst, const void *src, size_t n) {
+  const int saved_errno = errno;
+  struct iovec local = {dst, n};
+  struct iovec remote = {const_cast<void *>(src), n};
+  const ssize_t got = process_vm_readv(raw_getpid(), &local, 1, &remote, 1, 0);
+  errno = saved_errno;
+  return got;
+}
+
 /* The key whose destructor releases a thread's lane at thread exit; set up
  * by tl_init (ring.cc). */
 extern pthread_key_t g_lane_key TL_HIDDEN;
@@ -301,12 +310,8 @@ Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint
   uint32_t n = inline_len < fmt::kInlineBytes ? inline_len : fmt::kInlineBytes;
   if (n != 0 && inline_bytes != nullptr) {
     if (copy_from_ptr) {
-      int saved_errno = errno;
-      struct iovec local = {s->inline_data, n};
-      struct iovec remote = {const_cast<void *>(inline_bytes), n};
-      ssize_t got = process_vm_readv(raw_getpid(), &local, 1, &remote, 1, 0);
+      const ssize_t got = read_own_memory(s->inline_data, inline_bytes, n);
       n = got > 0 ? static_cast<uint32_t>(got) : 0;
-      errno = saved_errno;
     } else {
       memcpy(s->inline_data, inline_bytes, n);
     }

@@ -25,7 +25,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "unwind.h"
@@ -174,12 +173,7 @@ __attribute__((always_inline)) inline bool read_word(uint64_t addr, const Bounds
     *out = *reinterpret_cast<const volatile uint64_t *>(addr);
     return true;
   }
-  const int saved_errno = errno;
-  struct iovec local = {out, 8};
-  struct iovec remote = {reinterpret_cast<void *>(addr), 8};
-  const ssize_t got = process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0);
-  errno = saved_errno;
-  return got == 8;
+  return read_own_memory(out, reinterpret_cast<const void *>(addr), 8) == 8;
 }
 
 __attribute__((noinline)) const CodeObject *find_object(const ObjectTable *t, uint64_t pc) {
@@ -359,11 +353,7 @@ struct EhReader {
     } else {
       if (at < win_at || at + n > win_at + win_len) {
         const uint64_t want = hi - at < sizeof win ? hi - at : sizeof win;
-        const int saved_errno = errno;
-        struct iovec local = {win, want};
-        struct iovec remote = {reinterpret_cast<void *>(at), want};
-        const ssize_t got = process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0);
-        errno = saved_errno;
+        const ssize_t got = read_own_memory(win, reinterpret_cast<const void *>(at), want);
         if (got < static_cast<ssize_t>(n)) return ok = false;
         win_at = at;
         win_len = static_cast<uint32_t>(got);
@@ -538,13 +528,7 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
       case 0x08: set(r.uleb(), kRegSame, 0); break;                       /* same_value */
       case 0x09: { const uint64_t reg = r.uleb(); (void)r.uleb(); set(reg, kRegOther, 0); break; } /* register */
       case 0x0a: if (depth == 4) return false; saved[depth++] = *row; break; /* remember_state */
-      case 0x0b: {                                                        /* restore_state */
-        if (depth == 0) return false;
-        const CfiRow s = saved[--depth];
-        row->ra_how = s.ra_how, row->ra_off = s.ra_off, row->fp_how = s.fp_how, row->fp_off = s.fp_off;
-        row->cfa_reg = s.cfa_reg, row->cfa_off = s.cfa_off, row->cfa_expr = s.cfa_expr;
-        break;
-      }
+      case 0x0b: if (depth == 0) return false; *row = saved[--depth]; break; /* restore_state */
       case 0x0c: row->cfa_reg = static_cast<uint32_t>(r.uleb()); row->cfa_off = static_cast<int64_t>(r.uleb()); row->cfa_expr = false; break;
       case 0x0d: row->cfa_reg = static_cast<uint32_t>(r.uleb()); break;
       case 0x0e: row->cfa_off = static_cast<int64_t>(r.uleb()); break;
