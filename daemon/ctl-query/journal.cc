@@ -20,6 +20,7 @@
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/reader/number.h"
+#include "sigbus.h"
 
 namespace core_timeline::ctlq {
 
@@ -61,6 +62,14 @@ bool list_journal_files(const std::string &dir, bool subdirs, std::vector<std::s
 constexpr std::size_t kScanThreshold = 512;
 
 Error journal_error(int r, const std::string &what) { return reader::system_error(-r, what); }
+
+/* A journal file was truncated under the read (common/sigbus.h): what was
+ * read past its new end was zeros, so nothing of this read is kept. */
+Error cut_short(const std::string &during) {
+  return reader::system_error(EIO, "a journal file was truncated while " + during +
+                                       " (journald truncates a file when it archives it at rotation; what lay past "
+                                       "its new end read as zeros): run the query again");
+}
 
 std::string_view field_value(const void *data, size_t len, std::string_view name) {
   std::string_view d(static_cast<const char *>(data), len);
@@ -180,6 +189,7 @@ bool corroborated(const JournalEntry &e, const std::string &machine_id) {
 }
 
 Result<std::unique_ptr<Journal>> Journal::open(const JournalSpec &spec) {
+  const sigbus::Scope truncated;
   sd_journal *j = nullptr;
   int r = 0;
   std::string what;
@@ -227,12 +237,15 @@ Result<std::unique_ptr<Journal>> Journal::open(const JournalSpec &spec) {
     }
   }
   if (r < 0) return journal_error(r, what);
-  return std::unique_ptr<Journal>(new Journal(j));
+  auto out = std::unique_ptr<Journal>(new Journal(j));
+  if (truncated.moved()) return cut_short("it was opened");
+  return out;
 }
 
 Journal::~Journal() { sd_journal_close(j_); }
 
 Result<std::vector<std::string>> Journal::boots() {
+  const sigbus::Scope truncated;
   std::vector<std::string> ids;
   int r = sd_journal_query_unique(j_, "_BOOT_ID");
   if (r < 0) return journal_error(r, "reading the journal's boot ids");
@@ -252,6 +265,7 @@ Result<std::vector<std::string>> Journal::boots() {
     dated.emplace_back(t, id);
   }
   sd_journal_flush_matches(j_);
+  if (truncated.moved()) return cut_short("its boot ids were read");
   std::sort(dated.begin(), dated.end());
   std::vector<std::string> out;
   for (auto &[t, id] : dated) out.push_back(std::move(id));
@@ -260,6 +274,7 @@ Result<std::vector<std::string>> Journal::boots() {
 
 Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
                                   const std::function<void(JournalEntry &&)> &fn) {
+  const sigbus::Scope truncated;
   sd_journal_flush_matches(j_);
   const std::string mid = "MESSAGE_ID=" + std::string(jf::kTimelineMessageId);
   const std::vector<JournalTerm> all = terms.empty() ? std::vector<JournalTerm>{JournalTerm{}} : terms;
@@ -288,6 +303,7 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
   if ((r = sd_journal_seek_head(j_)) < 0) return journal_error(r, "seeking the journal");
   for (;;) {
     r = sd_journal_next(j_);
+    if (r < 0 && truncated.moved()) return cut_short("timeline entries were read");
     if (r < 0) return journal_error(r, "reading the journal");
     if (r == 0) break;
     JournalEntry e;
@@ -338,13 +354,17 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
       std::free(cursor);
     }
     sd_journal_get_realtime_usec(j_, &e.realtime_usec);
+    if (truncated.moved()) return cut_short("timeline entries were read");  // e may be zeros
     fn(std::move(e));
   }
   sd_journal_flush_matches(j_);
+  /* An error or the end, read from zeros, says nothing either. */
+  if (truncated.moved()) return cut_short("timeline entries were read");
   return untrusted;
 }
 
 Result<std::vector<Journal::Withheld>> Journal::withheld(std::uint64_t uid, const JournalTerm &term) {
+  const sigbus::Scope truncated;
   sd_journal_flush_matches(j_);
   const std::string mid = "MESSAGE_ID=" SD_MESSAGE_COREDUMP_STR, who = "COREDUMP_UID=" + std::to_string(uid);
   int r = sd_journal_add_match(j_, mid.data(), mid.size());
@@ -379,11 +399,20 @@ Result<std::vector<Journal::Withheld>> Journal::withheld(std::uint64_t uid, cons
     out.push_back(std::move(w));
   }
   sd_journal_flush_matches(j_);
+  if (truncated.moved()) return cut_short("systemd-coredump's entries were read");
   if (r < 0) return journal_error(r, "reading the journal");
   return out;
 }
 
 Result<std::optional<std::string>> Journal::document(const std::string &cursor, std::uint64_t max_bytes) {
+  const sigbus::Scope truncated;
+  auto out = document_once(cursor, max_bytes);
+  /* The copy was made from the mapping too: checked after it. */
+  if (truncated.moved()) return cut_short("the document of entry " + cursor + " was read");
+  return out;
+}
+
+Result<std::optional<std::string>> Journal::document_once(const std::string &cursor, std::uint64_t max_bytes) {
   sd_journal_flush_matches(j_);
   int r = sd_journal_seek_cursor(j_, cursor.c_str());
   if (r >= 0) r = sd_journal_next(j_);

@@ -20,6 +20,13 @@
  * corroborated() backs them; it counts the others (docs/ctl-query.md,
  * "Trust").
  *
+ * Journal files are read through mmap(2), and journald truncates a file
+ * when it archives it at rotation: each call below holds a
+ * common/sigbus.h Scope, so a page past a file's new end reads as zeros
+ * instead of killing ctl-query with SIGBUS, and a call during which that
+ * happened fails (EIO, "run the query again") rather than answer from
+ * zeros; scan() stops before handing on an entry read then.
+ *
  * Errors: Result errors carry sd-journal's errno text and what was opened.
  * Thread-safety: a Journal is one sd_journal handle, which sd-journal
  * allows to be used by one thread at a time; separate Journals are
@@ -183,6 +190,7 @@ class Journal {
 
  private:
   explicit Journal(sd_journal *j) : j_(j) {}
+  Result<std::optional<std::string>> document_once(const std::string &cursor, std::uint64_t max_bytes);
   sd_journal *j_;
 };
 

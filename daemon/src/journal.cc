@@ -15,6 +15,8 @@
 
 namespace ctd {
 
+using core_timeline::sigbus::zeroed_pages;
+
 namespace {
 
 const std::string kMatch = "MESSAGE_ID=" + std::string(kCoredumpMessageId);
@@ -32,7 +34,7 @@ Result<Journal> Journal::finish_open(sd_journal *j, int r, const std::string &wh
     return errno_error(-r, what + " failed (core-timelined must run as root or in group systemd-journal to read "
                               "systemd-coredump's entries)");
   Journal out(j);
-  out.seen_pages_ = sigbus_pages();
+  out.seen_pages_ = zeroed_pages();
   r = sd_journal_set_data_threshold(j, kFieldThreshold);
   if (r < 0) return errno_error(-r, "sd_journal_set_data_threshold");
   auto m = add_match(j);
@@ -82,7 +84,7 @@ Result<void> Journal::reopen() {
   if (!fresh) return std::move(fresh).error();
   sd_journal_close(j_);
   j_ = std::exchange(fresh->j_, nullptr);
-  seen_pages_ = sigbus_pages();
+  seen_pages_ = zeroed_pages();
   if (!last_cursor_.empty()) {
     auto s = seek_after_cursor(last_cursor_);
     if (!s) return std::move(s).error();
@@ -92,7 +94,7 @@ Result<void> Journal::reopen() {
 }
 
 Result<bool> Journal::reopen_if_truncated(const char *during) {
-  const std::uint64_t pages = sigbus_pages();
+  const std::uint64_t pages = zeroed_pages();
   if (pages == seen_pages_) return false;
   spdlog::warn("a journal file was truncated under the reader during {} ({} page(s) past its end read as zeros; "
                "journald of systemd 252 truncates archived files at rotation): opening the journal again and "
@@ -198,7 +200,7 @@ Result<bool> Journal::next(RawEntry &out, std::string &warning) {
     if (auto t = reopen_if_truncated("an earlier read"); !t) return std::move(t).error();
     const std::string before = last_cursor_;
     auto r = next_once(out, warning);
-    if (sigbus_pages() == seen_pages_) return r;
+    if (zeroed_pages() == seen_pages_) return r;
     /* What was read may be zeros: read it again from the journal opened
      * anew, after the entry before it. */
     last_cursor_ = before;
@@ -251,7 +253,7 @@ Result<void> Journal::with_core_field(const std::function<Result<void>(std::span
   if (r < 0) return errno_error(-r, "sd_journal_set_data_threshold(0)");
   const void *data = nullptr;
   size_t len = 0;
-  const std::uint64_t pages = sigbus_pages();
+  const std::uint64_t pages = zeroed_pages();
   r = sd_journal_get_data(j_, "COREDUMP", &data, &len);
   Result<void> res;
   if (r < 0) {
@@ -265,7 +267,7 @@ Result<void> Journal::with_core_field(const std::function<Result<void>(std::span
    * buffer of the core at the next read. */
   sd_journal_set_data_threshold(j_, kFieldThreshold);
   /* (The next read opens the journal again.) */
-  if (sigbus_pages() != pages)
+  if (zeroed_pages() != pages)
     return error_of(EIO, "the journal file holding it was truncated while it was read (SIGBUS: pages read as zeros)");
   return res;
 }

@@ -153,7 +153,7 @@ class Journal final : public EntrySource {
   std::string directory_;    /**< open_directory's, or "" (the local journal) */
   Start start_ = Start::kHead;
   std::string boot_;         /**< seek_boot_start's */
-  std::uint64_t seen_pages_ = 0; /**< sigbus_pages() at the last look */
+  std::uint64_t seen_pages_ = 0; /**< sigbus::zeroed_pages() at the last look */
 };
 
 }  // namespace ctd

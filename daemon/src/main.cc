@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
   ctd::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
   /* Before the journal is opened: a journal file truncated under its
    * mapping reads as zeros, not SIGBUS (sigbus.h). */
-  if (!ctd::install_sigbus_handler()) spdlog::warn("cannot install the SIGBUS handler: {}", strerrordesc_np(errno));
+  if (!core_timeline::sigbus::install()) spdlog::warn("cannot install the SIGBUS handler: {}", strerrordesc_np(errno));
   /* Before any decoder, and while single-threaded (setenv). */
   if (const std::string d = ctd::prepare_debuginfod(o.state_dir, o.debuginfod_timeout_ms, o.decode_timeout_ms);
       !d.empty())

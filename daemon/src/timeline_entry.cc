@@ -20,8 +20,11 @@
 
 #include "core_timeline/document/journal_entry.h"
 #include "credentials.h"
+#include "sigbus.h"
 
 namespace ctd {
+
+using core_timeline::sigbus::zeroed_pages;
 
 namespace jn = core_timeline::document::journal;
 
@@ -149,6 +152,19 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
 }
 
 Result<bool> TimelineEntries::has_entry(const CoredumpEntry &e) {
+  /* A file truncated under the read (sigbus.h) reads as zeros, which may
+   * hide the entry: that read says nothing, the second one is made on the
+   * journal opened anew. */
+  for (int attempt = 0;; ++attempt) {
+    const std::uint64_t pages = zeroed_pages();
+    auto has = has_entry_once(e);
+    if (zeroed_pages() == pages) return has;
+    if (attempt == 1)
+      return error_of(EIO, "journal files were truncated under both reads (SIGBUS: pages read as zeros)");
+  }
+}
+
+Result<bool> TimelineEntries::has_entry_once(const CoredumpEntry &e) {
   sd_journal *j = nullptr;
   int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
   if (r < 0) return errno_error(-r, "sd_journal_open(SD_JOURNAL_LOCAL_ONLY)");

@@ -73,9 +73,14 @@ class TimelineEntries {
    *  (document::journal::sender_trust() kDaemon).  An entry only the
    *  crashed user vouches for (kUser) does not count: that user may have
    *  logged it first to have the real one left out.  Opens the journal for each
-   *  call (only a restart's first entries ask).  Errors: sd-journal's
-   *  errno, naming the call. */
+   *  call (only a restart's first entries ask).  A journal file truncated
+   *  under the read (sigbus.h: its pages read as zeros, which could hide
+   *  the entry) makes it read once more; truncated again, it is an EIO
+   *  error, not a "no".  Errors: sd-journal's errno, naming the call. */
   Result<bool> has_entry(const CoredumpEntry &e);
+
+ private:
+  Result<bool> has_entry_once(const CoredumpEntry &e);
 };
 
 }  // namespace ctd

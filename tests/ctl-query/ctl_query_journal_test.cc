@@ -8,6 +8,7 @@
 // fields (_UID, _COMM, _HOSTNAME, _BOOT_ID) as given, so the files hold
 // several hosts, several boots and forged senders.  Under CI=true a missing
 // systemd-journal-remote fails the tests.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include "journal.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
+#include "sigbus.h"
 
 namespace ctlq = core_timeline::ctlq;
 namespace jf = core_timeline::document::journal;
@@ -667,4 +669,59 @@ TEST(JournalTrust, UserVouchedEntriesCountOnlyWhenARootOwnedTimelineFileBacksThe
   EXPECT_EQ(c.rc, 3) << c.out << c.err;
   c = cli({"-D", jdir, "list", "999"});
   EXPECT_EQ(c.rc, 1) << c.err;
+}
+
+// journald of systemd 252 truncates a journal file when it archives it at
+// rotation, and sd-journal reads by mmap: a query running then touched a
+// page past the new end and ctl-query died of SIGBUS.  Now the pages read
+// as zeros while the journal is read (common/sigbus.h), and a scan during
+// which that happened fails, saying so, instead of answering from zeros;
+// the handler is gone again afterwards (a core ctl-query maps must still
+// be a SIGBUS when cut, never zeros).
+TEST(JournalTruncation, AFileCutUnderTheScanIsAnErrorNotASigbusNorAnAnswer) {
+  TempDir d;
+  constexpr unsigned kEntries = 200;
+  std::string text;
+  std::uint64_t x = 88172645463325252ull;  // xorshift64
+  for (unsigned i = 0; i < kEntries; ++i) {
+    const std::uint64_t ts = kT0 + i * 1000000ull;
+    Fields f = entry_of(document(1000 + i, "padapp", kBootA, ts, {"E"}));
+    // 8 KiB of a field no other entry has, so the entries fill > 1 MiB.
+    std::string pad;
+    while (pad.size() < 8192) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      pad += "0123456789abcdef"[x & 15];
+    }
+    set(f, "PADDING", pad);
+    append_export(text, f, ts + 700, i + 1, kBootA);
+  }
+  const std::string file = d.path() + "/big.journal";
+  ASSERT_NO_FATAL_FAILURE(write_journal(file, text));
+  ASSERT_GT(std::filesystem::file_size(file), 1u << 20);
+  ctlq::JournalSpec spec;
+  spec.kind = ctlq::JournalSpec::Kind::kFiles;
+  spec.files = {file};
+  auto j = ctlq::Journal::open(spec);
+  ASSERT_TRUE(j) << j.error().message;
+  struct sigaction before {}, now {};
+  ASSERT_EQ(sigaction(SIGBUS, nullptr, &before), 0);  // SIG_DFL, or a sanitizer's
+  const std::uint64_t pages = core_timeline::sigbus::zeroed_pages();
+  unsigned seen = 0;
+  auto r = (*j)->scan({}, [&](ctlq::JournalEntry &&e) {
+    EXPECT_EQ(e.get("COREDUMP_PID"), std::to_string(1000 + seen)) << "made up or out of order";
+    // Cut the file at 512 KiB, among the entries' objects, while it is mapped.
+    if (seen++ == 0) {
+      EXPECT_EQ(truncate(file.c_str(), 512 << 10), 0);
+    }
+  });
+  ASSERT_GT(core_timeline::sigbus::zeroed_pages(), pages) << "the scan never reached the cut: the test proves nothing";
+  ASSERT_FALSE(r) << "an answer from zeros: " << *r << " entries left out, " << seen << " handed on";
+  EXPECT_NE(r.error().message.find("a journal file was truncated while timeline entries were read"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("run the query again"), std::string::npos) << r.error().message;
+  EXPECT_LT(seen, kEntries);
+  ASSERT_EQ(sigaction(SIGBUS, nullptr, &now), 0);
+  EXPECT_TRUE(now.sa_handler == before.sa_handler && now.sa_flags == before.sa_flags)
+      << "the handler outlived the scan";
+  std::fprintf(stderr, "handed on %u of %u entries, then: %s\n", seen, kEntries, r.error().message.c_str());
 }

@@ -886,7 +886,7 @@ TEST(DaemonInProcess, StorageJournalEntryOfTheUserCountsOnlyFromASystemdCoredump
 // Journal opens the files again and reads on after the last entry it
 // returned, and what is gone is gone: no entry is made up.
 TEST(JournalReader, AFileTruncatedUnderTheReaderIsOpenedAgainNotASigbus) {
-  ASSERT_TRUE(ctd::install_sigbus_handler());
+  ASSERT_TRUE(core_timeline::sigbus::install());
   Scratch s;
   // Entries with 8 KiB of a field no other has and no compressor shrinks,
   // so that their objects fill about 1.6 MiB of the file.
@@ -915,7 +915,7 @@ TEST(JournalReader, AFileTruncatedUnderTheReaderIsOpenedAgainNotASigbus) {
   auto first = j->next(raw, warning);
   ASSERT_TRUE(first && *first);
   EXPECT_EQ(raw.single("COREDUMP_PID").value_or(""), "1000");
-  const std::uint64_t pages = ctd::sigbus_pages();
+  const std::uint64_t pages = core_timeline::sigbus::zeroed_pages();
   // Cut the file at 512 KiB, among the entries' objects, while it is mapped.
   ASSERT_EQ(truncate(file.c_str(), 512 << 10), 0);
   int read = 1;
@@ -930,7 +930,7 @@ TEST(JournalReader, AFileTruncatedUnderTheReaderIsOpenedAgainNotASigbus) {
     EXPECT_EQ(raw.single("COREDUMP_PID").value_or(""), std::to_string(1000 + read)) << "made up or out of order";
     ++read;
   }
-  EXPECT_GT(ctd::sigbus_pages(), pages) << "the read never reached the cut: the test proves nothing";
+  EXPECT_GT(core_timeline::sigbus::zeroed_pages(), pages) << "the read never reached the cut: the test proves nothing";
   EXPECT_LT(read, kEntries) << error;
   std::fprintf(stderr, "read %d of %d entries, then: %s\n", read, kEntries, error.empty() ? "the end" : error.c_str());
 }

@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstring>
 
-namespace ctd {
+namespace core_timeline::sigbus {
 
 namespace {
 
@@ -52,17 +52,26 @@ void on_sigbus(int sig, siginfo_t *info, void *) {
   errno = saved_errno;
 }
 
-}  // namespace
-
-bool install_sigbus_handler() {
-  if (g_installed.exchange(true)) return true;
-  const long page = sysconf(_SC_PAGESIZE);
-  if (page > 0) g_page_size = static_cast<std::uintptr_t>(page);
+struct sigaction handler_action() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_sigbus;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
+  return sa;
+}
+
+void read_page_size() {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page > 0) g_page_size = static_cast<std::uintptr_t>(page);
+}
+
+}  // namespace
+
+bool install() {
+  if (g_installed.exchange(true)) return true;
+  read_page_size();
+  const struct sigaction sa = handler_action();
   if (sigaction(SIGBUS, &sa, nullptr) != 0) {
     g_installed = false;
     return false;
@@ -70,6 +79,17 @@ bool install_sigbus_handler() {
   return true;
 }
 
-std::uint64_t sigbus_pages() { return g_pages.load(std::memory_order_relaxed); }
+Scope::Scope() : start_(zeroed_pages()) {
+  if (g_installed.load()) return;
+  read_page_size();
+  const struct sigaction sa = handler_action();
+  restore_ = sigaction(SIGBUS, &sa, &old_) == 0;
+}
 
-}  // namespace ctd
+Scope::~Scope() {
+  if (restore_) sigaction(SIGBUS, &old_, nullptr);
+}
+
+std::uint64_t zeroed_pages() { return g_pages.load(std::memory_order_relaxed); }
+
+}  // namespace core_timeline::sigbus
