@@ -28,14 +28,23 @@ ExportTimeline export_timeline_of(const Analysis &a) {
   t.events = a.events.size();
   for (const Event &e : a.events)
     if (e.age_ns) t.origin_age_ns = std::min(t.origin_age_ns, *e.age_ns);
-  /* A span whose begin was lost starts where its end says it began. */
-  for (const Span &s : a.spans)
+  /* A span whose begin was lost starts where its end says it began: its
+   * end's age less its duration, both from the untrusted ring, so a begin
+   * more than 2^63 ns before the reference (fuzz_recipe's finding,
+   * reader/fuzz/regressions/fuzz_recipe/span-begin-age-overflow) cannot
+   * be placed and moves nothing. */
+  for (const Span &s : a.spans) {
+    std::int64_t begin = 0;
     if (s.state == Span::State::kBeginLost && s.duration_ns && *s.duration_ns > 0 && s.end &&
-        *s.end < a.events.size() && a.events[*s.end].age_ns)
-      t.origin_age_ns = std::min(t.origin_age_ns, *a.events[*s.end].age_ns - *s.duration_ns);
+        *s.end < a.events.size() && a.events[*s.end].age_ns &&
+        !__builtin_sub_overflow(*a.events[*s.end].age_ns, *s.duration_ns, &begin))
+      t.origin_age_ns = std::min(t.origin_age_ns, begin);
+  }
   if (a.time.reference_event && *a.time.reference_event < a.events.size()) {
     const Event &r = a.events[*a.time.reference_event];
-    if (r.realtime_ns && r.age_ns) t.reference_realtime_ns = *r.realtime_ns - *r.age_ns;
+    std::int64_t at_age_0 = 0;
+    if (r.realtime_ns && r.age_ns && !__builtin_sub_overflow(*r.realtime_ns, *r.age_ns, &at_age_0))
+      t.reference_realtime_ns = at_age_0;
   } else if (a.time.reference == TimeBase::Reference::kSnapshot && a.snapshot) {
     /* A live snapshot's reference is no event: its own time (live.h). */
     t.reference_realtime_ns = a.snapshot->realtime_ns;

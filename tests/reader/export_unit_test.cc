@@ -177,6 +177,28 @@ TEST(ExportChrome, ASpanWhoseBeginWasLostSaysSoAndStartsNoEarlierThanItsRecorded
   EXPECT_EQ(instants, 1u) << "the begin_lost span without a duration is its end alone";
 }
 
+// Guards against: a begin (its end's age less its duration, both from the
+// untrusted ring) more than 2^63 ns before the reference computed with a
+// signed overflow (fuzz_recipe's finding of 2026-12-05,
+// regressions/fuzz_recipe/span-begin-age-overflow), or placed anywhere;
+// the same for the wall clock of age 0 (the reference event's wall clock
+// less its age), which wrapped to a wrong time.
+TEST(ExportTimeline, ASpanBeginTooFarBackToBeTimedMovesNothing) {
+  ctr::Analysis a = hand_made();
+  a.events[0].age_ns = INT64_MIN + 1000;
+  a.spans[0].duration_ns = 1500;
+  const ctr::ExportTimeline t = ctr::export_timeline_of(a);
+  EXPECT_EQ(t.origin_age_ns, INT64_MIN + 1000) << "the oldest placed event is time 0";
+  a.events[0].age_ns = -9000;
+  a.spans[0].duration_ns = INT64_MAX;
+  EXPECT_EQ(ctr::export_timeline_of(a).origin_age_ns, -9000) << "the end, not a begin that cannot be";
+  a.events[4].age_ns = 10;
+  a.events[4].realtime_ns = INT64_MIN + 5;
+  EXPECT_FALSE(ctr::export_timeline_of(a).reference_realtime_ns) << "age 0's wall clock cannot be told";
+  a.events[4].realtime_ns = 1'000'000;
+  EXPECT_EQ(ctr::export_timeline_of(a).reference_realtime_ns, 1'000'000 - 10);
+}
+
 TEST(ExportChrome, ASpanWhoseEndMayBeLostRunsToTheReferenceAndSaysSo) {
   const json t = json::parse(chrome_of(hand_made()));
   json open;
