@@ -4,7 +4,9 @@
 # Source-based coverage (clang -fprofile-instr-generate -fcoverage-mapping)
 # of the reader and the document module over the repository's corpora:
 # builds fuzz_reader_cov and fuzz_recipe_cov, runs each input of
-# reader/fuzz/corpus and reader/fuzz/corpus-recipe once (-runs=0), merges
+# reader/fuzz/corpus and reader/fuzz/corpus-recipe (the seeds) and of
+# reader/fuzz/campaign/fuzz_reader and campaign/fuzz_recipe (what the
+# campaign kept, where there is such a directory) once (-runs=0), merges
 # the profiles with llvm-profdata-14 and prints llvm-cov-14's report of
 # reader/src (document/ included) per target and for both; then
 # fuzz_document_cov over reader/fuzz/corpus-document, reported over the
@@ -19,7 +21,11 @@ rm -rf "$out" && mkdir -p "$out"
 for t in reader recipe; do
   corpus=$here/corpus
   [ "$t" = recipe ] && corpus=$here/corpus-recipe
-  LLVM_PROFILE_FILE="$out/$t-%p.profraw" "$build/bin/fuzz_${t}_cov" -runs=0 "$corpus" > "$out/$t.log" 2>&1
+  kept=
+  [ -d "$here/campaign/fuzz_$t" ] && kept=$here/campaign/fuzz_$t
+  # shellcheck disable=SC2086
+  LLVM_PROFILE_FILE="$out/$t-%p.profraw" "$build/bin/fuzz_${t}_cov" -runs=0 "$corpus" $kept > "$out/$t.log" 2>&1
+  echo "fuzz_$t: $(find "$corpus" $kept -type f | wc -l) inputs ($corpus${kept:+ and $kept})"
   llvm-profdata-14 merge -sparse "$out/$t"-*.profraw -o "$out/$t.profdata"
 done
 llvm-profdata-14 merge -sparse "$out/reader.profdata" "$out/recipe.profdata" -o "$out/both.profdata"
