@@ -132,7 +132,8 @@ struct ExportTimeline {
   std::string status;            /**< "ok", ... (document status) */
   std::string reference;         /**< "crash", "newest_event", "snapshot", "" */
   /** Age of exported time 0 (<= 0): the oldest placed event's, or the
-   *  begin of a span whose begin was lost, as its end recorded it. */
+   *  begin of a span whose begin was lost, as its end recorded it (a
+   *  begin that does not fit int64 ns is not placed and moves nothing). */
   std::int64_t origin_age_ns = 0;
   /** CLOCK_REALTIME ns of the reference (age 0), when known. */
   std::optional<std::int64_t> reference_realtime_ns;
