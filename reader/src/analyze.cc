@@ -1320,6 +1320,7 @@ void Analyzer::place_in_time() {
   t.rate_from = rr->clock.rate_from;
   t.ticks_per_second = rr->clock.ticks_per_second;
   t.rate_error = rr->clock.rate_error;
+  t.rate_offers = rr->clock.offers;
   t.note = rr->clock.note;
   std::uint64_t untimed = 0;
   for (auto &e : a_.events) {

@@ -760,6 +760,16 @@ json time_json(const Analysis &a) {
   j[key::ticks_per_second] = t.ticks_per_second > 0 ? json(t.ticks_per_second) : json(nullptr);
   j[key::rate_from] = t.rate_from == SlotClock::Rate::kUnknown ? json(nullptr) : json(rate_source_name(t.rate_from));
   j[key::rate_error] = t.rate_error && t.ticks_per_second > 0 ? json(*t.rate_error) : json(nullptr);
+  json offers = json::array();
+  for (const auto &o : t.rate_offers) {
+    json against = json::array();
+    for (const auto r : o.disagrees_with) against.push_back(rate_source_name(r));
+    offers.push_back({{key::from, rate_source_name(o.from)},
+                      {key::ticks_per_second, o.ticks_per_second},
+                      {key::rate_error, o.error ? json(*o.error) : json(nullptr)},
+                      {key::disagrees_with, std::move(against)}});
+  }
+  j[key::rate_offers] = std::move(offers);
   j[key::wall_clock] = t.wall_clock;
   j[key::note] = t.note.empty() ? json(nullptr) : json(t.note);
   return j;

@@ -295,12 +295,41 @@ constexpr std::uint64_t kMinAnchorGapNs = 100'000;
 /* A rate worse than this is not used: times would be guesses. */
 constexpr double kMaxRateError = 0.01;
 
+/* Who gave a rate, for notes: "the ring header", "the tl_init and crash
+ * anchors"... */
+std::string offer_text(SlotClock::Rate r) {
+  switch (r) {
+    case SlotClock::Rate::kHeader: return "the ring header";
+    case SlotClock::Rate::kInitAndCrash: return "the tl_init and crash anchors";
+    case SlotClock::Rate::kInitAndHelper: return "the tl_init and helper thread's anchors";
+    case SlotClock::Rate::kInitAndSnapshot: return "the tl_init and snapshot anchors";
+    case SlotClock::Rate::kUnknown: break;
+  }
+  return "?";
+}
+
+std::string offer_value(const SlotClock::Offer &o) {
+  return o.error ? fmt::format("{:.6f} GHz (error at most {:.3f}%)", o.ticks_per_second / 1e9, *o.error * 100)
+                 : fmt::format("{:.6f} GHz (error not bounded)", o.ticks_per_second / 1e9);
+}
+
+/* True if two offers' ranges, rate x (1 +- error), do not meet. */
+bool disagree(const SlotClock::Offer &a, const SlotClock::Offer &b) {
+  if (!a.error || !b.error) return false;
+  const double lo_a = a.ticks_per_second * (1 - *a.error), hi_a = a.ticks_per_second * (1 + *a.error);
+  const double lo_b = b.ticks_per_second * (1 - *b.error), hi_b = b.ticks_per_second * (1 + *b.error);
+  return hi_a < lo_b || hi_b < lo_a;
+}
+
 /* The slot clock's rate: from the header, else from the init anchor and the
  * later anchor farthest from it (the crash handler's, else the helper
  * thread's latest).  Each anchor's ticks are the midpoint of two reads
  * around its clock_gettime calls, off by at most half their spread, so the
  * rate's relative error is at most (spread_a + spread_b) / 2 / ticks apart,
- * plus CLOCK_MONOTONIC's own slew. */
+ * plus CLOCK_MONOTONIC's own slew.  Every rate the ring offers (the header's
+ * and each anchor pair's) is checked against the others: a header rate the
+ * anchors contradict is not used, and anchors that contradict each other
+ * give no rate (SlotClock::offers). */
 SlotClock derive_clock(const RingHeaderInfo &h, const std::optional<DecodeOptions::Anchor> &snap) {
   SlotClock c;
   c.anchors.push_back({h.anchor_ticks, static_cast<std::int64_t>(h.anchor_realtime_ns)});
@@ -310,25 +339,99 @@ SlotClock derive_clock(const RingHeaderInfo &h, const std::optional<DecodeOption
   const bool snap_valid = snap && snap->ticks > h.anchor_ticks && snap->monotonic_ns > h.anchor_monotonic_ns &&
                           snap->realtime_ns > 0;
   if (snap_valid) c.anchors.push_back({snap->ticks, static_cast<std::int64_t>(snap->realtime_ns)});
-  if (h.ticks_per_second != 0) {
-    c.rate_from = SlotClock::Rate::kHeader;
-    c.ticks_per_second = static_cast<double>(h.ticks_per_second);
-    c.rate_error = kMonotonicSlew;
-    return c;
-  }
+  if (h.ticks_per_second != 0)
+    c.offers.push_back({SlotClock::Rate::kHeader, static_cast<double>(h.ticks_per_second), kMonotonicSlew, {}});
+
   struct Pair {
     SlotClock::Rate from;
     std::uint64_t ticks, mono;
     std::optional<std::uint32_t> spread;
   };
-  std::optional<Pair> best;
+  std::vector<Pair> pairs;
   if (h.crash_anchor_valid)
-    best = Pair{SlotClock::Rate::kInitAndCrash, h.crash_ticks, h.crash_monotonic_ns, h.crash_spread_ticks};
-  if (h.latest_anchor_valid && (!best || h.latest_monotonic_ns > best->mono))
-    best = Pair{SlotClock::Rate::kInitAndHelper, h.latest_ticks, h.latest_monotonic_ns, std::nullopt};
-  if (snap_valid && (!best || snap->monotonic_ns > best->mono))
-    best = Pair{SlotClock::Rate::kInitAndSnapshot, snap->ticks, snap->monotonic_ns, snap->spread_ticks};
-  if (!best) {
+    pairs.push_back({SlotClock::Rate::kInitAndCrash, h.crash_ticks, h.crash_monotonic_ns, h.crash_spread_ticks});
+  if (h.latest_anchor_valid)
+    pairs.push_back({SlotClock::Rate::kInitAndHelper, h.latest_ticks, h.latest_monotonic_ns, std::nullopt});
+  if (snap_valid)
+    pairs.push_back({SlotClock::Rate::kInitAndSnapshot, snap->ticks, snap->monotonic_ns, snap->spread_ticks});
+  /* The pair whose rate is used without a header: the farthest apart. */
+  const Pair *best = nullptr;
+  for (const auto &p : pairs)
+    if (best == nullptr || p.mono > best->mono) best = &p;
+  std::string best_refused;  /* why the farthest pair gives no rate */
+  for (const auto &p : pairs) {
+    const std::uint64_t dns = p.mono - h.anchor_monotonic_ns;
+    const std::uint64_t dt = p.ticks - h.anchor_ticks;
+    const char *what = p.from == SlotClock::Rate::kInitAndCrash      ? "crash"
+                       : p.from == SlotClock::Rate::kInitAndSnapshot ? "snapshot's"
+                                                                     : "helper thread's";
+    std::string refused;
+    const double tps = dns == 0 ? 0 : static_cast<double>(dt) * 1e9 / static_cast<double>(dns);
+    /* The helper's anchor records no spread: bound its error by the init
+     * anchor's, which was read the same way by the same process. */
+    std::optional<double> err;
+    if (h.anchor_spread_ticks != 0) {
+      const double spread = static_cast<double>(h.anchor_spread_ticks) +
+                            static_cast<double>(p.spread.value_or(h.anchor_spread_ticks));
+      err = spread / 2 / static_cast<double>(dt) + kMonotonicSlew;
+    }
+    if (dns < kMinAnchorGapNs)
+      refused = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are only {} ns apart", what,
+                            dns);
+    /* A tick rate outside 1 MHz..100 GHz is not a clock. */
+    else if (tps < 1e6 || tps > 1e11)
+      refused = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors give {:.0f} ticks/s, "
+                            "which is no clock", what, tps);
+    else if (err && *err > kMaxRateError)
+      refused = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are {} ns apart, too close "
+                            "for their read spreads ({:.2f}% error)", what, dns, *err * 100);
+    if (!refused.empty()) {
+      if (&p == best) best_refused = std::move(refused);
+      continue;
+    }
+    c.offers.push_back({p.from, tps, err, {}});
+  }
+  for (auto &a : c.offers)
+    for (const auto &b : c.offers)
+      if (&a != &b && disagree(a, b)) a.disagrees_with.push_back(b.from);
+
+  /* The anchors' own rate: the farthest pair's, when it gave one. */
+  const SlotClock::Offer *anchors = nullptr;
+  for (const auto &o : c.offers)
+    if (best != nullptr && o.from == best->from) anchors = &o;
+  /* Anchor pairs that contradict each other: which anchor is wrong cannot
+   * be told, so no rate is. */
+  for (const auto &a : c.offers) {
+    if (a.from == SlotClock::Rate::kHeader) continue;
+    for (const auto &b : c.offers) {
+      if (b.from == SlotClock::Rate::kHeader || &a == &b || !disagree(a, b)) continue;
+      c.note = fmt::format("the slot clock's rate is unknown: {} give {} and {} give {}, which disagree beyond "
+                           "their bounds (an anchor is wrong, and which cannot be told)",
+                           offer_text(a.from), offer_value(a), offer_text(b.from), offer_value(b));
+      if (!c.offers.empty() && c.offers.front().from == SlotClock::Rate::kHeader)
+        c.note += fmt::format("; the ring header says {:.6f} GHz", c.offers.front().ticks_per_second / 1e9);
+      return c;
+    }
+  }
+  if (h.ticks_per_second != 0) {
+    const SlotClock::Offer &header = c.offers.front();
+    if (header.disagrees_with.empty()) {
+      c.rate_from = SlotClock::Rate::kHeader;
+      c.ticks_per_second = header.ticks_per_second;
+      c.rate_error = header.error;
+      return c;
+    }
+    /* The header's rate is a bare claim; the anchors are measurements
+     * that agree with each other: theirs is used. */
+    const SlotClock::Offer &o = anchors != nullptr ? *anchors : c.offers[1];
+    c.rate_from = o.from;
+    c.ticks_per_second = o.ticks_per_second;
+    c.rate_error = o.error;
+    c.note = fmt::format("the ring header's rate, {}, disagrees with {}, {}, beyond their bounds: it is not used",
+                         offer_value(header), offer_text(o.from), offer_value(o));
+    return c;
+  }
+  if (best == nullptr) {
     c.note = h.version < 2
                  ? "the slot clock's rate is unknown: this version-1 ring has only its tl_init anchor (the process "
                    "died before the helper thread's first refresh, and version 1 records no crash anchor)"
@@ -336,40 +439,14 @@ SlotClock derive_clock(const RingHeaderInfo &h, const std::optional<DecodeOption
                    "crash handler did not run; no helper refresh: the process died within its first interval)";
     return c;
   }
-  const std::uint64_t dns = best->mono - h.anchor_monotonic_ns;
-  const std::uint64_t dt = best->ticks - h.anchor_ticks;
-  const char *what = best->from == SlotClock::Rate::kInitAndCrash      ? "crash"
-                     : best->from == SlotClock::Rate::kInitAndSnapshot ? "snapshot's"
-                                                                       : "helper thread's";
-  if (dns < kMinAnchorGapNs) {
-    c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are only {} ns apart", what,
-                         dns);
+  if (anchors == nullptr) {
+    c.note = std::move(best_refused);
     return c;
   }
-  const double tps = static_cast<double>(dt) * 1e9 / static_cast<double>(dns);
-  /* A tick rate outside 1 MHz..100 GHz is not a clock. */
-  if (tps < 1e6 || tps > 1e11) {
-    c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors give {:.0f} ticks/s, "
-                         "which is no clock", what, tps);
-    return c;
-  }
-  /* The helper's anchor records no spread: bound its error by the init
-   * anchor's, which was read the same way by the same process. */
-  std::optional<double> err;
-  if (h.anchor_spread_ticks != 0) {
-    const double spread = static_cast<double>(h.anchor_spread_ticks) +
-                          static_cast<double>(best->spread.value_or(h.anchor_spread_ticks));
-    err = spread / 2 / static_cast<double>(dt) + kMonotonicSlew;
-  }
-  if (err && *err > kMaxRateError) {
-    c.note = fmt::format("the slot clock's rate is unknown: the tl_init and {} anchors are {} ns apart, too close "
-                         "for their read spreads ({:.2f}% error)", what, dns, *err * 100);
-    return c;
-  }
-  c.rate_from = best->from;
-  c.ticks_per_second = tps;
-  c.rate_error = err;
-  if (!err) c.note = "the ring records no anchor spreads (version 1): the rate's error is not bounded";
+  c.rate_from = anchors->from;
+  c.ticks_per_second = anchors->ticks_per_second;
+  c.rate_error = anchors->error;
+  if (!anchors->error) c.note = "the ring records no anchor spreads (version 1): the rate's error is not bounded";
   return c;
 }
 

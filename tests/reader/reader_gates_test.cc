@@ -16,9 +16,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -322,6 +324,128 @@ TEST_F(GateE, LengthsBeyondTheirBoundsAreRefused) {
     std::memcpy(e.bytes.data() + e.ring_off + offsetof(fmtx::RingHeader, header_crc), &crc, 4);
     Read r = read_edited(e, "geometry");
     EXPECT_EQ(r.run.exit_code, 4) << r.run.err;
+  }
+}
+
+/* The rates a core offers are checked against each other.  A header
+ * ticks_per_second edited to half the anchors' rate (CRC recomputed) was
+ * used as is, "error at most 0.050%": now the anchors' rate is used and the
+ * text and JSON say the header's disagrees.  A header rate that agrees is
+ * still used.  A helper-thread anchor edited so that it and the crash
+ * anchor give rates a factor two apart: one anchor is wrong, and which
+ * cannot be told, so no event gets an age.  The unedited core (control)
+ * keeps its rate from the tl_init and crash anchors, with nothing to say. */
+TEST_F(GateE, RatesTheCoreOffersAreCheckedAgainstEachOther) {
+  Layout l = layout();
+  const auto edited = [&](const std::function<void(fmtx::RingHeader &)> &edit) {
+    Layout e = l;
+    fmtx::RingHeader h = e.header;
+    edit(h);
+    std::memcpy(e.bytes.data() + e.ring_off, &h, sizeof h);
+    const std::uint32_t crc = fmtx::header_crc(e.bytes.data() + e.ring_off);
+    std::memcpy(e.bytes.data() + e.ring_off + offsetof(fmtx::RingHeader, header_crc), &crc, 4);
+    return e;
+  };
+  const auto text_of = [](const Layout &e) {
+    const std::string p = ct::testing::write_temp(e.bytes, "rate-text");
+    RunResult t = ct::testing::run({kReader, "--core-only", "--no-symbols", p});
+    unlink(p.c_str());
+    std::istringstream in(t.out);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("  time: ", 0) == 0) return line;
+    return "no time line in: " + t.out;
+  };
+  /* time.rate_offers, or [] when the document has none. */
+  const auto offers = [](const json &t) { return t.contains("rate_offers") ? t["rate_offers"] : json::array(); };
+  const auto ages = [](const json &doc) {
+    std::vector<json> a;
+    for (const auto &ev : doc["events"]) a.push_back(ev["age_ns"]);
+    return a;
+  };
+
+  /* Control: the unedited core. */
+  Read clean = read_edited(l, "rate-clean");
+  ASSERT_EQ(clean.run.exit_code, 0) << clean.run.err;
+  const json &ct = clean.doc["time"];
+  ASSERT_EQ(ct["rate_from"], "init_and_crash_anchors") << ct;
+  ASSERT_TRUE(ct["ticks_per_second"].is_number()) << ct;
+  EXPECT_TRUE(ct["note"].is_null()) << ct;
+  json one = json::object();
+  one["from"] = "init_and_crash_anchors";
+  one["ticks_per_second"] = ct["ticks_per_second"];
+  one["rate_error"] = ct["rate_error"];
+  one["disagrees_with"] = json::array();
+  EXPECT_EQ(offers(ct), json::array({one})) << ct;
+  const double rate = ct["ticks_per_second"].get<double>();
+  const std::string clean_text = text_of(l);
+  EXPECT_NE(clean_text.find("from the tl_init and crash anchors (error at most"), std::string::npos) << clean_text;
+  EXPECT_EQ(clean_text.find("disagree"), std::string::npos) << clean_text;
+  ASSERT_FALSE(ages(clean.doc).empty());
+  ASSERT_TRUE(ages(clean.doc).back().is_number());
+
+  /* The header's rate edited to half the anchors': not used. */
+  {
+    Layout e = edited([&](fmtx::RingHeader &h) { h.ticks_per_second = static_cast<std::uint64_t>(rate / 2); });
+    Read r = read_edited(e, "rate-half");
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    const json &t = r.doc["time"];
+    EXPECT_EQ(t["rate_from"], "init_and_crash_anchors") << t;
+    EXPECT_EQ(t["ticks_per_second"], ct["ticks_per_second"]) << t;
+    EXPECT_EQ(t["rate_error"], ct["rate_error"]) << t;
+    EXPECT_EQ(ages(r.doc), ages(clean.doc));
+    const json o = offers(t);
+    ASSERT_EQ(o.size(), 2u) << t;
+    EXPECT_EQ(o[0]["from"], "header");
+    EXPECT_EQ(o[0]["disagrees_with"], json::array({"init_and_crash_anchors"})) << t;
+    EXPECT_EQ(o[1]["disagrees_with"], json::array({"header"})) << t;
+    ASSERT_TRUE(t["note"].is_string()) << t;
+    EXPECT_NE(t["note"].get<std::string>().find("the ring header's rate, "), std::string::npos) << t;
+    EXPECT_NE(t["note"].get<std::string>().find("beyond their bounds: it is not used"), std::string::npos) << t;
+    const std::string text = text_of(e);
+    EXPECT_NE(text.find("from the tl_init and crash anchors (error at most"), std::string::npos) << text;
+    EXPECT_NE(text.find("the ring header's rate, "), std::string::npos) << text;
+    EXPECT_NE(text.find("it is not used"), std::string::npos) << text;
+  }
+  /* The header's rate edited to the anchors' own: it agrees, and is used. */
+  {
+    Layout e = edited([&](fmtx::RingHeader &h) { h.ticks_per_second = static_cast<std::uint64_t>(rate); });
+    Read r = read_edited(e, "rate-same");
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    const json &t = r.doc["time"];
+    EXPECT_EQ(t["rate_from"], "header") << t;
+    EXPECT_TRUE(t["note"].is_null()) << t;
+    const json o = offers(t);
+    ASSERT_EQ(o.size(), 2u) << t;
+    EXPECT_TRUE(o[0]["disagrees_with"].empty()) << t;
+    EXPECT_TRUE(o[1]["disagrees_with"].empty()) << t;
+  }
+  /* A helper-thread anchor, as far after the crash anchor as that is after
+   * tl_init, whose rate is half the crash anchor's: no rate, no ages. */
+  {
+    Layout e = edited([&](fmtx::RingHeader &h) {
+      const std::uint64_t dns = h.crash_monotonic_ns - h.anchor_monotonic_ns;
+      const std::uint64_t dt = h.crash_ticks - h.anchor_ticks;
+      h.latest_anchor_seq = 2;
+      h.latest_monotonic_ns = h.anchor_monotonic_ns + 2 * dns;
+      h.latest_realtime_ns = h.anchor_realtime_ns + 2 * dns;
+      h.latest_ticks = h.anchor_ticks + dt;
+    });
+    Read r = read_edited(e, "rate-anchors");
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    const json &t = r.doc["time"];
+    EXPECT_TRUE(t["ticks_per_second"].is_null()) << t;
+    EXPECT_TRUE(t["rate_from"].is_null()) << t;
+    const json o = offers(t);
+    ASSERT_EQ(o.size(), 2u) << t;
+    EXPECT_EQ(o[0]["from"], "init_and_crash_anchors");
+    EXPECT_EQ(o[0]["disagrees_with"], json::array({"init_and_helper_anchors"})) << t;
+    ASSERT_TRUE(t["note"].is_string()) << t;
+    EXPECT_NE(t["note"].get<std::string>().find("which disagree beyond their bounds"), std::string::npos) << t;
+    for (const auto &age : ages(r.doc)) EXPECT_TRUE(age.is_null()) << age;
+    const std::string text = text_of(e);
+    EXPECT_NE(text.find("time: cannot be told: "), std::string::npos) << text;
+    EXPECT_NE(text.find("the tl_init and crash anchors give "), std::string::npos) << text;
+    EXPECT_NE(text.find("the tl_init and helper thread's anchors give "), std::string::npos) << text;
   }
 }
 

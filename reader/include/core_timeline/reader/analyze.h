@@ -344,6 +344,9 @@ struct TimeBase {
   SlotClock::Rate rate_from = SlotClock::Rate::kUnknown;
   double ticks_per_second = 0;   /**< 0: unknown */
   std::optional<double> rate_error;  /**< relative bound, see SlotClock */
+  /** Every rate the reference ring offers, checked against each other
+   *  (SlotClock::offers). */
+  std::vector<SlotClock::Offer> rate_offers;
   bool wall_clock = false;       /**< realtime_ns is known for events */
   std::string note;              /**< why events cannot be placed in time,
                                       or what limits it; "" if nothing */

@@ -213,7 +213,27 @@ struct SlotClock {
    *  nullopt when the ring records no anchor spreads (version 1). */
   std::optional<double> rate_error;
   std::string note;              /**< why the rate is unknown, or what
-                                      limits it; "" if nothing to say */
+                                      limits it, or which offered rate
+                                      was not used; "" if nothing to say */
+  /** One rate the ring offers: the header's ticks_per_second (its bound
+   *  taken as CLOCK_MONOTONIC's slew), or the init anchor and one later
+   *  anchor (crash, helper, snapshot) whose rate passes the checks of
+   *  derive_clock (far enough apart, a clock, bound at most 1%). */
+  struct Offer {
+    Rate from = Rate::kUnknown;
+    double ticks_per_second = 0;
+    std::optional<double> error;   /**< relative bound; nullopt: none */
+    /** The offers whose ranges, rate x (1 +- error), do not meet this
+     *  one's: they disagree beyond their bounds.  An offer without a
+     *  bound disagrees with none. */
+    std::vector<Rate> disagrees_with;
+  };
+  /** Every rate the ring offers, header first, then the anchor pairs
+   *  (crash, helper, snapshot).  When they disagree: a header that
+   *  disagrees with anchors that agree among themselves is not used (the
+   *  anchors' rate is, and note says so); anchors that disagree among
+   *  themselves give no rate (ticks_per_second 0, note says which). */
+  std::vector<Offer> offers;
   struct Anchor {
     std::uint64_t ticks = 0;
     std::int64_t realtime_ns = 0;
