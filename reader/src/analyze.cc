@@ -1554,11 +1554,28 @@ void Analyzer::symbolize_all() {
   }
   /* debuginfod failures: one warning per reason, naming the modules. */
   std::map<std::string, std::set<std::string>> debuginfod_failed;
+  /* Files refused for their build-id: one warning per module. */
+  std::map<std::string, std::string> refused;
+  const auto file_refused = [&](Location &l, const std::string &path, const std::vector<std::uint8_t> &id) {
+    l.refused_file = path;
+    l.refused_build_id = id;
+    const std::string what = id.empty() ? fmt::format("the file at {} has no build-id, the core wants {}", path,
+                                                      hex_bytes(l.build_id))
+                                        : fmt::format("the file at {} has build-id {}, the core wants {}", path,
+                                                      hex_bytes(id), hex_bytes(l.build_id));
+    l.note = what + ": not used";
+    refused.emplace(l.module, what);
+  };
   for (std::size_t i = 0; i < q.size(); ++i) {
     Location &l = *dest[i];
     const auto &s = (*res)[i];
     if (!s) {
       if (l.note.empty()) l.note = "no symbol or file found for this address";
+      continue;
+    }
+    if (s->module_file.empty() && !s->refused_file.empty() && !l.build_id.empty()) {
+      file_refused(l, s->refused_file, s->refused_build_id);
+      if (!s->debuginfod_failure.empty()) debuginfod_failed[s->debuginfod_failure].insert(l.module);
       continue;
     }
     if (!s->debuginfod_failure.empty()) {
@@ -1570,10 +1587,7 @@ void Analyzer::symbolize_all() {
     }
     if (!l.build_id.empty()) {
       if (s->file_build_id != l.build_id) {
-        l.note = s->file_build_id.empty()
-                     ? fmt::format("{} has no build-id; not used", s->module_file)
-                     : fmt::format("{} has build-id {}, not the core's; not used", s->module_file,
-                                   hex_bytes(s->file_build_id));
+        file_refused(l, s->module_file, s->file_build_id);
         continue;
       }
       l.verification = Verification::kVerified;
@@ -1587,6 +1601,9 @@ void Analyzer::symbolize_all() {
     l.source_file = s->source_file;
     l.line = s->line;
   }
+  for (const auto &[module, why] : refused)
+    a_.warnings.push_back(fmt::format("BUILD-ID MISMATCH: {}: it is not the file that ran, so the addresses in {} "
+                                      "are shown raw (module+offset)", why, module));
   for (const auto &[why, modules] : debuginfod_failed) {
     std::string names;
     for (const auto &m : modules) names += (names.empty() ? "" : ", ") + m;

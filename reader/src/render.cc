@@ -262,6 +262,10 @@ json location_json(const Location &l) {
   j[key::verified] = l.verification == Verification::kVerified;
   j[key::verification] = std::string(verification_name(l.verification));
   j[key::mapping_changed] = l.mapping_changed;
+  if (!l.refused_file.empty())
+    j[key::refused_file] = {{key::path, l.refused_file},
+                            {key::build_id, l.refused_build_id.empty() ? json(nullptr)
+                                                                       : json(hex_bytes(l.refused_build_id))}};
   if (!l.note.empty()) j[key::note] = l.note;
   return j;
 }

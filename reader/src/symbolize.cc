@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -216,6 +217,9 @@ struct FileRules {
   DebuginfodSession *debuginfod = nullptr;  /* with DEBUGINFOD_URLS */
   /* Why debuginfod gave nothing for a module (Symbol::debuginfod_failure). */
   std::unordered_map<const Module *, std::string> debuginfod_failures;
+  /* A module's NT_FILE file refused for its build-id: its path and its
+   * build-id (Symbol::refused_file). */
+  std::unordered_map<const Module *, std::pair<std::string, std::vector<std::uint8_t>>> refused;
 };
 thread_local FileRules *t_rules = nullptr;
 
@@ -260,9 +264,11 @@ int open_module_file(const std::string &path, std::optional<std::uint32_t> uid) 
 }
 
 /* Gives libdwfl `fd` (and an Elf of it) if it is an ELF file with the
- * build-id `want` (any, if `want` is empty); else closes it. */
+ * build-id `want` (any, if `want` is empty); else closes it.  An ELF file
+ * refused for its build-id is recorded in `refused` (when not null): its
+ * name and its build-id (empty: none). */
 int hand_over(int fd, const std::string &name, const std::vector<std::uint8_t> &want, char **file_name,
-              Elf **elfp) {
+              Elf **elfp, std::pair<std::string, std::vector<std::uint8_t>> *refused = nullptr) {
   if (fd < 0) return -1;
   Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   bool ok = elf != nullptr && elf_kind(elf) == ELF_K_ELF;
@@ -271,6 +277,11 @@ int hand_over(int fd, const std::string &name, const std::vector<std::uint8_t> &
     const ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
     const auto *p = static_cast<const std::uint8_t *>(id);
     ok = n > 0 && std::equal(want.begin(), want.end(), p, p + n);
+    if (!ok && refused != nullptr) {
+      refused->first = name;
+      if (n > 0 && n <= 64) refused->second.assign(p, p + n);
+      else refused->second.clear();
+    }
   }
   char *copy = ok ? strdup(name.c_str()) : nullptr;
   if (copy == nullptr) {
@@ -319,8 +330,11 @@ int find_elf(Dwfl_Module *mod, void ** /*userdata*/, const char * /*modname*/, D
     const int fd = hand_over(open_module_file(path, t_rules->uid), path, m->build_id, file_name, elfp);
     if (fd >= 0) return fd;
   }
-  const int fd = hand_over(open_module_file(m->name, t_rules->uid), m->name, m->build_id, file_name, elfp);
+  std::pair<std::string, std::vector<std::uint8_t>> refused;
+  const int fd =
+      hand_over(open_module_file(m->name, t_rules->uid), m->name, m->build_id, file_name, elfp, &refused);
   if (fd >= 0) return fd;
+  if (!refused.first.empty()) t_rules->refused[m] = std::move(refused);
   /* Last, the servers: the file that ran, by the build-id the core attests
    * (checked again on what they send). */
   std::string path;
@@ -446,7 +460,13 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
     }
     /* Only what debuginfod would have given: no line info, or no file. */
     if (failed != rules.debuginfod_failures.end() && s.source_file.empty()) s.debuginfod_failure = failed->second;
-    if (s.function.empty() && s.module_file.empty() && s.debuginfod_failure.empty()) continue;
+    if (s.module_file.empty() && cm != nullptr)
+      if (const auto r = rules.refused.find(cm); r != rules.refused.end()) {
+        s.refused_file = r->second.first;
+        s.refused_build_id = r->second.second;
+      }
+    if (s.function.empty() && s.module_file.empty() && s.debuginfod_failure.empty() && s.refused_file.empty())
+      continue;
     out[i] = std::move(s);
   }
   return out;
@@ -480,6 +500,9 @@ std::string encode(const Result<std::vector<std::optional<Symbol>>> &r) {
     put_str(b, s->module_file);
     put_str(b, std::string_view(reinterpret_cast<const char *>(s->file_build_id.data()), s->file_build_id.size()));
     put_str(b, s->debuginfod_failure);
+    put_str(b, s->refused_file);
+    put_str(b,
+            std::string_view(reinterpret_cast<const char *>(s->refused_build_id.data()), s->refused_build_id.size()));
   }
   return b;
 }
@@ -512,6 +535,8 @@ Result<std::vector<std::optional<Symbol>>> decode(std::span<const std::uint8_t> 
     CT_TRY(modf, get_str(c));
     CT_TRY(bid, get_str(c));
     CT_TRY(dfail, get_str(c));
+    CT_TRY(rfile, get_str(c));
+    CT_TRY(rbid, get_str(c));
     s.function = std::move(fn);
     s.function_offset = off;
     s.source_file = std::move(src);
@@ -519,6 +544,8 @@ Result<std::vector<std::optional<Symbol>>> decode(std::span<const std::uint8_t> 
     s.module_file = std::move(modf);
     s.file_build_id.assign(bid.begin(), bid.end());
     s.debuginfod_failure = std::move(dfail);
+    s.refused_file = std::move(rfile);
+    s.refused_build_id.assign(rbid.begin(), rbid.end());
     o = std::move(s);
   }
   return out;

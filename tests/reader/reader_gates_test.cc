@@ -202,6 +202,66 @@ TEST_F(Gates, D_NoHandlersNoCrashSlot) {
   EXPECT_FALSE(r.doc["rings"][0]["header"]["handlers_installed"].get<bool>());
 }
 
+/* The program was rebuilt after it crashed: the file at the path the core
+ * names is another build.  Its addresses stay raw, and the reader says
+ * why, naming the file and both build-ids (it said "no symbol or file
+ * found for this address", and nothing in the text).  Control: with the
+ * build that ran at that path, the same core is symbolized, verified. */
+TEST_F(Gates, ARebuiltProgramIsNamedWithBothBuildIds) {
+  char tmpl[] = "/tmp/ct-rebuilt-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  const std::string exe = dir + "/victim";
+  namespace fs = std::filesystem;
+  fs::copy_file(CT_REBUILT_VICTIM_1, exe);
+  const auto ran = ctr::file_build_id(CT_REBUILT_VICTIM_1);
+  const auto rebuilt = ctr::file_build_id(CT_REBUILT_VICTIM_2);
+  ASSERT_TRUE(ran && rebuilt);
+  ASSERT_NE(*ran, *rebuilt) << "the two builds must differ";
+  const std::string want = ctr::hex_bytes(*ran), have = ctr::hex_bytes(*rebuilt);
+
+  const auto run = ct::test::run_and_collect_core({exe});
+  const auto mark_of = [](const json &doc) -> json {
+    for (const auto &e : doc["events"])
+      if (e["id"] == 0x1001) return e["location"];
+    return nullptr;
+  };
+  {
+    Read same = read_json({run.core_path});
+    ASSERT_EQ(same.run.exit_code, 0) << same.run.err;
+    EXPECT_EQ(same.doc["crash"]["location"]["function"], "victim_die");
+    EXPECT_EQ(same.doc["crash"]["location"]["verification"], "verified");
+    EXPECT_FALSE(same.doc["crash"]["location"].contains("refused_file"));
+    EXPECT_EQ(mark_of(same.doc)["function"], "victim_mark");
+  }
+  /* Rebuilt: build 2 takes the path (rename, as an install does). */
+  fs::copy_file(CT_REBUILT_VICTIM_2, exe + ".new");
+  ASSERT_EQ(rename((exe + ".new").c_str(), exe.c_str()), 0);
+  const std::string sentence = "the file at " + exe + " has build-id " + have + ", the core wants " + want;
+  Read r = read_json({run.core_path});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  for (const json &loc : {r.doc["crash"]["location"], mark_of(r.doc)}) {
+    ASSERT_TRUE(loc.is_object()) << r.doc["events"];
+    EXPECT_EQ(loc["verification"], "raw") << loc;
+    EXPECT_TRUE(loc["function"].is_null()) << loc;
+    EXPECT_EQ(loc["build_id"], want) << loc;
+    EXPECT_EQ(loc.value("refused_file", json()), json({{"path", exe}, {"build_id", have}})) << loc;
+    EXPECT_EQ(loc.value("note", json()), sentence + ": not used") << loc;
+  }
+  bool warned = false;
+  for (const auto &w : r.doc["warnings"])
+    warned |= w.get<std::string>().rfind("BUILD-ID MISMATCH: " + sentence, 0) == 0;
+  EXPECT_TRUE(warned) << r.doc["warnings"];
+  const RunResult text = ct::testing::run({kReader, run.core_path});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(sentence), std::string::npos) << text.out;
+}
+
 /* Gate E: cores edited so one slot is torn, the index is inflated, deflated
  * or zeroed, a length exceeds its bounds. */
 class GateE : public Gates {

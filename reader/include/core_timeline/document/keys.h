@@ -165,6 +165,7 @@ inline constexpr char reason[] = "reason";
 inline constexpr char recorder_loaded[] = "recorder_loaded";
 inline constexpr char reference[] = "reference";
 inline constexpr char reference_event[] = "reference_event";
+inline constexpr char refused_file[] = "refused_file";
 inline constexpr char region_size[] = "region_size";
 inline constexpr char repeated[] = "repeated";
 inline constexpr char result[] = "result";

@@ -158,6 +158,11 @@ struct Location {
   int line = 0;
   Verification verification = Verification::kRaw;
   std::string note;
+  /** The module's file found at `module` but not used: it does not carry
+   *  `build_id` (refused_build_id is its own, empty when it has none);
+   *  "" when no file was refused. */
+  std::string refused_file;
+  std::vector<std::uint8_t> refused_build_id;
   bool mapping_changed = false;  /**< the event's mmap_generation and the
                                       ring's at the crash are both known
                                       (non-zero) and differ */

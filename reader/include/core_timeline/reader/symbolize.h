@@ -103,6 +103,13 @@ struct Symbol {
    *  found" answer included).  A Symbol with only this set (no function,
    *  no module_file) means no file of the module was found at all. */
   std::string debuginfod_failure;
+  /** The module's file at its NT_FILE path when it was found but not used
+   *  because it does not carry the build-id the core attests (the program
+   *  was rebuilt or replaced since it ran); "" when not so.  Set only when
+   *  no file of the module was used (module_file ""). */
+  std::string refused_file;
+  /** That file's NT_GNU_BUILD_ID; empty when it has none. */
+  std::vector<std::uint8_t> refused_build_id;
 };
 
 /** A code address to look up. */
