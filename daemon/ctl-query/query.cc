@@ -693,6 +693,9 @@ class Query {
     found->matches = rows_.size();
     found->time_usec = rows_.back()->time_usec;
     found->path = label(*rows_.back());
+    found->file = rows_.back()->path;
+    found->source = rows_.back()->from_journal ? "journal" : "file";
+    found->entry_cursor = rows_.back()->entry_cursor;
     if (!c.entry) {
       found->dir = dirs_[c.dir].path;
       found->name = c.name;

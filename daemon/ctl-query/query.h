@@ -113,7 +113,14 @@ struct QueryOptions {
 struct LocatedTimeline {
   std::string dir;          /**< its directory, as given or default */
   std::string name;         /**< its file name in dir */
-  std::string path;         /**< dir + "/" + name */
+  std::string path;         /**< dir + "/" + name; for a journal entry, words
+                                 that name it ("the journal entry for FILE") */
+  /** The timeline file: dir + "/" + name, or the one a journal entry names
+   *  (its CORE_TIMELINE_TIMELINE); empty when the entry names none. */
+  std::string file;
+  /** Where it was found, as list --json says it: "journal" or "file". */
+  std::string source;
+  std::string entry_cursor;  /**< a journal entry's own cursor, else empty */
   std::size_t matches = 0;  /**< how many timelines matched; this is the
                                  newest of them (by crash time, as show) */
   std::uint64_t time_usec = 0;  /**< its crash time (Timeline::time_usec) */

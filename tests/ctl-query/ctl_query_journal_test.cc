@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -452,12 +453,29 @@ TEST_F(JournalFleet, ShowExportAndDiffReadTheEntrysDocument) {
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_NE(c.out.find("REQ_PARSE"), std::string::npos) << c.out;
   json dj = json::parse(c.out), df = json::parse(diff_file.out);
-  // The sides name their source (a journal entry, a file); the rest is the same.
+  // The sides name their source as list --json does: "file" a path (the
+  // file the entry names), never words; "source" and "entry_cursor".
+  for (const char *side : {"a", "b"}) {
+    EXPECT_EQ(dj[side]["file"], std::string("/var/lib/systemd/coredump/core.") + (side[0] == 'a' ? "server" : "worker") +
+                                    ".timeline.json")
+        << dj[side];
+    EXPECT_EQ(dj[side]["source"], "journal");
+    EXPECT_TRUE(dj[side]["entry_cursor"].is_string()) << dj[side];
+    EXPECT_TRUE(df[side]["file"].get<std::string>().starts_with(files.path() + "/core.")) << df[side];
+    EXPECT_EQ(df[side]["source"], "file");
+    EXPECT_TRUE(df[side]["entry_cursor"].is_null()) << df[side];
+  }
+  const Cli text = cli({"-D", remote(), "diff", "101", "102"});
+  EXPECT_TRUE(text.out.starts_with("A: timeline the journal entry for /var/lib/systemd/coredump/core.server.timeline.json"))
+      << "the text still names the entry: " << text.out;
+  // The rest is the same.
   for (json *j : {&dj, &df})
     for (const char *side : {"a", "b"})
-      if (j->contains(side) && (*j)[side].is_object()) (*j)[side].erase("file");
+      if (j->contains(side) && (*j)[side].is_object())
+        for (const char *k : {"file", "source", "entry_cursor"}) (*j)[side].erase(k);
   EXPECT_EQ(dj, df);
 }
+
 
 TEST(JournalSources, MachineWithoutMachinedIsAnError) {
   // No systemd-machined runs here, so -M can only be shown to fail
