@@ -32,6 +32,7 @@
 
 #include "core_timeline/reader/export.h"
 #include "document.h"
+#include "view.h"
 
 namespace core_timeline::ctlq {
 
@@ -73,6 +74,13 @@ struct QueryOptions {
   std::optional<std::int64_t> until_usec;  /**< inclusive, crash time */
   bool reverse = false;                    /**< newest first */
   std::optional<std::size_t> max_entries;  /**< -n: lines of list/events */
+  /** --all: the bookkeeping events too (document::is_bookkeeping_event():
+   *  LANE_CLAIM, STACK), which list's last event, events and show leave
+   *  out by default. */
+  bool all = false;
+  /** show: the reader's view options, and -n as the last N events
+   *  (view.h; its `all` is ignored: `all` above is used). */
+  ViewOptions view;
   bool json = false;
   /** With json: list and events print each object indented (--json=pretty),
    *  show the stored document as is. */

@@ -476,6 +476,33 @@ TEST_F(JournalFleet, ShowExportAndDiffReadTheEntrysDocument) {
   EXPECT_EQ(dj, df);
 }
 
+// Guards against: the last event taking the shape of where the row came
+// from: a journal entry's summary (the name alone) when the index decides
+// the match, the document's whole event (name and arguments) when a match
+// needs the document.  One shape: {"name": N}, and the name in LAST EVENT.
+TEST_F(JournalFleet, TheLastEventHasOneShapeForEveryMatchForm) {
+  std::optional<json> shape;
+  std::optional<std::string> column;
+  for (const std::vector<std::string> &match : std::vector<std::vector<std::string>>{
+           {"101"}, {"COREDUMP_PID=101"}, {"101", "COREDUMP_CMDLINE=server --serve"}, {"101", "process.comm=server"}}) {
+    std::vector<std::string> args{"-D", remote(), "--json", "list"};
+    args.insert(args.end(), match.begin(), match.end());
+    const Cli js = cli(args);
+    ASSERT_EQ(js.rc, 0) << js.err;
+    const auto rows = json_lines(js.out);
+    ASSERT_EQ(rows.size(), 1u) << js.out;
+    EXPECT_EQ(rows[0]["last_event"], (json{{"name", "BEFORE_DIE"}})) << match.back();
+    if (!shape) shape = rows[0]["last_event"];
+    EXPECT_EQ(rows[0]["last_event"], *shape) << match.back();
+    args.erase(args.begin() + 2);
+    const auto text = lines_of(cli(args).out);
+    ASSERT_EQ(text.size(), 2u);
+    const std::string last = text[1].substr(text[0].find("LAST EVENT"));
+    EXPECT_EQ(last, "BEFORE_DIE") << text[1];
+    if (!column) column = last;
+    EXPECT_EQ(last, *column) << match.back();
+  }
+}
 
 TEST(JournalSources, MachineWithoutMachinedIsAnError) {
   // No systemd-machined runs here, so -M can only be shown to fail
