@@ -158,7 +158,7 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   };
 
   // show: the a-path events, as core-timeline-read printed them.
-  ct::test::Ran show = query({"show", pid_a});
+  ct::test::Ran show = query({"--all", "show", pid_a});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   EXPECT_EQ(show.out, doc_a["text"].get<std::string>());
   for (const char *s : {"REQ_PARSE", "BEFORE_DIE", "code=1001", "CRASH"}) EXPECT_TRUE(contains(show.out, s)) << s;
@@ -244,7 +244,7 @@ TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) 
   for (const auto &n : stored["names"]) EXPECT_EQ(n["name_from"], "core");
 
   /* show prints the stored text: the open spans headline first. */
-  ct::test::Ran show = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "show", std::to_string(run.pid)});
+  ct::test::Ran show = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "--all", "show", std::to_string(run.pid)});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   EXPECT_EQ(show.out, stored["text"].get<std::string>());
   EXPECT_TRUE(contains(show.out, "open spans at the crash:")) << show.out;
