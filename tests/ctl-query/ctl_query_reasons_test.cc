@@ -376,8 +376,8 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
   EXPECT_TRUE(contains(show.out, doc["text"].get<std::string>()));
   // events --tid: the host tid and the namespace tid of the main thread
   // find the same events; the crasher's host tid is unknown ("?", null).
-  const ct::test::Ran by_host = query({"-D", out, "--json", "events", "--tid", hp, hp});
-  const ct::test::Ran by_ns = query({"-D", out, "--json", "events", "--tid", np, hp});
+  const ct::test::Ran by_host = query({"-D", out, "--all", "--json", "events", "--tid", hp, hp});
+  const ct::test::Ran by_ns = query({"-D", out, "--all", "--json", "events", "--tid", np, hp});
   ASSERT_EQ(by_host.exit_code(), 0) << by_host.err;
   ASSERT_EQ(by_ns.exit_code(), 0) << by_ns.err;
   const auto host_lines = lines_of(by_host.out), ns_lines = lines_of(by_ns.out);
