@@ -187,7 +187,7 @@ struct CommandLine {
                    "age relative to the crash (as core-timeline-read --wall-clock)");
     show->add_flag("--by-thread", o.view.by_thread,
                    "Group events by thread instead of one list merged by time (as core-timeline-read --by-thread)");
-    show->add_option("--tid", show_tid, "Only this thread's events (its tid as the text gives it)");
+    show->add_option("--tid", show_tid, "Only this thread's events (its tid as the text gives it)")->type_name("TID");
     show->add_option("MATCH", show_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
     events = app.add_subcommand("events", "One line per matching event across timelines");
     events->add_option("--name", name, "Event name (BEFORE_DIE, MALLOC...)");
