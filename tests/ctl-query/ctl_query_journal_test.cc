@@ -504,6 +504,33 @@ TEST_F(JournalFleet, TheLastEventHasOneShapeForEveryMatchForm) {
   }
 }
 
+// Guards against: list naming the lane bookkeeping as a crash's last
+// event.  A daemon from before is_bookkeeping_event() wrote a LANE_CLAIM
+// into CORE_TIMELINE_LAST_EVENT when it came last: such an entry's
+// document is read for the event before it; --all names the LANE_CLAIM.
+TEST(JournalEntries, AnOlderEntryNamingBookkeepingAsItsLastEventIsReadFromItsDocument) {
+  if (access(kJournalRemote, X_OK) != 0) GTEST_SKIP() << kJournalRemote << " is missing";
+  TempDir dir;
+  json d = document(401, "server", kBootA, kT0, {"REQ_PARSE", "BEFORE_DIE"});
+  d["events"].insert(d["events"].end() - 1, json{{"seq", 9}, {"tid", 401}, {"kind", "LANE_CLAIM"},
+                                                 {"name", "LANE_CLAIM"}, {"id", 0}, {"args", {65, 0}},
+                                                 {"location", nullptr}});
+  Fields e = entry_of(d);  // CORE_TIMELINE_LAST_EVENT=LANE_CLAIM, as that daemon wrote it
+  bool named = false;
+  for (const auto &[k, v] : e) named = named || (k == jf::kLastEvent && v == "LANE_CLAIM");
+  ASSERT_TRUE(named);
+  std::string out;
+  append_export(out, e, kT0 + 700, 1000, kBootA);
+  std::filesystem::create_directories(dir.path() + "/remote");
+  write_journal(dir.path() + "/remote/remote-alpha.journal", out);
+  const Cli list = cli({"-D", dir.path() + "/remote", "--json", "list"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_EQ(json_lines(list.out).at(0)["last_event"], (json{{"name", "BEFORE_DIE"}})) << list.out;
+  const Cli all = cli({"-D", dir.path() + "/remote", "--all", "--json", "list"});
+  ASSERT_EQ(all.rc, 0) << all.err;
+  EXPECT_EQ(json_lines(all.out).at(0)["last_event"], (json{{"name", "LANE_CLAIM"}})) << all.out;
+}
+
 TEST(JournalSources, MachineWithoutMachinedIsAnError) {
   // No systemd-machined runs here, so -M can only be shown to fail
   // cleanly: journalctl -M's path (machined's OpenMachineRootDirectory).
