@@ -30,7 +30,8 @@ namespace {
 constexpr const char *kDescription =
     "Find the timelines core-timelined stored for crashes, the way coredumpctl finds cores.\n"
     "\n"
-    "Commands: list (default), show (the newest match, as core-timeline-read prints it),\n"
+    "Commands: list (default), show (the newest match, as core-timeline-read prints it;\n"
+    "--wall-clock, --by-thread, --tid, -n N: the last N events),\n"
     "events (events across timelines: --name, --kind, --arg, --id, --tid),\n"
     "export (the newest match as a chrome-trace document or a CTF trace: --format, --output).\n"
     "diff A B (per event and span name, what one timeline did that the other did not;\n"
@@ -115,7 +116,7 @@ namespace {
 struct CommandLine {
   CLI::App app{kDescription, "ctl-query"};
   QueryOptions o;
-  std::string since, until, name, kind, arg, id, tid, json_mode, boot;
+  std::string since, until, name, kind, arg, id, tid, show_tid, json_mode, boot;
   std::size_t lines = 0;
   bool newest = false, version = false;
   std::vector<std::string> list_matches, show_matches, events_matches, export_matches;
@@ -128,10 +129,19 @@ struct CommandLine {
     app.add_option("-S,--since", since, "Only crashes at or after this time (\"2026-11-30 06:25:26\", today, -1h)");
     app.add_option("-U,--until", until, "Only crashes at or before this time");
     app.add_flag("-r,--reverse", o.reverse, "Newest first");
-    app.add_option("-n", lines, "Print at most this many lines (the oldest, or with -r the newest)")
+    app.add_option("-n", lines,
+                   "Print at most this many lines (the oldest, or with -r the newest); show: the last N events")
         ->type_name("N")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{SIZE_MAX}).description(""));
+        ->check(CLI::Validator(
+            [](std::string &v) -> std::string {
+              if (const auto n = reader::parse_unsigned<std::size_t>(v); n && *n >= 1) return {};
+              return "\"" + printable(v) + "\" is not a count: N is a whole number, 1 or more";
+            },
+            "", ""));
     app.add_flag("-1,--newest", newest, "Only the newest entry (same as -r -n 1)");
+    app.add_flag("--all", o.all,
+                 "Also the bookkeeping events (LANE_CLAIM, STACK: what only libtimeline's own machinery writes) "
+                 "in list's LAST EVENT, in events and in show, which leave them out by default");
     app.add_flag("--json", o.json,
                  "JSON: one object per line (list, events); the stored document (show); one object (diff). "
                  "--json=short|pretty|off as coredumpctl");
@@ -172,6 +182,12 @@ struct CommandLine {
                                       "event count, last event (default)");
     list->add_option("MATCH", list_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
     show = app.add_subcommand("show", "Print the newest matching timeline as core-timeline-read does");
+    show->add_flag("--wall-clock", o.view.wall_clock,
+                   "Show each event's wall-clock time (journalctl's short-precise style, local time) instead of its "
+                   "age relative to the crash (as core-timeline-read --wall-clock)");
+    show->add_flag("--by-thread", o.view.by_thread,
+                   "Group events by thread instead of one list merged by time (as core-timeline-read --by-thread)");
+    show->add_option("--tid", show_tid, "Only this thread's events (its tid as the text gives it)")->type_name("TID");
     show->add_option("MATCH", show_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
     events = app.add_subcommand("events", "One line per matching event across timelines");
     events->add_option("--name", name, "Event name (BEFORE_DIE, MALLOC...)");
@@ -215,6 +231,12 @@ struct CommandLine {
     if (show->parsed()) {
       o.command = Command::kShow;
       o.matches = show_matches;
+      if (lines) o.view.last = lines;  /* show: the last N events */
+      if (!show_tid.empty()) {
+        auto v = parse_u64(show_tid);
+        if (!v) return "--tid: " + v.error().message;
+        o.view.tid = *v;
+      }
     } else if (events->parsed()) {
       o.command = Command::kEvents;
       o.matches = events_matches;

@@ -324,7 +324,9 @@ json side_json(const SideInfo &i, const DiffSide &s) {
   json j;
   j["argument"] = i.argument;
   j["from"] = i.from == DiffArgument::kCore ? "core" : "timeline";
-  j["file"] = i.file;
+  j["file"] = i.file.empty() ? json(nullptr) : json(i.file);
+  j["source"] = i.source;
+  j["entry_cursor"] = i.entry_cursor.empty() ? json(nullptr) : json(i.entry_cursor);
   j["matched"] = i.from == DiffArgument::kCore ? json(nullptr) : json(i.matched);
   j["time_usec"] = i.from == DiffArgument::kCore || i.time_usec == 0 ? json(nullptr) : json(i.time_usec);
   j["status"] = i.status;
@@ -429,9 +431,9 @@ std::string side_heading(const char *letter, const SideInfo &i, const DiffSide &
   if (!i.signal_name.empty()) who += ", " + printable(i.signal_name);
   std::string h;
   if (i.from == DiffArgument::kCore) {
-    h = fmt::format("{}: core {}: {}", letter, printable(i.file), who);
+    h = fmt::format("{}: core {}: {}", letter, printable(i.label), who);
   } else {
-    h = fmt::format("{}: timeline {}: {}", letter, printable(i.file), who);
+    h = fmt::format("{}: timeline {}: {}", letter, printable(i.label), who);
     if (i.time_usec) h += ", crashed " + format_time(static_cast<std::int64_t>(i.time_usec));
     if (i.matched > 1) h += fmt::format(" (the newest of {} matching {})", i.matched, printable(i.argument));
   }
@@ -545,9 +547,9 @@ class DiffRun {
     DiffSide a, b;
     if (const int rc = resolve("A", d_.a, ia, a)) return rc;
     if (const int rc = resolve("B", d_.b, ib, b)) return rc;
-    if (ia.file == ib.file && !o_.quiet)
+    if (ia.label == ib.label && !o_.quiet)
       err_ << "ctl-query: A and B are the same " << (ia.from == DiffArgument::kCore ? "core" : "timeline") << " ("
-           << printable(ia.file) << ")\n";
+           << printable(ia.label) << ")\n";
     const Diff diff = compare_sides(a, b);
     if (o_.json) {
       const json j = diff_json(ia, a, ib, b, diff);
@@ -571,7 +573,8 @@ class DiffRun {
   int from_core(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side) {
     std::filesystem::path p(arg);
     if (p.is_relative()) p = std::filesystem::path(o_.cwd) / p;
-    info.file = p.lexically_normal().string();
+    info.file = info.label = p.lexically_normal().string();
+    info.source = "core";
     reader::FileFacts facts;
     auto core = reader::CoreFile::open(info.file, &facts);
     if (!core) {
@@ -606,7 +609,10 @@ class DiffRun {
       err_ << '\n';
     }
     if (rc != kExitFound) return rc;
-    info.file = found.path;
+    info.label = found.path;
+    info.file = found.file;
+    info.source = found.source;
+    info.entry_cursor = found.entry_cursor;
     info.matched = found.matches;
     info.time_usec = found.time_usec;
     if (found.matches > 1 && !o_.quiet)

@@ -218,7 +218,15 @@ Diff compare_sides(const DiffSide &a, const DiffSide &b);
 struct SideInfo {
   std::string argument;        /**< as given */
   DiffArgument from = DiffArgument::kMatch;
-  std::string file;            /**< the timeline document or the core */
+  /** The core, or the timeline file (for a journal entry, the one it
+   *  names); empty when an entry names none. */
+  std::string file;
+  /** Where it was found: "core", or as list --json says it, "journal"
+   *  or "file". */
+  std::string source;
+  std::string entry_cursor;    /**< a journal entry's own cursor */
+  /** How the text names it: the file, or words naming the journal entry. */
+  std::string label;
   std::size_t matched = 0;     /**< MATCH: timelines it selected */
   std::uint64_t time_usec = 0; /**< MATCH: the crash time */
   std::string status;          /**< the document's status */

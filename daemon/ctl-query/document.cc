@@ -86,12 +86,13 @@ class Reader {
   }
 
   /* After the parse: the count, and the last event that is not the CRASH
-   * slot (the crash is in "crash"). */
+   * slot (the crash is in "crash") nor, unless asked, bookkeeping. */
   void finish() {
     t_.event_count = n_;
     for (std::size_t back = 1; back <= std::min(n_, kTailEvents); ++back) {
       json &e = tail_[(n_ - back) % kTailEvents];
       auto kind = e.find(key::kind);
+      if (!r_.bookkeeping && document::is_bookkeeping_event(e)) continue;
       if (kind == e.end() || !kind->is_string() || *kind != "CRASH") {
         t_.last_event = std::move(e);
         break;

@@ -87,6 +87,10 @@ struct ReadRequest {
    *  always kept. */
   std::vector<std::string> fields;
   bool all_fields = false;    /**< keep every coredump.fields member */
+  /** Timeline::last_event may be a bookkeeping event (LANE_CLAIM, STACK:
+   *  document::is_bookkeeping_event()); by default those are passed over,
+   *  as the CRASH slot is. */
+  bool bookkeeping = false;
   /** Dotted paths the caller will look up (Timeline::lookup): the
    *  top-level value each begins with is kept whole in Timeline::top
    *  ("events" and "text" too), and so is the coredump.fields member that
@@ -116,7 +120,8 @@ struct Timeline {
   bool has_events = false;           /**< the document has "events" */
   std::size_t event_count = 0;
   /** The last event whose kind is not CRASH (the crash itself is in
-   *  "crash"), among the last 64 events; null when there is none. */
+   *  "crash") and that is not bookkeeping (unless ReadRequest::bookkeeping),
+   *  among the last 64 events; null when there is none. */
   nlohmann::ordered_json last_event;
   std::optional<std::string> text;   /**< with want_text, if a string */
   std::string raw;                   /**< with keep_raw */

@@ -83,6 +83,8 @@ struct Row {
   std::size_t event_count = 0;
   json last_event;
   std::vector<json> events;  /* the matching events (events command) */
+  /* The matching bookkeeping events left out of `events` (not --all). */
+  std::size_t bookkeeping_left_out = 0;
   /* The windows of the sources that lost events (events command): the
    * reader's own sentences (windows[].says), so an empty search is not
    * read as "it never happened". */
@@ -196,13 +198,17 @@ Row row_of_entry(const JournalEntry &e) {
   return r;
 }
 
-/* A row's last event: from CORE_TIMELINE_LAST_EVENT, the event's name as
- * the daemon writes it (journal_entry.h; never parsed: a user may log any
- * bytes there for its own crashes), an object with only "name"; or the one
- * read from the document. */
+/* A row's last event, one shape whichever source the row came from:
+ * {"name": NAME}, or null when there is none.  NAME is the entry's
+ * CORE_TIMELINE_LAST_EVENT (the event's name as the daemon writes it,
+ * journal_entry.h; never parsed: a user may log any bytes there for its
+ * own crashes), or the "name" of the event read from the document. */
 json last_event_of(const Row &r) {
-  if (r.last_event_raw.empty()) return r.last_event;
-  return json{{key::name, r.last_event_raw}};
+  if (!r.last_event_raw.empty()) return json{{key::name, r.last_event_raw}};
+  if (!r.last_event.is_object()) return nullptr;
+  const auto name = r.last_event.find(key::name);
+  if (name == r.last_event.end() || !name->is_string()) return nullptr;
+  return json{{key::name, *name}};
 }
 
 /* The same crash, whichever source it came from: boot, pid, crash time. */
@@ -263,11 +269,15 @@ std::string event_name(const json &e) {
   return it != e.end() && it->is_string() ? printable(it->get_ref<const std::string &>()) : "?";
 }
 
-std::string event_summary(const json &e) {
-  if (e.is_string()) return printable(e.get_ref<const std::string &>());
-  if (!e.is_object()) return "-";
-  if (e.size() == 1 && e.contains(key::name)) return event_name(e);  /* a journal entry's name alone */
-  return event_name(e) + " " + event_args_text(e);
+/* LAST EVENT: last_event_of()'s name, or "-". */
+std::string last_event_text(const json &e) { return e.is_object() ? event_name(e) : "-"; }
+
+/* An event's own wall-clock time ("time_ns"), to the microsecond; "?" when
+ * the document could not place it in time. */
+std::string event_time_text(const json &e) {
+  const auto t = e.find(key::time_ns);
+  if (t == e.end() || !t->is_number_integer() || t->get<std::int64_t>() < 0) return "?";
+  return format_time_usec(t->get<std::int64_t>() / 1000);
 }
 
 std::string event_tid(const json &e) {
@@ -329,7 +339,7 @@ void print_list(std::ostream &out, const std::vector<const Row *> &rows, const Q
     cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
                      or_dash(r->uid), r->signal_name.empty() ? or_dash(r->signal) : printable(r->signal_name),
                      or_dash(r->exe) + (r->unverified ? " (unverified)" : ""), printable(r->status),
-                     r->has_events ? std::to_string(r->event_count) : "-", event_summary(last_event_of(*r))});
+                     r->has_events ? std::to_string(r->event_count) : "-", last_event_text(last_event_of(*r))});
     if (with_ns) cells.back().insert(cells.back().begin() + 2, or_dash(ns_pid_of(*r)));
     if (with_host) cells.back().insert(cells.back().begin() + 1, or_dash(r->host));
   }
@@ -363,7 +373,7 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
   std::vector<std::vector<std::string>> cells;
   cells.reserve(lines.size());
   for (const auto &[r, e] : lines) {
-    cells.push_back({r->time_usec ? format_time(static_cast<std::int64_t>(r->time_usec)) : "-", or_dash(r->pid),
+    cells.push_back({event_time_text(*e), or_dash(r->pid),
                      or_dash(r->exe), event_tid(*e), event_name(*e), event_args_text(*e), location_text(*e)});
     if (with_ns) {
       cells.back().insert(cells.back().begin() + 4, host_tid_text(*r, *e));
@@ -427,6 +437,11 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   req.want_text = !o.json;
   req.keep_raw = o.json;
   req.paths = {"cut"};
+  ViewInput view;  /* what the view needs of the events (not the events) */
+  if (!o.json) {
+    req.paths.insert(req.paths.end(), {key::threads, key::warnings});
+    req.on_event = [&view](const json &e, std::size_t) { view.events.push_back(ViewEvent::of(e)); };
+  }
   auto r = read(req);
   if (!r) {
     err << "ctl-query: " << printable(r.error().message) << '\n';
@@ -446,8 +461,32 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   }
   note_namespace(out, t);
   if (t.text) {
-    out << printable(*t.text, true);
-    if (t.text->empty() || t.text->back() != '\n') out << '\n';
+    /* The stored text through show's view (view.h): bookkeeping left out
+     * unless --all, and the reader's view options. */
+    view.text = *t.text;
+    if (const json *threads = t.lookup(key::threads); threads && threads->is_array())
+      for (const json &th : *threads) {
+        if (!th.is_object() || !th.contains(key::tid) || !th[key::tid].is_number_unsigned()) continue;
+        const auto name = th.find(key::name);
+        view.threads.push_back({th[key::tid].get<std::uint64_t>(),
+                                name != th.end() && name->is_string() ? name->get<std::string>() : std::string()});
+      }
+    const json *crash = t.lookup(key::crash);
+    view.crash = crash && !crash->is_null();
+    if (const json *w = t.lookup(key::warnings); w && w->is_array()) view.warnings = w->size();
+    ViewOptions options = o.view;
+    options.all = o.all;
+    auto shown = view_text(view, options);
+    if (!shown) {
+      /* Say why, and show the text as it is: nothing left out. */
+      err << "ctl-query: show: " << printable(shown.error().message) << "; "
+          << (options.reshapes() ? "--wall-clock, --by-thread, --tid and -n cannot be applied: " : "")
+          << "the stored text follows as it is, every event in it\n";
+      out << printable(*t.text, true);
+      if (t.text->empty() || t.text->back() != '\n') out << '\n';
+      return kExitFound;
+    }
+    out << printable(*shown, true);
     return kExitFound;
   }
   // No stored text (decoding did not happen): say what the document says.
@@ -693,6 +732,9 @@ class Query {
     found->matches = rows_.size();
     found->time_usec = rows_.back()->time_usec;
     found->path = label(*rows_.back());
+    found->file = rows_.back()->path;
+    found->source = rows_.back()->from_journal ? "journal" : "file";
+    found->entry_cursor = rows_.back()->entry_cursor;
     if (!c.entry) {
       found->dir = dirs_[c.dir].path;
       found->name = c.name;
@@ -1012,7 +1054,7 @@ class Query {
       /* The older notice (no document, no summary) is read from the
        * file it names, so that its row says what the file says. */
       const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
-      if (rows_now && !notice) {
+      if (rows_now && !notice && !stale_last_event(e)) {
         /* Its row now; of the entry, only what show needs. */
         entry_rows_.emplace_back(row_of_entry(e));
         e.values = {};  // the row has the timeline path show needs
@@ -1069,8 +1111,19 @@ class Query {
   }
 
   /* Whether a journal entry's document must be read: events reads the
-   * events, and matches the index cannot answer need the document. */
-  bool entry_needs_document() const { return o_.command == Command::kEvents || !residual_.empty(); }
+   * events, matches the index cannot answer need the document, and so does
+   * list --all (the entry names the last event that is not bookkeeping). */
+  bool entry_needs_document() const {
+    return o_.command == Command::kEvents || !residual_.empty() || (o_.command == Command::kList && o_.all);
+  }
+
+  /* Whether list needs this entry's document for its last event: its
+   * CORE_TIMELINE_LAST_EVENT names a bookkeeping event (as a daemon wrote
+   * it before it passed them over), and the event before it is wanted. */
+  bool stale_last_event(const JournalEntry &e) const {
+    return o_.command == Command::kList && !o_.all && e.has_document &&
+           core_timeline::document::is_bookkeeping_event(json{{key::kind, e.get(jf::kLastEvent)}});
+  }
 
   void parallel(const std::vector<std::size_t> &items, const std::function<void(std::size_t)> &fn) {
     std::atomic<std::size_t> next{0};
@@ -1144,6 +1197,7 @@ class Query {
   struct Found {
     std::vector<json> events;
     std::vector<bool> via_host;
+    std::vector<bool> bookkeeping;  /* left out unless --all (or --name/--kind chose it) */
     std::optional<std::uint64_t> leader;
   };
 
@@ -1154,6 +1208,7 @@ class Query {
     req.fields = match_fields_;
     req.fields.push_back("_HOSTNAME");
     req.paths = match_fields_;
+    req.bookkeeping = o_.all;
     if (o_.command == Command::kEvents) {
       req.paths.push_back(key::windows);
       if (o_.event_filter.tid)
@@ -1173,21 +1228,30 @@ class Query {
         }
         found.events.push_back(e);
         found.via_host.push_back(host);
+        /* Bookkeeping is left out unless --all, or --name or --kind asked
+         * for it (they matched it). */
+        found.bookkeeping.push_back(!o_.all && !f.name && !f.kind && core_timeline::document::is_bookkeeping_event(e));
       };
     }
     return req;
   }
 
   /* The leader's events kept as `via_host` stay only when --tid is the
-   * crash's host pid and the leader's tid is the pid of its namespace. */
-  std::vector<json> keep_host_matches(Found &&found, const Row &row) const {
-    if (std::find(found.via_host.begin(), found.via_host.end(), true) == found.via_host.end())
-      return std::move(found.events);
+   * crash's host pid and the leader's tid is the pid of its namespace.
+   * Bookkeeping events are left out (and counted in *bookkeeping) unless
+   * --all. */
+  std::vector<json> keep_host_matches(Found &&found, const Row &row, std::size_t *bookkeeping) const {
     const bool leader_is_host = found.leader && o_.event_filter.tid &&
                                 host_tid(row, *found.leader) == o_.event_filter.tid;
     std::vector<json> kept;
-    for (std::size_t i = 0; i < found.events.size(); ++i)
-      if (!found.via_host[i] || leader_is_host) kept.push_back(std::move(found.events[i]));
+    for (std::size_t i = 0; i < found.events.size(); ++i) {
+      if (found.via_host[i] && !leader_is_host) continue;
+      if (found.bookkeeping[i]) {
+        ++*bookkeeping;
+        continue;
+      }
+      kept.push_back(std::move(found.events[i]));
+    }
     return kept;
   }
 
@@ -1238,7 +1302,7 @@ class Query {
       /* events: a timeline searched without a match stays a row (with no
        * events), so what it lost is still said. */
       Row row = make_row(std::move(t), {});
-      row.events = keep_host_matches(std::move(found), row);
+      row.events = keep_host_matches(std::move(found), row, &row.bookkeeping_left_out);
       if (entry) {
         const Row summary = row_of_entry(*entry);
         row.path = summary.path;
@@ -1405,6 +1469,13 @@ class Query {
       if (o_.max_entries && lines.size() > *o_.max_entries) lines.resize(*o_.max_entries);
       print_events(out_, lines, o_);
       printed = lines.size();
+      /* Matching bookkeeping events left out: said, never hidden silently. */
+      std::size_t left_out = 0;
+      for (const Row *r : rows_) left_out += r->bookkeeping_left_out;
+      if (left_out > 0 && !o_.quiet)
+        err_ << "ctl-query: " << left_out << (left_out == 1 ? " bookkeeping event" : " bookkeeping events")
+             << " (LANE_CLAIM, STACK: the ring's own) that match " << (left_out == 1 ? "was" : "were")
+             << " left out; --all shows them\n";
       /* What the events searched could not show: per timeline, the
        * sources whose older events were lost. */
       if (!o_.quiet)

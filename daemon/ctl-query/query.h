@@ -32,6 +32,7 @@
 
 #include "core_timeline/reader/export.h"
 #include "document.h"
+#include "view.h"
 
 namespace core_timeline::ctlq {
 
@@ -73,6 +74,13 @@ struct QueryOptions {
   std::optional<std::int64_t> until_usec;  /**< inclusive, crash time */
   bool reverse = false;                    /**< newest first */
   std::optional<std::size_t> max_entries;  /**< -n: lines of list/events */
+  /** --all: the bookkeeping events too (document::is_bookkeeping_event():
+   *  LANE_CLAIM, STACK), which list's last event, events and show leave
+   *  out by default. */
+  bool all = false;
+  /** show: the reader's view options, and -n as the last N events
+   *  (view.h; its `all` is ignored: `all` above is used). */
+  ViewOptions view;
   bool json = false;
   /** With json: list and events print each object indented (--json=pretty),
    *  show the stored document as is. */
@@ -113,7 +121,14 @@ struct QueryOptions {
 struct LocatedTimeline {
   std::string dir;          /**< its directory, as given or default */
   std::string name;         /**< its file name in dir */
-  std::string path;         /**< dir + "/" + name */
+  std::string path;         /**< dir + "/" + name; for a journal entry, words
+                                 that name it ("the journal entry for FILE") */
+  /** The timeline file: dir + "/" + name, or the one a journal entry names
+   *  (its CORE_TIMELINE_TIMELINE); empty when the entry names none. */
+  std::string file;
+  /** Where it was found, as list --json says it: "journal" or "file". */
+  std::string source;
+  std::string entry_cursor;  /**< a journal entry's own cursor, else empty */
   std::size_t matches = 0;  /**< how many timelines matched; this is the
                                  newest of them (by crash time, as show) */
   std::uint64_t time_usec = 0;  /**< its crash time (Timeline::time_usec) */

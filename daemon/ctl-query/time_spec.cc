@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <limits>
@@ -320,6 +321,19 @@ std::string format_time(std::int64_t usec) {
   char buf[64];
   if (std::strftime(buf, sizeof buf, "%a %Y-%m-%d %H:%M:%S %Z", &tm) == 0) return "-";
   return buf;
+}
+
+std::string format_time_usec(std::int64_t usec) {
+  if (usec < 0) return "-";
+  time_t t = static_cast<time_t>(usec / kUsecPerSec);
+  struct tm tm {};
+  if (!localtime_r(&t, &tm)) return "-";
+  char day[64], zone[16];
+  if (std::strftime(day, sizeof day, "%a %Y-%m-%d %H:%M:%S", &tm) == 0 || std::strftime(zone, sizeof zone, "%Z", &tm) == 0)
+    return "-";
+  char out[96];
+  std::snprintf(out, sizeof out, "%s.%06lld %s", day, static_cast<long long>(usec % kUsecPerSec), zone);
+  return out;
 }
 
 }  // namespace core_timeline::ctlq

@@ -43,6 +43,10 @@ Result<std::int64_t> parse_time_span(std::string_view text);
  *  "Mon 2026-11-30 06:25:26 UTC". */
 std::string format_time(std::int64_t usec);
 
+/** The same with the microseconds, as events prints an event's own time:
+ *  "Mon 2026-11-30 06:25:26.123456 UTC" (accepted by --since as is). */
+std::string format_time_usec(std::int64_t usec);
+
 /** CLOCK_REALTIME now, in microseconds since the epoch. */
 std::int64_t realtime_now_usec() noexcept;
 

@@ -621,6 +621,8 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
 
 }  // namespace
 
+std::string format_wall_clock(std::int64_t ns) { return wall_text(ns); }
+
 namespace {
 
 /* Output gathered into pieces of about 64 KiB before they go to `out`. */

@@ -158,7 +158,7 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   };
 
   // show: the a-path events, as core-timeline-read printed them.
-  ct::test::Ran show = query({"show", pid_a});
+  ct::test::Ran show = query({"--all", "show", pid_a});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   EXPECT_EQ(show.out, doc_a["text"].get<std::string>());
   for (const char *s : {"REQ_PARSE", "BEFORE_DIE", "code=1001", "CRASH"}) EXPECT_TRUE(contains(show.out, s)) << s;
@@ -169,10 +169,9 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   ASSERT_EQ(list.exit_code(), 0) << list.err;
   auto l = lines_of(list.out);
   ASSERT_EQ(l.size(), 3u) << list.out;
-  EXPECT_TRUE(contains(l[1], " " + pid_a + " ") && contains(l[1], " ok ") && contains(l[1], "BEFORE_DIE code=1001"))
-      << l[1];
+  EXPECT_TRUE(contains(l[1], " " + pid_a + " ") && contains(l[1], " ok ") && l[1].ends_with(" BEFORE_DIE")) << l[1];
   EXPECT_TRUE(contains(l[2], " " + pid_b + " ") && contains(l[2], " " + std::to_string(uid) + " ") &&
-              contains(l[2], "BEFORE_DIE code=2002"))
+              l[2].ends_with(" BEFORE_DIE"))
       << l[2];
   ct::test::Ran js = query({"--json", "list", pid_a});
   ASSERT_EQ(lines_of(js.out).size(), 1u) << js.out;
@@ -244,7 +243,7 @@ TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) 
   for (const auto &n : stored["names"]) EXPECT_EQ(n["name_from"], "core");
 
   /* show prints the stored text: the open spans headline first. */
-  ct::test::Ran show = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "show", std::to_string(run.pid)});
+  ct::test::Ran show = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "--all", "show", std::to_string(run.pid)});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   EXPECT_EQ(show.out, stored["text"].get<std::string>());
   EXPECT_TRUE(contains(show.out, "open spans at the crash:")) << show.out;

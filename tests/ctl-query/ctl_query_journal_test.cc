@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -452,11 +453,82 @@ TEST_F(JournalFleet, ShowExportAndDiffReadTheEntrysDocument) {
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_NE(c.out.find("REQ_PARSE"), std::string::npos) << c.out;
   json dj = json::parse(c.out), df = json::parse(diff_file.out);
-  // The sides name their source (a journal entry, a file); the rest is the same.
+  // The sides name their source as list --json does: "file" a path (the
+  // file the entry names), never words; "source" and "entry_cursor".
+  for (const char *side : {"a", "b"}) {
+    EXPECT_EQ(dj[side]["file"], std::string("/var/lib/systemd/coredump/core.") + (side[0] == 'a' ? "server" : "worker") +
+                                    ".timeline.json")
+        << dj[side];
+    EXPECT_EQ(dj[side]["source"], "journal");
+    EXPECT_TRUE(dj[side]["entry_cursor"].is_string()) << dj[side];
+    EXPECT_TRUE(df[side]["file"].get<std::string>().starts_with(files.path() + "/core.")) << df[side];
+    EXPECT_EQ(df[side]["source"], "file");
+    EXPECT_TRUE(df[side]["entry_cursor"].is_null()) << df[side];
+  }
+  const Cli text = cli({"-D", remote(), "diff", "101", "102"});
+  EXPECT_TRUE(text.out.starts_with("A: timeline the journal entry for /var/lib/systemd/coredump/core.server.timeline.json"))
+      << "the text still names the entry: " << text.out;
+  // The rest is the same.
   for (json *j : {&dj, &df})
     for (const char *side : {"a", "b"})
-      if (j->contains(side) && (*j)[side].is_object()) (*j)[side].erase("file");
+      if (j->contains(side) && (*j)[side].is_object())
+        for (const char *k : {"file", "source", "entry_cursor"}) (*j)[side].erase(k);
   EXPECT_EQ(dj, df);
+}
+
+// Guards against: the last event taking the shape of where the row came
+// from: a journal entry's summary (the name alone) when the index decides
+// the match, the document's whole event (name and arguments) when a match
+// needs the document.  One shape: {"name": N}, and the name in LAST EVENT.
+TEST_F(JournalFleet, TheLastEventHasOneShapeForEveryMatchForm) {
+  std::optional<json> shape;
+  std::optional<std::string> column;
+  for (const std::vector<std::string> &match : std::vector<std::vector<std::string>>{
+           {"101"}, {"COREDUMP_PID=101"}, {"101", "COREDUMP_CMDLINE=server --serve"}, {"101", "process.comm=server"}}) {
+    std::vector<std::string> args{"-D", remote(), "--json", "list"};
+    args.insert(args.end(), match.begin(), match.end());
+    const Cli js = cli(args);
+    ASSERT_EQ(js.rc, 0) << js.err;
+    const auto rows = json_lines(js.out);
+    ASSERT_EQ(rows.size(), 1u) << js.out;
+    EXPECT_EQ(rows[0]["last_event"], (json{{"name", "BEFORE_DIE"}})) << match.back();
+    if (!shape) shape = rows[0]["last_event"];
+    EXPECT_EQ(rows[0]["last_event"], *shape) << match.back();
+    args.erase(args.begin() + 2);
+    const auto text = lines_of(cli(args).out);
+    ASSERT_EQ(text.size(), 2u);
+    const std::string last = text[1].substr(text[0].find("LAST EVENT"));
+    EXPECT_EQ(last, "BEFORE_DIE") << text[1];
+    if (!column) column = last;
+    EXPECT_EQ(last, *column) << match.back();
+  }
+}
+
+// Guards against: list naming the lane bookkeeping as a crash's last
+// event.  A daemon from before is_bookkeeping_event() wrote a LANE_CLAIM
+// into CORE_TIMELINE_LAST_EVENT when it came last: such an entry's
+// document is read for the event before it; --all names the LANE_CLAIM.
+TEST(JournalEntries, AnOlderEntryNamingBookkeepingAsItsLastEventIsReadFromItsDocument) {
+  if (access(kJournalRemote, X_OK) != 0) GTEST_SKIP() << kJournalRemote << " is missing";
+  TempDir dir;
+  json d = document(401, "server", kBootA, kT0, {"REQ_PARSE", "BEFORE_DIE"});
+  d["events"].insert(d["events"].end() - 1, json{{"seq", 9}, {"tid", 401}, {"kind", "LANE_CLAIM"},
+                                                 {"name", "LANE_CLAIM"}, {"id", 0}, {"args", {65, 0}},
+                                                 {"location", nullptr}});
+  Fields e = entry_of(d);  // CORE_TIMELINE_LAST_EVENT=LANE_CLAIM, as that daemon wrote it
+  bool named = false;
+  for (const auto &[k, v] : e) named = named || (k == jf::kLastEvent && v == "LANE_CLAIM");
+  ASSERT_TRUE(named);
+  std::string out;
+  append_export(out, e, kT0 + 700, 1000, kBootA);
+  std::filesystem::create_directories(dir.path() + "/remote");
+  write_journal(dir.path() + "/remote/remote-alpha.journal", out);
+  const Cli list = cli({"-D", dir.path() + "/remote", "--json", "list"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_EQ(json_lines(list.out).at(0)["last_event"], (json{{"name", "BEFORE_DIE"}})) << list.out;
+  const Cli all = cli({"-D", dir.path() + "/remote", "--all", "--json", "list"});
+  ASSERT_EQ(all.rc, 0) << all.err;
+  EXPECT_EQ(json_lines(all.out).at(0)["last_event"], (json{{"name", "LANE_CLAIM"}})) << all.out;
 }
 
 TEST(JournalSources, MachineWithoutMachinedIsAnError) {

@@ -282,7 +282,7 @@ TEST(CtlQueryReasons, ASetuidCrashIsNotDumpableForItsUserNotAnotherUsers) {
   EXPECT_TRUE(contains(mine.out, "SUID_MARK")) << mine.out;
   EXPECT_FALSE(contains(mine.err, "COREDUMP_DUMPABLE")) << mine.err;
   // Root: shown, with its event.
-  const ct::test::Ran as_root = query({"-D", out, "show", spid});
+  const ct::test::Ran as_root = query({"-D", out, "--all", "show", spid});
   EXPECT_EQ(as_root.exit_code(), 0) << as_root.err;
   EXPECT_TRUE(contains(as_root.out, "SUID_MARK")) << as_root.out;
   EXPECT_EQ(as_root.out, doc["text"].get<std::string>());
@@ -366,7 +366,7 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
   EXPECT_EQ(row["namespace_pid"], ns_pid);
   EXPECT_EQ(row["namespaced"], true);
   // show: a line with the host's ids before the core's text.
-  const ct::test::Ran show = query({"-D", out, "show", hp});
+  const ct::test::Ran show = query({"-D", out, "--all", "show", hp});
   ASSERT_EQ(show.exit_code(), 0) << show.err;
   const std::string first = lines_of(show.out).at(0);
   std::cout << "[ reasons ] list:\n" << query({"-D", out, "list", np}).out << "[ reasons ] show: " << first << '\n';
@@ -376,8 +376,8 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
   EXPECT_TRUE(contains(show.out, doc["text"].get<std::string>()));
   // events --tid: the host tid and the namespace tid of the main thread
   // find the same events; the crasher's host tid is unknown ("?", null).
-  const ct::test::Ran by_host = query({"-D", out, "--json", "events", "--tid", hp, hp});
-  const ct::test::Ran by_ns = query({"-D", out, "--json", "events", "--tid", np, hp});
+  const ct::test::Ran by_host = query({"-D", out, "--all", "--json", "events", "--tid", hp, hp});
+  const ct::test::Ran by_ns = query({"-D", out, "--all", "--json", "events", "--tid", np, hp});
   ASSERT_EQ(by_host.exit_code(), 0) << by_host.err;
   ASSERT_EQ(by_ns.exit_code(), 0) << by_ns.err;
   const auto host_lines = lines_of(by_host.out), ns_lines = lines_of(by_ns.out);

@@ -26,7 +26,10 @@
 #include "query.h"
 #include "text.h"
 #include "time_spec.h"
+#include "view.h"
+#include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
+#include "core_timeline/reader/render.h"
 
 namespace ctlq = core_timeline::ctlq;
 namespace ctdoc = core_timeline::document;
@@ -824,4 +827,240 @@ TEST(Events, ASearchNamesTheSourcesThatLostEvents) {
   EXPECT_NE(found.err.find("allocations: complete for the last"), std::string::npos) << found.err;
   Cli quiet = cli({"-D", dir.path(), "-q", "events", "--name", "REQ_PARSE"});
   EXPECT_EQ(quiet.err, "");
+}
+
+// ---- -n, --all, last event, show's view ---------------------------------------------
+
+// Guards against: `-n -3` taken as a huge count (strtoull wraps it) and
+// everything printed; coredumpctl refuses a negative count.  One sentence
+// about the value, the usage exit code, nothing printed.
+TEST(CommandLine, ACountThatIsNotOneOrMoreIsRefused) {
+  TempDir dir;
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json",
+            sample_document().dump());
+  for (const auto &args : std::vector<std::vector<std::string>>{{"-D", dir.path(), "-n", "-3", "list"},
+                                                                 {"-D", dir.path(), "-n-3", "list"},
+                                                                 {"-D", dir.path(), "list", "-n", "-3"},
+                                                                 {"-D", dir.path(), "events", "-n", "-1"},
+                                                                 {"-D", dir.path(), "show", "-n", "-3"},
+                                                                 {"-D", dir.path(), "-n", "0", "list"},
+                                                                 {"-D", dir.path(), "-n", "1e3", "list"}}) {
+    Cli r = cli(args);
+    std::string joined;
+    for (const auto &a : args) joined += a + " ";
+    EXPECT_EQ(r.rc, ctlq::kExitUsage) << joined << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_EQ(r.out, "") << joined;
+    const auto first = lines_of(r.err).empty() ? std::string() : lines_of(r.err)[0];
+    EXPECT_TRUE(first.starts_with("-n: \"")) << joined << ": " << r.err;
+    EXPECT_NE(first.find("is not a count: N is a whole number, 1 or more"), std::string::npos) << r.err;
+    EXPECT_EQ(first.find("range"), std::string::npos) << "a sentence about the value, not a range: " << r.err;
+  }
+  Cli one = cli({"-D", dir.path(), "-n", "1", "list"});
+  EXPECT_EQ(one.rc, ctlq::kExitFound) << one.err;
+}
+
+namespace {
+
+// sample_document() with a LANE_CLAIM as the last event before the CRASH
+// (a thread's first slot in a lane, written by libtimeline itself).
+json document_ending_in_bookkeeping() {
+  json d = sample_document();
+  json claim = {{"seq", 1}, {"tid", 4243}, {"kind", "LANE_CLAIM"}, {"name", "LANE_CLAIM"}, {"id", 0},
+                {"args", {3, 0}}, {"location", nullptr}};
+  d["events"].insert(d["events"].begin() + 2, claim);
+  return d;
+}
+
+}  // namespace
+
+// Guards against: the lane bookkeeping (LANE_CLAIM, STACK) being the "last
+// event" of a crash, in the document reader and in the timeline entry's
+// CORE_TIMELINE_LAST_EVENT; --all (ReadRequest::bookkeeping) keeps it.
+TEST(Document, TheLastEventIsNotBookkeepingUnlessAsked) {
+  const json d = document_ending_in_bookkeeping();
+  EXPECT_TRUE(ctdoc::is_bookkeeping_event(d["events"][2]));
+  EXPECT_FALSE(ctdoc::is_bookkeeping_event(d["events"][1]));
+  EXPECT_FALSE(ctdoc::is_bookkeeping_event(d["events"][3])) << "the CRASH is the crash, not bookkeeping";
+  EXPECT_TRUE(ctdoc::is_bookkeeping_event(json{{"kind", "STACK"}}));
+  EXPECT_FALSE(ctdoc::is_bookkeeping_event(json{{"name", "LANE_CLAIM"}})) << "a user's name is not a kind";
+  auto t = ctlq::parse_timeline(d.dump(), "x", request());
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->last_event, d["events"][1]);
+  ctlq::ReadRequest all;
+  all.bookkeeping = true;
+  t = ctlq::parse_timeline(d.dump(), "x", all);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->last_event, d["events"][2]);
+
+  const std::string bytes = d.dump();
+  ctdoc::journal::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  in.document_max = 0;
+  std::string last;
+  for (const auto &[k, v] : ctdoc::journal::entry_fields(in))
+    if (k == ctdoc::journal::kLastEvent) last = v;
+  EXPECT_EQ(last, "BEFORE_DIE") << "CORE_TIMELINE_LAST_EVENT passes over the LANE_CLAIM";
+}
+
+// Guards against: LAST EVENT and "last_event" taking another shape when
+// the row was read from the document (name and arguments, the whole event)
+// than from a journal entry's summary (the name): one shape, {"name": N}.
+// And, with the above: a LANE_CLAIM last is not what list shows, unless
+// --all.
+TEST(List, TheLastEventHasOneShapeAndIsNotBookkeeping) {
+  TempDir dir;
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json",
+            document_ending_in_bookkeeping().dump());
+  for (const std::vector<std::string> &match : std::vector<std::vector<std::string>>{
+           {}, {"4242"}, {"status=ok"}, {"COREDUMP_CMDLINE=demo --x"}, {"process.comm=demo"}}) {
+    std::vector<std::string> args{"-D", dir.path(), "--json", "list"};
+    args.insert(args.end(), match.begin(), match.end());
+    Cli js = cli(args);
+    ASSERT_EQ(js.rc, ctlq::kExitFound) << js.err;
+    EXPECT_EQ(json::parse(js.out)["last_event"], (json{{"name", "BEFORE_DIE"}})) << js.out;
+    args.erase(args.begin() + 2);
+    Cli text = cli(args);
+    ASSERT_EQ(lines_of(text.out).size(), 2u) << text.out;
+    EXPECT_TRUE(lines_of(text.out)[1].ends_with(" BEFORE_DIE")) << text.out;
+  }
+  Cli all = cli({"-D", dir.path(), "--all", "--json", "list"});
+  EXPECT_EQ(json::parse(all.out)["last_event"], (json{{"name", "LANE_CLAIM"}})) << all.out;
+}
+
+// Guards against: events listing the ring's bookkeeping among the program's
+// events, or hiding it without a word; and its TIME being the crash's.
+TEST(Events, BookkeepingIsLeftOutAndSaidUnlessAllAndEachEventHasItsOwnTime) {
+  TempDir dir;
+  json d = document_ending_in_bookkeeping();
+  d["events"][0]["time_ns"] = 1796020110123456789ll;  // a second and more before the crash
+  d["events"][1]["time_ns"] = nullptr;                // not placed in time
+  dir.write("core.demo.1000.feac8a91104c4813a37419e2b9ab4803.4242.1796020111000000.timeline.json", d.dump());
+  Cli ev = cli({"-D", dir.path(), "events"});
+  ASSERT_EQ(ev.rc, ctlq::kExitFound) << ev.err;
+  auto l = lines_of(ev.out);
+  ASSERT_EQ(l.size(), 4u) << ev.out;  // header, REQ_PARSE, BEFORE_DIE, CRASH
+  EXPECT_EQ(ev.out.find("LANE_CLAIM"), std::string::npos) << ev.out;
+  EXPECT_NE(ev.err.find("1 bookkeeping event (LANE_CLAIM, STACK: the ring's own) that match was left out; --all "
+                        "shows them"),
+            std::string::npos)
+      << ev.err;
+  EXPECT_TRUE(l[1].starts_with("Mon 2026-11-30 06:28:30.123456 UTC ")) << "the event's own time: " << l[1];
+  EXPECT_TRUE(l[2].starts_with("? ")) << "no time of its own: " << l[2];
+  Cli all = cli({"-D", dir.path(), "--all", "events"});
+  EXPECT_EQ(lines_of(all.out).size(), 5u) << all.out;
+  EXPECT_EQ(all.err, "");
+  Cli asked = cli({"-D", dir.path(), "events", "--kind", "LANE_CLAIM"});
+  EXPECT_EQ(lines_of(asked.out).size(), 2u) << "--kind names it: " << asked.out << asked.err;
+  // What events prints is a time --since takes as it is.
+  EXPECT_EQ(*ctlq::parse_time_spec("Mon 2026-11-30 06:28:30.123456 UTC", 0),
+            utc(2026, 11, 30, 6, 28, 30) + 123456);
+}
+
+namespace {
+
+// A stored text laid out as the reader writes it, for the events below.
+ctlq::ViewInput view_input(const std::string &text) {
+  ctlq::ViewInput in;
+  in.text = text;
+  const auto ev = [](const char *kind, const char *name, std::uint64_t tid, std::optional<std::int64_t> time,
+                     std::size_t stack) {
+    ctlq::ViewEvent e;
+    e.kind = kind;
+    e.name = name;
+    e.tid = tid;
+    e.time_ns = time;
+    e.stack_lines = stack;
+    e.bookkeeping = std::string(kind) == "LANE_CLAIM";
+    return e;
+  };
+  in.events = {ev("LANE_CLAIM", "LANE_CLAIM", 10, 1796020110000000000ll, 0),
+               ev("USER", "A", 10, 1796020110000001000ll, 0),
+               ev("LANE_CLAIM", "LANE_CLAIM", 11, 1796020110000002000ll, 0),
+               ev("USER", "B", 11, std::nullopt, 0),
+               ev("CRASH", "CRASH", 10, 1796020110000003000ll, 2)};
+  in.threads = {{10, "main"}, {11, ""}};
+  in.crash = true;
+  in.warnings = 1;
+  return in;
+}
+
+const std::string kStoredText =
+    "core-timeline: core-only, pid 10 (demo), 5 events\n"
+    "  time: ages relative to the CRASH event\n"
+    "    -0.003ms tid 10      main            LANE_CLAIM       lane=0 prev_owner=0\n"
+    "    -0.002ms tid 10      main            A                arg=1\n"
+    "    -0.001ms tid 11      -               LANE_CLAIM       lane=1 prev_owner=0\n"
+    "           ? tid 11      -               B                arg=2\n"
+    "     0.000ms tid 10      main            CRASH            sig=SIGSEGV  at die+0x0\n"
+    "               from main+0x1\n"
+    "               (stack: 1 frame, complete)\n"
+    "crash: SIGSEGV in tid 10\n"
+    "warning: something\n";
+
+}  // namespace
+
+// Guards against: show printing the bookkeeping without an option, hiding
+// it without a word, and having none of the reader's view options.
+TEST(ShowView, BookkeepingLeftOutAndSaidAndTheReadersViewOptions) {
+  const ctlq::ViewInput in = view_input(kStoredText);
+  ctlq::ViewOptions all;
+  all.all = true;
+  EXPECT_EQ(*ctlq::view_text(in, all), kStoredText) << "--all: the text as stored";
+  const auto shown = ctlq::view_text(in, {});
+  ASSERT_TRUE(shown) << shown.error().message;
+  EXPECT_EQ(*shown,
+            "core-timeline: core-only, pid 10 (demo), 5 events\n"
+            "  time: ages relative to the CRASH event\n"
+            "shown: 3 of 5 events: 2 LANE_CLAIM left out, the ring's own bookkeeping (--all shows them)\n"
+            "    -0.002ms tid 10      main            A                arg=1\n"
+            "           ? tid 11      -               B                arg=2\n"
+            "     0.000ms tid 10      main            CRASH            sig=SIGSEGV  at die+0x0\n"
+            "               from main+0x1\n"
+            "               (stack: 1 frame, complete)\n"
+            "crash: SIGSEGV in tid 10\n"
+            "warning: something\n");
+  ctlq::ViewOptions o;
+  o.tid = 10;
+  o.last = 1;
+  EXPECT_EQ(*ctlq::view_text(in, o),
+            "core-timeline: core-only, pid 10 (demo), 5 events\n"
+            "  time: ages relative to the CRASH event\n"
+            "shown: 1 of 5 events: tid 10 only; the last 1; 2 LANE_CLAIM left out, the ring's own bookkeeping "
+            "(--all shows them)\n"
+            "     0.000ms tid 10      main            CRASH            sig=SIGSEGV  at die+0x0\n"
+            "               from main+0x1\n"
+            "               (stack: 1 frame, complete)\n"
+            "crash: SIGSEGV in tid 10\n"
+            "warning: something\n");
+  ctlq::ViewOptions threads = all;
+  threads.by_thread = true;
+  threads.wall_clock = true;
+  const std::string w0 = core_timeline::reader::format_wall_clock(1796020110000001000ll);
+  const std::string w2 = core_timeline::reader::format_wall_clock(1796020110000003000ll);
+  ASSERT_LE(w0.size(), 22u) << w0;  // "Nov 30 06:28:30.000001", in a column 22 wide
+  const auto by = ctlq::view_text(in, threads);
+  ASSERT_TRUE(by) << by.error().message;
+  const auto l = lines_of(*by);
+  ASSERT_EQ(l.size(), 13u) << *by;
+  EXPECT_EQ(l[2], "thread 10 (main): 3 events");
+  EXPECT_EQ(l[4], std::string(22 - w0.size(), ' ') + w0 + " tid 10      main            A                arg=1");
+  EXPECT_EQ(l[5], std::string(22 - w2.size(), ' ') + w2 + " tid 10      main            CRASH            sig=SIGSEGV  at die+0x0");
+  EXPECT_EQ(l[6], std::string(23, ' ') + "  from main+0x1") << "the stack under the wider column";
+  EXPECT_EQ(l[8], "thread 11 (-): 2 events");
+  EXPECT_EQ(l[10], "                     ? tid 11      -               B                arg=2");
+  EXPECT_EQ(l[11], "crash: SIGSEGV in tid 10");
+}
+
+// A text that does not line up with the events (cut, edited) is an error
+// the caller reports, never a wrong view.
+TEST(ShowView, ATextThatDoesNotLineUpIsAnError) {
+  std::string shifted = kStoredText;
+  shifted.replace(shifted.find("tid 11      -               B"), 6, "tid 12");
+  auto r = ctlq::view_text(view_input(shifted), {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("does not line up with the document's events: line 6 is not event 3 (tid 11, B)"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_FALSE(ctlq::view_text(view_input("core-timeline: cut\n"), {}));
 }

@@ -740,7 +740,7 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
   EXPECT_TRUE(rows_of(one.out, peer.pid).empty()) << one.out;
   ASSERT_FALSE(lines_of(one.out).empty());
   EXPECT_FALSE(contains(lines_of(one.out)[0], "HOST")) << "one host, yet a HOST column:\n" << one.out;
-  const auto shown = ctl_query({"-D", host->dir(), "show", std::to_string(local.pid)});
+  const auto shown = ctl_query({"-D", host->dir(), "--all", "show", std::to_string(local.pid)});
   ASSERT_EQ(shown.exit_code(), 0) << shown.err;
   EXPECT_EQ(shown.out, local.text());
 
@@ -768,10 +768,10 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
   EXPECT_FALSE(has_word(prow[0], me)) << two.out;
 
   // Each shown by its host: the match _HOSTNAME=.
-  const auto by_peer = ctl_query({"-D", host->dir(), "show", std::string("_HOSTNAME=") + kPeerHost});
+  const auto by_peer = ctl_query({"-D", host->dir(), "--all", "show", std::string("_HOSTNAME=") + kPeerHost});
   ASSERT_EQ(by_peer.exit_code(), 0) << by_peer.err;
   EXPECT_EQ(by_peer.out, peer.text());
-  const auto by_me = ctl_query({"-D", host->dir(), "show", "_HOSTNAME=" + me, std::to_string(local.pid)});
+  const auto by_me = ctl_query({"-D", host->dir(), "--all", "show", "_HOSTNAME=" + me, std::to_string(local.pid)});
   ASSERT_EQ(by_me.exit_code(), 0) << by_me.err;
   EXPECT_EQ(by_me.out, local.text());
   const auto peer_list = ctl_query({"-D", host->dir(), "list", std::string("_HOSTNAME=") + kPeerHost});

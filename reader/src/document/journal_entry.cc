@@ -224,7 +224,7 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
   for (std::size_t i = n; i > 0; --i) {
     const Json &e = (*events)[i - 1];
     const std::string *kind = string_member(e, key::kind);
-    if (kind && *kind == "CRASH") continue;
+    if ((kind && *kind == "CRASH") || is_bookkeeping_event(e)) continue;
     if (const std::string *name = string_member(e, key::name)) f.emplace_back(std::string(kLastEvent), *name);
     break;
   }

@@ -169,4 +169,12 @@ std::string serialize(const Json &doc) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
+bool is_bookkeeping_event(const Json &event) noexcept {
+  if (!event.is_object()) return false;
+  const auto kind = event.find(key::kind);
+  if (kind == event.end() || !kind->is_string()) return false;
+  const std::string &k = kind->get_ref<const std::string &>();
+  return k == "LANE_CLAIM" || k == "STACK";
+}
+
 }  // namespace core_timeline::document

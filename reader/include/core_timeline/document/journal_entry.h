@@ -154,7 +154,8 @@ struct EntryInput {
  * Summary fields come from the document: kStatus its "status"; kSignal
  * crash.signal_name, else COREDUMP_SIGNAL_NAME (absent if neither);
  * kEvents the length of "events" (0 without); kLastEvent the "name" of the
- * last event whose kind is not CRASH (absent if none); kOpenSpans the
+ * last event that is neither CRASH nor bookkeeping (stored.h
+ * is_bookkeeping_event(); absent if none); kOpenSpans the
  * number of spans whose state is "open" or "open_or_end_lost", kOpenSpan
  * their distinct names (at most kMaxOpenSpanNames); kEventName each
  * distinct event name in order of first appearance (at most

@@ -82,6 +82,16 @@ reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noe
  *  string.  kBadData says what is wrong; kNoMemory.  Never throws. */
 reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept;
 
+/** Whether an event object of a timeline document ("events" element,
+ *  docs/timeline-json.md) is bookkeeping: of a kind that only libtimeline's
+ *  own machinery writes, never a call of the program -- LANE_CLAIM (a
+ *  thread's first slot in a lane, ring_format.h kKindLaneClaim) and STACK
+ *  (the frames of a slot whose event is gone, kKindStack).  ctl-query and
+ *  the timeline entry's CORE_TIMELINE_LAST_EVENT leave them out of what a
+ *  person reads first.  False for anything that is not such an object.
+ *  Pure; never throws. */
+bool is_bookkeeping_event(const Json &event) noexcept;
+
 /** The summary of a reader's document tree; kBadData names the member
  *  that is missing or of the wrong type. */
 reader::Result<ReaderSummary> summarize(const Json &reader_document);

@@ -70,6 +70,11 @@ std::string render_text(const Analysis &a, const TextOptions &options = {});
 std::string format_age(std::int64_t ns);
 /** A duration likewise, without a sign: "1.234ms", "2.000001s". */
 std::string format_duration(std::int64_t ns);
+/** A CLOCK_REALTIME time (ns since the epoch) as --wall-clock shows an
+ *  event's: journalctl's short-precise style in local time, "Dec 01
+ *  14:59:51.123456"; "?" when it cannot be converted.  Reentrant
+ *  (localtime_r). */
+std::string format_wall_clock(std::int64_t ns);
 
 /** A source as people call it: "user marks and spans", "allocations",
  *  "I/O". */

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+#include "view.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core_timeline/document/keys.h"
+#include "core_timeline/document/stored.h"
+#include "core_timeline/reader/render.h"
+#include "text.h"
+
+namespace core_timeline::ctlq {
+
+using json = nlohmann::ordered_json;
+namespace key = core_timeline::document::key;
+
+namespace {
+
+/* The width of the time column of an event line: the age's, and the
+ * wall-clock time's (reader render.cc event_line()). */
+constexpr std::size_t kAgeWidth = 12, kWallWidth = 22;
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> v;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    v.push_back(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return v;
+}
+
+Error misaligned(std::string what) {
+  return Error{Errc::kBadData, "the stored text does not line up with the document's events: " + std::move(what)};
+}
+
+}  // namespace
+
+ViewEvent ViewEvent::of(const json &e) {
+  ViewEvent v;
+  if (!e.is_object()) return v;
+  if (auto k = e.find(key::kind); k != e.end() && k->is_string()) v.kind = k->get<std::string>();
+  if (auto n = e.find(key::name); n != e.end() && n->is_string()) v.name = n->get<std::string>();
+  if (auto t = e.find(key::tid); t != e.end() && t->is_number_unsigned()) v.tid = t->get<std::uint64_t>();
+  if (auto t = e.find(key::time_ns); t != e.end() && t->is_number_integer()) v.time_ns = t->get<std::int64_t>();
+  if (auto s = e.find(key::stack); s != e.end() && s->is_object()) {
+    const auto f = s->find(key::frames);
+    v.stack_lines = (f != s->end() && f->is_array() ? f->size() : 0) + 1;
+  }
+  v.bookkeeping = core_timeline::document::is_bookkeeping_event(e);
+  return v;
+}
+
+Result<std::string> view_text(const ViewInput &in, const ViewOptions &o) {
+  const std::vector<std::string_view> lines = lines_of(in.text);
+  std::size_t event_lines = 0;
+  for (const auto &e : in.events) event_lines += 1 + e.stack_lines;
+  const std::size_t footer = (in.crash ? 1 : 0) + in.warnings;
+  if (lines.size() < 1 + event_lines + footer)
+    return misaligned(fmt::format("{} lines, fewer than a headline, {} event lines and {} crash and warning lines",
+                                  lines.size(), event_lines, footer));
+  const std::size_t header = lines.size() - event_lines - footer;
+  const std::size_t footer_at = header + event_lines;
+  if (in.crash && !lines[footer_at].starts_with("crash: "))
+    return misaligned(fmt::format("line {} is not the \"crash:\" line", footer_at + 1));
+  for (std::size_t w = 0; w < in.warnings; ++w)
+    if (!lines[footer_at + (in.crash ? 1 : 0) + w].starts_with("warning: "))
+      return misaligned(fmt::format("line {} is not a \"warning:\" line", footer_at + (in.crash ? 1 : 0) + w + 1));
+  /* Each event's first line, checked: "AGE tid TID THREAD NAME ARGS". */
+  std::vector<std::size_t> at(in.events.size());
+  for (std::size_t i = 0, line = header; i < in.events.size(); line += 1 + in.events[i].stack_lines, ++i) {
+    at[i] = line;
+    const std::string_view l = lines[line];
+    const std::string tid = " tid " + (in.events[i].tid ? std::to_string(*in.events[i].tid) : std::string("?")) + " ";
+    const auto t = l.find(tid);
+    if (t == std::string_view::npos || l.find(" " + printable(in.events[i].name) + " ", t) == std::string_view::npos)
+      return misaligned(fmt::format("line {} is not event {} (tid {}, {})", line + 1, i,
+                                    in.events[i].tid ? std::to_string(*in.events[i].tid) : "?",
+                                    printable(in.events[i].name)));
+  }
+
+  /* Which events are shown. */
+  std::vector<std::size_t> kept;
+  std::map<std::string, std::size_t> left_out;  // bookkeeping, by kind
+  for (std::size_t i = 0; i < in.events.size(); ++i) {
+    const ViewEvent &e = in.events[i];
+    if (!o.all && e.bookkeeping) {
+      ++left_out[e.kind];
+      continue;
+    }
+    if (o.tid && e.tid != o.tid) continue;
+    kept.push_back(i);
+  }
+  const bool cut_to_last = o.last && kept.size() > *o.last;
+  if (cut_to_last) kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(*o.last));
+
+  std::string out;
+  for (std::size_t l = 0; l < header; ++l) (out += lines[l]) += '\n';
+  if (kept.size() != in.events.size()) {
+    std::vector<std::string> why;
+    if (o.tid) why.push_back(fmt::format("tid {} only", *o.tid));
+    if (cut_to_last) why.push_back(fmt::format("the last {}", *o.last));
+    if (!left_out.empty()) {
+      std::string kinds;
+      for (const auto &[kind, n] : left_out) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, printable(kind));
+      why.push_back(kinds + " left out, the ring's own bookkeeping (--all shows them)");
+    }
+    out += fmt::format("shown: {} of {} events", kept.size(), in.events.size());
+    for (std::size_t w = 0; w < why.size(); ++w) (out += w ? "; " : ": ") += why[w];
+    out += '\n';
+  }
+  const auto emit = [&](std::size_t i) {
+    const std::size_t first = at[i];
+    if (!o.wall_clock) {
+      for (std::size_t l = first; l <= first + in.events[i].stack_lines; ++l) (out += lines[l]) += '\n';
+      return;
+    }
+    const std::string_view l = lines[first];
+    const std::string when = in.events[i].time_ns ? reader::format_wall_clock(*in.events[i].time_ns) : "?";
+    out += fmt::format("{:>{}}", when, kWallWidth);
+    (out += l.substr(l.find(" tid "))) += '\n';
+    for (std::size_t s = first + 1; s <= first + in.events[i].stack_lines; ++s)
+      ((out += std::string(kWallWidth - kAgeWidth, ' ')) += lines[s]) += '\n';
+  };
+  if (!o.by_thread) {
+    for (std::size_t i : kept) emit(i);
+  } else {
+    /* As the reader groups them: per thread in "threads" order, each
+     * thread's events in the merged order; an event of no listed thread
+     * is in no group. */
+    const bool everything = kept.size() == in.events.size();
+    for (const ViewThread &t : in.threads) {
+      std::vector<std::size_t> mine;
+      for (std::size_t i : kept)
+        if (in.events[i].tid == t.tid) mine.push_back(i);
+      if (mine.empty() && !everything) continue;
+      out += fmt::format("thread {} ({}): {} events\n", t.tid, t.name.empty() ? std::string("-") : printable(t.name),
+                         mine.size());
+      for (std::size_t i : mine) emit(i);
+    }
+  }
+  for (std::size_t l = footer_at; l < lines.size(); ++l) (out += lines[l]) += '\n';
+  return out;
+}
+
+}  // namespace core_timeline::ctlq
