@@ -736,7 +736,7 @@ void Analyzer::find_rings() {
 }
 
 std::string sanitize_name(std::span<const std::uint8_t> b) {
-  return printable({reinterpret_cast<const char *>(b.data()), b.size()}, {.escape_backslash = true, .stop_at_nul = true});
+  return printable_name({reinterpret_cast<const char *>(b.data()), b.size()});
 }
 
 std::uint32_t Analyzer::intern(std::string s) {

@@ -421,7 +421,8 @@ TEST(ExportCtf, ArgumentNamesStayDistinctAfterTheRenaming) {
 // Guards against: a byte outside printable ASCII in the metadata written as
 // a hex escape that swallows the hex digit after it ("caf\xc3\xa9" + "1":
 // \xa91 is one escape in C and in TSDL), so babeltrace2 reads other bytes
-// than the core's, or refuses the metadata.
+// than the document's, or refuses the metadata.  The process's name is
+// escaped before that, as thread names are (printable_name()).
 TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
   const std::string bt = ct::testing::babeltrace2_path();
   if (bt.empty())
@@ -431,6 +432,7 @@ TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
   ctr::ExportTimeline t;
   t.pid = 1;
   t.comm = "caf\xc3\xa9" "1";
+  t.status = "caf\xc3\xa9" "1";
   auto w = ctr::ctf_writer(t, dir);
   ASSERT_TRUE(w) << w.error().message;
   ctr::ExportEvent e;
@@ -440,10 +442,13 @@ TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
   e.age_ns = 0;
   ASSERT_TRUE((*w)->event(e).ok());
   ASSERT_TRUE((*w)->finish().ok());
-  EXPECT_NE(ct::testing::slurp(dir + "/metadata").find("procname = \"caf\\303\\2511\";"), std::string::npos);
+  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  EXPECT_NE(metadata.find("status = \"caf\\303\\2511\";"), std::string::npos) << metadata;
+  EXPECT_NE(metadata.find("procname = \"caf\\134xc3\\134xa91\";"), std::string::npos) << metadata;
   const auto r = ct::testing::run({bt, "-c", "sink.text.details", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("procname: caf\xc3\xa9" "1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("status: caf\xc3\xa9" "1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("procname: caf\\xc3\\xa91\n"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+//
+// The timeline's edges on REAL cores from the REAL systemd-coredump
+// pipeline (tests/support/crash_harness.h), each a crash of edge_crasher
+// (tests/reader/edge_crasher.c), read by the real core-timeline-read and,
+// for the CTF export, the real babeltrace2:
+//  - arguments named like the chrome-trace export's own keys (id, kind,
+//    state, ends; lane and seq through a --tlmap): no key is written twice,
+//    and each argument's value is kept under its renamed key;
+//  - a process named with an ESC byte: the exports write its name escaped
+//    as thread names are, so no viewer and no terminal receives it raw;
+//  - span tokens that name no begin, in a ring that lost nothing: such an
+//    end is "no_begin", never "begin_lost"; a SPAN_END's arguments are its
+//    token and begin_timestamp, not its span's argument names;
+//  - 10,000 nested spans open at the crash: the headline and the crash
+//    line stay short, and the JSON lists every span.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "crash_harness.h"
+#include "test_util.h"
+#include "trace_checks.h"
+
+using json = nlohmann::json;
+using ct::testing::RunResult;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kReader = CT_READER_BIN;
+const std::string kCrasher = CT_EDGE_CRASHER;
+
+bool has(const std::string &h, const std::string &n) { return h.find(n) != std::string::npos; }
+
+RunResult read(const std::vector<std::string> &args) {
+  std::vector<std::string> argv{kReader};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ct::testing::run(argv, 1ull << 30);
+}
+
+json read_json(const std::string &core, bool validate = true) {
+  const RunResult r = read({"--json", core});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (validate) {
+    EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+  }
+  return json::parse(r.out);
+}
+
+std::string scratch_dir(const std::string &name) {
+  const char *base = std::getenv("CT_TEST_CORE_DIR");
+  fs::path p = fs::path(base ? base : "/tmp") / ("edge-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p.string();
+}
+
+/* Every key that occurs twice in one object of `text` (nlohmann's parse
+ * keeps only the last of them, as most parsers do). */
+std::vector<std::string> duplicate_keys(const std::string &text) {
+  std::vector<std::set<std::string>> open;
+  std::vector<std::string> dups;
+  json::parser_callback_t cb = [&](int, json::parse_event_t ev, json &parsed) {
+    if (ev == json::parse_event_t::object_start) open.emplace_back();
+    else if (ev == json::parse_event_t::object_end) open.pop_back();
+    else if (ev == json::parse_event_t::key && !open.back().insert(parsed.get<std::string>()).second)
+      dups.push_back(parsed.get<std::string>());
+    return true;
+  };
+  const json parsed = json::parse(text, cb);
+  if (parsed.is_discarded()) dups.push_back("(not JSON)");
+  return dups;
+}
+
+std::string babeltrace2(const std::string &dir, std::string *err = nullptr) {
+  const RunResult r = ct::testing::run({ct::testing::babeltrace2_path(), "--clock-seconds", "--no-delta", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (err) *err = r.err;
+  return r.out;
+}
+
+// Guards against: an argument named like one of the chrome-trace export's
+// own keys written beside it under the same key, so that a viewer keeps
+// one value and the user's is lost.
+TEST(EdgeGates, ArgumentsNamedLikeTheExportsKeysKeepTheirValuesUnderKeysOfTheirOwn) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "args"});
+  const std::string map = ct::testing::write_temp(
+      [] {
+        const std::string m = "0x7003 MAPPED lane seq\n";
+        return std::vector<std::uint8_t>(m.begin(), m.end());
+      }(),
+      "tlmap");
+  const RunResult r = read({"--tlmap", map, "--format=chrome-trace", run.core_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(duplicate_keys(r.out), std::vector<std::string>{});
+  const json trace = json::parse(r.out);
+  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  std::map<std::string, json> by_name;
+  for (const auto &e : trace["traceEvents"])
+    if (e["ph"] != "M") by_name[e["name"]] = e;
+  ASSERT_TRUE(by_name.count("CLASH") && by_name.count("SPANX") && by_name.count("MAPPED")) << r.out;
+  const json &clash = by_name["CLASH"]["args"];
+  EXPECT_EQ(clash["id_arg"], 11) << clash.dump();
+  EXPECT_EQ(clash["kind_arg"], 12) << clash.dump();
+  EXPECT_EQ(clash["id"], 0x7001) << clash.dump();
+  EXPECT_EQ(clash["kind"], "USER") << clash.dump();
+  const json &span = by_name["SPANX"]["args"];
+  EXPECT_EQ(span["state_arg"], 13) << span.dump();
+  EXPECT_EQ(span["ends_arg"], 0) << span.dump();
+  EXPECT_EQ(span["state"], "open") << span.dump();
+  EXPECT_TRUE(span["ends"].is_string()) << span.dump();
+  const json &mapped = by_name["MAPPED"]["args"];
+  EXPECT_EQ(mapped["lane_arg"], 15) << mapped.dump();
+  EXPECT_EQ(mapped["seq_arg"], 16) << mapped.dump();
+  EXPECT_EQ(mapped["lane"], by_name["CLASH"]["args"]["lane"]) << mapped.dump();
+  EXPECT_EQ(mapped["seq"].get<std::uint64_t>(), clash["seq"].get<std::uint64_t>() + 2) << mapped.dump();
+  unlink(map.c_str());
+}
+
+// Guards against: a process name's control bytes reaching a viewer or a
+// terminal raw (babeltrace2 prints env.procname on every line: an ESC
+// there clears the screen).
+TEST(EdgeGates, AProcessNameWithAnEscapeIsWrittenEscapedByBothExports) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "comm"});
+  const json doc = read_json(run.core_path);
+  ASSERT_EQ(doc["process"]["comm"], "ev\x1b[2Jil") << "the core's own name, the input of this test";
+  const std::string escaped = "ev\\x1b[2Jil";
+
+  const RunResult r = read({"--format=chrome-trace", run.core_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json trace = json::parse(r.out);
+  EXPECT_EQ(trace["otherData"]["comm"], escaped);
+  bool named = false;
+  for (const auto &e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      EXPECT_EQ(e["args"]["name"], escaped);
+      named = true;
+    }
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(has(r.out, "\\u001b")) << "no ESC in any string of the trace";
+
+  if (ct::testing::babeltrace2_path().empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
+  const std::string dir = scratch_dir("ctf-comm");
+  const RunResult c = read({"--format=ctf", "--output", dir, run.core_path});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::string err;
+  const std::string out = babeltrace2(dir, &err);
+  EXPECT_FALSE(has(out + err, "\x1b")) << "babeltrace2 printed a raw ESC";
+  EXPECT_TRUE(has(out, escaped)) << out;
+  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  EXPECT_FALSE(has(metadata, "\\033")) << "env.procname holds the ESC byte itself";
+  fs::remove_all(dir);
+}
+
+}  // namespace
