@@ -109,11 +109,11 @@ class ChromeWriter final : public ExportWriter {
       close_event();
     } else if (e.kind == "SPAN_END" && sp && sp->state != "begin_lost") {
       /* Its slice was drawn from the begin; the end adds nothing.  An end
-       * without a begin in the timeline (a span of an unknown state) is an
-       * instant. */
+       * without a begin (no_begin: its token names none; a span of an
+       * unknown state) is an instant. */
       if (!span_has_begin(*sp)) {
         begin_event(e, 'i', ts, std::nullopt);
-        write_args(e, sp, "end only");
+        write_args(e, sp, sp->state == "no_begin" ? "not a span of this ring: its token names no begin" : "end only");
         close_event();
       }
     } else if (e.kind == "SPAN_END" && sp) {
@@ -159,7 +159,10 @@ class ChromeWriter final : public ExportWriter {
     std::optional<std::int64_t> first_ts;
   };
 
-  static bool span_has_begin(const ExportSpan &sp) { return sp.state != "begin_lost"; }
+  /* A span whose SPAN_BEGIN is in the timeline (and drawn from it). */
+  static bool span_has_begin(const ExportSpan &sp) {
+    return sp.state == "closed" || sp.state == "open" || sp.state == "open_or_end_lost";
+  }
 
   /* The escaped form of a name, kept for the next time (at most
    * kMaxCached distinct names: ids without a name are "id=0x..." each). */

@@ -168,6 +168,7 @@ std::string span_note(const Analysis &a, const Event &e) {
     case Span::State::kBeginLost:
       return sp.duration_ns ? fmt::format(" (ended; begin lost, it had begun {} earlier)", format_duration(*sp.duration_ns))
                             : " (ended; begin lost)";
+    case Span::State::kNoBegin: return fmt::format(" (not a span of this ring: {})", esc(sp.note));
   }
   return {};
 }
@@ -400,8 +401,8 @@ json event_json(const Analysis &a, const Event &e) {
   ej[key::name] = a.name_of(e);
   ej[key::named] = e.named;
   ej[key::name_from] = e.name_from == NameFrom::kNone ? json(nullptr) : json(name_from_name(e.name_from));
-  if (const EventName *n = names_of(a, e))
-    ej[key::arg_names] = {n->arg0.empty() ? json(nullptr) : json(n->arg0), n->arg1.empty() ? json(nullptr) : json(n->arg1)};
+  if (const auto n = a.arg_names_of(e))
+    ej[key::arg_names] = {(*n)[0].empty() ? json(nullptr) : json((*n)[0]), (*n)[1].empty() ? json(nullptr) : json((*n)[1])};
   else
     ej[key::arg_names] = nullptr;
   ej[key::id] = e.id;

@@ -81,6 +81,19 @@ std::vector<std::string> duplicate_keys(const std::string &text) {
   return dups;
 }
 
+/* The ring lost nothing: no drop, no overwritten, torn, invalid or
+ * missing slot in any lane. */
+std::string losses(const json &doc) {
+  std::ostringstream s;
+  for (const auto &ring : doc["rings"]) {
+    if (ring["dropped"].is_number() && ring["dropped"] != 0) s << "dropped " << ring["dropped"] << "; ";
+    for (const auto &l : ring["lanes"])
+      for (const char *k : {"overwritten", "torn", "invalid", "missing"})
+        if (l[k] != 0) s << "lane " << l["lane"] << " " << k << " " << l[k] << "; ";
+  }
+  return s.str();
+}
+
 std::string babeltrace2(const std::string &dir, std::string *err = nullptr) {
   const RunResult r = ct::testing::run({ct::testing::babeltrace2_path(), "--clock-seconds", "--no-delta", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -159,6 +172,87 @@ TEST(EdgeGates, AProcessNameWithAnEscapeIsWrittenEscapedByBothExports) {
   EXPECT_TRUE(has(out, escaped)) << out;
   const std::string metadata = ct::testing::slurp(dir + "/metadata");
   EXPECT_FALSE(has(metadata, "\\033")) << "env.procname holds the ESC byte itself";
+  fs::remove_all(dir);
+}
+
+// Guards against: an end whose token names no begin of a ring that lost
+// nothing reported as "begin lost" (a loss that did not happen), and a
+// SPAN_END's token and begin timestamp shown under its span's argument
+// names.
+TEST(EdgeGates, ATokenThatNamesNoBeginIsNotABeginLostAndAnEndsArgumentsAreItsOwn) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "tokens"});
+  const json doc = read_json(run.core_path);
+  ASSERT_EQ(losses(doc), "") << "the ring must have lost nothing";
+  std::map<std::string, std::string> note_of;  // state of each begin-less span, by note
+  std::uint64_t closed = 0;
+  for (const auto &sp : doc["spans"]) {
+    EXPECT_NE(sp["state"], "begin_lost") << sp.dump();
+    if (sp["state"] == "closed") ++closed;
+    if (sp["state"] == "no_begin") note_of[sp["note"]] = sp["token"];
+  }
+  EXPECT_EQ(closed, 1u) << "REQ";
+  EXPECT_EQ(note_of.size(), 3u) << doc["spans"].dump();
+  std::vector<std::string> notes;
+  for (const auto &[n, t] : note_of) notes.push_back(n);
+  const auto any = [&](const std::string &part) {
+    return std::any_of(notes.begin(), notes.end(), [&](const std::string &n) { return has(n, part); });
+  };
+  EXPECT_TRUE(any("which holds a USER event, not a span's begin")) << doc["spans"].dump();
+  EXPECT_TRUE(any("which the lane never reached")) << doc["spans"].dump();
+  EXPECT_TRUE(any("names no slot of this ring")) << doc["spans"].dump();
+  std::size_t ends = 0;
+  for (const auto &e : doc["events"]) {
+    if (e["kind"] != "SPAN_END") continue;
+    ++ends;
+    EXPECT_EQ(e["arg_names"], json::array({"token", "begin_timestamp"})) << e.dump();
+    const json &sp = doc["spans"][e["span"].get<std::size_t>()];
+    EXPECT_EQ(e["args"][0].get<std::uint64_t>(), std::stoull(sp["token"].get<std::string>(), nullptr, 16));
+  }
+  EXPECT_EQ(ends, 4u);
+
+  const std::string text = read({run.core_path}).out;
+  EXPECT_FALSE(has(text, "begin lost")) << text;
+  std::size_t not_a_span = 0;
+  for (std::size_t at = 0; (at = text.find("end (not a span of this ring: its token ", at)) != std::string::npos; ++at)
+    ++not_a_span;
+  EXPECT_EQ(not_a_span, 3u) << text;
+
+  const RunResult r = read({"--format=chrome-trace", run.core_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json trace = json::parse(r.out);
+  std::size_t instants = 0;
+  for (const auto &e : trace["traceEvents"]) {
+    if (e["ph"] == "M" || e.value("cat", "") != "SPAN_END") continue;
+    ++instants;
+    EXPECT_EQ(e["ph"], "i") << e.dump();
+    EXPECT_EQ(e["args"]["state"], "no_begin") << e.dump();
+    EXPECT_TRUE(e["args"].contains("token") && e["args"].contains("begin_timestamp")) << e.dump();
+    EXPECT_FALSE(e["args"].contains("request_id")) << e.dump();
+  }
+  EXPECT_EQ(instants, 3u) << "REQ's end is its slice's end; the three others are instants";
+
+  if (ct::testing::babeltrace2_path().empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
+  const std::string dir = scratch_dir("ctf-tokens");
+  ASSERT_EQ(read({"--format=ctf", "--output", dir, run.core_path}).exit_code, 0);
+  std::string bad;
+  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  EXPECT_EQ(bad, "");
+  std::size_t bt_ends = 0, bt_no_begin = 0, req = 0;
+  for (const auto &b : bt) {
+    std::map<std::string, std::string> f(b.fields.begin(), b.fields.end());
+    if (!f.count("span_state")) continue;
+    if (b.name == "REQ" && req++ == 0) {  // REQ's begin, then its end
+      EXPECT_EQ(f["request_id"], "5") << b.line;
+      continue;
+    }
+    ++bt_ends;
+    EXPECT_TRUE(f.count("token") && f.count("begin_timestamp")) << b.line;
+    EXPECT_FALSE(f.count("request_id")) << b.line;
+    if (f["span_state"] == "\"no_begin\"") ++bt_no_begin;
+  }
+  EXPECT_EQ(bt_ends, 4u);
+  EXPECT_EQ(bt_no_begin, 3u);
   fs::remove_all(dir);
 }
 

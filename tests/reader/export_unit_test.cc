@@ -166,7 +166,8 @@ TEST(ExportChrome, ASpanWhoseBeginWasLostSaysSoAndStartsNoEarlierThanItsRecorded
   ASSERT_TRUE(lost) << "the begin_lost span with a known duration is a slice";
   EXPECT_DOUBLE_EQ((*lost)["ts"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ((*lost)["dur"].get<double>(), 1.5);
-  EXPECT_EQ((*lost)["args"]["job_id"], 3);
+  EXPECT_EQ((*lost)["args"]["token"], 3) << "an end's arguments are its own, not its span's";
+  EXPECT_FALSE((*lost)["args"].contains("job_id"));
   EXPECT_NE((*lost)["args"]["span"].get<std::string>().find("begin was lost"), std::string::npos);
   std::size_t instants = 0;
   for (const auto &e : t["traceEvents"])
@@ -380,7 +381,8 @@ TEST(ExportCtf, Babeltrace2ReadsTheHandMadeTraceWithItsLosses) {
   ASSERT_EQ(events.size(), 4u) << r.out;  // the one without time is left out
   EXPECT_EQ(events[0].name, "JOB");
   EXPECT_EQ(events[0].thread_name, "worker");
-  EXPECT_EQ(events[0].fields[0], (std::pair<std::string, std::string>{"job_id", "3"}));
+  EXPECT_EQ(events[0].fields[0], (std::pair<std::string, std::string>{"token", "3"}));
+  EXPECT_EQ(events[0].fields[1].first, "begin_timestamp");
   EXPECT_EQ(events[0].fields[2], (std::pair<std::string, std::string>{"span_state", "\"begin_lost\""}));
   EXPECT_EQ(events[2].name, "JOB");
   EXPECT_EQ(events[2].thread_name, "tid 11");

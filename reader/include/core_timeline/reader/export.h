@@ -98,7 +98,8 @@ struct ExportTrack {
 /** One span, as the writers need it (analyze.h Span). */
 struct ExportSpan {
   std::string state;             /**< "open", "open_or_end_lost", "closed",
-                                      "begin_lost" (span_state_name) */
+                                      "begin_lost", "no_begin"
+                                      (span_state_name) */
   std::uint32_t tid = 0;         /**< the begin's thread */
   std::optional<std::int64_t> duration_ns;  /**< closed; begin_lost with the
                                                  begin's time known */
