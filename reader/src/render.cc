@@ -547,10 +547,21 @@ std::string time_line(const Analysis &a) {
   return s + "\n";
 }
 
+/* Spans a chain shows at each end: one line stays short however deep the
+ * nesting (the JSON's threads[].open_spans and crash.inside_spans list
+ * them all). */
+constexpr std::size_t kChainEnds = 4;
+
 std::string span_chain(const Analysis &a, const std::vector<std::uint32_t> &spans) {
   std::string s;
-  for (auto i : spans) {
-    const Span &sp = a.spans[i];
+  for (std::size_t k = 0; k < spans.size(); ++k) {
+    if (spans.size() > 2 * kChainEnds && k == kChainEnds) {
+      const std::size_t more = spans.size() - 2 * kChainEnds;
+      s += fmt::format(" > ... {} more span{} ...", more, more == 1 ? "" : "s");
+      k = spans.size() - kChainEnds - 1;
+      continue;
+    }
+    const Span &sp = a.spans[spans[k]];
     const Event &b = a.events[*sp.begin];
     std::string one = esc(a.name_of(b));
     if (const EventName *n = names_of(a, b); n != nullptr && !n->arg0.empty())

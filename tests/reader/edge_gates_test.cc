@@ -256,4 +256,36 @@ TEST(EdgeGates, ATokenThatNamesNoBeginIsNotABeginLostAndAnEndsArgumentsAreItsOwn
   fs::remove_all(dir);
 }
 
+// Guards against: one line of hundreds of kilobytes (10,000 nested spans,
+// every one of them in the headline and in the crash line).
+TEST(EdgeGates, TenThousandNestedSpansKeepTheHeadlineShortAndTheJsonWhole) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "nested", "10000"});
+  const json doc = read_json(run.core_path, /*validate=*/false);
+  ASSERT_EQ(losses(doc), "") << "every span's begin is in the ring";
+  ASSERT_TRUE(doc["crash"].is_object());
+  EXPECT_EQ(doc["crash"]["inside_spans"].size(), 10000u);
+  std::size_t open = 0;
+  for (const auto &t : doc["threads"])
+    if (t["crashed"] == true) open = t["open_spans"].size();
+  EXPECT_EQ(open, 10000u);
+
+  const std::string text = read({run.core_path}).out;
+  std::istringstream in(text);
+  std::string headline, crash;
+  std::size_t longest = 0;
+  for (std::string line, prev; std::getline(in, line); prev = line) {
+    longest = std::max(longest, line.size());
+    if (prev == "open spans at the crash:") headline = line;
+    if (line.rfind("crash: ", 0) == 0) crash = line;
+  }
+  EXPECT_LE(longest, 1024u) << "a line of " << longest << " bytes";
+  for (const std::string &line : {headline, crash}) {
+    SCOPED_TRACE(line.substr(0, 2048));
+    EXPECT_TRUE(has(line, "DEPTH level=0 (open ")) << "the outermost span";
+    EXPECT_TRUE(has(line, " > ... 9992 more spans ... > ")) << "how many are left out";
+    EXPECT_TRUE(has(line, "DEPTH level=9999 (open ")) << "the innermost span, where it crashed";
+  }
+  EXPECT_TRUE(has(headline, "<- crashed inside"));
+}
+
 }  // namespace
