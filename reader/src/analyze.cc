@@ -174,12 +174,21 @@ std::string_view reference_name(TimeBase::Reference r) noexcept {
 }
 
 std::string_view span_state_name(Span::State s) noexcept {
-  static constexpr std::array<std::pair<Span::State, std::string_view>, 4> kNames{{
+  static constexpr std::array<std::pair<Span::State, std::string_view>, 5> kNames{{
       {Span::State::kOpen, "open"},
       {Span::State::kOpenOrEndLost, "open_or_end_lost"},
       {Span::State::kClosed, "closed"},
-      {Span::State::kBeginLost, "begin_lost"}}};
+      {Span::State::kBeginLost, "begin_lost"},
+      {Span::State::kNoBegin, "no_begin"}}};
   return name_in(kNames, s);
+}
+
+std::optional<std::array<std::string_view, 2>> Analysis::arg_names_of(const Event &e) const {
+  if (e.kind == f::kKindSpanEnd) return std::array<std::string_view, 2>{"token", "begin_timestamp"};
+  if (!e.named) return std::nullopt;
+  const auto it = names.find(e.id);
+  if (it == names.end()) return std::nullopt;
+  return std::array<std::string_view, 2>{it->second.arg0, it->second.arg1};
 }
 
 /* Linux signal numbers (include/uapi/asm-generic/signal.h; x86-64 and
@@ -736,7 +745,7 @@ void Analyzer::find_rings() {
 }
 
 std::string sanitize_name(std::span<const std::uint8_t> b) {
-  return printable({reinterpret_cast<const char *>(b.data()), b.size()}, {.escape_backslash = true, .stop_at_nul = true});
+  return printable_name({reinterpret_cast<const char *>(b.data()), b.size()});
 }
 
 std::uint32_t Analyzer::intern(std::string s) {
@@ -1391,6 +1400,7 @@ void Analyzer::build_spans() {
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> by_token;  /* (ring, token) -> span */
   std::map<std::uint32_t, std::vector<std::uint32_t>> open_in;                /* tid -> its open spans */
   std::map<std::uint32_t, LossIndex> loss_index;                              /* ring -> its losses */
+  std::vector<std::uint32_t> in_kept_range;  /* begin-less ends whose token names a kept sequence */
   const auto losses = [&](std::uint32_t ring) -> const LossIndex & {
     auto it = loss_index.find(ring);
     if (it == loss_index.end()) it = loss_index.emplace(ring, index_losses(*ring_of(a_, ring))).first;
@@ -1445,7 +1455,9 @@ void Analyzer::build_spans() {
       stack.erase(std::remove(stack.begin(), stack.end(), it->second), stack.end());
       continue;
     }
-    /* An end whose begin is not in the timeline. */
+    /* An end whose begin is not in the timeline: lost (overwritten, torn,
+     * missing), or never there (no_begin: the token names no slot, one the
+     * lane never reached, or one that holds another event). */
     Span sp;
     sp.state = Span::State::kBeginLost;
     sp.ring = e.ring;
@@ -1454,26 +1466,53 @@ void Analyzer::build_spans() {
     sp.id_known = e.id != 0;
     sp.end = i;
     sp.tid = sp.end_tid = e.tid;
-    if (e.arg1 != 0) sp.duration_ns = delta(e.ring, e.timestamp, e.arg1);
     const DecodedRing *r = ring_of(a_, e.ring);
     const std::uint32_t lane = f::span_token_lane(token);
     const std::uint64_t seq = f::span_token_seq(token);
     if (r == nullptr || lane >= r->lanes.size() || seq == 0) {
+      sp.state = Span::State::kNoBegin;
       sp.note = fmt::format("its token {:#x} names no slot of this ring", token);
     } else {
       const LaneSummary &l = r->lanes[lane];
       const bool torn = losses(e.ring).rejected.count({lane, seq}) != 0;
-      if (torn) sp.note = fmt::format("its begin (lane {} seq {}) is torn", lane, seq);
-      else if (seq <= l.overwritten || (l.committed == 0 && seq <= l.write_index))
+      if (torn) {
+        sp.note = fmt::format("its begin (lane {} seq {}) is torn", lane, seq);
+      } else if (seq <= l.overwritten || (l.committed == 0 && seq <= l.write_index)) {
         sp.note = fmt::format("its begin (lane {} seq {}) was overwritten", lane, seq);
-      else if (seq > l.last_seq && seq > l.write_index)
+      } else if (seq > l.last_seq && seq > l.write_index) {
+        sp.state = Span::State::kNoBegin;
         sp.note = fmt::format("its token names lane {} seq {}, which the lane never reached", lane, seq);
-      else sp.note = fmt::format("its begin (lane {} seq {}) is not in the ring", lane, seq);
+      } else {
+        sp.note = fmt::format("its begin (lane {} seq {}) is not in the ring", lane, seq);
+        /* Whether that slot holds another event is told after this pass. */
+        if (seq >= l.first_seq && seq <= l.last_seq) in_kept_range.push_back(static_cast<std::uint32_t>(a_.spans.size()));
+      }
     }
+    if (sp.state == Span::State::kBeginLost && e.arg1 != 0) sp.duration_ns = delta(e.ring, e.timestamp, e.arg1);
     const auto index = static_cast<std::uint32_t>(a_.spans.size());
     by_token.emplace(std::make_pair(e.ring, token), index);
     e.span = index;
     a_.spans.push_back(std::move(sp));
+  }
+  /* An end whose token names a slot in its lane's kept range: the event
+   * that slot holds, when it is in the timeline and is no span's begin,
+   * says the token names no begin (nothing was lost there).  One pass over
+   * the events, and only when there are such ends. */
+  if (!in_kept_range.empty()) {
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, std::uint32_t> wanted;  /* slot -> span */
+    for (const std::uint32_t s : in_kept_range) {
+      const Span &sp = a_.spans[s];
+      wanted.emplace(std::make_tuple(sp.ring, f::span_token_lane(sp.token), f::span_token_seq(sp.token)), s);
+    }
+    for (const Event &e : a_.events) {
+      const auto it = wanted.find({e.ring, e.lane, e.seq});
+      if (it == wanted.end() || e.kind == f::kKindSpanBegin) continue;
+      Span &sp = a_.spans[it->second];
+      sp.state = Span::State::kNoBegin;
+      sp.duration_ns.reset();
+      sp.note = fmt::format("its token names lane {} seq {}, which holds a {} event, not a span's begin", e.lane,
+                            e.seq, a_.kind_name_of(e));
+    }
   }
   for (auto &sp : a_.spans) {
     if (sp.state != Span::State::kOpen) continue;

@@ -110,12 +110,9 @@ Result<void> export_events(const Analysis &a, ExportWriter &w) {
     x.id = e.id;
     x.args[0].value = e.arg0;
     x.args[1].value = e.arg1;
-    if (e.named) {
-      auto n = a.names.find(e.id);
-      if (n != a.names.end()) {
-        if (!n->second.arg0.empty()) x.args[0].name = n->second.arg0;
-        if (!n->second.arg1.empty()) x.args[1].name = n->second.arg1;
-      }
+    if (const auto n = a.arg_names_of(e)) {
+      if (!(*n)[0].empty()) x.args[0].name = (*n)[0];
+      if (!(*n)[1].empty()) x.args[1].name = (*n)[1];
     }
     if (e.inline_len > 0 && (text = event_inline_text(a, e))) x.text = *text;
     x.span = e.span;

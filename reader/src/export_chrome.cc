@@ -19,6 +19,8 @@
  * nlohmann (invalid UTF-8 replaced); the few distinct names and argument
  * names are escaped once and kept.
  */
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cinttypes>
 #include <map>
@@ -28,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/export.h"
+#include "core_timeline/reader/printable.h"
 
 namespace core_timeline::reader {
 
@@ -106,11 +109,11 @@ class ChromeWriter final : public ExportWriter {
       close_event();
     } else if (e.kind == "SPAN_END" && sp && sp->state != "begin_lost") {
       /* Its slice was drawn from the begin; the end adds nothing.  An end
-       * without a begin in the timeline (a span of an unknown state) is an
-       * instant. */
+       * without a begin (no_begin: its token names none; a span of an
+       * unknown state) is an instant. */
       if (!span_has_begin(*sp)) {
         begin_event(e, 'i', ts, std::nullopt);
-        write_args(e, sp, "end only");
+        write_args(e, sp, sp->state == "no_begin" ? "not a span of this ring: its token names no begin" : "end only");
         close_event();
       }
     } else if (e.kind == "SPAN_END" && sp) {
@@ -156,7 +159,10 @@ class ChromeWriter final : public ExportWriter {
     std::optional<std::int64_t> first_ts;
   };
 
-  static bool span_has_begin(const ExportSpan &sp) { return sp.state != "begin_lost"; }
+  /* A span whose SPAN_BEGIN is in the timeline (and drawn from it). */
+  static bool span_has_begin(const ExportSpan &sp) {
+    return sp.state == "closed" || sp.state == "open" || sp.state == "open_or_end_lost";
+  }
 
   /* The escaped form of a name, kept for the next time (at most
    * kMaxCached distinct names: ids without a name are "id=0x..." each). */
@@ -200,6 +206,11 @@ class ChromeWriter final : public ExportWriter {
     append_int(buf_, e.tid);
   }
 
+  /* Every key write_args() writes besides the two arguments'. */
+  static constexpr std::array<std::string_view, 15> kOwnKeys = {
+      "text",    "stack_end",    "state",         "ends", "span", "note", "signal", "signal_name",
+      "si_code", "si_code_name", "fault_address", "kind", "id",   "lane", "seq"};
+
   void write_args(const ExportEvent &e, const ExportSpan *sp, const char *span_note) {
     buf_ += ",\"args\":{";
     bool first = true;
@@ -209,9 +220,21 @@ class ChromeWriter final : public ExportWriter {
       buf_ += cached(k);
       buf_ += ':';
     };
-    key(e.args[0].name);
+    /* The arguments under their names, unless a name is one of the keys
+     * written below or both are one (argument_keys renames them then). */
+    std::string_view k0 = e.args[0].name, k1 = e.args[1].name;
+    std::array<std::string, 2> renamed;
+    const auto own = [](std::string_view k) {
+      return std::find(kOwnKeys.begin(), kOwnKeys.end(), k) != kOwnKeys.end();
+    };
+    if (k0 == k1 || own(k0) || own(k1)) {
+      renamed = argument_keys(k0, k1, kOwnKeys);
+      k0 = renamed[0];
+      k1 = renamed[1];
+    }
+    key(k0);
     append_int(buf_, e.args[0].value);
-    key(e.args[1].name == e.args[0].name ? std::string_view("arg1") : e.args[1].name);
+    key(k1);
     append_int(buf_, e.args[1].value);
     if (e.text) {
       key("text");
@@ -320,8 +343,9 @@ class ChromeWriter final : public ExportWriter {
   }
 
   void write_metadata() {
+    const std::string comm = printable_name(t_.comm);
     raw({{"name", "process_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", 0},
-         {"args", {{"name", t_.comm.empty() ? fmt::format("pid {}", t_.pid) : t_.comm}}}});
+         {"args", {{"name", comm.empty() ? fmt::format("pid {}", t_.pid) : comm}}}});
     std::uint32_t sort = 0;
     const auto tracks = tracks_by_tid(t_);
     for (const auto &[tid, th] : threads_) {
@@ -411,7 +435,7 @@ class ChromeWriter final : public ExportWriter {
     ojson d;
     d["generator"] = "core-timeline";
     d["pid"] = t_.pid;
-    d["comm"] = t_.comm;
+    d["comm"] = printable_name(t_.comm);
     d["status"] = t_.status;
     d["time_reference"] = t_.reference;
     d["ts_zero_age_ns"] = t_.origin_age_ns;
@@ -483,6 +507,15 @@ class ChromeWriter final : public ExportWriter {
 };
 
 }  // namespace
+
+std::array<std::string, 2> argument_keys(std::string_view arg0, std::string_view arg1,
+                                         std::span<const std::string_view> fixed) {
+  std::array<std::string, 2> keys{std::string(arg0), std::string(arg1)};
+  for (std::string &k : keys)
+    if (std::find(fixed.begin(), fixed.end(), k) != fixed.end()) k += "_arg";
+  while (keys[1] == keys[0]) keys[1] += "_1";
+  return keys;
+}
 
 std::string_view export_format_name(ExportFormat f) noexcept {
   switch (f) {

@@ -48,6 +48,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/export.h"
+#include "core_timeline/reader/printable.h"
 
 namespace core_timeline::reader {
 
@@ -289,20 +290,19 @@ class CtfWriter final : public ExportWriter {
     EventClass c;
     c.id = static_cast<std::uint32_t>(classes_.size());
     c.name = std::string(e.name);
-    c.arg0 = identifier(e.args[0].name);
-    c.arg1 = identifier(e.args[1].name);
+    /* The fixed fields' names are not an argument's, and a struct's fields
+     * must differ (argument_keys: arguments "text" and "text_arg" are
+     * "text_arg" and "text_arg_1"). */
+    static constexpr std::string_view kFixed[] = {"text",          "span_state", "signal",      "signal_name",
+                                                  "si_code",       "si_code_name", "fault_address", "stack_end",
+                                                  "stack_depth",   "stack",      "stack_frames"};
+    auto keys = argument_keys(identifier(e.args[0].name), identifier(e.args[1].name), kFixed);
+    c.arg0 = std::move(keys[0]);
+    c.arg1 = std::move(keys[1]);
     c.text = e.text.has_value();
     c.span = span;
     c.signal = e.signal.has_value();
     c.stack = e.stack_end.has_value();
-    /* The fixed fields' names are not an argument's. */
-    for (std::string *a : {&c.arg0, &c.arg1})
-      for (const char *fixed : {"text", "span_state", "signal", "signal_name", "si_code", "si_code_name",
-                                "fault_address", "stack_end", "stack_depth", "stack", "stack_frames"})
-        if (*a == fixed) *a += "_arg";
-    /* After the renaming: arguments "text" and "text_arg" are both
-     * "text_arg" by now, and a struct's fields must differ. */
-    while (c.arg1 == c.arg0) c.arg1 += "_1";
     return classes_.emplace(std::move(key), std::move(c)).first->second;
   }
 
@@ -327,7 +327,7 @@ class CtfWriter final : public ExportWriter {
     std::uint64_t shared_lost = t_.shared_overwritten + t_.shared_torn + t_.shared_missing;
     m += "env {\n\ttracer_name = \"core-timeline\";\n";
     m += fmt::format("\tpid = {};\n\tprocname = \"{}\";\n\tstatus = \"{}\";\n\ttime_reference = \"{}\";\n", t_.pid,
-                     literal(t_.comm), literal(t_.status), literal(t_.reference));
+                     literal(printable_name(t_.comm)), literal(t_.status), literal(t_.reference));
     m += fmt::format("\tevents = {};\n\tevents_written = {};\n\tevents_without_time = {};\n", t_.events, written_,
                      unplaced_);
     m += fmt::format("\ttimestamps_raised = {};\n\tdropped = {};\n\tshared_lane_lost = {};\n", raised_, t_.dropped,

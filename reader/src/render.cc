@@ -168,6 +168,7 @@ std::string span_note(const Analysis &a, const Event &e) {
     case Span::State::kBeginLost:
       return sp.duration_ns ? fmt::format(" (ended; begin lost, it had begun {} earlier)", format_duration(*sp.duration_ns))
                             : " (ended; begin lost)";
+    case Span::State::kNoBegin: return fmt::format(" (not a span of this ring: {})", esc(sp.note));
   }
   return {};
 }
@@ -404,8 +405,8 @@ json event_json(const Analysis &a, const Event &e) {
   ej[key::name] = a.name_of(e);
   ej[key::named] = e.named;
   ej[key::name_from] = e.name_from == NameFrom::kNone ? json(nullptr) : json(name_from_name(e.name_from));
-  if (const EventName *n = names_of(a, e))
-    ej[key::arg_names] = {n->arg0.empty() ? json(nullptr) : json(n->arg0), n->arg1.empty() ? json(nullptr) : json(n->arg1)};
+  if (const auto n = a.arg_names_of(e))
+    ej[key::arg_names] = {(*n)[0].empty() ? json(nullptr) : json((*n)[0]), (*n)[1].empty() ? json(nullptr) : json((*n)[1])};
   else
     ej[key::arg_names] = nullptr;
   ej[key::id] = e.id;
@@ -550,10 +551,21 @@ std::string time_line(const Analysis &a) {
   return s + "\n";
 }
 
+/* Spans a chain shows at each end: one line stays short however deep the
+ * nesting (the JSON's threads[].open_spans and crash.inside_spans list
+ * them all). */
+constexpr std::size_t kChainEnds = 4;
+
 std::string span_chain(const Analysis &a, const std::vector<std::uint32_t> &spans) {
   std::string s;
-  for (auto i : spans) {
-    const Span &sp = a.spans[i];
+  for (std::size_t k = 0; k < spans.size(); ++k) {
+    if (spans.size() > 2 * kChainEnds && k == kChainEnds) {
+      const std::size_t more = spans.size() - 2 * kChainEnds;
+      s += fmt::format(" > ... {} more span{} ...", more, more == 1 ? "" : "s");
+      k = spans.size() - kChainEnds - 1;
+      continue;
+    }
+    const Span &sp = a.spans[spans[k]];
     const Event &b = a.events[*sp.begin];
     std::string one = esc(a.name_of(b));
     if (const EventName *n = names_of(a, b); n != nullptr && !n->arg0.empty())

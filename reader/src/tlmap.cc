@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/number.h"
+#include "core_timeline/reader/printable.h"
 
 namespace core_timeline::reader {
 
@@ -27,10 +28,14 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
+/* Bytes of the file (or its path) in an error message: never raw, and
+ * never cut at a NUL (printable.h). */
+std::string quoted(std::string_view s) { return "\"" + printable(s, {.quoted = true}) + "\""; }
 }  // namespace
 
-Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
+Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin_bytes) {
   TlMap m;
+  const std::string origin = printable(origin_bytes);
   std::size_t lineno = 0;
   while (!text.empty()) {
     ++lineno;
@@ -58,8 +63,8 @@ Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
     std::string_view name = words[0];
     const auto id = parse_unsigned<std::uint32_t>(id_s, /*allow_hex=*/true);
     if (!id)
-      return Error{Errc::kBadData, fmt::format("{}:{}: id \"{}\" is not a 32-bit decimal or 0x-hex number",
-                                               origin, lineno, line.substr(0, sp))};
+      return Error{Errc::kBadData, fmt::format("{}:{}: id {} is not a 32-bit decimal or 0x-hex number",
+                                               origin, lineno, quoted(line.substr(0, sp)))};
     if (name.empty() || name.size() > kMaxName)
       return Error{Errc::kBadData, fmt::format("{}:{}: name must be 1 to {} characters", origin, lineno, kMaxName)};
     for (std::size_t w = 0; w < nwords; ++w) {
@@ -68,8 +73,8 @@ Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
       for (char c : words[w])
         if (!name_char(c))
           return Error{Errc::kBadData,
-                       fmt::format("{}:{}: name \"{}\" has a character outside [A-Za-z0-9_.:-]", origin, lineno,
-                                   words[w])};
+                       fmt::format("{}:{}: name {} has a character outside [A-Za-z0-9_.:-]", origin, lineno,
+                                   quoted(words[w]))};
     }
     Entry entry{std::string(name), std::string(words[1]), std::string(words[2])};
     if (!m.names_.emplace(*id, std::move(entry)).second)
@@ -80,15 +85,15 @@ Result<TlMap> TlMap::parse(std::string_view text, std::string_view origin) {
 
 Result<TlMap> TlMap::load(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  if (!in) return Error{Errc::kIo, fmt::format("{}: cannot open: {}", printable(path), std::strerror(errno))};
   std::string text;
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMaxFile)
-      return Error{Errc::kBadData, fmt::format("{}: larger than {} bytes", path, kMaxFile)};
+      return Error{Errc::kBadData, fmt::format("{}: larger than {} bytes", printable(path), kMaxFile)};
   }
-  if (in.bad()) return Error{Errc::kIo, fmt::format("{}: read error", path)};
+  if (in.bad()) return Error{Errc::kIo, fmt::format("{}: read error", printable(path))};
   return parse(text, path);
 }
 

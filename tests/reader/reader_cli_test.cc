@@ -99,6 +99,24 @@ TEST_F(Cli, TlmapNamesUserEvents) {
   EXPECT_NE(r.out.find(" REQ "), std::string::npos) << r.out;
 }
 
+// Guards against: a --tlmap's bytes reaching the terminal raw in its error
+// (an ESC that clears the screen), or the message ending at a NUL of the
+// file.
+TEST_F(Cli, TlmapErrorsQuoteTheFilesBytesEscapedAndWhole) {
+  const std::string line = std::string("0x10 A\x1b[2J") + '\0' + "B\n";
+  const std::string map = file(std::vector<std::uint8_t>(line.begin(), line.end()), "tlmap");
+  const RunResult r = run({kReader, "--tlmap", map, healthy_core()});
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":1: name \"A\\x1b[2J\\x00B\" has a character outside [A-Za-z0-9_.:-]\n"), std::string::npos)
+      << r.err;
+  const std::string id = std::string("0x1\x07") + " NAME\n";
+  const RunResult i = run({kReader, "--tlmap", file(std::vector<std::uint8_t>(id.begin(), id.end()), "tlmap"),
+                           healthy_core()});
+  EXPECT_EQ(i.exit_code, 7);
+  EXPECT_NE(i.err.find(":1: id \"0x1\\x07\" is not a 32-bit decimal or 0x-hex number\n"), std::string::npos) << i.err;
+}
+
 /* core-timeline-read's peak RSS in KiB on `core` (args before it), by
  * peak_rss (see there why not measured from this process's fork). */
 long reader_peak_kib(std::vector<std::string> args, const std::string &core) {

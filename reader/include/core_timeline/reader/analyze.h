@@ -39,6 +39,7 @@
 #ifndef CORE_TIMELINE_READER_ANALYZE_H
 #define CORE_TIMELINE_READER_ANALYZE_H
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -362,18 +363,22 @@ std::string_view reference_name(TimeBase::Reference r) noexcept;  /* "crash", "n
  *  both.  States: "open" (begun, no end, and no event that could be its end
  *  was lost), "open_or_end_lost" (begun, no end found, but events that
  *  could hold its end were lost: see note), "closed", "begin_lost" (an end
- *  whose begin was overwritten or torn: never shown as a fresh span). */
+ *  whose begin was overwritten or torn: never shown as a fresh span),
+ *  "no_begin" (an end whose token names no begin of this ring, and no
+ *  lost one: no slot of the ring, a sequence its lane never reached, or a
+ *  slot that holds another event; note says which). */
 struct Span {
-  enum class State { kOpen, kOpenOrEndLost, kClosed, kBeginLost };
+  enum class State { kOpen, kOpenOrEndLost, kClosed, kBeginLost, kNoBegin };
   State state = State::kOpen;
   std::uint32_t ring = 0;
   std::uint64_t token = 0;
-  std::uint32_t id = 0;          /**< 0 with begin_lost when the ender
-                                      could not read it */
+  std::uint32_t id = 0;          /**< 0 with begin_lost or no_begin when
+                                      the ender could not read it */
   bool id_known = true;
   std::uint64_t arg = 0;         /**< the begin's arg (0 if begin lost) */
   std::optional<std::size_t> begin, end;  /**< indices in events */
-  std::uint32_t tid = 0;         /**< the begin's thread (the end's if lost) */
+  std::uint32_t tid = 0;         /**< the begin's thread (the end's when
+                                      there is no begin) */
   std::uint32_t end_tid = 0;
   std::optional<std::int64_t> duration_ns;   /**< closed, or begin_lost with
                                                   the begin's time known */
@@ -502,6 +507,11 @@ struct Analysis {
   std::span<const std::uint32_t> frames_of(const Event &e) const {
     return {frames.data() + e.frames_at, e.stack_depth};
   }
+  /** The names of the event's two arguments ("" where a name is not
+   *  given), or nullopt when it has none: a SPAN_END's are its own, "token"
+   *  and "begin_timestamp" (the begin's slot-clock ticks, as the ender read
+   *  them), whatever its span's name; a named id's are those of `names`. */
+  std::optional<std::array<std::string_view, 2>> arg_names_of(const Event &e) const;
 };
 
 /** Finds the rings of an opened core as analyze() does (NT_FILE memfd

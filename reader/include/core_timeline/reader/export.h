@@ -42,6 +42,7 @@
  * failed, kInvalidArgument for an unusable --output) and write nothing
  * more after one.  Untrusted strings (thread names, event names from the
  * core or a document) are written escaped: invalid UTF-8 replaced in JSON;
+ * the process's name as thread names are (printable_name());
  * CTF identifiers are made of [A-Za-z0-9_] and its strings of printable
  * ASCII (in the metadata, other bytes as three-digit octal escapes).
  *
@@ -57,6 +58,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -96,7 +98,8 @@ struct ExportTrack {
 /** One span, as the writers need it (analyze.h Span). */
 struct ExportSpan {
   std::string state;             /**< "open", "open_or_end_lost", "closed",
-                                      "begin_lost" (span_state_name) */
+                                      "begin_lost", "no_begin"
+                                      (span_state_name) */
   std::uint32_t tid = 0;         /**< the begin's thread */
   std::optional<std::int64_t> duration_ns;  /**< closed; begin_lost with the
                                                  begin's time known */
@@ -128,7 +131,8 @@ struct ExportWindow {
 /** What the writers know before the first event. */
 struct ExportTimeline {
   std::uint32_t pid = 0;         /**< 0: unknown */
-  std::string comm;
+  std::string comm;              /**< raw bytes: the writers escape them
+                                      (printable_name(), printable.h) */
   std::string status;            /**< "ok", ... (document status) */
   std::string reference;         /**< "crash", "newest_event", "snapshot", "" */
   /** Age of exported time 0 (<= 0): the oldest placed event's, or the
@@ -181,6 +185,15 @@ struct ExportArg {
   std::string_view name;         /**< the name table's, else "arg0"/"arg1" */
   std::uint64_t value = 0;
 };
+
+/** The keys an event's two arguments are written under, by both exports
+ *  (docs/export.md, "Argument names"): each argument's name, with "_arg"
+ *  appended when it is one of `fixed` (the keys and fields the export
+ *  writes itself), then "_1" appended to the second's as long as it is the
+ *  first's.  So no key is written twice, and no argument's value is lost
+ *  to a key of the export's own.  Pure; allocates. */
+std::array<std::string, 2> argument_keys(std::string_view arg0, std::string_view arg1,
+                                         std::span<const std::string_view> fixed);
 
 /** The CRASH slot's payload (analyze.h CrashSlot). */
 struct ExportSignal {

@@ -83,6 +83,14 @@ inline std::string printable(std::string_view s, const PrintableOptions &o = {})
   return out;
 }
 
+/** A name from untrusted bytes as the timeline keeps thread names and the
+ *  exports write the process's name: the bytes up to the first NUL,
+ *  printable ASCII other than the backslash as is, every other byte (the
+ *  backslash too) as \xNN. */
+inline std::string printable_name(std::string_view s) {
+  return printable(s, {.escape_backslash = true, .stop_at_nul = true});
+}
+
 /** What payload_text() found. */
 struct PayloadText {
   /** The payload as printable() with .quoted writes it, without the quotes

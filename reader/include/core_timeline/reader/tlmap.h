@@ -29,7 +29,10 @@ namespace core_timeline::reader {
 
 class TlMap {
  public:
-  /** Parses `text`; `origin` names it in errors ("FILE:LINE: ..."). */
+  /** Parses `text`; `origin` names it in errors ("FILE:LINE: ...").  An
+   *  error quotes the bytes at fault, and the origin, escaped by
+   *  printable() (printable.h): no byte of the file reaches a terminal raw,
+   *  and a NUL does not end the message. */
   static Result<TlMap> parse(std::string_view text, std::string_view origin);
   /** Reads and parses the file at `path` (at most 16 MiB).  kIo, kBadData. */
   static Result<TlMap> load(const std::string &path);
