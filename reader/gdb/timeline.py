@@ -83,8 +83,7 @@ def find_reader():
         if os.path.isfile(override) and os.access(override, os.X_OK):
             return override
         raise gdb.GdbError("timeline: CORE_TIMELINE_READ=%s is not an executable file" % override)
-    here = os.path.dirname(os.path.realpath(__file__))  # <prefix>/share/core-timeline/gdb
-    beside = os.path.join(here, os.pardir, os.pardir, os.pardir, "bin", READER_NAME)
+    beside = os.path.join(MODULE_DIR, os.pardir, os.pardir, os.pardir, "bin", READER_NAME)
     beside = os.path.normpath(beside)
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
@@ -93,6 +92,14 @@ def find_reader():
         return on_path
     raise gdb.GdbError("timeline: %s not found (not at %s, not on PATH); install core-timeline "
                        "or set CORE_TIMELINE_READ" % (READER_NAME, beside))
+
+
+# The directory this file is in (<prefix>/share/core-timeline/gdb when
+# installed), taken while it loads and made absolute then.  Not from
+# __file__: gdb's `source` runs the file as __main__ and removes __file__
+# once it has run (and a `source` from inside another sourced script sees
+# that script's); the code object's file name is always this file's.
+MODULE_DIR = os.path.dirname(os.path.realpath(find_reader.__code__.co_filename))
 
 
 def core_file_name(info_target):
