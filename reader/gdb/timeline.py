@@ -141,6 +141,34 @@ def parse_arguments(argv):
     return out
 
 
+def option_names(options):
+    """The names of the options in `options` (a list from
+    parse_arguments()), without their values: "--save" for both
+    "--save F" and "--save=F"."""
+    names = []
+    i = 0
+    while i < len(options):
+        word = options[i]
+        name = word.split("=", 1)[0]
+        names.append(name)
+        i += 2 if name in VALUED and "=" not in word else 1
+    return names
+
+
+def refuse_saving_a_core(options, core):
+    """Raises gdb.GdbError when `options` hold --save or --force and gdb has
+    the core `core` open: --save keeps a live process's snapshot, a core
+    file, and gdb's core is one already (core-timeline-read would only say
+    that --save needs --pid, which this command gives only for a process)."""
+    names = option_names(options)
+    if "--save" in names:
+        raise gdb.GdbError("timeline: --save keeps the snapshot of a live process as a core file; gdb has the "
+                           "core %s open, which is such a file already (copy it to keep it)" % core)
+    if "--force" in names:
+        raise gdb.GdbError("timeline: --force lets --save replace its FILE, and --save is for a live process; "
+                           "gdb has the core %s open" % core)
+
+
 def target_arguments():
     """What the reader reads, as arguments: [CORE] or ["--pid", PID], then
     EXE when gdb has loaded an executable, from the selected inferior.
@@ -255,6 +283,7 @@ core-timeline-read(1)):
   --core-only           ignore any sidecar
   --sidecar FILE        merge a sidecar copy of the ring (degraded mode)
   --save FILE [--force] a live process: also keep the snapshot, an ELF core
+                        (refused on a core: it is such a file already)
 
 An option not listed is passed on as written (--opt=VALUE for one that
 takes a value).  The reader is $CORE_TIMELINE_READ if set, else the one
@@ -268,7 +297,10 @@ core-timeline-gdb(7)."""
 
     def invoke(self, argument, from_tty):
         options = parse_arguments(gdb.string_to_argv(argument))
-        run_reader(options + target_arguments())
+        target = target_arguments()
+        if target[0] != "--pid":
+            refuse_saving_a_core(options, target[0])
+        run_reader(options + target)
 
 
 TimelineCommand()

@@ -175,6 +175,36 @@ TEST_F(GdbCommand, BadArgumentsAreGdbErrors) {
   }
 }
 
+// --save keeps a live process's snapshot as a core file: on a core gdb has
+// open it is refused with a sentence about that (the reader's own "--save
+// requires --pid" would name an option the command refuses), and nothing
+// is written.  --force alone too.
+TEST_F(GdbCommand, SaveOnACoreIsRefusedSayingWhy) {
+  SKIP_WITHOUT_GDB();
+  char tmpl[] = "/tmp/ct-gdb-save-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, file = dir + "/copy.core";
+  const std::string save = "timeline: --save keeps the snapshot of a live process as a core file; gdb has the core " +
+                           demo_a_.core_path + " open, which is such a file already (copy it to keep it)";
+  struct Case {
+    std::string command, says;
+  } cases[] = {
+      {"timeline --save " + file, save},
+      {"timeline --json --save=" + file + " --force", save},
+      {"timeline --force", "timeline: --force lets --save replace its FILE, and --save is for a live process; gdb "
+                           "has the core " + demo_a_.core_path + " open"},
+  };
+  for (const auto &c : cases) {
+    const auto r = gdb_batch({c.command, "print $_timeline_exit"}, {kDemo, demo_a_.core_path});
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.command << ": " << r.err;
+    EXPECT_EQ(r.err.find("requires"), std::string::npos) << c.command << ": " << r.err;
+    EXPECT_EQ(r.out.find("REQ_PARSE"), std::string::npos) << c.command << ": " << r.out;
+    EXPECT_NE(r.out.find("$1 = void"), std::string::npos) << c.command << ": the reader ran: " << r.out;
+    EXPECT_FALSE(fs::exists(file)) << c.command;
+  }
+  fs::remove_all(dir);
+}
+
 // $CORE_TIMELINE_READ, when set, is the reader run, whatever PATH holds; one
 // that is not an executable file is a gdb error naming it.  Without it and
 // with no reader on PATH or beside the module, the error says where the
