@@ -17,8 +17,10 @@
  *
  * --pid reads the ring of a running process without stopping it, as a live
  * snapshot (core_timeline/reader/live.h): an ELF core built in memory and
- * read like any other; --save writes that core to FILE (mode 0600; an
- * existing FILE is refused unless --force).
+ * read like any other; --save writes that core to FILE, a regular file
+ * (created with mode 0600; an existing FILE is refused unless --force,
+ * which writes it in place and keeps its mode; anything but a regular file
+ * is refused).
  *
  * Exit codes (docs/timeline-json.md):
  *   0 timeline printed          1 no CTLN mapping found (the process did
@@ -156,10 +158,10 @@ int main(int argc, char **argv) {
                                  "(needs what ptrace attach needs: same user, or CAP_SYS_PTRACE)")
                       ->check(CLI::PositiveNumber);
   auto *save_opt = app.add_option("--save", save_path,
-                                  "With --pid: also write the snapshot, an ELF core, to FILE (mode 0600; an existing "
-                                  "FILE is refused unless --force)")
+                                  "With --pid: also write the snapshot, an ELF core, to FILE, a regular file (created "
+                                  "with mode 0600; an existing FILE is refused unless --force)")
                        ->needs(pid_opt);
-  app.add_flag("--force", force, "With --save: replace an existing FILE")->needs(save_opt);
+  app.add_flag("--force", force, "With --save: write over an existing regular FILE (its mode is kept)")->needs(save_opt);
   auto *core_opt = app.add_option("CORE", core_path, "The core file (uncompressed ELF core); with --pid, none");
   app.add_option("EXECUTABLE", exe_path, "The crashed executable; refused unless its build-id matches the core");
   try {

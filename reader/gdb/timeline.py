@@ -49,7 +49,8 @@ EXIT_MEANING = {
     4: "the ring is invalid",
     5: "the executable was refused: its build-id does not match the core",
     6: "the sidecar's identity does not match the core",
-    7: "usage error, an unreadable --tlmap file, an unusable --output, or a --save FILE that exists (without --force)",
+    7: ("usage error, an unreadable --tlmap file, an unusable --output, or a --save FILE not written (it "
+        "exists, without --force, or is not a regular file)"),
     8: "libtimeline was loaded but made no ring",
 }
 # With --pid, 3 says that no snapshot was taken.
