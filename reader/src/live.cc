@@ -698,6 +698,15 @@ bool is_ancestor_of(pid_t ancestor, pid_t pid) {
   return pid == ancestor;
 }
 
+/* The real, effective and saved ids of a /proc/PID/status Uid or Gid line
+ * (its fields are tab-separated; the fourth, the filesystem id, is left
+ * out), separated by spaces: "0 0 0". */
+std::string first_three(const std::vector<unsigned long> &ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < 3; ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  return out.empty() ? "unknown" : out;
+}
+
 std::string refusal(pid_t pid, int err) {
   const std::string head = fmt::format("pid {}: reading its memory was refused ({})", pid, ::strerrordesc_np(err));
   auto status = read_small(fmt::format("/proc/{}/status", pid));
@@ -721,8 +730,7 @@ std::string refusal(pid_t pid, int err) {
     return head + fmt::format(": its uids (real, effective, saved) are {} and gids {}, and ours (real) are uid {} gid "
                               "{}: reading another user's process needs the same ids or CAP_SYS_PTRACE, which we do "
                               "not have (ptrace(2), \"Ptrace access mode checking\"; run as its user or as root)",
-                              status_field(*status, "Uid").substr(0, status_field(*status, "Uid").rfind('\t')),
-                              status_field(*status, "Gid").substr(0, status_field(*status, "Gid").rfind('\t')), ruid, rgid);
+                              first_three(uids), first_three(gids), ruid, rgid);
   /* Not dumpable (prctl PR_SET_DUMPABLE 0, a setuid or file-capability
    * program, or a credential change): /proc/PID/mem then belongs to root
    * (proc(5)). */

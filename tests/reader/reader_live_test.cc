@@ -388,6 +388,13 @@ TEST(ReaderLive, AnotherUsersProcessIsRefusedNamingTheRule) {
   EXPECT_NE(r.err.find("reading its memory was refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("reading another user's process needs the same ids or CAP_SYS_PTRACE"), std::string::npos)
       << r.err;
+  /* The ids as words, not /proc/PID/status's tab-separated fields. */
+  EXPECT_NE(r.err.find("its uids (real, effective, saved) are 0 0 0 and gids 0 0 0, and ours (real) are uid 65534 "
+                       "gid 65534"),
+            std::string::npos)
+      << r.err;
+  for (const char ch : r.err.substr(0, r.err.size() - 1))
+    EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << "a raw control byte " << int(ch) << " in " << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
 }
 
@@ -557,6 +564,67 @@ TEST(ReaderLive, UsageErrors) {
   EXPECT_EQ(run({reader_bin()}).exit_code, 7);
   EXPECT_EQ(run({reader_bin(), "--save", "/tmp/x", "core"}).exit_code, 7) << "--save needs --pid";
   EXPECT_EQ(run({reader_bin(), "--pid", "1", "a", "b"}).exit_code, 7) << "--pid takes no CORE";
+}
+
+/* A --pid that is not a process id: exit 7, and a sentence about the value
+ * given (escaped), not CLI11's range of doubles. */
+TEST(ReaderLive, PidThatIsNotAProcessIdIsASentenceAboutIt) {
+  const std::string range = " is not a process id: process ids are whole numbers from 1 to 4194304\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"--pid", "0"}, "--pid: 0" + range},
+      {{"--pid", "-1"}, "--pid: -1" + range},
+      {{"--pid=-1"}, "--pid: -1" + range},
+      {{"--pid", "abc"}, "--pid: \"abc\"" + range},
+      {{"--pid", "12x"}, "--pid: \"12x\"" + range},
+      {{"--pid", "4194305"}, "--pid: 4194305" + range},
+      {{"--pid", "99999999999999999999"}, "--pid: 99999999999999999999" + range},
+      {{"--pid", "a\tb\x1b[2J"}, "--pid: \"a\\tb\\x1b[2J\"" + range},
+  };
+  for (const auto &c : cases) {
+    std::vector<std::string> argv = {reader_bin()};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const auto r = run(argv);
+    EXPECT_EQ(r.exit_code, 7) << c.args.back();
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1), c.says) << r.err;
+    EXPECT_EQ(r.err.find("range"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+/* --pid with a file named: that file is the process's EXECUTABLE.  A core
+ * there (a snapshot saved a moment before) is a usage error that says so;
+ * a file that is not ELF is refused for what it is (exit 5), not with "its
+ * build-id is PATH: not an ELF file". */
+TEST(ReaderLive, PidWithACoreOrANonElfFileSaysWhatTheFileIs) {
+  Writers w(1, "1048576");
+  char tmpl[] = "/tmp/ct-live-pidfile-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, core = dir + "/snap.core", text = dir + "/notes.txt";
+  const std::string pid = std::to_string(w.pid());
+  ASSERT_EQ(run({reader_bin(), "--pid", pid, "--save", core, "--no-symbols"}).exit_code, 0);
+  { std::ofstream(text) << "not a program\n"; }
+
+  const auto with_core = run({reader_bin(), "--pid", pid, core});
+  EXPECT_EQ(with_core.exit_code, 7) << with_core.err;
+  EXPECT_EQ(with_core.err, "core-timeline-read: " + core +
+                               " is a core file, and --pid reads a running process, not a core (with --pid the one "
+                               "file named is the process's EXECUTABLE): give the core without --pid, or --pid "
+                               "alone\n");
+  EXPECT_TRUE(with_core.out.empty()) << with_core.out;
+
+  const auto with_text = run({reader_bin(), "--pid", pid, text, "--no-symbols"});
+  EXPECT_EQ(with_text.exit_code, 5) << with_text.err;
+  EXPECT_EQ(with_text.err.rfind("core-timeline-read: " + text + ": not an ELF file, so it cannot be the executable of "
+                                "process " + pid + " (",
+                                0),
+            0u)
+      << with_text.err;
+  EXPECT_EQ(with_text.err.find("its build-id is"), std::string::npos) << with_text.err;
+  EXPECT_EQ(std::count(with_text.err.begin(), with_text.err.end(), '\n'), 1) << with_text.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
