@@ -17,8 +17,10 @@
  *
  * --pid reads the ring of a running process without stopping it, as a live
  * snapshot (core_timeline/reader/live.h): an ELF core built in memory and
- * read like any other; --save writes that core to FILE (mode 0600; an
- * existing FILE is refused unless --force).
+ * read like any other; --save writes that core to FILE, a regular file
+ * (created with mode 0600; an existing FILE is refused unless --force,
+ * which writes it in place and keeps its mode; anything but a regular file
+ * is refused).
  *
  * Exit codes (docs/timeline-json.md):
  *   0 timeline printed          1 no CTLN mapping found (the process did
@@ -47,11 +49,14 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/export.h"
 #include "core_timeline/reader/live.h"
+#include "core_timeline/reader/number.h"
+#include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
 
@@ -60,6 +65,25 @@ namespace ctr = core_timeline::reader;
 namespace {
 
 enum class Format { kText, kJson, kChromeTrace, kCtf };
+
+/* The largest process id Linux gives (PID_MAX_LIMIT on 64-bit, 2^22;
+ * /proc/sys/kernel/pid_max is at most that). */
+constexpr unsigned kPidMaxLimit = 4194304;
+
+/* --pid's value: a process id, 1 to kPidMaxLimit, in decimal digits only.
+ * Its message is a sentence about the value given (CLI11 puts "--pid: "
+ * before it); the value is escaped, as it is printed. */
+const CLI::Validator kProcessId(
+    [](std::string &value) -> std::string {
+      const auto pid = ctr::parse_unsigned<unsigned>(value);
+      if (pid && *pid >= 1 && *pid <= kPidMaxLimit) return {};
+      const bool numeric = !value.empty() && value.find_first_not_of("+-0123456789") == std::string::npos;
+      const std::string shown =
+          numeric ? ctr::printable(value, {.max_len = 64})
+                  : "\"" + ctr::printable(value, {.max_len = 64, .quoted = true}) + "\"";
+      return fmt::format("{} is not a process id: process ids are whole numbers from 1 to {}", shown, kPidMaxLimit);
+    },
+    "1..4194304", "process id");
 
 /* True when `a` and `b` name one existing file (same st_dev and st_ino). */
 bool same_file(const std::string &a, const std::string &b) {
@@ -154,12 +178,13 @@ int main(int argc, char **argv) {
   auto *pid_opt = app.add_option("--pid", pid,
                                  "Read the ring of running process PID without stopping it: a live snapshot "
                                  "(needs what ptrace attach needs: same user, or CAP_SYS_PTRACE)")
-                      ->check(CLI::PositiveNumber);
+                      ->check(kProcessId)
+                      ->type_name("PID");
   auto *save_opt = app.add_option("--save", save_path,
-                                  "With --pid: also write the snapshot, an ELF core, to FILE (mode 0600; an existing "
-                                  "FILE is refused unless --force)")
+                                  "With --pid: also write the snapshot, an ELF core, to FILE, a regular file (created "
+                                  "with mode 0600; an existing FILE is refused unless --force)")
                        ->needs(pid_opt);
-  app.add_flag("--force", force, "With --save: replace an existing FILE")->needs(save_opt);
+  app.add_flag("--force", force, "With --save: write over an existing regular FILE (its mode is kept)")->needs(save_opt);
   auto *core_opt = app.add_option("CORE", core_path, "The core file (uncompressed ELF core); with --pid, none");
   app.add_option("EXECUTABLE", exe_path, "The crashed executable; refused unless its build-id matches the core");
   try {
@@ -195,6 +220,15 @@ int main(int argc, char **argv) {
     }
     exe_path = std::move(core_path);
     core_path.clear();
+  }
+  if (pid_opt->count() > 0 && !exe_path.empty() && ctr::CoreFile::open(exe_path)) {
+    /* A core given with --pid would be taken as the EXECUTABLE, and
+     * refused for its build-id: say what was given instead. */
+    std::fprintf(stderr,
+                 "core-timeline-read: %s is a core file, and --pid reads a running process, not a core (with --pid "
+                 "the one file named is the process's EXECUTABLE): give the core without --pid, or --pid alone\n",
+                 ctr::printable(exe_path).c_str());
+    return ctr::exit_code(ctr::Status::kUsage);
   }
 
   std::optional<ctr::TlMap> tlmap;

@@ -49,7 +49,8 @@ EXIT_MEANING = {
     4: "the ring is invalid",
     5: "the executable was refused: its build-id does not match the core",
     6: "the sidecar's identity does not match the core",
-    7: "usage error, an unreadable --tlmap file, an unusable --output, or a --save FILE that exists (without --force)",
+    7: ("usage error, an unreadable --tlmap file, an unusable --output, or a --save FILE not written (it "
+        "exists, without --force, or is not a regular file)"),
     8: "libtimeline was loaded but made no ring",
 }
 # With --pid, 3 says that no snapshot was taken.
@@ -83,8 +84,7 @@ def find_reader():
         if os.path.isfile(override) and os.access(override, os.X_OK):
             return override
         raise gdb.GdbError("timeline: CORE_TIMELINE_READ=%s is not an executable file" % override)
-    here = os.path.dirname(os.path.realpath(__file__))  # <prefix>/share/core-timeline/gdb
-    beside = os.path.join(here, os.pardir, os.pardir, os.pardir, "bin", READER_NAME)
+    beside = os.path.join(MODULE_DIR, os.pardir, os.pardir, os.pardir, "bin", READER_NAME)
     beside = os.path.normpath(beside)
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
@@ -93,6 +93,14 @@ def find_reader():
         return on_path
     raise gdb.GdbError("timeline: %s not found (not at %s, not on PATH); install core-timeline "
                        "or set CORE_TIMELINE_READ" % (READER_NAME, beside))
+
+
+# The directory this file is in (<prefix>/share/core-timeline/gdb when
+# installed), taken while it loads and made absolute then.  Not from
+# __file__: gdb's `source` runs the file as __main__ and removes __file__
+# once it has run (and a `source` from inside another sourced script sees
+# that script's); the code object's file name is always this file's.
+MODULE_DIR = os.path.dirname(os.path.realpath(find_reader.__code__.co_filename))
 
 
 def core_file_name(info_target):
@@ -132,6 +140,34 @@ def parse_arguments(argv):
         out.append(word)
         i += 1
     return out
+
+
+def option_names(options):
+    """The names of the options in `options` (a list from
+    parse_arguments()), without their values: "--save" for both
+    "--save F" and "--save=F"."""
+    names = []
+    i = 0
+    while i < len(options):
+        word = options[i]
+        name = word.split("=", 1)[0]
+        names.append(name)
+        i += 2 if name in VALUED and "=" not in word else 1
+    return names
+
+
+def refuse_saving_a_core(options, core):
+    """Raises gdb.GdbError when `options` hold --save or --force and gdb has
+    the core `core` open: --save keeps a live process's snapshot, a core
+    file, and gdb's core is one already (core-timeline-read would only say
+    that --save needs --pid, which this command gives only for a process)."""
+    names = option_names(options)
+    if "--save" in names:
+        raise gdb.GdbError("timeline: --save keeps the snapshot of a live process as a core file; gdb has the "
+                           "core %s open, which is such a file already (copy it to keep it)" % core)
+    if "--force" in names:
+        raise gdb.GdbError("timeline: --force lets --save replace its FILE, and --save is for a live process; "
+                           "gdb has the core %s open" % core)
 
 
 def target_arguments():
@@ -248,6 +284,7 @@ core-timeline-read(1)):
   --core-only           ignore any sidecar
   --sidecar FILE        merge a sidecar copy of the ring (degraded mode)
   --save FILE [--force] a live process: also keep the snapshot, an ELF core
+                        (refused on a core: it is such a file already)
 
 An option not listed is passed on as written (--opt=VALUE for one that
 takes a value).  The reader is $CORE_TIMELINE_READ if set, else the one
@@ -261,7 +298,10 @@ core-timeline-gdb(7)."""
 
     def invoke(self, argument, from_tty):
         options = parse_arguments(gdb.string_to_argv(argument))
-        run_reader(options + target_arguments())
+        target = target_arguments()
+        if target[0] != "--pid":
+            refuse_saving_a_core(options, target[0])
+        run_reader(options + target)
 
 
 TimelineCommand()

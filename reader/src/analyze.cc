@@ -1740,9 +1740,14 @@ Analysis Analyzer::run() {
     if (!cid.empty()) {
       if (!fid || *fid != cid) {
         a_.status = Status::kExecutableRefused;
-        a_.reason = fmt::format("{} is not the executable of this core: its build-id is {}, the core's {} is {}",
-                                *opts_.executable, fid ? hex_bytes(*fid) : fid.error().message, a_.process.exe,
-                                hex_bytes(cid));
+        const std::string of = a_.snapshot ? fmt::format("process {}", a_.snapshot->pid) : std::string("this core");
+        /* Without a build-id of its own, the file's reason ("PATH: not an
+         * ELF file", "PATH: has no NT_GNU_BUILD_ID note") is the sentence. */
+        a_.reason = fid ? fmt::format("{} is not the executable of {}: its build-id is {}, the {}'s {} is {}",
+                                      *opts_.executable, of, hex_bytes(*fid), a_.snapshot ? "process" : "core",
+                                      a_.process.exe, hex_bytes(cid))
+                        : fmt::format("{}, so it cannot be the executable of {} ({}, build-id {})",
+                                      fid.error().message, of, a_.process.exe, hex_bytes(cid));
         return std::move(a_);
       }
       exe_verified_ = use_executable_ = true;

@@ -698,6 +698,15 @@ bool is_ancestor_of(pid_t ancestor, pid_t pid) {
   return pid == ancestor;
 }
 
+/* The real, effective and saved ids of a /proc/PID/status Uid or Gid line
+ * (its fields are tab-separated; the fourth, the filesystem id, is left
+ * out), separated by spaces: "0 0 0". */
+std::string first_three(const std::vector<unsigned long> &ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < 3; ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  return out.empty() ? "unknown" : out;
+}
+
 std::string refusal(pid_t pid, int err) {
   const std::string head = fmt::format("pid {}: reading its memory was refused ({})", pid, ::strerrordesc_np(err));
   auto status = read_small(fmt::format("/proc/{}/status", pid));
@@ -721,8 +730,7 @@ std::string refusal(pid_t pid, int err) {
     return head + fmt::format(": its uids (real, effective, saved) are {} and gids {}, and ours (real) are uid {} gid "
                               "{}: reading another user's process needs the same ids or CAP_SYS_PTRACE, which we do "
                               "not have (ptrace(2), \"Ptrace access mode checking\"; run as its user or as root)",
-                              status_field(*status, "Uid").substr(0, status_field(*status, "Uid").rfind('\t')),
-                              status_field(*status, "Gid").substr(0, status_field(*status, "Gid").rfind('\t')), ruid, rgid);
+                              first_three(uids), first_three(gids), ruid, rgid);
   /* Not dumpable (prctl PR_SET_DUMPABLE 0, a setuid or file-capability
    * program, or a credential change): /proc/PID/mem then belongs to root
    * (proc(5)). */
@@ -766,19 +774,67 @@ std::string access_refusal(pid_t pid, int err) noexcept {
   }
 }
 
+namespace {
+
+/* What a file of mode `m` is, as a sentence names it. */
+const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+Error not_regular(const std::string &path, mode_t m) {
+  return Error{Errc::kInvalidArgument,
+               fmt::format("--save {}: it is {}; --save writes a regular file only (a new one, or an existing one "
+                           "with --force), so nothing was written",
+                           path, file_kind(m))};
+}
+
+}  // namespace
+
 Result<void> save_snapshot(const std::vector<std::uint8_t> &bytes, const std::string &path, bool overwrite) {
-  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (overwrite ? O_TRUNC : O_EXCL);
+  /* Looked at before it is opened, so that a FIFO, a device or a socket is
+   * never opened (an open of a FIFO blocks until a reader comes; a device's
+   * open may act). */
   struct Closer {
-    int fd;
+    int fd = -1;
     int get() const { return fd; }
+    bool valid() const { return fd >= 0; }
+    void reset(int f) { fd = f; }
     int release() { return std::exchange(fd, -1); }
     ~Closer() {
       if (fd >= 0) ::close(fd);
     }
-  } fd{::open(path.c_str(), flags, 0600)};
-  if (fd.get() < 0) return system_error(errno, fmt::format("--save {}: open", path));
-  /* An existing file given with --force keeps its own mode otherwise. */
-  if (::fchmod(fd.get(), 0600) != 0) return system_error(errno, fmt::format("--save {}: fchmod", path));
+  } fd;
+  struct stat before {};
+  if (::lstat(path.c_str(), &before) != 0) {
+    if (errno != ENOENT) return system_error(errno, fmt::format("--save {}", path));
+    fd.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600));
+    if (!fd.valid()) return system_error(errno, fmt::format("--save {}: creating it", path));
+  } else {
+    if (!S_ISREG(before.st_mode)) return not_regular(path, before.st_mode);
+    if (!overwrite)
+      return Error{Errc::kIo, fmt::format("--save {}: the file exists; --force replaces it", path),
+                   EEXIST};
+    /* O_NONBLOCK and the fstat below: what is opened is the regular file
+     * looked at, or nothing is written (swapped for a FIFO meanwhile, the
+     * open fails or the fstat tells). */
+    fd.reset(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd.valid()) return system_error(errno, fmt::format("--save {}: opening it", path));
+    struct stat now {};
+    if (::fstat(fd.get(), &now) != 0) return system_error(errno, fmt::format("--save {}: fstat", path));
+    if (!S_ISREG(now.st_mode)) return not_regular(path, now.st_mode);
+    if (now.st_dev != before.st_dev || now.st_ino != before.st_ino)
+      return Error{Errc::kIo, fmt::format("--save {}: the file was replaced while it was being opened; nothing was "
+                                          "written", path)};
+    /* Its mode and owner stay its own: only a file this call created is
+     * given mode 0600. */
+    if (::ftruncate(fd.get(), 0) != 0) return system_error(errno, fmt::format("--save {}: truncating it", path));
+  }
   std::size_t at = 0;
   while (at < bytes.size()) {
     const ssize_t n = ::write(fd.get(), bytes.data() + at, bytes.size() - at);
@@ -789,8 +845,7 @@ Result<void> save_snapshot(const std::vector<std::uint8_t> &bytes, const std::st
     at += static_cast<std::size_t>(n);
   }
   if (::fsync(fd.get()) != 0) return system_error(errno, fmt::format("--save {}: fsync", path));
-  const int raw = fd.release();
-  if (::close(raw) != 0) return system_error(errno, fmt::format("--save {}: close", path));
+  if (::close(fd.release()) != 0) return system_error(errno, fmt::format("--save {}: close", path));
   return {};
 }
 

@@ -55,13 +55,18 @@ std::string slurp(const std::string &path) {
   return ss.str();
 }
 
-// The environment of every gdb run: no debuginfod look-ups (no network), the
-// reader of this build unless `installed_reader`.
+// The environment of every gdb run: no debuginfod look-ups (no network), no
+// CORE_TIMELINE_READ, and unless `installed_reader` the reader of this
+// build found as a user's is when the module is not installed beside it:
+// on PATH (its directory first).  With `installed_reader` PATH holds no
+// reader at all: the module must find the one installed beside it.
 ct::test::ProcessOptions gdb_options(bool installed_reader = false) {
   ct::test::ProcessOptions o;
   o.in = ct::test::Stream::null();
   o.unset_env = {"DEBUGINFOD_URLS", "CORE_TIMELINE_READ"};
-  if (!installed_reader) o.env["CORE_TIMELINE_READ"] = kReader;
+  const char *path = std::getenv("PATH");
+  o.env["PATH"] = installed_reader ? "/nonexistent"
+                                   : fs::path(kReader).parent_path().string() + ":" + (path ? path : "/usr/bin:/bin");
   o.timeout = std::chrono::minutes(3);
   return o;
 }
@@ -168,6 +173,58 @@ TEST_F(GdbCommand, BadArgumentsAreGdbErrors) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.command << ": " << r.err;
     EXPECT_EQ(r.out.find("REQ_PARSE"), std::string::npos) << c.command << ": " << r.out;
   }
+}
+
+// --save keeps a live process's snapshot as a core file: on a core gdb has
+// open it is refused with a sentence about that (the reader's own "--save
+// requires --pid" would name an option the command refuses), and nothing
+// is written.  --force alone too.
+TEST_F(GdbCommand, SaveOnACoreIsRefusedSayingWhy) {
+  SKIP_WITHOUT_GDB();
+  char tmpl[] = "/tmp/ct-gdb-save-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, file = dir + "/copy.core";
+  const std::string save = "timeline: --save keeps the snapshot of a live process as a core file; gdb has the core " +
+                           demo_a_.core_path + " open, which is such a file already (copy it to keep it)";
+  struct Case {
+    std::string command, says;
+  } cases[] = {
+      {"timeline --save " + file, save},
+      {"timeline --json --save=" + file + " --force", save},
+      {"timeline --force", "timeline: --force lets --save replace its FILE, and --save is for a live process; gdb "
+                           "has the core " + demo_a_.core_path + " open"},
+  };
+  for (const auto &c : cases) {
+    const auto r = gdb_batch({c.command, "print $_timeline_exit"}, {kDemo, demo_a_.core_path});
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.command << ": " << r.err;
+    EXPECT_EQ(r.err.find("requires"), std::string::npos) << c.command << ": " << r.err;
+    EXPECT_EQ(r.out.find("REQ_PARSE"), std::string::npos) << c.command << ": " << r.out;
+    EXPECT_NE(r.out.find("$1 = void"), std::string::npos) << c.command << ": the reader ran: " << r.out;
+    EXPECT_FALSE(fs::exists(file)) << c.command;
+  }
+  fs::remove_all(dir);
+}
+
+// $CORE_TIMELINE_READ, when set, is the reader run, whatever PATH holds; one
+// that is not an executable file is a gdb error naming it.  Without it and
+// with no reader on PATH or beside the module, the error says where the
+// command looked.
+TEST_F(GdbCommand, CoreTimelineReadNamesTheReader) {
+  SKIP_WITHOUT_GDB();
+  auto o = gdb_options(/*installed_reader=*/true);  // PATH=/nonexistent
+  o.env["CORE_TIMELINE_READ"] = kReader;
+  const auto set = gdb_batch({"timeline"}, {kDemo, demo_a_.core_path}, o);
+  ASSERT_EQ(set.exit_code(), 0) << set.out << set.err;
+  EXPECT_NE(set.out.find(reader_text({demo_a_.core_path, kDemo})), std::string::npos) << set.out;
+  o.env["CORE_TIMELINE_READ"] = "/nonexistent/core-timeline-read";
+  const auto bad = gdb_batch({"timeline"}, {kDemo, demo_a_.core_path}, o);
+  EXPECT_NE(bad.exit_code(), 0);
+  EXPECT_NE(bad.err.find("timeline: CORE_TIMELINE_READ=/nonexistent/core-timeline-read is not an executable file"),
+            std::string::npos)
+      << bad.err;
+  const auto none = gdb_batch({"timeline"}, {kDemo, demo_a_.core_path}, gdb_options(/*installed_reader=*/true));
+  EXPECT_NE(none.exit_code(), 0);
+  EXPECT_NE(none.err.find("timeline: core-timeline-read not found (not at "), std::string::npos) << none.err;
 }
 
 // The executable gdb has loaded is the one the reader checks against the
@@ -288,6 +345,32 @@ TEST_F(GdbAutoLoad, GdbLoadsTheStubWithLibtimelineSo1) {
 
   const auto off = ct::test::run({kGdb, "-nx", "-batch", "-ex", "timeline", kShared, crash.core_path}, o);
   EXPECT_NE(off.err.find("Undefined command: \"timeline\""), std::string::npos) << off.out << off.err;
+}
+
+// The documented path for a program linked with libtimeline.a, as a user
+// of an installed tree types it (docs/gdb.md, README "In gdb"): gdb EXE
+// CORE, then `source <prefix>/share/core-timeline/gdb/timeline.py`, then
+// `timeline`, with CORE_TIMELINE_READ unset and no reader on PATH: the
+// module, run by gdb's `source` (which leaves it no __file__), finds the
+// reader installed beside it in <prefix>/bin.
+TEST_F(GdbAutoLoad, SourcedInstalledModuleRunsTheReaderBesideIt) {
+  const fs::path prefix = root_ / "usr";
+  const fs::path stage = root_ / "stage";
+  ASSERT_NO_FATAL_FAILURE(install(prefix, stage));
+  fs::rename(stage.string() + prefix.string(), prefix);
+  const fs::path module = prefix / "share/core-timeline/gdb/timeline.py";
+  ASSERT_TRUE(fs::exists(module)) << module;
+  ASSERT_TRUE(fs::exists(prefix / "bin/core-timeline-read"));
+
+  const auto crash = ct::test::run_and_collect_core({kDemo, "--path=a"});
+  const auto r = ct::test::run({kGdb, "-nx", "-batch", "-ex", "source " + module.string(), "-ex", "timeline",
+                                "-ex", "print $_timeline_exit", kDemo, crash.core_path},
+                               gdb_options(/*installed_reader=*/true));
+  ASSERT_EQ(r.exit_code(), 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("Python Exception"), std::string::npos) << r.err;
+  const std::string expected = reader_text({crash.core_path, kDemo});
+  EXPECT_NE(r.out.find(expected), std::string::npos) << "gdb printed:\n" << r.out << "\nthe reader:\n" << expected;
+  EXPECT_NE(r.out.find("$1 = 0"), std::string::npos) << r.out;
 }
 
 // The .deb's layout (prefix /usr, DESTDIR): the stub's path under

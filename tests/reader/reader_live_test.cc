@@ -9,13 +9,19 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -382,6 +388,13 @@ TEST(ReaderLive, AnotherUsersProcessIsRefusedNamingTheRule) {
   EXPECT_NE(r.err.find("reading its memory was refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("reading another user's process needs the same ids or CAP_SYS_PTRACE"), std::string::npos)
       << r.err;
+  /* The ids as words, not /proc/PID/status's tab-separated fields. */
+  EXPECT_NE(r.err.find("its uids (real, effective, saved) are 0 0 0 and gids 0 0 0, and ours (real) are uid 65534 "
+                       "gid 65534"),
+            std::string::npos)
+      << r.err;
+  for (const char ch : r.err.substr(0, r.err.size() - 1))
+    EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << "a raw control byte " << int(ch) << " in " << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
 }
 
@@ -419,14 +432,111 @@ TEST(ReaderLive, SavedSnapshotReadsAsTheSameLiveSnapshot) {
   EXPECT_EQ(saved["events"], direct["events"]);
   EXPECT_EQ(saved["rings"][0]["lanes"], direct["rings"][0]["lanes"]);
   EXPECT_TRUE(saved["crash"].is_null());
-  /* An existing FILE is refused (O_EXCL) unless --force. */
+  /* An existing FILE is refused unless --force. */
   const auto refused = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file});
   EXPECT_EQ(refused.exit_code, 7) << refused.err;
-  EXPECT_NE(refused.err.find("File exists"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("core-timeline-read: --save " + file + ": the file exists; --force replaces it"),
+            std::string::npos)
+      << refused.err;
   const auto forced = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file, "--force", "--no-symbols"});
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
   unlink(file.c_str());
   rmdir(dir);
+}
+
+/* --save writes regular files only.  Whatever else is at FILE (a FIFO, a
+ * character device such as /dev/full, a socket, a directory, a symbolic
+ * link) is refused with exit 7 and a sentence naming what it is, with or
+ * without --force, and is left as it was: no open that blocks (a FIFO
+ * without a reader), no write to a device, no change of its mode.  A FIFO
+ * that blocked would be killed at the deadline, which only bounds a hang. */
+TEST(ReaderLive, SaveRefusesWhatIsNotARegularFile) {
+  Writers w(1, "1048576");
+  char tmpl[] = "/tmp/ct-live-save-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string fifo = dir + "/fifo", device = dir + "/full", socket_path = dir + "/socket",
+                    subdir = dir + "/subdir", target = dir + "/target", link = dir + "/link";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);
+  /* /dev/full's own numbers (char 1:7), made here: the real one stays untouched. */
+  const bool have_device = mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0;
+  if (geteuid() == 0) {
+    ASSERT_TRUE(have_device) << "mknod: " << std::strerror(errno);
+  }
+  if (have_device) {
+    ASSERT_EQ(chmod(device.c_str(), 0666), 0);  // past the umask
+  }
+  const int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket_path.c_str());
+  ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0) << std::strerror(errno);
+  ASSERT_EQ(mkdir(subdir.c_str(), 0755), 0);
+  { std::ofstream(target) << "the target"; }
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+
+  struct Case {
+    std::string path, is;
+  };
+  std::vector<Case> cases = {{fifo, "a FIFO"}, {socket_path, "a socket"}, {subdir, "a directory"},
+                             {link, "a symbolic link"}};
+  if (have_device) cases.push_back({device, "a character device"});
+  for (const auto &c : cases) {
+    struct stat st0 {};
+    ASSERT_EQ(lstat(c.path.c_str(), &st0), 0) << c.path;
+    for (const bool force : {true, false}) {
+      std::vector<std::string> argv = {reader_bin(), "--pid", std::to_string(w.pid()), "--save", c.path};
+      if (force) argv.push_back("--force");
+      ct::test::ProcessOptions o;
+      o.timeout = std::chrono::minutes(2);
+      const auto r = ct::test::run(argv, o);
+      ASSERT_FALSE(r.timed_out) << c.is << ": the reader blocked on " << c.path;
+      EXPECT_EQ(r.exit_code(), 7) << c.is << " " << r.err;
+      EXPECT_EQ(r.err, "core-timeline-read: --save " + c.path + ": it is " + c.is +
+                           "; --save writes a regular file only (a new one, or an existing one with --force), so "
+                           "nothing was written\n")
+          << "--force " << force;
+      EXPECT_TRUE(r.out.empty()) << r.out;
+      struct stat st {};
+      ASSERT_EQ(lstat(c.path.c_str(), &st), 0) << c.path;
+      EXPECT_EQ(st.st_mode, st0.st_mode) << c.is << ": its type and mode must stay as they were";
+      EXPECT_EQ(st.st_ino, st0.st_ino) << c.is;
+    }
+  }
+  EXPECT_EQ(ct::testing::slurp(target), "the target") << "written through the symbolic link";
+  close(sock);
+  std::filesystem::remove_all(dir);
+  if (!have_device) GTEST_SKIP() << "not root: mknod of a character device was refused, its case was not run";
+}
+
+/* --save --force over an existing regular file writes it in place: its
+ * mode (0644 here) and inode stay its own, the snapshot is what it holds
+ * afterwards; a file --save creates has mode 0600. */
+TEST(ReaderLive, SaveForceKeepsTheModeOfAFileItDidNotCreate) {
+  Writers w(1, "1048576");
+  char tmpl[] = "/tmp/ct-live-save-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, file = dir + "/theirs.core", fresh = dir + "/new.core";
+  { std::ofstream(file) << "an older file, longer than nothing"; }
+  ASSERT_EQ(chmod(file.c_str(), 0644), 0);
+  struct stat st0 {};
+  ASSERT_EQ(stat(file.c_str(), &st0), 0);
+  const auto r = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file, "--force", "--no-symbols"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u) << "the mode of a file --save did not create was changed";
+  EXPECT_EQ(st.st_ino, st0.st_ino) << "written in place";
+  const auto again = run({reader_bin(), file, "--json", "--no-symbols"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(json::parse(again.out)["snapshot"]["pid"], w.pid());
+
+  const auto created = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", fresh, "--force"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  ASSERT_EQ(stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::filesystem::remove_all(dir);
 }
 
 /* The exports read a live snapshot as they read a core: no crash, spans
@@ -454,7 +564,67 @@ TEST(ReaderLive, UsageErrors) {
   EXPECT_EQ(run({reader_bin()}).exit_code, 7);
   EXPECT_EQ(run({reader_bin(), "--save", "/tmp/x", "core"}).exit_code, 7) << "--save needs --pid";
   EXPECT_EQ(run({reader_bin(), "--pid", "1", "a", "b"}).exit_code, 7) << "--pid takes no CORE";
-  EXPECT_EQ(run({reader_bin(), "--pid", "0"}).exit_code, 7);
+}
+
+/* A --pid that is not a process id: exit 7, and a sentence about the value
+ * given (escaped), not CLI11's range of doubles. */
+TEST(ReaderLive, PidThatIsNotAProcessIdIsASentenceAboutIt) {
+  const std::string range = " is not a process id: process ids are whole numbers from 1 to 4194304\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"--pid", "0"}, "--pid: 0" + range},
+      {{"--pid", "-1"}, "--pid: -1" + range},
+      {{"--pid=-1"}, "--pid: -1" + range},
+      {{"--pid", "abc"}, "--pid: \"abc\"" + range},
+      {{"--pid", "12x"}, "--pid: \"12x\"" + range},
+      {{"--pid", "4194305"}, "--pid: 4194305" + range},
+      {{"--pid", "99999999999999999999"}, "--pid: 99999999999999999999" + range},
+      {{"--pid", "a\tb\x1b[2J"}, "--pid: \"a\\tb\\x1b[2J\"" + range},
+  };
+  for (const auto &c : cases) {
+    std::vector<std::string> argv = {reader_bin()};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const auto r = run(argv);
+    EXPECT_EQ(r.exit_code, 7) << c.args.back();
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1), c.says) << r.err;
+    EXPECT_EQ(r.err.find("range"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+/* --pid with a file named: that file is the process's EXECUTABLE.  A core
+ * there (a snapshot saved a moment before) is a usage error that says so;
+ * a file that is not ELF is refused for what it is (exit 5), not with "its
+ * build-id is PATH: not an ELF file". */
+TEST(ReaderLive, PidWithACoreOrANonElfFileSaysWhatTheFileIs) {
+  Writers w(1, "1048576");
+  char tmpl[] = "/tmp/ct-live-pidfile-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, core = dir + "/snap.core", text = dir + "/notes.txt";
+  const std::string pid = std::to_string(w.pid());
+  ASSERT_EQ(run({reader_bin(), "--pid", pid, "--save", core, "--no-symbols"}).exit_code, 0);
+  { std::ofstream(text) << "not a program\n"; }
+
+  const auto with_core = run({reader_bin(), "--pid", pid, core});
+  EXPECT_EQ(with_core.exit_code, 7) << with_core.err;
+  EXPECT_EQ(with_core.err, "core-timeline-read: " + core +
+                               " is a core file, and --pid reads a running process, not a core (with --pid the one "
+                               "file named is the process's EXECUTABLE): give the core without --pid, or --pid "
+                               "alone\n");
+  EXPECT_TRUE(with_core.out.empty()) << with_core.out;
+
+  const auto with_text = run({reader_bin(), "--pid", pid, text, "--no-symbols"});
+  EXPECT_EQ(with_text.exit_code, 5) << with_text.err;
+  EXPECT_EQ(with_text.err.rfind("core-timeline-read: " + text + ": not an ELF file, so it cannot be the executable of "
+                                "process " + pid + " (",
+                                0),
+            0u)
+      << with_text.err;
+  EXPECT_EQ(with_text.err.find("its build-id is"), std::string::npos) << with_text.err;
+  EXPECT_EQ(std::count(with_text.err.begin(), with_text.err.end(), '\n'), 1) << with_text.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -117,9 +117,17 @@ Result<LiveSnapshot> snapshot_process(pid_t pid, const SnapshotOptions &options 
 std::string access_refusal(pid_t pid, int err) noexcept;
 
 /**
- * Writes `bytes` to `path` with mode 0600, refusing an existing file
- * (O_CREAT | O_EXCL | O_NOFOLLOW) unless `overwrite`, then fsyncs it.
- * Errors: kIo naming the path and the call.
+ * Writes `bytes` to the regular file `path`, then fsyncs it.  A new file
+ * is created with mode 0600 (O_CREAT | O_EXCL | O_NOFOLLOW; the umask may
+ * take bits away).  An existing regular file is refused unless
+ * `overwrite`, and then truncated and written in place: its mode and owner
+ * stay its own.  Anything else at `path` (a directory, a FIFO, a socket, a
+ * device, a symbolic link) is refused without being opened, so the call
+ * never blocks on a FIFO nor writes to a device.
+ * Errors: kInvalidArgument for what is not a regular file; kIo (sys_errno
+ * EEXIST) for an existing file without `overwrite`; kIo naming the path
+ * and the call for a failed system call.  Nothing is written on an error
+ * found before the write (a write that fails leaves what it wrote).
  */
 Result<void> save_snapshot(const std::vector<std::uint8_t> &bytes, const std::string &path, bool overwrite);
 
