@@ -122,6 +122,50 @@ TEST(Reraised, WithKill) {
   expect_reraised(r, "SI_USER", "kill()");
 }
 
+// The handler returns without SA_NODEFER: the re-raised signal waits until
+// sigreturn and is taken at the faulting instruction, so no signal frame is
+// on the stack and the core cannot tell the fault; the reader says so.
+TEST(Reraised, TakenAfterTheHandlerReturnedCannotBeTold) {
+  const Read r = crash_and_read({CT_RERAISE_FIXTURE, "defer"});
+  const json &c = r.doc["crash"];
+  EXPECT_EQ(c["si_code_name"], "SI_TKILL") << c.dump();
+  EXPECT_TRUE(c["reraised"].is_null()) << c.dump(2);
+  ASSERT_TRUE(c.contains("reraised_note")) << c.dump(2);
+  EXPECT_NE(c["reraised_note"].get<std::string>().find("passes through no signal frame"), std::string::npos);
+  ASSERT_TRUE(c["stack"].is_object()) << c.dump(2);
+  expect_run(c["stack"]["frames"], {"fault_here", "f1", "main"});
+  for (const auto &w : r.doc["warnings"]) EXPECT_EQ(w.get<std::string>().find("not installed"), std::string::npos) << w;
+}
+
+// --all-threads: every other thread's stack too (main, waiting in
+// pthread_join, and libtimeline's helper); without it, none.
+TEST(AllThreads, EveryOtherThreadIsUnwound) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_RERAISE_FIXTURE, "thread"});
+  const ct::test::Ran plain = ct::test::run({CT_READER_BIN, "--format=json", run.core_path});
+  ASSERT_EQ(plain.exit_code(), 0) << plain.err;
+  EXPECT_TRUE(json::parse(plain.out)["thread_stacks"].empty());
+  const ct::test::Ran all = ct::test::run({CT_READER_BIN, "--format=json", "--all-threads", run.core_path});
+  ASSERT_EQ(all.exit_code(), 0) << all.err;
+  const json doc = json::parse(all.out);
+  expect_run(doc["crash"]["stack"]["frames"], {"fault_here", "f1", "thread_main"});
+  // main's thread, and libtimeline's helper thread.
+  ASSERT_EQ(doc["thread_stacks"].size(), doc["process"]["threads"].size() - 1) << doc["thread_stacks"].dump(2);
+  const json *main_thread = nullptr;
+  for (const auto &x : doc["thread_stacks"])
+    if (x["tid"] == run.pid) main_thread = &x;
+  ASSERT_NE(main_thread, nullptr) << doc["thread_stacks"].dump(2);
+  const json &t = *main_thread;
+  bool in_main = false;
+  for (const auto &f : t["frames"]) {
+    in_main = in_main || fn(f) == "main";
+    EXPECT_EQ(f["from"], "core");
+  }
+  EXPECT_TRUE(in_main) << shown(t["frames"]);
+  const ct::test::Ran text = ct::test::run({CT_READER_BIN, "--all-threads", run.core_path});
+  EXPECT_NE(text.out.find("stack of tid " + std::to_string(run.pid) + " (from the core's unwind):\n"), std::string::npos)
+      << text.out;
+}
+
 // systemd-coredump's stack of the crashing thread, from its journal
 // entry's MESSAGE ("Stack trace of thread N:" then "#0  0x... fn (mod +
 // 0x...)" lines; systemd 252's elf-util.c, dwfl_getthread_frames, 64
