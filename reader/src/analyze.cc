@@ -1836,7 +1836,6 @@ Analysis Analyzer::run() {
   for (const auto &r : a_.rings)
     if (r.state == RingReport::State::kForeign || (r.state != RingReport::State::kValid && a_.status == Status::kOk))
       a_.warnings.push_back(fmt::format("ring {} at {:#x} not used: {}", r.index, r.address, r.reason));
-
   if (a_.absence_proves_nothing) {
     std::string which;
     for (const auto &w : a_.windows)
