@@ -1560,6 +1560,11 @@ void Analyzer::symbolize_all() {
   /* debuginfod failures: one warning per reason, naming the modules. */
   std::map<std::string, std::set<std::string>> debuginfod_failed;
   const auto apply = [&](Location &l, const std::optional<Symbol> &s) {
+    if (l.build_id.empty() && !opts_.unverified_symbols) {
+      if (l.note.empty())
+        l.note = "the core has no build-id for this module: raw address (--unverified-symbols to symbolize)";
+      return;
+    }
     if (!s) {
       if (l.note.empty()) l.note = "no symbol or file found for this address";
       return;
@@ -1581,11 +1586,6 @@ void Analyzer::symbolize_all() {
       }
       l.verification = Verification::kVerified;
     } else {
-      if (!opts_.unverified_symbols) {
-        if (l.note.empty())
-          l.note = "the core has no build-id for this module: raw address (--unverified-symbols to symbolize)";
-        return;
-      }
       l.verification = Verification::kUnverifiedNoCoreBuildId;
       l.note = fmt::format("symbols from {}, which cannot be verified against the core", s->module_file);
     }
