@@ -6,6 +6,7 @@
  *   core-timeline-read [--core-only] [--json] [--wall-clock] [--by-thread]
  *                      [--sidecar PATH] [--tlmap FILE] [--unverified-symbols]
  *                      [--no-symbols] [--debuginfod-timeout SECONDS]
+ *                      [--all-threads]
  *                      [--format=text|json|chrome-trace|ctf]
  *                      [--output PATH] CORE [EXECUTABLE]
  *
@@ -136,7 +137,7 @@ int main(int argc, char **argv) {
                "or nothing to read, 4 ring invalid, 5 EXECUTABLE refused,\n"
                "6 sidecar identity mismatch, 7 usage error, 8 libtimeline loaded but made no ring.",
                "core-timeline-read"};
-  bool core_only = false, as_json = false, unverified = false, no_symbols = false;
+  bool core_only = false, as_json = false, unverified = false, no_symbols = false, all_threads = false;
   ctr::TextOptions text;
   std::string sidecar, tlmap_path, core_path, exe_path, save_path;
   int pid = 0;
@@ -167,6 +168,9 @@ int main(int argc, char **argv) {
   app.add_flag("--unverified-symbols", unverified,
                "Symbolize modules the core records no build-id for; tagged unverified");
   app.add_flag("--no-symbols", no_symbols, "Do not symbolize (raw module+offset only)");
+  app.add_flag("--all-threads", all_threads,
+               "Also unwind every other thread of the core with libdwfl (the crashing thread's stack is always "
+               "unwound, beside the CRASH event's own walk)");
   double debuginfod_timeout = 5;
   app.add_option("--debuginfod-timeout", debuginfod_timeout,
                  "With DEBUGINFOD_URLS: seconds all debuginfod downloads of this read may take together; then "
@@ -249,6 +253,7 @@ int main(int argc, char **argv) {
   /* Every format symbolizes: the exports name each stack frame
    * (docs/export.md, "Stacks") as the stored document does. */
   opts.symbolize = !no_symbols;
+  opts.all_threads = all_threads;
   opts.tlmap = tlmap ? &*tlmap : nullptr;
   opts.debuginfod_timeout_ms = static_cast<int>(std::ceil(debuginfod_timeout * 1000));
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <new>
 #include <set>
@@ -21,6 +22,7 @@
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/symbolize.h"
+#include "signal_frame.h"
 #include "core_timeline/timeline.h"
 
 namespace core_timeline::reader {
@@ -295,6 +297,7 @@ class Analyzer {
   std::uint32_t location_index(std::uint64_t addr, bool crash, bool mapping_changed);
   std::uint32_t mapping_index(std::uint64_t addr);
   void symbolize_all();
+  void core_stacks(const SymbolizeResult &res, const std::function<void(Location &, const std::optional<Symbol> &)> &apply);
   Location locate(std::uint64_t addr) const;
   AddressMapping describe(std::uint64_t addr) const;
   void decide_status();
@@ -1579,13 +1582,16 @@ void Analyzer::symbolize_all() {
     a_.warnings.push_back(fmt::format("NO BUILD-ID: the core attests no build-id for {} ({}); its addresses are "
                                       "shown raw because no file can be verified to be the one that ran "
                                       "(--unverified-symbols symbolizes them, tagged unverified)", m, why));
-  if (q.empty() || !opts_.symbolize) return;
+  const bool unwind = opts_.unwind && a_.crash && a_.crash->has_regs && !core_.notes().threads.empty();
+  if ((q.empty() && !unwind) || !opts_.symbolize) return;
   SymbolizeOptions so;
   so.isolate = opts_.isolate_symbolizer;
   so.unverified = opts_.unverified_symbols;
   so.debuginfod_timeout_ms = opts_.debuginfod_timeout_ms;
   if (use_executable_) so.executable = opts_.executable;
-  auto res = symbolize(core_, q, so);
+  UnwindRequest ur;
+  ur.all_threads = opts_.all_threads;
+  auto res = symbolize_and_unwind(core_, q, so, unwind ? &ur : nullptr);
   if (!res) {
     a_.warnings.push_back(fmt::format("symbols unavailable ({}); the timeline is complete, with raw addresses",
                                       res.error().message));
@@ -1605,33 +1611,35 @@ void Analyzer::symbolize_all() {
     l.note = what + ": not used";
     refused.emplace(l.module, what);
   };
-  for (std::size_t i = 0; i < q.size(); ++i) {
-    Location &l = *dest[i];
-    const auto &s = (*res)[i];
+  const auto apply = [&](Location &l, const std::optional<Symbol> &s) {
+    if (l.build_id.empty() && !opts_.unverified_symbols) {
+      if (l.note.empty())
+        l.note = "the core has no build-id for this module: raw address (--unverified-symbols to symbolize)";
+      return;
+    }
     if (!s) {
       if (l.note.empty()) l.note = "no symbol or file found for this address";
-      continue;
+      return;
     }
     if (s->module_file.empty() && !s->refused_file.empty() && !l.build_id.empty()) {
       file_refused(l, s->refused_file, s->refused_build_id);
       if (!s->debuginfod_failure.empty()) debuginfod_failed[s->debuginfod_failure].insert(l.module);
-      continue;
+      return;
     }
     if (!s->debuginfod_failure.empty()) {
       debuginfod_failed[s->debuginfod_failure].insert(l.module);
       if (l.note.empty())
         l.note = s->module_file.empty() ? fmt::format("no file of this module found: {}", s->debuginfod_failure)
                                         : fmt::format("no debug info: {}", s->debuginfod_failure);
-      if (s->module_file.empty()) continue;
+      if (s->module_file.empty()) return;
     }
     if (!l.build_id.empty()) {
       if (s->file_build_id != l.build_id) {
         file_refused(l, s->module_file, s->file_build_id);
-        continue;
+        return;
       }
       l.verification = Verification::kVerified;
     } else {
-      if (!opts_.unverified_symbols) continue;
       l.verification = Verification::kUnverifiedNoCoreBuildId;
       l.note = fmt::format("symbols from {}, which cannot be verified against the core", s->module_file);
     }
@@ -1639,7 +1647,9 @@ void Analyzer::symbolize_all() {
     l.function_offset = s->function_offset;
     l.source_file = s->source_file;
     l.line = s->line;
-  }
+  };
+  for (std::size_t i = 0; i < q.size(); ++i) apply(*dest[i], res->symbols[i]);
+  if (unwind) core_stacks(*res, apply);
   for (const auto &[module, why] : refused)
     a_.warnings.push_back(fmt::format("BUILD-ID MISMATCH: {}: it is not the file that ran, so the addresses in {} "
                                       "are shown raw (module+offset)", why, module));
@@ -1650,6 +1660,97 @@ void Analyzer::symbolize_all() {
                                       "without source lines (as module+offset where the file has no symbols)",
                                       why, names));
   }
+}
+
+/* The threads unwound from the core: the crashing thread's merged with
+ * the CRASH event's walk (CrashFacts::stack), a fault its own handler
+ * re-raised (CrashFacts::reraised), the others (Analysis::thread_stacks). */
+void Analyzer::core_stacks(const SymbolizeResult &res,
+                           const std::function<void(Location &, const std::optional<Symbol> &)> &apply) {
+  CrashFacts &c = *a_.crash;
+  const auto frame_location = [&](const UnwoundFrame &f) {
+    Location l = locate(f.pc);
+    if (l.in_module) apply(l, f.symbol);
+    else if (l.note.empty()) l.note = "not in a file mapping";
+    return l;
+  };
+  /* The CRASH event of the crashing thread: its pc, then its walk. */
+  std::vector<std::uint64_t> ring;
+  std::vector<const Location *> ring_at;
+  const Event *crash_event = nullptr;
+  for (const Event &e : a_.events)
+    if (e.kind == f::kKindCrash && e.tid == c.tid) {
+      crash_event = &e;
+      break;
+    }
+  if (crash_event != nullptr && crash_event->location != kNoIndex) {
+    ring.push_back(crash_event->return_address);
+    ring_at.push_back(&a_.locations[crash_event->location]);
+    for (const std::uint32_t l : a_.frames_of(*crash_event)) {
+      ring.push_back(a_.locations[l].address);
+      ring_at.push_back(&a_.locations[l]);
+    }
+  }
+  CrashStack cs;
+  if (crash_event != nullptr && crash_event->stack != StackState::kNone)
+    cs.ring_end = std::string(stack_state_name(crash_event->stack));
+  const UnwoundThread *crashed = nullptr;
+  for (const auto &t : res.threads) {
+    if (t.tid == c.tid && crashed == nullptr) {
+      crashed = &t;
+      continue;
+    }
+    ThreadStack ts;
+    ts.tid = t.tid;
+    ts.end = t.end;
+    for (const auto &fr : t.frames) ts.frames.push_back({frame_location(fr), FrameFrom::kCore, false});
+    a_.thread_stacks.push_back(std::move(ts));
+  }
+  if (crashed == nullptr) {
+    cs.core_end = fmt::format("not unwound: {}", res.unwind_error.empty() ? "libdwfl gave no thread" : res.unwind_error);
+    for (std::size_t k = 0; k < ring.size(); ++k) cs.frames.push_back({*ring_at[k], FrameFrom::kRing, false});
+    c.stack = std::move(cs);
+    return;
+  }
+  cs.core_end = crashed->end;
+  std::string why;
+  const auto sf = detail::read_signal_frame(core_, crashed->frames, why);
+  const detail::MergedStack m = detail::merge_stacks(ring, crashed->frames);
+  cs.agree = m.agree;
+  cs.note = m.note;
+  for (const auto &mf : m.frames) {
+    if (mf.from == FrameFrom::kRing) {
+      cs.frames.push_back({*ring_at[mf.index], FrameFrom::kRing, false});
+      continue;
+    }
+    StackFrame fr{frame_location(crashed->frames[mf.index]), mf.from, sf && sf->trampoline == mf.index};
+    cs.frames.push_back(std::move(fr));
+  }
+  /* A fatal signal the process sent itself (SI_USER, SI_TKILL, SI_QUEUE). */
+  const bool self_sent = c.si_code && (*c.si_code == 0 || *c.si_code == -6 || *c.si_code == -1) && c.sender_pid &&
+                         a_.process.pid && static_cast<std::uint32_t>(*c.sender_pid) == *a_.process.pid;
+  if (self_sent && sf) {
+    ReraisedFault r;
+    r.signo = sf->signo;
+    r.signal_name = signal_name(sf->signo);
+    r.si_code = sf->code;
+    r.si_code_name = si_code_name(sf->signo, sf->code);
+    const bool fault_signal = sf->signo == 11 || sf->signo == 7 || sf->signo == 4 || sf->signo == 8 || sf->signo == 5;
+    if (sf->code > 0 && fault_signal) r.fault_address = sf->addr;
+    if (sf->code <= 0) r.sender_pid = sf->pid;
+    r.pc = sf->rip;
+    r.sp = sf->rsp;
+    r.frame_address = sf->ucontext;
+    r.location = frame_location(crashed->frames[sf->trampoline + 1]);
+    if (sf->trampoline >= 1) r.handler = frame_location(crashed->frames[sf->trampoline - 1]);
+    r.raised_with = *c.si_code == 0 ? "kill()" : *c.si_code == -6 ? "tgkill()" : "sigqueue()";
+    c.reraised = std::move(r);
+  } else if (self_sent) {
+    c.reraised_note = why.empty() ? "the process sent the signal itself, and the crashing thread's stack passes "
+                                    "through no signal frame: the fault it may have answered cannot be told"
+                                  : fmt::format("the process sent the signal itself; {}", why);
+  }
+  c.stack = std::move(cs);
 }
 
 void Analyzer::decide_status() {
@@ -1797,9 +1898,6 @@ Analysis Analyzer::run() {
   for (const auto &r : a_.rings)
     if (r.state == RingReport::State::kForeign || (r.state != RingReport::State::kValid && a_.status == Status::kOk))
       a_.warnings.push_back(fmt::format("ring {} at {:#x} not used: {}", r.index, r.address, r.reason));
-  if (a_.crash && !a_.crash->ring_slot && a_.status == Status::kOk)
-    a_.warnings.push_back("no CRASH event in the ring: the crash handler was not installed or did not run; the "
-                          "crash facts shown come from the core's notes");
   if (a_.absence_proves_nothing) {
     std::string which;
     for (const auto &w : a_.windows)
@@ -1808,6 +1906,13 @@ Analysis Analyzer::run() {
                           "timeline proves nothing" + (which.empty() ? std::string() : " by itself: " + which));
   }
   if (a_.status == Status::kOk || a_.source == TimelineSource::kDegradedSidecar) symbolize_all();
+  if (a_.crash && !a_.crash->ring_slot && a_.status == Status::kOk) {
+    std::optional<bool> installed;
+    for (const auto &r : a_.rings)
+      if (r.state == RingReport::State::kValid && r.ring && r.found_by != FoundBy::kSidecar)
+        installed = installed.value_or(false) || (r.ring->header.compat_flags & f::kCompatHandlers) != 0;
+    a_.warnings.push_back(detail::no_crash_event_text(*a_.crash, installed));
+  }
   return std::move(a_);
 }
 

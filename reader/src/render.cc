@@ -300,6 +300,44 @@ json process_json(const Analysis &a) {
   return p;
 }
 
+json stack_frames_json(const std::vector<StackFrame> &frames) {
+  json out = json::array();
+  for (const auto &fr : frames) {
+    json j = location_json(fr.location);
+    j[key::from] = std::string(frame_from_name(fr.from));
+    j[key::signal_frame] = fr.signal_frame;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+json crash_stack_json(const CrashStack &s) {
+  return {{key::frames, stack_frames_json(s.frames)},
+          {key::core_end, s.core_end},
+          {key::ring_end, s.ring_end.empty() ? json(nullptr) : json(s.ring_end)},
+          {key::agree, s.agree},
+          {key::note, s.note.empty() ? json(nullptr) : json(s.note)}};
+}
+
+json reraised_json(const ReraisedFault &r) {
+  return {{key::signal, r.signo},
+          {key::signal_name, r.signal_name},
+          {key::si_code, r.si_code},
+          {key::si_code_name, r.si_code_name},
+          {key::fault_address, r.fault_address ? json(fmt::format("{:#x}", *r.fault_address)) : json(nullptr)},
+          {key::sender_pid, r.sender_pid ? json(*r.sender_pid) : json(nullptr)},
+          {key::pc, fmt::format("{:#x}", r.pc)},
+          {key::sp, fmt::format("{:#x}", r.sp)},
+          {key::frame_address, fmt::format("{:#x}", r.frame_address)},
+          {key::location, location_json(r.location)},
+          {key::handler, r.handler ? location_json(*r.handler) : json(nullptr)},
+          {key::raised_with, r.raised_with}};
+}
+
+json thread_stack_json(const ThreadStack &t) {
+  return {{key::tid, t.tid}, {key::frames, stack_frames_json(t.frames)}, {key::end, t.end.empty() ? json(nullptr) : json(t.end)}};
+}
+
 json crash_json(const CrashFacts &c) {
   json cj;
   cj[key::signal] = c.signo != 0 ? json(c.signo) : json(nullptr);
@@ -317,6 +355,9 @@ json crash_json(const CrashFacts &c) {
   cj[key::ring_slot] = c.ring_slot;
   cj[key::from] = std::string(signal_note_name(c.source));
   cj[key::inside_spans] = c.inside_spans;
+  cj[key::stack] = c.stack ? crash_stack_json(*c.stack) : json(nullptr);
+  cj[key::reraised] = c.reraised ? reraised_json(*c.reraised) : json(nullptr);
+  if (!c.reraised_note.empty()) cj[key::reraised_note] = c.reraised_note;
   return cj;
 }
 
@@ -608,6 +649,51 @@ std::string_view stack_end_text(StackState s) {
   return "none";
 }
 
+/* A stack's frames, one line each, numbered, with where each came from. */
+std::string stack_frame_lines(const std::vector<StackFrame> &frames, std::size_t indent, bool sources) {
+  std::string out;
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const StackFrame &fr = frames[i];
+    out += fmt::format("{:{}}  #{:<2} {}{}{}\n", "", indent, i, location_text(fr.location),
+                       fr.signal_frame ? "  (signal frame)" : "",
+                       sources ? fmt::format("  [{}]", frame_from_name(fr.from)) : std::string());
+  }
+  return out;
+}
+
+std::string crash_stack_text(const CrashStack &s, std::size_t indent) {
+  std::size_t ring = 0, core = 0;
+  for (const auto &fr : s.frames) {
+    if (fr.from == FrameFrom::kRing) ++ring;
+    if (fr.from == FrameFrom::kCore) ++core;
+  }
+  std::string out = stack_frame_lines(s.frames, indent, true);
+  out += fmt::format("{:{}}  (crash stack: {} frame{}; {} in both the CRASH walk and the core's unwind, {} from the "
+                     "core's unwind only, {} from the CRASH walk only; core unwind {}{})\n",
+                     "", indent, s.frames.size(), s.frames.size() == 1 ? "" : "s", s.agree, core, ring,
+                     s.core_end.empty() ? "complete" : esc(s.core_end),
+                     s.ring_end.empty() ? std::string() : fmt::format("; CRASH walk {}", s.ring_end));
+  if (!s.note.empty()) out += fmt::format("{:{}}  ({})\n", "", indent, esc(s.note));
+  return out;
+}
+
+/* "the program's own handler (in F, OBJECT) caught SIGSEGV (SEGV_ACCERR)
+ * at addr=... pc=... in FUNC2 and re-raised it with kill()" */
+std::string reraised_text(const ReraisedFault &r) {
+  const auto where = [](const Location &l) {
+    if (!l.function.empty()) return fmt::format("{}, {}", esc(l.function), esc(basename_of(l.module)));
+    return location_text(l);
+  };
+  std::string s = "the program's own handler";
+  if (r.handler) s += fmt::format(" (in {})", where(*r.handler));
+  s += fmt::format(" caught {} ({})", r.signal_name, r.si_code_name);
+  if (r.fault_address) s += fmt::format(" at addr={:#x}", *r.fault_address);
+  if (r.sender_pid) s += fmt::format(" sent by pid {}", *r.sender_pid);
+  s += fmt::format(" pc={:#x} in {} and re-raised it with {}", r.pc,
+                   r.location.function.empty() ? location_text(r.location) : where(r.location), r.raised_with);
+  return s;
+}
+
 std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) {
   std::string when;
   if (o.wall_clock) when = e.realtime_ns ? wall_text(*e.realtime_ns) : "?";
@@ -620,7 +706,11 @@ std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) 
   if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));
   if (a.rings.size() > 1) line += fmt::format("  [ring {}]", e.ring);
   line += "\n";
-  if (e.stack != StackState::kNone) {
+  const bool crash_stack = e.kind == f::kKindCrash && a.crash && a.crash->stack && a.crash->tid == e.tid;
+  if (crash_stack) {
+    /* The crashing thread's whole stack: this walk and the core's unwind. */
+    line += crash_stack_text(*a.crash->stack, (o.wall_clock ? 22 : 12) + 1);
+  } else if (e.stack != StackState::kNone) {
     /* The stack under its event: the callers beyond "at", innermost first. */
     const std::size_t indent = (o.wall_clock ? 22 : 12) + 1;
     for (const std::uint32_t l : a.frames_of(e))
@@ -742,6 +832,21 @@ bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
       s += c.ring_slot ? "; CRASH slot present in the ring" : "; no CRASH slot in the ring";
     if (!c.inside_spans.empty()) s += "; inside " + span_chain(a, c.inside_spans);
     out += s + "\n";
+    if (c.reraised) out += "  re-raised: " + reraised_text(*c.reraised) + "\n";
+    if (!c.reraised_note.empty()) out += "  " + esc(c.reraised_note) + "\n";
+    /* Without a CRASH event of its thread, the stack goes under this line. */
+    bool shown = false;
+    for (const auto &e : a.events) shown = shown || (e.kind == f::kKindCrash && e.tid == c.tid);
+    if (c.stack && !shown) {
+      out += fmt::format("crash stack of tid {}:\n", c.tid);
+      out += crash_stack_text(*c.stack, 0);
+    }
+  }
+  for (const auto &t : a.thread_stacks) {
+    out += fmt::format("stack of tid {} (from the core's unwind):\n", t.tid);
+    out += stack_frame_lines(t.frames, 0, false);
+    out += fmt::format("  ({} frame{}, {})\n", t.frames.size(), t.frames.size() == 1 ? "" : "s",
+                       t.end.empty() ? "complete" : esc(t.end));
   }
   for (const auto &w : a.warnings) out += "warning: " + esc(w) + "\n";
   return out.flush();
@@ -928,6 +1033,9 @@ void write_document(const Analysis &a, JsonStream &w) {
                                             {key::lanes_retried, a.snapshot->lanes_retried}}
                                      : json(nullptr));
   w.member(key::crash, a.crash ? crash_json(*a.crash) : json(nullptr));
+  json thread_stacks = json::array();
+  for (const auto &t : a.thread_stacks) thread_stacks.push_back(thread_stack_json(t));
+  w.member(key::thread_stacks, thread_stacks);
   w.key(key::rings);
   w.begin_array();
   for (const auto &r : a.rings) write_ring(w, r);

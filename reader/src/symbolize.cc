@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/cursor.h"
+#include "core_unwind.h"
 
 namespace core_timeline::reader {
 
@@ -377,9 +378,12 @@ int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_
   return dfd;
 }
 
-Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
-                                                          std::span<const SymbolQuery> queries,
-                                                          const SymbolizeOptions &options) {
+struct ElfDeleter {
+  void operator()(Elf *e) const { elf_end(e); }
+};
+
+Result<SymbolizeResult> symbolize_here(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                       const SymbolizeOptions &options, const UnwindRequest *unwind) {
   static char *debuginfo_path = nullptr; /* libdwfl default: ":.debug:/usr/lib/debug" */
   static const Dwfl_Callbacks callbacks = {
       .find_elf = find_elf,
@@ -400,19 +404,24 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
     explicit Scope(FileRules *r) { t_rules = r; }
     ~Scope() { t_rules = nullptr; }
   } scope(&rules);
+  /* The core's Elf for the unwinder: freed after the Dwfl that reads it. */
+  std::unique_ptr<Elf, ElfDeleter> core_elf;
   std::unique_ptr<Dwfl, DwflDeleter> dwfl(dwfl_begin(&callbacks));
   if (!dwfl) return Error{Errc::kInternal, fmt::format("dwfl_begin: {}", dwfl_errmsg(-1))};
   /* The modules holding a queried address, each at its mapping at file
-   * offset 0 (where the ELF header, and so p_vaddr 0 of a PIE, is). */
+   * offset 0 (where the ELF header, and so p_vaddr 0 of a PIE, is); to
+   * unwind, every module of the core (the unwinder needs each frame's
+   * CFI before the frame's address is known). */
   std::vector<const Module *> wanted;
   std::unordered_set<const Module *> seen;
-  for (const auto &q : queries) {
-    const Dwarf_Addr look = q.is_return_address && q.address != 0 ? q.address - 1 : q.address;
-    const Module *m = core.module_for(look);
-    if (m == nullptr || wanted.size() >= kMaxModules || !seen.insert(m).second) continue;
+  const auto want = [&](const Module *m) {
+    if (m == nullptr || wanted.size() >= kMaxModules || !seen.insert(m).second) return;
     const FileMapping *head = core.file_for(m->base);
     if (head != nullptr && head->file_offset == 0 && head->path == m->path) wanted.push_back(m);
-  }
+  };
+  for (const auto &q : queries) want(core.module_for(q.is_return_address && q.address != 0 ? q.address - 1 : q.address));
+  if (unwind != nullptr)
+    for (const Module &m : core.modules()) want(&m);
   dwfl_report_begin(dwfl.get());
   for (const Module *m : wanted) {
     Dwfl_Module *mod = dwfl_report_module(dwfl.get(), m->name.c_str(), m->base, m->end);
@@ -422,13 +431,17 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
   if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0)
     return Error{Errc::kBadData, fmt::format("dwfl_report_end: {}", dwfl_errmsg(-1))};
 
-  std::vector<std::optional<Symbol>> out(queries.size());
-  for (std::size_t i = 0; i < queries.size(); ++i) {
-    const auto &q = queries[i];
-    if (q.is_return_address && q.address == 0) continue;
+  SymbolizeResult result;
+  if (unwind != nullptr) {
+    Elf *e = nullptr;
+    result.unwind_error = detail::unwind_core_threads(dwfl.get(), core, *unwind, result.threads, &e);
+    core_elf.reset(e);
+  }
+  const auto lookup = [&](const SymbolQuery &q) -> std::optional<Symbol> {
+    if (q.is_return_address && q.address == 0) return std::nullopt;
     const Dwarf_Addr look = q.is_return_address ? q.address - 1 : q.address;
     Dwfl_Module *mod = dwfl_addrmodule(dwfl.get(), look);
-    if (mod == nullptr) continue;
+    if (mod == nullptr) return std::nullopt;
     Symbol s;
     const Module *cm = core_module(mod);
     const auto failed = cm != nullptr ? rules.debuginfod_failures.find(cm) : rules.debuginfod_failures.end();
@@ -466,10 +479,14 @@ Result<std::vector<std::optional<Symbol>>> symbolize_here(const CoreFile &core,
         s.refused_build_id = r->second.second;
       }
     if (s.function.empty() && s.module_file.empty() && s.debuginfod_failure.empty() && s.refused_file.empty())
-      continue;
-    out[i] = std::move(s);
-  }
-  return out;
+      return std::nullopt;
+    return s;
+  };
+  result.symbols.reserve(queries.size());
+  for (const auto &q : queries) result.symbols.push_back(lookup(q));
+  for (auto &t : result.threads)
+    for (auto &f : t.frames) f.symbol = lookup({f.pc, !f.activation});
+  return result;
 }
 
 /* ---- a tiny length-prefixed encoding for the child's answer ---- */
@@ -480,7 +497,21 @@ void put_str(std::string &b, std::string_view s) {
   b.append(s);
 }
 
-std::string encode(const Result<std::vector<std::optional<Symbol>>> &r) {
+void put_symbol(std::string &b, const std::optional<Symbol> &s) {
+  b.push_back(s ? '1' : '0');
+  if (!s) return;
+  put_str(b, s->function);
+  put_u64(b, s->function_offset);
+  put_str(b, s->source_file);
+  put_u64(b, static_cast<std::uint64_t>(static_cast<std::int64_t>(s->line)));
+  put_str(b, s->module_file);
+  put_str(b, std::string_view(reinterpret_cast<const char *>(s->file_build_id.data()), s->file_build_id.size()));
+  put_str(b, s->debuginfod_failure);
+  put_str(b, s->refused_file);
+  put_str(b, std::string_view(reinterpret_cast<const char *>(s->refused_build_id.data()), s->refused_build_id.size()));
+}
+
+std::string encode(const Result<SymbolizeResult> &r) {
   std::string b;
   if (!r) {
     b.push_back('E');
@@ -489,20 +520,20 @@ std::string encode(const Result<std::vector<std::optional<Symbol>>> &r) {
     return b;
   }
   b.push_back('R');
-  put_u64(b, r->size());
-  for (const auto &s : *r) {
-    b.push_back(s ? '1' : '0');
-    if (!s) continue;
-    put_str(b, s->function);
-    put_u64(b, s->function_offset);
-    put_str(b, s->source_file);
-    put_u64(b, static_cast<std::uint64_t>(static_cast<std::int64_t>(s->line)));
-    put_str(b, s->module_file);
-    put_str(b, std::string_view(reinterpret_cast<const char *>(s->file_build_id.data()), s->file_build_id.size()));
-    put_str(b, s->debuginfod_failure);
-    put_str(b, s->refused_file);
-    put_str(b,
-            std::string_view(reinterpret_cast<const char *>(s->refused_build_id.data()), s->refused_build_id.size()));
+  put_u64(b, r->symbols.size());
+  for (const auto &s : r->symbols) put_symbol(b, s);
+  put_str(b, r->unwind_error);
+  put_u64(b, r->threads.size());
+  for (const auto &t : r->threads) {
+    put_u64(b, t.tid);
+    put_str(b, t.end);
+    put_u64(b, t.frames.size());
+    for (const auto &f : t.frames) {
+      put_u64(b, f.pc);
+      b.push_back(static_cast<char>((f.activation ? 1 : 0) | (f.sp ? 2 : 0)));
+      put_u64(b, f.sp.value_or(0));
+      put_symbol(b, f.symbol);
+    }
   }
   return b;
 }
@@ -513,20 +544,10 @@ Result<std::string> get_str(Cursor &c) {
   return std::string(reinterpret_cast<const char *>(b.data()), b.size());
 }
 
-Result<std::vector<std::optional<Symbol>>> decode(std::span<const std::uint8_t> data, std::size_t expected) {
-  Cursor c(data, 0, "symbolizer answer");
-  CT_TRY(tag, c.u8("tag"));
-  if (tag == 'E') {
-    CT_TRY(code, c.u64("code"));
-    CT_TRY(msg, get_str(c));
-    return Error{static_cast<Errc>(code), msg};
-  }
-  CT_TRY(n, c.u64("count"));
-  if (tag != 'R' || n != expected) return Error{Errc::kInternal, "symbolizer answer is malformed"};
-  std::vector<std::optional<Symbol>> out(n);
-  for (auto &o : out) {
-    CT_TRY(present, c.u8("present"));
-    if (present != '1') continue;
+Result<void> get_symbol(Cursor &c, std::optional<Symbol> &o) {
+  CT_TRY(present, c.u8("present"));
+  if (present != '1') return {};
+  {
     Symbol s;
     CT_TRY(fn, get_str(c));
     CT_TRY(off, c.u64("offset"));
@@ -548,6 +569,47 @@ Result<std::vector<std::optional<Symbol>>> decode(std::span<const std::uint8_t> 
     s.refused_build_id.assign(rbid.begin(), rbid.end());
     o = std::move(s);
   }
+  return {};
+}
+
+Result<SymbolizeResult> decode(std::span<const std::uint8_t> data, std::size_t expected) {
+  Cursor c(data, 0, "symbolizer answer");
+  CT_TRY(tag, c.u8("tag"));
+  if (tag == 'E') {
+    CT_TRY(code, c.u64("code"));
+    CT_TRY(msg, get_str(c));
+    return Error{static_cast<Errc>(code), msg};
+  }
+  CT_TRY(n, c.u64("count"));
+  if (tag != 'R' || n != expected) return Error{Errc::kInternal, "symbolizer answer is malformed"};
+  SymbolizeResult out;
+  out.symbols.resize(n);
+  for (auto &o : out.symbols) CT_TRY_VOID(get_symbol(c, o));
+  CT_TRY(uerr, get_str(c));
+  out.unwind_error = std::move(uerr);
+  CT_TRY(nt, c.u64("threads"));
+  if (nt > c.remaining()) return Error{Errc::kInternal, "symbolizer answer is malformed"};
+  for (std::uint64_t i = 0; i < nt; ++i) {
+    UnwoundThread t;
+    CT_TRY(tid, c.u64("tid"));
+    CT_TRY(end, get_str(c));
+    CT_TRY(nf, c.u64("frames"));
+    if (nf > c.remaining()) return Error{Errc::kInternal, "symbolizer answer is malformed"};
+    t.tid = static_cast<std::uint32_t>(tid);
+    t.end = std::move(end);
+    for (std::uint64_t j = 0; j < nf; ++j) {
+      UnwoundFrame f;
+      CT_TRY(pc, c.u64("pc"));
+      CT_TRY(flags, c.u8("flags"));
+      CT_TRY(sp, c.u64("sp"));
+      f.pc = pc;
+      f.activation = (flags & 1) != 0;
+      if ((flags & 2) != 0) f.sp = sp;
+      CT_TRY_VOID(get_symbol(c, f.symbol));
+      t.frames.push_back(std::move(f));
+    }
+    out.threads.push_back(std::move(t));
+  }
   return out;
 }
 
@@ -566,7 +628,13 @@ bool write_all(int fd, const char *p, std::size_t n) {
 
 Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::span<const SymbolQuery> queries,
                                                      const SymbolizeOptions &options) {
-  if (!options.isolate) return symbolize_here(core, queries, options);
+  CT_TRY(r, symbolize_and_unwind(core, queries, options, nullptr));
+  return std::move(r.symbols);
+}
+
+Result<SymbolizeResult> symbolize_and_unwind(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                             const SymbolizeOptions &options, const UnwindRequest *unwind) {
+  if (!options.isolate) return symbolize_here(core, queries, options, unwind);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     return Error{Errc::kIo, fmt::format("symbolizer: pipe: {}", std::strerror(errno))};
@@ -587,7 +655,7 @@ Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::
       kill(getpid(), SIGKILL);
     std::string b;
     try {
-      b = encode(symbolize_here(core, queries, options));
+      b = encode(symbolize_here(core, queries, options, unwind));
     } catch (...) {
       _exit(3);
     }

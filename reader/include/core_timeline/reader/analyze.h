@@ -99,6 +99,12 @@ struct ReadOptions {
    *  (--debuginfod-timeout; SymbolizeOptions::debuginfod_timeout_ms). */
   int debuginfod_timeout_ms = 5000;
   const TlMap *tlmap = nullptr;             /**< names for user ids */
+  /** Unwind the crashing thread from the core with libdwfl (needs
+   *  `symbolize`); CrashFacts::stack. */
+  bool unwind = true;
+  /** Unwind every thread of the core too (--all-threads):
+   *  Analysis::thread_stacks. */
+  bool all_threads = false;
 };
 
 enum class Check { kMatch, kMismatch, kUnchecked };
@@ -301,6 +307,75 @@ struct RingReport {
 };
 std::string_view ring_state_name(RingReport::State s) noexcept;
 
+/** Where a frame of the crash stack was found: "ring" (the crash
+ *  handler's walk, in the CRASH event), "core" (the reader's unwind of the
+ *  core with libdwfl), "ring+core" (both, the same address). */
+enum class FrameFrom : std::uint8_t { kRing, kCore, kBoth };
+std::string_view frame_from_name(FrameFrom f) noexcept;
+
+/** One frame of a stack unwound from the core, or of the crash stack. */
+struct StackFrame {
+  Location location;        /**< its pc (frame 0 and frames after a signal
+                                 frame) or return address */
+  FrameFrom from = FrameFrom::kCore;
+  /** The kernel's signal frame: the frame whose return address the kernel
+   *  set to the signal trampoline (x86-64: glibc's __restore_rt); the
+   *  frame after it is the one the signal interrupted. */
+  bool signal_frame = false;
+};
+
+/** A thread's stack unwound from the core (NT_PRSTATUS registers and the
+ *  dumped stack, libdwfl's unwinder), innermost first. */
+struct ThreadStack {
+  std::uint32_t tid = 0;
+  bool crashed = false;     /**< the thread that took the signal */
+  std::vector<StackFrame> frames;
+  /** Why the unwind stopped: "" at the outermost frame, "depth limit (N
+   *  frames)", or libdwfl's message. */
+  std::string end;
+};
+
+/** The whole stack of the crashing thread: the CRASH event's walk (ring)
+ *  and the core's unwind, merged.  Where both hold a frame at the same
+ *  place with the same address it is one frame ("ring+core"); the frames
+ *  above the interrupted one that only the core holds (the program's own
+ *  handler, the trampoline) are "core"; past the first frame where they
+ *  differ, or where one ends, the longer of the two goes on, its frames
+ *  named by their source, and `note` says so. */
+struct CrashStack {
+  std::vector<StackFrame> frames;
+  std::string core_end;     /**< ThreadStack::end of the core's unwind;
+                                 "not unwound: WHY" when there is none */
+  std::string ring_end;     /**< the CRASH walk's end (stack_state_name),
+                                 "" without a CRASH event with a stack */
+  std::uint32_t agree = 0;  /**< frames both sources hold ("ring+core") */
+  std::string note;         /**< where and why they differ; "" if not */
+};
+
+/** A fault the program's own handler caught and then re-raised (the fatal
+ *  signal was sent by the process itself: SI_USER, SI_TKILL or SI_QUEUE
+ *  with the crashed pid as sender), read from the kernel's signal frame on
+ *  the crashing thread's stack: its siginfo and ucontext (x86-64: struct
+ *  rt_sigframe, arch/x86/include/asm/sigframe.h), bounds-checked against
+ *  the core's dumped bytes.  The frame is found where the core's unwind
+ *  passes through the signal trampoline, and believed only when its saved
+ *  rip and rsp are the interrupted frame's. */
+struct ReraisedFault {
+  std::int32_t signo = 0;
+  std::string signal_name;
+  std::int32_t si_code = 0;
+  std::string si_code_name;
+  std::optional<std::uint64_t> fault_address;  /**< si_addr, when si_code says so */
+  std::optional<std::int32_t> sender_pid;      /**< when si_code <= 0 */
+  std::uint64_t pc = 0, sp = 0;                /**< uc_mcontext's rip, rsp */
+  std::uint64_t frame_address = 0;             /**< of the ucontext */
+  Location location;                           /**< of pc */
+  std::optional<Location> handler;             /**< the frame the signal
+                                                    entered (its handler) */
+  std::string raised_with;   /**< "kill()", "tgkill()" (raise() uses it),
+                                  "sigqueue()": from the fatal si_code */
+};
+
 struct CrashFacts {
   std::int32_t signo = 0;        /**< 0: no signal recorded (signal_note) */
   std::string signal_name;       /**< "" when signo is 0 */
@@ -321,6 +396,14 @@ struct CrashFacts {
    *  open_or_end_lost), outermost first; indices in Analysis::spans. */
   std::vector<std::uint32_t> inside_spans;
   SignalNote source = SignalNote::kPrstatus;
+  /** The crashing thread's whole stack (ReadOptions::unwind); nullopt
+   *  when the core was not unwound (no registers, no symbolizer). */
+  std::optional<CrashStack> stack;
+  /** The original fault, when the program's own handler re-raised it. */
+  std::optional<ReraisedFault> reraised;
+  /** What the core shows of a fatal signal the process sent itself when
+   *  no signal frame tells the fault it answered; "" otherwise. */
+  std::string reraised_note;
 };
 
 struct ProcessFacts {
@@ -488,6 +571,10 @@ struct Analysis {
    *  nothing. */
   bool absence_proves_nothing = false;
   std::vector<std::string> warnings;
+  /** The other threads' stacks unwound from the core (ReadOptions::
+   *  all_threads), in NT_PRSTATUS order; the crashing thread's is
+   *  crash->stack. */
+  std::vector<ThreadStack> thread_stacks;
 
   /* An event's parts from the tables above. */
   std::string_view thread_of(const Event &e) const { return strings[e.thread]; }

@@ -120,6 +120,56 @@ struct SymbolQuery {
   bool is_return_address = false;
 };
 
+/** Which threads to unwind from the core's registers (NT_PRSTATUS), with
+ *  libdwfl's unwinder (dwfl_core_file_attach, dwfl_getthread_frames), in the
+ *  same Dwfl and under the same rules as the symbols: only the files the
+ *  callbacks above hand it, never a path the core names.  The stack words
+ *  are read from the core's PT_LOAD bytes. */
+struct UnwindRequest {
+  bool crashed_thread = true;   /**< the first NT_PRSTATUS */
+  bool all_threads = false;     /**< every NT_PRSTATUS */
+  std::uint32_t max_frames = 256;  /**< per thread (systemd-coredump: 64) */
+};
+
+/** One frame of a thread unwound from the core, innermost first. */
+struct UnwoundFrame {
+  std::uint64_t pc = 0;
+  /** pc is the instruction that was executing (the thread's first frame,
+   *  a frame interrupted by a signal, and the signal trampoline itself:
+   *  dwfl_frame_pc's isactivation), not a return address. */
+  bool activation = false;
+  /** The stack pointer of this frame (DWARF register 7 on x86-64, 31 on
+   *  AArch64), when libdwfl knows it. */
+  std::optional<std::uint64_t> sp;
+  std::optional<Symbol> symbol;  /**< of pc, or pc - 1 for a return address */
+};
+
+struct UnwoundThread {
+  std::uint32_t tid = 0;
+  std::vector<UnwoundFrame> frames;
+  /** Why the unwind stopped: "" when it reached the outermost frame (no
+   *  return address), "depth limit (N frames)" at max_frames, else
+   *  libdwfl's message. */
+  std::string end;
+};
+
+struct SymbolizeResult {
+  std::vector<std::optional<Symbol>> symbols;  /**< one per query */
+  std::vector<UnwoundThread> threads;          /**< UnwindRequest's, in
+                                                    NT_PRSTATUS order */
+  std::string unwind_error;  /**< libdwfl could not attach to the core */
+};
+
+/**
+ * Looks up every query and, with `unwind`, unwinds threads of the core
+ * (every module of the core's NT_FILE, at most 256, is then reported, so
+ * that the unwinder finds each frame's CFI).  Errors as symbolize(); an
+ * unwinding that fails leaves the symbols and says why in unwind_error or
+ * a thread's `end`.
+ */
+Result<SymbolizeResult> symbolize_and_unwind(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                             const SymbolizeOptions &options, const UnwindRequest *unwind);
+
 /**
  * Looks up every query.  Returns one entry per query (nullopt where libdwfl
  * knows nothing), or an Error if libdwfl could not report the core at all,
