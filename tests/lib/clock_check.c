@@ -18,8 +18,8 @@
  *
  * Default: marks at 0, +20 ms, +50 ms and +120 ms after the first mark's
  * reading (clock_nanosleep to each), so
- * the helper thread (every 100 ms) has refreshed the latest anchor once
- * before the crash; then SIGSEGV.
+ * the helper thread (every 100 ms) has most likely refreshed the latest
+ * anchor before the crash; then SIGSEGV.
  *
  * --fast: tl_init with sync_interval_ms of an hour, so the helper's first
  * refresh cannot have happened; two marks with no sleep, then SIGSEGV,

@@ -760,8 +760,10 @@ TEST(Clock, TheInitAndCrashAnchorsDateEachMarkAsTheProcessSawIt) {
   ASSERT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
   EXPECT_GT(h.anchor_spread_ticks, 0u);
   EXPECT_GT(h.crash_spread_ticks, 0u);
-  // 120 ms: the helper (every 100 ms) refreshed the latest anchor.
-  EXPECT_GE(h.latest_anchor_seq, 2u);
+  // The latest anchor is whole (an even seqlock: no refresh cut short).
+  // Whether the helper refreshed it within the 120 ms is the scheduler's
+  // affair; that it refreshes it, lib_unit_test waits for
+  // (Ring.TheHelperThreadRefreshesTheLatestAnchor).
   EXPECT_EQ(h.latest_anchor_seq % 2, 0u);
   auto marks = user(run.crash.events, CLOCK_MARK);
   ASSERT_EQ(marks.size(), 4u);

@@ -423,6 +423,25 @@ TEST(Cxx, ScopedThreadNameNamesTheThreadAndItsLaneThenRestoresBoth) {
   EXPECT_EQ(lane_after, "before-scope");
 }
 
+// The helper thread refreshes the latest clock anchor (every 10 ms here):
+// waited for, the deadline bounding a hang only; then the anchor is whole
+// and not older than the init anchor.
+TEST(Ring, TheHelperThreadRefreshesTheLatestAnchor) {
+  std::optional<ct_test::RingView> ring;
+  bool refreshed = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       !refreshed && std::chrono::steady_clock::now() < deadline;) {
+    ring = own_ring();
+    refreshed = ring && ring->header.latest_anchor_seq >= 2 && ring->header.latest_anchor_seq % 2 == 0;
+    if (!refreshed) usleep(1000);  // the poll's period
+  }
+  ASSERT_TRUE(refreshed) << "the latest anchor was never refreshed";
+  const auto &h = ring->header;
+  EXPECT_GE(h.latest_ticks, h.anchor_ticks);
+  EXPECT_GE(h.latest_monotonic_ns, h.anchor_monotonic_ns);
+  EXPECT_GE(h.latest_realtime_ns, h.anchor_realtime_ns);
+}
+
 TEST(Lanes, EachThreadWritesItsOwnLaneAndReleasesItAtExit) {
   std::vector<uint32_t> lanes_seen;
   std::vector<uint32_t> tids(4);
