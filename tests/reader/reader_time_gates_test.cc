@@ -119,10 +119,11 @@ std::map<std::uint64_t, std::int64_t> ages_of(const json &doc) {
  * fixture's readings around the two marks allow (from its reading before
  * the first mark to its reading after this one, and the other way round):
  * preemption around a mark only widens that.  On top, the reader's own
- * bound on its rate (rate_error) and CLOCK_MONOTONIC's possible slew
- * against the tick counter (500 ppm, the kernel's adjtimex limit) over the
- * interval, and 1 us for each mark's tick read, which the CPU may run a
- * little out of order with the clock reads around it. */
+ * bound on its rate (rate_error: the anchors' spreads and a 500 ppm slew
+ * over their span), CLOCK_MONOTONIC's possible slew within the interval
+ * itself (500 ppm more, the kernel's adjtimex limit), and 1 us for each
+ * mark's tick read, which the CPU may run a little out of order with the
+ * clock reads around it. */
 void expect_deltas_agree(const std::string &out, const std::map<std::uint64_t, std::int64_t> &age,
                          double rate_error) {
   const auto after = marks_of(out), before = befores_of(out);
