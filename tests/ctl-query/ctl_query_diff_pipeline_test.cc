@@ -114,7 +114,7 @@ class DiffOfTheTwoPaths : public ::testing::Test {
       // clock that may lag by a tick), so that it is certainly the newer.
       const std::uint64_t second_a = std::stoull(a_.journal_fields.at("COREDUMP_TIMESTAMP")) / 1000000;
       while (static_cast<std::uint64_t>(time(nullptr)) < second_a + 2)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a wait on the clock itself
       b_ = ct::test::run_and_collect_core({CT_CRASH_DEMO, "--path=b"});
       for (auto [run, doc] : {std::pair{&a_, &doc_a_}, std::pair{&b_, &doc_b_}}) {
         const ct::test::Ran r = ct::test::run({CT_READER, "--json", run->core_path});
@@ -350,7 +350,7 @@ TEST_F(DiffOfTheTwoPaths, ACrashAgainstASavedSnapshotOfANormalRun) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::string ready;
   while (ready != "ready\n" && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the poll's period
     std::ifstream in(dir + "/ready");
     ready.assign(std::istreambuf_iterator<char>(in), {});
   }

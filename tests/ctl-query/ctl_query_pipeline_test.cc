@@ -111,7 +111,7 @@ class CtlQuery : public ::testing::Test {
         // Each crash in its own second of COREDUMP_TIMESTAMP (whole seconds
         // from a clock that may lag by a tick), so time order is certain.
         while (static_cast<std::uint64_t>(time(nullptr)) < last_second + 2)
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a wait on the clock itself
         ct::test::CrashOptions opts;
         opts.coredump_filter = s.filter;
         ct::test::CrashRun run = ct::test::run_and_collect_core(s.argv, opts);

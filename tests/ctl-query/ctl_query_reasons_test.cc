@@ -149,7 +149,7 @@ std::optional<std::string> wait_timeline_of(const std::string &dir, const std::s
       if (json::accept(ss.str())) return e.path().string();
     }
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(50ms);  // the poll's period
   }
 }
 
@@ -263,12 +263,14 @@ TEST(CtlQueryReasons, ASetuidCrashIsNotDumpableForItsUserNotAnotherUsers) {
   // From the journal alone (ctl-query's default source): the timeline
   // entry is root's, in system.journal, but systemd-coredump's own entry,
   // in the user's journal, says COREDUMP_DUMPABLE=2.
+  // Asked until the entry shows (the deadline bounds a hang only).
   ct::test::Ran from_journal;
-  for (int i = 0; i < 50; ++i) {  // journald shows an entry to readers within a second or so
-    from_journal = query({"show", spid}, user.become());
-    if (contains(from_journal.err, "COREDUMP_DUMPABLE=2")) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  ct::test::wait_until(
+      [&] {
+        from_journal = query({"show", spid}, user.become());
+        return contains(from_journal.err, "COREDUMP_DUMPABLE=2");
+      },
+      60s);
   EXPECT_EQ(from_journal.exit_code(), 3) << from_journal.out << from_journal.err;
   EXPECT_TRUE(contains(from_journal.err, "pid " + spid + " (" + suid + ") crashed at ")) << from_journal.err;
   EXPECT_TRUE(contains(from_journal.err, "COREDUMP_DUMPABLE=2: the process was not dumpable for you"))
@@ -400,12 +402,13 @@ TEST(CtlQueryReasons, ACrashInAPidNamespaceShowsTheHostsAndTheNamespacesIds) {
   // so a PID match on either finds it through the journal's index.
   const std::string since = "@" + std::to_string(t0 / 1000000);
   for (const std::string &pid : {hp, np}) {
-    ct::test::Ran j;
-    for (int i = 0; i < 40; ++i) {  // journald makes the entry visible within a second or so
-      j = query({"--since", since, "--json", "list", pid, "COREDUMP_COMM=" + comm});
-      if (j.exit_code() == 0) break;
-      std::this_thread::sleep_for(100ms);
-    }
+    ct::test::Ran j;  // asked until the entry shows (the deadline bounds a hang only)
+    ct::test::wait_until(
+        [&] {
+          j = query({"--since", since, "--json", "list", pid, "COREDUMP_COMM=" + comm});
+          return j.exit_code() == 0;
+        },
+        60s);
     ASSERT_EQ(j.exit_code(), 0) << pid << ": " << j.err;
     const json jr = json::parse(lines_of(j.out).at(0));
     EXPECT_EQ(jr["source"], "journal");
@@ -435,13 +438,15 @@ TEST(CtlQueryReasons, ALiveSnapshotInAPidNamespaceHasTheNamespacesIdsAndSaysTheH
   // Its child is live_writers (sh exec'd it): pid 1 inside, this on the host.
   pid_t host = -1;
   std::string said;
-  for (int i = 0; i < 100 && (host <= 0 || said.find("ready") == std::string::npos); ++i) {
-    std::ifstream c("/proc/" + std::to_string(unshare) + "/task/" + std::to_string(unshare) + "/children");
-    c >> host;
-    std::ifstream r(ready);
-    std::getline(r, said);
-    std::this_thread::sleep_for(50ms);
-  }
+  ct::test::wait_until(
+      [&] {
+        std::ifstream c("/proc/" + std::to_string(unshare) + "/task/" + std::to_string(unshare) + "/children");
+        c >> host;
+        std::ifstream r(ready);
+        std::getline(r, said);
+        return host > 0 && said.find("ready") != std::string::npos;
+      },
+      60s);
   struct Reap {
     pid_t a, b;
     ~Reap() {

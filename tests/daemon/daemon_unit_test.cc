@@ -2057,7 +2057,7 @@ TEST(PreparedCores, UsedOnlyForTheSameUnchangedFileAndTheSameEventNames) {
   // pass the last stamp, or chmod could leave ctime as it was.
   for (struct timespec now{}; clock_gettime(CLOCK_REALTIME_COARSE, &now) == 0 &&
                               std::tie(now.tv_sec, now.tv_nsec) <= std::tie(id2.ctime.tv_sec, id2.ctime.tv_nsec);)
-    usleep(1000);
+    usleep(1000);  // a wait on the clock itself
   ASSERT_EQ(chmod(core.c_str(), 0600), 0);
   EXPECT_FALSE(p.take("core.a.0.b.1.2.zst", identity_of(core), tlmap, &why));
   EXPECT_NE(why.find("ctime"), std::string::npos) << why;

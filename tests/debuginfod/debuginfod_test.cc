@@ -133,7 +133,7 @@ class Server {
       probe.env = {{"DEBUGINFOD_URLS", url()},
                    {"DEBUGINFOD_CACHE_PATH", dir_ + "/probe-cache-" + std::to_string(attempt)}};
       if (ct::test::run({"debuginfod-find", "debuginfo", id}, probe).ok()) return;
-      std::this_thread::sleep_for(200ms);
+      std::this_thread::sleep_for(200ms);  // the poll's period: it serves, or the attempts run out (a hang)
     }
     throw std::runtime_error("debuginfod did not serve " + id + " within 30 s: " + log());
   }
@@ -147,7 +147,7 @@ class Server {
         pid_ = -1;
         return;
       }
-      std::this_thread::sleep_for(100ms);
+      std::this_thread::sleep_for(100ms);  // the poll's period; SIGKILL after 10 s
     }
     kill(-pid_, SIGKILL);
     waitpid(pid_, &status, 0);

@@ -111,14 +111,9 @@ std::string slurp(const std::string &path) {
   return ss.str();
 }
 
-// Polls `done` every 20 ms until it holds or `timeout` passes.
+// Until `done` holds, or `timeout` (which bounds a hang) passes.
 bool poll_until(const std::function<bool()> &done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (done()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
+  return ct::test::wait_until(done, timeout);
 }
 
 std::string local_hostname() {

@@ -4,15 +4,22 @@
  * a crash, for the acceptance tests of the ring's clock anchors
  * (lib_crash_test, and the reader's).
  *
- * Each mark is tl_mark(CLOCK_MARK, index), then a CLOCK_MONOTONIC reading,
- * printed (and flushed) as one line on stdout:
+ * Each mark is a CLOCK_MONOTONIC reading, tl_mark(CLOCK_MARK, index), and
+ * another reading, printed (and flushed) as one line on stdout:
  *
- *   mark ID ARG MONO_NS        (ID in hex as 0x6001, ARG and MONO_NS decimal)
+ *   mark ID ARG AFTER_NS BEFORE_NS   (ID in hex as 0x6001, the rest decimal)
+ *
+ * so the mark's time lies between BEFORE_NS and AFTER_NS, however long the
+ * process was preempted around it.  Before tl_init, one line
+ *
+ *   init BEFORE_NS
+ *
+ * with a reading taken before it (its anchor and first event come after).
  *
  * Default: marks at 0, +20 ms, +50 ms and +120 ms after the first mark's
  * reading (clock_nanosleep to each), so
- * the helper thread (every 100 ms) has refreshed the latest anchor once
- * before the crash; then SIGSEGV.
+ * the helper thread (every 100 ms) has most likely refreshed the latest
+ * anchor before the crash; then SIGSEGV.
  *
  * --fast: tl_init with sync_interval_ms of an hour, so the helper's first
  * refresh cannot have happened; two marks with no sleep, then SIGSEGV,
@@ -39,13 +46,16 @@ static uint64_t monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Records the mark, then returns (and prints) CLOCK_MONOTONIC just after. */
+/* Records the mark between two CLOCK_MONOTONIC readings, prints both and
+ * returns the one just after. */
 static uint64_t mark(uintptr_t index) {
+  const uint64_t before = monotonic_ns();
   tl_mark(CLOCK_MARK, index);
-  const uint64_t mono = monotonic_ns();
-  printf("mark 0x%x %lu %llu\n", CLOCK_MARK, (unsigned long)index, (unsigned long long)mono);
+  const uint64_t after = monotonic_ns();
+  printf("mark 0x%x %lu %llu %llu\n", CLOCK_MARK, (unsigned long)index, (unsigned long long)after,
+         (unsigned long long)before);
   fflush(stdout);
-  return mono;
+  return after;
 }
 
 static void sleep_until(uint64_t mono_ns) {
@@ -72,6 +82,8 @@ int main(int argc, char **argv) {
   o.size = sizeof o;
   o.sidecar_dir = "";
   if (fast) o.sync_interval_ms = 3600u * 1000u; /* no helper refresh before the crash */
+  printf("init %llu\n", (unsigned long long)monotonic_ns());
+  fflush(stdout);
   int rc = tl_init(&o);
   if (rc != 0) {
     fprintf(stderr, "clock_check: tl_init: %s\n", strerror(-rc));

@@ -160,8 +160,7 @@ TEST_P(DeathInCore, CoreAndCrashSlotAgreeWithTheKernel) {
   EXPECT_GT(h.crash_monotonic_ns, h.anchor_monotonic_ns);
   EXPECT_GE(h.crash_realtime_ns, before);
   EXPECT_LE(h.crash_realtime_ns, after);
-  EXPECT_GT(h.crash_spread_ticks, 0u);
-  EXPECT_LT(h.crash_spread_ticks, 100000000u) << "the crash anchor's clock reads took tens of ms";
+  EXPECT_GT(h.crash_spread_ticks, 0u);  // how few is not timed (the Clock tests bound with it)
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -661,7 +660,11 @@ TEST(Spans, ThreeThreadsCrashWithTheirSpansOpenOrClosedAsTheyLeftThem) {
     EXPECT_EQ(e.slot.arg1, b.slot.timestamp);
     const double ms = (monotonic_of(h, e.slot.timestamp) - monotonic_of(h, b.slot.timestamp)) / 1e6;
     EXPECT_GE(ms, SPANS_STEP_MS - 0.1) << "STEP " << i << " lasted " << ms << " ms";
-    EXPECT_LT(ms, 1000) << "STEP " << i;
+    // Ended before the next STEP began (the closer runs them one after
+    // another): an order, where an upper bound on the sleep would be a time.
+    if (i + 1 < steps.size()) {
+      EXPECT_LT(e.slot.timestamp, steps[i + 1].second.slot.timestamp) << "STEP " << i;
+    }
   }
   // HANDOFF: begun by main, ended by closer, with main's id and timestamp.
   auto handoff = begun(SPANS_HANDOFF);
@@ -680,9 +683,43 @@ TEST(Spans, ThreeThreadsCrashWithTheirSpansOpenOrClosedAsTheyLeftThem) {
 struct ClockRun {
   pid_t pid = 0;
   int wait_status = 0;
-  std::map<uint64_t, uint64_t> printed;  // mark index -> CLOCK_MONOTONIC ns
+  std::map<uint64_t, uint64_t> printed;  // mark index -> CLOCK_MONOTONIC ns just after it
+  std::map<uint64_t, uint64_t> before;   // mark index -> CLOCK_MONOTONIC ns just before it
+  uint64_t before_init = 0;              // CLOCK_MONOTONIC ns before tl_init
   Crash crash;
 };
+
+// How far the anchors' dating of a moment between them may be from
+// CLOCK_MONOTONIC, by what the core itself says, in ns: each anchor's
+// ticks are the midpoint of reads `spread` ticks apart (half of that
+// each way, and interpolation stays within the larger); CLOCK_MONOTONIC
+// may be slewed against the tick counter by up to 500 ppm (the kernel's
+// limit on an adjtimex frequency) over the anchors' distance; and 1 us for
+// the tick read, which the CPU may run a little out of order with the
+// clock reads around it.  A bound of the method, not a time the test
+// expects anything to take.
+double dating_bound_ns(const fmt::RingHeader &h) {
+  const double spread = double(std::max(h.anchor_spread_ticks, h.crash_spread_ticks)) / 2 / ticks_per_ns(h);
+  return spread + 500e-6 * double(h.crash_monotonic_ns - h.anchor_monotonic_ns) + 1000;
+}
+
+// Each mark is dated between the readings clock_check took around it,
+// give or take dating_bound_ns: however long the process was preempted
+// there, which only widens the bracket.
+void expect_marks_bracketed(const ClockRun &run, const fmt::RingHeader &h, const std::vector<Event> &marks,
+                            const char *label) {
+  const double bound = dating_bound_ns(h);
+  for (const auto &m : marks) {
+    ASSERT_TRUE(run.printed.count(m.slot.arg0) && run.before.count(m.slot.arg0)) << "mark " << m.slot.arg0;
+    const double at = monotonic_of(h, m.slot.timestamp);
+    const double lo = double(run.before.at(m.slot.arg0)), hi = double(run.printed.at(m.slot.arg0));
+    std::printf("%s mark %llu: dated %.3f us after clock_check's reading before it, %.3f us before its reading "
+                "after it (bound %.3f us)\n",
+                label, static_cast<unsigned long long>(m.slot.arg0), (at - lo) / 1e3, (hi - at) / 1e3, bound / 1e3);
+    EXPECT_GE(at, lo - bound) << "mark " << m.slot.arg0 << ": the anchors date it before the process made it";
+    EXPECT_LE(at, hi + bound) << "mark " << m.slot.arg0 << ": the anchors date it after the process made it";
+  }
+}
 
 ClockRun run_clock_check(const std::vector<std::string> &args) {
   ClockRun out;
@@ -695,10 +732,16 @@ ClockRun run_clock_check(const std::vector<std::string> &args) {
   out.pid = r.pid;
   out.wait_status = r.wait_status;
   std::istringstream lines(r.out);
-  std::string word, id;
-  uint64_t index = 0, mono = 0;
-  while (lines >> word >> id >> index >> mono)
-    if (word == "mark" && id == "0x6001") out.printed[index] = mono;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream l(line);
+    std::string word, id;
+    uint64_t index = 0, after = 0, before = 0;
+    if (l >> word && word == "init") l >> out.before_init;
+    if (word == "mark" && l >> id >> index >> after >> before && id == "0x6001") {
+      out.printed[index] = after;
+      out.before[index] = before;
+    }
+  }
   if (WIFSIGNALED(r.wait_status))
     out.crash = decode(r.pid, r.wait_status, ct::test::fetch_core_for_pid(r.pid, not_before));
   return out;
@@ -717,19 +760,14 @@ TEST(Clock, TheInitAndCrashAnchorsDateEachMarkAsTheProcessSawIt) {
   ASSERT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
   EXPECT_GT(h.anchor_spread_ticks, 0u);
   EXPECT_GT(h.crash_spread_ticks, 0u);
-  // 120 ms: the helper (every 100 ms) refreshed the latest anchor.
-  EXPECT_GE(h.latest_anchor_seq, 2u);
+  // The latest anchor is whole (an even seqlock: no refresh cut short).
+  // Whether the helper refreshed it within the 120 ms is the scheduler's
+  // affair; that it refreshes it, lib_unit_test waits for
+  // (Ring.TheHelperThreadRefreshesTheLatestAnchor).
   EXPECT_EQ(h.latest_anchor_seq % 2, 0u);
   auto marks = user(run.crash.events, CLOCK_MARK);
   ASSERT_EQ(marks.size(), 4u);
-  for (const auto &m : marks) {
-    ASSERT_TRUE(run.printed.count(m.slot.arg0));
-    const double error_us = (monotonic_of(h, m.slot.timestamp) - double(run.printed[m.slot.arg0])) / 1e3;
-    std::printf("mark %llu: the anchors place it %.3f us from clock_check's reading\n",
-                static_cast<unsigned long long>(m.slot.arg0), error_us);
-    EXPECT_LT(std::abs(error_us), 500) << "mark " << m.slot.arg0 << ": the anchors place it " << error_us
-                                        << " us from the process's own reading";
-  }
+  expect_marks_bracketed(run, h, marks, "");
   EXPECT_GE((run.printed[1] - run.printed[0]) / 1e6, 20.0) << "the marks were not 20 ms apart";
   EXPECT_GE((run.printed[3] - run.printed[0]) / 1e6, 120.0) << "the marks were not 120 ms apart";
 }
@@ -745,19 +783,20 @@ TEST(Clock, AProcessDeadWithinAMillisecondStillHasTwoAnchors) {
   EXPECT_EQ(h.latest_anchor_seq, 0u) << "the helper refreshed the anchor: not the case this tests";
   EXPECT_EQ(h.latest_ticks, h.anchor_ticks) << "the latest anchor is still the init anchor";
   ASSERT_EQ(h.crash_anchor_state, fmt::kAnchorComplete);
-  const double lived_ms = double(h.crash_monotonic_ns - h.anchor_monotonic_ns) / 1e6;
-  EXPECT_LT(lived_ms, 100) << "clock_check --fast lived " << lived_ms << " ms after tl_init";
-  std::printf("clock_check --fast crashed %.3f ms after its init anchor\n", lived_ms);
+  // The init anchor was read inside tl_init, after the process's reading
+  // before it, and the crash anchor after its last mark.
+  ASSERT_NE(run.before_init, 0u) << "clock_check printed no init line";
+  EXPECT_GE(h.anchor_monotonic_ns, run.before_init);
+  EXPECT_GE(h.crash_monotonic_ns, run.printed[1]);
+  std::printf("clock_check --fast crashed %.3f ms after its init anchor\n",
+              double(h.crash_monotonic_ns - h.anchor_monotonic_ns) / 1e6);
   auto marks = user(run.crash.events, CLOCK_MARK);
   ASSERT_EQ(marks.size(), 2u);
   for (const auto &m : marks) {
     EXPECT_GE(m.slot.timestamp, h.anchor_ticks);
     EXPECT_LE(m.slot.timestamp, h.crash_ticks);
-    const double error_us = (monotonic_of(h, m.slot.timestamp) - double(run.printed[m.slot.arg0])) / 1e3;
-    std::printf("--fast mark %llu: the anchors place it %.3f us from clock_check's reading\n",
-                static_cast<unsigned long long>(m.slot.arg0), error_us);
-    EXPECT_LT(std::abs(error_us), 500) << "mark " << m.slot.arg0 << ": " << error_us << " us off";
   }
+  expect_marks_bracketed(run, h, marks, "--fast");
 }
 
 }  // namespace

@@ -173,7 +173,7 @@ void fork_while_busy() {
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
       failed("a forked child did not allocate and exit cleanly");
-    usleep(1000);
+    usleep(1000);  // pacing: the workers allocate between two forks (not a wait for anything)
   }
   printf("ok %d children forked while threads allocate\n", kForks);
 }

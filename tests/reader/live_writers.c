@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
     pthread_t th;
     if (pthread_create(&th, NULL, writer, (void *)(uintptr_t)t) != 0) return 71;
   }
-  while (atomic_load(&started) < threads) usleep(1000);
+  while (atomic_load(&started) < threads) usleep(1000); /* a wait on the count itself */
   if (write(ready_fd, "ready\n", 6) != 6) return 72;
   close(ready_fd);
   for (;;) pause();

@@ -589,9 +589,11 @@ TEST(HostileCore, FifoInsteadOfAFileDoesNotBlock) {
   }
   int st = 0;
   pid_t done = 0;
-  for (int i = 0; i < 200 && done == 0; ++i) {
+  // Waited for until it exits; the minute only bounds a hang (a child
+  // that blocks on the FIFO is killed and fails below).
+  for (int i = 0; i < 1200 && done == 0; ++i) {
     done = waitpid(pid, &st, WNOHANG);
-    if (done == 0) usleep(50000);
+    if (done == 0) usleep(50000);  // the poll's period
   }
   if (done == 0) {
     kill(pid, SIGKILL);

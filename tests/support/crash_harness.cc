@@ -337,6 +337,15 @@ std::map<std::string, std::string> find_entry(pid_t pid, system_clock::time_poin
   fail(msg);
 }
 
+// journal_barrier's marker: unique to this process and call.
+std::string barrier_token() {
+  static unsigned calls = 0;
+  return std::to_string(getpid()) + "-" +
+         std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            steady_clock::now().time_since_epoch()).count()) +
+         "-" + std::to_string(++calls);
+}
+
 std::string strip_compression_suffix(const std::string& name) {
   for (const char* s : {".zst", ".lz4", ".xz"})
     if (ends_with(name, s)) return name.substr(0, name.size() - strlen(s));
@@ -392,6 +401,36 @@ void decompress_core_file(const std::string& stored_path, const std::string& out
   else
     copy_plain(in, out);
   out.commit();
+}
+
+void journal_barrier(milliseconds timeout) {
+  const std::string token = barrier_token();
+  int r = sd_journal_send("MESSAGE=core-timeline test: journal barrier %s", token.c_str(), "CT_TEST_BARRIER=%s",
+                          token.c_str(), nullptr);
+  if (r < 0) fail("journal barrier: sd_journal_send: " + errno_text(-r));
+  const std::string match = "CT_TEST_BARRIER=" + token;
+  const auto deadline = steady_clock::now() + timeout;
+  // Reopened every 2 s, as find_entry's reader is (a reader opened right
+  // after journald started has been seen never to wake for a new entry).
+  for (;;) {
+    Journal jr;
+    if ((r = sd_journal_open(&jr.j, SD_JOURNAL_LOCAL_ONLY)) < 0)
+      fail("journal barrier: sd_journal_open: " + errno_text(-r));
+    if ((r = sd_journal_add_match(jr.j, match.data(), match.size())) < 0 || (r = sd_journal_seek_head(jr.j)) < 0)
+      fail("journal barrier: " + errno_text(-r));
+    const auto reopen = std::min(deadline, steady_clock::now() + std::chrono::seconds(2));
+    for (;;) {
+      if ((r = sd_journal_next(jr.j)) > 0) return;
+      if (r < 0) fail("journal barrier: sd_journal_next: " + errno_text(-r));
+      const auto now = steady_clock::now();
+      if (now >= reopen) break;
+      sd_journal_wait(jr.j, static_cast<uint64_t>(
+                                std::chrono::duration_cast<std::chrono::microseconds>(reopen - now).count()));
+    }
+    if (steady_clock::now() >= deadline)
+      fail("journal barrier: the marker entry " + match + " did not show in the journal within " +
+           std::to_string(timeout.count()) + " ms. Is journald running? (tests/support/pipeline status)");
+  }
 }
 
 std::map<std::string, std::string> wait_for_coredump_entry(pid_t pid, system_clock::time_point not_before,

@@ -86,6 +86,15 @@ std::map<std::string, std::string> wait_for_coredump_entry(
     pid_t pid, std::chrono::system_clock::time_point not_before,
     std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// A marker entry sent to journald's native socket, waited for (up to
+// `timeout`, which bounds a hang) until a reader sees it.  journald reads
+// that datagram socket in order, so every entry any process sent there
+// before this call (the daemon's timeline entries and log lines, a test's
+// own) is in the journal when it returns: a test that checks an entry did
+// NOT come calls it after the moment the entry would have been sent, and
+// then looks.  Throws if the marker cannot be sent or never shows.
+void journal_barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 // Decompress a core stored by systemd-coredump (suffix .zst, .lz4, .xz, or
 // none: copied) into `out_path`.  Throws naming the file on any error.
 void decompress_core_file(const std::string& stored_path,

@@ -179,14 +179,10 @@ Ran DaemonHarness::run_once(const std::vector<std::string> &extra, const std::ma
 int DaemonHarness::stop() {
   if (pid_ <= 0) return -2;
   kill(pid_, SIGTERM);
-  const auto deadline = Clock::now() + opts_.stop_timeout;
-  while (Clock::now() < deadline) {
-    int st = 0;
-    if (waitpid(pid_, &st, WNOHANG) == pid_) {
-      pid_ = -1;
-      return exit_status_of(st);
-    }
-    std::this_thread::sleep_for(10ms);
+  int st = 0;
+  if (wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; }, opts_.stop_timeout)) {
+    pid_ = -1;
+    return exit_status_of(st);
   }
   kill_now();
   return -1;
@@ -202,16 +198,10 @@ void DaemonHarness::kill_now() {
 
 int DaemonHarness::wait_exit(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -2;
-  const auto deadline = Clock::now() + timeout;
-  do {
-    int st = 0;
-    if (waitpid(pid_, &st, WNOHANG) == pid_) {
-      pid_ = -1;
-      return exit_status_of(st);
-    }
-    std::this_thread::sleep_for(10ms);
-  } while (Clock::now() < deadline);
-  return -3;
+  int st = 0;
+  if (!wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; }, timeout)) return -3;
+  pid_ = -1;
+  return exit_status_of(st);
 }
 
 std::string DaemonHarness::next_notification(std::chrono::milliseconds timeout) {
@@ -222,6 +212,11 @@ std::string DaemonHarness::next_notification(std::chrono::milliseconds timeout) 
   return m;
 }
 
+std::size_t DaemonHarness::pending_notifications() {
+  std::lock_guard lock(notify_mu_);
+  return notifications_.size();
+}
+
 std::string DaemonHarness::log() const { return read_text(log_); }
 
 std::string DaemonHarness::log_tail(std::size_t max) const {
@@ -230,12 +225,7 @@ std::string DaemonHarness::log_tail(std::size_t max) const {
 }
 
 bool DaemonHarness::wait_log(const std::string &needle, std::chrono::milliseconds timeout) const {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (log().find(needle) != std::string::npos) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
+  return wait_until([&] { return log().find(needle) != std::string::npos; }, timeout);
 }
 
 std::vector<std::string> DaemonHarness::timeline_dirs() const {
@@ -272,12 +262,9 @@ std::optional<Timeline> DaemonHarness::find_timeline(pid_t pid, std::uint64_t no
 
 std::optional<Timeline> DaemonHarness::wait_timeline(pid_t pid, std::chrono::milliseconds timeout,
                                                      std::uint64_t not_before_usec) const {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (auto t = find_timeline(pid, not_before_usec)) return t;
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(10ms);
-  }
+  std::optional<Timeline> t;
+  wait_until([&] { return (t = find_timeline(pid, not_before_usec)).has_value(); }, timeout);
+  return t;
 }
 
 std::size_t DaemonHarness::files_of(pid_t pid) const {

@@ -114,6 +114,9 @@ class DaemonHarness {
   // so a test that left its WATCHDOG=1 pings unread for a few seconds
   // stopped the daemon in the middle of its loop.
   std::string next_notification(std::chrono::milliseconds timeout);
+  // How many messages the reader thread holds that next_notification()
+  // has not returned yet.
+  std::size_t pending_notifications();
 
   const std::string &state_dir() const { return state_; }
   // --output-dir (empty when the timelines go next to the cores).

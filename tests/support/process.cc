@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <stdexcept>
+#include <thread>
 
 extern char **environ;
 
@@ -256,6 +257,15 @@ Ran run(const std::vector<std::string> &argv, const ProcessOptions &opts) {
     if (errno != EINTR) fail("waitpid " + std::to_string(s.pid) + ": " + errno_text(errno));
   }
   return r;
+}
+
+bool wait_until(const std::function<bool()> &done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the poll's period, not a wait for the event
+  }
 }
 
 }  // namespace ct::test

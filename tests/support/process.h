@@ -85,6 +85,12 @@ struct Ran {
 pid_t spawn(const std::vector<std::string> &argv, const ProcessOptions &opts = {});
 Ran run(const std::vector<std::string> &argv, const ProcessOptions &opts = {});
 
+// Until `done` holds (asked every 10 ms): true; false once `timeout` has
+// passed without it.  For a wait on an event itself (a file, a line, a
+// count, a process state); the timeout only bounds a hang, so make it
+// generous: its passing means the event never came, not that it was slow.
+bool wait_until(const std::function<bool()> &done, std::chrono::milliseconds timeout);
+
 }  // namespace ct::test
 
 #endif  // CORE_TIMELINE_TESTS_SUPPORT_PROCESS_H

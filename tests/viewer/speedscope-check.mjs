@@ -274,7 +274,7 @@ try {
   while (Date.now() < deadline && dialogs.length === 0 && pageErrors.length === 0) {
     center = await toolbarCenter();
     if (center && !center.endsWith('speedscope')) break;
-    await page.waitForTimeout(100);
+    await page.waitForTimeout(100);  // the poll's period; the deadline bounds a hang only
   }
   if (!check(center && !center.endsWith('speedscope'),
     `speedscope imported the trace (toolbar: ${JSON.stringify(center)})`)) {
@@ -315,9 +315,9 @@ try {
       await page.waitForFunction((want) => {
         const c = [...document.querySelectorAll('span')].find((s) => s.textContent.startsWith(want + ' ('));
         return c != null;
-      }, profiles[i], {timeout: 10000});
+      }, profiles[i], {timeout: 60000});
     }
-    await page.waitForSelector('xpath=//th[normalize-space(text())="Symbol Name"]', {timeout: 10000});
+    await page.waitForSelector('xpath=//th[normalize-space(text())="Symbol Name"]', {timeout: 60000});
     const rows = await page.evaluate(() => {
       const th = [...document.querySelectorAll('th')].find((h) => h.textContent.trim() === 'Symbol Name');
       let box = th;
@@ -361,7 +361,8 @@ try {
       await page.locator(`tr[title=${JSON.stringify(profiles[index])}]`).click();
     }
     await page.mouse.move(viewport.width / 2, viewport.height - 10);
-    await page.waitForTimeout(500);  // the flame chart draws on the next frames
+    // The flame chart draws on the next frames: wait for two of them.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
     const out = path.resolve(opts.screenshot);
     fs.mkdirSync(path.dirname(out), {recursive: true});
     await page.screenshot({path: out});
