@@ -960,10 +960,8 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
   if (const auto s = doc.tree.find(key::status); s != doc.tree.end() && s->is_string()) status = s->get<std::string>();
   if (const auto r = doc.tree.find(key::reason); r != doc.tree.end() && r->is_string()) reason = r->get<std::string>();
   const int priority = status == "ok" || status == "no_ring" ? LOG_INFO : LOG_WARNING;
-  if (!log::journal_on()) {
-    log::mirror(priority, message);
-    return;
-  }
+  /* Sent whatever --log-target says: the entry is data (ctl-query reads
+   * timelines from the journal), not a log line. */
   const std::uint64_t t0 = monotonic_usec();
   log::Fields f{{"MESSAGE", message},
                 {"PRIORITY", std::to_string(priority)},
@@ -1005,7 +1003,6 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
 }
 
 void Daemon::ensure_entry(const CoredumpEntry &e, int dirfd, const std::string &name, const std::string &path) {
-  if (!log::journal_on()) return;
   auto has = timeline_entries_.has_entry(e);
   if (has && *has) return;
   if (!has)

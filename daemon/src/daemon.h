@@ -205,8 +205,8 @@ class Daemon {
    *  no_ring, else 4, the Scope's fields, CORE_TIMELINE_EXE, _UID and
    *  _REASON, and document::journal::entry_fields(); as the crashed user
    *  when `owner` (the timeline file's) lets that user read it
-   *  (send_as()).  Only when the journal is a log target.  A failure is
-   *  logged; the daemon goes on. */
+   *  (send_as()).  Whatever --log-target says: the entry is data, not a
+   *  log line.  A failure is logged; the daemon goes on. */
   void send_timeline_entry(const CoredumpEntry &e, const std::string &message, const std::string &path,
                            const Document &doc, const FileOwner &owner);
   /** For a whole timeline `name` in `dirfd` (`path`) written before (a

@@ -19,7 +19,7 @@ namespace ctd {
  *  (coredump_filter, MADV_DONTDUMP): the timeline is lost. */
 inline constexpr std::string_view kMsgMappingAbsent = "2d6a53792c8b405fa4ed10165ba08998";
 /** PRIORITY=3: a process loaded libtimeline but tl_init made no ring (bad
- *  TL_SLOTS/TL_LANES or options, no memory): no timeline. */
+ *  TL_* variable (libtimeline(3)) or options, no memory): no timeline. */
 inline constexpr std::string_view kMsgRingNotMade = "46caf83796c3406d9700e020b8795808";
 /** PRIORITY=4: an entry that looks like systemd-coredump's was not written
  *  by it (or names a file it would not): ignored. */

@@ -106,8 +106,6 @@ void setup(Target target, spdlog::level::level_enum level) {
 }
 
 
-bool journal_on() noexcept { return g_journal; }
-
 const Fields &scope_fields() noexcept { return t_scope; }
 
 namespace {

@@ -60,8 +60,6 @@ int priority_of(spdlog::level::level_enum level);
  */
 void event(int priority, std::string_view message_id, const std::string &message, const Fields &fields);
 
-/** Whether setup() sent lines to the journal (every target but stderr). */
-bool journal_on() noexcept;
 /** The fields of this thread's Scopes, outermost first. */
 const Fields &scope_fields() noexcept;
 /** event()'s stderr half alone, when stderr is on: the message without

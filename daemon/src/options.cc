@@ -89,7 +89,8 @@ void declare_options(CLI::App &app, Options &o, Given &g) {
   app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
   app.add_option("--journal-directory", o.journal_directory,
                  "Read the journal files in this directory instead of the system's journal (as journalctl -D)");
-  app.add_option("--log-target", g.log_target, "auto, journal, stderr or both")
+  app.add_option("--log-target", g.log_target,
+                 "Where to log: auto, journal, stderr or both (timeline entries go to the journal whatever it says)")
       ->check(CLI::IsMember({"auto", "journal", "stderr", "both"}))
       ->capture_default_str();
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn or err")

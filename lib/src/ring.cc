@@ -629,17 +629,23 @@ constexpr uint32_t kNoPools[fmt::kSourceCount] = {0, 0, 0};
 static_assert(max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kDefaultNames, kNoPools) == 9 &&
                   max_lanes_for(fmt::kMaxSlotsPerLane, fmt::kMaxNames, kNoPools) == 9,
               "timeline.h and libtimeline(3) say 1048576 slots allow at most 9 lanes, whatever the names");
+/* The limits of slots_per_lane and lanes, after "NAME=VALUE". */
+void put_slots_limit(Text &why) {
+  why.put(" is not a power of two from ").put_u64(fmt::kMinSlotsPerLane).put(" to ").put_u64(fmt::kMaxSlotsPerLane);
+}
+void put_lanes_limit(Text &why) { why.put(" is not from 1 to ").put_u64(kMaxLanesPerSource); }
+
 bool geometry_problem(Settings &st, Text &why) {
   const Asked &asked = st.asked;
   const uint32_t slots = st.slots_per_lane, lanes = st.lanes, names = st.names;
   if (!is_power_of_two(slots) || slots < fmt::kMinSlotsPerLane || slots > fmt::kMaxSlotsPerLane) {
     why.put(asked.slots != nullptr ? asked.slots : "slots_per_lane").put("=").put_u64(slots);
-    why.put(" is not a power of two from ").put_u64(fmt::kMinSlotsPerLane).put(" to ").put_u64(fmt::kMaxSlotsPerLane);
+    put_slots_limit(why);
     return true;
   }
   if (lanes < 1 || lanes > kMaxLanesPerSource) {
     why.put(asked.lanes != nullptr ? asked.lanes : "lanes").put("=").put_u64(lanes);
-    why.put(" is not from 1 to ").put_u64(kMaxLanesPerSource);
+    put_lanes_limit(why);
     return true;
   }
   if (names < 1 || names > fmt::kMaxNames) {
@@ -801,16 +807,25 @@ bool env_flag(const char *name) {
   return v != nullptr && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
-/* TL_SLOTS, TL_LANES: unset or empty (0: the default), or a number. */
-enum class EnvNumber { kUnset, kNumber, kMalformed };
+/* TL_STACK_DEPTH, TL_SLOTS, TL_LANES: unset or empty (0: the default), or
+ * a number, decimal or 0x-hexadecimal.  kTooBig: a number above
+ * UINT32_MAX (*out untouched), which is no ring's either, but still a
+ * number. */
+enum class EnvNumber { kUnset, kNumber, kTooBig, kMalformed };
 EnvNumber env_u32(const char *name, uint32_t *out) {
   const char *v = secure_getenv(name);
   if (v == nullptr || *v == '\0') return EnvNumber::kUnset;
+  const bool hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');  /* else decimal, not octal */
+  const char *digits = hex ? v + 2 : v;
+  /* A digit first: strtoull would also take leading blanks and a sign. */
+  const char c = *digits;
+  if (!((c >= '0' && c <= '9') || (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))))
+    return EnvNumber::kMalformed;
   char *end = nullptr;
   errno = 0;
-  const bool hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');  /* else decimal, not octal */
-  const unsigned long long n = strtoull(v, &end, hex ? 16 : 10);
-  if (end == v || *end != '\0' || errno != 0 || n > UINT32_MAX || *v == '-') return EnvNumber::kMalformed;
+  const unsigned long long n = strtoull(digits, &end, hex ? 16 : 10);
+  if (*end != '\0') return EnvNumber::kMalformed;
+  if (errno == ERANGE || n > UINT32_MAX) return EnvNumber::kTooBig;
   *out = static_cast<uint32_t>(n);
   return EnvNumber::kNumber;
 }
@@ -910,13 +925,16 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
 
 #ifdef TL_SHARED_CONSTRUCTOR
 /* The shared library sets up a default ring when loaded (also under
- * LD_PRELOAD), unless TL_DISABLE is set.  TL_NO_HANDLERS, TL_SLOTS,
- * TL_LANES and TL_SIDECAR_DIR adjust it.  All TL_* variables are read with
- * secure_getenv(3): a set-user-ID program ignores them.  A TL_SLOTS or
- * TL_LANES that is not a number, or that makes no ring (tl_init's EINVAL
- * rules), and a ring that cannot be mapped, get one line on stderr naming
- * the variable, the value and the limit (or the call that failed), and no
- * ring is made: the no-ring page says the same in the core. */
+ * LD_PRELOAD), unless TL_DISABLE is set.  TL_NO_HANDLERS, TL_STACK_DEPTH,
+ * TL_SLOTS, TL_LANES, TL_BUDGET, TL_SHARES and TL_SIDECAR_DIR adjust it.
+ * All TL_* variables are read with secure_getenv(3): a set-user-ID program
+ * ignores them.  The rule of libtimeline(3), ENVIRONMENT: a TL_STACK_DEPTH,
+ * TL_SLOTS, TL_LANES, TL_BUDGET or TL_SHARES that is not what it takes (a
+ * number; a size; the shares) or that breaks its limits (tl_init's EINVAL
+ * rules; TL_STACK_DEPTH has none: more than 8, however much, is 8), and a
+ * ring that cannot be mapped, get one line on stderr naming the variable,
+ * the value and the limit (or the call that failed), and no ring is made:
+ * the no-ring page says the same in the core. */
 __attribute__((constructor(101))) static void tl_constructor() {
   if (env_flag("TL_DISABLE")) return;
   struct tl_options o;
@@ -925,18 +943,20 @@ __attribute__((constructor(101))) static void tl_constructor() {
   o.no_handlers = env_flag("TL_NO_HANDLERS") ? 1 : 0;
   char why_text[fmt::kInitErrorText];
   Text why(why_text, sizeof why_text);
-  const char *const names[2] = {"TL_SLOTS", "TL_LANES"};
-  uint32_t *const values[2] = {&o.slots_per_lane, &o.lanes};
+  const char *const names[3] = {"TL_SLOTS", "TL_LANES", "TL_STACK_DEPTH"};
+  uint32_t *const values[3] = {&o.slots_per_lane, &o.lanes, &o.stack_depth};
   bool bad = false;
-  for (int i = 0; i < 2 && !bad; ++i) {
-    if (env_u32(names[i], values[i]) == EnvNumber::kMalformed) {
-      why.put(names[i]).put("=").put(secure_getenv(names[i]), 40).put(" is not a number");
+  for (int i = 0; i < 3 && !bad; ++i) {
+    const EnvNumber got = env_u32(names[i], values[i]);
+    if (got == EnvNumber::kTooBig && i == 2) {
+      o.stack_depth = fmt::kMaxStackDepth;  /* more than 8 is 8, as any other */
+    } else if (got == EnvNumber::kMalformed || got == EnvNumber::kTooBig) {
+      why.put(names[i]).put("=").put(secure_getenv(names[i]), 40);
+      if (got == EnvNumber::kMalformed) why.put(" is not a number");
+      else if (i == 0) put_slots_limit(why);
+      else put_lanes_limit(why);
       bad = true;
     }
-  }
-  if (!bad && env_u32("TL_STACK_DEPTH", &o.stack_depth) == EnvNumber::kMalformed) {
-    why.put("TL_STACK_DEPTH=").put(secure_getenv("TL_STACK_DEPTH"), 40).put(" is not a number");
-    bad = true;
   }
   if (!bad) bad = env_budget(&o.budget, why) || env_shares(o.share_percent, why);
   if (bad) {

@@ -353,6 +353,20 @@ std::optional<std::string> stored_core(const Crash &c) {
   return best;
 }
 
+// A script in `dir` that runs core-timelined in a mount namespace of its
+// own where journald's sockets are not (a tmpfs over /run/systemd/journal):
+// it reads the journal files and writes timelines, but nothing it sends
+// reaches journald, as when it is killed before its entry is sent.
+std::string without_journald_socket(const std::string &dir) {
+  const std::string path = dir + "/core-timelined-without-journald";
+  std::ofstream(path) << "#!/bin/sh\n"
+                         "exec unshare --mount --propagation private -- /bin/sh -c "
+                         "'mount -t tmpfs -o mode=0755 ct-no-journald /run/systemd/journal && exec \"$0\" \"$@\"' "
+                      << CT_DAEMON_BIN << " \"$@\"\n";
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
 class DaemonPipeline : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -1038,6 +1052,29 @@ TEST_F(DaemonPipeline, BigDocumentIsCutToTheBoundInTheEntryAndWholeInTheFile) {
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+// The timeline entry is data, not a log line: a daemon that logs to stderr
+// only (as fixtures/demo.sh runs it) sends it all the same, and ctl-query
+// finds the crash in the journal alone (no -D, no --files).
+TEST_F(DaemonPipeline, TimelineEntryIsSentWhateverTheLogTarget) {
+  daemon.options().log_target = "stderr";
+  daemon.start();
+  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(t.doc["status"], "ok");
+  const auto entries = wait_timeline_entries(c.pid);
+  ASSERT_EQ(entries.size(), 1u) << "no timeline entry from a daemon logging to stderr:\n" << daemon.log_tail();
+  expect_path_a_entry(entries[0], t, c.pid);
+  EXPECT_EQ(one(entries[0], jn::kDocument), read_text(t.path));
+  EXPECT_TRUE(trusted(entries[0]));
+  EXPECT_EQ(daemon.stop(), 0);
+  const std::string since = "--since=@" + std::to_string(c.not_before_usec / 1000000 - 1);
+  const auto listed = ct::test::run({CT_CTL_QUERY_BIN, since, "list", std::to_string(c.pid)});
+  EXPECT_EQ(listed.exit_code(), 0) << listed.err;
+  EXPECT_NE(listed.out.find(" " + std::to_string(c.pid) + " "), std::string::npos) << listed.out << listed.err;
+  EXPECT_NE(listed.out.find(" ok "), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("BEFORE_DIE"), std::string::npos) << listed.out;
+}
+
 TEST_F(DaemonPipeline, TimelineEntryIsSentOnceAcrossARestart) {
   const std::string cursor = daemon.state_dir() + "/cursor";
   // Case 1: file and entry both there before the restart: no second entry.
@@ -1060,10 +1097,11 @@ TEST_F(DaemonPipeline, TimelineEntryIsSentOnceAcrossARestart) {
   EXPECT_EQ(timeline_entries(c.pid, t.path).size(), 1u) << "a second entry for the same crash";
   EXPECT_EQ(daemon.stop(), 0);
 
-  // Case 2: the file written, its entry not sent (here: a run that logs
-  // only to stderr, so it sends none), then a restart: the entry comes
-  // from the file.
+  // Case 2: the file written, its entry not sent (here: a run whose
+  // journald socket is hidden, so its entry reaches no journald), then a
+  // restart: the entry comes from the file.
   const std::string before2 = read_text(cursor);
+  daemon.options().binary = without_journald_socket(dir.path);
   daemon.options().log_target = "stderr";
   daemon.start();
   const auto c2 = crash({CT_CRASH_DEMO, "--path=b"});
@@ -1076,8 +1114,14 @@ TEST_F(DaemonPipeline, TimelineEntryIsSentOnceAcrossARestart) {
   ASSERT_EQ(timeline_entries(c2.pid, t2.path).size(), 0u);
   EXPECT_EQ(daemon.stop(), 0);
   std::ofstream(cursor, std::ios::trunc) << before2;
+  daemon.options().binary = CT_DAEMON_BIN;
   daemon.options().log_target = "both";
   daemon.start();
+  // Sent by this run, from the file: the first run's never reached the journal.
+  ASSERT_TRUE(daemon.wait_log("pid " + std::to_string(c2.pid) + ": its timeline " + t2.path +
+                                  " was written before its journal entry was sent (a restart); sending it",
+                              60s))
+      << daemon.log_tail();
   const auto e2 = wait_timeline_entries(c2.pid, 1, 60s, t2.path);
   ASSERT_EQ(e2.size(), 1u) << daemon.log_tail();
   EXPECT_EQ(one(e2[0], jn::kDocument), read_text(t2.path));

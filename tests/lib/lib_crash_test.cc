@@ -511,6 +511,64 @@ TEST(Preload, BadTlSlotsOrTlLanesIsSaidOnStderrAndMakesNoRing) {
   }
 }
 
+// TL_STACK_DEPTH takes the rule TL_SLOTS, TL_LANES, TL_BUDGET and TL_SHARES
+// take (libtimeline(3), ENVIRONMENT): not a number makes no ring, said on
+// stderr and in the core's no-ring page.  Its one limit is none: more than
+// 8, however large the number, is 8 (once "not a number" above 2^32 - 1,
+// which made no ring).  A number too big for a uint32_t is still a number:
+// TL_SLOTS and TL_LANES then get their limits, not "not a number"; blanks
+// and signs, which strtoull would skip, are no number.
+// Guards against: a malformed TL_STACK_DEPTH and one above 2^32 - 1 told apart
+// from the others' rule, in what they do or what they say.
+TEST(Preload, TlStackDepthFollowsTheRuleOfTheOtherNumbers) {
+  const std::string lib = g_bin_dir + "/../lib/libtimeline.so";
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"TL_STACK_DEPTH", "abc"}}, "libtimeline: TL_STACK_DEPTH=abc is not a number: no ring made"},
+      {{{"TL_STACK_DEPTH", "-1"}}, "libtimeline: TL_STACK_DEPTH=-1 is not a number: no ring made"},
+      {{{"TL_STACK_DEPTH", " 4"}}, "libtimeline: TL_STACK_DEPTH= 4 is not a number: no ring made"},
+      {{{"TL_STACK_DEPTH", "+4"}}, "libtimeline: TL_STACK_DEPTH=+4 is not a number: no ring made"},
+      {{{"TL_STACK_DEPTH", "0x"}}, "libtimeline: TL_STACK_DEPTH=0x is not a number: no ring made"},
+      {{{"TL_STACK_DEPTH", "8"}}, ""},
+      {{{"TL_STACK_DEPTH", "9"}}, ""},
+      {{{"TL_STACK_DEPTH", "0x10"}}, ""},
+      {{{"TL_STACK_DEPTH", "4294967296"}}, ""},
+      {{{"TL_STACK_DEPTH", "99999999999999999999999"}}, ""},
+      {{{"TL_SLOTS", "4294967296"}},
+       "libtimeline: TL_SLOTS=4294967296 is not a power of two from 8 to 1048576: no ring made"},
+      {{{"TL_LANES", "0x100000000"}}, "libtimeline: TL_LANES=0x100000000 is not from 1 to 1364: no ring made"},
+      {{{"TL_LANES", "+8"}}, "libtimeline: TL_LANES=+8 is not a number: no ring made"},
+  };
+  for (const auto &[env, says] : cases) {
+    ct::test::ProcessOptions o;
+    o.env = env;
+    o.env["LD_PRELOAD"] = lib;
+    const ct::test::Ran r = ct::test::run({"/bin/true"}, o);
+    EXPECT_TRUE(r.ok()) << r.err;
+    EXPECT_EQ(r.err, says.empty() ? "" : says + "\n") << env.begin()->first << "=" << env.begin()->second;
+  }
+  // In the core: the no-ring page for the malformed one; for the huge one
+  // a ring whose allocation events (the alloc wrappers') carry a stack.
+  Crash bad = crash("crash_demo_nolib", {"--path=a"}, std::nullopt,
+                    {{"LD_PRELOAD", lib}, {"TL_STACK_DEPTH", "abc"}});
+  ASSERT_TRUE(WIFSIGNALED(bad.wait_status));
+  EXPECT_TRUE(bad.core.rings.empty()) << "a ring was made although the constructor said none was";
+  ASSERT_EQ(bad.core.no_rings.size(), 1u) << "no valid no-ring header in the core";
+  const auto &h = bad.core.no_rings[0];
+  EXPECT_EQ(h.init_error, EINVAL);
+  EXPECT_EQ(std::string(h.init_error_text, strnlen(h.init_error_text, sizeof h.init_error_text)),
+            "TL_STACK_DEPTH=abc is not a number");
+  Crash huge = crash("crash_demo_nolib", {"--path=b"}, std::nullopt,
+                     {{"LD_PRELOAD", lib + " " + g_bin_dir + "/../lib/libtimeline-alloc.so"},
+                      {"TL_STACK_DEPTH", "4294967296"}});
+  ASSERT_EQ(huge.core.rings.size(), 1u) << "TL_STACK_DEPTH=4294967296 made no ring";
+  const auto mallocs = of_kind(huge.events, fmt::kKindMalloc);
+  const Event *demo_malloc = nullptr;  // path b's malloc(128)
+  for (const auto &m : mallocs)
+    if (m.slot.arg1 == 128) demo_malloc = &m;
+  ASSERT_NE(demo_malloc, nullptr) << "no MALLOC of 128 bytes in the ring";
+  EXPECT_NE(demo_malloc->slot.stack, 0) << "the MALLOC has no stack: the depth was not taken as 8";
+}
+
 // The sidecar: created fresh and private, holds the CRASH slot the handler
 // wrote with pwrite(2), and is never a file someone planted.
 class SidecarDir : public ::testing::Test {
