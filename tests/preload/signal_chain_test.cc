@@ -94,6 +94,8 @@ const Mode kModes[] = {
     {"reraise-nodefer", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, true, {"old is mine", "handler"}},
     // The kill() stays pending until the handler returns.
     {"reraise-blocked", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, true, {"old is mine", "handler"}},
+    // raise(): tgkill, pending for the thread until the handler returns.
+    {"reraise-raise", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, true, {"old is mine", "handler"}},
     // Returns after SA_RESETHAND: the store faults again, with SIG_DFL.
     {"resethand", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, false, {"old is mine", "handler"}},
     // SIG_IGN ignores a kill(), not a fault.

@@ -13,6 +13,7 @@
  *                    kill(getpid(), SIGSEGV)
  *   reraise-blocked  the same with SA_SIGINFO alone: the kill() stays
  *                    pending until the handler returns
+ *   reraise-raise    the same with raise(SIGSEGV) instead of kill()
  *   resethand        SA_RESETHAND handler that logs "handler" and returns:
  *                    the store faults again and kills
  *   ignore           signal(SIGSEGV, SIG_IGN); kill(getpid(), SIGSEGV) is
@@ -33,6 +34,7 @@
 
 static int g_log = -1;
 static sigjmp_buf g_jump;
+static int g_use_raise;
 
 static void say(const char *line) {
   (void)!write(g_log, line, strlen(line));
@@ -49,7 +51,10 @@ static void reraise_handler(int signo, siginfo_t *info, void *uc) {
   sigemptyset(&dfl.sa_mask);
   dfl.sa_flags = SA_NODEFER | SA_ONSTACK | SA_RESETHAND;
   sigaction(signo, &dfl, NULL);
-  kill(getpid(), signo);
+  if (g_use_raise)
+    raise(signo);
+  else
+    kill(getpid(), signo);
 }
 
 static void plain_handler(int signo) {
@@ -71,7 +76,8 @@ int main(int argc, char **argv) {
   memset(&sa, 0, sizeof sa);
   sigemptyset(&sa.sa_mask);
   void *mine = NULL;
-  if (strcmp(mode, "reraise-nodefer") == 0 || strcmp(mode, "reraise-blocked") == 0) {
+  g_use_raise = strcmp(mode, "reraise-raise") == 0;
+  if (strcmp(mode, "reraise-nodefer") == 0 || strcmp(mode, "reraise-blocked") == 0 || g_use_raise) {
     sa.sa_sigaction = reraise_handler;
     sa.sa_flags = SA_SIGINFO;
     if (strcmp(mode, "reraise-nodefer") == 0) sa.sa_flags |= SA_NODEFER | SA_RESETHAND;
