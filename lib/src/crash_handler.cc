@@ -147,6 +147,16 @@ struct PendingFault {
 };
 __thread PendingFault t_pending TL_TLS;
 
+/* Whether a signal that interrupted the code at `sp` interrupted the
+ * program's handler that `pending` was handed to, which runs below (at
+ * lower addresses than) its ucontext on the same stack; not code after a
+ * siglongjmp out of that handler, which left `active` set.  Bounded by the
+ * largest alternate stack we would expect the handler to use. */
+bool interrupted_inside(const PendingFault &pending, uint64_t sp) {
+  const uint64_t uc = reinterpret_cast<uint64_t>(pending.uc);
+  return sp != 0 && uc != 0 && sp < uc && uc - sp < (uint64_t(1) << 20);
+}
+
 /* Sent by this process (kill, raise, sigqueue, tgkill), not by the CPU. */
 bool sent_by_self(const siginfo_t *info) {
   return info != nullptr && info->si_code <= 0 && info->si_pid == raw_getpid();
@@ -389,8 +399,10 @@ void crash_signal_handler(int signo, siginfo_t *info, void *uc) {
     return;
   }
   PendingFault &pending = t_pending;
+  uint64_t here_pc, here_sp;
+  ucontext_pc_sp(uc, &here_pc, &here_sp);
   if (__atomic_load_n(&pending.active, __ATOMIC_RELAXED) && pending.signo == signo &&
-      sent_by_self(info)) {
+      sent_by_self(info) && interrupted_inside(pending, here_sp)) {
     /* The program's handler, still running below us, re-raised its fault
      * after restoring SIG_DFL: the CRASH event is the original fault's. */
     write_crash_slot(signo, &pending.info, pending.uc, flags | fmt::kCrashChained);

@@ -80,7 +80,7 @@ TEST_P(SignalChainTest, OneCrashEventOfTheOriginalFaultAndTheProgramsHandlerRan)
     std::memcpy(&ci, c.inline_data, sizeof ci);
     EXPECT_EQ(c.id, static_cast<uint32_t>(m.crash_signal));
     EXPECT_EQ(ci.code, m.crash_code);
-    if (m.crash_signal == SIGSEGV) {
+    if (m.crash_code > 0) {
       EXPECT_EQ(c.arg0, kFaultAddress) << "the fault address";
       EXPECT_NE(c.stack, 0) << "the CRASH event has a stack";
     }
@@ -102,6 +102,9 @@ const Mode kModes[] = {
     {"ignore", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, false, {"old is mine", "survived kill"}},
     // Recovered by siglongjmp: no crash; the abort() after it is one.
     {"longjmp", true, SIGABRT, SIGABRT, SI_TKILL, false, {"old is mine", "recovered"}},
+    // Recovered, then killed by itself with SIG_DFL: that kill() is the
+    // crash, not the fault recovered before.
+    {"longjmp-kill", true, SIGSEGV, SIGSEGV, SI_USER, false, {"old is mine", "recovered"}},
     // Without libtimeline-signal.so the program's handler displaces ours:
     // no CRASH event (the reader's fallback from the core is all there is).
     {"reraise-nodefer_without_signal_preload", false, SIGSEGV, 0, 0, false, {"old is mine", "handler"}},

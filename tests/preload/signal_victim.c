@@ -20,6 +20,8 @@
  *                    ignored ("survived kill"); the store still kills
  *   longjmp          a handler that siglongjmps out ("recovered"), then
  *                    abort()
+ *   longjmp-kill     the same, then SIG_DFL and kill(getpid(), SIGSEGV):
+ *                    a new crash, not the recovered fault
  * Before the fault it logs "old is mine" if sigaction(SIGSEGV, NULL, &old)
  * returns its own handler (or SIG_IGN for ignore), "old is NOT mine" if not.
  */
@@ -89,7 +91,7 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "ignore") == 0) {
     sa.sa_handler = SIG_IGN;
     mine = (void *)SIG_IGN;
-  } else if (strcmp(mode, "longjmp") == 0) {
+  } else if (strncmp(mode, "longjmp", 7) == 0) {
     sa.sa_handler = longjmp_handler;
     mine = (void *)longjmp_handler;
   } else {
@@ -110,12 +112,16 @@ int main(int argc, char **argv) {
     kill(getpid(), SIGSEGV);
     say("survived kill");
   }
-  if (strcmp(mode, "longjmp") == 0) {
+  if (strncmp(mode, "longjmp", 7) == 0) {
     if (sigsetjmp(g_jump, 1) == 0) {
       *kFaultAddress = 1;
       say("not reached");
     }
     say("recovered");
+    if (strcmp(mode, "longjmp-kill") == 0) {
+      signal(SIGSEGV, SIG_DFL);
+      kill(getpid(), SIGSEGV);
+    }
     abort();
   }
   *kFaultAddress = 1;
