@@ -26,10 +26,10 @@
  * takes no lock; at worst it is a system call.
  *
  * Order of events for a handled signal:
- *  1. If the program (or a runtime) installed a handler before tl_init, call
- *     it first.  If it recovers (siglongjmp, or returns after fixing the
- *     cause of a fault) nothing is recorded: a recovered fault is not a
- *     crash.  If it returns and the same fault repeats at the same pc on the
+ *  1. If the program (or a runtime) installed a handler before tl_init, or
+ *     after it through libtimeline-signal.so, call it first.  If it
+ *     recovers (siglongjmp, or returns after fixing the cause of a fault)
+ *     nothing is recorded: a recovered fault is not a crash.  If it returns and the same fault repeats at the same pc on the
  *     same thread, that is a crash: record it (flag kCrashRepeated).
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
  *     address (si_addr), pc and sp from the ucontext, the tid; then (ring
