@@ -12,9 +12,13 @@
  * flags and mask it asked for (lib/src/crash_handler.cc).  Every other call
  * goes to the next definition (libc's).
  *
- * ASYNC-SIGNAL-SAFE: a program's handler may call sigaction (redis restores
- * SIG_DFL from its SIGSEGV handler).  No allocation, no lock here;
- * tl_internal_sigaction is async-signal-safe.  Keeps errno on success.
+ * SIGNAL CONTEXT: a program's handler may call sigaction (redis restores
+ * SIG_DFL from its SIGSEGV handler).  A call for one of libtimeline's five
+ * signals takes no lock and allocates nothing (tl_internal_sigaction is
+ * async-signal-safe).  A call forwarded to libc is as safe as libc's, except
+ * the first one, which looks up the next definition with dlsym
+ * (resolve_next, preload_common.h), as the other wrappers do.  Keeps errno
+ * on success.
  */
 #include <signal.h>
 #include <string.h>
