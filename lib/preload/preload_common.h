@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * preload_common.h - what libtimeline-alloc.so and libtimeline-io.so share:
+ * preload_common.h - what the wrapper libraries (libtimeline-alloc.so,
+ * libtimeline-io.so, libtimeline-signal.so) share:
  * finding the next definition of a libc function and recording an event
  * without recursing.
  *

@@ -26,10 +26,10 @@
  * takes no lock; at worst it is a system call.
  *
  * Order of events for a handled signal:
- *  1. If the program (or a runtime) installed a handler before tl_init, call
- *     it first.  If it recovers (siglongjmp, or returns after fixing the
- *     cause of a fault) nothing is recorded: a recovered fault is not a
- *     crash.  If it returns and the same fault repeats at the same pc on the
+ *  1. If the program (or a runtime) installed a handler before tl_init, or
+ *     after it through libtimeline-signal.so, call it first.  If it
+ *     recovers (siglongjmp, or returns after fixing the cause of a fault)
+ *     nothing is recorded: a recovered fault is not a crash.  If it returns and the same fault repeats at the same pc on the
  *     same thread, that is a crash: record it (flag kCrashRepeated).
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
  *     address (si_addr), pc and sp from the ucontext, the tid; then (ring
@@ -50,8 +50,35 @@
  *     this thread with rt_tgsigqueueinfo(2), which is delivered, with its
  *     default action, as soon as the handler returns.
  *
- * A handler installed after tl_init replaces ours (sigaction semantics) and
- * works as the program expects; if it chains to ours, ours runs as above.
+ * The program's handlers.  The dispositions the program sees are kept here
+ * (program_disposition): at install time, the one found; later, the ones it
+ * sets through tl_internal_sigaction(), which libtimeline-signal.so calls
+ * from its sigaction, signal, bsd_signal, sysv_signal and __sysv_signal
+ * while our handler is still the kernel's (lib/preload/signal.cc).  The
+ * kernel keeps ours, so ours runs first and calls the program's handler
+ * (step 1) as the kernel would: with the interrupted thread's mask plus the
+ * handler's sa_mask, and its own signal too unless SA_NODEFER; SA_RESETHAND
+ * restores the program's disposition to SIG_DFL before the call.  Without
+ * that library (libtimeline.so.1 alone, the static library, a raw
+ * rt_sigaction system call) a handler installed after tl_init replaces ours
+ * (sigaction semantics) and works as the program expects; if it chains to
+ * ours, ours runs as above.
+ *
+ * A program's handler that re-raises its fault (redis: sigaction SIG_DFL,
+ * then kill(getpid(), SIGSEGV)): while it runs, the thread's original fault
+ * (its siginfo and ucontext) is kept (t_pending).  The re-raised signal,
+ * sent by this process while the program's disposition is SIG_DFL, is
+ * recorded as the original fault (flag kCrashChained) instead of as the
+ * kill(): when it arrives nested (SA_NODEFER, or a signal it did not block)
+ * or is found pending when the handler returns.  Then the kernel's
+ * disposition becomes SIG_DFL and the re-raised signal kills the process as
+ * it would without libtimeline: one CRASH event, the original fault's.
+ *
+ * Limits: the program's handler runs on our alternate stack when the thread
+ * has one (ours asks SA_ONSTACK), whether it asked SA_ONSTACK or not; a
+ * handler that recovers with siglongjmp leaves no CRASH event (nothing was
+ * recorded before the call), and a handler that ends the process with
+ * _exit() none either.
  */
 #include <errno.h>
 #include <signal.h>
@@ -64,6 +91,10 @@
 #include "internal.h"
 #include "unwind.h"
 
+/* libc's own sigaction, under a name libtimeline-signal.so does not
+ * interpose: libtimeline changes the kernel's dispositions through it. */
+extern "C" int __sigaction(int, const struct sigaction *, struct sigaction *);
+
 namespace core_timeline::lib {
 
 namespace {
@@ -71,8 +102,65 @@ namespace {
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 constexpr int kMaxSignal = 65;
 
-/* The dispositions found at install time, indexed by signal number. */
-struct sigaction g_previous[kMaxSignal];
+/* The program's dispositions, indexed by signal number: two copies each,
+ * the current one g_program_index[signo].  A writer (install time,
+ * tl_internal_sigaction, SA_RESETHAND in the handler) fills the other copy
+ * under g_program_lock, then publishes it with a release store, so the
+ * handler, which only reads, never sees a torn one.  The lock is a spin
+ * lock that a thread already holding it (a handler interrupting its own
+ * sigaction call) passes through. */
+struct sigaction g_program[kMaxSignal][2];
+int g_program_index[kMaxSignal];
+bool g_installed[kMaxSignal];
+pid_t g_program_lock_owner; /* tid, 0 when free */
+
+void program_disposition(int signo, struct sigaction *out) {
+  *out = g_program[signo][__atomic_load_n(&g_program_index[signo], __ATOMIC_ACQUIRE)];
+}
+
+void set_program_disposition(int signo, const struct sigaction &sa) {
+  const pid_t me = raw_gettid();
+  bool nested = __atomic_load_n(&g_program_lock_owner, __ATOMIC_RELAXED) == me;
+  if (!nested) {
+    pid_t expected = 0;
+    while (!__atomic_compare_exchange_n(&g_program_lock_owner, &expected, me, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+      expected = 0;
+  }
+  const int next = 1 - __atomic_load_n(&g_program_index[signo], __ATOMIC_RELAXED);
+  g_program[signo][next] = sa;
+  __atomic_store_n(&g_program_index[signo], next, __ATOMIC_RELEASE);
+  if (!nested) __atomic_store_n(&g_program_lock_owner, 0, __ATOMIC_RELEASE);
+}
+
+bool is_handler(const struct sigaction &sa) {
+  return (sa.sa_flags & SA_SIGINFO) ? sa.sa_sigaction != nullptr
+                                    : (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+}
+
+/* The fault this thread handed to the program's handler, while it runs. */
+struct PendingFault {
+  int active;
+  int signo;
+  siginfo_t info;
+  void *uc;
+};
+__thread PendingFault t_pending TL_TLS;
+
+/* Whether a signal that interrupted the code at `sp` interrupted the
+ * program's handler that `pending` was handed to, which runs below (at
+ * lower addresses than) its ucontext on the same stack; not code after a
+ * siglongjmp out of that handler, which left `active` set.  Bounded by the
+ * largest alternate stack we would expect the handler to use. */
+bool interrupted_inside(const PendingFault &pending, uint64_t sp) {
+  const uint64_t uc = reinterpret_cast<uint64_t>(pending.uc);
+  return sp != 0 && uc != 0 && sp < uc && uc - sp < (uint64_t(1) << 20);
+}
+
+/* Sent by this process (kill, raise, sigqueue, tgkill), not by the CPU. */
+bool sent_by_self(const siginfo_t *info) {
+  return info != nullptr && info->si_code <= 0 && info->si_pid == raw_getpid();
+}
 
 /* Per-thread memory of the last fault handed to a previous handler, to tell
  * a repeated fault (crash) from a recovered one. */
@@ -191,7 +279,7 @@ void die_of(int signo, siginfo_t *info) {
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  sigaction(signo, &dfl, nullptr); /* async-signal-safe (signal-safety(7)) */
+  __sigaction(signo, &dfl, nullptr); /* async-signal-safe (signal-safety(7)) */
   if (raised_by_instruction(signo, info)) return; /* the instruction faults again */
   /* Sent by a process (or abort): queue the same siginfo to ourselves; the
    * kernel allows any si_code when a thread signals its own process.  It is
@@ -203,21 +291,72 @@ void die_of(int signo, siginfo_t *info) {
   syscall(SYS_tgkill, raw_getpid(), raw_gettid(), signo);
 }
 
-void call_previous(const struct sigaction &prev, int signo, siginfo_t *info, void *uc) {
-  if (prev.sa_flags & SA_SIGINFO)
-    prev.sa_sigaction(signo, info, uc);
+/* Call the program's handler `prog` as the kernel would have (see the
+ * file's comment), with t_pending holding the fault meanwhile. */
+void call_program(const struct sigaction &prog, int signo, siginfo_t *info, void *uc) {
+  sigset_t mask;
+  if (uc != nullptr)
+    mask = static_cast<ucontext_t *>(uc)->uc_sigmask;
   else
-    prev.sa_handler(signo);
+    sigprocmask(SIG_BLOCK, nullptr, &mask);
+  for (int s = 1; s < kMaxSignal; ++s)
+    if (sigismember(&prog.sa_mask, s) == 1) sigaddset(&mask, s);
+  if (prog.sa_flags & SA_NODEFER)
+    sigdelset(&mask, signo);
+  else
+    sigaddset(&mask, signo);
+  if (prog.sa_flags & SA_RESETHAND) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    set_program_disposition(signo, dfl);
+  }
+  PendingFault &pending = t_pending;
+  pending.signo = signo;
+  if (info != nullptr) pending.info = *info; else memset(&pending.info, 0, sizeof pending.info);
+  pending.uc = uc;
+  __atomic_store_n(&pending.active, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  sigprocmask(SIG_SETMASK, &mask, nullptr); /* async-signal-safe */
+  if (prog.sa_flags & SA_SIGINFO)
+    prog.sa_sigaction(signo, info, uc);
+  else
+    prog.sa_handler(signo);
+  /* Our handler's own mask again (all the handled signals blocked). */
+  sigset_t ours;
+  sigemptyset(&ours);
+  for (int other : kSignals) sigaddset(&ours, other);
+  sigprocmask(SIG_BLOCK, &ours, nullptr);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&pending.active, 0, __ATOMIC_RELAXED);
+}
+
+/* The program's handler returned with `signo` pending for this process and
+ * its disposition SIG_DFL: it re-raised the fault (redis).  Record the
+ * original fault, hand the kernel SIG_DFL, and let the pending signal kill
+ * the process when this handler returns.  False if that is not the case. */
+bool record_reraised(int signo, siginfo_t *info, void *uc) {
+  struct sigaction now;
+  program_disposition(signo, &now);
+  if (now.sa_handler != SIG_DFL || (now.sa_flags & SA_SIGINFO)) return false;
+  sigset_t pending;
+  if (sigpending(&pending) != 0 || sigismember(&pending, signo) != 1) return false;
+  write_crash_slot(signo, info, uc, fmt::kCrashChained);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  __sigaction(signo, &dfl, nullptr);
+  return true;
 }
 
 void crash_signal_handler(int signo, siginfo_t *info, void *uc) {
   int saved_errno = errno;
   uint32_t flags = 0;
-  const struct sigaction &prev = g_previous[signo];
-  bool prev_is_handler = (prev.sa_flags & SA_SIGINFO)
-                             ? prev.sa_sigaction != nullptr
-                             : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
-  if (prev_is_handler) {
+  struct sigaction prev;
+  program_disposition(signo, &prev);
+  if (is_handler(prev)) {
     uint64_t pc, sp;
     ucontext_pc_sp(uc, &pc, &sp);
     uint64_t addr = info != nullptr ? reinterpret_cast<uint64_t>(info->si_addr) : 0;
@@ -228,8 +367,13 @@ void crash_signal_handler(int signo, siginfo_t *info, void *uc) {
       last.signo = signo;
       last.pc = pc;
       last.addr = addr;
-      call_previous(prev, signo, info, uc);
-      /* It returned.  A fault re-executes its instruction: if the previous
+      call_program(prev, signo, info, uc);
+      /* It returned.  Did it re-raise the signal to die of it? */
+      if (record_reraised(signo, info, uc)) {
+        errno = saved_errno;
+        return;
+      }
+      /* A fault re-executes its instruction: if the previous
        * handler fixed the cause, execution goes on and nothing was a crash;
        * if not, we come back here with the same pc and record it. */
       if (raised_by_instruction(signo, info)) {
@@ -254,7 +398,17 @@ void crash_signal_handler(int signo, siginfo_t *info, void *uc) {
     errno = saved_errno;
     return;
   }
-  write_crash_slot(signo, info, uc, flags);
+  PendingFault &pending = t_pending;
+  uint64_t here_pc, here_sp;
+  ucontext_pc_sp(uc, &here_pc, &here_sp);
+  if (__atomic_load_n(&pending.active, __ATOMIC_RELAXED) && pending.signo == signo &&
+      sent_by_self(info) && interrupted_inside(pending, here_sp)) {
+    /* The program's handler, still running below us, re-raised its fault
+     * after restoring SIG_DFL: the CRASH event is the original fault's. */
+    write_crash_slot(signo, &pending.info, pending.uc, flags | fmt::kCrashChained);
+  } else {
+    write_crash_slot(signo, info, uc, flags);
+  }
   die_of(signo, info);
   errno = saved_errno;
 }
@@ -269,11 +423,29 @@ int install_crash_handlers() {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (int other : kSignals) sigaddset(&sa.sa_mask, other);
-    if (sigaction(signo, nullptr, &g_previous[signo]) != 0) return -errno;
-    if (g_previous[signo].sa_sigaction == crash_signal_handler) continue; /* already ours */
-    if (sigaction(signo, &sa, nullptr) != 0) return -errno;
+    struct sigaction found;
+    if (__sigaction(signo, nullptr, &found) != 0) return -errno;
+    if ((found.sa_flags & SA_SIGINFO) && found.sa_sigaction == crash_signal_handler) continue; /* already ours */
+    set_program_disposition(signo, found);
+    if (__sigaction(signo, &sa, nullptr) != 0) return -errno;
+    __atomic_store_n(&g_installed[signo], true, __ATOMIC_RELEASE);
   }
   return 0;
 }
 
 }  // namespace core_timeline::lib
+
+/* See internal.h. */
+extern "C" TL_EXPORT int tl_internal_sigaction(int signo, const struct sigaction *act,
+                                               struct sigaction *oldact) {
+  using namespace core_timeline::lib;
+  if (signo <= 0 || signo >= kMaxSignal || !__atomic_load_n(&g_installed[signo], __ATOMIC_ACQUIRE)) return 0;
+  struct sigaction current;
+  if (__sigaction(signo, nullptr, &current) != 0) return 0;
+  /* Ours no longer (replaced by a raw rt_sigaction, or SIG_DFL on the way
+   * to dying): the kernel's disposition is the program's. */
+  if (!(current.sa_flags & SA_SIGINFO) || current.sa_sigaction != crash_signal_handler) return 0;
+  if (oldact != nullptr) program_disposition(signo, oldact);
+  if (act != nullptr) set_program_disposition(signo, *act);
+  return 1;
+}

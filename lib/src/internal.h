@@ -144,6 +144,22 @@ void ensure_altstack() TL_HIDDEN;
  *  Returns 0 or -errno. */
 int install_crash_handlers() TL_HIDDEN;
 
+/* tl_internal_sigaction (crash_handler.cc): not part of the public API,
+ * exported in the version node LIBTIMELINE_INTERNAL_1 for
+ * libtimeline-signal.so alone, which calls it from its sigaction, signal,
+ * bsd_signal, sysv_signal and __sysv_signal.
+ *
+ * If libtimeline's crash handler is the kernel's disposition of `signo`
+ * (one of SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, installed by tl_init and
+ * not replaced since), stores `*oldact` (if not NULL) from and `*act` (if
+ * not NULL) into the program's disposition of `signo`, which the crash
+ * handler calls, and returns 1 without changing the kernel's disposition.
+ * Otherwise changes nothing and returns 0: the caller hands the call to
+ * libc.  Thread-safe; async-signal-safe (a program's handler may call it);
+ * keeps errno. */
+extern "C" int tl_internal_sigaction(int signo, const struct sigaction *act,
+                                     struct sigaction *oldact);
+
 /** pwrite(2) the header, the lane table and, of every lane that changed
  *  since the last sync, the slots written since (all its slots if it
  *  grew).  Async-signal-safe (used by tl_mark with sync_every). */

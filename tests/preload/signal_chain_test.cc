@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// signal_chain_test - libtimeline-signal.so: a program's own SIGSEGV handler,
+// installed after libtimeline's constructor, runs after libtimeline's crash
+// handler instead of displacing it (signal_victim.c).  Each mode crashes
+// through the real systemd-coredump pipeline (tests/support/crash_harness.h);
+// the core's ring must hold exactly one CRASH event, the original fault's,
+// and the program must have seen what it asked for (its log).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "crash_harness.h"
+#include "ring_view.h"
+
+namespace {
+
+namespace fmt = core_timeline::format;
+
+constexpr uint64_t kFaultAddress = 0x1230;  // signal_victim.c
+
+struct Mode {
+  const char *name;
+  bool signal_preload;         // libtimeline-signal.so after libtimeline.so.1
+  int death_signal;            // what the process dies of
+  int crash_signal;            // the CRASH event's signal (0: none expected)
+  int crash_code;              // its si_code
+  bool chained;                // kCrashChained in its handler_flags
+  std::vector<std::string> log;  // the victim's log, line for line
+};
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class SignalChainTest : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(SignalChainTest, OneCrashEventOfTheOriginalFaultAndTheProgramsHandlerRan) {
+  const Mode &m = GetParam();
+  std::string log_path = "/tmp/ct-signal-chain-" + std::to_string(getpid()) + "-" + m.name;
+  unlink(log_path.c_str());
+  std::string mode = m.name;
+  mode = mode.substr(0, mode.find("_without"));
+  ct::test::CrashOptions opts;
+  opts.env["LD_PRELOAD"] = std::string(CT_LIBTIMELINE_SO) +
+                           (m.signal_preload ? std::string(" ") + CT_PRELOAD_SIGNAL_SO : "");
+  opts.timeout = std::chrono::seconds(60);
+  ct::test::CrashRun run = ct::test::run_and_collect_core({CT_SIGNAL_VICTIM, mode, log_path}, opts);
+  std::string log = read_file(log_path);
+  unlink(log_path.c_str());
+
+  ASSERT_TRUE(WIFSIGNALED(run.wait_status)) << "status " << run.wait_status;
+  EXPECT_EQ(WTERMSIG(run.wait_status), m.death_signal);
+  std::string want_log;
+  for (const auto &l : m.log) want_log += l + "\n";
+  EXPECT_EQ(log, want_log) << "the victim's log";
+
+  ct_test::CoreRings core = ct_test::rings_in_core(run.core_path);
+  ASSERT_EQ(core.rings.size(), 1u) << run.core_path;
+  std::vector<fmt::Slot> crashes;
+  for (const auto &e : core.rings[0].events())
+    if (e.slot.kind == fmt::kKindCrash) crashes.push_back(e.slot);
+  if (m.crash_signal == 0) {
+    for (const auto &c : crashes)
+      ADD_FAILURE() << "a CRASH event of signal " << c.id << " at addr 0x" << std::hex << c.arg0;
+  } else {
+    ASSERT_EQ(crashes.size(), 1u) << "CRASH events in the ring of " << run.core_path;
+    const fmt::Slot &c = crashes[0];
+    fmt::CrashInfo ci;
+    std::memcpy(&ci, c.inline_data, sizeof ci);
+    EXPECT_EQ(c.id, static_cast<uint32_t>(m.crash_signal));
+    EXPECT_EQ(ci.code, m.crash_code);
+    if (m.crash_code > 0) {
+      EXPECT_EQ(c.arg0, kFaultAddress) << "the fault address";
+      EXPECT_NE(c.stack, 0) << "the CRASH event has a stack";
+    }
+    EXPECT_EQ((ci.handler_flags & fmt::kCrashChained) != 0, m.chained) << "flags " << ci.handler_flags;
+  }
+  if (!HasFailure()) unlink(run.core_path.c_str()); /* kept when a check failed */
+}
+
+const Mode kModes[] = {
+    // redis's handler: SA_NODEFER|SA_RESETHAND, SIG_DFL then kill().
+    {"reraise-nodefer", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, true, {"old is mine", "handler"}},
+    // The kill() stays pending until the handler returns.
+    {"reraise-blocked", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, true, {"old is mine", "handler"}},
+    // raise(): tgkill, pending for the thread until the handler returns.
+    {"reraise-raise", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, true, {"old is mine", "handler"}},
+    // Returns after SA_RESETHAND: the store faults again, with SIG_DFL.
+    {"resethand", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, false, {"old is mine", "handler"}},
+    // SIG_IGN ignores a kill(), not a fault.
+    {"ignore", true, SIGSEGV, SIGSEGV, SEGV_MAPERR, false, {"old is mine", "survived kill"}},
+    // Recovered by siglongjmp: no crash; the abort() after it is one.
+    {"longjmp", true, SIGABRT, SIGABRT, SI_TKILL, false, {"old is mine", "recovered"}},
+    // Recovered, then killed by itself with SIG_DFL: that kill() is the
+    // crash, not the fault recovered before.
+    {"longjmp-kill", true, SIGSEGV, SIGSEGV, SI_USER, false, {"old is mine", "recovered"}},
+    // Without libtimeline-signal.so the program's handler displaces ours:
+    // no CRASH event (the reader's fallback from the core is all there is).
+    {"reraise-nodefer_without_signal_preload", false, SIGSEGV, 0, 0, false, {"old is mine", "handler"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Modes, SignalChainTest, ::testing::ValuesIn(kModes), [](const auto &param_info) {
+  std::string n = param_info.param.name;
+  for (char &ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+});
+
+}  // namespace

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * signal_victim - a program with its own SIGSEGV handler, installed after
+ * libtimeline's constructor (run under LD_PRELOAD of libtimeline.so.1 and
+ * libtimeline-signal.so by signal_chain_test).
+ *
+ *   signal_victim MODE LOG
+ *
+ * Appends what it sees to LOG, one line each (write(2): also from its
+ * handler), then faults by a store to kFaultAddress:
+ *   reraise-nodefer  SA_SIGINFO|SA_NODEFER|SA_RESETHAND handler (redis's
+ *                    flags): logs "handler", restores SIG_DFL with sigaction,
+ *                    kill(getpid(), SIGSEGV)
+ *   reraise-blocked  the same with SA_SIGINFO alone: the kill() stays
+ *                    pending until the handler returns
+ *   reraise-raise    the same with raise(SIGSEGV) instead of kill()
+ *   resethand        SA_RESETHAND handler that logs "handler" and returns:
+ *                    the store faults again and kills
+ *   ignore           signal(SIGSEGV, SIG_IGN); kill(getpid(), SIGSEGV) is
+ *                    ignored ("survived kill"); the store still kills
+ *   longjmp          a handler that siglongjmps out ("recovered"), then
+ *                    abort()
+ *   longjmp-kill     the same, then SIG_DFL and kill(getpid(), SIGSEGV):
+ *                    a new crash, not the recovered fault
+ * Before the fault it logs "old is mine" if sigaction(SIGSEGV, NULL, &old)
+ * returns its own handler (or SIG_IGN for ignore), "old is NOT mine" if not.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define kFaultAddress ((volatile int *)0x1230)
+
+static int g_log = -1;
+static sigjmp_buf g_jump;
+static int g_use_raise;
+
+static void say(const char *line) {
+  (void)!write(g_log, line, strlen(line));
+  (void)!write(g_log, "\n", 1);
+}
+
+static void reraise_handler(int signo, siginfo_t *info, void *uc) {
+  (void)info;
+  (void)uc;
+  say("handler");
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  dfl.sa_flags = SA_NODEFER | SA_ONSTACK | SA_RESETHAND;
+  sigaction(signo, &dfl, NULL);
+  if (g_use_raise)
+    raise(signo);
+  else
+    kill(getpid(), signo);
+}
+
+static void plain_handler(int signo) {
+  (void)signo;
+  say("handler");
+}
+
+static void longjmp_handler(int signo) {
+  (void)signo;
+  siglongjmp(g_jump, 1);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  const char *mode = argv[1];
+  g_log = open(argv[2], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (g_log < 0) return 2;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  void *mine = NULL;
+  g_use_raise = strcmp(mode, "reraise-raise") == 0;
+  if (strcmp(mode, "reraise-nodefer") == 0 || strcmp(mode, "reraise-blocked") == 0 || g_use_raise) {
+    sa.sa_sigaction = reraise_handler;
+    sa.sa_flags = SA_SIGINFO;
+    if (strcmp(mode, "reraise-nodefer") == 0) sa.sa_flags |= SA_NODEFER | SA_RESETHAND;
+    mine = (void *)reraise_handler;
+  } else if (strcmp(mode, "resethand") == 0) {
+    sa.sa_handler = plain_handler;
+    sa.sa_flags = SA_RESETHAND;
+    mine = (void *)plain_handler;
+  } else if (strcmp(mode, "ignore") == 0) {
+    sa.sa_handler = SIG_IGN;
+    mine = (void *)SIG_IGN;
+  } else if (strncmp(mode, "longjmp", 7) == 0) {
+    sa.sa_handler = longjmp_handler;
+    mine = (void *)longjmp_handler;
+  } else {
+    return 2;
+  }
+  if (strcmp(mode, "ignore") == 0) {
+    if (signal(SIGSEGV, SIG_IGN) == SIG_ERR) return 3;
+  } else if (sigaction(SIGSEGV, &sa, NULL) != 0) {
+    return 3;
+  }
+  struct sigaction old;
+  memset(&old, 0, sizeof old);
+  sigaction(SIGSEGV, NULL, &old);
+  void *seen = (old.sa_flags & SA_SIGINFO) ? (void *)old.sa_sigaction : (void *)old.sa_handler;
+  say(seen == mine ? "old is mine" : "old is NOT mine");
+
+  if (strcmp(mode, "ignore") == 0) {
+    kill(getpid(), SIGSEGV);
+    say("survived kill");
+  }
+  if (strncmp(mode, "longjmp", 7) == 0) {
+    if (sigsetjmp(g_jump, 1) == 0) {
+      *kFaultAddress = 1;
+      say("not reached");
+    }
+    say("recovered");
+    if (strcmp(mode, "longjmp-kill") == 0) {
+      signal(SIGSEGV, SIG_DFL);
+      kill(getpid(), SIGSEGV);
+    }
+    abort();
+  }
+  *kFaultAddress = 1;
+  say("survived the fault");
+  return 1;
+}
