@@ -439,7 +439,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   req.paths = {"cut"};
   ViewInput view;  /* what the view needs of the events (not the events) */
   if (!o.json) {
-    req.paths.insert(req.paths.end(), {key::threads, key::warnings});
+    req.paths.insert(req.paths.end(), {key::threads, key::warnings, key::thread_stacks});
     req.on_event = [&view](const json &e, std::size_t) { view.events.push_back(ViewEvent::of(e)); };
   }
   auto r = read(req);
@@ -471,8 +471,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
         view.threads.push_back({th[key::tid].get<std::uint64_t>(),
                                 name != th.end() && name->is_string() ? name->get<std::string>() : std::string()});
       }
-    const json *crash = t.lookup(key::crash);
-    view.crash = crash && !crash->is_null();
+    view.take_crash(t.lookup(key::crash), t.lookup(key::thread_stacks));
     if (const json *w = t.lookup(key::warnings); w && w->is_array()) view.warnings = w->size();
     ViewOptions options = o.view;
     options.all = o.all;

@@ -54,11 +54,58 @@ ViewEvent ViewEvent::of(const json &e) {
   return v;
 }
 
-Result<std::string> view_text(const ViewInput &in, const ViewOptions &o) {
-  const std::vector<std::string_view> lines = lines_of(in.text);
+namespace {
+
+/* A frame list's lines in the text: one a frame, then the summary line and
+ * the note's line (render.cc crash_stack_text, and the thread stacks). */
+std::size_t frames_of(const json &stack) {
+  const auto f = stack.find(key::frames);
+  return f != stack.end() && f->is_array() ? f->size() : 0;
+}
+
+bool non_empty_string(const json &o, const char *k) {
+  const auto v = o.find(k);
+  return v != o.end() && v->is_string() && !v->get_ref<const std::string &>().empty();
+}
+
+}  // namespace
+
+void ViewInput::take_crash(const json *c, const json *thread_stacks) {
+  crash = c != nullptr && c->is_object();
+  crash_tid.reset();
+  crash_stack_lines = 0;
+  after_crash_lines = 0;
+  if (crash) {
+    if (auto t = c->find(key::tid); t != c->end() && t->is_number_unsigned()) crash_tid = t->get<std::uint64_t>();
+    if (auto s = c->find(key::stack); s != c->end() && s->is_object())
+      crash_stack_lines = frames_of(*s) + 1 + (non_empty_string(*s, key::note) ? 1 : 0);
+    if (auto r = c->find(key::reraised); r != c->end() && r->is_object()) ++after_crash_lines;
+    if (non_empty_string(*c, key::reraised_note)) ++after_crash_lines;
+  }
+  if (thread_stacks != nullptr && thread_stacks->is_array())
+    for (const json &t : *thread_stacks)
+      if (t.is_object()) after_crash_lines += 1 + frames_of(t) + 1;
+}
+
+Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {
+  const std::vector<std::string_view> lines = lines_of(in_.text);
+  /* The CRASH event of the crashing thread carries the crash's whole
+   * stack in place of its own walk; without one, the stack follows the
+   * "crash:" line, under a line of its own. */
+  ViewInput in = in_;
+  bool stack_placed = false;
+  if (in.crash_stack_lines != 0)
+    for (auto &e : in.events)
+      if (e.kind == "CRASH" && e.tid && e.tid == in.crash_tid) {
+        e.stack_lines = in.crash_stack_lines;
+        stack_placed = true;
+      }
   std::size_t event_lines = 0;
   for (const auto &e : in.events) event_lines += 1 + e.stack_lines;
-  const std::size_t footer = (in.crash ? 1 : 0) + in.warnings;
+  const std::size_t crash_footer =
+      in.crash ? 1 + in.after_crash_lines + (in.crash_stack_lines != 0 && !stack_placed ? 1 + in.crash_stack_lines : 0)
+               : 0;
+  const std::size_t footer = crash_footer + in.warnings;
   if (lines.size() < 1 + event_lines + footer)
     return misaligned(fmt::format("{} lines, fewer than a headline, {} event lines and {} crash and warning lines",
                                   lines.size(), event_lines, footer));
@@ -67,8 +114,8 @@ Result<std::string> view_text(const ViewInput &in, const ViewOptions &o) {
   if (in.crash && !lines[footer_at].starts_with("crash: "))
     return misaligned(fmt::format("line {} is not the \"crash:\" line", footer_at + 1));
   for (std::size_t w = 0; w < in.warnings; ++w)
-    if (!lines[footer_at + (in.crash ? 1 : 0) + w].starts_with("warning: "))
-      return misaligned(fmt::format("line {} is not a \"warning:\" line", footer_at + (in.crash ? 1 : 0) + w + 1));
+    if (!lines[footer_at + crash_footer + w].starts_with("warning: "))
+      return misaligned(fmt::format("line {} is not a \"warning:\" line", footer_at + crash_footer + w + 1));
   /* Each event's first line, checked: "AGE tid TID THREAD NAME ARGS". */
   std::vector<std::size_t> at(in.events.size());
   for (std::size_t i = 0, line = header; i < in.events.size(); line += 1 + in.events[i].stack_lines, ++i) {

@@ -81,6 +81,20 @@ struct ViewInput {
   std::vector<ViewThread> threads;  /**< its "threads", in order */
   bool crash = false;             /**< its "crash" is not null */
   std::size_t warnings = 0;       /**< how many "warnings" */
+  /** The lines of the crash's whole stack ("crash"."stack": its frames,
+   *  the summary and the note; 0 without one), which the text puts under
+   *  the CRASH event of `crash_tid`, or after the "crash:" line when the
+   *  ring has no CRASH event of that thread. */
+  std::size_t crash_stack_lines = 0;
+  std::optional<std::uint64_t> crash_tid; /**< "crash"."tid" */
+  /** The lines between the "crash:" line and the warnings other than an
+   *  unplaced crash stack: the re-raised fault, its note, and
+   *  "thread_stacks" (render.cc, the end of the text). */
+  std::size_t after_crash_lines = 0;
+
+  /** Fills crash, crash_tid, crash_stack_lines and after_crash_lines from
+   *  the document's "crash" and "thread_stacks" (either may be null). */
+  void take_crash(const nlohmann::ordered_json *crash, const nlohmann::ordered_json *thread_stacks);
 };
 
 /** The text show prints (every line ending in '\n'); kBadData with a
