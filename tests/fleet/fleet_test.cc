@@ -922,7 +922,7 @@ TEST_F(Fleet, UploadResendsTheSavedCursorsEntryAndCtlQueryListsTheCrashOnce) {
   ASSERT_EQ(l.exit_code(), 0) << l.out << l.err;
   EXPECT_EQ(rows_of(l.out, c.pid).size(), 1u) << timeline_copies << " copies of the timeline entry; ctl-query -D list:\n"
                                               << l.out;
-  const auto s = ctl_query({"-D", host->dir(), "show", std::to_string(c.pid)});
+  const auto s = ctl_query({"-D", host->dir(), "--all", "show", std::to_string(c.pid)});
   ASSERT_EQ(s.exit_code(), 0) << s.err;
   EXPECT_EQ(s.out, c.text());
 }
@@ -952,7 +952,7 @@ TEST_F(Fleet, BigDocumentArrivesWhole) {
   EXPECT_EQ(doc.size(), file.size());
   EXPECT_TRUE(doc == file) << "the document at the central host differs from the timeline file";
 
-  const auto s = ctl_query({"-D", host->dir(), "show", std::to_string(c.pid)});
+  const auto s = ctl_query({"-D", host->dir(), "--all", "show", std::to_string(c.pid)});
   ASSERT_EQ(s.exit_code(), 0) << s.err;
   EXPECT_EQ(s.out.size(), c.text().size());
   EXPECT_TRUE(s.out == c.text()) << "ctl-query -D show differs from the stored text";
