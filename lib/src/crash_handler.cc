@@ -133,6 +133,22 @@ void set_program_disposition(int signo, const struct sigaction &sa) {
   if (!nested) __atomic_store_n(&g_program_lock_owner, 0, __ATOMIC_RELEASE);
 }
 
+/* SIG_DFL, no flags, an empty mask. */
+struct sigaction default_action() {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  return dfl;
+}
+
+/* The kernel's disposition of `signo` back to SIG_DFL, through libc's own
+ * sigaction (async-signal-safe, signal-safety(7)). */
+void kernel_default(int signo) {
+  const struct sigaction dfl = default_action();
+  __sigaction(signo, &dfl, nullptr);
+}
+
 bool is_handler(const struct sigaction &sa) {
   return (sa.sa_flags & SA_SIGINFO) ? sa.sa_sigaction != nullptr
                                     : (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
@@ -275,11 +291,7 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
 
 /* Restore the default action and arrange to die of `signo` with `info`. */
 void die_of(int signo, siginfo_t *info) {
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  __sigaction(signo, &dfl, nullptr); /* async-signal-safe (signal-safety(7)) */
+  kernel_default(signo);
   if (raised_by_instruction(signo, info)) return; /* the instruction faults again */
   /* Sent by a process (or abort): queue the same siginfo to ourselves; the
    * kernel allows any si_code when a thread signals its own process.  It is
@@ -306,11 +318,7 @@ void call_program(const struct sigaction &prog, int signo, siginfo_t *info, void
   else
     sigaddset(&mask, signo);
   if (prog.sa_flags & SA_RESETHAND) {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    set_program_disposition(signo, dfl);
+    set_program_disposition(signo, default_action());
   }
   PendingFault &pending = t_pending;
   pending.signo = signo;
@@ -343,11 +351,7 @@ bool record_reraised(int signo, siginfo_t *info, void *uc) {
   sigset_t pending;
   if (sigpending(&pending) != 0 || sigismember(&pending, signo) != 1) return false;
   write_crash_slot(signo, info, uc, fmt::kCrashChained);
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  __sigaction(signo, &dfl, nullptr);
+  kernel_default(signo);
   return true;
 }
 
