@@ -33,6 +33,8 @@ constexpr const char *kDescription =
     "Commands: list (default), show (the newest match, as core-timeline-read prints it;\n"
     "--wall-clock, --by-thread, --tid, -n N: the last N events),\n"
     "events (events across timelines: --name, --kind, --arg, --id, --tid),\n"
+    "info (the newest match's crash, as coredumpctl info: the fault, a re-raised fault,\n"
+    "each thread's stack with where each frame came from),\n"
     "export (the newest match as a chrome-trace document or a CTF trace: --format, --output).\n"
     "diff A B (per event and span name, what one timeline did that the other did not;\n"
     "A and B each a MATCH, or a core FILE: a path to an ELF core).\n"
@@ -119,9 +121,10 @@ struct CommandLine {
   std::string since, until, name, kind, arg, id, tid, show_tid, json_mode, boot;
   std::size_t lines = 0;
   bool newest = false, version = false;
-  std::vector<std::string> list_matches, show_matches, events_matches, export_matches;
+  std::vector<std::string> list_matches, show_matches, events_matches, export_matches, info_matches;
   DiffOptions diff_options;
-  CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *export_ = nullptr, *diff = nullptr;
+  CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *export_ = nullptr, *diff = nullptr,
+           *info = nullptr;
 
   CommandLine() {
     app.require_subcommand(0, 1);
@@ -189,6 +192,10 @@ struct CommandLine {
                    "Group events by thread instead of one list merged by time (as core-timeline-read --by-thread)");
     show->add_option("--tid", show_tid, "Only this thread's events (its tid as the text gives it)")->type_name("TID");
     show->add_option("MATCH", show_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    info = app.add_subcommand("info", "The newest matching crash as coredumpctl info prints one: its fault, "
+                                      "a fault its own handler re-raised, and the crashing thread's whole stack "
+                                      "(each other thread's too, when the reader unwound them)");
+    info->add_option("MATCH", info_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
     events = app.add_subcommand("events", "One line per matching event across timelines");
     events->add_option("--name", name, "Event name (BEFORE_DIE, MALLOC...)");
     events->add_option("--kind", kind, "Event kind (USER, MALLOC, CRASH...)");
@@ -237,6 +244,9 @@ struct CommandLine {
         if (!v) return "--tid: " + v.error().message;
         o.view.tid = *v;
       }
+    } else if (info->parsed()) {
+      o.command = Command::kInfo;
+      o.matches = info_matches;
     } else if (events->parsed()) {
       o.command = Command::kEvents;
       o.matches = events_matches;

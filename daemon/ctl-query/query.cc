@@ -496,6 +496,84 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   return kExitFound;
 }
 
+/* A stack's frames as coredumpctl info prints a thread's (16 spaces in),
+ * one frame_line() each, then what the frames are. */
+void print_frames(std::ostream &out, const std::vector<reader::ExportFrame> &frames) {
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    out << std::string(16, ' ') << printable(reader::frame_line(i, frames[i])) << '\n';
+}
+
+/* info: the newest matching crash as `coredumpctl info` prints one, from
+ * its list row and its document's "crash", "thread_stacks" and "warnings"
+ * (read as the exports read them: export_stacks_of_document()).  The
+ * fault, a fault the program's own handler re-raised, then "Stack trace
+ * of thread N:" blocks, the crashing thread's whole stack first, each
+ * frame saying where it came from (docs/ctl-query.md, "info"). */
+int info(std::ostream &out, std::ostream &err, const DocumentReader &read, const Row &row, const QueryOptions &o) {
+  ReadRequest req;
+  req.max_bytes = o.max_bytes;
+  req.paths = {key::threads, key::warnings, key::thread_stacks, key::spans, "cut"};
+  auto r = read(req);
+  if (!r) {
+    err << "ctl-query: " << printable(r.error().message) << '\n';
+    return kExitIncomplete;
+  }
+  const reader::ExportTimeline t = reader::export_timeline_of_document(r->top, reader::DocumentEventScan{});
+  const auto field = [&out](std::string_view name, const std::string &value) {
+    out << fmt::format("{:>12}: ", name) << value << '\n';
+  };
+  field("PID", or_dash(row.pid) + (row.comm.empty() ? "" : " (" + printable(row.comm) + ")"));
+  if (!row.own_pid.empty() && row.own_pid != row.pid) field("NS PID", printable(row.own_pid));
+  field("UID", or_dash(row.uid));
+  field("Signal", or_dash(row.signal) + (row.signal_name.empty() ? "" : " (" + printable(row.signal_name) + ")"));
+  field("Timestamp", row.time_usec ? format_time(static_cast<std::int64_t>(row.time_usec)) : "-");
+  field("Executable", or_dash(row.exe));
+  if (!row.host.empty()) field("Hostname", printable(row.host));
+  field("Timeline", or_dash(row.path));
+  field("Status", printable(row.status) + (row.reason.empty() ? "" : ": " + printable(row.reason)));
+  field("Events", row.has_events ? std::to_string(row.event_count) : "-");
+  if (!t.crash) {
+    out << std::string(16, ' ') << "(no crash: the document has none)\n";
+    return kExitFound;
+  }
+  const reader::ExportCrash &c = *t.crash;
+  std::string fault = c.signal_name.empty() ? std::string("no signal recorded") : printable(c.signal_name);
+  if (!c.si_code_name.empty()) fault += " (" + printable(c.si_code_name) + ")";
+  if (c.fault_address) fault += fmt::format(" addr={:#x}", *c.fault_address);
+  fault += fmt::format(" in tid {} pc={:#x}", c.tid, c.pc);
+  fault += c.ring_slot ? "; CRASH event in the ring" : "; no CRASH event in the ring";
+  field("Fault", fault);
+  if (c.reraised) field("Re-raised", printable(reader::reraised_line(*c.reraised)));
+  if (!c.reraised_note.empty()) field("Re-raise", printable(c.reraised_note));
+  if (c.stack) {
+    const reader::ExportCrashStack &s = *c.stack;
+    std::size_t ring = 0, core = 0;
+    for (const auto &f : s.frames) {
+      ring += f.from == "ring" ? 1 : 0;
+      core += f.from == "core" ? 1 : 0;
+    }
+    out << '\n' << std::string(16, ' ') << "Stack trace of thread " << c.tid << ":\n";
+    print_frames(out, s.frames);
+    out << std::string(16, ' ')
+        << fmt::format("({} frame{}: {} in both the CRASH walk and the core's unwind, {} from the core's unwind only, "
+                       "{} from the CRASH walk only; core unwind {}{})\n",
+                       s.frames.size(), s.frames.size() == 1 ? "" : "s", s.agree, core, ring,
+                       s.core_end.empty() ? std::string("complete") : printable(s.core_end),
+                       s.ring_end.empty() ? std::string() : "; CRASH walk " + printable(s.ring_end));
+    if (!s.note.empty()) out << std::string(16, ' ') << '(' << printable(s.note) << ")\n";
+  } else {
+    out << '\n' << std::string(16, ' ') << "(the crashing thread's stack was not unwound from the core)\n";
+  }
+  for (const reader::ExportThreadStack &ts : t.thread_stacks) {
+    out << '\n' << std::string(16, ' ') << "Stack trace of thread " << ts.tid << ":\n";
+    print_frames(out, ts.frames);
+    out << std::string(16, ' ')
+        << fmt::format("({} frame{}, from the core's unwind; {})\n", ts.frames.size(), ts.frames.size() == 1 ? "" : "s",
+                       ts.end.empty() ? std::string("complete") : printable(ts.end));
+  }
+  return kExitFound;
+}
+
 bool u64_member_is(const json &e, const char *key, std::uint64_t want) {
   auto it = e.find(key);
   if (it == e.end()) return false;
@@ -1442,9 +1520,9 @@ class Query {
   /* 6. What the command prints, and the exit status. */
   int print() {
     std::size_t printed = 0;
-    if (o_.command == Command::kShow || o_.command == Command::kExport) {
+    if (o_.command == Command::kShow || o_.command == Command::kExport || o_.command == Command::kInfo) {
       if (!rows_.empty()) {
-        const bool show_it = o_.command == Command::kShow;
+        const bool show_it = o_.command != Command::kExport;
         if (rows_.size() > 1 && !o_.quiet)
           err_ << "ctl-query: " << rows_.size() << " timelines match; " << (show_it ? "showing" : "exporting")
                << " the newest (" << printable(label(*rows_.back())) << ")\n";
@@ -1452,6 +1530,7 @@ class Query {
         problems_.summary();
         std::string whole;
         const DocumentReader read = reader_of(c, *rows_.back(), &whole);
+        if (o_.command == Command::kInfo) return info(out_, err_, read, *rows_.back(), o_);
         return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
       }
     } else if (o_.command == Command::kList) {

@@ -52,7 +52,7 @@ enum ExitCode : int {
   kExitNoDirectory = 4, /**< a -D directory cannot be opened */
 };
 
-enum class Command { kList, kShow, kEvents, kExport };
+enum class Command { kList, kShow, kEvents, kExport, kInfo };
 
 /** The `events` command's conditions on one event; unset ones always hold. */
 struct EventFilter {

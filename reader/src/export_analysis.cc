@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/keys.h"
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/export.h"
 #include "core_timeline/reader/render.h"
@@ -87,8 +88,21 @@ ExportTimeline export_timeline_of(const Analysis &a) {
     t.spans.push_back({std::string(span_state_name(s.state)), s.tid, s.duration_ns, s.open_for_ns, s.note});
   if (a.crash) {
     const CrashFacts &c = *a.crash;
-    t.crash = ExportCrash{c.signo, c.signal_name, c.si_code, c.si_code_name, c.fault_address, c.tid, c.pc, c.ring_slot};
+    ExportCrash x;
+    x.signo = c.signo;
+    x.signal_name = c.signal_name;
+    x.si_code = c.si_code;
+    x.si_code_name = c.si_code_name;
+    x.fault_address = c.fault_address;
+    x.tid = c.tid;
+    x.pc = c.pc;
+    x.ring_slot = c.ring_slot;
+    t.crash = std::move(x);
   }
+  /* The whole crash stack, the re-raised fault and the thread stacks as the
+   * document has them: the one reading a stored document's export uses. */
+  const nlohmann::ordered_json stacks = crash_document(a);
+  export_stacks_of_document(&stacks[document::key::crash], &stacks[document::key::thread_stacks], t);
   for (const SourceWindow &w : a.windows)
     t.windows.push_back({w.name.empty() ? std::string(f::source_name(w.source)) : w.name, w.events, w.overwritten,
                          w.dropped, w.torn, w.complete_for_ns, window_text(w)});
@@ -120,11 +134,13 @@ Result<void> export_events(const Analysis &a, ExportWriter &w) {
       x.signal = ExportSignal{c->signo, c->signal_name, c->si_code, c->si_code_name, c->fault_address};
     if (e.stack != StackState::kNone) {
       const auto frame_of = [](const Location &l) {
-        return ExportFrame{l.address,
-                           frame_name(l.address, l.function, l.function_offset, l.in_module ? l.module : "",
-                                      l.in_module ? std::optional<std::uint64_t>(l.file_offset) : std::nullopt,
-                                      l.source_file, l.line),
-                           l.in_module ? l.module : std::string()};
+        ExportFrame f;
+        f.address = l.address;
+        f.name = frame_name(l.address, l.function, l.function_offset, l.in_module ? l.module : "",
+                            l.in_module ? std::optional<std::uint64_t>(l.file_offset) : std::nullopt, l.source_file,
+                            l.line);
+        f.module = l.in_module ? l.module : std::string();
+        return f;
       };
       if (const Location *l = a.location_of(e)) x.stack.push_back(frame_of(*l));
       for (const std::uint32_t f : a.frames_of(e)) x.stack.push_back(frame_of(a.locations[f]));

@@ -25,6 +25,7 @@
 #include <cinttypes>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -93,7 +94,11 @@ class ChromeWriter final : public ExportWriter {
       return {};
     }
     const std::int64_t ts = sat_sub(*e.age_ns, t_.origin_age_ns);
-    pending_sf_ = e.stack.empty() ? -1 : stack_id(e.stack);
+    /* The crashing thread's CRASH event carries the whole crash stack (its
+     * walk merged with the core's unwind) in place of its own walk. */
+    const ExportCrashStack *whole = whole_stack_of(e);
+    if (whole) pending_sf_ = whole->frames.empty() ? -1 : stack_id(whole->frames);
+    else pending_sf_ = e.stack.empty() ? -1 : stack_id(e.stack);
     threads_[e.tid];
     const ExportSpan *sp = e.span && *e.span < t_.spans.size() ? &t_.spans[*e.span] : nullptr;
     if (e.kind == "SPAN_BEGIN" && sp) {
@@ -129,7 +134,7 @@ class ChromeWriter final : public ExportWriter {
       close_event();
     } else if (e.signal) {
       begin_event(e, 'i', ts, std::nullopt, 'p');
-      write_args(e, nullptr, nullptr);
+      write_args(e, nullptr, nullptr, e.tid == (t_.crash ? t_.crash->tid : 0) ? &*t_.crash : nullptr);
       close_event();
       crash_written_ = true;
     } else {
@@ -144,6 +149,7 @@ class ChromeWriter final : public ExportWriter {
 
   Result<void> finish() override {
     if (failed_) return failure();
+    write_crash_instants();
     write_metadata();
     buf_ += ']';
     if (!frames_.empty()) write_stack_frames();
@@ -206,12 +212,21 @@ class ChromeWriter final : public ExportWriter {
     append_int(buf_, e.tid);
   }
 
-  /* Every key write_args() writes besides the two arguments'. */
-  static constexpr std::array<std::string_view, 15> kOwnKeys = {
-      "text",    "stack_end",    "state",         "ends", "span", "note", "signal", "signal_name",
-      "si_code", "si_code_name", "fault_address", "kind", "id",   "lane", "seq"};
+  /* The whole crash stack, for the crashing thread's CRASH events. */
+  const ExportCrashStack *whole_stack_of(const ExportEvent &e) const {
+    if (!e.signal || !t_.crash || !t_.crash->stack || e.tid != t_.crash->tid) return nullptr;
+    return &*t_.crash->stack;
+  }
 
-  void write_args(const ExportEvent &e, const ExportSpan *sp, const char *span_note) {
+  /* Every key write_args() writes besides the two arguments'. */
+  static constexpr std::array<std::string_view, 18> kOwnKeys = {
+      "text",    "stack_end",    "state",         "ends", "span", "note", "signal",      "signal_name",   "si_code",
+      "si_code_name", "fault_address", "kind", "id",   "lane", "seq",  "crash_stack", "reraised", "reraised_note"};
+
+  /* `crash`: the crash facts whose whole stack and re-raised fault this
+   * event carries (the crashing thread's CRASH event), or null. */
+  void write_args(const ExportEvent &e, const ExportSpan *sp, const char *span_note,
+                  const ExportCrash *crash = nullptr) {
     buf_ += ",\"args\":{";
     bool first = true;
     const auto key = [&](std::string_view k) {
@@ -276,6 +291,13 @@ class ChromeWriter final : public ExportWriter {
       key("fault_address");
       fmt::format_to(std::back_inserter(buf_), "\"{:#x}\"", e.signal->fault_address);
     }
+    if (crash) {
+      const ojson extra = crash_stack_args(*crash);
+      for (const auto &[k, v] : extra.items()) {
+        key(k);
+        buf_ += v.dump(-1, ' ', false, ojson::error_handler_t::replace);
+      }
+    }
     buf_ += first ? "\"kind\":" : ",\"kind\":";
     buf_ += cached(e.kind);
     buf_ += ",\"id\":";
@@ -297,16 +319,52 @@ class ChromeWriter final : public ExportWriter {
   }
 
   /* The frames' ids in stackFrames, outermost first so that each names
-   * its parent; the innermost's id is the event's "sf". */
+   * its parent; the innermost's id is the event's "sf".  A frame of the
+   * crash stack or a thread stack is told apart by where it came from. */
   std::int64_t stack_id(const std::vector<ExportFrame> &stack) {
     std::int64_t parent = -1;
     for (std::size_t i = stack.size(); i-- > 0;) {
-      auto [it, fresh] = frame_ids_.try_emplace({parent, stack[i].name, stack[i].module},
+      const ExportFrame &f = stack[i];
+      auto [it, fresh] = frame_ids_.try_emplace({parent, f.name, f.module, f.from, f.signal_frame},
                                                 static_cast<std::int64_t>(frame_ids_.size()));
-      if (fresh) frames_.push_back({it->second, parent, stack[i].name, stack[i].module});
+      if (fresh) frames_.push_back({it->second, parent, f.name, f.module, f.from, f.signal_frame});
       parent = it->second;
     }
     return parent;
+  }
+
+  /* The args a crash's whole stack and re-raised fault add (to the
+   * crashing thread's CRASH event, or the crash instant made from the
+   * core's notes): "crash_stack" {frames: one line each (frame_line():
+   * address, name, module, signal frame, where it came from), core_end,
+   * ring_end, agree, note}, "reraised" and "reraised_note". */
+  static ojson crash_stack_args(const ExportCrash &c) {
+    ojson j = ojson::object();
+    if (c.stack) {
+      ojson lines = ojson::array();
+      for (std::size_t i = 0; i < c.stack->frames.size(); ++i) lines.push_back(frame_line(i, c.stack->frames[i]));
+      j["crash_stack"] = {{"frames", std::move(lines)},
+                          {"core_end", c.stack->core_end.empty() ? std::string("complete") : c.stack->core_end},
+                          {"ring_end", c.stack->ring_end.empty() ? ojson(nullptr) : ojson(c.stack->ring_end)},
+                          {"agree", c.stack->agree},
+                          {"note", c.stack->note.empty() ? ojson(nullptr) : ojson(c.stack->note)}};
+    }
+    if (c.reraised) {
+      const ExportReraised &r = *c.reraised;
+      j["reraised"] = {{"fault", reraised_line(r)},
+                       {"signal", r.signo},
+                       {"signal_name", r.signal_name},
+                       {"si_code", r.si_code},
+                       {"si_code_name", r.si_code_name},
+                       {"fault_address", r.fault_address ? ojson(fmt::format("{:#x}", *r.fault_address)) : ojson(nullptr)},
+                       {"sender_pid", r.sender_pid ? ojson(*r.sender_pid) : ojson(nullptr)},
+                       {"pc", fmt::format("{:#x}", r.pc)},
+                       {"at", r.at},
+                       {"handler", r.handler.empty() ? ojson(nullptr) : ojson(r.handler)},
+                       {"raised_with", r.raised_with}};
+    }
+    if (!c.reraised_note.empty()) j["reraised_note"] = c.reraised_note;
+    return j;
   }
 
   void write_stack_frames() {
@@ -317,6 +375,8 @@ class ChromeWriter final : public ExportWriter {
       first = false;
       ojson j = {{"name", f.name}, {"category", f.module.empty() ? std::string("?") : f.module}};
       if (f.parent >= 0) j["parent"] = std::to_string(f.parent);
+      if (!f.from.empty()) j["from"] = f.from;
+      if (f.signal_frame) j["signal_frame"] = true;
       buf_ += json_quoted(std::to_string(f.id));
       buf_ += ':';
       buf_ += j.dump(-1, ' ', false, ojson::error_handler_t::replace);
@@ -326,9 +386,10 @@ class ChromeWriter final : public ExportWriter {
 
   struct FrameNode {
     std::int64_t id, parent;
-    std::string name, module;
+    std::string name, module, from;
+    bool signal_frame;
   };
-  std::map<std::tuple<std::int64_t, std::string, std::string>, std::int64_t> frame_ids_;
+  std::map<std::tuple<std::int64_t, std::string, std::string, std::string, bool>, std::int64_t> frame_ids_;
   std::vector<FrameNode> frames_;
   std::int64_t pending_sf_ = -1;
 
@@ -340,6 +401,52 @@ class ChromeWriter final : public ExportWriter {
 
   static std::string track_name(std::uint32_t tid, std::string_view name) {
     return name.empty() ? fmt::format("tid {}", tid) : std::string(name);
+  }
+
+  /* Before the metadata (which names every track these use): the crash
+   * from the core's notes when no CRASH event of the ring was written,
+   * and each other thread's stack unwound from the core, at the time
+   * reference on its track. */
+  void write_crash_instants() {
+    std::string ref;
+    append_us(ref, sat_sub(0, t_.origin_age_ns));
+    if (!crash_written_ && t_.crash) {
+      /* No CRASH event in the ring: the crash from the core's notes, at the
+       * time reference, saying so, with the whole crash stack. */
+      const ExportCrash &c = *t_.crash;
+      threads_[c.tid];
+      ojson ev = {{"name", c.signo ? "CRASH " + c.signal_name : std::string("CRASH")},
+                  {"cat", "CRASH"},
+                  {"ph", "i"},
+                  {"ts", ojson::parse(ref)},
+                  {"s", "p"},
+                  {"pid", t_.pid},
+                  {"tid", c.tid},
+                  {"args", crash_json(c, std::string(c.ring_slot ? "the ring's CRASH event cannot be placed in time"
+                                                                 : "not in the ring") +
+                                             ": from the core's notes, placed at the time reference (" +
+                                             (t_.reference.empty() ? std::string("none") : t_.reference) + ")")}};
+      if (c.stack && !c.stack->frames.empty()) ev["sf"] = stack_id(c.stack->frames);
+      raw(ev);
+    }
+    for (const ExportThreadStack &ts : t_.thread_stacks) {
+      threads_[ts.tid];
+      ojson lines = ojson::array();
+      for (std::size_t i = 0; i < ts.frames.size(); ++i) lines.push_back(frame_line(i, ts.frames[i]));
+      ojson ev = {{"name", "stack at the crash"},
+                  {"cat", "STACK"},
+                  {"ph", "i"},
+                  {"ts", ojson::parse(ref)},
+                  {"s", "t"},
+                  {"pid", t_.pid},
+                  {"tid", ts.tid},
+                  {"args",
+                   {{"frames", std::move(lines)},
+                    {"end", ts.end.empty() ? std::string("complete") : ts.end},
+                    {"from", "the core's unwind of this thread, placed at the time reference"}}}};
+      if (!ts.frames.empty()) ev["sf"] = stack_id(ts.frames);
+      raw(ev);
+    }
   }
 
   void write_metadata() {
@@ -385,24 +492,6 @@ class ChromeWriter final : public ExportWriter {
         raw(ev);
       }
     }
-    if (!crash_written_ && t_.crash) {
-      /* No CRASH event in the ring: the crash from the core's notes, at the
-       * time reference, saying so. */
-      const ExportCrash &c = *t_.crash;
-      std::string ts;
-      append_us(ts, sat_sub(0, t_.origin_age_ns));
-      raw({{"name", c.signo ? "CRASH " + c.signal_name : std::string("CRASH")},
-           {"cat", "CRASH"},
-           {"ph", "i"},
-           {"ts", ojson::parse(ts)},
-           {"s", "p"},
-           {"pid", t_.pid},
-           {"tid", c.tid},
-           {"args", crash_json(c, std::string(c.ring_slot ? "the ring's CRASH event cannot be placed in time"
-                                                          : "not in the ring") +
-                                      ": from the core's notes, placed at the time reference (" +
-                                      (t_.reference.empty() ? std::string("none") : t_.reference) + ")")}});
-    }
     if (t_.dropped > 0) {
       /* On a track of its own: no thread wrote them. */
       raw({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", t_.pid}, {"tid", 0},
@@ -428,6 +517,8 @@ class ChromeWriter final : public ExportWriter {
                {"pc", fmt::format("{:#x}", c.pc)},
                {"ring_slot", c.ring_slot}};
     if (!placed.empty()) j["placed"] = placed;
+    const ojson extra = crash_stack_args(c);
+    for (const auto &[k, v] : extra.items()) j[k] = v;
     return j;
   }
 

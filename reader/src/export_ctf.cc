@@ -58,6 +58,7 @@ constexpr std::uint32_t kMagic = 0xC1FC1FC1u;
 constexpr std::size_t kHeaderBytes = 24;          /* magic, uuid, stream_id */
 constexpr std::size_t kContextFixedBytes = 52;    /* 6 x u64, tid */
 constexpr std::size_t kStreamBuffer = 16 * 1024;
+constexpr std::size_t kMaxFrames = 65535;         /* stack_depth is uint16_t */
 
 /* A TSDL identifier: [A-Za-z0-9_], not starting with a digit, not a
  * keyword (a trailing '_' then: babeltrace2 strips a leading one). */
@@ -89,6 +90,9 @@ std::string literal(std::string_view s) {
   return out;
 }
 
+void put_u16(std::string &b, std::uint16_t v) {
+  for (int i = 0; i < 2; ++i) b += static_cast<char>((v >> (8 * i)) & 0xff);
+}
 void put_u32(std::string &b, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b += static_cast<char>((v >> (8 * i)) & 0xff);
 }
@@ -108,6 +112,22 @@ struct EventClass {
   bool text = false, span = false, signal = false;
   bool stack = false;  /* ring format 4: stack_end, stack_depth, then the
                           frames' addresses and names, innermost first */
+  bool from = false;   /* stack_from[stack_depth]: a crash stack's or a
+                          thread stack's frames, where each came from */
+  bool crash_stack = false;  /* core_end, stack_agree, stack_note */
+  bool reraised = false;     /* the re-raised fault's fields */
+  bool placed = false;       /* placed: a crash from the core's notes */
+};
+
+/* What an event carries beyond its ExportEvent: the crashing thread's
+ * CRASH carries the whole crash stack and the re-raised fault; the crash
+ * from the core's notes and the thread stacks are made by finish(). */
+struct Extra {
+  const std::vector<ExportFrame> *frames = nullptr;  /* in place of e.stack */
+  bool from = false;
+  const ExportCrash *crash = nullptr;                /* its stack's and
+                                                        re-raised fault's */
+  std::string_view placed;                           /* "" : none */
 };
 
 class CtfWriter final : public ExportWriter {
@@ -132,10 +152,91 @@ class CtfWriter final : public ExportWriter {
     }
     std::int64_t ts_signed = *e.age_ns - t_.origin_age_ns;
     if (ts_signed < 0) ts_signed = 0; /* an age older than the origin given: not from a scan of these events */
+    Extra x;
+    if (e.signal && t_.crash && e.tid == t_.crash->tid) {
+      /* The crashing thread's CRASH: the whole crash stack in place of its
+       * own walk, and the re-raised fault. */
+      crash_written_ = true;
+      x.crash = &*t_.crash;
+      if (t_.crash->stack) {
+        x.frames = &t_.crash->stack->frames;
+        x.from = true;
+      }
+    }
+    CT_TRY_VOID(write_event(e, static_cast<std::uint64_t>(ts_signed), x));
+    ++written_;
+    return {};
+  }
+
+  Result<void> finish() override {
+    if (error_) return *error_;
+    CT_TRY_VOID(write_crash_events());
+    for (auto &[tid, st] : streams_) {
+      if (!flush(st)) return *error_;
+      if (!patch(tid, st)) return *error_;
+      if (::close(st.fd) != 0) return fail(errno, fmt::format("closing {}/stream_{}", dir_, tid));
+      st.fd = -1;
+    }
+    const std::string m = metadata();
+    const int fd = ::openat(dirfd_, "metadata", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return fail(errno, fmt::format("creating {}/metadata", dir_));
+    const bool ok = write_all(fd, m, 0);
+    const int err = errno;
+    if (::close(fd) != 0 || !ok) return fail(ok ? errno : err, fmt::format("writing {}/metadata", dir_));
+    return {};
+  }
+
+ private:
+  /* After the last event, at the time reference (age 0) on the thread's
+   * stream: the crash from the core's notes when the crashing thread wrote
+   * no CRASH event (as the chrome-trace export places it), with the whole
+   * crash stack and the re-raised fault; and each other thread's stack
+   * unwound from the core (THREAD_STACK). */
+  Result<void> write_crash_events() {
+    std::int64_t ref = -t_.origin_age_ns;
+    if (ref < 0) ref = 0;
+    if (!crash_written_ && t_.crash) {
+      const ExportCrash &c = *t_.crash;
+      ExportEvent e;
+      e.tid = c.tid;
+      e.kind = "CRASH";
+      e.name = "CRASH";
+      e.signal = ExportSignal{c.signo, c.signal_name, c.si_code.value_or(0), c.si_code_name,
+                              c.fault_address.value_or(0)};
+      Extra x;
+      x.crash = &c;
+      if (c.stack) {
+        x.frames = &c.stack->frames;
+        x.from = true;
+        e.stack_end = c.stack->ring_end.empty() ? std::string_view("none") : std::string_view(c.stack->ring_end);
+      }
+      x.placed = c.ring_slot ? "the ring's CRASH event cannot be placed in time: from the core's notes, at the time "
+                               "reference"
+                             : "not in the ring: from the core's notes, at the time reference";
+      CT_TRY_VOID(write_event(e, static_cast<std::uint64_t>(ref), x));
+      ++crash_events_;
+    }
+    for (const ExportThreadStack &ts : t_.thread_stacks) {
+      ExportEvent e;
+      e.tid = ts.tid;
+      e.kind = "THREAD_STACK";
+      e.name = "THREAD_STACK";
+      e.stack_end = ts.end.empty() ? std::string_view("complete") : std::string_view(ts.end);
+      Extra x;
+      x.frames = &ts.frames;
+      x.from = true;
+      CT_TRY_VOID(write_event(e, static_cast<std::uint64_t>(ref), x));
+      ++crash_events_;
+    }
+    return {};
+  }
+
+  /* One event at `ts` ns on its thread's stream (raised to the stream's
+   * last time if earlier), of its class. */
+  Result<void> write_event(const ExportEvent &e, std::uint64_t ts, const Extra &x) {
     auto s = stream(e.tid);
     if (!s) return *error_;
     Stream &st = **s;
-    std::uint64_t ts = static_cast<std::uint64_t>(ts_signed);
     if (st.events > 0 && ts < st.last_ts) {
       /* A stream's clock may not go back; the merged order may (a
        * timestamp earlier than its lane predecessor's sorts after it:
@@ -146,7 +247,7 @@ class CtfWriter final : public ExportWriter {
     if (st.events == 0) st.first_ts = ts;
     st.last_ts = ts;
     ++st.events;
-    const EventClass &c = event_class(e);
+    const EventClass &c = event_class(e, x);
     std::string &b = st.buf;
     put_u32(b, c.id);
     put_u64(b, ts);
@@ -165,35 +266,40 @@ class CtfWriter final : public ExportWriter {
       put_u64(b, e.signal->fault_address);
     }
     if (c.stack) {
+      const std::vector<ExportFrame> &frames = x.frames ? *x.frames : e.stack;
       put_string(b, e.stack_end ? *e.stack_end : std::string_view("none"));
-      const std::size_t n = std::min<std::size_t>(e.stack.size(), 255);
-      b += static_cast<char>(n);
-      for (std::size_t i = 0; i < n; ++i) put_u64(b, e.stack[i].address);
-      for (std::size_t i = 0; i < n; ++i) put_string(b, e.stack[i].name);
+      const std::size_t n = std::min<std::size_t>(frames.size(), kMaxFrames);
+      put_u16(b, static_cast<std::uint16_t>(n));
+      for (std::size_t i = 0; i < n; ++i) put_u64(b, frames[i].address);
+      for (std::size_t i = 0; i < n; ++i) put_string(b, frames[i].name);
+      if (c.from)
+        for (std::size_t i = 0; i < n; ++i)
+          put_string(b, frames[i].signal_frame ? frames[i].from + " signal_frame" : frames[i].from);
     }
+    if (c.crash_stack) {
+      const ExportCrashStack &cs = *x.crash->stack;
+      put_string(b, cs.core_end.empty() ? std::string_view("complete") : std::string_view(cs.core_end));
+      put_u64(b, cs.agree);
+      put_string(b, cs.note);
+    }
+    if (c.reraised) {
+      const ExportReraised &r = *x.crash->reraised;
+      put_string(b, reraised_line(r));
+      put_u32(b, static_cast<std::uint32_t>(r.signo));
+      put_string(b, r.signal_name);
+      put_u32(b, static_cast<std::uint32_t>(r.si_code));
+      put_string(b, r.si_code_name);
+      put_u64(b, r.fault_address.value_or(0));
+      put_u64(b, r.pc);
+      put_string(b, r.at);
+      put_string(b, r.handler);
+      put_string(b, r.raised_with);
+    }
+    if (c.placed) put_string(b, x.placed);
     if (b.size() >= kStreamBuffer && !flush(st)) return *error_;
-    ++written_;
     return {};
   }
 
-  Result<void> finish() override {
-    if (error_) return *error_;
-    for (auto &[tid, st] : streams_) {
-      if (!flush(st)) return *error_;
-      if (!patch(tid, st)) return *error_;
-      if (::close(st.fd) != 0) return fail(errno, fmt::format("closing {}/stream_{}", dir_, tid));
-      st.fd = -1;
-    }
-    const std::string m = metadata();
-    const int fd = ::openat(dirfd_, "metadata", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return fail(errno, fmt::format("creating {}/metadata", dir_));
-    const bool ok = write_all(fd, m, 0);
-    const int err = errno;
-    if (::close(fd) != 0 || !ok) return fail(ok ? errno : err, fmt::format("writing {}/metadata", dir_));
-    return {};
-  }
-
- private:
   struct Stream {
     int fd = -1;
     std::string buf;
@@ -280,11 +386,15 @@ class CtfWriter final : public ExportWriter {
     return ok;
   }
 
-  const EventClass &event_class(const ExportEvent &e) {
+  const EventClass &event_class(const ExportEvent &e, const Extra &x) {
     const bool span = e.kind == "SPAN_BEGIN" || e.kind == "SPAN_END";
+    const bool crash_stack = x.crash && x.crash->stack, reraised = x.crash && x.crash->reraised;
+    const bool stack = e.stack_end.has_value() || x.frames;
+    const unsigned flags = (e.text ? 1u : 0u) | (span ? 2u : 0u) | (e.signal ? 4u : 0u) | (stack ? 8u : 0u) |
+                           (x.from ? 16u : 0u) | (crash_stack ? 32u : 0u) | (reraised ? 64u : 0u) |
+                           (x.placed.empty() ? 0u : 128u);
     auto key = std::make_tuple(std::string(e.kind), std::string(e.name), std::string(e.args[0].name),
-                               std::string(e.args[1].name), e.text.has_value(), span, e.signal.has_value(),
-                               e.stack_end.has_value());
+                               std::string(e.args[1].name), flags);
     auto it = classes_.find(key);
     if (it != classes_.end()) return it->second;
     EventClass c;
@@ -293,22 +403,31 @@ class CtfWriter final : public ExportWriter {
     /* The fixed fields' names are not an argument's, and a struct's fields
      * must differ (argument_keys: arguments "text" and "text_arg" are
      * "text_arg" and "text_arg_1"). */
-    static constexpr std::string_view kFixed[] = {"text",          "span_state", "signal",      "signal_name",
-                                                  "si_code",       "si_code_name", "fault_address", "stack_end",
-                                                  "stack_depth",   "stack",      "stack_frames"};
+    static constexpr std::string_view kFixed[] = {
+        "text",           "span_state",        "signal",         "signal_name",     "si_code",
+        "si_code_name",   "fault_address",     "stack_end",      "stack_depth",     "stack",
+        "stack_frames",   "stack_from",        "core_end",       "stack_agree",     "stack_note",
+        "reraised",       "reraised_signal",   "reraised_signal_name", "reraised_si_code", "reraised_si_code_name",
+        "reraised_fault_address", "reraised_pc", "reraised_at",  "reraised_handler", "reraised_with",
+        "placed"};
     auto keys = argument_keys(identifier(e.args[0].name), identifier(e.args[1].name), kFixed);
     c.arg0 = std::move(keys[0]);
     c.arg1 = std::move(keys[1]);
     c.text = e.text.has_value();
     c.span = span;
     c.signal = e.signal.has_value();
-    c.stack = e.stack_end.has_value();
+    c.stack = stack;
+    c.from = x.from && stack;
+    c.crash_stack = crash_stack;
+    c.reraised = reraised;
+    c.placed = !x.placed.empty();
     return classes_.emplace(std::move(key), std::move(c)).first->second;
   }
 
   std::string metadata() const {
     std::string m = "/* CTF 1.8 */\n\n";
     m += "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+         "typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\n"
          "typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
          "typealias integer { size = 32; align = 8; signed = true; } := int32_t;\n"
          "typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"
@@ -340,7 +459,14 @@ class CtfWriter final : public ExportWriter {
                        literal(c.signal_name), c.tid);
       if (c.si_code) m += fmt::format("\tcrash_si_code = {};\n", *c.si_code);
       if (c.fault_address) m += fmt::format("\tcrash_fault_address = \"{:#x}\";\n", *c.fault_address);
+      if (c.stack)
+        m += fmt::format("\tcrash_stack_depth = {};\n\tcrash_stack_core_end = \"{}\";\n",
+                         std::min<std::size_t>(c.stack->frames.size(), kMaxFrames),
+                         literal(c.stack->core_end.empty() ? std::string("complete") : c.stack->core_end));
+      if (c.reraised) m += fmt::format("\tcrash_reraised = \"{}\";\n", literal(reraised_line(*c.reraised)));
+      if (!c.reraised_note.empty()) m += fmt::format("\tcrash_reraised_note = \"{}\";\n", literal(c.reraised_note));
     }
+    m += fmt::format("\tevents_from_core = {};\n", crash_events_);
     for (const auto &tr : t_.tracks)
       m += fmt::format("\tthread_{}_lost = {};\n", tr.tid, tr.lost());
     for (const auto &w : t_.windows) m += fmt::format("\twindow_{} = \"{}\";\n", identifier(w.source), literal(w.says));
@@ -373,8 +499,16 @@ class CtfWriter final : public ExportWriter {
         m += "\t\tint32_t signal;\n\t\tstring signal_name;\n\t\tint32_t si_code;\n\t\tstring si_code_name;\n"
              "\t\tuint64_hex_t fault_address;\n";
       if (c->stack)
-        m += "\t\tstring stack_end;\n\t\tuint8_t stack_depth;\n\t\tuint64_hex_t stack[stack_depth];\n"
+        m += "\t\tstring stack_end;\n\t\tuint16_t stack_depth;\n\t\tuint64_hex_t stack[stack_depth];\n"
              "\t\tstring stack_frames[stack_depth];\n";
+      if (c->from) m += "\t\tstring stack_from[stack_depth];\n";
+      if (c->crash_stack) m += "\t\tstring core_end;\n\t\tuint64_t stack_agree;\n\t\tstring stack_note;\n";
+      if (c->reraised)
+        m += "\t\tstring reraised;\n\t\tint32_t reraised_signal;\n\t\tstring reraised_signal_name;\n"
+             "\t\tint32_t reraised_si_code;\n\t\tstring reraised_si_code_name;\n"
+             "\t\tuint64_hex_t reraised_fault_address;\n\t\tuint64_hex_t reraised_pc;\n\t\tstring reraised_at;\n"
+             "\t\tstring reraised_handler;\n\t\tstring reraised_with;\n";
+      if (c->placed) m += "\t\tstring placed;\n";
       m += "\t};\n};\n\n";
     }
     return m;
@@ -386,9 +520,11 @@ class CtfWriter final : public ExportWriter {
   std::array<std::uint8_t, 16> uuid_{};
   std::map<std::uint32_t, Stream> streams_;
   std::unordered_map<std::uint32_t, const ExportTrack *> tracks_;  /* tracks_by_tid(t_) */
-  std::map<std::tuple<std::string, std::string, std::string, std::string, bool, bool, bool, bool>, EventClass>
-      classes_;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, unsigned>, EventClass> classes_;
   std::uint64_t seen_ = 0, written_ = 0, unplaced_ = 0, raised_ = 0;
+  std::uint64_t crash_events_ = 0;  /* made by finish(): the crash from the
+                                       notes, the thread stacks */
+  bool crash_written_ = false;
   std::optional<Error> error_;
 };
 

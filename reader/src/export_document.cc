@@ -94,7 +94,94 @@ const ojson &array_or_empty(const ojson &o, std::string_view k) {
   return v && v->is_array() ? *v : kEmpty;
 }
 
+/* A location object (docs/timeline-json.md, "location") as a frame, named
+ * as frame_name() names it; its `from` and `signal_frame` when it has
+ * them (the crash stack's and the thread stacks' frames). */
+ExportFrame frame_of_location(const ojson &l) {
+  ExportFrame f;
+  f.address = hex(l, key::address).value_or(0);
+  f.module = std::string(str(l, key::module));
+  std::string_view file;
+  std::uint64_t line = 0;
+  if (const ojson *src = member(l, key::source); src && src->is_object()) {
+    file = str(*src, key::file);
+    line = u64(*src, key::line).value_or(0);
+  }
+  f.name = frame_name(f.address, str(l, key::function), hex(l, key::offset).value_or(0), f.module,
+                      f.module.empty() ? std::nullopt : hex(l, key::file_offset), file, line);
+  f.from = std::string(str(l, key::from));
+  f.signal_frame = boolean(l, key::signal_frame);
+  return f;
+}
+
+/* The frames of an array of location objects; other elements are left
+ * out (the document is untrusted). */
+std::vector<ExportFrame> frames_of(const ojson &frames) {
+  std::vector<ExportFrame> out;
+  if (!frames.is_array()) return out;
+  out.reserve(frames.size());
+  for (const ojson &f : frames)
+    if (f.is_object()) out.push_back(frame_of_location(f));
+  return out;
+}
+
 }  // namespace
+
+void export_stacks_of_document(const ojson *crash, const ojson *thread_stacks, ExportTimeline &t) {
+  if (crash && crash->is_object() && t.crash) {
+    ExportCrash &c = *t.crash;
+    if (const ojson *s = member(*crash, key::stack); s && s->is_object()) {
+      ExportCrashStack st;
+      st.frames = frames_of(array_or_empty(*s, key::frames));
+      st.core_end = std::string(str(*s, key::core_end));
+      st.ring_end = std::string(str(*s, key::ring_end));
+      st.agree = u64(*s, key::agree).value_or(0);
+      st.note = std::string(str(*s, key::note));
+      c.stack = std::move(st);
+    }
+    if (const ojson *r = member(*crash, key::reraised); r && r->is_object()) {
+      ExportReraised x;
+      x.signo = narrow<std::int32_t>(i64(*r, key::signal)).value_or(0);
+      x.signal_name = std::string(str(*r, key::signal_name));
+      x.si_code = narrow<std::int32_t>(i64(*r, key::si_code)).value_or(0);
+      x.si_code_name = std::string(str(*r, key::si_code_name));
+      x.fault_address = hex(*r, key::fault_address);
+      x.sender_pid = narrow<std::int32_t>(i64(*r, key::sender_pid));
+      x.pc = hex(*r, key::pc).value_or(0);
+      if (const ojson *l = member(*r, key::location); l && l->is_object()) x.at = frame_of_location(*l).name;
+      if (const ojson *h = member(*r, key::handler); h && h->is_object()) x.handler = frame_of_location(*h).name;
+      x.raised_with = std::string(str(*r, key::raised_with));
+      c.reraised = std::move(x);
+    }
+    c.reraised_note = std::string(str(*crash, key::reraised_note));
+  }
+  if (thread_stacks && thread_stacks->is_array())
+    for (const ojson &ts : *thread_stacks) {
+      const auto tid = narrow<std::uint32_t>(i64(ts, key::tid));
+      if (!tid) continue;
+      t.thread_stacks.push_back({*tid, frames_of(array_or_empty(ts, key::frames)), std::string(str(ts, key::end))});
+    }
+}
+
+std::string frame_line(std::size_t index, const ExportFrame &f) {
+  std::string s = fmt::format("#{:<2} {:#018x} {}", index, f.address, f.name);
+  if (!f.module.empty()) s += fmt::format(" in {}", f.module.substr(f.module.rfind('/') + 1));
+  if (f.signal_frame) s += "  (signal frame)";
+  if (!f.from.empty()) s += fmt::format("  [{}]", f.from);
+  return s;
+}
+
+std::string reraised_line(const ExportReraised &r) {
+  std::string s = fmt::format("{} ({})", r.signal_name, r.si_code_name);
+  if (r.fault_address) s += fmt::format(" at addr={:#x}", *r.fault_address);
+  if (r.sender_pid) s += fmt::format(" sent by pid {}", *r.sender_pid);
+  s += fmt::format(" pc={:#x}", r.pc);
+  if (!r.at.empty()) s += " in " + r.at;
+  s += ", caught by the program's own handler";
+  if (!r.handler.empty()) s += " " + r.handler;
+  if (!r.raised_with.empty()) s += " and re-raised with " + r.raised_with;
+  return s;
+}
 
 void DocumentEventScan::scan(const ojson &event) {
   ++events;
@@ -181,6 +268,7 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
     x.ring_slot = boolean(*c, key::ring_slot);
     t.crash = std::move(x);
   }
+  export_stacks_of_document(member(top, key::crash), member(top, key::thread_stacks), t);
   for (const ojson &w : array_or_empty(top, key::windows))
     t.windows.push_back({std::string(str(w, key::source)), u64(w, key::events).value_or(0),
                          u64(w, key::overwritten).value_or(0), u64(w, key::dropped).value_or(0),
@@ -235,23 +323,8 @@ std::optional<ExportEvent> export_event_of_json(const ojson &e) {
     x.signal = s;
   }
   if (const ojson *st = member(e, key::stack); st && st->is_object()) {
-    const auto frame_of = [](const ojson &l) {
-      ExportFrame f;
-      f.address = hex(l, key::address).value_or(0);
-      f.module = std::string(str(l, key::module));
-      std::string_view file;
-      std::uint64_t line = 0;
-      if (const ojson *src = member(l, key::source); src && src->is_object()) {
-        file = str(*src, key::file);
-        if (const ojson *n = member(*src, key::line); n && n->is_number_unsigned()) line = n->get<std::uint64_t>();
-      }
-      f.name = frame_name(f.address, str(l, key::function), hex(l, key::offset).value_or(0), f.module,
-                          f.module.empty() ? std::nullopt : hex(l, key::file_offset), file, line);
-      return f;
-    };
-    if (const ojson *l = member(e, key::location); l && l->is_object()) x.stack.push_back(frame_of(*l));
-    for (const ojson &f : array_or_empty(*st, key::frames))
-      if (f.is_object()) x.stack.push_back(frame_of(f));
+    if (const ojson *l = member(e, key::location); l && l->is_object()) x.stack.push_back(frame_of_location(*l));
+    for (ExportFrame &f : frames_of(array_or_empty(*st, key::frames))) x.stack.push_back(std::move(f));
     if (const ojson *end = member(*st, key::end); end && end->is_string())
       x.stack_end = std::string_view(end->get_ref<const std::string &>());
     else

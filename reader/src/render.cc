@@ -1109,4 +1109,10 @@ std::string render_json(const Analysis &a) {
 
 json to_json(const Analysis &a) { return json::parse(render_json(a)); }
 
+json crash_document(const Analysis &a) {
+  json thread_stacks = json::array();
+  for (const auto &t : a.thread_stacks) thread_stacks.push_back(thread_stack_json(t));
+  return {{key::crash, a.crash ? crash_json(*a.crash) : json(nullptr)}, {key::thread_stacks, std::move(thread_stacks)}};
+}
+
 }  // namespace core_timeline::reader

@@ -21,6 +21,8 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -210,13 +212,23 @@ TEST(ExportGates, Babeltrace2PrintsEveryEventOfCrashDemoAsTheJsonDocumentHasIt) 
         EXPECT_EQ(f["fault_address"], "0x0");
         expected_fields += 5;
       }
+      const bool whole = e["kind"] == "CRASH" && e["tid"] == c.doc["crash"]["tid"] && c.doc["crash"]["stack"].is_object();
       if (e.contains("stack")) {
         /* Ring format 4 (docs/export.md, "Stacks"): the walk's end and the
-         * frames, the event's own location first. */
+         * frames, the event's own location first; the crashing thread's
+         * CRASH has the whole crash stack instead, and where each frame came
+         * from ("The crash's whole stack"). */
         EXPECT_EQ(f["stack_end"], "\"" + e["stack"]["end"].get<std::string>() + "\"");
-        EXPECT_EQ(f["stack_depth"], std::to_string(e["stack"]["frames"].size() + 1));
+        EXPECT_EQ(f["stack_depth"], std::to_string(whole ? c.doc["crash"]["stack"]["frames"].size()
+                                                         : e["stack"]["frames"].size() + 1));
         EXPECT_EQ(f["stack"].front(), '[') << f["stack"];
         EXPECT_EQ(f["stack_frames"].front(), '[') << f["stack_frames"];
+        expected_fields += 4;
+      }
+      if (whole) {
+        EXPECT_EQ(f["stack_from"].front(), '[') << f["stack_from"];
+        EXPECT_EQ(f["core_end"], "\"complete\"");
+        EXPECT_EQ(f["stack_agree"], std::to_string(c.doc["crash"]["stack"]["agree"].get<std::uint64_t>()));
         expected_fields += 4;
       }
       EXPECT_EQ(b.fields.size(), expected_fields);
@@ -351,6 +363,252 @@ TEST(ExportGates, CtlQueryExportsTheStoredDocumentAsTheReaderExportsItsCore) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("exists and is not empty"), std::string::npos) << again.err;
   EXPECT_EQ(babeltrace2(from_query), b);
+}
+
+// ---------------------------------------------------------------------
+// The crash's whole stack (the CRASH walk merged with the reader's unwind
+// of the core: the document's crash.stack) and the re-raised fault
+// (crash.reraised) in every export and in ctl-query info.
+
+/* A crash stack frame's function as the document names it, "" when none. */
+std::string function_of(const json &frame) {
+  return frame["function"].is_string() ? frame["function"].get<std::string>() : std::string();
+}
+
+/* The frames of a chrome-trace "sf", innermost first, through the
+ * stackFrames tree's parents. */
+std::vector<json> sf_chain(const json &trace, const json &sf) {
+  std::vector<json> chain;
+  if (!trace.contains("stackFrames") || sf.is_null()) return chain;
+  std::string id = sf.is_string() ? sf.get<std::string>() : std::to_string(sf.get<std::int64_t>());
+  while (!id.empty() && chain.size() < 10000) {
+    if (!trace["stackFrames"].contains(id)) break;
+    const json &f = trace["stackFrames"][id];
+    chain.push_back(f);
+    id = f.contains("parent") ? f["parent"].get<std::string>() : std::string();
+  }
+  return chain;
+}
+
+/* The crash's stack as the export must carry it: the document's frames. */
+void expect_chrome_crash_stack(const json &doc, const json &trace, const std::string &who) {
+  SCOPED_TRACE(who);
+  const json &crash = doc["crash"];
+  const json &frames = crash["stack"]["frames"];
+  const json *ev = nullptr;
+  for (const auto &t : trace["traceEvents"])
+    if (t.value("cat", "") == "CRASH" && t["tid"] == crash["tid"]) ev = &t;
+  ASSERT_NE(ev, nullptr) << "no CRASH instant on the crashing thread's track";
+  // The stack frame tree: every frame, innermost first, each with where it
+  // came from.
+  ASSERT_TRUE(ev->contains("sf")) << ev->dump();
+  const std::vector<json> chain = sf_chain(trace, (*ev)["sf"]);
+  ASSERT_EQ(chain.size(), frames.size()) << ev->dump();
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    SCOPED_TRACE("frame #" + std::to_string(i) + " " + chain[i].dump());
+    EXPECT_EQ(chain[i].value("from", ""), frames[i]["from"]);
+    if (!function_of(frames[i]).empty()) {
+      EXPECT_EQ(chain[i]["name"].get<std::string>().rfind(function_of(frames[i]) + "+0x", 0), 0u);
+    }
+  }
+  // The details panel (Perfetto shows args, not stackFrames): one line a
+  // frame, each saying where it came from.
+  const json &args = (*ev)["args"];
+  ASSERT_TRUE(args.contains("crash_stack")) << args.dump();
+  const json &lines = args["crash_stack"]["frames"];
+  ASSERT_EQ(lines.size(), frames.size()) << args.dump(2);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string l = lines[i];
+    EXPECT_EQ(l.rfind("#" + std::to_string(i) + " ", 0), 0u) << l;
+    EXPECT_NE(l.find(frames[i]["address"].get<std::string>().substr(2)), std::string::npos) << l;
+    EXPECT_EQ(l.substr(l.size() - frames[i]["from"].get<std::string>().size() - 4),
+              "  [" + frames[i]["from"].get<std::string>() + "]")
+        << l;
+  }
+  if (crash["reraised"].is_object()) {
+    ASSERT_TRUE(args.contains("reraised")) << args.dump(2);
+    EXPECT_EQ(args["reraised"]["si_code_name"], crash["reraised"]["si_code_name"]);
+    EXPECT_EQ(args["reraised"]["fault_address"], crash["reraised"]["fault_address"]);
+    EXPECT_EQ(args["reraised"]["pc"], crash["reraised"]["pc"]);
+    EXPECT_EQ(args["reraised"]["raised_with"], crash["reraised"]["raised_with"]);
+  }
+}
+
+/* The elements of a babeltrace2 array as printed: [ [0] = "a", [1] = "b" ]. */
+std::vector<std::string> bt_array(const std::string &v) {
+  std::vector<std::string> out;
+  const std::regex element(R"(\[\d+\] = ("(?:[^"\\]|\\.)*"|[^,\] ]+))");
+  for (auto it = std::sregex_iterator(v.begin(), v.end(), element); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1].str());
+  return out;
+}
+
+void expect_ctf_crash_stack(const json &doc, const std::string &dir, const std::string &who) {
+  SCOPED_TRACE(who);
+  std::string bad;
+  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  EXPECT_EQ(bad, "");
+  const json &crash = doc["crash"];
+  const json &frames = crash["stack"]["frames"];
+  const ct::testing::BtEvent *ev = nullptr;
+  for (const auto &b : bt)
+    if (b.name == "CRASH" && b.tid == crash["tid"].get<std::uint64_t>()) ev = &b;
+  ASSERT_NE(ev, nullptr) << "no CRASH event in the crashing thread's stream";
+  std::map<std::string, std::string> f(ev->fields.begin(), ev->fields.end());
+  SCOPED_TRACE(ev->line);
+  EXPECT_EQ(f["stack_depth"], std::to_string(frames.size()));
+  const auto addresses = bt_array(f["stack"]), from = bt_array(f["stack_from"]), names = bt_array(f["stack_frames"]);
+  ASSERT_EQ(addresses.size(), frames.size());
+  ASSERT_EQ(from.size(), frames.size());
+  ASSERT_EQ(names.size(), frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ(std::stoull(addresses[i], nullptr, 16), std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16));
+    EXPECT_EQ(from[i], "\"" + frames[i]["from"].get<std::string>() +
+                           (frames[i]["signal_frame"].get<bool>() ? " signal_frame" : "") + "\"");
+    if (!function_of(frames[i]).empty()) {
+      EXPECT_EQ(names[i].rfind("\"" + function_of(frames[i]) + "+0x", 0), 0u);
+    }
+  }
+  if (crash["reraised"].is_object()) {
+    EXPECT_EQ(f["reraised_si_code_name"], "\"" + crash["reraised"]["si_code_name"].get<std::string>() + "\"");
+    EXPECT_EQ(f["reraised_fault_address"], crash["reraised"]["fault_address"]);
+    EXPECT_EQ(f["reraised_with"], "\"" + crash["reraised"]["raised_with"].get<std::string>() + "\"");
+  }
+}
+
+/* ctl-query info of the stored timeline: the fault, the re-raised fault,
+ * and "Stack trace of thread N:" with every frame and where it came from. */
+void expect_info_crash_stack(const json &doc, const std::string &dir, const std::string &pid) {
+  const RunResult q = ct::testing::run({kCtlQuery, "-D", dir, "info", pid});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const json &crash = doc["crash"];
+  const json &frames = crash["stack"]["frames"];
+  const std::string head = "Stack trace of thread " + std::to_string(crash["tid"].get<std::uint64_t>()) + ":\n";
+  const std::size_t at = q.out.find(head);
+  ASSERT_NE(at, std::string::npos) << q.out;
+  std::istringstream in(q.out.substr(at + head.size()));
+  std::string line;
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    ASSERT_TRUE(std::getline(in, line)) << q.out;
+    SCOPED_TRACE(line);
+    const std::string from = frames[i]["from"];
+    EXPECT_TRUE(std::regex_search(line, std::regex("^ {16}#" + std::to_string(i) + " +0x0*" +
+                                                   frames[i]["address"].get<std::string>().substr(2) + " ")));
+    if (!function_of(frames[i]).empty()) {
+      EXPECT_NE(line.find(" " + function_of(frames[i]) + "+0x"), std::string::npos);
+    }
+    EXPECT_EQ(line.substr(line.size() - from.size() - 4), "  [" + from + "]");
+  }
+  if (crash["reraised"].is_object()) {
+    EXPECT_NE(q.out.find("   Re-raised: " + crash["reraised"]["signal_name"].get<std::string>() + " (" +
+                         crash["reraised"]["si_code_name"].get<std::string>() + ") at addr=" +
+                         crash["reraised"]["fault_address"].get<std::string>()),
+              std::string::npos)
+        << q.out;
+  }
+}
+
+/* The whole check: the reader's exports of the core, and ctl-query's
+ * export and info of its stored document. */
+void expect_crash_stack_everywhere(const ct::test::CrashRun &run, const std::string &name) {
+  const auto t = ct::test::ctlq::build_test_timeline(run, kReader, kTlmap);
+  const json doc = json::parse(t.document.dump());
+  ASSERT_TRUE(doc["crash"]["stack"].is_object()) << doc["crash"].dump(2);
+  const json &frames = doc["crash"]["stack"]["frames"];
+  // Deeper than the 8 frames the CRASH walk used to stop at, with frames
+  // only the core's unwind holds.
+  ASSERT_GT(frames.size(), 8u);
+  std::size_t core_only = 0;
+  for (const auto &f : frames) core_only += f["from"] == "core" ? 1 : 0;
+  ASSERT_GT(core_only, 0u);
+
+  const std::string dir = scratch_dir("stack-" + name);
+  fs::create_directories(dir);
+  ct::test::ctlq::write_test_timeline(dir, t);
+  const std::string pid = std::to_string(run.pid);
+
+  const RunResult reader = ct::testing::run({kReader, "--tlmap", kTlmap, "--format=chrome-trace", run.core_path});
+  ASSERT_EQ(reader.exit_code, 0) << reader.err;
+  const json trace = json::parse(reader.out);
+  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  expect_chrome_crash_stack(doc, trace, "core-timeline-read --format=chrome-trace");
+  const RunResult q = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", pid});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  expect_chrome_crash_stack(doc, json::parse(q.out), "ctl-query export --format=chrome-trace");
+  EXPECT_EQ(q.out, reader.out);
+
+  expect_info_crash_stack(doc, dir, pid);
+
+  if (ct::testing::babeltrace2_path().empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
+  const std::string from_reader = scratch_dir("stack-ctf-reader-" + name);
+  ASSERT_EQ(ct::testing::run({kReader, "--tlmap", kTlmap, "--format=ctf", "--output", from_reader, run.core_path})
+                .exit_code,
+            0);
+  expect_ctf_crash_stack(doc, from_reader, "core-timeline-read --format=ctf");
+  const std::string from_query = scratch_dir("stack-ctf-query-" + name);
+  const RunResult qc = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
+  ASSERT_EQ(qc.exit_code, 0) << qc.err;
+  expect_ctf_crash_stack(doc, from_query, "ctl-query export --format=ctf");
+}
+
+// Guards against: an export or ctl-query that shows only the CRASH walk's
+// frames (or, with no CRASH event, no stack at all) and loses the fault the
+// program's own handler re-raised.  reraise_fixture's handler replaced
+// libtimeline's and re-raised with raise(): no CRASH event, every frame the
+// core's, through the kernel's signal frame.
+TEST(ExportGates, TheReraisedFaultAndItsWholeStackReachEveryExportAndCtlQueryInfo) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_RERAISE_FIXTURE, "raise"});
+  expect_crash_stack_everywhere(run, "reraise");
+}
+
+// python3 crashing in ctypes under the preload: a CRASH event whose walk
+// ends in libffi, merged with the core's unwind down to Py_BytesMain.
+TEST(ExportGates, ACrashStackFromTheRingAndTheCoreReachesEveryExportAndCtlQueryInfo) {
+  ct::test::CrashOptions opts;
+  opts.env["LD_PRELOAD"] = CT_TIMELINE_SO;
+  const ct::test::CrashRun run =
+      ct::test::run_and_collect_core({"/usr/bin/python3", "-c", "import ctypes; ctypes.string_at(0)"}, opts);
+  expect_crash_stack_everywhere(run, "python3");
+}
+
+// --all-threads: each other thread's stack unwound from the core is on its
+// track (chrome-trace) and in its stream (ctf), at the crash.
+TEST(ExportGates, OtherThreadsStacksReachBothExports) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_RERAISE_FIXTURE, "thread"});
+  const RunResult r = ct::testing::run({kReader, "--json", "--all-threads", run.core_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_FALSE(doc["thread_stacks"].empty());
+  const RunResult c = ct::testing::run({kReader, "--format=chrome-trace", "--all-threads", run.core_path});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const json trace = json::parse(c.out);
+  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  for (const auto &ts : doc["thread_stacks"]) {
+    SCOPED_TRACE("tid " + ts["tid"].dump());
+    const json *ev = nullptr;
+    for (const auto &t : trace["traceEvents"])
+      if (t.value("cat", "") == "STACK" && t["tid"] == ts["tid"]) ev = &t;
+    ASSERT_NE(ev, nullptr);
+    const std::vector<json> chain = sf_chain(trace, (*ev)["sf"]);
+    ASSERT_EQ(chain.size(), ts["frames"].size());
+    for (const auto &f : chain) EXPECT_EQ(f.value("from", ""), "core");
+  }
+  if (ct::testing::babeltrace2_path().empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
+  const std::string dir = scratch_dir("thread-stacks");
+  ASSERT_EQ(ct::testing::run({kReader, "--format=ctf", "--all-threads", "--output", dir, run.core_path}).exit_code, 0);
+  std::string bad;
+  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  EXPECT_EQ(bad, "");
+  for (const auto &ts : doc["thread_stacks"]) {
+    const ct::testing::BtEvent *ev = nullptr;
+    for (const auto &b : bt)
+      if (b.name == "THREAD_STACK" && b.tid == ts["tid"].get<std::uint64_t>()) ev = &b;
+    ASSERT_NE(ev, nullptr) << "tid " << ts["tid"];
+    std::map<std::string, std::string> f(ev->fields.begin(), ev->fields.end());
+    EXPECT_EQ(f["stack_depth"], std::to_string(ts["frames"].size())) << ev->line;
+  }
 }
 
 }  // namespace

@@ -315,6 +315,52 @@ TEST(ExportDocument, MembersOfTheWrongTypeCountAsAbsent) {
   EXPECT_FALSE(x->age_ns);
 }
 
+// Guards against: an untrusted crash stack, re-raised fault or thread stack
+// of the wrong shape making the exporter throw, or being half kept.
+TEST(ExportDocument, CrashStacksOfTheWrongTypeCountAsAbsent) {
+  const auto junk = nlohmann::ordered_json::parse(R"({
+    "process": {"pid": 7}, "crash": {"signal": 11, "tid": 7,
+      "stack": {"frames": [1, {"address": 5, "from": 3, "signal_frame": "yes"}, {"address": "0x10", "from": "core",
+                "function": "f", "offset": "0x2", "module": "/lib/m.so", "file_offset": "0x7", "signal_frame": true}],
+                "core_end": 4, "agree": -1, "note": null},
+      "reraised": {"signal": "x", "fault_address": "0xzz", "location": [], "handler": {"address": "0x20"}}},
+    "thread_stacks": [null, {"tid": "3"}, {"tid": 9, "frames": {"a": 1}, "end": 2}, {"tid": 8, "frames": [{}]}]})");
+  ctr::ExportTimeline t;
+  EXPECT_NO_THROW(t = ctr::export_timeline_of_document(junk, ctr::DocumentEventScan{}));
+  ASSERT_TRUE(t.crash && t.crash->stack);
+  const auto &frames = t.crash->stack->frames;
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].address, 0u);
+  EXPECT_EQ(frames[0].from, "");
+  EXPECT_FALSE(frames[0].signal_frame);
+  EXPECT_EQ(frames[1].name, "f+0x2");
+  EXPECT_EQ(frames[1].from, "core");
+  EXPECT_TRUE(frames[1].signal_frame);
+  EXPECT_EQ(ctr::frame_line(1, frames[1]), "#1  0x0000000000000010 f+0x2 in m.so  (signal frame)  [core]");
+  EXPECT_EQ(t.crash->stack->core_end, "");
+  EXPECT_EQ(t.crash->stack->agree, 0u);
+  ASSERT_TRUE(t.crash->reraised);
+  EXPECT_EQ(t.crash->reraised->signo, 0);
+  EXPECT_FALSE(t.crash->reraised->fault_address);
+  EXPECT_EQ(t.crash->reraised->at, "");
+  EXPECT_EQ(t.crash->reraised->handler, "0x20");
+  ASSERT_EQ(t.thread_stacks.size(), 2u);
+  EXPECT_EQ(t.thread_stacks[0].tid, 9u);
+  EXPECT_TRUE(t.thread_stacks[0].frames.empty());
+  EXPECT_EQ(t.thread_stacks[1].frames.size(), 1u);
+  // Both writers take it.
+  std::string out;
+  auto w = ctr::chrome_trace_writer(t, [&](std::string_view p) {
+    out.append(p);
+    return true;
+  });
+  ASSERT_TRUE(w->finish().ok());
+  EXPECT_FALSE(json::parse(out, nullptr, false).is_discarded()) << out;
+  auto c = ctr::ctf_writer(t, temp_dir("junk-stacks"));
+  ASSERT_TRUE(c);
+  EXPECT_TRUE((*c)->finish().ok());
+}
+
 // Guards against: untrusted ages whose differences overflow int64 (age -1
 // and INT64_MAX: age - origin wraps to INT64_MIN, which append_us writes as
 // "--9223372036854775.(0(", so a chrome trace that is not JSON; an origin

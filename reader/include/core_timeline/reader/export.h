@@ -108,6 +108,55 @@ struct ExportSpan {
   std::string note;
 };
 
+/** One frame of a stack: its address, its name (frame_name()), and its
+ *  module's path ("" when none).  A frame of the crash's whole stack or of
+ *  a thread's unwound stack also says where it came from ("ring": the
+ *  CRASH event's walk; "core": the reader's unwind of the core;
+ *  "ring+core": both, at the same address) and whether it is the kernel's
+ *  signal frame; an event's own walk leaves `from` "". */
+struct ExportFrame {
+  std::uint64_t address = 0;
+  std::string name;
+  std::string module;
+  std::string from;
+  bool signal_frame = false;
+};
+
+/** The crashing thread's whole stack (docs/timeline-json.md, "The whole
+ *  crash stack": the document's crash.stack), innermost first. */
+struct ExportCrashStack {
+  std::vector<ExportFrame> frames;
+  std::string core_end;          /**< "" when the core's unwind reached the
+                                      outermost frame, else why it stopped */
+  std::string ring_end;          /**< the CRASH walk's end; "" without one */
+  std::uint64_t agree = 0;       /**< frames both sources hold */
+  std::string note;              /**< where and why they differ; "" if not */
+};
+
+/** A fault the program's own handler caught and re-raised (the
+ *  document's crash.reraised), read from the kernel's signal frame. */
+struct ExportReraised {
+  std::int32_t signo = 0;
+  std::string signal_name;
+  std::int32_t si_code = 0;
+  std::string si_code_name;
+  std::optional<std::uint64_t> fault_address;
+  std::optional<std::int32_t> sender_pid;
+  std::uint64_t pc = 0;          /**< where the fault was */
+  std::string at;                /**< pc's frame_name(), "" when unknown */
+  std::string handler;           /**< the handler's frame_name(), "" when
+                                      unknown */
+  std::string raised_with;       /**< "kill()", "tgkill()", "sigqueue()" */
+};
+
+/** Another thread's stack unwound from the core (the document's
+ *  thread_stacks[], --all-threads), innermost first. */
+struct ExportThreadStack {
+  std::uint32_t tid = 0;
+  std::vector<ExportFrame> frames;  /**< every one "core" */
+  std::string end;               /**< "" at the outermost frame */
+};
+
 /** The crash, from the core's notes (analyze.h CrashFacts). */
 struct ExportCrash {
   std::int32_t signo = 0;        /**< 0: no signal recorded */
@@ -118,6 +167,13 @@ struct ExportCrash {
   std::uint32_t tid = 0;
   std::uint64_t pc = 0;
   bool ring_slot = false;        /**< a CRASH event is in the ring */
+  /** The crashing thread's whole stack; nullopt when the core was not
+   *  unwound. */
+  std::optional<ExportCrashStack> stack;
+  std::optional<ExportReraised> reraised;
+  std::string reraised_note;     /**< what the core shows of a signal the
+                                      process sent itself when no signal
+                                      frame tells the fault; "" otherwise */
 };
 
 /** One source's window (analyze.h SourceWindow), for the metadata. */
@@ -153,6 +209,8 @@ struct ExportTimeline {
   std::uint64_t shared_overwritten = 0, shared_torn = 0, shared_missing = 0;
   bool absence_proves_nothing = false;
   std::vector<std::string> warnings;
+  /** The other threads' stacks unwound from the core (--all-threads). */
+  std::vector<ExportThreadStack> thread_stacks;
 };
 
 /** The tracks of `t` by tid (the first of a repeated tid), pointing into
@@ -204,14 +262,6 @@ struct ExportSignal {
   std::uint64_t fault_address = 0;
 };
 
-/** One frame of an event's stack: its address, its name (frame_name()),
- *  and its module's path ("" when none). */
-struct ExportFrame {
-  std::uint64_t address = 0;
-  std::string name;
-  std::string module;
-};
-
 /** How both exports name a frame, from an Analysis's Location or from the
  *  same fields of a document's location object, so that ctl-query's export
  *  of a stored document names it as the reader's export of the core does:
@@ -221,6 +271,29 @@ struct ExportFrame {
 std::string frame_name(std::uint64_t address, std::string_view function, std::uint64_t function_offset,
                        std::string_view module, std::optional<std::uint64_t> file_offset,
                        std::string_view source_file, std::uint64_t line);
+
+/** A frame as one line, numbered as coredumpctl info's "Stack trace of
+ *  thread" numbers them: "#3  0x000055dbc48956dc main+0x213 (crash_demo.c:156)
+ *  in crash_demo  (signal frame)  [ring+core]" (the module's file name after
+ *  "in", when there is one; the signal frame and the source only when
+ *  known).  Pure; allocates. */
+std::string frame_line(std::size_t index, const ExportFrame &f);
+
+/** The re-raised fault as one sentence: "SIGSEGV (SEGV_ACCERR) at
+ *  addr=0x10000040 pc=0x401136 in fault_here+0x6 (f.c:40), caught by the
+ *  program's own handler on_segv+0x1c and re-raised with kill()". */
+std::string reraised_line(const ExportReraised &r);
+
+/** The crash's whole stack, the re-raised fault and the other threads'
+ *  stacks, read from the timeline document's "crash" object (its
+ *  "stack", "reraised", "reraised_note") and "thread_stacks" array (either
+ *  may be null or of another type: absent then) into `t`.  The one reading
+ *  of them that both inputs use: export_timeline_of() passes the document
+ *  form of its Analysis (render.h crash_document()), so a core's export and
+ *  its stored document's are the same.  `t.crash` must be set for the
+ *  crash's parts to be kept. */
+void export_stacks_of_document(const nlohmann::ordered_json *crash, const nlohmann::ordered_json *thread_stacks,
+                               ExportTimeline &t);
 
 /** One event.  The views point into the Analysis or the JSON event it
  *  was made from, and are used only during ExportWriter::event(). */

@@ -108,6 +108,13 @@ std::string render_json(const Analysis &a);
 /** The JSON document as a value (ordered keys): render_json() parsed. */
 nlohmann::ordered_json to_json(const Analysis &a);
 
+/** The document's "crash" and "thread_stacks" members alone, as write_json()
+ *  writes them: {"crash": {...} or null, "thread_stacks": [...]}.  What the
+ *  exports read of the crash (export.h export_stacks_of_document()), so
+ *  that they read the document rather than the Analysis's own structures.
+ *  O(frames). */
+nlohmann::ordered_json crash_document(const Analysis &a);
+
 }  // namespace core_timeline::reader
 
 #endif  // CORE_TIMELINE_READER_RENDER_H
