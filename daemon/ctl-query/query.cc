@@ -518,6 +518,18 @@ int info(std::ostream &out, std::ostream &err, const DocumentReader &read, const
     err << "ctl-query: " << printable(r.error().message) << '\n';
     return kExitIncomplete;
   }
+  if (o.json) {
+    /* The document's own members, as stored. */
+    const json *crash = r->lookup(key::crash), *stacks = r->lookup(key::thread_stacks);
+    json j;
+    j["pid"] = number_or_null(row.pid);
+    j["exe"] = string_or_null(row.exe);
+    j["file"] = string_or_null(row.path);
+    j[key::crash] = crash ? *crash : json(nullptr);
+    j[key::thread_stacks] = stacks ? *stacks : json::array();
+    out << dump_object(j, o) << '\n';
+    return kExitFound;
+  }
   const reader::ExportTimeline t = reader::export_timeline_of_document(r->top, reader::DocumentEventScan{});
   const auto field = [&out](std::string_view name, const std::string &value) {
     out << fmt::format("{:>12}: ", name) << value << '\n';

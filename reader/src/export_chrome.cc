@@ -13,7 +13,14 @@
  *  - ts in microseconds with three decimals (ns exact), pid, tid;
  *  - an event's stack (ring format 4) as "sf", an id in the top-level
  *    "stackFrames" (each frame: name, category = its module, parent = the
- *    frame that called it), and its walk's end in args.stack_end.
+ *    frame that called it), and its walk's end in args.stack_end;
+ *  - the crash's whole stack (the document's crash.stack) as the
+ *    crashing thread's CRASH instant's "sf" in place of its own walk, its
+ *    frames also saying where they came from ("from", an extra member
+ *    viewers pass over), and as args.crash_stack, one line a frame, for
+ *    Perfetto, which does not read stackFrames from JSON; the re-raised
+ *    fault in args.reraised; each other thread's stack an instant
+ *    "stack at the crash" on its track.
  *
  * Each event is written with fmt into the buffer, its strings escaped by
  * nlohmann (invalid UTF-8 replaced); the few distinct names and argument

@@ -18,9 +18,14 @@
  *    packet_size (bits), packet_seq_num, events_discarded, tid,
  *    thread_name; event header: id (uint32) and a 64-bit timestamp;
  *  - one event class per distinct (kind, name, argument names, inline
- *    text, span, signal), its fields the arguments (named as the name
- *    table names them, else arg0/arg1), then text, span_state, and the
- *    signal's fields for CRASH;
+ *    text, span, signal, stack, ...), its fields the arguments (named as
+ *    the name table names them, else arg0/arg1), then text, span_state,
+ *    the signal's fields for CRASH, and the stack's;
+ *  - the crashing thread's CRASH carries the crash's whole stack (the
+ *    document's crash.stack, each frame's origin in stack_from) and the
+ *    re-raised fault; without one, finish() writes a CRASH from the core's
+ *    notes at the time reference, and a THREAD_STACK per other thread
+ *    unwound from the core;
  *  - the clock: 1 GHz, time 0 the oldest placed event, offset_s/offset the
  *    wall clock of time 0 when known.
  *

@@ -499,6 +499,12 @@ void expect_info_crash_stack(const json &doc, const std::string &dir, const std:
     }
     EXPECT_EQ(line.substr(line.size() - from.size() - 4), "  [" + from + "]");
   }
+  // --json: the document's crash and thread_stacks, as stored.
+  const RunResult qj = ct::testing::run({kCtlQuery, "-D", dir, "--json", "info", pid});
+  ASSERT_EQ(qj.exit_code, 0) << qj.err;
+  const json j = json::parse(qj.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << qj.out;
+  EXPECT_EQ(j["crash"], crash);
   if (crash["reraised"].is_object()) {
     EXPECT_NE(q.out.find("   Re-raised: " + crash["reraised"]["signal_name"].get<std::string>() + " (" +
                          crash["reraised"]["si_code_name"].get<std::string>() + ") at addr=" +
