@@ -141,9 +141,11 @@ class ChromeWriter final : public ExportWriter {
       close_event();
     } else if (e.signal) {
       begin_event(e, 'i', ts, std::nullopt, 'p');
-      write_args(e, nullptr, nullptr, e.tid == (t_.crash ? t_.crash->tid : 0) ? &*t_.crash : nullptr);
+      const bool crashed_thread = t_.crash && e.tid == t_.crash->tid;
+      write_args(e, nullptr, nullptr, crashed_thread ? &*t_.crash : nullptr);
       close_event();
-      crash_written_ = true;
+      /* The crashing thread's CRASH is written: no crash from the notes. */
+      if (crashed_thread || !t_.crash) crash_written_ = true;
     } else {
       begin_event(e, 'i', ts, std::nullopt);
       write_args(e, nullptr, nullptr);
