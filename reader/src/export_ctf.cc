@@ -215,9 +215,12 @@ class CtfWriter final : public ExportWriter {
         x.from = true;
         e.stack_end = c.stack->ring_end.empty() ? std::string_view("none") : std::string_view(c.stack->ring_end);
       }
-      x.placed = c.ring_slot ? "the ring's CRASH event cannot be placed in time: from the core's notes, at the time "
-                               "reference"
-                             : "not in the ring: from the core's notes, at the time reference";
+      /* As the chrome-trace export says it. */
+      const std::string placed = std::string(c.ring_slot ? "the ring's CRASH event cannot be placed in time"
+                                                         : "not in the ring") +
+                                 ": from the core's notes, placed at the time reference (" +
+                                 (t_.reference.empty() ? std::string("none") : t_.reference) + ")";
+      x.placed = placed;
       CT_TRY_VOID(write_event(e, static_cast<std::uint64_t>(ref), x));
       ++crash_events_;
     }
