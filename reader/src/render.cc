@@ -1032,10 +1032,12 @@ void write_document(const Analysis &a, JsonStream &w) {
                                             {key::duration_ns, a.snapshot->duration_ns},
                                             {key::lanes_retried, a.snapshot->lanes_retried}}
                                      : json(nullptr));
-  w.member(key::crash, a.crash ? crash_json(*a.crash) : json(nullptr));
-  json thread_stacks = json::array();
-  for (const auto &t : a.thread_stacks) thread_stacks.push_back(thread_stack_json(t));
-  w.member(key::thread_stacks, thread_stacks);
+  {
+    /* The members the exports read (crash_document()). */
+    const json crash = crash_document(a);
+    w.member(key::crash, crash[key::crash]);
+    w.member(key::thread_stacks, crash[key::thread_stacks]);
+  }
   w.key(key::rings);
   w.begin_array();
   for (const auto &r : a.rings) write_ring(w, r);
