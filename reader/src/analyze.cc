@@ -1744,6 +1744,8 @@ void Analyzer::core_stacks(const SymbolizeResult &res,
     r.location = frame_location(crashed->frames[sf->trampoline + 1]);
     if (sf->trampoline >= 1) r.handler = frame_location(crashed->frames[sf->trampoline - 1]);
     r.raised_with = *c.si_code == 0 ? "kill()" : *c.si_code == -6 ? "tgkill()" : "sigqueue()";
+    if (const CrashSlot *slot = crash_event != nullptr ? a_.crash_of(*crash_event) : nullptr)
+      r.recorded = slot->chained && slot->signo == sf->signo && crash_event->return_address == sf->rip;
     c.reraised = std::move(r);
   } else if (self_sent) {
     c.reraised_note = why.empty() ? "the process sent the signal itself, and the crashing thread's stack passes "
