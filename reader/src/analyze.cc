@@ -1748,9 +1748,19 @@ void Analyzer::core_stacks(const SymbolizeResult &res,
       r.recorded = slot->chained && slot->signo == sf->signo && crash_event->return_address == sf->rip;
     c.reraised = std::move(r);
   } else if (self_sent) {
-    c.reraised_note = why.empty() ? "the process sent the signal itself, and the crashing thread's stack passes "
-                                    "through no signal frame: the fault it may have answered cannot be told"
-                                  : fmt::format("the process sent the signal itself; {}", why);
+    /* "No signal frame" only when the unwind reached the outermost frame:
+     * one that stopped early (a frame without unwind information, such as
+     * a handler's code stripped of it) may have stopped above one. */
+    if (!why.empty())
+      c.reraised_note = fmt::format("the process sent the signal itself; {}", why);
+    else if (!crashed->end.empty())
+      c.reraised_note = fmt::format("the process sent the signal itself, and the core's unwind of the crashing "
+                                    "thread stopped after {} frames ({}) without reaching a signal frame: whether "
+                                    "the stack holds the fault it may have answered cannot be told",
+                                    crashed->frames.size(), crashed->end);
+    else
+      c.reraised_note = "the process sent the signal itself, and the crashing thread's stack passes through no "
+                        "signal frame: the fault it may have answered cannot be told";
   }
   c.stack = std::move(cs);
 }
