@@ -12,10 +12,12 @@
 // SA_NODEFER | SA_RESETHAND after libtimeline's constructor ran) logs the
 // bug report, with "Accessing address: 0x...", then tail-calls
 // bugReportEnd, which restores SIG_DFL and kill()s the process with
-// SIGSEGV: the frame the signal frame returns to is bugReportEnd's.
+// SIGSEGV: the frame just inside the signal frame is bugReportEnd's
+// (the tail call replaced sigsegvHandler's).
 //
 // Each case starts redis on 127.0.0.1 with a free port, its own --dir, no
-// persistence, the crash log on (redis's default), and:
+// persistence, the crash log on (redis's default) but without its "fast
+// memory test" (--crash-memcheck-enabled no), and:
 //  - no preload: how redis dies without libtimeline (the other cases must
 //    die the same way), and the bug report it prints;
 //  - LD_PRELOAD=libtimeline.so.1: redis's handler replaces libtimeline's,
@@ -27,17 +29,21 @@
 //  - LD_PRELOAD="libtimeline.so.1 libtimeline-signal.so" (and the other
 //    order): libtimeline's handler runs first and writes a CRASH event of
 //    the original fault (chained), then redis's handler still prints its
-//    bug report.  With --crash-memcheck-enabled no: redis's fast memory
-//    test writes over every anonymous rw mapping whose /proc/self/maps line
-//    does not say "stack", and under libtimeline-signal.so redis's handler
-//    runs on libtimeline's alternate signal stack (an anonymous mapping,
-//    lib/preload/README.md "Limits"), so the test overwrites the stack it
-//    runs on and faults again; DISABLED_MemoryTestOnTheAlternateStack shows
-//    it;
+//    bug report;
 //  - the same with a copy of libtimeline.so.1 stripped as a package ships
 //    it: the CRASH event is still the original fault, and the reader says
 //    no more than its unwind of the core saw (DISABLED_...WholeStack: the
 //    whole stack, which needs unwind tables in libtimeline's crash handler).
+//
+// Why no memory test.  redis's fast memory test (debug.c) writes patterns
+// over every anonymous read-write mapping whose /proc/self/maps line does
+// not say "stack", and compares.  Under libtimeline-signal.so redis's
+// handler runs on libtimeline's alternate signal stack, an anonymous
+// mapping (lib/preload/README.md, "Limits"), so the test overwrites the
+// stack it runs on and faults again: DISABLED_MemoryTestOnTheAlternateStack
+// shows it.  Without libtimeline the test also faults now and then by
+// itself (seen once in memtest_compare, with libjemalloc's background
+// thread alive beside it), which would make every case flaky.
 //
 // The waits only bound a hang; nothing is timed.  Every case kills redis if
 // it still runs and removes its directory on every way out.  Needs root
@@ -111,8 +117,7 @@ int free_port() {
 // when this goes out of scope.
 class Redis {
  public:
-  Redis(const std::string &dir, const std::string &preload, const std::vector<std::string> &extra)
-      : dir_(dir), port_(free_port()) {
+  Redis(const std::string &dir, const std::string &preload, bool memcheck) : dir_(dir), port_(free_port()) {
     ct::test::ProcessOptions po;
     po.in = ct::test::Stream::null();
     po.out = ct::test::Stream::file(dir + "/redis.out");
@@ -133,7 +138,7 @@ class Redis {
     std::vector<std::string> argv{kRedisServer, "--bind", "127.0.0.1", "--port", std::to_string(port_),
                                   "--enable-debug-command", "local", "--save", "", "--appendonly", "no",
                                   "--dir", dir, "--logfile", log_path(), "--daemonize", "no"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+    if (!memcheck) argv.insert(argv.end(), {"--crash-memcheck-enabled", "no"});
     pid_ = ct::test::spawn(argv, po);
   }
   ~Redis() {
@@ -215,10 +220,10 @@ class RedisCrash : public ::testing::Test {
   }
 
   // Starts redis under `preload`, crashes it, and collects what it left.
-  Crashed crash(const std::string &preload, bool want_timeline, const std::vector<std::string> &extra = {}) {
+  Crashed crash(const std::string &preload, bool want_timeline, bool memcheck = false) {
     Crashed c;
     TempDir dir;
-    Redis redis(dir.path, preload, extra);
+    Redis redis(dir.path, preload, memcheck);
     c.pid = redis.pid();
     if (!redis.wait_ready()) {
       ADD_FAILURE() << "redis-server did not answer PING; its log:\n" << redis.log();
@@ -386,7 +391,6 @@ const json *crash_event(const json &doc) {
 TEST_F(RedisCrash, WithoutLibtimelineRedisReportsAndDiesOfSigsegv) {
   const Crashed c = crash("", false);
   expect_redis_reported_and_died(c);
-  EXPECT_NE(c.log.find("Fast memory test PASSED"), std::string::npos) << c.log;
 }
 
 // LD_PRELOAD=libtimeline.so.1 alone: redis's handler, installed after
@@ -395,14 +399,10 @@ TEST_F(RedisCrash, WithoutLibtimelineRedisReportsAndDiesOfSigsegv) {
 TEST_F(RedisCrash, LibtimelineAloneTheCoreTellsTheOriginalFault) {
   const Crashed c = crash(CT_LIBTIMELINE_SO, true);
   expect_redis_reported_and_died(c);
-  EXPECT_NE(c.log.find("Fast memory test PASSED"), std::string::npos) << c.log;
   ASSERT_TRUE(c.doc.is_object());
   EXPECT_EQ(c.doc["status"], "ok") << c.doc.dump(2).substr(0, 4000);
   EXPECT_EQ(crash_event(c.doc), nullptr) << "redis's handler displaced libtimeline's: no CRASH event";
   EXPECT_FALSE(c.doc["crash"]["ring_slot"].get<bool>());
-  expect_reraised(c, false);
-  expect_whole_stack(c);
-  for (const auto &f : c.doc["crash"]["stack"]["frames"]) EXPECT_EQ(f["from"], "core") << f.dump();
 
   // The warning says what the core shows (redis's handler caught the fault
   // and re-raised it), never that libtimeline's was not installed.
@@ -415,6 +415,12 @@ TEST_F(RedisCrash, LibtimelineAloneTheCoreTellsTheOriginalFault) {
                                0) == 0;
   }
   EXPECT_TRUE(warned) << c.doc["warnings"].dump(2);
+
+  expect_reraised(c, false);
+  expect_whole_stack(c);
+  if (c.doc["crash"]["stack"].is_object()) {
+    for (const auto &f : c.doc["crash"]["stack"]["frames"]) EXPECT_EQ(f["from"], "core") << f.dump();
+  }
 }
 
 // With libtimeline-signal.so (lib/preload/README.md): libtimeline's handler
@@ -441,6 +447,7 @@ void expect_chained_crash_event(const Crashed &c) {
   expect_whole_stack(c);
   // From the CRASH event's pc on, its walk and the core's unwind are one
   // stack, down to main.
+  ASSERT_TRUE(c.doc["crash"]["stack"].is_object());
   const json &frames = c.doc["crash"]["stack"]["frames"];
   const auto at = find_frame(frames, "debugCommand");
   ASSERT_TRUE(at) << shown(frames);
@@ -450,19 +457,16 @@ void expect_chained_crash_event(const Crashed &c) {
   EXPECT_EQ(frames[*main_at]["from"], "ring+core") << shown(frames);
 }
 
-// redis's fast memory test left out (see the file's comment).
-const std::vector<std::string> kNoMemcheck{"--crash-memcheck-enabled", "no"};
-
 TEST_F(RedisCrash, WithTheSignalPreloadTheCrashEventIsTheOriginalFault) {
   expect_chained_crash_event(
-      crash(std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_SIGNAL_SO, true, kNoMemcheck));
+      crash(std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_SIGNAL_SO, true));
 }
 
 // The two preloads in the other order: the same (libtimeline-signal.so
 // needs libtimeline.so.1, whose constructor runs first either way).
 TEST_F(RedisCrash, WithTheSignalPreloadFirstTheSame) {
   expect_chained_crash_event(
-      crash(std::string(CT_PRELOAD_SIGNAL_SO) + " " + CT_LIBTIMELINE_SO, true, kNoMemcheck));
+      crash(std::string(CT_PRELOAD_SIGNAL_SO) + " " + CT_LIBTIMELINE_SO, true));
 }
 
 // libtimeline.so.1 stripped as Debian's dh_strip strips a shared library
@@ -481,7 +485,7 @@ std::string stripped_libtimeline(const std::string &dir) {
 
 TEST_F(RedisCrash, StrippedLibtimelineTheCrashEventIsStillTheOriginalFault) {
   TempDir lib;
-  const Crashed c = crash(stripped_libtimeline(lib.path) + " " + CT_PRELOAD_SIGNAL_SO, true, kNoMemcheck);
+  const Crashed c = crash(stripped_libtimeline(lib.path) + " " + CT_PRELOAD_SIGNAL_SO, true);
   expect_redis_reported_and_died(c);
   ASSERT_TRUE(c.doc.is_object());
   const json *e = crash_event(c.doc);
@@ -509,7 +513,7 @@ TEST_F(RedisCrash, StrippedLibtimelineTheCrashEventIsStillTheOriginalFault) {
 // frame, and the CRASH event's own walk cannot be lined up with it.
 TEST_F(RedisCrash, DISABLED_StrippedLibtimelineWholeStack) {
   TempDir lib;
-  const Crashed c = crash(stripped_libtimeline(lib.path) + " " + CT_PRELOAD_SIGNAL_SO, true, kNoMemcheck);
+  const Crashed c = crash(stripped_libtimeline(lib.path) + " " + CT_PRELOAD_SIGNAL_SO, true);
   expect_chained_crash_event(c);
 }
 
@@ -518,8 +522,10 @@ TEST_F(RedisCrash, DISABLED_StrippedLibtimelineWholeStack) {
 // libtimeline's alternate signal stack, which the memory test overwrites;
 // redis faults again in memtest_preserving_test, again and again down the
 // alternate stack, and the CRASH event is that fault's, not the original.
+// (Even once that is mended, redis's memory test may fault by itself now
+// and then: see the file's comment.)
 TEST_F(RedisCrash, DISABLED_MemoryTestOnTheAlternateStack) {
-  const Crashed c = crash(std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_SIGNAL_SO, true);
+  const Crashed c = crash(std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_SIGNAL_SO, true, true);
   EXPECT_NE(c.log.find("Fast memory test PASSED"), std::string::npos) << c.log;
   expect_chained_crash_event(c);
 }
