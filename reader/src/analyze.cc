@@ -1715,7 +1715,7 @@ void Analyzer::core_stacks(const SymbolizeResult &res,
   cs.core_end = crashed->end;
   std::string why;
   const auto sf = detail::read_signal_frame(core_, crashed->frames, why);
-  const detail::MergedStack m = detail::merge_stacks(ring, crashed->frames);
+  const detail::MergedStack m = detail::merge_stacks(ring, crashed->frames, crashed->end.empty());
   cs.agree = m.agree;
   cs.note = m.note;
   for (const auto &mf : m.frames) {

@@ -472,9 +472,11 @@ TEST_F(RedisCrash, WithTheSignalPreloadFirstTheSame) {
 // libtimeline.so.1 stripped as Debian's dh_strip strips a shared library
 // (strip --strip-unneeded: no .symtab, no .debug_frame), a copy in the
 // case's directory, with libtimeline-signal.so.  The CRASH event is the
-// original fault whatever the core's unwind can do; and the reader never
-// says the stack passes through no signal frame unless its unwind reached
-// the outermost frame.
+// original fault whatever the core's unwind can do; the crash stack reaches
+// main (the CRASH event's walk after the core's frames, where the core's
+// unwind stopped in libtimeline's handler); and the reader never says the
+// stack passes through no signal frame unless its unwind reached the
+// outermost frame.
 std::string stripped_libtimeline(const std::string &dir) {
   const std::string path = dir + "/libtimeline.so.1";
   fs::copy_file(CT_LIBTIMELINE_SO, path, fs::copy_options::overwrite_existing);
@@ -496,6 +498,9 @@ TEST_F(RedisCrash, StrippedLibtimelineTheCrashEventIsStillTheOriginalFault) {
   EXPECT_EQ(fn((*e)["location"]), "debugCommand") << e->dump(2);
   const json &cr = c.doc["crash"];
   ASSERT_TRUE(cr["stack"].is_object()) << cr.dump(2);
+  // Whatever the core's unwind could do, the crash stack goes from the
+  // fault down to main (the CRASH event's walk, where the core's stopped).
+  expect_in_order(cr["stack"]["frames"], {"debugCommand", "call", "processCommand", "aeMain", "main"});
   if (!cr["reraised"].is_object()) {
     ASSERT_TRUE(cr.contains("reraised_note")) << cr.dump(2);
     const std::string note = cr["reraised_note"];
