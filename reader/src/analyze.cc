@@ -1715,7 +1715,7 @@ void Analyzer::core_stacks(const SymbolizeResult &res,
   cs.core_end = crashed->end;
   std::string why;
   const auto sf = detail::read_signal_frame(core_, crashed->frames, why);
-  const detail::MergedStack m = detail::merge_stacks(ring, crashed->frames);
+  const detail::MergedStack m = detail::merge_stacks(ring, crashed->frames, crashed->end.empty());
   cs.agree = m.agree;
   cs.note = m.note;
   for (const auto &mf : m.frames) {
@@ -1744,11 +1744,23 @@ void Analyzer::core_stacks(const SymbolizeResult &res,
     r.location = frame_location(crashed->frames[sf->trampoline + 1]);
     if (sf->trampoline >= 1) r.handler = frame_location(crashed->frames[sf->trampoline - 1]);
     r.raised_with = *c.si_code == 0 ? "kill()" : *c.si_code == -6 ? "tgkill()" : "sigqueue()";
+    if (const CrashSlot *slot = crash_event != nullptr ? a_.crash_of(*crash_event) : nullptr)
+      r.recorded = slot->chained && slot->signo == sf->signo && crash_event->return_address == sf->rip;
     c.reraised = std::move(r);
   } else if (self_sent) {
-    c.reraised_note = why.empty() ? "the process sent the signal itself, and the crashing thread's stack passes "
-                                    "through no signal frame: the fault it may have answered cannot be told"
-                                  : fmt::format("the process sent the signal itself; {}", why);
+    /* "No signal frame" only when the unwind reached the outermost frame:
+     * one that stopped early (a frame without unwind information, such as
+     * a handler's code stripped of it) may have stopped above one. */
+    if (!why.empty())
+      c.reraised_note = fmt::format("the process sent the signal itself; {}", why);
+    else if (!crashed->end.empty())
+      c.reraised_note = fmt::format("the process sent the signal itself, and the core's unwind of the crashing "
+                                    "thread stopped after {} frames ({}) without reaching a signal frame: whether "
+                                    "the stack holds the fault it may have answered cannot be told",
+                                    crashed->frames.size(), crashed->end);
+    else
+      c.reraised_note = "the process sent the signal itself, and the crashing thread's stack passes through no "
+                        "signal frame: the fault it may have answered cannot be told";
   }
   c.stack = std::move(cs);
 }

@@ -678,19 +678,24 @@ std::string crash_stack_text(const CrashStack &s, std::size_t indent) {
 }
 
 /* "the program's own handler (in F, OBJECT) caught SIGSEGV (SEGV_ACCERR)
- * at addr=... pc=... in FUNC2 and re-raised it with kill()" */
+ * at addr=... pc=... in FUNC2 and re-raised it with kill()"; when the
+ * CRASH event recorded that fault (ReraisedFault::recorded): "libtimeline's
+ * crash handler (in F, OBJECT) caught ..., recorded it (the CRASH event),
+ * and the program's own handler it called re-raised it with kill()". */
 std::string reraised_text(const ReraisedFault &r) {
   const auto where = [](const Location &l) {
     if (!l.function.empty()) return fmt::format("{}, {}", esc(l.function), esc(basename_of(l.module)));
     return location_text(l);
   };
-  std::string s = "the program's own handler";
+  std::string s = r.recorded ? "libtimeline's crash handler" : "the program's own handler";
   if (r.handler) s += fmt::format(" (in {})", where(*r.handler));
   s += fmt::format(" caught {} ({})", r.signal_name, r.si_code_name);
   if (r.fault_address) s += fmt::format(" at addr={:#x}", *r.fault_address);
   if (r.sender_pid) s += fmt::format(" sent by pid {}", *r.sender_pid);
-  s += fmt::format(" pc={:#x} in {} and re-raised it with {}", r.pc,
-                   r.location.function.empty() ? location_text(r.location) : where(r.location), r.raised_with);
+  s += fmt::format(" pc={:#x} in {}", r.pc, r.location.function.empty() ? location_text(r.location) : where(r.location));
+  s += r.recorded ? fmt::format(", recorded it (the CRASH event), and the program's own handler it called re-raised "
+                                "it with {}", r.raised_with)
+                  : fmt::format(" and re-raised it with {}", r.raised_with);
   return s;
 }
 

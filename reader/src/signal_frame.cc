@@ -85,7 +85,8 @@ std::optional<SignalFrame> read_signal_frame(const CoreFile &core, std::span<con
   return std::nullopt;
 }
 
-MergedStack merge_stacks(std::span<const std::uint64_t> ring, std::span<const UnwoundFrame> core) {
+MergedStack merge_stacks(std::span<const std::uint64_t> ring, std::span<const UnwoundFrame> core,
+                         bool core_complete) {
   MergedStack m;
   std::optional<std::size_t> start;
   if (!ring.empty())
@@ -96,7 +97,15 @@ MergedStack merge_stacks(std::span<const std::uint64_t> ring, std::span<const Un
       }
   if (!start) {
     for (std::size_t j = 0; j < core.size(); ++j) m.frames.push_back({FrameFrom::kCore, j});
-    if (!ring.empty() && !core.empty())
+    if (!ring.empty() && !core.empty() && !core_complete) {
+      /* The core's unwind stopped early, maybe above the frame the CRASH
+       * event was taken in (a signal handler's code without CFI): the
+       * event's own walk is all there is below. */
+      for (std::size_t k = 0; k < ring.size(); ++k) m.frames.push_back({FrameFrom::kRing, k});
+      m.note = fmt::format("the core's unwind stopped after {} frames without reaching the CRASH event's pc {}: the "
+                           "CRASH event's walk follows its frames",
+                           core.size(), hex(ring[0]));
+    } else if (!ring.empty() && !core.empty())
       m.note = fmt::format("the CRASH event's pc {} is no frame of the core's unwind: the two cannot be lined up, "
                            "the core's is shown (the CRASH event keeps its own walk)", hex(ring[0]));
     else if (core.empty())

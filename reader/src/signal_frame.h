@@ -66,9 +66,13 @@ struct MergedStack {
  * analyze.h says how).  The ring's pc is looked for among the core's
  * activation frames (frame 0, or a frame a signal interrupted), innermost
  * first; when it is in none, the two cannot be lined up: the core's frames
- * are kept and `note` says so.
+ * are kept, then, if the core's unwind stopped before its outermost frame
+ * (`core_complete` false: it may have stopped above the ring's pc, in code
+ * without unwind information), the ring's walk after them; `note` says
+ * which.
  */
-MergedStack merge_stacks(std::span<const std::uint64_t> ring, std::span<const UnwoundFrame> core);
+MergedStack merge_stacks(std::span<const std::uint64_t> ring, std::span<const UnwoundFrame> core,
+                         bool core_complete);
 
 /**
  * The warning for a crash whose ring holds no CRASH event: what the core

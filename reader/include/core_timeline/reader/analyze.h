@@ -374,6 +374,11 @@ struct ReraisedFault {
                                                     entered (its handler) */
   std::string raised_with;   /**< "kill()", "tgkill()" (raise() uses it),
                                   "sigqueue()": from the fatal si_code */
+  /** The crashing thread's CRASH event is this fault, recorded chained
+   *  (kCrashChained) at this pc: the handler the signal entered was
+   *  libtimeline's, which called the program's (libtimeline-signal.so).
+   *  In the text only; the JSON has it as the CRASH event itself. */
+  bool recorded = false;
 };
 
 struct CrashFacts {
