@@ -34,6 +34,8 @@
  *                                                   protocol << 32
  *   fsync, fdatasync                        FSYNC   id = fd, arg0 = 0 or -errno,
  *                                                   arg1 = 1 for fdatasync
+ *   dup, dup2, dup3                         DUP     id = old fd, arg0 = new fd or
+ *                                                   -errno, arg1 = dup3's flags
  *
  * OPEN keeps the path's first 64 bytes inline.  Every event is attributed
  * to the program's call site (the wrapper's return address).  Each call is
@@ -106,6 +108,9 @@ using Preadv2Fn = ssize_t (*)(int, const struct iovec *, int, off_t, int);
 using SendfileFn = ssize_t (*)(int, int, off_t *, size_t);
 using SocketFn = int (*)(int, int, int);
 using FsyncFn = int (*)(int);
+using DupFn = int (*)(int);
+using Dup2Fn = int (*)(int, int);
+using Dup3Fn = int (*)(int, int, int);
 
 enum : std::size_t {
   kOpen,
@@ -152,6 +157,9 @@ enum : std::size_t {
   kSocket,
   kFsync,
   kFdatasync,
+  kDup,
+  kDup2,
+  kDup3,
   kSymbolCount
 };
 constinit NextSymbol g_next[kSymbolCount] = {
@@ -163,7 +171,8 @@ constinit NextSymbol g_next[kSymbolCount] = {
     {"pread"},       {"pread64"},       {"__pread_chk"},   {"__pread64_chk"}, {"preadv"},
     {"preadv64"},    {"preadv2"},       {"preadv64v2"},    {"pwrite"},      {"pwrite64"},
     {"pwritev"},     {"pwritev64"},     {"pwritev2"},      {"pwritev64v2"}, {"sendfile"},
-    {"sendfile64"},  {"socket"},        {"fsync"},         {"fdatasync"},
+    {"sendfile64"},  {"socket"},        {"fsync"},         {"fdatasync"},   {"dup"},
+    {"dup2"},        {"dup3"},
 };
 
 /* open(2): the mode argument is there only with O_CREAT or O_TMPFILE. */
@@ -635,5 +644,37 @@ CT_PRELOAD_EXPORT int fdatasync(int fd) {
   FsyncFn f = next<FsyncFn>(g_next, kFdatasync);
   int rc = f != nullptr ? f(fd) : static_cast<int>(syscall(SYS_fdatasync, fd));
   emit_guarded(TL_KIND_FSYNC, static_cast<uint32_t>(fd), result_arg(rc), 1, CT_PRELOAD_CALLER);
+  return rc;
+}
+
+CT_PRELOAD_EXPORT int dup(int fd) {
+  DupFn f = next<DupFn>(g_next, kDup);
+  int rc = f != nullptr ? f(fd) : static_cast<int>(syscall(SYS_dup, fd));
+  emit_guarded(TL_KIND_DUP, static_cast<uint32_t>(fd), result_arg(rc), 0, CT_PRELOAD_CALLER);
+  return rc;
+}
+
+/* The raw dup2 of the fallback: AArch64 has no dup2 system call; dup3
+ * does the same but for old == new, where dup2 checks old and returns it. */
+static int raw_dup2(int fd, int new_fd) {
+#ifdef SYS_dup2
+  return static_cast<int>(syscall(SYS_dup2, fd, new_fd));
+#else
+  if (fd == new_fd) return static_cast<int>(syscall(SYS_fcntl, fd, F_GETFD)) == -1 ? -1 : fd;
+  return static_cast<int>(syscall(SYS_dup3, fd, new_fd, 0));
+#endif
+}
+
+CT_PRELOAD_EXPORT int dup2(int fd, int new_fd) {
+  Dup2Fn f = next<Dup2Fn>(g_next, kDup2);
+  int rc = f != nullptr ? f(fd, new_fd) : raw_dup2(fd, new_fd);
+  emit_guarded(TL_KIND_DUP, static_cast<uint32_t>(fd), result_arg(rc), 0, CT_PRELOAD_CALLER);
+  return rc;
+}
+
+CT_PRELOAD_EXPORT int dup3(int fd, int new_fd, int flags) {
+  Dup3Fn f = next<Dup3Fn>(g_next, kDup3);
+  int rc = f != nullptr ? f(fd, new_fd, flags) : static_cast<int>(syscall(SYS_dup3, fd, new_fd, flags));
+  emit_guarded(TL_KIND_DUP, static_cast<uint32_t>(fd), result_arg(rc), static_cast<unsigned>(flags), CT_PRELOAD_CALLER);
   return rc;
 }

@@ -110,12 +110,12 @@ constexpr std::array kEhdrFields = {
 #undef CT_F
 #undef CT_FW
 
-constexpr std::array<std::uint16_t, 24> kKinds = {
+constexpr std::array<std::uint16_t, 25> kKinds = {
     fmtx::kKindUser,  fmtx::kKindUserPtr, fmtx::kKindThreadName, fmtx::kKindCrash,   fmtx::kKindLaneClaim,
     fmtx::kKindSpanBegin, fmtx::kKindSpanEnd, fmtx::kKindMalloc, fmtx::kKindFree, fmtx::kKindCalloc,
     fmtx::kKindRealloc, fmtx::kKindOpen, fmtx::kKindRead, fmtx::kKindWrite, fmtx::kKindConnect, fmtx::kKindClose,
     fmtx::kKindAccept, fmtx::kKindRecv, fmtx::kKindSend, fmtx::kKindPread, fmtx::kKindPwrite,
-    fmtx::kKindSendfile, fmtx::kKindSocket, fmtx::kKindFsync,
+    fmtx::kKindSendfile, fmtx::kKindSocket, fmtx::kKindFsync, fmtx::kKindDup,
 };
 
 constexpr const char *kPaths[] = {

@@ -29,7 +29,8 @@ std::optional<std::int32_t> io_fd(const Event &e) noexcept {
     case f::kKindPread:
     case f::kKindPwrite:
     case f::kKindSendfile:
-    case f::kKindFsync: return static_cast<std::int32_t>(e.id);
+    case f::kKindFsync:
+    case f::kKindDup: return static_cast<std::int32_t>(e.id);
     default: return std::nullopt;
   }
 }
@@ -44,6 +45,7 @@ std::optional<std::int32_t> fd_made(const Event &e) noexcept {
     case f::kKindOpen:
     case f::kKindAccept:
     case f::kKindSocket:
+    case f::kKindDup:
       if (r >= 0 && r <= INT32_MAX) return static_cast<std::int32_t>(r);
       return std::nullopt;
     case f::kKindConnect:
@@ -143,6 +145,13 @@ std::string bits_text(std::uint32_t v, std::span<const Bit> table) {
 }  // namespace
 
 std::string open_flags_text(std::uint32_t flags, std::uint16_t machine) {
+  const std::uint32_t mode = flags & 03;
+  std::string s = mode == 0 ? "O_RDONLY" : mode == 1 ? "O_WRONLY" : mode == 2 ? "O_RDWR" : "O_ACCMODE";
+  const std::string rest = open_flag_bits_text(flags & ~std::uint32_t{03}, machine);
+  return rest.empty() ? s : s + "|" + rest;
+}
+
+std::string open_flag_bits_text(std::uint32_t flags, std::uint16_t machine) {
   const bool arm = machine == EM_AARCH64;
   const std::uint32_t directory = arm ? 040000 : 0200000, nofollow = arm ? 0100000 : 0400000,
                       direct = arm ? 0200000 : 040000, largefile = arm ? 0400000 : 0100000;
@@ -153,10 +162,7 @@ std::string open_flags_text(std::uint32_t flags, std::uint16_t machine) {
       {directory, "O_DIRECTORY"}, {nofollow, "O_NOFOLLOW"}, {01000000, "O_NOATIME"}, {02000000, "O_CLOEXEC"},
       {010000000, "O_PATH"},
   };
-  const std::uint32_t mode = flags & 03;
-  std::string s = mode == 0 ? "O_RDONLY" : mode == 1 ? "O_WRONLY" : mode == 2 ? "O_RDWR" : "O_ACCMODE";
-  const std::string rest = bits_text(flags & ~std::uint32_t{03}, table);
-  return rest.empty() ? s : s + "|" + rest;
+  return bits_text(flags, table);
 }
 
 std::string socket_domain_text(std::uint32_t domain) {

@@ -29,7 +29,8 @@ namespace core_timeline::reader {
 /** Ties each I/O event's fd (io_fd()) to the latest event before it, in
  *  the same ring (one process), that made or named that fd (fd_made()),
  *  unless a CLOSE of the fd came between them (Event::fd_state,
- *  fd_origin).  `events` must be in the timeline's merged order; indices
+ *  fd_origin).  A DUP's new fd is tied to the DUP, which is tied to what
+ *  made its old fd.  `events` must be in the timeline's merged order; indices
  *  stay valid only as long as that order does.  O(n log n). */
 void tie_fds(std::vector<Event> &events);
 
@@ -42,6 +43,9 @@ std::optional<std::string> sockaddr_text(std::span<const std::uint8_t> b);
 /** open(2) flags: "O_RDWR|O_CREAT|O_CLOEXEC", unknown bits as one hex
  *  number at the end ("|0x40000000").  `machine` is the core's e_machine. */
 std::string open_flags_text(std::uint32_t flags, std::uint16_t machine);
+/** The same without the access mode: "O_CLOEXEC" (dup3's flags), "" for
+ *  none. */
+std::string open_flag_bits_text(std::uint32_t flags, std::uint16_t machine);
 
 /** socket(2)'s domain ("AF_INET"), else "AF_<n>"; and its type
  *  ("SOCK_STREAM|SOCK_CLOEXEC"), unknown values as numbers. */

@@ -198,15 +198,13 @@ std::optional<std::string> peer_of(const Analysis &a, const Event &e) {
   return sockaddr_text(a.inline_bytes_of(e));
 }
 
-/* What made the fd, without the fd: "/var/log/app.log", "accepted from
- * 127.0.0.1:53422 at -2.100000s", "connected to [::1]:6379 at -1.000ms",
- * "socket AF_INET SOCK_STREAM at -3.000ms"; or why that cannot be told. */
-std::string fd_origin_text(const Analysis &a, const Event &e) {
-  if (e.fd_state == FdOrigin::kNotInWindow) return "origin not in the window";
-  if (e.fd_origin == kNoIndex || e.fd_origin >= a.events.size()) return "origin cannot be told";
-  const Event &o = a.events[e.fd_origin];
+/* What the event `o`, which made or named an fd, says of it:
+ * "/var/log/app.log", "accepted from 127.0.0.1:53422 at -2.100000s",
+ * "connected to [::1]:6379 at -1.000ms", "socket AF_INET SOCK_STREAM at
+ * -3.000ms", "duplicate of fd 5 at -1.000ms: /var/log/app.log".  A chain of
+ * DUPs is followed a few steps (its events are untrusted: it may be long). */
+std::string origin_words(const Analysis &a, const Event &o) {
   const std::string at = o.age_ns ? " at " + format_age(*o.age_ns) : std::string();
-  if (e.fd_state == FdOrigin::kClosed) return fmt::format("closed{}; what made it again was not recorded", at);
   switch (o.kind) {
     case f::kKindOpen:
       if (auto t = inline_text_of(o, a.inline_bytes_of(o)))
@@ -222,8 +220,28 @@ std::string fd_origin_text(const Analysis &a, const Event &e) {
     }
     case f::kKindSocket:
       return fmt::format("socket {} {}{}", socket_domain_text(o.id), socket_type_text(static_cast<std::uint32_t>(o.arg1)), at);
+    case f::kKindDup: {
+      std::string s = fmt::format("duplicate of fd {}{}", static_cast<std::int32_t>(o.id), at);
+      const Event *x = &o;
+      for (int hops = 0; x->kind == f::kKindDup && hops < 8; ++hops) {
+        if (x->fd_state != FdOrigin::kFound || x->fd_origin >= a.events.size()) return s + "; its origin not in the window";
+        x = &a.events[x->fd_origin];
+      }
+      return x->kind == f::kKindDup ? s : s + ": " + origin_words(a, *x);
+    }
     default: return "origin cannot be told";
   }
+}
+
+/* What made the fd an I/O event used, without the fd (origin_words()), or
+ * why that cannot be told. */
+std::string fd_origin_text(const Analysis &a, const Event &e) {
+  if (e.fd_state == FdOrigin::kNotInWindow) return "origin not in the window";
+  if (e.fd_origin == kNoIndex || e.fd_origin >= a.events.size()) return "origin cannot be told";
+  const Event &o = a.events[e.fd_origin];
+  if (e.fd_state == FdOrigin::kClosed)
+    return fmt::format("closed{}; what made it again was not recorded", o.age_ns ? " at " + format_age(*o.age_ns) : "");
+  return origin_words(a, o);
 }
 
 /* "fd=5 (/var/log/app.log)": an I/O event's fd and what made it. */
@@ -278,6 +296,9 @@ std::string io_args_text(const Analysis &a, const Event &e, std::span<const std:
       return fmt::format("domain={} type={} protocol={} result={}", socket_domain_text(e.id),
                          socket_type_text(static_cast<std::uint32_t>(e.arg1)), e.arg1 >> 32, result);
     case f::kKindFsync: return fmt::format("{} result={}{}", fd, result, e.arg1 == 1 ? " (fdatasync)" : "");
+    case f::kKindDup:
+      return fmt::format("{} result={}{}", fd, result,
+                         e.arg1 != 0 ? " flags=" + open_flag_bits_text(static_cast<std::uint32_t>(e.arg1), a.machine) : "");
   }
   return {};
 }
@@ -577,6 +598,7 @@ json io_json(const Analysis &a, const Event &e) {
     j[key::protocol] = e.arg1 >> 32;
   }
   if (e.kind == f::kKindFsync) j[key::call] = e.arg1 == 1 ? "fdatasync" : "fsync";
+  if (e.kind == f::kKindDup) j[key::flags] = e.arg1 == 0 ? std::string() : open_flag_bits_text(static_cast<std::uint32_t>(e.arg1), a.machine);
   return j;
 }
 

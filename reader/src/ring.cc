@@ -155,6 +155,7 @@ const char *kind_name(std::uint16_t kind) noexcept {
     case f::kKindSendfile: return "SENDFILE";
     case f::kKindSocket: return "SOCKET";
     case f::kKindFsync: return "FSYNC";
+    case f::kKindDup: return "DUP";
     default: return nullptr;
   }
 }

@@ -61,7 +61,7 @@ const std::map<uint16_t, std::string> kKindNames = {
     {fmt::kKindWrite, "WRITE"},   {fmt::kKindConnect, "CONNECT"}, {fmt::kKindClose, "CLOSE"},
     {fmt::kKindAccept, "ACCEPT"}, {fmt::kKindRecv, "RECV"},       {fmt::kKindSend, "SEND"},
     {fmt::kKindPread, "PREAD"},   {fmt::kKindPwrite, "PWRITE"},   {fmt::kKindSendfile, "SENDFILE"},
-    {fmt::kKindSocket, "SOCKET"}, {fmt::kKindFsync, "FSYNC"},
+    {fmt::kKindSocket, "SOCKET"}, {fmt::kKindFsync, "FSYNC"},     {fmt::kKindDup, "DUP"},
 };
 
 class PreloadCoreTest : public ::testing::TestWithParam<Preload> {};

@@ -305,6 +305,21 @@ __attribute__((noinline, noipa)) void file_calls(std::vector<Expected> *want) {
   if (n != -1 || errno != EINVAL) fail("errno after pread at offset -5", errno, EINVAL);
   want->push_back({{fmt::kKindPread, fd, neg_errno(EINVAL), 10}, "pread(10, -5) = -EINVAL"});
 
+  int d = dup(t);
+  want->push_back({{fmt::kKindDup, fd, u(d), 0}, "dup"});
+  int d2 = dup2(d, 100);
+  want->push_back({{fmt::kKindDup, static_cast<uint32_t>(d), u(d2), 0}, "dup2(d, 100)"});
+  int d3 = dup3(d, 101, O_CLOEXEC);
+  want->push_back({{fmt::kKindDup, static_cast<uint32_t>(d), u(d3), O_CLOEXEC}, "dup3(d, 101, O_CLOEXEC)"});
+  errno = 0;
+  rc = dup2(-1, 102);
+  if (rc != -1 || errno != EBADF) fail("errno after dup2 of fd -1", errno, EBADF);
+  want->push_back({{fmt::kKindDup, static_cast<uint32_t>(-1), neg_errno(EBADF), 0}, "dup2(-1, 102) = -EBADF"});
+  for (int x : {d, d2, d3}) {
+    close(x);
+    want->push_back({{fmt::kKindClose, static_cast<uint32_t>(x), 0, 0}, "close(dup)"});
+  }
+
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) fail("socketpair", errno, 0);
   off_t from = 20;

@@ -888,39 +888,53 @@ TEST(IoEvents, FdsAreNamedByTheLatestOriginBeforeThemUntilClosed) {
   add(fmtx::kKindSend, 7, 12, 12);                                                                                // 15
   add(fmtx::kKindAccept, 3, -EAGAIN, 0);                                                                          // 16
   add(fmtx::kKindFsync, 11, 0, 1);                                                                                // 17
+  add(fmtx::kKindDup, 11, 2);                                                                                     // 18
+  add(fmtx::kKindDup, 2, 20, O_CLOEXEC);                                                                          // 19
+  add(fmtx::kKindWrite, 20, 5, 5);                                                                                // 20
+  add(fmtx::kKindDup, 9, 21);                                                                                     // 21
+  add(fmtx::kKindRead, 21, 1, 1);                                                                                 // 22
   auto a = analyze_bytes(ct::testing::standard_core(r).build());
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   const std::string text = ctr::render_text(a);
   const auto line = [&](std::size_t n) { return line_of_seq(text, n); };
   EXPECT_NE(line(2).find("fd=5 (/var/log/nginx/error.log) result=80 count=80"), std::string::npos) << line(2);
-  EXPECT_NE(line(4).find("fd=3 (socket AF_INET SOCK_STREAM at -0.014ms) result=11 from=127.0.0.1:53422 flags=SOCK_CLOEXEC"),
+  EXPECT_NE(line(4).find("fd=3 (socket AF_INET SOCK_STREAM at -0.019ms) result=11 from=127.0.0.1:53422 flags=SOCK_CLOEXEC"),
             std::string::npos)
       << line(4);
-  EXPECT_NE(line(5).find("fd=11 (accepted from 127.0.0.1:53422 at -0.013ms) result=29 count=16384"), std::string::npos)
+  EXPECT_NE(line(5).find("fd=11 (accepted from 127.0.0.1:53422 at -0.018ms) result=29 count=16384"), std::string::npos)
       << line(5);
   EXPECT_NE(line(6).find("fd=5 (/var/log/nginx/error.log) result=0"), std::string::npos) << line(6);
-  EXPECT_NE(line(7).find("fd=5 (closed at -0.011ms; what made it again was not recorded) result=10"), std::string::npos) << line(7);
+  EXPECT_NE(line(7).find("fd=5 (closed at -0.016ms; what made it again was not recorded) result=10"), std::string::npos) << line(7);
   EXPECT_NE(line(8).find("fd=9 (origin not in the window) result=1"), std::string::npos) << line(8);
   EXPECT_NE(line(11).find("fd=11 (/data/app.db) result=4096 count=4096 offset=4096"), std::string::npos)
       << line(11);
   /* A close that failed with EBADF closed nothing. */
   EXPECT_NE(line(12).find("fd=7 (origin not in the window) result=EBADF"), std::string::npos) << line(12);
-  EXPECT_NE(line(14).find("fd=7 (socket AF_INET6 SOCK_STREAM at -0.004ms) result=EINPROGRESS addr=[::1]:6379"), std::string::npos)
+  EXPECT_NE(line(14).find("fd=7 (socket AF_INET6 SOCK_STREAM at -0.009ms) result=EINPROGRESS addr=[::1]:6379"), std::string::npos)
       << line(14);
-  EXPECT_NE(line(15).find("fd=7 (connected to [::1]:6379 at -0.003ms) result=12"), std::string::npos) << line(15);
-  EXPECT_NE(line(16).find("fd=3 (socket AF_INET SOCK_STREAM at -0.014ms) result=EAGAIN"), std::string::npos) << line(16);
+  EXPECT_NE(line(15).find("fd=7 (connected to [::1]:6379 at -0.008ms) result=12"), std::string::npos) << line(15);
+  EXPECT_NE(line(16).find("fd=3 (socket AF_INET SOCK_STREAM at -0.019ms) result=EAGAIN"), std::string::npos) << line(16);
   EXPECT_NE(line(17).find("fd=11 (/data/app.db) result=0 (fdatasync)"), std::string::npos) << line(17);
+  /* A DUP's new fd is what its old fd was, through a chain of them. */
+  EXPECT_NE(line(19).find("fd=2 (duplicate of fd 11 at -0.004ms: /data/app.db) result=20 flags=O_CLOEXEC"),
+            std::string::npos)
+      << line(19);
+  EXPECT_NE(line(20).find("fd=20 (duplicate of fd 2 at -0.003ms: /data/app.db) result=5"), std::string::npos)
+      << line(20);
+  EXPECT_NE(line(22).find("fd=21 (duplicate of fd 9 at -0.001ms; its origin not in the window) result=1"),
+            std::string::npos)
+      << line(22);
 
   const auto doc = ctr::to_json(a);
   const auto &events = doc["events"];
-  ASSERT_EQ(events.size(), 17u);
+  ASSERT_EQ(events.size(), 22u);
   const auto &recv = events[4]["io"];
   EXPECT_EQ(recv["fd"], 11);
   EXPECT_EQ(recv["origin"]["state"], "found");
   EXPECT_EQ(recv["origin"]["event"]["kind"], "ACCEPT");
   EXPECT_EQ(recv["origin"]["event"]["seq"], 4);
-  EXPECT_EQ(recv["origin"]["says"], "accepted from 127.0.0.1:53422 at -0.013ms");
-  EXPECT_EQ(recv["origin"]["event"]["age_ns"], -13000);
+  EXPECT_EQ(recv["origin"]["says"], "accepted from 127.0.0.1:53422 at -0.018ms");
+  EXPECT_EQ(recv["origin"]["event"]["age_ns"], -18000);
   EXPECT_EQ(events[3]["io"]["flags"], "SOCK_CLOEXEC");
   EXPECT_EQ(events[3]["io"]["peer"], "127.0.0.1:53422");
   EXPECT_EQ(events[6]["io"]["origin"]["state"], "closed");
@@ -932,6 +946,8 @@ TEST(IoEvents, FdsAreNamedByTheLatestOriginBeforeThemUntilClosed) {
   EXPECT_EQ(events[0]["io"]["flags"], "O_WRONLY|O_APPEND");
   EXPECT_EQ(events[12]["io"]["domain"], "AF_INET6");
   EXPECT_EQ(events[16]["io"]["call"], "fdatasync");
+  EXPECT_EQ(events[18]["io"]["flags"], "O_CLOEXEC");
+  EXPECT_EQ(events[19]["io"]["origin"]["event"]["kind"], "DUP");
   expect_schema_valid(a);
 }
 

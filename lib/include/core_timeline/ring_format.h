@@ -194,11 +194,14 @@ enum Kind : std::uint16_t {
                              protocol << 32 */
   kKindFsync = 44,      /**< fsync, fdatasync: id = fd, arg0 = result,
                              arg1 = 0 (fsync) or 1 (fdatasync) */
+  kKindDup = 45,        /**< dup, dup2, dup3: id = the old fd, arg0 = the
+                             new fd or -errno, arg1 = dup3's flags
+                             (O_CLOEXEC; 0 for dup and dup2) */
 };
 
 /** The I/O wrappers' kinds are [kKindIoFirst, kKindIoLast]. */
 inline constexpr std::uint16_t kKindIoFirst = kKindOpen;
-inline constexpr std::uint16_t kKindIoLast = kKindFsync;
+inline constexpr std::uint16_t kKindIoLast = kKindDup;
 
 /** kKindOpen's arg1: the flags and mode were recorded (id, arg1's low 32
  *  bits). */
@@ -227,7 +230,7 @@ inline constexpr std::uint32_t kSendfileBytes = sizeof(IoOffset);
 /** Source classes (version 3): each has its own lanes and its own pool.
  *  kSourceUser holds every event libtimeline writes itself (tl_mark*,
  *  spans, thread names, lane claims, CRASH); kSourceAlloc the allocation
- *  kinds (16-19) and kSourceIo the I/O kinds (32-44) of tl_record. */
+ *  kinds (16-19) and kSourceIo the I/O kinds (32-45) of tl_record. */
 enum Source : std::uint32_t {
   kSourceUser = 0,
   kSourceAlloc = 1,

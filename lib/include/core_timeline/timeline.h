@@ -58,6 +58,7 @@ extern "C" {
 #define TL_KIND_SENDFILE 42u
 #define TL_KIND_SOCKET  43u
 #define TL_KIND_FSYNC   44u
+#define TL_KIND_DUP     45u
 
 /** tl_options.budget: no pools; each lane keeps slots_per_lane events. */
 #define TL_BUDGET_NONE UINT64_MAX

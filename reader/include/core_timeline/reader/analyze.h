@@ -301,7 +301,7 @@ struct Event {
   /** Whether the fd an I/O event used (io_fd()) was tied to the event that
    *  made it (fd_origin); kNone for an event that uses no fd. */
   FdOrigin fd_state = FdOrigin::kNone;
-  /** With kFound: the OPEN, ACCEPT, SOCKET or CONNECT that made or named
+  /** With kFound: the OPEN, ACCEPT, SOCKET, DUP or CONNECT that made or named
    *  the fd (index in events); with kClosed: the CLOSE of it after which
    *  nothing recorded made it again; else kNoIndex. */
   std::uint32_t fd_origin = kNoIndex;
@@ -309,10 +309,10 @@ struct Event {
 
 /** The fd an I/O event used: `id` for the kinds whose id is an fd (READ,
  *  WRITE, CONNECT, CLOSE, ACCEPT's listening socket, RECV, SEND, PREAD,
- *  PWRITE, SENDFILE's out fd, FSYNC), nullopt for OPEN and SOCKET (whose
- *  fd is their result) and every other kind. */
+ *  PWRITE, SENDFILE's out fd, FSYNC, DUP's old fd), nullopt for OPEN and
+ *  SOCKET (whose fd is their result) and every other kind. */
 std::optional<std::int32_t> io_fd(const Event &e) noexcept;
-/** The fd an event made (OPEN, ACCEPT, SOCKET with a result >= 0), or
+/** The fd an event made (OPEN, ACCEPT, SOCKET, DUP with a result >= 0), or
  *  named (CONNECT that succeeded or is in progress), else nullopt. */
 std::optional<std::int32_t> fd_made(const Event &e) noexcept;
 /** An I/O event's result (arg0) as the signed value the call returned. */
