@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * io_events.h - what the reader makes of the I/O wrappers' events
- * (libtimeline-io.so; ring_format.h kinds 32-44): each fd tied to the event
+ * (libtimeline-io.so; ring_format.h kinds 32-45): each fd tied to the event
  * that made it, and the words for their arguments (open flags, socket
  * domains and types, socket addresses).  Internal to the reader library;
  * analyze.h declares the parts other modules use (io_fd, fd_made,
