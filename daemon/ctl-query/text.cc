@@ -117,6 +117,32 @@ std::string event_args_text(const json &e) {
                        cut && cut->is_boolean() && cut->get<bool>() ? "..." : "");
   };
   if (kind == "USER_PTR") return fmt::format("ptr={} len={}{}", hex(a0), dec(a1), inline_arg("text"));
+  if (const json *io = member(e, key::io); io && io->is_object()) {
+    /* As core-timeline-read writes it: the fd and what made it, the result
+     * (an errno by its name), then what the kind adds. */
+    const auto text_of = [&](const char *k) -> std::string {
+      const json *v = member(*io, k);
+      return v && v->is_string() ? printable(v->get_ref<const std::string &>()) : std::string();
+    };
+    std::string s;
+    if (const json *fd = member(*io, key::fd); fd && fd->is_number_integer()) {
+      const json *origin = member(*io, key::origin);
+      const json *says = origin && origin->is_object() ? member(*origin, key::says) : nullptr;
+      s = fmt::format("fd={}{} ", fd->get<std::int64_t>(),
+                      says && says->is_string() ? " (" + printable(says->get_ref<const std::string &>()) + ")" : "");
+    }
+    const std::string err = text_of(key::errno_name);
+    s += "result=" + (err.empty() ? sdec(a0) : err);
+    if (kind == "OPEN") return s + (text_of(key::flags).empty() ? "" : " flags=" + text_of(key::flags)) + inline_arg("path");
+    if (kind == "CONNECT") return s + (text_of(key::peer).empty() ? inline_arg("addr") : " addr=" + text_of(key::peer));
+    if (kind == "ACCEPT") return s + (text_of(key::peer).empty() ? "" : " from=" + text_of(key::peer));
+    if (kind == "SOCKET") return fmt::format("domain={} type={} {}", text_of(key::domain), text_of(key::type), s);
+    if (kind == "CLOSE" || kind == "FSYNC") return s;
+    s += " count=" + dec(a1);
+    if (const json *off = member(*io, key::offset); off && off->is_number_integer())
+      s += fmt::format(" offset={}", off->get<std::int64_t>());
+    return s;
+  }
   if (kind == "READ" || kind == "WRITE") return fmt::format("fd={} result={} count={}", dec(id), sdec(a0), dec(a1));
   if (kind == "CLOSE") return fmt::format("fd={} result={}", dec(id), sdec(a0));
   if (kind == "OPEN") return fmt::format("result={}{}", sdec(a0), inline_arg("path"));

@@ -496,14 +496,8 @@ uint32_t source_of(uint32_t kind) {
     case fmt::kKindCalloc:
     case fmt::kKindRealloc:
       return TL_SOURCE_ALLOC;
-    case fmt::kKindOpen:
-    case fmt::kKindRead:
-    case fmt::kKindWrite:
-    case fmt::kKindConnect:
-    case fmt::kKindClose:
-      return TL_SOURCE_IO;
     default:
-      return 0;
+      return kind >= fmt::kKindIoFirst && kind <= fmt::kKindIoLast ? TL_SOURCE_IO : 0;
   }
 }
 

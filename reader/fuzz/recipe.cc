@@ -110,10 +110,12 @@ constexpr std::array kEhdrFields = {
 #undef CT_F
 #undef CT_FW
 
-constexpr std::array<std::uint16_t, 16> kKinds = {
+constexpr std::array<std::uint16_t, 25> kKinds = {
     fmtx::kKindUser,  fmtx::kKindUserPtr, fmtx::kKindThreadName, fmtx::kKindCrash,   fmtx::kKindLaneClaim,
     fmtx::kKindSpanBegin, fmtx::kKindSpanEnd, fmtx::kKindMalloc, fmtx::kKindFree, fmtx::kKindCalloc,
     fmtx::kKindRealloc, fmtx::kKindOpen, fmtx::kKindRead, fmtx::kKindWrite, fmtx::kKindConnect, fmtx::kKindClose,
+    fmtx::kKindAccept, fmtx::kKindRecv, fmtx::kKindSend, fmtx::kKindPread, fmtx::kKindPwrite,
+    fmtx::kKindSendfile, fmtx::kKindSocket, fmtx::kKindFsync, fmtx::kKindDup,
 };
 
 constexpr const char *kPaths[] = {
@@ -361,6 +363,21 @@ void add_event(Ring &r, std::uint8_t lane_b, std::uint8_t kind_b, std::uint8_t a
       std::memcpy(s.inline_data, &fam, 2);
       std::memcpy(s.inline_data + 2, "/run/victim.sock", 16);
       s.inline_len = static_cast<std::uint16_t>(2 + (arg % 20));
+      break;
+    }
+    case fmtx::kKindAccept: {
+      /* fds 3..6 made, used and closed again: the reader ties them. */
+      s.id = 3; s.arg0 = (arg & 1) ? static_cast<std::uint64_t>(-11) : 3 + arg % 4; s.arg1 = (arg & 2) ? 0x80800 : 0;
+      const std::uint8_t peer[16] = {2, 0, 0xd0, 0xae, 127, 0, 0, 1};
+      std::memcpy(s.inline_data, peer, sizeof peer);
+      s.inline_len = static_cast<std::uint16_t>(arg % 17);
+      break;
+    }
+    case fmtx::kKindPread: case fmtx::kKindPwrite: case fmtx::kKindSendfile: {
+      s.id = 3 + arg % 4; s.arg0 = arg; s.arg1 = arg;
+      const std::int64_t at[2] = {(arg & 1) ? -1 : static_cast<std::int64_t>(arg) * 4096, 3 + arg % 4};
+      std::memcpy(s.inline_data, at, sizeof at);
+      s.inline_len = static_cast<std::uint16_t>(arg % 17);
       break;
     }
     default: s.id = arg; s.arg0 = arg; s.arg1 = arg * 3; break;

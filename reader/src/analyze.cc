@@ -22,6 +22,7 @@
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/symbolize.h"
+#include "io_events.h"
 #include "signal_frame.h"
 #include "core_timeline/timeline.h"
 
@@ -495,23 +496,6 @@ void Analyzer::check_identity(RingReport &rep, const RingHeaderInfo &h) {
   if (rep.pid.result == Check::kMismatch || rep.build_id.result == Check::kMismatch) {
     rep.state = RingReport::State::kForeign;
     rep.reason = rep.pid.result == Check::kMismatch ? rep.pid.detail : rep.build_id.detail;
-  }
-}
-
-/* The errno names tl_init can give (errno(3)); others as numbers. */
-std::string errno_name(int e) {
-  switch (e) {
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case EMFILE: return "EMFILE";
-    case ENFILE: return "ENFILE";
-    case ENOSPC: return "ENOSPC";
-    case EPERM: return "EPERM";
-    case EACCES: return "EACCES";
-    case ENOSYS: return "ENOSYS";
-    case EFBIG: return "EFBIG";
-    case EEXIST: return "EEXIST";
-    default: return fmt::format("errno {}", e);
   }
 }
 
@@ -1168,6 +1152,7 @@ void Analyzer::build_events() {
     if (e.kind == f::kKindCrash && a_.crash) a_.crash->ring_slot = true;
   place_in_time();
   build_spans();
+  tie_fds(a_.events);
   summarize_threads();
   build_windows();
 }

@@ -13,6 +13,7 @@
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/ring_format.h"
+#include "io_events.h"
 
 namespace core_timeline::reader {
 
@@ -173,6 +174,135 @@ std::string span_note(const Analysis &a, const Event &e) {
   return {};
 }
 
+/* An I/O result: the number, or the errno's name for -errno ("ENOENT"). */
+std::string result_text(std::int64_t r) {
+  const int err = result_errno(r);
+  return err != 0 ? errno_name(err) : std::to_string(r);
+}
+
+/* PREAD, PWRITE and SENDFILE's IoOffset, as far as the inline bytes hold
+ * it (ring_format.h). */
+std::optional<f::IoOffset> io_offset_of(const Event &e, std::span<const std::uint8_t> b) {
+  if (e.kind != f::kKindPread && e.kind != f::kKindPwrite && e.kind != f::kKindSendfile) return std::nullopt;
+  const std::size_t need = e.kind == f::kKindSendfile ? f::kSendfileBytes : f::kIoOffsetBytes;
+  if (b.size() < need) return std::nullopt;
+  f::IoOffset at{};
+  std::memcpy(&at, b.data(), need);
+  if (e.kind != f::kKindSendfile) at.in_fd = -1;
+  return at;
+}
+
+/* The address of an ACCEPT's peer or a CONNECT's, as a person writes it. */
+std::optional<std::string> peer_of(const Analysis &a, const Event &e) {
+  if (e.kind != f::kKindAccept && e.kind != f::kKindConnect) return std::nullopt;
+  return sockaddr_text(a.inline_bytes_of(e));
+}
+
+/* What the event `o`, which made or named an fd, says of it:
+ * "/var/log/app.log", "accepted from 127.0.0.1:53422 at -2.100000s",
+ * "connected to [::1]:6379 at -1.000ms", "socket AF_INET SOCK_STREAM at
+ * -3.000ms", "duplicate of fd 5 at -1.000ms: /var/log/app.log".  A chain of
+ * DUPs is followed a few steps (its events are untrusted: it may be long). */
+std::string origin_words(const Analysis &a, const Event &o) {
+  const std::string at = o.age_ns ? " at " + format_age(*o.age_ns) : std::string();
+  switch (o.kind) {
+    case f::kKindOpen:
+      if (auto t = inline_text_of(o, a.inline_bytes_of(o)))
+        return t->cut == InlineText::Cut::kNo ? t->text : t->text + "...";
+      return "opened" + at + ", path not recorded as text";
+    case f::kKindAccept: {
+      const auto peer = peer_of(a, o);
+      return (peer ? "accepted from " + *peer : std::string("accepted")) + at;
+    }
+    case f::kKindConnect: {
+      const auto peer = peer_of(a, o);
+      return (peer ? "connected to " + *peer : std::string("connected")) + at;
+    }
+    case f::kKindSocket:
+      return fmt::format("socket {} {}{}", socket_domain_text(o.id), socket_type_text(static_cast<std::uint32_t>(o.arg1)), at);
+    case f::kKindDup: {
+      std::string s = fmt::format("duplicate of fd {}{}", static_cast<std::int32_t>(o.id), at);
+      const Event *x = &o;
+      for (int hops = 0; x->kind == f::kKindDup && hops < 8; ++hops) {
+        if (x->fd_state != FdOrigin::kFound || x->fd_origin >= a.events.size()) return s + "; its origin not in the window";
+        x = &a.events[x->fd_origin];
+      }
+      return x->kind == f::kKindDup ? s : s + ": " + origin_words(a, *x);
+    }
+    default: return "origin cannot be told";
+  }
+}
+
+/* What made the fd an I/O event used, without the fd (origin_words()), or
+ * why that cannot be told. */
+std::string fd_origin_text(const Analysis &a, const Event &e) {
+  if (e.fd_state == FdOrigin::kNotInWindow) return "origin not in the window";
+  if (e.fd_origin == kNoIndex || e.fd_origin >= a.events.size()) return "origin cannot be told";
+  const Event &o = a.events[e.fd_origin];
+  if (e.fd_state == FdOrigin::kClosed)
+    return fmt::format("closed{}; what made it again was not recorded", o.age_ns ? " at " + format_age(*o.age_ns) : "");
+  return origin_words(a, o);
+}
+
+/* "fd=5 (/var/log/app.log)": an I/O event's fd and what made it. */
+std::string fd_text(const Analysis &a, const Event &e) {
+  const auto fd = io_fd(e);
+  if (!fd) return {};
+  return fmt::format("fd={} ({})", *fd, fd_origin_text(a, e));
+}
+
+/* OPEN's " flags=O_WRONLY|O_CREAT mode=0644", when the ring recorded them. */
+std::string open_flags_arg(const Analysis &a, const Event &e) {
+  if ((e.arg1 & f::kOpenFlagsRecorded) == 0) return {};
+  std::string s = " flags=" + open_flags_text(e.id, a.machine);
+  if ((e.id & 0100) != 0 || (e.id & 020000000) != 0) s += fmt::format(" mode={:04o}", e.arg1 & 0xffffffffu);
+  return s;
+}
+
+/* The I/O kinds' arguments (io_events.h says what each holds). */
+std::string io_args_text(const Analysis &a, const Event &e, std::span<const std::uint8_t> inline_bytes) {
+  const std::string fd = fd_text(a, e);
+  const std::string result = result_text(io_result(e));
+  switch (e.kind) {
+    case f::kKindOpen:
+      return fmt::format("result={}{}{}", result, open_flags_arg(a, e),
+                         text_or_hex_arg(e, inline_bytes, "path", "path-bytes"));
+    case f::kKindRead:
+    case f::kKindWrite:
+    case f::kKindRecv:
+    case f::kKindSend: return fmt::format("{} result={} count={}", fd, result, e.arg1);
+    case f::kKindConnect: {
+      if (inline_text_of(e, inline_bytes)) return fmt::format("{} result={}{}", fd, result, text_or_hex_arg(e, inline_bytes, "addr", "addr-bytes"));
+      if (const auto peer = peer_of(a, e)) return fmt::format("{} result={} addr={}", fd, result, *peer);
+      return fmt::format("{} result={}{}", fd, result, text_or_hex_arg(e, inline_bytes, "addr", "addr-bytes"));
+    }
+    case f::kKindClose: return fmt::format("{} result={}", fd, result);
+    case f::kKindAccept: {
+      std::string s = fmt::format("{} result={}", fd, result);
+      if (const auto peer = peer_of(a, e)) s += " from=" + *peer;
+      if (e.arg1 != 0) s += " flags=" + socket_flags_text(static_cast<std::uint32_t>(e.arg1));
+      return s;
+    }
+    case f::kKindPread:
+    case f::kKindPwrite:
+    case f::kKindSendfile: {
+      std::string s = fmt::format("{} result={} count={}", fd, result, e.arg1);
+      const auto at = io_offset_of(e, inline_bytes);
+      if (at && e.kind == f::kKindSendfile) s += fmt::format(" in_fd={}", at->in_fd);
+      if (at) s += at->offset == -1 ? std::string(" offset=(file position)") : fmt::format(" offset={}", at->offset);
+      return s;
+    }
+    case f::kKindSocket:
+      return fmt::format("domain={} type={} protocol={} result={}", socket_domain_text(e.id),
+                         socket_type_text(static_cast<std::uint32_t>(e.arg1)), e.arg1 >> 32, result);
+    case f::kKindFsync: return fmt::format("{} result={}{}", fd, result, e.arg1 == 1 ? " (fdatasync)" : "");
+    case f::kKindDup:
+      return fmt::format("{} result={}{}", fd, result,
+                         e.arg1 != 0 ? " flags=" + open_flag_bits_text(static_cast<std::uint32_t>(e.arg1), a.machine) : "");
+  }
+  return {};
+}
+
 std::string args_text(const Analysis &a, const Event &e) {
   const AddressMapping *pointer = a.pointer_of(e);
   const auto ptr = [&]() { return pointer ? " " + mapping_text(*pointer) : std::string(); };
@@ -208,17 +338,8 @@ std::string args_text(const Analysis &a, const Event &e) {
       if (inline_bytes.size() >= 8) std::memcpy(&old, inline_bytes.data(), 8);
       return fmt::format("ptr={:#x} size={} old={:#x}{}", e.arg0, e.arg1, old, ptr());
     }
-    case f::kKindOpen:
-      return fmt::format("result={}{}", static_cast<std::int64_t>(e.arg0),
-                         text_or_hex_arg(e, inline_bytes, "path", "path-bytes"));
-    case f::kKindRead:
-    case f::kKindWrite:
-      return fmt::format("fd={} result={} count={}", e.id, static_cast<std::int64_t>(e.arg0), e.arg1);
-    case f::kKindConnect:
-      return fmt::format("fd={} result={}{}", e.id, static_cast<std::int64_t>(e.arg0),
-                         text_or_hex_arg(e, inline_bytes, "addr", "addr-bytes"));
-    case f::kKindClose: return fmt::format("fd={} result={}", e.id, static_cast<std::int64_t>(e.arg0));
     default:
+      if (e.kind >= f::kKindIoFirst && e.kind <= f::kKindIoLast) return io_args_text(a, e, inline_bytes);
       return fmt::format("id={:#x} arg0={:#x} arg1={:#x} inline=[{}]", e.id, e.arg0, e.arg1,
                          spaced_hex(inline_bytes));
   }
@@ -434,6 +555,53 @@ json ring_json(const RingReport &r) {
   return rj;
 }
 
+/* An I/O event's "io" member (docs/timeline-json.md). */
+json io_json(const Analysis &a, const Event &e) {
+  json j;
+  const auto fd = io_fd(e);
+  const std::int64_t result = io_result(e);
+  const int err = result_errno(result);
+  j[key::fd] = fd ? json(*fd) : json(nullptr);
+  j[key::result] = result;
+  j[key::errno_number] = err != 0 ? json(err) : json(nullptr);
+  j[key::errno_name] = err != 0 ? json(errno_name(err)) : json(nullptr);
+  if (fd) {
+    json o;
+    o[key::state] = std::string(fd_origin_name(e.fd_state));
+    if (e.fd_origin != kNoIndex && e.fd_origin < a.events.size()) {
+      const Event &m = a.events[e.fd_origin];
+      o[key::event] = {{key::ring, m.ring}, {key::lane, m.lane}, {key::seq, m.seq},
+                       {key::kind, std::string(a.kind_name_of(m))},
+                       {key::age_ns, m.age_ns ? json(*m.age_ns) : json(nullptr)}};
+    } else {
+      o[key::event] = nullptr;
+    }
+    o[key::says] = fd_origin_text(a, e);
+    j[key::origin] = std::move(o);
+  } else {
+    j[key::origin] = nullptr;
+  }
+  const auto inline_bytes = a.inline_bytes_of(e);
+  if (e.kind == f::kKindOpen && (e.arg1 & f::kOpenFlagsRecorded) != 0) {
+    j[key::flags] = open_flags_text(e.id, a.machine);
+    j[key::mode] = e.arg1 & 0xffffffffu;
+  }
+  if (e.kind == f::kKindAccept) j[key::flags] = socket_flags_text(static_cast<std::uint32_t>(e.arg1));
+  if (const auto peer = peer_of(a, e)) j[key::peer] = *peer;
+  if (const auto at = io_offset_of(e, inline_bytes)) {
+    j[key::offset] = at->offset;
+    if (e.kind == f::kKindSendfile) j[key::in_fd] = at->in_fd;
+  }
+  if (e.kind == f::kKindSocket) {
+    j[key::domain] = socket_domain_text(e.id);
+    j[key::type] = socket_type_text(static_cast<std::uint32_t>(e.arg1));
+    j[key::protocol] = e.arg1 >> 32;
+  }
+  if (e.kind == f::kKindFsync) j[key::call] = e.arg1 == 1 ? "fdatasync" : "fsync";
+  if (e.kind == f::kKindDup) j[key::flags] = e.arg1 == 0 ? std::string() : open_flag_bits_text(static_cast<std::uint32_t>(e.arg1), a.machine);
+  return j;
+}
+
 json event_json(const Analysis &a, const Event &e) {
   json ej;
   ej[key::ring] = e.ring;
@@ -483,6 +651,7 @@ json event_json(const Analysis &a, const Event &e) {
     ej[key::crash] = nullptr;
   }
   ej[key::source] = std::string(origin_name(e.source));
+  if (e.kind >= f::kKindIoFirst && e.kind <= f::kKindIoLast) ej[key::io] = io_json(a, e);
   return ej;
 }
 

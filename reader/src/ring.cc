@@ -147,6 +147,15 @@ const char *kind_name(std::uint16_t kind) noexcept {
     case f::kKindWrite: return "WRITE";
     case f::kKindConnect: return "CONNECT";
     case f::kKindClose: return "CLOSE";
+    case f::kKindAccept: return "ACCEPT";
+    case f::kKindRecv: return "RECV";
+    case f::kKindSend: return "SEND";
+    case f::kKindPread: return "PREAD";
+    case f::kKindPwrite: return "PWRITE";
+    case f::kKindSendfile: return "SENDFILE";
+    case f::kKindSocket: return "SOCKET";
+    case f::kKindFsync: return "FSYNC";
+    case f::kKindDup: return "DUP";
     default: return nullptr;
   }
 }

@@ -696,6 +696,34 @@ TEST(Text, InlineTextIsShownAsTheReaderEscapedIt) {
   EXPECT_EQ(ctlq::event_args_text(e), "result=4096");
 }
 
+// Guards against: ctl-query's events table showing an I/O event's fd as a
+// bare number and an error as -11 when the document (schema_version 6) says
+// what made the fd and names the errno, as core-timeline-read shows them.
+TEST(Text, IoEventsShowTheFdsOriginAndTheErrnoName) {
+  json e = sample_document()["events"][0];
+  e["kind"] = "RECV";
+  e["id"] = 11;
+  e["args"] = {static_cast<std::uint64_t>(-11), 512};
+  e["io"] = {{"fd", 11}, {"result", -11}, {"errno", 11}, {"errno_name", "EAGAIN"},
+             {"origin", {{"state", "found"}, {"event", nullptr}, {"says", "accepted from 127.0.0.1:53422 at -2.100000s"}}}};
+  EXPECT_EQ(ctlq::event_args_text(e), "fd=11 (accepted from 127.0.0.1:53422 at -2.100000s) result=EAGAIN count=512");
+  e["kind"] = "PREAD";
+  e["args"] = {4096, 4096};
+  e["io"]["result"] = 4096;
+  e["io"]["errno"] = nullptr;
+  e["io"]["errno_name"] = nullptr;
+  e["io"]["origin"]["says"] = "/data/app.db";
+  e["io"]["offset"] = 8192;
+  EXPECT_EQ(ctlq::event_args_text(e), "fd=11 (/data/app.db) result=4096 count=4096 offset=8192");
+  e["kind"] = "OPEN";
+  e["args"] = {static_cast<std::uint64_t>(-2), 0};
+  e["io"] = {{"fd", nullptr}, {"result", -2}, {"errno", 2}, {"errno_name", "ENOENT"}, {"origin", nullptr},
+             {"flags", "O_RDONLY|O_CLOEXEC"}, {"mode", 0}};
+  e["inline_text"] = "/etc/missing";
+  e["inline_cut"] = false;
+  EXPECT_EQ(ctlq::event_args_text(e), R"(result=ENOENT flags=O_RDONLY|O_CLOEXEC path="/etc/missing")");
+}
+
 // ---- the command line ----------------------------------------------------------------
 
 TEST(CommandLine, UsageErrorsExitTwo) {

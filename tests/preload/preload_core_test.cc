@@ -59,6 +59,9 @@ const std::map<uint16_t, std::string> kKindNames = {
     {fmt::kKindMalloc, "MALLOC"}, {fmt::kKindFree, "FREE"},       {fmt::kKindCalloc, "CALLOC"},
     {fmt::kKindRealloc, "REALLOC"}, {fmt::kKindOpen, "OPEN"},     {fmt::kKindRead, "READ"},
     {fmt::kKindWrite, "WRITE"},   {fmt::kKindConnect, "CONNECT"}, {fmt::kKindClose, "CLOSE"},
+    {fmt::kKindAccept, "ACCEPT"}, {fmt::kKindRecv, "RECV"},       {fmt::kKindSend, "SEND"},
+    {fmt::kKindPread, "PREAD"},   {fmt::kKindPwrite, "PWRITE"},   {fmt::kKindSendfile, "SENDFILE"},
+    {fmt::kKindSocket, "SOCKET"}, {fmt::kKindFsync, "FSYNC"},     {fmt::kKindDup, "DUP"},
 };
 
 class PreloadCoreTest : public ::testing::TestWithParam<Preload> {};

@@ -34,7 +34,7 @@ struct Expected {
 };
 
 inline bool is_alloc_kind(uint16_t k) { return k >= fmt::kKindMalloc && k <= fmt::kKindRealloc; }
-inline bool is_io_kind(uint16_t k) { return k >= fmt::kKindOpen && k <= fmt::kKindClose; }
+inline bool is_io_kind(uint16_t k) { return k >= fmt::kKindIoFirst && k <= fmt::kKindIoLast; }
 
 inline std::string describe(const Seen &e) {
   char buf[128];

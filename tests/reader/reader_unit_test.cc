@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -684,7 +685,7 @@ TEST(InlineText, QuoteBackslashNewlineAndNonAsciiAreEscaped) {
   auto a = with_inline_event(fmtx::kKindOpen, 0, static_cast<std::uint64_t>(-2), 0, "/tmp/a\"b\\c\nd\xc3\xa9\x1b");
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   const std::string want = R"(/tmp/a\"b\\c\nd\xc3\xa9\x1b)";
-  EXPECT_NE(last_line(a).find("result=-2 path=\"" + want + "\""), std::string::npos) << last_line(a);
+  EXPECT_NE(last_line(a).find("result=ENOENT path=\"" + want + "\""), std::string::npos) << last_line(a);
   EXPECT_EQ(ctr::render_text(a).find('\x1b'), std::string::npos);
   const auto e = last_event(a);
   EXPECT_EQ(e["inline_text"], want);
@@ -752,12 +753,14 @@ TEST(InlineText, PointerSnapshotsThatAreTextAreStrings) {
 }
 
 // Guards against: a sockaddr read as a string.  Only an AF_UNIX address has
-// one (its sun_path, or an abstract name after a NUL); AF_INET stays hex.
+// one (its sun_path, or an abstract name after a NUL); AF_INET is no
+// inline_text but an address (io.peer), and an unknown family stays hex.
 TEST(InlineText, UnixSocketAddressesAreStringsOthersStayHex) {
   const std::string_view un = bytes_of("\x01\x00/run/dbus/system_bus_socket\x00\x00\x00");
   auto a = with_inline_event(fmtx::kKindConnect, 5, 0, 0, un);
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
-  EXPECT_NE(last_line(a).find("fd=5 result=0 addr=\"unix:/run/dbus/system_bus_socket\""), std::string::npos)
+  EXPECT_NE(last_line(a).find("fd=5 (origin not in the window) result=0 addr=\"unix:/run/dbus/system_bus_socket\""),
+            std::string::npos)
       << last_line(a);
   EXPECT_EQ(last_event(a)["inline_text"], "unix:/run/dbus/system_bus_socket");
   EXPECT_EQ(last_event(a)["inline_cut"], false);
@@ -769,11 +772,17 @@ TEST(InlineText, UnixSocketAddressesAreStringsOthersStayHex) {
   /* AF_INET 127.0.0.1:80: "\x02\x00\x00\x50\x7f\x00\x00\x01" and padding. */
   auto inet = with_inline_event(fmtx::kKindConnect, 5, static_cast<std::uint64_t>(-111), 0,
                                 bytes_of("\x02\x00\x00\x50\x7f\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"));
-  EXPECT_NE(last_line(inet).find("fd=5 result=-111 addr-bytes=[02 00 00 50 7f 00 00 01 00 00 00 00 00 00 00 00]"),
+  EXPECT_NE(last_line(inet).find("fd=5 (origin not in the window) result=ECONNREFUSED addr=127.0.0.1:80"),
             std::string::npos)
       << last_line(inet);
   EXPECT_FALSE(last_event(inet).contains("inline_text"));
+  EXPECT_EQ(last_event(inet)["io"]["peer"], "127.0.0.1:80");
   expect_schema_valid(inet);
+
+  /* AF_APPLETALK (5): no words for it. */
+  auto other = with_inline_event(fmtx::kKindConnect, 5, 0, 0, bytes_of("\x05\x00\x01\x02"));
+  EXPECT_NE(last_line(other).find("result=0 addr-bytes=[05 00 01 02]"), std::string::npos) << last_line(other);
+  EXPECT_FALSE(last_event(other)["io"].contains("peer"));
 }
 
 // Guards against: bytes that only look like text given a string: REALLOC's
@@ -783,6 +792,162 @@ TEST(InlineText, PointersThatSpellTextAreNotStrings) {
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   EXPECT_NE(last_line(a).find("old=0x4141414141414141"), std::string::npos) << last_line(a);
   EXPECT_FALSE(last_event(a).contains("inline_text"));
+  expect_schema_valid(a);
+}
+
+// Guards against: an error result shown as a bare negative number (-2)
+// where a person reads ENOENT, and a JSON that loses the number for the
+// name or gives a name to a result that is not an error.
+TEST(IoEvents, ErrorResultsAreErrnoNamesInTextNumberAndNameInJson) {
+  auto a = with_inline_event(fmtx::kKindOpen, O_RDONLY, static_cast<std::uint64_t>(-2), fmtx::kOpenFlagsRecorded,
+                             "/nonexistent");
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  EXPECT_NE(last_line(a).find(" OPEN "), std::string::npos) << last_line(a);
+  EXPECT_NE(last_line(a).find("result=ENOENT flags=O_RDONLY path=\"/nonexistent\""), std::string::npos)
+      << last_line(a);
+  auto e = last_event(a);
+  EXPECT_EQ(e["args"][0], static_cast<std::uint64_t>(-2));
+  EXPECT_EQ(e["io"]["result"], -2);
+  EXPECT_EQ(e["io"]["errno"], 2);
+  EXPECT_EQ(e["io"]["errno_name"], "ENOENT");
+  EXPECT_EQ(e["io"]["fd"], nullptr);
+  EXPECT_EQ(e["io"]["flags"], "O_RDONLY");
+  expect_schema_valid(a);
+
+  auto eagain = with_inline_event(fmtx::kKindRecv, 9, static_cast<std::uint64_t>(-EAGAIN), 512, "");
+  EXPECT_NE(last_line(eagain).find("fd=9 (origin not in the window) result=EAGAIN count=512"), std::string::npos)
+      << last_line(eagain);
+  EXPECT_EQ(last_event(eagain)["io"]["errno_name"], "EAGAIN");
+
+  auto ok = with_inline_event(fmtx::kKindPwrite, 3, 4096, 4096, bytes_of("\x00\x20\x00\x00\x00\x00\x00\x00"));
+  EXPECT_NE(last_line(ok).find("fd=3 (origin not in the window) result=4096 count=4096 offset=8192"),
+            std::string::npos)
+      << last_line(ok);
+  e = last_event(ok);
+  EXPECT_EQ(e["io"]["errno"], nullptr);
+  EXPECT_EQ(e["io"]["errno_name"], nullptr);
+  EXPECT_EQ(e["io"]["offset"], 8192);
+  expect_schema_valid(ok);
+
+  /* An OPEN of a ring written before flags were recorded: no flags made up. */
+  auto old = with_inline_event(fmtx::kKindOpen, 0, 3, 0, "/etc/hostname");
+  EXPECT_EQ(last_line(old).find("flags="), std::string::npos) << last_line(old);
+  EXPECT_FALSE(last_event(old)["io"].contains("flags"));
+  auto created = with_inline_event(fmtx::kKindOpen, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 4,
+                                   fmtx::kOpenFlagsRecorded | 0644, "/tmp/out");
+  EXPECT_NE(last_line(created).find("result=4 flags=O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC mode=0644 path=\"/tmp/out\""),
+            std::string::npos)
+      << last_line(created);
+}
+
+namespace {
+
+/* The text line of the `nth` event (from 1): with every timestamp 0 the
+ * events of lane 0 are in sequence order. */
+std::string line_of_seq(const std::string &text, std::size_t nth) {
+  std::size_t seen = 0;
+  for (std::size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const std::string line = text.substr(at, nl - at);
+    if (line.size() > 17 && line.compare(12, 5, " tid ") == 0 && ++seen == nth) return line;
+  }
+  return {};
+}
+
+void put_inline(fmtx::Slot &s, std::string_view bytes) {
+  std::memcpy(s.inline_data, bytes.data(), bytes.size());
+  s.inline_len = static_cast<std::uint8_t>(bytes.size());
+}
+
+}  // namespace
+
+// Guards against: an fd shown as a bare number when the window holds the
+// OPEN, ACCEPT or CONNECT that made it; an fd tied to what it was before a
+// CLOSE, or to an origin after the event; and a wrong origin guessed when
+// none is in the window.
+TEST(IoEvents, FdsAreNamedByTheLatestOriginBeforeThemUntilClosed) {
+  RingBuilder r(3, 32);
+  std::uint64_t seq = 0;
+  const auto add = [&](std::uint16_t kind, std::uint32_t id, std::int64_t arg0, std::uint64_t arg1 = 0) -> fmtx::Slot & {
+    return r.add(0, ++seq, kind, id, static_cast<std::uint64_t>(arg0), arg1);
+  };
+  put_inline(add(fmtx::kKindOpen, O_WRONLY | O_APPEND, 5, fmtx::kOpenFlagsRecorded), "/var/log/nginx/error.log");  // 1
+  add(fmtx::kKindWrite, 5, 80, 80);                                                                               // 2
+  add(fmtx::kKindSocket, AF_INET, 3, SOCK_STREAM);                                                                // 3
+  /* AF_INET 127.0.0.1:53422 (0xd0ae). */
+  put_inline(add(fmtx::kKindAccept, 3, 11, SOCK_CLOEXEC), bytes_of("\x02\x00\xd0\xae\x7f\x00\x00\x01\0\0\0\0\0\0\0\0"));  // 4
+  add(fmtx::kKindRecv, 11, 29, 16384);                                                                            // 5
+  add(fmtx::kKindClose, 5, 0);                                                                                    // 6
+  add(fmtx::kKindWrite, 5, 10, 10);                                                                               // 7
+  add(fmtx::kKindRead, 9, 1, 1);                                                                                  // 8
+  add(fmtx::kKindClose, 11, 0);                                                                                   // 9
+  put_inline(add(fmtx::kKindOpen, O_RDWR, 11, fmtx::kOpenFlagsRecorded), "/data/app.db");                         // 10
+  put_inline(add(fmtx::kKindPread, 11, 4096, 4096), bytes_of("\x00\x10\x00\x00\x00\x00\x00\x00"));              // 11
+  add(fmtx::kKindClose, 7, -EBADF);                                                                               // 12
+  add(fmtx::kKindSocket, AF_INET6, 7, SOCK_STREAM);                                                               // 13
+  put_inline(add(fmtx::kKindConnect, 7, -EINPROGRESS), bytes_of("\x0a\x00\x18\xeb\0\0\0\0" "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01" "\0\0\0\0"));  // 14
+  add(fmtx::kKindSend, 7, 12, 12);                                                                                // 15
+  add(fmtx::kKindAccept, 3, -EAGAIN, 0);                                                                          // 16
+  add(fmtx::kKindFsync, 11, 0, 1);                                                                                // 17
+  add(fmtx::kKindDup, 11, 2);                                                                                     // 18
+  add(fmtx::kKindDup, 2, 20, O_CLOEXEC);                                                                          // 19
+  add(fmtx::kKindWrite, 20, 5, 5);                                                                                // 20
+  add(fmtx::kKindDup, 9, 21);                                                                                     // 21
+  add(fmtx::kKindRead, 21, 1, 1);                                                                                 // 22
+  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
+  const std::string text = ctr::render_text(a);
+  const auto line = [&](std::size_t n) { return line_of_seq(text, n); };
+  EXPECT_NE(line(2).find("fd=5 (/var/log/nginx/error.log) result=80 count=80"), std::string::npos) << line(2);
+  EXPECT_NE(line(4).find("fd=3 (socket AF_INET SOCK_STREAM at -0.019ms) result=11 from=127.0.0.1:53422 flags=SOCK_CLOEXEC"),
+            std::string::npos)
+      << line(4);
+  EXPECT_NE(line(5).find("fd=11 (accepted from 127.0.0.1:53422 at -0.018ms) result=29 count=16384"), std::string::npos)
+      << line(5);
+  EXPECT_NE(line(6).find("fd=5 (/var/log/nginx/error.log) result=0"), std::string::npos) << line(6);
+  EXPECT_NE(line(7).find("fd=5 (closed at -0.016ms; what made it again was not recorded) result=10"), std::string::npos) << line(7);
+  EXPECT_NE(line(8).find("fd=9 (origin not in the window) result=1"), std::string::npos) << line(8);
+  EXPECT_NE(line(11).find("fd=11 (/data/app.db) result=4096 count=4096 offset=4096"), std::string::npos)
+      << line(11);
+  /* A close that failed with EBADF closed nothing. */
+  EXPECT_NE(line(12).find("fd=7 (origin not in the window) result=EBADF"), std::string::npos) << line(12);
+  EXPECT_NE(line(14).find("fd=7 (socket AF_INET6 SOCK_STREAM at -0.009ms) result=EINPROGRESS addr=[::1]:6379"), std::string::npos)
+      << line(14);
+  EXPECT_NE(line(15).find("fd=7 (connected to [::1]:6379 at -0.008ms) result=12"), std::string::npos) << line(15);
+  EXPECT_NE(line(16).find("fd=3 (socket AF_INET SOCK_STREAM at -0.019ms) result=EAGAIN"), std::string::npos) << line(16);
+  EXPECT_NE(line(17).find("fd=11 (/data/app.db) result=0 (fdatasync)"), std::string::npos) << line(17);
+  /* A DUP's new fd is what its old fd was, through a chain of them. */
+  EXPECT_NE(line(19).find("fd=2 (duplicate of fd 11 at -0.004ms: /data/app.db) result=20 flags=O_CLOEXEC"),
+            std::string::npos)
+      << line(19);
+  EXPECT_NE(line(20).find("fd=20 (duplicate of fd 2 at -0.003ms: /data/app.db) result=5"), std::string::npos)
+      << line(20);
+  EXPECT_NE(line(22).find("fd=21 (duplicate of fd 9 at -0.001ms; its origin not in the window) result=1"),
+            std::string::npos)
+      << line(22);
+
+  const auto doc = ctr::to_json(a);
+  const auto &events = doc["events"];
+  ASSERT_EQ(events.size(), 22u);
+  const auto &recv = events[4]["io"];
+  EXPECT_EQ(recv["fd"], 11);
+  EXPECT_EQ(recv["origin"]["state"], "found");
+  EXPECT_EQ(recv["origin"]["event"]["kind"], "ACCEPT");
+  EXPECT_EQ(recv["origin"]["event"]["seq"], 4);
+  EXPECT_EQ(recv["origin"]["says"], "accepted from 127.0.0.1:53422 at -0.018ms");
+  EXPECT_EQ(recv["origin"]["event"]["age_ns"], -18000);
+  EXPECT_EQ(events[3]["io"]["flags"], "SOCK_CLOEXEC");
+  EXPECT_EQ(events[3]["io"]["peer"], "127.0.0.1:53422");
+  EXPECT_EQ(events[6]["io"]["origin"]["state"], "closed");
+  EXPECT_EQ(events[6]["io"]["origin"]["event"]["seq"], 6);
+  EXPECT_EQ(events[7]["io"]["origin"]["state"], "not_in_window");
+  EXPECT_EQ(events[7]["io"]["origin"]["event"], nullptr);
+  EXPECT_EQ(events[10]["io"]["origin"]["event"]["seq"], 10);
+  EXPECT_EQ(events[0]["io"]["origin"], nullptr);
+  EXPECT_EQ(events[0]["io"]["flags"], "O_WRONLY|O_APPEND");
+  EXPECT_EQ(events[12]["io"]["domain"], "AF_INET6");
+  EXPECT_EQ(events[16]["io"]["call"], "fdatasync");
+  EXPECT_EQ(events[18]["io"]["flags"], "O_CLOEXEC");
+  EXPECT_EQ(events[19]["io"]["origin"]["event"]["kind"], "DUP");
   expect_schema_valid(a);
 }
 

@@ -161,19 +161,76 @@ enum Kind : std::uint16_t {
   kKindRealloc = 19,    /**< arg0 = new pointer, arg1 = size, inline[0..8) =
                              old pointer */
   kKindOpen = 32,       /**< arg0 = result (fd or -errno), inline = path
-                             prefix (untrusted bytes) */
-  kKindRead = 33,       /**< id = fd, arg0 = result, arg1 = count */
-  kKindWrite = 34,      /**< id = fd, arg0 = result, arg1 = count */
+                             prefix (untrusted bytes); when arg1 has
+                             kOpenFlagsRecorded: id = the open flags
+                             (O_*), arg1's low 32 bits = the mode (0
+                             without O_CREAT or O_TMPFILE); rings written
+                             before flags were recorded have id = 0 and
+                             arg1 = 0 */
+  kKindRead = 33,       /**< id = fd, arg0 = result, arg1 = count (readv:
+                             the iovecs' total length) */
+  kKindWrite = 34,      /**< id = fd, arg0 = result, arg1 = count (writev:
+                             the iovecs' total length) */
   kKindConnect = 35,    /**< id = fd, arg0 = result, inline = sockaddr prefix */
   kKindClose = 36,      /**< id = fd, arg0 = result */
+  kKindAccept = 37,     /**< accept, accept4: id = the listening fd, arg0 =
+                             the new fd or -errno, arg1 = accept4's flags
+                             (SOCK_NONBLOCK, SOCK_CLOEXEC; 0 for accept),
+                             inline = the peer's sockaddr prefix (none when
+                             the call failed) */
+  kKindRecv = 38,       /**< recv, recvfrom, recvmsg: id = fd, arg0 =
+                             result, arg1 = count (recvmsg: the iovecs'
+                             total length) */
+  kKindSend = 39,       /**< send, sendto, sendmsg: as kKindRecv */
+  kKindPread = 40,      /**< pread and its 64 and v forms: id = fd, arg0 =
+                             result, arg1 = count (the iovecs' total
+                             length), inline = struct IoOffset */
+  kKindPwrite = 41,     /**< pwrite and its 64 and v forms: as kKindPread */
+  kKindSendfile = 42,   /**< sendfile: id = out fd, arg0 = result, arg1 =
+                             count, inline = struct IoOffset (the in fd and
+                             the offset it started at) */
+  kKindSocket = 43,     /**< socket: id = domain (AF_*), arg0 = fd or
+                             -errno, arg1 = type (SOCK_*, with its flags) |
+                             protocol << 32 */
+  kKindFsync = 44,      /**< fsync, fdatasync: id = fd, arg0 = result,
+                             arg1 = 0 (fsync) or 1 (fdatasync) */
+  kKindDup = 45,        /**< dup, dup2, dup3: id = the old fd, arg0 = the
+                             new fd or -errno, arg1 = dup3's flags
+                             (O_CLOEXEC; 0 for dup and dup2) */
 };
+
+/** The I/O wrappers' kinds are [kKindIoFirst, kKindIoLast]. */
+inline constexpr std::uint16_t kKindIoFirst = kKindOpen;
+inline constexpr std::uint16_t kKindIoLast = kKindDup;
+
+/** kKindOpen's arg1: the flags and mode were recorded (id, arg1's low 32
+ *  bits). */
+inline constexpr std::uint64_t kOpenFlagsRecorded = 1ull << 32;
+
+/** Inline payload of kKindPread, kKindPwrite and kKindSendfile: where the
+ *  transfer started.  A pread/pwrite's inline_len is 8 (the offset only),
+ *  a sendfile's 16. */
+struct IoOffset {
+  std::int64_t offset;  /**< the file offset the call was given; -1: the
+                             file's own position (preadv2/pwritev2 with
+                             offset -1, sendfile with a NULL offset) */
+  std::int32_t in_fd;   /**< sendfile: the fd read from; pread/pwrite: not
+                             stored */
+  std::uint32_t reserved;
+};
+static_assert(sizeof(IoOffset) == 16);
+static_assert(offsetof(IoOffset, offset) == 0);
+static_assert(offsetof(IoOffset, in_fd) == 8);
+/** Bytes of IoOffset a PREAD or PWRITE stores, and a SENDFILE. */
+inline constexpr std::uint32_t kIoOffsetBytes = 8;
+inline constexpr std::uint32_t kSendfileBytes = sizeof(IoOffset);
 
 /* ----------------------------------------------------------- sources (v3) */
 
 /** Source classes (version 3): each has its own lanes and its own pool.
  *  kSourceUser holds every event libtimeline writes itself (tl_mark*,
  *  spans, thread names, lane claims, CRASH); kSourceAlloc the allocation
- *  kinds (16-19) and kSourceIo the I/O kinds (32-36) of tl_record. */
+ *  kinds (16-19) and kSourceIo the I/O kinds (32-45) of tl_record. */
 enum Source : std::uint32_t {
   kSourceUser = 0,
   kSourceAlloc = 1,
@@ -186,7 +243,7 @@ inline constexpr std::uint32_t kSourceTableSize = 4;
 /** The source of an event kind (which lanes hold it). */
 constexpr std::uint32_t source_of_kind(std::uint16_t kind) {
   return kind >= kKindMalloc && kind <= kKindRealloc ? kSourceAlloc
-         : kind >= kKindOpen && kind <= kKindClose   ? kSourceIo
+         : kind >= kKindIoFirst && kind <= kKindIoLast ? kSourceIo
                                                      : kSourceUser;
 }
 
@@ -555,7 +612,7 @@ constexpr const char *stack_end_name(std::uint32_t end) {
                                    : "none";
 }
 /** Whether a kind's inline bytes are free for a stack; the others (USER_PTR,
- *  THREAD_NAME, CRASH, REALLOC, OPEN, CONNECT) put theirs in a following
+ *  THREAD_NAME, CRASH, REALLOC, and the I/O kinds) put theirs in a following
  *  kKindStack slot. */
 constexpr bool stack_inline_ok(std::uint16_t kind) {
   return kind == kKindUser || kind == kKindSpanBegin || kind == kKindMalloc || kind == kKindFree ||

@@ -33,8 +33,9 @@ extern "C" {
 #define TL_SOURCE_USER  0x1u /**< tl_mark, tl_mark2, tl_mark_ptr, tl_thread_name,
                                   tl_span_begin, tl_span_end */
 #define TL_SOURCE_ALLOC 0x2u /**< malloc/free wrappers (libtimeline-alloc.so) */
-#define TL_SOURCE_IO    0x4u /**< open/read/write/connect/close wrappers
-                                  (libtimeline-io.so) */
+#define TL_SOURCE_IO    0x4u /**< file and socket call wrappers (open,
+                                  read, accept, recv, pread...:
+                                  libtimeline-io.so) */
 #define TL_SOURCE_CRASH 0x8u /**< the CRASH event written by the signal handlers */
 #define TL_SOURCE_ALL   0xFu
 
@@ -49,6 +50,15 @@ extern "C" {
 #define TL_KIND_WRITE   34u
 #define TL_KIND_CONNECT 35u
 #define TL_KIND_CLOSE   36u
+#define TL_KIND_ACCEPT  37u
+#define TL_KIND_RECV    38u
+#define TL_KIND_SEND    39u
+#define TL_KIND_PREAD   40u
+#define TL_KIND_PWRITE  41u
+#define TL_KIND_SENDFILE 42u
+#define TL_KIND_SOCKET  43u
+#define TL_KIND_FSYNC   44u
+#define TL_KIND_DUP     45u
 
 /** tl_options.budget: no pools; each lane keeps slots_per_lane events. */
 #define TL_BUDGET_NONE UINT64_MAX

@@ -212,6 +212,14 @@ struct EventName {
   NameFrom from = NameFrom::kNone;
 };
 
+/** How an I/O event's fd was tied to its origin (Event::fd_origin):
+ *  "found"; "not_in_window" (no event that made it is in the window: made
+ *  before it, before tl_init, or by a call the I/O wrappers do not record,
+ *  such as dup2, pipe or an fd passed in a message); "closed" (the window's
+ *  latest event about it is a CLOSE: what made it again was not recorded). */
+enum class FdOrigin : std::uint8_t { kNone, kFound, kNotInWindow, kClosed };
+std::string_view fd_origin_name(FdOrigin o) noexcept;
+
 /** An index in one of the Analysis's tables (strings, locations,
  *  mappings, crash_slots); kNoIndex: none. */
 inline constexpr std::uint32_t kNoIndex = UINT32_MAX;
@@ -290,7 +298,31 @@ struct Event {
   std::uint32_t frames_at = 0;
   std::uint8_t stack_depth = 0;
   StackState stack = StackState::kNone;
+  /** Whether the fd an I/O event used (io_fd()) was tied to the event that
+   *  made it (fd_origin); kNone for an event that uses no fd. */
+  FdOrigin fd_state = FdOrigin::kNone;
+  /** With kFound: the OPEN, ACCEPT, SOCKET, DUP or CONNECT that made or named
+   *  the fd (index in events); with kClosed: the CLOSE of it after which
+   *  nothing recorded made it again; else kNoIndex. */
+  std::uint32_t fd_origin = kNoIndex;
 };
+
+/** The fd an I/O event used: `id` for the kinds whose id is an fd (READ,
+ *  WRITE, CONNECT, CLOSE, ACCEPT's listening socket, RECV, SEND, PREAD,
+ *  PWRITE, SENDFILE's out fd, FSYNC, DUP's old fd), nullopt for OPEN and
+ *  SOCKET (whose fd is their result) and every other kind. */
+std::optional<std::int32_t> io_fd(const Event &e) noexcept;
+/** The fd an event made (OPEN, ACCEPT, SOCKET, DUP with a result >= 0), or
+ *  named (CONNECT that succeeded or is in progress), else nullopt. */
+std::optional<std::int32_t> fd_made(const Event &e) noexcept;
+/** An I/O event's result (arg0) as the signed value the call returned. */
+inline std::int64_t io_result(const Event &e) noexcept { return static_cast<std::int64_t>(e.arg0); }
+/** The errno of a result that is -errno (-4095..-1, the kernel's range of
+ *  error returns), else 0. */
+int result_errno(std::int64_t result) noexcept;
+/** "ENOENT" for an errno (strerrorname_np(3), glibc 2.32), "errno N" for
+ *  a number it does not name. */
+std::string errno_name(int e);
 
 struct RingReport {
   /** kNotMade: a ring-less header (libtimeline loaded, tl_init failed). */
