@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// redis_test - Debian's redis-server, a real server whose own SIGSEGV
+// redis_crash_test - Debian's redis-server, a real server whose own SIGSEGV
 // handler prints a bug report and re-raises the fault with kill(), crashed
 // with `redis-cli DEBUG SEGFAULT` through the real systemd-coredump
 // pipeline, its timeline written by core-timelined (the real binary, in a
