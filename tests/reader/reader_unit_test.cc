@@ -1496,3 +1496,254 @@ TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, ctr::Errc::kTruncated);
 }
+
+// ------------------------------------------------------- the stack chain
+// Ring format 5 (ring_format.h, "the stack chain"): a CRASH walk of more
+// than 8 frames in a chain of STACK slots after the CRASH slot, 8 frames
+// each, arg1 the walk's index of a part's first frame, kStackNext on every
+// part but the last.  Hand-built version-5 rings (version 3's layout):
+// lane 0 has grown to 16 slots; a USER event, the CRASH at `crash_seq`,
+// then its parts.
+namespace chain {
+
+constexpr std::uint64_t kPc = ct::testing::kExeAddr + 0x1100;
+/* Frame i of the walk: a distinct address in the executable. */
+constexpr std::uint64_t frame(std::uint32_t i) { return ct::testing::kExeAddr + 0x1200 + 0x10 * i; }
+
+struct Ring5 : v3::Ring3 {
+  /* Slot `seq` of lane 0, committed, as `kind`. */
+  fmtx::Slot &put(std::uint64_t seq, std::uint16_t kind, std::uint32_t id, std::uint64_t arg0, std::uint64_t arg1,
+                  std::uint8_t stack) {
+    commit(0, seq);
+    const std::uint64_t extent = lane(0).extent;
+    fmtx::Slot &s = slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % (std::uint64_t{1} << fmtx::extent_log2(extent)));
+    s.kind = kind;
+    s.id = id;
+    s.arg0 = arg0;
+    s.arg1 = arg1;
+    s.stack = stack;
+    s.return_address = kPc;
+    return s;
+  }
+  fmtx::Slot &crash(std::uint64_t seq, std::uint8_t stack) {
+    fmtx::Slot &s = put(seq, fmtx::kKindCrash, 11, 0, 0x7ffd0000f000, stack);
+    fmtx::CrashInfo ci{};
+    ci.code = 1;
+    std::memcpy(s.inline_data, &ci, sizeof ci);
+    s.inline_len = sizeof ci;
+    return s;
+  }
+  /* Part `k` of a walk of `depth` frames that ended `end`, of the event
+   * `host_seq`, at `seq`: what the writer stores (fmt::stack_part_byte). */
+  fmtx::Slot &part(std::uint64_t seq, std::uint64_t host_seq, std::uint32_t depth, std::uint32_t end, std::uint32_t k) {
+    const std::uint8_t b = fmtx::stack_part_byte(depth, end, k);
+    fmtx::Slot &s = put(seq, fmtx::kKindStack, fmtx::kKindCrash, host_seq, k * fmtx::kMaxStackDepth, b);
+    for (std::uint32_t i = 0; i < fmtx::stack_depth(b); ++i) {
+      const std::uint64_t f = frame(k * fmtx::kMaxStackDepth + i);
+      std::memcpy(s.inline_data + 8 * i, &f, 8);
+    }
+    s.inline_len = static_cast<std::uint8_t>(8 * fmtx::stack_depth(b));
+    return s;
+  }
+};
+
+/* A USER event at seq 1, the CRASH at seq 2 with a walk of `depth` frames
+ * that ended `end`, and every part of its chain after it. */
+Ring5 with_chain(std::uint32_t depth, std::uint32_t end = fmtx::kStackComplete) {
+  Ring5 r;
+  static_cast<v3::Ring3 &>(r) = v3::make(1);
+  r.header().version = 5;
+  const std::uint8_t bid[] = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04};
+  std::memcpy(r.header().build_id, bid, sizeof bid);
+  r.header().build_id_len = sizeof bid;
+  r.crash(2, static_cast<std::uint8_t>(fmtx::stack_part_byte(depth, end, 0) | fmtx::kStackNext));
+  for (std::uint32_t k = 0; k < fmtx::stack_parts(depth); ++k) r.part(3 + k, 2, depth, end, k);
+  r.seal();
+  return r;
+}
+
+ctr::Analysis analyze(Ring5 &r) {
+  r.seal();
+  CoreBuilder c;
+  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04}),
+        "/usr/bin/victim", 0x2000, 5);
+  c.map(ct::testing::kRingAddr, r.bytes, "/memfd:core-timeline (deleted)");
+  c.map(0x7ffd00000000, std::vector<std::uint8_t>(4096, 0x5a), "", 0x10000, 6);
+  return analyze_bytes(c.build());
+}
+
+const ctr::Event *event_of_kind(const ctr::Analysis &a, std::uint16_t kind) {
+  for (const auto &e : a.events)
+    if (e.kind == kind) return &e;
+  return nullptr;
+}
+
+std::size_t count_of_kind(const ctr::Analysis &a, std::uint16_t kind) {
+  std::size_t n = 0;
+  for (const auto &e : a.events) n += e.kind == kind;
+  return n;
+}
+
+/* The event's frames are the walk's frames [first, first + n). */
+void expect_frames(const ctr::Analysis &a, const ctr::Event &e, std::uint32_t first, std::uint32_t n) {
+  const auto frames = a.frames_of(e);
+  ASSERT_EQ(frames.size(), n);
+  for (std::uint32_t i = 0; i < n; ++i) EXPECT_EQ(a.locations[frames[i]].address, frame(first + i)) << "frame " << i;
+}
+
+}  // namespace chain
+
+// Guards against: a CRASH stack kept to its first 8 frames, or a chain's
+// parts shown as events of their own.
+TEST(StackChain, TheCrashEventGetsEveryFrameOfItsChain) {
+  for (const std::uint32_t depth : {3u, 8u, 9u, 20u, 64u}) {
+    chain::Ring5 r = chain::with_chain(depth);
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr) << depth;
+    EXPECT_EQ(crash->stack, ctr::StackState::kComplete) << depth;
+    chain::expect_frames(a, *crash, 0, depth);
+    EXPECT_EQ(chain::count_of_kind(a, fmtx::kKindStack), 0u) << depth << ": every part attached";
+    EXPECT_EQ(a.events.size(), 2u) << depth;
+    expect_schema_valid(a);
+  }
+  // The walk's end is the last part's.
+  chain::Ring5 r = chain::with_chain(64, fmtx::kStackDepthLimit);
+  const ctr::Analysis a = chain::analyze(r);
+  EXPECT_EQ(chain::event_of_kind(a, fmtx::kKindCrash)->stack, ctr::StackState::kDepthLimit);
+  EXPECT_NE(ctr::render_text(a).find("CRASH"), std::string::npos);
+}
+
+// Guards against: a chain whose end the ring no longer holds (the process
+// died between two parts, or the last was torn) shown as the whole walk,
+// or not at all.
+TEST(StackChain, AChainWithoutItsLastPartIsCutAndKeepsTheFramesThatAreThere) {
+  {
+    chain::Ring5 r = chain::with_chain(20);  // parts at seqs 3, 4, 5
+    r.lane(0).write_index = 4;  // seq 5 never written
+    r.slot_at(fmtx::extent_first_slot(r.lane(0).extent) + 4) = {};
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr);
+    EXPECT_EQ(crash->stack, ctr::StackState::kCut);
+    chain::expect_frames(a, *crash, 0, 16);
+    EXPECT_EQ(ctr::stack_state_name(crash->stack), "cut");
+    expect_schema_valid(a);
+  }
+  {
+    chain::Ring5 r = chain::with_chain(20);
+    r.slot_at(fmtx::extent_first_slot(r.lane(0).extent) + 4).begin_seq = 5 | fmtx::kSeqWriting;  // torn
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr);
+    EXPECT_EQ(crash->stack, ctr::StackState::kCut);
+    chain::expect_frames(a, *crash, 0, 16);
+  }
+}
+
+// Guards against: parts whose CRASH slot the ring wrapped over (the shared
+// lane: other threads' events after the chain) attached to nothing, lost,
+// or claimed for another event; they are one STACK event, whose arg1 says
+// at which frame of the walk its frames begin.
+TEST(StackChain, PartsWhoseCrashIsGoneAreOneStackEventFromTheirFirstFrame) {
+  chain::Ring5 r = chain::with_chain(20);  // CRASH 2, parts 3, 4, 5
+  // 14 more events, seqs 6..19, in 16 slots: seq 17 overwrites seq 1, 18
+  // the CRASH, 19 part 0.
+  for (std::uint64_t s = 6; s <= 19; ++s) r.put(s, fmtx::kKindUser, 0x31, s, 0, 0);
+  const ctr::Analysis a = chain::analyze(r);
+  EXPECT_EQ(chain::event_of_kind(a, fmtx::kKindCrash), nullptr);
+  ASSERT_EQ(chain::count_of_kind(a, fmtx::kKindStack), 1u);
+  const ctr::Event *s = chain::event_of_kind(a, fmtx::kKindStack);
+  EXPECT_EQ(s->arg0, 2u) << "the CRASH's seq";
+  EXPECT_EQ(s->arg1, 8u) << "its frames begin at the walk's frame 8";
+  EXPECT_EQ(s->stack, ctr::StackState::kComplete);
+  chain::expect_frames(a, *s, 8, 12);
+  expect_schema_valid(a);
+}
+
+// Guards against: untrusted parts believed.  Each malformed part is shown
+// malformed (no frame), a chain stops before it, and a CRASH whose first
+// part it is shows its stack malformed, never frames from elsewhere.
+TEST(StackChain, MalformedPartsAreRefusedAndEndTheChainBeforeThem) {
+  const auto slot_of = [](chain::Ring5 &r, std::uint64_t seq) -> fmtx::Slot & {
+    return r.slot_at(fmtx::extent_first_slot(r.lane(0).extent) + seq - 1);
+  };
+  struct Case {
+    const char *what;
+    std::function<void(chain::Ring5 &)> edit;
+    ctr::StackState crash;
+    std::uint32_t frames;
+  };
+  const std::vector<Case> cases = {
+      {"a continued part that is not full", [&](chain::Ring5 &r) { slot_of(r, 4).stack = 7 | fmtx::kStackNext; },
+       ctr::StackState::kCut, 8},
+      {"a continued part that gives an end",
+       [&](chain::Ring5 &r) { slot_of(r, 3).stack = fmtx::make_stack(8, fmtx::kStackComplete) | fmtx::kStackNext; },
+       ctr::StackState::kMalformed, 0},
+      {"a last part without an end", [&](chain::Ring5 &r) { slot_of(r, 5).stack = fmtx::make_stack(4, 0); },
+       ctr::StackState::kCut, 16},
+      {"an end above 4", [&](chain::Ring5 &r) { slot_of(r, 5).stack = fmtx::make_stack(4, 5); },
+       ctr::StackState::kCut, 16},
+      {"an inline_len that is not 8 x depth", [&](chain::Ring5 &r) { slot_of(r, 4).inline_len = 56; },
+       ctr::StackState::kCut, 8},
+      {"an arg1 not a multiple of 8", [&](chain::Ring5 &r) { slot_of(r, 4).arg1 = 9; }, ctr::StackState::kCut, 8},
+      {"an arg1 that skips a part", [&](chain::Ring5 &r) { slot_of(r, 4).arg1 = 16; }, ctr::StackState::kCut, 8},
+      {"an arg1 past the 64th frame", [&](chain::Ring5 &r) { slot_of(r, 5).arg1 = UINT64_MAX - 7; },
+       ctr::StackState::kCut, 16},
+      {"another thread's part", [&](chain::Ring5 &r) { slot_of(r, 4).tid = 4243; }, ctr::StackState::kCut, 8},
+      {"another kind's part", [&](chain::Ring5 &r) { slot_of(r, 4).id = fmtx::kKindRealloc; },
+       ctr::StackState::kCut, 8},
+  };
+  for (const auto &c : cases) {
+    chain::Ring5 r = chain::with_chain(20);
+    c.edit(r);
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr) << c.what;
+    EXPECT_EQ(crash->stack, c.crash) << c.what;
+    EXPECT_EQ(crash->stack_depth, c.frames) << c.what;
+    if (crash->stack != ctr::StackState::kMalformed) {
+      chain::expect_frames(a, *crash, 0, c.frames);
+    }
+    for (const auto &e : a.events) {
+      if (e.kind == fmtx::kKindStack && e.stack == ctr::StackState::kMalformed) {
+        EXPECT_EQ(e.stack_depth, 0u) << c.what;
+      }
+    }
+    expect_schema_valid(a);
+  }
+}
+
+// Guards against: a chain longer than 64 frames (9 parts) believed whole:
+// the ninth part is malformed, so the first 64 frames are a cut walk.
+TEST(StackChain, AChainOfMoreThan64FramesIsCutAt64) {
+  chain::Ring5 r = chain::with_chain(64, fmtx::kStackComplete);  // parts at 3..10
+  // Part 7 (seq 10) says another follows, and the ninth (seq 11) is there.
+  r.part(10, 2, 72, fmtx::kStackComplete, 7);
+  r.part(11, 2, 72, fmtx::kStackComplete, 8);
+  const ctr::Analysis a = chain::analyze(r);
+  const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+  ASSERT_NE(crash, nullptr);
+  EXPECT_EQ(crash->stack, ctr::StackState::kCut);
+  chain::expect_frames(a, *crash, 0, 64);
+  expect_schema_valid(a);
+}
+
+// Guards against: a chain read in a version-4 ring, where STACK slots do
+// not chain (arg1 is 0, kStackNext never set on one): its first part is
+// malformed, and so is the CRASH event's stack.
+TEST(StackChain, AChainInAVersion4RingIsMalformed) {
+  chain::Ring5 r = chain::with_chain(20);
+  r.header().version = 4;
+  const ctr::Analysis a = chain::analyze(r);
+  const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+  ASSERT_NE(crash, nullptr);
+  EXPECT_EQ(crash->stack, ctr::StackState::kMalformed);
+  EXPECT_EQ(crash->stack_depth, 0u);
+  // Version 4's one STACK slot, as it always was.
+  chain::Ring5 one = chain::with_chain(6);
+  one.header().version = 4;
+  const ctr::Analysis b = chain::analyze(one);
+  EXPECT_EQ(chain::event_of_kind(b, fmtx::kKindCrash)->stack, ctr::StackState::kComplete);
+  chain::expect_frames(b, *chain::event_of_kind(b, fmtx::kKindCrash), 0, 6);
+}
