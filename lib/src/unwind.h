@@ -108,10 +108,11 @@ struct WalkResult {
  * only the interrupted one (the crash handler: its one walk may cost
  * microseconds, and most code has neither .sframe nor frame pointers);
  * the outermost frame (return address undefined) ends it complete.
+ * Returns the frames stored in `out` and how the walk ended.
  * Async-signal-safe; preserves errno.
  */
 WalkResult walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads,
-                   bool cfi_every_frame = false) TL_HIDDEN;
+                      bool cfi_every_frame = false) TL_HIDDEN;
 
 /** Note the calling thread's stack bounds (its top), when its lane is set
  *  up; async-signal-safe (two system calls, once per thread). */

@@ -14,6 +14,7 @@
 #include <map>
 #include <new>
 #include <set>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -1167,20 +1168,27 @@ const DecodedRing *ring_of(const Analysis &a, std::uint32_t index);
  * malformed is malformed.  Linear in the STACK slots, whatever they say. */
 void Analyzer::attach_stacks() {
   auto &ev = a_.events;
-  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;
-  std::map<Key, std::size_t> waiting;
-  std::map<Key, std::vector<std::size_t>> parts;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, std::size_t> waiting;
+  std::vector<std::size_t> parts;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev[i].kind == f::kKindStack && ev[i].stack != StackState::kNone)
-      parts[std::make_tuple(ev[i].ring, ev[i].lane, ev[i].arg0)].push_back(i);
+      parts.push_back(i);
     else if (ev[i].stack == StackState::kLost)
       waiting.emplace(std::make_tuple(ev[i].ring, ev[i].lane, ev[i].seq), i);
   }
   if (parts.empty()) return;
+  /* The parts by host (ring, lane, host seq), each host's in seq order. */
+  const auto host_key = [&](std::size_t i) { return std::make_tuple(ev[i].ring, ev[i].lane, ev[i].arg0); };
+  std::sort(parts.begin(), parts.end(), [&](std::size_t x, std::size_t y) {
+    return std::make_tuple(ev[x].ring, ev[x].lane, ev[x].arg0, ev[x].seq) <
+           std::make_tuple(ev[y].ring, ev[y].lane, ev[y].arg0, ev[y].seq);
+  });
   std::vector<bool> drop(ev.size(), false);
-  for (auto &[key, g] : parts) {
-    std::sort(g.begin(), g.end(), [&](std::size_t x, std::size_t y) { return ev[x].seq < ev[y].seq; });
-    const auto host_it = waiting.find(key);
+  for (std::size_t from = 0, to_end = 0; from < parts.size(); from = to_end) {
+    to_end = from + 1;
+    while (to_end < parts.size() && host_key(parts[to_end]) == host_key(parts[from])) ++to_end;
+    const std::span<const std::size_t> g(parts.data() + from, to_end - from);
+    const auto host_it = waiting.find(host_key(g[0]));
     Event *host = host_it == waiting.end() ? nullptr : &ev[host_it->second];
     for (std::size_t i = 0; i < g.size();) {
       const Event &head = ev[g[i]];

@@ -21,7 +21,7 @@
  * frames (the crash handler's, for the CRASH event: up to
  * kMaxChainedStackDepth) is kept in several kKindStack slots after its
  * event, each holding 8 of its frames and saying with kStackNext that the
- * next one goes on (StackPart, "stacks").  A version-4 reader refuses a
+ * next one goes on ("the stack chain", below).  A version-4 reader refuses a
  * version-5 ring (it would call the chain's first STACK slot malformed and
  * the CRASH event's stack lost); a version-5 reader reads versions 1 to 4,
  * in which a chain is malformed.
@@ -158,7 +158,8 @@ enum Kind : std::uint16_t {
   kKindStack = 8,       /**< (v4) the stack of an earlier slot of its lane
                              (its host), whose inline bytes hold something
                              else: inline = the return addresses, stack =
-                             this part's depth and end (StackPart), id =
+                             this part's depth and end ("the stack
+                             chain"), id =
                              the host's kind, arg0 = its seq, arg1 = (v5)
                              the walk's index of this slot's first frame,
                              0 in version 4 */
