@@ -1334,84 +1334,12 @@ TEST(Number, OnlyWholeUnsignedNumbersParse) {
 }
 
 // ---------------------------------------------------------------- format 3
-// A version-3 ring laid out by geometry_v3 (the writer's own layout): 2
-// lanes per source (one per-thread, one overflow), 8 first slots, a user
-// pool of 32 slots.  Lane 0 has grown into the pool with `seqs` events.
+// A version-3 ring laid out by geometry_v3 (core_builder.h's RingV3): lane
+// 0 has grown into the user pool with `seqs` events.
 namespace v3 {
-
-struct Ring3 {
-  std::vector<std::uint8_t> bytes;
-  fmtx::RingHeader &header() { return *reinterpret_cast<fmtx::RingHeader *>(bytes.data()); }
-  fmtx::LaneDesc &lane(std::uint32_t i) {
-    return *reinterpret_cast<fmtx::LaneDesc *>(bytes.data() + header().lane_table_offset + i * fmtx::kLaneDescSize);
-  }
-  fmtx::Slot &slot_at(std::uint64_t index) {
-    return *reinterpret_cast<fmtx::Slot *>(bytes.data() + header().lanes_offset + index * fmtx::kSlotSize);
-  }
-  void commit(std::uint32_t lane, std::uint64_t seq) {
-    const std::uint64_t extent = this->lane(lane).extent;
-    const std::uint64_t n = std::uint64_t{1} << fmtx::extent_log2(extent);
-    fmtx::Slot &s = slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % n);
-    s = {};
-    s.begin_seq = s.end_seq = seq;
-    s.timestamp = 1'000'000 + seq;
-    s.tid = 4242;
-    s.kind = fmtx::kKindUser;
-    s.id = 0x31;
-    s.arg0 = seq;
-    if (this->lane(lane).write_index < seq) this->lane(lane).write_index = seq;
-  }
-  void seal() {
-    header().header_crc = fmtx::header_crc(bytes.data());
-  }
-};
-
-constexpr std::uint32_t kPerSource = 2, kSlots = 8, kUserPool = 32;
-
-Ring3 make(std::uint64_t seqs) {
-  const std::uint32_t pools[fmtx::kSourceCount] = {kUserPool, 0, 0};
-  const fmtx::GeometryV3 g = fmtx::geometry_v3(kPerSource, kSlots, pools, 4);
-  Ring3 r;
-  r.bytes.assign(g.region_size, 0);
-  auto &h = r.header();
-  std::memcpy(h.magic, fmtx::kMagic, 4);
-  h.version = 3;
-  h.header_size = fmtx::kHeaderSizeV3;
-  h.endian_marker = fmtx::kEndianMarker;
-  h.compat_flags = fmtx::kCompatClockTsc;
-  h.slot_size = fmtx::kSlotSize;
-  h.slots_per_lane = kSlots;
-  h.lane_count = g.lane_count;
-  h.lane_table_offset = g.lane_table_offset;
-  h.lanes_offset = g.lanes_offset;
-  h.region_size = g.region_size;
-  h.names_offset = g.names_offset;
-  h.names_capacity = 4;
-  h.name_entry_size = fmtx::kNameEntrySize;
-  h.pid = 4242;
-  h.anchor_ticks = 1'000'000;
-  h.ticks_per_second = 1'000'000'000;
-  h.source_count = fmtx::kSourceCount;
-  for (std::uint32_t c = 0; c < fmtx::kSourceCount; ++c) {
-    auto &a = h.sources[c];
-    a.first_lane = c * kPerSource;
-    a.lane_count = kPerSource;
-    a.pool_first_slot = g.pool_first_slot[c];
-    a.pool_slots = pools[c];
-  }
-  for (std::uint32_t l = 0; l < g.lane_count; ++l) {
-    r.lane(l).extent = fmtx::make_extent(l * kSlots, 3);
-    r.lane(l).source = l / kPerSource;
-    if (l % kPerSource == kPerSource - 1) r.lane(l).flags = fmtx::kLaneShared;
-  }
-  // Lane 0 grew once: 16 slots at the start of the user pool.
-  r.lane(0).extent = fmtx::make_extent(g.pool_first_slot[0], 4);
-  h.sources[0].pool_used = 16;
-  for (std::uint64_t s = 1; s <= seqs; ++s) r.commit(0, s);
-  r.seal();
-  return r;
-}
-
+using Ring3 = ct::testing::RingV3;
+constexpr std::uint32_t kUserPool = ct::testing::RingV3::kUserPool;
+Ring3 make(std::uint64_t seqs) { return ct::testing::ring_v3(seqs); }
 }  // namespace v3
 
 // Guards against: a version-3 lane read at its first slots after it grew
@@ -1501,75 +1429,23 @@ TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {
 // Ring format 5 (ring_format.h, "the stack chain"): a CRASH walk of more
 // than 8 frames in a chain of STACK slots after the CRASH slot, 8 frames
 // each, arg1 the walk's index of a part's first frame, kStackNext on every
-// part but the last.  Hand-built version-5 rings (version 3's layout):
-// lane 0 has grown to 16 slots; a USER event, the CRASH at `crash_seq`,
-// then its parts.
+// part but the last.  Hand-built version-5 rings (core_builder.h's
+// ring_with_crash_chain: version 3's layout, lane 0 grown to 16 slots): a
+// USER event at seq 1, the CRASH at seq 2, then its parts.
 namespace chain {
 
-constexpr std::uint64_t kPc = ct::testing::kExeAddr + 0x1100;
-/* Frame i of the walk: a distinct address in the executable. */
-constexpr std::uint64_t frame(std::uint32_t i) { return ct::testing::kExeAddr + 0x1200 + 0x10 * i; }
-
-struct Ring5 : v3::Ring3 {
-  /* Slot `seq` of lane 0, committed, as `kind`. */
-  fmtx::Slot &put(std::uint64_t seq, std::uint16_t kind, std::uint32_t id, std::uint64_t arg0, std::uint64_t arg1,
-                  std::uint8_t stack) {
-    commit(0, seq);
-    const std::uint64_t extent = lane(0).extent;
-    fmtx::Slot &s = slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % (std::uint64_t{1} << fmtx::extent_log2(extent)));
-    s.kind = kind;
-    s.id = id;
-    s.arg0 = arg0;
-    s.arg1 = arg1;
-    s.stack = stack;
-    s.return_address = kPc;
-    return s;
-  }
-  fmtx::Slot &crash(std::uint64_t seq, std::uint8_t stack) {
-    fmtx::Slot &s = put(seq, fmtx::kKindCrash, 11, 0, 0x7ffd0000f000, stack);
-    fmtx::CrashInfo ci{};
-    ci.code = 1;
-    std::memcpy(s.inline_data, &ci, sizeof ci);
-    s.inline_len = sizeof ci;
-    return s;
-  }
-  /* Part `k` of a walk of `depth` frames that ended `end`, of the event
-   * `host_seq`, at `seq`: what the writer stores (fmt::stack_part_byte). */
-  fmtx::Slot &part(std::uint64_t seq, std::uint64_t host_seq, std::uint32_t depth, std::uint32_t end, std::uint32_t k) {
-    const std::uint8_t b = fmtx::stack_part_byte(depth, end, k);
-    fmtx::Slot &s = put(seq, fmtx::kKindStack, fmtx::kKindCrash, host_seq, k * fmtx::kMaxStackDepth, b);
-    for (std::uint32_t i = 0; i < fmtx::stack_depth(b); ++i) {
-      const std::uint64_t f = frame(k * fmtx::kMaxStackDepth + i);
-      std::memcpy(s.inline_data + 8 * i, &f, 8);
-    }
-    s.inline_len = static_cast<std::uint8_t>(8 * fmtx::stack_depth(b));
-    return s;
-  }
-};
+using Ring5 = ct::testing::RingV3;
+using ct::testing::chain_frame;
 
 /* A USER event at seq 1, the CRASH at seq 2 with a walk of `depth` frames
  * that ended `end`, and every part of its chain after it. */
 Ring5 with_chain(std::uint32_t depth, std::uint32_t end = fmtx::kStackComplete) {
-  Ring5 r;
-  static_cast<v3::Ring3 &>(r) = v3::make(1);
-  r.header().version = 5;
-  const std::uint8_t bid[] = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04};
-  std::memcpy(r.header().build_id, bid, sizeof bid);
-  r.header().build_id_len = sizeof bid;
-  r.crash(2, static_cast<std::uint8_t>(fmtx::stack_part_byte(depth, end, 0) | fmtx::kStackNext));
-  for (std::uint32_t k = 0; k < fmtx::stack_parts(depth); ++k) r.part(3 + k, 2, depth, end, k);
-  r.seal();
-  return r;
+  return ct::testing::ring_with_crash_chain(depth, end);
 }
 
 ctr::Analysis analyze(Ring5 &r) {
   r.seal();
-  CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04}),
-        "/usr/bin/victim", 0x2000, 5);
-  c.map(ct::testing::kRingAddr, r.bytes, "/memfd:core-timeline (deleted)");
-  c.map(0x7ffd00000000, std::vector<std::uint8_t>(4096, 0x5a), "", 0x10000, 6);
-  return analyze_bytes(c.build());
+  return analyze_bytes(ct::testing::standard_core(r).build());
 }
 
 const ctr::Event *event_of_kind(const ctr::Analysis &a, std::uint16_t kind) {
@@ -1588,7 +1464,7 @@ std::size_t count_of_kind(const ctr::Analysis &a, std::uint16_t kind) {
 void expect_frames(const ctr::Analysis &a, const ctr::Event &e, std::uint32_t first, std::uint32_t n) {
   const auto frames = a.frames_of(e);
   ASSERT_EQ(frames.size(), n);
-  for (std::uint32_t i = 0; i < n; ++i) EXPECT_EQ(a.locations[frames[i]].address, frame(first + i)) << "frame " << i;
+  for (std::uint32_t i = 0; i < n; ++i) EXPECT_EQ(a.locations[frames[i]].address, chain_frame(first + i)) << "frame " << i;
 }
 
 }  // namespace chain
@@ -1621,7 +1497,7 @@ TEST(StackChain, AChainWithoutItsLastPartIsCutAndKeepsTheFramesThatAreThere) {
   {
     chain::Ring5 r = chain::with_chain(20);  // parts at seqs 3, 4, 5
     r.lane(0).write_index = 4;  // seq 5 never written
-    r.slot_at(fmtx::extent_first_slot(r.lane(0).extent) + 4) = {};
+    r.slot_of(0, 5) = {};
     const ctr::Analysis a = chain::analyze(r);
     const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
     ASSERT_NE(crash, nullptr);
@@ -1632,7 +1508,7 @@ TEST(StackChain, AChainWithoutItsLastPartIsCutAndKeepsTheFramesThatAreThere) {
   }
   {
     chain::Ring5 r = chain::with_chain(20);
-    r.slot_at(fmtx::extent_first_slot(r.lane(0).extent) + 4).begin_seq = 5 | fmtx::kSeqWriting;  // torn
+    r.slot_of(0, 5).begin_seq = 5 | fmtx::kSeqWriting;  // torn
     const ctr::Analysis a = chain::analyze(r);
     const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
     ASSERT_NE(crash, nullptr);
@@ -1665,9 +1541,7 @@ TEST(StackChain, PartsWhoseCrashIsGoneAreOneStackEventFromTheirFirstFrame) {
 // malformed (no frame), a chain stops before it, and a CRASH whose first
 // part it is shows its stack malformed, never frames from elsewhere.
 TEST(StackChain, MalformedPartsAreRefusedAndEndTheChainBeforeThem) {
-  const auto slot_of = [](chain::Ring5 &r, std::uint64_t seq) -> fmtx::Slot & {
-    return r.slot_at(fmtx::extent_first_slot(r.lane(0).extent) + seq - 1);
-  };
+  const auto slot_of = [](chain::Ring5 &r, std::uint64_t seq) -> fmtx::Slot & { return r.slot_of(0, seq); };
   struct Case {
     const char *what;
     std::function<void(chain::Ring5 &)> edit;
@@ -1719,8 +1593,8 @@ TEST(StackChain, MalformedPartsAreRefusedAndEndTheChainBeforeThem) {
 TEST(StackChain, AChainOfMoreThan64FramesIsCutAt64) {
   chain::Ring5 r = chain::with_chain(64, fmtx::kStackComplete);  // parts at 3..10
   // Part 7 (seq 10) says another follows, and the ninth (seq 11) is there.
-  r.part(10, 2, 72, fmtx::kStackComplete, 7);
-  r.part(11, 2, 72, fmtx::kStackComplete, 8);
+  r.stack_part(10, 2, 72, fmtx::kStackComplete, 7);
+  r.stack_part(11, 2, 72, fmtx::kStackComplete, 8);
   const ctr::Analysis a = chain::analyze(r);
   const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
   ASSERT_NE(crash, nullptr);
