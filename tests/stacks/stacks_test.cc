@@ -251,6 +251,13 @@ void expect_whole_deep_crash_stack(const char *exe) {
   EXPECT_EQ(from_ring, 39u) << whole.dump();
   EXPECT_EQ(whole["agree"], 39) << whole.dump();
   EXPECT_EQ(whole["ring_end"], "complete") << whole.dump();
+  // The text says the same under the CRASH event.
+  const ct::test::Ran text = ct::test::run({CT_READER_BIN, r.run.core_path, exe});
+  ASSERT_EQ(text.exit_code(), 0) << text.err;
+  EXPECT_NE(text.out.find("(crash stack: 39 frames; 39 in both the CRASH walk and the core's unwind, 0 from the "
+                          "core's unwind only, 0 from the CRASH walk only; core unwind complete; CRASH walk complete)"),
+            std::string::npos)
+      << text.out;
 }
 
 TEST_P(Unwindable, ACrashDeeperThanOneStackSlotKeepsItsWholeStackInTheRing) {
