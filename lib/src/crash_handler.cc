@@ -40,11 +40,10 @@
  *     stack read through process_vm_readv(2), so a corrupt stack ends the
  *     walk instead of faulting again, in the chain of kKindStack slots
  *     after it (ring format 5): up to 64 frames, 8 a slot, as many as a
- *     quarter of the lane's slots hold (fmt::crash_stack_room), so the
- *     chain never overwrites its CRASH slot and the lane keeps most of
- *     its events.  The first
- *     handler to get here in the process also writes the crash clock
- *     anchor into the header.  Bring the sidecar up to date with pwrite(2),
+ *     quarter of the lane's slots hold (fmt::crash_stack_room), so in a
+ *     lane of its own the chain never overwrites its CRASH slot and the
+ *     lane keeps most of its events.  The first handler to get here in
+ *     the process also writes the crash clock anchor into the header.  Bring the sidecar up to date with pwrite(2),
  *     so its copy has both.
  *  3. Die of the original signal with the kernel's own siginfo: restore
  *     SIG_DFL; for a fault raised by an instruction (si_code > 0 and SIGSEGV,
