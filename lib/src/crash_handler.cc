@@ -38,9 +38,12 @@
  *     interrupted frame's rule from .eh_frame where no .sframe covers it,
  *     since the faulting function may have no frame of its own) with every
  *     stack read through process_vm_readv(2), so a corrupt stack ends the
- *     walk instead of faulting again, in a kKindStack slot after it.  The first
- *     handler to get here in the process also writes the crash clock
- *     anchor into the header.  Bring the sidecar up to date with pwrite(2),
+ *     walk instead of faulting again, in the chain of kKindStack slots
+ *     after it (ring format 5): up to 64 frames, 8 a slot, as many as a
+ *     quarter of the lane's slots hold (fmt::crash_stack_room), so in a
+ *     lane of its own the chain never overwrites its CRASH slot and the
+ *     lane keeps most of its events.  The first handler to get here in
+ *     the process also writes the crash clock anchor into the header.  Bring the sidecar up to date with pwrite(2),
  *     so its copy has both.
  *  3. Die of the original signal with the kernel's own siginfo: restore
  *     SIG_DFL; for a fault raised by an instruction (si_code > 0 and SIGSEGV,
@@ -279,10 +282,18 @@ void write_crash_slot(int signo, const siginfo_t *info, void *uc, uint32_t flags
     }
   }
   ci.handler_flags = flags;
-  uint64_t frames[fmt::kMaxStackDepth];
-  const uint8_t stack = pc != 0 ? walk_stack({pc, sp, ucontext_fp(uc)}, true, frames, fmt::kMaxStackDepth, true, true) : 0;
-  record_stacked(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false,
-                 frames, stack);
+  /* As many frames as the lane has room for (ring_format.h, "the stack
+   * chain"): its slots now, of which the chain takes at most a quarter. */
+  uint64_t frames[fmt::kMaxChainedStackDepth];
+  const ThreadLane *tl = &t_lanes[fmt::kSourceUser];
+  const uint32_t room = fmt::crash_stack_room(tl->lane != nullptr ? tl->mask + 1 : 0);
+  if (pc != 0) {
+    const WalkResult w = walk_stack({pc, sp, ucontext_fp(uc)}, true, frames, room, true, true);
+    record_chained(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false,
+                   frames, w.depth, w.end);
+  } else {
+    record(fmt::kSourceUser, fmt::kKindCrash, static_cast<uint32_t>(signo), addr, sp, pc, &ci, sizeof ci, false);
+  }
   write_crash_anchor();
   /* Bring the sidecar up to date (the lanes that changed, the name table,
    * then the header with the anchor, and the lane table): pwrite(2) only. */

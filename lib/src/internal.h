@@ -120,10 +120,23 @@ Recorded record(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint
  *  addresses and `stack` is the walk's Slot.stack byte (0: no stack, as
  *  record()).  The frames go into the event's inline bytes when its kind
  *  leaves them free (fmt::stack_inline_ok), else into a kKindStack slot
- *  right after it in the same lane.  Async-signal-safe. */
+ *  right after it in the same lane (record_chained).  Async-signal-safe. */
 Recorded record_stacked(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
                         uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
                         bool copy_from_ptr, const uint64_t *frames, uint8_t stack) TL_HIDDEN;
+
+/** record() with a walk of `depth` frames (at most
+ *  fmt::kMaxChainedStackDepth, more are not recorded) that ended `end`
+ *  (fmt::StackEnd), in the chain of kKindStack slots after the event
+ *  (ring_format.h, "the stack chain"): stack_parts(depth) slots, each
+ *  reserved after the one before, so each lands after its event in the
+ *  lane whatever a signal handler writes between them.  The caller bounds
+ *  `depth` by the lane's room (fmt::crash_stack_room), so the chain never
+ *  overwrites its own event in an owned lane.  A part that finds no slot
+ *  ends the chain there (the reader sees it cut).  Async-signal-safe. */
+Recorded record_chained(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                        uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                        bool copy_from_ptr, const uint64_t *frames, uint32_t depth, uint8_t end) TL_HIDDEN;
 
 /** Claim a lane of `source` for the calling thread (slow path of
  *  record()): a free lane of the source, else one whose owner died, else

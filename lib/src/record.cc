@@ -326,13 +326,27 @@ Recorded record_stacked(uint32_t source, uint16_t kind, uint32_t id, uint64_t ar
                         bool copy_from_ptr, const uint64_t *frames, uint8_t stack) {
   if (stack == 0)
     return record(source, kind, id, arg0, arg1, return_address, inline_bytes, inline_len, copy_from_ptr);
-  const uint32_t frame_bytes = fmt::stack_depth(stack) * 8;
   if (fmt::stack_inline_ok(kind) && (inline_bytes == nullptr || inline_len == 0))
-    return record(source, kind, id, arg0, arg1, return_address, frames, frame_bytes, false, stack);
-  const Recorded host = record(source, kind, id, arg0, arg1, return_address, inline_bytes, inline_len,
-                               copy_from_ptr, static_cast<uint8_t>(stack | fmt::kStackNext));
-  if (host.seq != 0)
-    record(source, fmt::kKindStack, kind, host.seq, 0, return_address, frames, frame_bytes, false, stack);
+    return record(source, kind, id, arg0, arg1, return_address, frames, fmt::stack_depth(stack) * 8, false, stack);
+  return record_chained(source, kind, id, arg0, arg1, return_address, inline_bytes, inline_len, copy_from_ptr,
+                        frames, fmt::stack_depth(stack), static_cast<uint8_t>(fmt::stack_end(stack)));
+}
+
+Recorded record_chained(uint32_t source, uint16_t kind, uint32_t id, uint64_t arg0, uint64_t arg1,
+                        uint64_t return_address, const void *inline_bytes, uint32_t inline_len,
+                        bool copy_from_ptr, const uint64_t *frames, uint32_t depth, uint8_t end) {
+  if (depth > fmt::kMaxChainedStackDepth) depth = fmt::kMaxChainedStackDepth;
+  const uint32_t parts = fmt::stack_parts(depth);
+  const Recorded host = record(source, kind, id, arg0, arg1, return_address, inline_bytes, inline_len, copy_from_ptr,
+                               static_cast<uint8_t>(fmt::stack_part_byte(depth, end, 0) | fmt::kStackNext));
+  for (uint32_t k = 0; k < parts && host.seq != 0; ++k) {
+    const uint8_t part = fmt::stack_part_byte(depth, end, k);
+    const uint32_t first = k * fmt::kMaxStackDepth;
+    if (record(source, fmt::kKindStack, kind, host.seq, first, return_address, frames + first,
+               fmt::stack_depth(part) * 8, false, part)
+            .seq == 0)
+      break;
+  }
   return host;
 }
 
@@ -351,11 +365,14 @@ __attribute__((always_inline)) inline FrameRegs caller_regs(void *fa) {
 __attribute__((noinline)) uint8_t walk_from(FrameRegs regs, uint32_t depth, uint64_t *frames, uint64_t skip) {
   if (depth > fmt::kMaxStackDepth) depth = fmt::kMaxStackDepth;
   if (depth == 0) return 0;
-  if (skip == 0 || skip == regs.pc) return walk_stack(regs, false, frames, depth, false);
+  if (skip == 0 || skip == regs.pc) {
+    const WalkResult w = walk_stack(regs, false, frames, depth, false);
+    return fmt::make_stack(w.depth, w.end);
+  }
   uint64_t buf[fmt::kMaxStackDepth + 1];
-  const uint8_t st = walk_stack(regs, false, buf, depth + 1, false);
-  const uint32_t n = fmt::stack_depth(st);
-  uint32_t end = fmt::stack_end(st);
+  const WalkResult w = walk_stack(regs, false, buf, depth + 1, false);
+  const uint32_t n = w.depth;
+  uint32_t end = w.end;
   const uint32_t from = n > 0 && buf[0] == skip ? 1 : 0;
   uint32_t m = n - from;
   if (m > depth) {

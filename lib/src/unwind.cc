@@ -636,12 +636,12 @@ bool is_sigreturn(uint64_t text_hi, uint64_t pc) {
 
 }  // namespace
 
-uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
+WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
 #if defined(__x86_64__)
   const uint32_t generation = __atomic_load_n(&g_objects_generation, __ATOMIC_ACQUIRE);
   const ObjectTable *table = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
   Bounds b = bounds_for(r.sp, safe_reads);
-  if (!b.ok) return fmt::make_stack(0, fmt::kStackBadFrame);
+  if (!b.ok) return {0, fmt::kStackBadFrame};
   uint32_t depth = 0;
   /* The last frame came from a frame pointer, not yet known to be code. */
   bool unchecked_fp = false;
@@ -665,8 +665,8 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       if (o == nullptr) {
         /* A return address read through rbp that is no code: rbp held no
          * frame, so that frame was never one (it is dropped). */
-        if (unchecked_fp) return fmt::make_stack(depth - 1, fmt::kStackNoUnwind);
-        return fmt::make_stack(depth, fmt::kStackBadFrame);
+        if (unchecked_fp) return {depth - 1, fmt::kStackNoUnwind};
+        return {depth, fmt::kStackBadFrame};
       }
       Rule sf = {false, 0, 0, false, 0};
       rule = {};
@@ -703,7 +703,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       if (!cfi_every_frame) rule_store(key, rule);
     }
     /* The CFI's outermost frame: nothing called it. */
-    if (rule.kind == kRuleOutermost) return fmt::make_stack(depth, fmt::kStackComplete);
+    if (rule.kind == kRuleOutermost) return {depth, fmt::kStackComplete};
     if (rule.plain) {
       plain_lo = rule.lo;
       plain_hi = rule.hi;
@@ -712,25 +712,25 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
     if (rule.kind == kRuleSFrame || rule.kind == kRuleCfi) {
       cfa = (rule.fp_base ? r.fp : r.sp) + static_cast<int64_t>(rule.cfa);
       if (cfa <= r.sp || (cfa & 7) != 0 || !read_word(cfa + rule.ra, b, safe_reads, &ra))
-        return fmt::make_stack(depth, fmt::kStackBadFrame);
-      if (rule.has_fp && !read_word(cfa + rule.fp, b, safe_reads, &fp)) return fmt::make_stack(depth, fmt::kStackBadFrame);
+        return {depth, fmt::kStackBadFrame};
+      if (rule.has_fp && !read_word(cfa + rule.fp, b, safe_reads, &fp)) return {depth, fmt::kStackBadFrame};
     } else if (rule.kind == kRuleSigreturn) {
       /* A signal frame: resume at the interrupted pc, which is exact. */
       const uint64_t mc = r.sp + kUcMcontext;
       uint64_t pc, sp;
       if (!read_word(mc + kRegRip * 8, b, safe_reads, &pc) || !read_word(mc + kRegRsp * 8, b, safe_reads, &sp) ||
           !read_word(mc + kRegRbp * 8, b, safe_reads, &fp))
-        return fmt::make_stack(depth, fmt::kStackBadFrame);
-      if (pc == 0) return fmt::make_stack(depth, fmt::kStackComplete);
+        return {depth, fmt::kStackBadFrame};
+      if (pc == 0) return {depth, fmt::kStackComplete};
       /* The interrupted code may be on another stack (the handler ran on
        * the alternate one). */
       if (sp < b.lo || sp >= b.hi) b = bounds_for(sp, safe_reads);
-      if (!b.ok || find_object(table, pc) == nullptr) return fmt::make_stack(depth, fmt::kStackBadFrame);
+      if (!b.ok || find_object(table, pc) == nullptr) return {depth, fmt::kStackBadFrame};
       /* Frames are read as return addresses (looked up at address - 1):
        * the trampoline's own address and the interrupted pc are exact, so
        * both are stored + 1 (ring_format.h, StackEnd). */
       if (depth > 0) out[depth - 1] += 1;
-      if (depth == max) return fmt::make_stack(depth, fmt::kStackDepthLimit);
+      if (depth == max) return {depth, fmt::kStackDepthLimit};
       out[depth++] = pc + 1;
       r = {pc, sp, fp};
       exact = true;
@@ -741,7 +741,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
        * psABI frame: saved rbp at [rbp], return address at [rbp + 8]). */
       if (r.fp < r.sp || r.fp > b.hi - 16 || (r.fp & 7) != 0 || !read_word(r.fp + 8, b, safe_reads, &ra) ||
           !read_word(r.fp, b, safe_reads, &fp))
-        return fmt::make_stack(depth, fmt::kStackNoUnwind);
+        return {depth, fmt::kStackNoUnwind};
       cfa = r.fp + 16;
       /* A return address must be code, else rbp held no frame.  The next
        * round's lookup of ra tells (unchecked_fp); only a frame that fills
@@ -749,20 +749,20 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
       CachedRule seen;
       if (ra != 0 && depth + 1 == max && !(ra - 1 >= plain_lo && ra - 1 < plain_hi) &&
           !rule_cached((ra - 1) << 1, generation, &seen) && find_object(table, ra - 1) == nullptr)
-        return fmt::make_stack(depth, fmt::kStackNoUnwind);
+        return {depth, fmt::kStackNoUnwind};
     }
     unchecked_fp = rule.kind == kRuleFramePointer;
-    if (ra == 0) return fmt::make_stack(depth, fmt::kStackComplete);
+    if (ra == 0) return {depth, fmt::kStackComplete};
     /* (The next round looks ra up: code no object has ends it there,
      * bad_frame, with this frame kept.) */
     out[depth++] = ra;
     r = {ra, cfa, fp};
     exact = false;
   }
-  return fmt::make_stack(depth, fmt::kStackDepthLimit);
+  return {depth, fmt::kStackDepthLimit};
 #else
   (void)r, (void)exact, (void)out, (void)max, (void)safe_reads;
-  return fmt::make_stack(0, fmt::kStackNoUnwind);
+  return {0, fmt::kStackNoUnwind};
 #endif
 }
 

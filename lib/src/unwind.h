@@ -88,10 +88,18 @@ struct FrameRegs {
   uint64_t fp;
 };
 
+/** What a walk found: `depth` return addresses stored, and how it ended
+ *  (fmt::StackEnd).  Not the Slot.stack byte, whose 4 depth bits hold at
+ *  most 15 frames: the crash handler's walk goes deeper. */
+struct WalkResult {
+  uint32_t depth;
+  uint8_t end;
+};
+
 /**
  * Walk the calling thread's stack from `start` and store up to `max`
- * (<= fmt::kMaxStackDepth + 1) return addresses of the callers of the
- * frame `start` describes in `out`.  `exact`: start.pc is the address of
+ * return addresses of the callers of the frame `start` describes in `out`
+ * (which holds `max`).  `exact`: start.pc is the address of
  * the instruction being executed (a signal's pc) rather than a return
  * address.  `safe_reads`: read the stack with process_vm_readv(2), never
  * faulting (the crash handler: the stack may be corrupt).
@@ -100,10 +108,11 @@ struct FrameRegs {
  * only the interrupted one (the crash handler: its one walk may cost
  * microseconds, and most code has neither .sframe nor frame pointers);
  * the outermost frame (return address undefined) ends it complete.
- * Returns fmt::make_stack(depth, end).  Async-signal-safe; preserves errno.
+ * Returns the frames stored in `out` and how the walk ended.
+ * Async-signal-safe; preserves errno.
  */
-uint8_t walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads,
-                   bool cfi_every_frame = false) TL_HIDDEN;
+WalkResult walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads,
+                      bool cfi_every_frame = false) TL_HIDDEN;
 
 /** Note the calling thread's stack bounds (its top), when its lane is set
  *  up; async-signal-safe (two system calls, once per thread). */

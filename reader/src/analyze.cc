@@ -14,6 +14,7 @@
 #include <map>
 #include <new>
 #include <set>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -146,6 +147,7 @@ std::string_view stack_state_name(StackState s) noexcept {
     case StackState::kBadFrame: return "bad_frame";
     case StackState::kLost: return "lost";
     case StackState::kMalformed: return "malformed";
+    case StackState::kCut: return "cut";
   }
   return "none";
 }
@@ -768,6 +770,28 @@ std::uint32_t Analyzer::mapping_index(std::uint64_t addr) {
   return it->second;
 }
 
+/* Whether a slot's stack byte (non-zero) agrees with its kind, its inline
+ * length and, for a STACK slot, its place in its chain (arg1: the walk's
+ * index of its first frame); ring_format.h, "stacks" and "the stack
+ * chain".  A chain (kStackNext on a STACK slot, arg1 > 0, a host whose
+ * first part is continued) is version 5's. */
+bool stack_byte_ok(std::uint32_t version, const RingEvent &e) {
+  const std::uint32_t depth = f::stack_depth(e.stack), end = f::stack_end(e.stack);
+  const bool next = (e.stack & f::kStackNext) != 0;
+  const bool chain = version >= f::kStackChainVersion;
+  if (depth > f::kMaxStackDepth || end > f::kStackBadFrame) return false;
+  /* A part that another continues is full and does not end the walk. */
+  const bool continued = end == f::kStackNone;
+  if (continued && !(chain && depth == f::kMaxStackDepth)) return false;
+  if (e.kind == f::kKindStack) {
+    if (next != continued || e.inline_len != depth * 8) return false;
+    if (!chain) return e.arg1 == 0;
+    return e.arg1 % f::kMaxStackDepth == 0 && e.arg1 <= f::kMaxChainedStackDepth - depth;
+  }
+  if (next) return true;  /* the frames are in the STACK slot after it */
+  return !continued && f::stack_inline_ok(e.kind) && e.inline_len == depth * 8;
+}
+
 /* An accepted slot as an Event, unnamed: names come in name_events(), once
  * every ring's name table is known; threads in name_threads(). */
 Event Analyzer::make_event(std::uint32_t ring_index, const RingHeaderInfo &ring, const RingEvent &e,
@@ -790,17 +814,16 @@ Event Analyzer::make_event(std::uint32_t ring_index, const RingHeaderInfo &ring,
   if (ring.version >= 4 && e.stack != 0) {
     /* The stack byte (ring_format.h, "stacks"): untrusted, so checked
      * against the slot before its frames are believed. */
-    const std::uint32_t depth = f::stack_depth(e.stack), end = f::stack_end(e.stack);
+    const std::uint32_t depth = f::stack_depth(e.stack);
     const bool next = (e.stack & f::kStackNext) != 0;
-    const bool holds = e.kind == f::kKindStack || !next;
-    if (depth > f::kMaxStackDepth || end == f::kStackNone || end > f::kStackBadFrame ||
-        (e.kind == f::kKindStack && next) || (holds && e.inline_len != depth * 8) ||
-        (holds && e.kind != f::kKindStack && !f::stack_inline_ok(e.kind))) {
+    if (!stack_byte_ok(ring.version, e)) {
       ev.stack = StackState::kMalformed;
-    } else if (next) {
+    } else if (next && e.kind != f::kKindStack) {
       ev.stack = StackState::kLost; /* until attach_stacks() finds its slot */
     } else {
-      ev.stack = static_cast<StackState>(end);
+      /* A part that the next STACK slot continues is cut until
+       * attach_stacks() finds that slot. */
+      ev.stack = next ? StackState::kCut : static_cast<StackState>(f::stack_end(e.stack));
       ev.stack_depth = static_cast<std::uint8_t>(depth);
       ev.frames_at = static_cast<std::uint32_t>(a_.frames.size());
       for (std::uint32_t i = 0; i < depth; ++i) {
@@ -1112,29 +1135,78 @@ void Analyzer::name_threads() {
 
 const DecodedRing *ring_of(const Analysis &a, std::uint32_t index);
 
-/* A kKindStack slot holds the frames of the slot before it in its lane
- * (its arg0 names that slot's seq, its id that slot's kind): give them to
- * that event, and drop the stack slot from the timeline.  One whose event
- * is gone stays, as a STACK event with its frames. */
+/* A kKindStack slot holds frames of an earlier slot of its lane, its
+ * host (arg0 names the host's seq, id its kind): a chain of them (ring
+ * format 5) holds a walk of more than 8 frames, 8 a slot, each part's arg1
+ * the walk's index of its first frame and kStackNext on every part but the
+ * last (ring_format.h, "the stack chain").  Give each host the frames of
+ * its chain and drop the parts from the timeline.  A chain is the parts of
+ * one (ring, lane, host seq) that follow each other in seq order, each
+ * with arg1 8 more than the last, the same tid and host kind, while the
+ * last says another follows; a chain that stops before a part without
+ * kStackNext is cut (the ring wrapped over its end, or the process died
+ * writing it): the host keeps the frames that are there, its stack "cut".
+ * Parts whose host is gone (overwritten) stay: the first of each chain,
+ * as a STACK event with the chain's frames (its arg1 says where in the
+ * walk they begin), the rest dropped.  A host whose first part is
+ * malformed is malformed.  Linear in the STACK slots, whatever they say. */
 void Analyzer::attach_stacks() {
   auto &ev = a_.events;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, std::size_t> waiting;
-  for (std::size_t i = 0; i < ev.size(); ++i)
-    if (ev[i].stack == StackState::kLost) waiting.emplace(std::make_tuple(ev[i].ring, ev[i].lane, ev[i].seq), i);
-  if (waiting.empty()) return;
-  std::vector<bool> drop(ev.size(), false);
+  std::vector<std::size_t> parts;
   for (std::size_t i = 0; i < ev.size(); ++i) {
-    const Event &s = ev[i];
-    if (s.kind != f::kKindStack || s.stack == StackState::kMalformed) continue;
-    auto it = waiting.find(std::make_tuple(s.ring, s.lane, s.arg0));
-    if (it == waiting.end()) continue;
-    Event &host = ev[it->second];
-    if (host.kind != s.id || host.tid != s.tid) continue;
-    host.stack = s.stack;
-    host.stack_depth = s.stack_depth;
-    host.frames_at = s.frames_at;
-    drop[i] = true;
-    waiting.erase(it);
+    if (ev[i].kind == f::kKindStack && ev[i].stack != StackState::kNone)
+      parts.push_back(i);
+    else if (ev[i].stack == StackState::kLost)
+      waiting.emplace(std::make_tuple(ev[i].ring, ev[i].lane, ev[i].seq), i);
+  }
+  if (parts.empty()) return;
+  /* The parts by host (ring, lane, host seq), each host's in seq order. */
+  const auto host_key = [&](std::size_t i) { return std::make_tuple(ev[i].ring, ev[i].lane, ev[i].arg0); };
+  std::sort(parts.begin(), parts.end(), [&](std::size_t x, std::size_t y) {
+    return std::make_tuple(ev[x].ring, ev[x].lane, ev[x].arg0, ev[x].seq) <
+           std::make_tuple(ev[y].ring, ev[y].lane, ev[y].arg0, ev[y].seq);
+  });
+  std::vector<bool> drop(ev.size(), false);
+  for (std::size_t from = 0, to_end = 0; from < parts.size(); from = to_end) {
+    to_end = from + 1;
+    while (to_end < parts.size() && host_key(parts[to_end]) == host_key(parts[from])) ++to_end;
+    const std::span<const std::size_t> g(parts.data() + from, to_end - from);
+    const auto host_it = waiting.find(host_key(g[0]));
+    Event *host = host_it == waiting.end() ? nullptr : &ev[host_it->second];
+    for (std::size_t i = 0; i < g.size();) {
+      const Event &head = ev[g[i]];
+      std::size_t j = i;
+      while (ev[g[j]].stack == StackState::kCut && j + 1 < g.size() && ev[g[j + 1]].stack != StackState::kMalformed &&
+             ev[g[j + 1]].arg1 == ev[g[j]].arg1 + f::kMaxStackDepth && ev[g[j + 1]].tid == head.tid &&
+             ev[g[j + 1]].id == head.id)
+        ++j;
+      const bool for_host = host != nullptr && head.arg1 == 0 && head.id == host->kind && head.tid == host->tid &&
+                            head.seq > host->seq;
+      if (head.stack == StackState::kMalformed) {
+        if (for_host) host->stack = StackState::kMalformed, host = nullptr;
+        ++i;
+        continue;
+      }
+      Event &to = for_host ? *host : ev[g[i]];
+      std::uint32_t depth = 0;
+      const std::size_t frames_at = j == i ? head.frames_at : a_.frames.size();
+      for (std::size_t k = i; k <= j; ++k) {
+        const Event &p = ev[g[k]];
+        if (j != i)
+          for (std::uint32_t n = 0; n < p.stack_depth; ++n) {
+            const std::uint32_t location = a_.frames[p.frames_at + n];
+            a_.frames.push_back(location);
+          }
+        depth += p.stack_depth;
+        if (k != i || for_host) drop[g[k]] = true;
+      }
+      to.stack = ev[g[j]].stack;
+      to.stack_depth = static_cast<std::uint8_t>(depth);
+      to.frames_at = static_cast<std::uint32_t>(frames_at);
+      if (for_host) host = nullptr;
+      i = j + 1;
+    }
   }
   std::size_t out = 0;
   for (std::size_t i = 0; i < ev.size(); ++i)

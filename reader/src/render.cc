@@ -813,6 +813,7 @@ std::string_view stack_end_text(StackState s) {
     case StackState::kBadFrame: return "ended at a bad frame";
     case StackState::kLost: return "its frames were in the next slot, which is gone";
     case StackState::kMalformed: return "malformed stack byte, frames not shown";
+    case StackState::kCut: return "cut: the walk went on in STACK slots the ring no longer holds";
     case StackState::kNone: break;
   }
   return "none";

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <optional>
@@ -223,6 +224,43 @@ TEST(CrashSlot, StackOverflowInASecondThreadIsRecordedOnItsAlternateStack) {
   ASSERT_EQ(crashes.size(), 1u);
   EXPECT_EQ(crashes[0].slot.tid, started[0].slot.arg0) << "the overflowing thread";
   EXPECT_NE(crashes[0].slot.tid, static_cast<uint32_t>(c.pid));
+}
+
+// A crash far deeper than 64 frames (the stack overflow: thousands of
+// recurse() frames), in a lane of 1024 slots: the CRASH walk fills the room
+// of ring format 5's chain, 64 frames in 8 STACK slots right after the
+// CRASH slot in its lane, as ring_format.h's "the stack chain" lays them
+// out, and ends depth_limit in the last.
+TEST(CrashSlot, ADeepCrashStackFillsItsChainOfStackSlotsAfterTheCrashSlot) {
+  Crash c = crash("tl_crasher", {"overflow-thread"});
+  ASSERT_TRUE(WIFSIGNALED(c.wait_status));
+  auto crashes = of_kind(c.events, fmt::kKindCrash);
+  ASSERT_EQ(crashes.size(), 1u);
+  const Event &crash = crashes[0];
+  ASSERT_EQ(fmt::crash_stack_room(1024), 64u);
+  constexpr uint32_t kParts = 8;
+  EXPECT_EQ(crash.slot.stack, fmt::kStackNext | fmt::make_stack(8, fmt::kStackNone)) << "part 0's byte, continued";
+  EXPECT_EQ(c.core.rings[0].lane(crash.lane).write_index, crash.seq + kParts) << "the chain is the lane's last slots";
+  std::vector<Event> parts;
+  for (const auto &e : of_kind(c.events, fmt::kKindStack))
+    if (e.lane == crash.lane) parts.push_back(e);
+  std::sort(parts.begin(), parts.end(), [](const Event &a, const Event &b) { return a.seq < b.seq; });
+  ASSERT_EQ(parts.size(), kParts);
+  for (uint32_t k = 0; k < kParts; ++k) {
+    const fmt::Slot &s = parts[k].slot;
+    EXPECT_EQ(parts[k].seq, crash.seq + 1 + k) << k;
+    EXPECT_EQ(s.tid, crash.slot.tid) << k;
+    EXPECT_EQ(s.id, fmt::kKindCrash) << k;
+    EXPECT_EQ(s.arg0, crash.seq) << k;
+    EXPECT_EQ(s.arg1, 8u * k) << k << ": the walk's index of its first frame";
+    EXPECT_EQ(s.stack, fmt::stack_part_byte(64, fmt::kStackDepthLimit, k)) << k;
+    EXPECT_EQ(s.inline_len, 64u) << k;
+    for (uint32_t i = 0; i < 8; ++i) {
+      uint64_t frame;
+      memcpy(&frame, s.inline_data + 8 * i, 8);
+      EXPECT_NE(frame, 0u) << "part " << k << " frame " << i;
+    }
+  }
 }
 
 TEST(Chaining, AHandlerInstalledBeforeRunsFirstAndTheCrashIsStillRecorded) {

@@ -83,9 +83,9 @@ struct Walk {
 // `fp`, with `sp` its stack pointer.
 Walk walk(std::uint64_t sp, std::uint64_t fp, std::uint32_t max) {
   Walk w{};
-  const std::uint8_t st = lib::walk_stack({ra_of(code_a), sp, fp}, false, w.out, max, false);
-  w.depth = fmt::stack_depth(st);
-  w.end = fmt::stack_end(st);
+  const lib::WalkResult st = lib::walk_stack({ra_of(code_a), sp, fp}, false, w.out, max, false);
+  w.depth = st.depth;
+  w.end = st.end;
   return w;
 }
 
@@ -164,12 +164,32 @@ TEST_F(Walker, AChainThatTurnsBackEndsWhereItTurns) {
   EXPECT_EQ(w.out[1], ra_of(code_a));
 }
 
+// The crash handler's walk goes past the 15 frames a Slot.stack byte could
+// count (ring format 5's chain holds 64): the depth comes back whole.
+TEST_F(Walker, ALongChainIsWalkedToItsEndAndToTheDepthAskedFor) {
+  constexpr std::uint32_t kFrames = 40;
+  alignas(16) std::uint64_t c[2 * kFrames + 2] = {};
+  for (std::uint32_t i = 0; i < kFrames; ++i) {
+    c[2 * i] = addr(&c[2 * i + 2]);
+    c[2 * i + 1] = i % 2 == 0 ? ra_of(code_a) : ra_of(code_b);
+  }
+  std::uint64_t out[fmt::kMaxChainedStackDepth];
+  const lib::WalkResult whole = lib::walk_stack({ra_of(code_a), addr(c), addr(c)}, false, out,
+                                                fmt::kMaxChainedStackDepth, false);
+  EXPECT_EQ(whole.end, fmt::kStackComplete);
+  ASSERT_EQ(whole.depth, kFrames);
+  for (std::uint32_t i = 0; i < kFrames; ++i) EXPECT_EQ(out[i], c[2 * i + 1]) << i;
+  const lib::WalkResult cut = lib::walk_stack({ra_of(code_a), addr(c), addr(c)}, false, out, 20, false);
+  EXPECT_EQ(cut.end, fmt::kStackDepthLimit);
+  EXPECT_EQ(cut.depth, 20u);
+}
+
 TEST_F(Walker, AStartInNoObjectsCodeIsABadFrame) {
   CHAIN(chain);
   std::uint64_t out[fmt::kMaxStackDepth];
-  const std::uint8_t st = lib::walk_stack({0x10, addr(chain), addr(chain)}, false, out, 8, false);
-  EXPECT_EQ(fmt::stack_end(st), fmt::kStackBadFrame);
-  EXPECT_EQ(fmt::stack_depth(st), 0u);
+  const lib::WalkResult st = lib::walk_stack({0x10, addr(chain), addr(chain)}, false, out, 8, false);
+  EXPECT_EQ(st.end, fmt::kStackBadFrame);
+  EXPECT_EQ(st.depth, 0u);
 }
 
 #if defined(__x86_64__)
@@ -187,10 +207,10 @@ TEST_F(Walker, AnInterruptedLeafTakesItsRuleFromEhFrame) {
   s[3] = ra_of(code_a);
   for (const bool safe : {false, true}) {
     std::uint64_t out[fmt::kMaxStackDepth];
-    const std::uint8_t st =
+    const lib::WalkResult st =
         lib::walk_stack({reinterpret_cast<std::uint64_t>(&ct_unwind_leaf), addr(&s[0]), addr(&s[2])}, true, out, 8, safe);
-    EXPECT_EQ(fmt::stack_end(st), fmt::kStackComplete) << safe;
-    ASSERT_EQ(fmt::stack_depth(st), 2u) << safe;
+    EXPECT_EQ(st.end, fmt::kStackComplete) << safe;
+    ASSERT_EQ(st.depth, 2u) << safe;
     EXPECT_EQ(out[0], ra_of(code_b)) << safe;
     EXPECT_EQ(out[1], ra_of(code_a)) << safe;
   }
@@ -205,10 +225,10 @@ TEST_F(Walker, AnInterruptedFunctionBeforeItsFrameGetsTheCallersFramePointerFrom
   s[2] = addr(&s[4]);
   s[3] = ra_of(code_a);
   std::uint64_t out[fmt::kMaxStackDepth];
-  const std::uint8_t st =
+  const lib::WalkResult st =
       lib::walk_stack({reinterpret_cast<std::uint64_t>(ct_unwind_pushed_body), addr(&s[0]), 8}, true, out, 8, false);
-  EXPECT_EQ(fmt::stack_end(st), fmt::kStackComplete);
-  ASSERT_EQ(fmt::stack_depth(st), 2u);
+  EXPECT_EQ(st.end, fmt::kStackComplete);
+  ASSERT_EQ(st.depth, 2u);
   EXPECT_EQ(out[0], ra_of(code_b));
   EXPECT_EQ(out[1], ra_of(code_a));
 }
@@ -218,10 +238,10 @@ TEST_F(Walker, AnInterruptedFunctionBeforeItsFrameGetsTheCallersFramePointerFrom
 TEST_F(Walker, TheFrameEhFrameMarksOutermostEndsTheWalkComplete) {
   CHAIN(chain);
   std::uint64_t out[fmt::kMaxStackDepth];
-  const std::uint8_t st = lib::walk_stack({reinterpret_cast<std::uint64_t>(&ct_unwind_outermost), addr(chain),
+  const lib::WalkResult st = lib::walk_stack({reinterpret_cast<std::uint64_t>(&ct_unwind_outermost), addr(chain),
                                            addr(chain)}, true, out, 8, false);
-  EXPECT_EQ(fmt::stack_end(st), fmt::kStackComplete);
-  EXPECT_EQ(fmt::stack_depth(st), 0u);
+  EXPECT_EQ(st.end, fmt::kStackComplete);
+  EXPECT_EQ(st.depth, 0u);
 }
 #endif
 

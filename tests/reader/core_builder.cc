@@ -276,6 +276,124 @@ std::vector<std::uint8_t> fake_elf_page(const std::vector<std::uint8_t> &build_i
   return page;
 }
 
+fmtx::Slot &RingV3::slot_of(std::uint32_t l, std::uint64_t seq) {
+  const std::uint64_t extent = lane(l).extent;
+  const std::uint64_t n = std::uint64_t{1} << fmtx::extent_log2(extent);
+  return slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % n);
+}
+
+fmtx::Slot &RingV3::commit(std::uint32_t l, std::uint64_t seq) {
+  fmtx::Slot &s = slot_of(l, seq);
+  s = {};
+  s.begin_seq = s.end_seq = seq;
+  s.timestamp = 1'000'000 + seq;
+  s.tid = 4242;
+  s.kind = fmtx::kKindUser;
+  s.id = 0x31;
+  s.arg0 = seq;
+  if (lane(l).write_index < seq) lane(l).write_index = seq;
+  return s;
+}
+
+RingV3 ring_v3(std::uint64_t seqs) {
+  constexpr std::uint32_t kPerSource = RingV3::kPerSource, kSlots = RingV3::kSlots;
+  const std::uint32_t pools[fmtx::kSourceCount] = {RingV3::kUserPool, 0, 0};
+  const fmtx::GeometryV3 g = fmtx::geometry_v3(kPerSource, kSlots, pools, 4);
+  RingV3 r;
+  r.bytes.assign(g.region_size, 0);
+  auto &h = r.header();
+  std::memcpy(h.magic, fmtx::kMagic, 4);
+  h.version = 3;
+  h.header_size = fmtx::kHeaderSizeV3;
+  h.endian_marker = fmtx::kEndianMarker;
+  h.compat_flags = fmtx::kCompatClockTsc;
+  h.slot_size = fmtx::kSlotSize;
+  h.slots_per_lane = kSlots;
+  h.lane_count = g.lane_count;
+  h.lane_table_offset = g.lane_table_offset;
+  h.lanes_offset = g.lanes_offset;
+  h.region_size = g.region_size;
+  h.names_offset = g.names_offset;
+  h.names_capacity = 4;
+  h.name_entry_size = fmtx::kNameEntrySize;
+  h.pid = 4242;
+  h.anchor_ticks = 1'000'000;
+  h.ticks_per_second = 1'000'000'000;
+  h.source_count = fmtx::kSourceCount;
+  for (std::uint32_t c = 0; c < fmtx::kSourceCount; ++c) {
+    auto &a = h.sources[c];
+    a.first_lane = c * kPerSource;
+    a.lane_count = kPerSource;
+    a.pool_first_slot = g.pool_first_slot[c];
+    a.pool_slots = pools[c];
+  }
+  for (std::uint32_t l = 0; l < g.lane_count; ++l) {
+    r.lane(l).extent = fmtx::make_extent(l * kSlots, 3);
+    r.lane(l).source = l / kPerSource;
+    if (l % kPerSource == kPerSource - 1) r.lane(l).flags = fmtx::kLaneShared;
+  }
+  /* Lane 0 grew once: 16 slots at the start of the user pool. */
+  r.lane(0).extent = fmtx::make_extent(g.pool_first_slot[0], 4);
+  h.sources[0].pool_used = 16;
+  for (std::uint64_t s = 1; s <= seqs; ++s) r.commit(0, s);
+  r.seal();
+  return r;
+}
+
+fmtx::Slot &RingV3::put(std::uint64_t seq, std::uint16_t kind, std::uint32_t id, std::uint64_t arg0,
+                        std::uint64_t arg1, std::uint8_t stack) {
+  fmtx::Slot &s = commit(0, seq);
+  s.kind = kind;
+  s.id = id;
+  s.arg0 = arg0;
+  s.arg1 = arg1;
+  s.stack = stack;
+  s.return_address = kExeAddr + 0x1100;
+  return s;
+}
+
+fmtx::Slot &RingV3::crash(std::uint64_t seq, std::uint8_t stack) {
+  fmtx::Slot &s = put(seq, fmtx::kKindCrash, 11, 0, 0x7ffd0000f000, stack);
+  fmtx::CrashInfo ci{};
+  ci.code = 1;  // SEGV_MAPERR
+  std::memcpy(s.inline_data, &ci, sizeof ci);
+  s.inline_len = sizeof ci;
+  return s;
+}
+
+fmtx::Slot &RingV3::stack_part(std::uint64_t seq, std::uint64_t host_seq, std::uint32_t depth, std::uint32_t end,
+                               std::uint32_t k) {
+  const std::uint8_t b = fmtx::stack_part_byte(depth, end, k);
+  fmtx::Slot &s = put(seq, fmtx::kKindStack, fmtx::kKindCrash, host_seq, k * fmtx::kMaxStackDepth, b);
+  for (std::uint32_t i = 0; i < fmtx::stack_depth(b); ++i) {
+    const std::uint64_t f = chain_frame(k * fmtx::kMaxStackDepth + i);
+    std::memcpy(s.inline_data + 8 * i, &f, 8);
+  }
+  s.inline_len = static_cast<std::uint8_t>(8 * fmtx::stack_depth(b));
+  return s;
+}
+
+RingV3 ring_with_crash_chain(std::uint32_t depth, std::uint32_t end) {
+  RingV3 r = ring_v3(1);
+  r.header().version = 5;
+  const std::uint8_t bid[] = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0x02, 0x03, 0x04};
+  std::memcpy(r.header().build_id, bid, sizeof bid);
+  r.header().build_id_len = sizeof bid;
+  r.crash(2, static_cast<std::uint8_t>(fmtx::stack_part_byte(depth, end, 0) | fmtx::kStackNext));
+  for (std::uint32_t k = 0; k < fmtx::stack_parts(depth); ++k) r.stack_part(3 + k, 2, depth, end, k);
+  r.seal();
+  return r;
+}
+
+CoreBuilder standard_core(RingV3 &ring) {
+  CoreBuilder c;
+  std::vector<std::uint8_t> bid(ring.header().build_id, ring.header().build_id + ring.header().build_id_len);
+  c.map(kExeAddr, fake_elf_page(bid), "/usr/bin/victim", 0x2000, 5);
+  c.map(kRingAddr, ring.bytes, "/memfd:core-timeline (deleted)");
+  c.map(0x7ffd00000000, std::vector<std::uint8_t>(4096, 0x5a), "", 0x10000, 6);  // a stack
+  return c;
+}
+
 CoreBuilder standard_core(RingBuilder &ring) {
   CoreBuilder c;
   std::vector<std::uint8_t> bid(ring.header().build_id, ring.header().build_id + ring.header().build_id_len);

@@ -57,6 +57,49 @@ class RingBuilder {
   std::uint32_t spl_;
 };
 
+/** A version-3 ring laid out by geometry_v3 (the writer's own layout): 2
+ *  lanes per source (one per-thread, one overflow), 8 first slots, a user
+ *  pool of 32 slots, 4 name entries.  Lane 0 has grown once, to 16 slots
+ *  at the start of the user pool.  Version 3 unless a test sets another
+ *  (versions 4 and 5 have its layout); seal() after editing the header. */
+struct RingV3 {
+  static constexpr std::uint32_t kPerSource = 2, kSlots = 8, kUserPool = 32;
+  std::vector<std::uint8_t> bytes;
+  fmtx::RingHeader &header() { return *reinterpret_cast<fmtx::RingHeader *>(bytes.data()); }
+  fmtx::LaneDesc &lane(std::uint32_t i) {
+    return *reinterpret_cast<fmtx::LaneDesc *>(bytes.data() + header().lane_table_offset + i * fmtx::kLaneDescSize);
+  }
+  fmtx::Slot &slot_at(std::uint64_t index) {
+    return *reinterpret_cast<fmtx::Slot *>(bytes.data() + header().lanes_offset + index * fmtx::kSlotSize);
+  }
+  /** The slot of sequence `seq` of `lane`, by its extent. */
+  fmtx::Slot &slot_of(std::uint32_t lane, std::uint64_t seq);
+  /** Commits event `seq` of `lane`: a USER 0x31 with arg0 = seq, tid 4242,
+   *  timestamp 1000000 + seq; raises write_index to seq.  Returns the slot. */
+  fmtx::Slot &commit(std::uint32_t lane, std::uint64_t seq);
+  void seal() { header().header_crc = fmtx::header_crc(bytes.data()); }
+  /** Commits `seq` of lane 0 as `kind` (return address 0x401100). */
+  fmtx::Slot &put(std::uint64_t seq, std::uint16_t kind, std::uint32_t id, std::uint64_t arg0, std::uint64_t arg1,
+                  std::uint8_t stack);
+  /** A CRASH (SIGSEGV, SEGV_MAPERR) at `seq` of lane 0 with Slot.stack `stack`. */
+  fmtx::Slot &crash(std::uint64_t seq, std::uint8_t stack);
+  /** Part `k` of the stack chain (ring format 5) of a walk of `depth`
+   *  frames (chain_frame(0), ...) that ended `end`, of the event
+   *  `host_seq` (a CRASH), at `seq` of lane 0: what the writer stores
+   *  (fmt::stack_part_byte). */
+  fmtx::Slot &stack_part(std::uint64_t seq, std::uint64_t host_seq, std::uint32_t depth, std::uint32_t end,
+                         std::uint32_t k);
+};
+/** A RingV3 with `seqs` events in lane 0, sealed. */
+RingV3 ring_v3(std::uint64_t seqs);
+/** Frame i of ring_with_crash_chain's walk: an address in the executable. */
+constexpr std::uint64_t chain_frame(std::uint32_t i) { return 0x401200 + 0x10 * std::uint64_t{i}; }
+/** A version-5 ring (RingV3's layout, the build-id of standard_core's
+ *  executable): a USER event at seq 1 of lane 0, a CRASH at seq 2 whose
+ *  walk of `depth` frames ended `end`, and its chain of STACK slots at
+ *  seqs 3, 4, ...  Sealed. */
+RingV3 ring_with_crash_chain(std::uint32_t depth, std::uint32_t end);
+
 struct NoteSpec {
   std::string name;  // "CORE"
   std::uint32_t type;
@@ -134,6 +177,9 @@ std::vector<std::uint8_t> fake_elf_page(const std::vector<std::uint8_t> &build_i
  *  the ring `ring` mapped at 0x7f0000000000 as "/memfd:core-timeline
  *  (deleted)". */
 CoreBuilder standard_core(RingBuilder &ring);
+/** The same core with a RingV3 (its build-id must be aabbccdd01020304 for
+ *  the executable's to match). */
+CoreBuilder standard_core(RingV3 &ring);
 
 inline constexpr std::uint64_t kRingAddr = 0x7f0000000000;
 inline constexpr std::uint64_t kExeAddr = 0x400000;

@@ -57,5 +57,8 @@ int main(int argc, char **argv) {
   CoreBuilder two = ct::testing::standard_core(r);
   two.map(ct::testing::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
   put(dir, "core-two-rings", 0, two.build());
+  /* Ring format 5: a CRASH whose 20-frame walk is a chain of 3 STACK slots. */
+  ct::testing::RingV3 chained = ct::testing::ring_with_crash_chain(20, fmtx::kStackComplete);
+  put(dir, "core-stack-chain", 0, ct::testing::standard_core(chained).build());
   return 0;
 }

@@ -1499,84 +1499,12 @@ TEST(Number, OnlyWholeUnsignedNumbersParse) {
 }
 
 // ---------------------------------------------------------------- format 3
-// A version-3 ring laid out by geometry_v3 (the writer's own layout): 2
-// lanes per source (one per-thread, one overflow), 8 first slots, a user
-// pool of 32 slots.  Lane 0 has grown into the pool with `seqs` events.
+// A version-3 ring laid out by geometry_v3 (core_builder.h's RingV3): lane
+// 0 has grown into the user pool with `seqs` events.
 namespace v3 {
-
-struct Ring3 {
-  std::vector<std::uint8_t> bytes;
-  fmtx::RingHeader &header() { return *reinterpret_cast<fmtx::RingHeader *>(bytes.data()); }
-  fmtx::LaneDesc &lane(std::uint32_t i) {
-    return *reinterpret_cast<fmtx::LaneDesc *>(bytes.data() + header().lane_table_offset + i * fmtx::kLaneDescSize);
-  }
-  fmtx::Slot &slot_at(std::uint64_t index) {
-    return *reinterpret_cast<fmtx::Slot *>(bytes.data() + header().lanes_offset + index * fmtx::kSlotSize);
-  }
-  void commit(std::uint32_t lane, std::uint64_t seq) {
-    const std::uint64_t extent = this->lane(lane).extent;
-    const std::uint64_t n = std::uint64_t{1} << fmtx::extent_log2(extent);
-    fmtx::Slot &s = slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % n);
-    s = {};
-    s.begin_seq = s.end_seq = seq;
-    s.timestamp = 1'000'000 + seq;
-    s.tid = 4242;
-    s.kind = fmtx::kKindUser;
-    s.id = 0x31;
-    s.arg0 = seq;
-    if (this->lane(lane).write_index < seq) this->lane(lane).write_index = seq;
-  }
-  void seal() {
-    header().header_crc = fmtx::header_crc(bytes.data());
-  }
-};
-
-constexpr std::uint32_t kPerSource = 2, kSlots = 8, kUserPool = 32;
-
-Ring3 make(std::uint64_t seqs) {
-  const std::uint32_t pools[fmtx::kSourceCount] = {kUserPool, 0, 0};
-  const fmtx::GeometryV3 g = fmtx::geometry_v3(kPerSource, kSlots, pools, 4);
-  Ring3 r;
-  r.bytes.assign(g.region_size, 0);
-  auto &h = r.header();
-  std::memcpy(h.magic, fmtx::kMagic, 4);
-  h.version = 3;
-  h.header_size = fmtx::kHeaderSizeV3;
-  h.endian_marker = fmtx::kEndianMarker;
-  h.compat_flags = fmtx::kCompatClockTsc;
-  h.slot_size = fmtx::kSlotSize;
-  h.slots_per_lane = kSlots;
-  h.lane_count = g.lane_count;
-  h.lane_table_offset = g.lane_table_offset;
-  h.lanes_offset = g.lanes_offset;
-  h.region_size = g.region_size;
-  h.names_offset = g.names_offset;
-  h.names_capacity = 4;
-  h.name_entry_size = fmtx::kNameEntrySize;
-  h.pid = 4242;
-  h.anchor_ticks = 1'000'000;
-  h.ticks_per_second = 1'000'000'000;
-  h.source_count = fmtx::kSourceCount;
-  for (std::uint32_t c = 0; c < fmtx::kSourceCount; ++c) {
-    auto &a = h.sources[c];
-    a.first_lane = c * kPerSource;
-    a.lane_count = kPerSource;
-    a.pool_first_slot = g.pool_first_slot[c];
-    a.pool_slots = pools[c];
-  }
-  for (std::uint32_t l = 0; l < g.lane_count; ++l) {
-    r.lane(l).extent = fmtx::make_extent(l * kSlots, 3);
-    r.lane(l).source = l / kPerSource;
-    if (l % kPerSource == kPerSource - 1) r.lane(l).flags = fmtx::kLaneShared;
-  }
-  // Lane 0 grew once: 16 slots at the start of the user pool.
-  r.lane(0).extent = fmtx::make_extent(g.pool_first_slot[0], 4);
-  h.sources[0].pool_used = 16;
-  for (std::uint64_t s = 1; s <= seqs; ++s) r.commit(0, s);
-  r.seal();
-  return r;
-}
-
+using Ring3 = ct::testing::RingV3;
+constexpr std::uint32_t kUserPool = ct::testing::RingV3::kUserPool;
+Ring3 make(std::uint64_t seqs) { return ct::testing::ring_v3(seqs); }
 }  // namespace v3
 
 // Guards against: a version-3 lane read at its first slots after it grew
@@ -1660,4 +1588,201 @@ TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {
   auto d = ctr::decode_ring(std::span<const std::uint8_t>(r.bytes.data(), 700), r.bytes.size());
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, ctr::Errc::kTruncated);
+}
+
+// ------------------------------------------------------- the stack chain
+// Ring format 5 (ring_format.h, "the stack chain"): a CRASH walk of more
+// than 8 frames in a chain of STACK slots after the CRASH slot, 8 frames
+// each, arg1 the walk's index of a part's first frame, kStackNext on every
+// part but the last.  Hand-built version-5 rings (core_builder.h's
+// ring_with_crash_chain: version 3's layout, lane 0 grown to 16 slots): a
+// USER event at seq 1, the CRASH at seq 2, then its parts.
+namespace chain {
+
+using Ring5 = ct::testing::RingV3;
+using ct::testing::chain_frame;
+
+/* A USER event at seq 1, the CRASH at seq 2 with a walk of `depth` frames
+ * that ended `end`, and every part of its chain after it. */
+Ring5 with_chain(std::uint32_t depth, std::uint32_t end = fmtx::kStackComplete) {
+  return ct::testing::ring_with_crash_chain(depth, end);
+}
+
+ctr::Analysis analyze(Ring5 &r) {
+  r.seal();
+  return analyze_bytes(ct::testing::standard_core(r).build());
+}
+
+const ctr::Event *event_of_kind(const ctr::Analysis &a, std::uint16_t kind) {
+  for (const auto &e : a.events)
+    if (e.kind == kind) return &e;
+  return nullptr;
+}
+
+std::size_t count_of_kind(const ctr::Analysis &a, std::uint16_t kind) {
+  std::size_t n = 0;
+  for (const auto &e : a.events) n += e.kind == kind;
+  return n;
+}
+
+/* The event's frames are the walk's frames [first, first + n). */
+void expect_frames(const ctr::Analysis &a, const ctr::Event &e, std::uint32_t first, std::uint32_t n) {
+  const auto frames = a.frames_of(e);
+  ASSERT_EQ(frames.size(), n);
+  for (std::uint32_t i = 0; i < n; ++i) EXPECT_EQ(a.locations[frames[i]].address, chain_frame(first + i)) << "frame " << i;
+}
+
+}  // namespace chain
+
+// Guards against: a CRASH stack kept to its first 8 frames, or a chain's
+// parts shown as events of their own.
+TEST(StackChain, TheCrashEventGetsEveryFrameOfItsChain) {
+  for (const std::uint32_t depth : {3u, 8u, 9u, 20u, 64u}) {
+    chain::Ring5 r = chain::with_chain(depth);
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr) << depth;
+    EXPECT_EQ(crash->stack, ctr::StackState::kComplete) << depth;
+    chain::expect_frames(a, *crash, 0, depth);
+    EXPECT_EQ(chain::count_of_kind(a, fmtx::kKindStack), 0u) << depth << ": every part attached";
+    EXPECT_EQ(a.events.size(), 2u) << depth;
+    expect_schema_valid(a);
+  }
+  // The walk's end is the last part's.
+  chain::Ring5 r = chain::with_chain(64, fmtx::kStackDepthLimit);
+  const ctr::Analysis a = chain::analyze(r);
+  EXPECT_EQ(chain::event_of_kind(a, fmtx::kKindCrash)->stack, ctr::StackState::kDepthLimit);
+  EXPECT_NE(ctr::render_text(a).find("CRASH"), std::string::npos);
+}
+
+// Guards against: a chain whose end the ring no longer holds (the process
+// died between two parts, or the last was torn) shown as the whole walk,
+// or not at all.
+TEST(StackChain, AChainWithoutItsLastPartIsCutAndKeepsTheFramesThatAreThere) {
+  {
+    chain::Ring5 r = chain::with_chain(20);  // parts at seqs 3, 4, 5
+    r.lane(0).write_index = 4;  // seq 5 never written
+    r.slot_of(0, 5) = {};
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr);
+    EXPECT_EQ(crash->stack, ctr::StackState::kCut);
+    chain::expect_frames(a, *crash, 0, 16);
+    EXPECT_EQ(ctr::stack_state_name(crash->stack), "cut");
+    expect_schema_valid(a);
+  }
+  {
+    chain::Ring5 r = chain::with_chain(20);
+    r.slot_of(0, 5).begin_seq = 5 | fmtx::kSeqWriting;  // torn
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr);
+    EXPECT_EQ(crash->stack, ctr::StackState::kCut);
+    chain::expect_frames(a, *crash, 0, 16);
+  }
+}
+
+// Guards against: parts whose CRASH slot the ring wrapped over (the shared
+// lane: other threads' events after the chain) attached to nothing, lost,
+// or claimed for another event; they are one STACK event, whose arg1 says
+// at which frame of the walk its frames begin.
+TEST(StackChain, PartsWhoseCrashIsGoneAreOneStackEventFromTheirFirstFrame) {
+  chain::Ring5 r = chain::with_chain(20);  // CRASH 2, parts 3, 4, 5
+  // 14 more events, seqs 6..19, in 16 slots: seq 17 overwrites seq 1, 18
+  // the CRASH, 19 part 0.
+  for (std::uint64_t s = 6; s <= 19; ++s) r.put(s, fmtx::kKindUser, 0x31, s, 0, 0);
+  const ctr::Analysis a = chain::analyze(r);
+  EXPECT_EQ(chain::event_of_kind(a, fmtx::kKindCrash), nullptr);
+  ASSERT_EQ(chain::count_of_kind(a, fmtx::kKindStack), 1u);
+  const ctr::Event *s = chain::event_of_kind(a, fmtx::kKindStack);
+  EXPECT_EQ(s->arg0, 2u) << "the CRASH's seq";
+  EXPECT_EQ(s->arg1, 8u) << "its frames begin at the walk's frame 8";
+  EXPECT_EQ(s->stack, ctr::StackState::kComplete);
+  chain::expect_frames(a, *s, 8, 12);
+  expect_schema_valid(a);
+}
+
+// Guards against: untrusted parts believed.  Each malformed part is shown
+// malformed (no frame), a chain stops before it, and a CRASH whose first
+// part it is shows its stack malformed, never frames from elsewhere.
+TEST(StackChain, MalformedPartsAreRefusedAndEndTheChainBeforeThem) {
+  const auto slot_of = [](chain::Ring5 &r, std::uint64_t seq) -> fmtx::Slot & { return r.slot_of(0, seq); };
+  struct Case {
+    const char *what;
+    std::function<void(chain::Ring5 &)> edit;
+    ctr::StackState crash;
+    std::uint32_t frames;
+  };
+  const std::vector<Case> cases = {
+      {"a continued part that is not full", [&](chain::Ring5 &r) { slot_of(r, 4).stack = 7 | fmtx::kStackNext; },
+       ctr::StackState::kCut, 8},
+      {"a continued part that gives an end",
+       [&](chain::Ring5 &r) { slot_of(r, 3).stack = fmtx::make_stack(8, fmtx::kStackComplete) | fmtx::kStackNext; },
+       ctr::StackState::kMalformed, 0},
+      {"a last part without an end", [&](chain::Ring5 &r) { slot_of(r, 5).stack = fmtx::make_stack(4, 0); },
+       ctr::StackState::kCut, 16},
+      {"an end above 4", [&](chain::Ring5 &r) { slot_of(r, 5).stack = fmtx::make_stack(4, 5); },
+       ctr::StackState::kCut, 16},
+      {"an inline_len that is not 8 x depth", [&](chain::Ring5 &r) { slot_of(r, 4).inline_len = 56; },
+       ctr::StackState::kCut, 8},
+      {"an arg1 not a multiple of 8", [&](chain::Ring5 &r) { slot_of(r, 4).arg1 = 9; }, ctr::StackState::kCut, 8},
+      {"an arg1 that skips a part", [&](chain::Ring5 &r) { slot_of(r, 4).arg1 = 16; }, ctr::StackState::kCut, 8},
+      {"an arg1 past the 64th frame", [&](chain::Ring5 &r) { slot_of(r, 5).arg1 = UINT64_MAX - 7; },
+       ctr::StackState::kCut, 16},
+      {"another thread's part", [&](chain::Ring5 &r) { slot_of(r, 4).tid = 4243; }, ctr::StackState::kCut, 8},
+      {"another kind's part", [&](chain::Ring5 &r) { slot_of(r, 4).id = fmtx::kKindRealloc; },
+       ctr::StackState::kCut, 8},
+  };
+  for (const auto &c : cases) {
+    chain::Ring5 r = chain::with_chain(20);
+    c.edit(r);
+    const ctr::Analysis a = chain::analyze(r);
+    const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+    ASSERT_NE(crash, nullptr) << c.what;
+    EXPECT_EQ(crash->stack, c.crash) << c.what;
+    EXPECT_EQ(crash->stack_depth, c.frames) << c.what;
+    if (crash->stack != ctr::StackState::kMalformed) {
+      chain::expect_frames(a, *crash, 0, c.frames);
+    }
+    for (const auto &e : a.events) {
+      if (e.kind == fmtx::kKindStack && e.stack == ctr::StackState::kMalformed) {
+        EXPECT_EQ(e.stack_depth, 0u) << c.what;
+      }
+    }
+    expect_schema_valid(a);
+  }
+}
+
+// Guards against: a chain longer than 64 frames (9 parts) believed whole:
+// the ninth part is malformed, so the first 64 frames are a cut walk.
+TEST(StackChain, AChainOfMoreThan64FramesIsCutAt64) {
+  chain::Ring5 r = chain::with_chain(64, fmtx::kStackComplete);  // parts at 3..10
+  // Part 7 (seq 10) says another follows, and the ninth (seq 11) is there.
+  r.stack_part(10, 2, 72, fmtx::kStackComplete, 7);
+  r.stack_part(11, 2, 72, fmtx::kStackComplete, 8);
+  const ctr::Analysis a = chain::analyze(r);
+  const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+  ASSERT_NE(crash, nullptr);
+  EXPECT_EQ(crash->stack, ctr::StackState::kCut);
+  chain::expect_frames(a, *crash, 0, 64);
+  expect_schema_valid(a);
+}
+
+// Guards against: a chain read in a version-4 ring, where STACK slots do
+// not chain (arg1 is 0, kStackNext never set on one): its first part is
+// malformed, and so is the CRASH event's stack.
+TEST(StackChain, AChainInAVersion4RingIsMalformed) {
+  chain::Ring5 r = chain::with_chain(20);
+  r.header().version = 4;
+  const ctr::Analysis a = chain::analyze(r);
+  const ctr::Event *crash = chain::event_of_kind(a, fmtx::kKindCrash);
+  ASSERT_NE(crash, nullptr);
+  EXPECT_EQ(crash->stack, ctr::StackState::kMalformed);
+  EXPECT_EQ(crash->stack_depth, 0u);
+  // Version 4's one STACK slot, as it always was.
+  chain::Ring5 one = chain::with_chain(6);
+  one.header().version = 4;
+  const ctr::Analysis b = chain::analyze(one);
+  EXPECT_EQ(chain::event_of_kind(b, fmtx::kKindCrash)->stack, ctr::StackState::kComplete);
+  chain::expect_frames(b, *chain::event_of_kind(b, fmtx::kKindCrash), 0, 6);
 }

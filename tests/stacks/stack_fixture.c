@@ -14,6 +14,9 @@
  *           (gcc leaves it none even with -fno-omit-frame-pointer), and
  *           the crash is there: rbp still holds f4's frame, and f4's
  *           return address is at the stack pointer
+ *   deep    main -> deep x 31 -> f1 -> f2 -> f3 -> f4, and the crash in
+ *           f4: a CRASH stack of 38 frames beyond the pc, deeper than one
+ *           STACK slot's 8 (the ring's stack chain holds 64)
  *   depth   tl_init with stack_depth 8 (what TL_STACK_DEPTH sets for the
  *           shared library); f4 begins the span IN_F4 and records a MALLOC
  *           and a REALLOC with tl_record, as the allocation wrappers do:
@@ -63,6 +66,8 @@ NOIPA static int f4(int x) {
     __asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_tgkill), "D"(pid), "S"(tid), "d"((long)SIGUSR1)
                      : "rcx", "r11", "memory");
     (void)ret;
+  } else if (strcmp(g_mode, "deep") == 0) {
+    /* nothing recorded: the CRASH event's own stack is the point */
   } else if (strcmp(g_mode, "depth") == 0) {
     tl_span_begin(IN_F4, (uintptr_t)x);
     tl_record(TL_KIND_MALLOC, 0, 0x1000, 32);
@@ -79,6 +84,14 @@ NOIPA static int f2(int x) {
   return f3(x + 1) + 1;
 }
 NOIPA static int f1(int x) { return f2(x + 1) + 1; }
+/* `n` more frames of itself, then f1 (the volatile store after the call
+ * keeps each frame: no tail recursion). */
+NOIPA static int deep(int n, int x) {
+  const int r = n == 0 ? f1(x) : deep(n - 1, x + 1);
+  g_sink += r;
+  return r + 1;
+}
+enum { DEEP_FRAMES = 31 };
 
 NOIPA static void *thread_main(void *arg) {
   tl_thread_name("stack-worker");
@@ -98,6 +111,7 @@ int main(int argc, char **argv) {
     pthread_join(t, NULL);
     return 0;
   }
-  g_sink += f1(argc);
+  if (strcmp(g_mode, "deep") == 0) g_sink += deep(DEEP_FRAMES - 1, argc);
+  else g_sink += f1(argc);
   return 0;
 }

@@ -219,6 +219,55 @@ TEST(NoUnwindInfo, ACrashInALeafMatchesGdbBacktraceToo) {
   expect_crash_stack_is_gdbs(CT_STACK_FIXTURE_NONE, "leaf", "leaf_fault", 5);
 }
 
+// A crash 38 frames deep (stack_fixture deep: main, 31 frames of deep(),
+// f1, f2, f3, the crash in f4): the crash handler's walk keeps the whole
+// stack in the ring (ring format 5's chain of STACK slots after the CRASH
+// slot, 8 frames a slot), not the first 8, address for address gdb's `bt`
+// on the same core, and the reader's crash stack holds every frame from
+// the ring as well as from the core ("ring+core"), none from the core only.
+// Each build: the crash handler's walk takes .sframe, frame pointers or
+// .eh_frame, as the code has.
+void expect_whole_deep_crash_stack(const char *exe) {
+  const Read r = crash_and_read(exe, "deep");
+  const json *crash = event_named(r.doc, "CRASH");
+  ASSERT_NE(crash, nullptr);
+  ASSERT_TRUE(crash->contains("stack")) << crash->dump();
+  const auto bt = gdb_backtrace(exe, r.run.core_path);
+  const auto &frames = (*crash)["stack"]["frames"];
+  ASSERT_EQ(bt.size(), 39u) << shown(bt);  // f4, then the 38 callers
+  ASSERT_EQ(frames.size(), 38u) << crash->dump() << "\n" << shown(bt);
+  EXPECT_EQ((*crash)["stack"]["end"], "complete") << crash->dump();
+  std::vector<std::string> want = {"f3", "f2", "f1"};
+  want.insert(want.end(), 31, "deep");
+  want.push_back("main");
+  expect_prefix(functions(*crash), want);
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    EXPECT_EQ(std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16), bt[i + 1].first)
+        << "frame #" << i + 1 << " " << bt[i + 1].second << "\n" << shown(bt);
+  const json &whole = r.doc["crash"]["stack"];
+  ASSERT_EQ(whole["frames"].size(), 39u) << whole.dump();
+  std::size_t from_ring = 0;
+  for (const auto &f : whole["frames"]) from_ring += f["from"] == "ring" || f["from"] == "ring+core";
+  EXPECT_EQ(from_ring, 39u) << whole.dump();
+  EXPECT_EQ(whole["agree"], 39) << whole.dump();
+  EXPECT_EQ(whole["ring_end"], "complete") << whole.dump();
+  // The text says the same under the CRASH event.
+  const ct::test::Ran text = ct::test::run({CT_READER_BIN, r.run.core_path, exe});
+  ASSERT_EQ(text.exit_code(), 0) << text.err;
+  EXPECT_NE(text.out.find("(crash stack: 39 frames; 39 in both the CRASH walk and the core's unwind, 0 from the "
+                          "core's unwind only, 0 from the CRASH walk only; core unwind complete; CRASH walk complete)"),
+            std::string::npos)
+      << text.out;
+}
+
+TEST_P(Unwindable, ACrashDeeperThanOneStackSlotKeepsItsWholeStackInTheRing) {
+  expect_whole_deep_crash_stack(GetParam());
+}
+
+TEST(NoUnwindInfo, ACrashDeeperThanOneStackSlotKeepsItsWholeStackInTheRing) {
+  expect_whole_deep_crash_stack(CT_STACK_FIXTURE_NONE);
+}
+
 // The text output shows the stack under its event.
 TEST(Text, StackUnderItsEvent) {
   const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_STACK_FIXTURE_SFRAME, "mark"});

@@ -17,6 +17,15 @@
  *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
  *
+ * Version 5 adds, to version 4: the stack chain.  A walk of more than 8
+ * frames (the crash handler's, for the CRASH event: up to
+ * kMaxChainedStackDepth) is kept in several kKindStack slots after its
+ * event, each holding 8 of its frames and saying with kStackNext that the
+ * next one goes on ("the stack chain", below).  A version-4 reader refuses a
+ * version-5 ring (it would call the chain's first STACK slot malformed and
+ * the CRASH event's stack lost); a version-5 reader reads versions 1 to 4,
+ * in which a chain is malformed.
+ *
  * Version 4 adds, to version 3: stacks (tl_mark_stack, TL_STACK_DEPTH, the
  * CRASH event's stack).  Slot byte 23, the high byte of version 3's 16-bit
  * inline_len (always 0 there, since inline_len <= 64), is Slot.stack: the
@@ -75,7 +84,7 @@ namespace core_timeline::format {
 /** The four magic bytes at offset 0 of a ring: "CTLN". */
 inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
 /** Layout version this header describes (the writer writes it). */
-inline constexpr std::uint16_t kVersion = 4;
+inline constexpr std::uint16_t kVersion = 5;
 /** Oldest layout version a reader of this header reads. */
 inline constexpr std::uint16_t kMinVersion = 1;
 /** Written by the writer as 0x01020304 in host order; a reader that sees
@@ -146,11 +155,14 @@ enum Kind : std::uint16_t {
                              index, arg1 = previous owner tid (0 if none) */
   kKindSpanBegin = 6,   /**< tl_span_begin (v2): id, arg0 = arg; the span's
                              token is span_token(lane, seq) of this slot */
-  kKindStack = 8,       /**< (v4) the stack of the previous slot of its lane
-                             (seq - 1), whose inline bytes hold something
+  kKindStack = 8,       /**< (v4) the stack of an earlier slot of its lane
+                             (its host), whose inline bytes hold something
                              else: inline = the return addresses, stack =
-                             that slot's Slot.stack without kStackNext,
-                             id = its kind, arg0 = its seq */
+                             this part's depth and end ("the stack
+                             chain"), id =
+                             the host's kind, arg0 = its seq, arg1 = (v5)
+                             the walk's index of this slot's first frame,
+                             0 in version 4 */
   kKindSpanEnd = 7,     /**< tl_span_end (v2): arg0 = token; id and arg1 =
                              the begin's id and timestamp as the ender read
                              them from the begin's slot, or 0 when that
@@ -594,9 +606,12 @@ enum StackEnd : std::uint8_t {
   * trampoline (glibc's __restore_rt, whose address is the handler's return
   * address) and the interrupted instruction, are exact addresses, so they
   * are stored + 1. */
-/** Most frames a walk records: the 64 inline bytes. */
+/** Most frames one slot holds (the 64 inline bytes), and a walk records
+ *  but the crash handler's (kMaxChainedStackDepth). */
 inline constexpr std::uint32_t kMaxStackDepth = kInlineBytes / 8;
-/** Slot.stack: the frames are in the kKindStack slot that follows. */
+/** Slot.stack: of an event, its frames are in the kKindStack slot that
+ *  follows in its lane; (v5) of a kKindStack slot, the walk goes on in the
+ *  next kKindStack slot of its chain. */
 inline constexpr std::uint8_t kStackNext = 1u << 7;
 constexpr std::uint8_t make_stack(std::uint32_t depth, std::uint32_t end) {
   return static_cast<std::uint8_t>((depth & 0xF) | (end & 0x7) << 4);
@@ -611,6 +626,58 @@ constexpr const char *stack_end_name(std::uint32_t end) {
          : end == kStackBadFrame   ? "bad_frame"
                                    : "none";
 }
+/* The stack chain (version 5).  A walk of more than kMaxStackDepth frames
+ * is split into parts of kMaxStackDepth frames, each in a kKindStack slot
+ * of the host's lane, in walk order and in sequence order (other slots may
+ * come between them in the shared overflow lane):
+ *   part k: id = the host's kind, arg0 = the host's seq, arg1 = k * 8 (the
+ *   walk's index of its first frame), inline = its frames, and Slot.stack
+ *   make_stack(8, kStackNone) | kStackNext when part k + 1 follows, else
+ *   make_stack(n, end) with the whole walk's end (1 <= n <= 8, or n = 0
+ *   for a walk of no frame, which has one part).
+ * The host's Slot.stack is part 0's with kStackNext set.  A version-4
+ * walk is the chain of one part. */
+/** Most frames a chain holds (systemd-coredump's depth, the crash
+ *  handler's walk at most): a reader calls a longer chain malformed. */
+inline constexpr std::uint32_t kMaxChainedStackDepth = 64;
+/** Most kKindStack slots of one chain. */
+inline constexpr std::uint32_t kMaxStackParts = kMaxChainedStackDepth / kMaxStackDepth;
+static_assert(kMaxChainedStackDepth % kMaxStackDepth == 0);
+static_assert(kMaxChainedStackDepth <= 255); /* a chain's depth fits a u8 */
+/** Of a lane's slots, the crash handler's chain takes at most one in
+ *  kCrashStackLaneShare (and kMaxStackParts), so that a chain never
+ *  overwrites its own CRASH slot and most of the lane's events survive
+ *  it: 16 frames in a lane of 8 slots, 64 from 32 slots on. */
+inline constexpr std::uint32_t kCrashStackLaneShare = 4;
+/** The first version whose STACK slots may chain (kStackNext, arg1). */
+inline constexpr std::uint16_t kStackChainVersion = 5;
+/** The parts a chain of `depth` frames takes (1 for 0 frames). */
+constexpr std::uint32_t stack_parts(std::uint32_t depth) {
+  return depth == 0 ? 1 : (depth + kMaxStackDepth - 1) / kMaxStackDepth;
+}
+/** The crash handler's room for a chain in a lane of `lane_slots` slots
+ *  (0: unknown): its most frames, a multiple of kMaxStackDepth, at least
+ *  one part. */
+constexpr std::uint32_t crash_stack_room(std::uint64_t lane_slots) {
+  const std::uint64_t parts = lane_slots / kCrashStackLaneShare;
+  return (parts < 1 ? 1u : parts > kMaxStackParts ? kMaxStackParts : static_cast<std::uint32_t>(parts)) *
+         kMaxStackDepth;
+}
+static_assert(crash_stack_room(0) == kMaxStackDepth);
+static_assert(crash_stack_room(kMinSlotsPerLane) == 2 * kMaxStackDepth);
+static_assert(crash_stack_room(32) == kMaxChainedStackDepth);
+static_assert(crash_stack_room(kMaxSlotsPerLane) == kMaxChainedStackDepth);
+/** Part k's Slot.stack, for a walk of `depth` frames that ended `end`. */
+constexpr std::uint8_t stack_part_byte(std::uint32_t depth, std::uint32_t end, std::uint32_t k) {
+  const std::uint32_t parts = stack_parts(depth);
+  return k + 1 < parts ? static_cast<std::uint8_t>(make_stack(kMaxStackDepth, kStackNone) | kStackNext)
+                       : make_stack(depth - k * kMaxStackDepth, end);
+}
+static_assert(stack_part_byte(20, kStackComplete, 0) == (kMaxStackDepth | kStackNext));
+static_assert(stack_part_byte(20, kStackComplete, 2) == make_stack(4, kStackComplete));
+static_assert(stack_part_byte(8, kStackDepthLimit, 0) == make_stack(8, kStackDepthLimit));
+static_assert(stack_part_byte(0, kStackBadFrame, 0) == make_stack(0, kStackBadFrame));
+
 /** Whether a kind's inline bytes are free for a stack; the others (USER_PTR,
  *  THREAD_NAME, CRASH, REALLOC, and the I/O kinds) put theirs in a following
  *  kKindStack slot. */

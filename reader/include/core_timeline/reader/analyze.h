@@ -235,9 +235,13 @@ enum class StackState : std::uint8_t {
   kLost = 5,        /**< its frames were in the slot after it, which the ring
                          no longer holds */
   kMalformed = 6,   /**< the slot's stack byte is inconsistent (untrusted) */
+  kCut = 7,         /**< (ring format 5) the walk went on in STACK slots of
+                         its chain that the ring no longer holds: the
+                         frames are its first ones (or, for a STACK event
+                         whose host is gone, those from its arg1 on) */
 };
 /** "complete", "depth_limit", "no_unwind_info", "bad_frame", "lost",
- *  "malformed", "none". */
+ *  "malformed", "cut", "none". */
 std::string_view stack_state_name(StackState s) noexcept;
 
 /**
@@ -294,7 +298,9 @@ struct Event {
   std::uint64_t inline_at = 0;   /**< offset in Analysis::inline_data */
   /** Its stack (ring format 4): stack_depth frames, Analysis::frames
    *  [frames_at, + stack_depth), each an index in locations; the frames
-   *  are the callers beyond return_address, innermost first. */
+   *  are the callers beyond return_address, innermost first: at most
+   *  8, or (ring format 5, a chain of STACK slots) format::
+   *  kMaxChainedStackDepth. */
   std::uint32_t frames_at = 0;
   std::uint8_t stack_depth = 0;
   StackState stack = StackState::kNone;
