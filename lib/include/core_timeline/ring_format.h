@@ -17,6 +17,16 @@
  *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
  *
+ * Version 5 adds, to version 4: lending.  A source whose lanes have never
+ * grown lends its pool to sources whose own pool is spent: a lane may grow
+ * into another source's pool (SourceArea.lent counts the slots lent), so
+ * a program that records no user marks gives their pool to its
+ * allocations and I/O.  A version-5 lane's extent lies in its first slots
+ * or anywhere in the pools (never across two lanes' slots), and a pool is
+ * any number of slots from 2 x slots_per_lane (its exact share of the
+ * budget), no longer a power of two.  A version-4 reader refuses a
+ * version-5 ring (its version); a version-5 reader reads versions 1 to 4.
+ *
  * Version 4 adds, to version 3: stacks (tl_mark_stack, TL_STACK_DEPTH, the
  * CRASH event's stack).  Slot byte 23, the high byte of version 3's 16-bit
  * inline_len (always 0 there, since inline_len <= 64), is Slot.stack: the
@@ -75,7 +85,7 @@ namespace core_timeline::format {
 /** The four magic bytes at offset 0 of a ring: "CTLN". */
 inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
 /** Layout version this header describes (the writer writes it). */
-inline constexpr std::uint16_t kVersion = 4;
+inline constexpr std::uint16_t kVersion = 5;
 /** Oldest layout version a reader of this header reads. */
 inline constexpr std::uint16_t kMinVersion = 1;
 /** Written by the writer as 0x01020304 in host order; a reader that sees
@@ -207,12 +217,15 @@ inline constexpr std::uint32_t kSourcePresent = 1u << 0;
  * them against the geometry instead of trusting them (the header CRC does
  * not cover them).
  *
- * A pool is a power of two of slots (or none).  Lanes take extents from it
- * in order, by compare-and-swap on pool_used: a lane that grows from C to
- * 2C slots takes 2C fresh slots, or, when its extent ends exactly at
- * pool_used, only the C after it (it grows in place).  Nothing is ever
- * given back to a pool; a lane keeps its extent when its thread exits and
- * the next thread to claim it inherits it.
+ * A pool is its share of the budget in slots (versions 3 and 4: rounded
+ * down to a power of two), or none.  Lanes take extents from it in order,
+ * by compare-and-swap on pool_used: a lane that grows from C to 2C slots
+ * takes 2C fresh slots, or, when its extent ends exactly at pool_used,
+ * only the C after it (it grows in place).  (v5) When its own pool has no
+ * room, a lane takes them from the pool of a source none of whose lanes
+ * has ever grown (the lender's `lent` counts them).  Nothing is ever given
+ * back to a pool; a lane keeps its extent when its thread exits and the
+ * next thread to claim it inherits it.
  */
 struct SourceArea {
   std::uint32_t first_lane;      /**< its lanes are [first_lane,
@@ -221,12 +234,17 @@ struct SourceArea {
   std::uint32_t lane_count;      /**< >= 2 */
   std::uint32_t pool_first_slot; /**< first slot of the pool, counted in
                                       slots from lanes_offset */
-  std::uint32_t pool_slots;      /**< slots in the pool: a power of two, or
-                                      0 (lanes keep slots_per_lane slots) */
+  std::uint32_t pool_slots;      /**< slots in the pool: 0 (lanes keep
+                                      slots_per_lane slots unless they
+                                      borrow), else at least 2 x
+                                      slots_per_lane; a power of two in
+                                      versions 3 and 4 */
   std::uint32_t share_percent;   /**< its share of the budget, 0..100 */
   std::uint32_t flags;           /**< kSourcePresent */
-  std::uint64_t reserved0;
   /* mutable */
+  std::uint64_t lent;            /**< (v5) slots of this pool taken by lanes
+                                      of other sources (in pool_used too);
+                                      0 before version 5 */
   std::uint64_t pool_used;       /**< pool slots handed out, <= pool_slots */
   std::uint64_t dropped;         /**< events of this source not recorded
                                       (no lane could be had); also counted
@@ -242,6 +260,7 @@ static_assert(offsetof(SourceArea, pool_first_slot) == 8);
 static_assert(offsetof(SourceArea, pool_slots) == 12);
 static_assert(offsetof(SourceArea, share_percent) == 16);
 static_assert(offsetof(SourceArea, flags) == 20);
+static_assert(offsetof(SourceArea, lent) == 24);
 static_assert(offsetof(SourceArea, pool_used) == 32);
 static_assert(offsetof(SourceArea, dropped) == 40);
 static_assert(offsetof(SourceArea, grown) == 48);
