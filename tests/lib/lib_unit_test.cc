@@ -53,11 +53,11 @@ __attribute__((noinline, noipa)) void mark_here(uint32_t id, uintptr_t arg) {
 
 TEST(Init, SecondCallReturnsEalready) { EXPECT_EQ(tl_init(nullptr), -EALREADY); }
 
-TEST(Ring, HeaderIsVersion4WithItsNameTable) {
+TEST(Ring, HeaderIsVersion5WithItsNameTable) {
   auto ring = own_ring();
   ASSERT_TRUE(ring);
   const auto &h = ring->header;
-  EXPECT_EQ(h.version, 4);  // version 3's layout, with Slot.stack (ring_format.h)
+  EXPECT_EQ(h.version, 5);  // version 3's layout, with Slot.stack and lending (ring_format.h)
   EXPECT_EQ(h.incompat_flags, 0u);
   EXPECT_EQ(h.names_capacity, fmt::kDefaultNames);
   EXPECT_EQ(h.name_entry_size, fmt::kNameEntrySize);
