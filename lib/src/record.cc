@@ -405,15 +405,29 @@ __attribute__((noinline)) uint8_t walk_from(FrameRegs regs, uint32_t depth, uint
 }
 
 /* record() for an event without inline bytes, inlined into the hot entry
- * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end): the same
- * protocol without the call and the inline-bytes branches.  A thread's
- * first event still goes through record(), which claims the lane. */
+ * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end, and tl_record and
+ * tl_record_bytes without bytes or stack): the same protocol without the
+ * call and the inline-bytes branches.  A thread's first event of a source
+ * still goes through record(), which claims the lane. */
 __attribute__((always_inline)) inline Recorded record_plain(uint16_t kind, uint32_t id, uint64_t arg0,
-                                                            uint64_t arg1, uint64_t return_address) {
-  ThreadLane *tl = &t_lanes[fmt::kSourceUser];
+                                                            uint64_t arg1, uint64_t return_address,
+                                                            uint32_t source = fmt::kSourceUser) {
+  ThreadLane *tl = &t_lanes[source];
   if (__builtin_expect(tl->lane == nullptr, 0))
-    return record(fmt::kSourceUser, kind, id, arg0, arg1, return_address, nullptr, 0, false);
+    return record(source, kind, id, arg0, arg1, return_address, nullptr, 0, false);
   return commit_slot(tl, open_slot(tl, kind, id, arg0, arg1, return_address), 0);
+}
+
+/* The wrappers' event (tl_record, tl_record_bytes) with a stack walked
+ * from `regs` (the caller of the tl_ function), its first frame dropped
+ * when it is `skip`.  Apart from them so that their common path keeps no
+ * frame array (and no stack protector's canary). */
+static __attribute__((noinline)) void record_walked(FrameRegs regs, uint32_t depth, uint16_t kind, uint32_t id,
+                                             uint64_t arg0, uint64_t arg1, uint64_t return_address,
+                                             const void *bytes, uint32_t len, uint64_t skip) {
+  uint64_t frames[fmt::kMaxStackDepth];
+  const uint8_t stack = walk_from(regs, depth, frames, skip);
+  record_stacked(fmt::source_of_kind(kind), kind, id, arg0, arg1, return_address, bytes, len, false, frames, stack);
 }
 
 }  // namespace core_timeline::lib
@@ -560,15 +574,13 @@ TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t a
   uint32_t source = source_of(kind);
   if (source == 0 || !TL_ENABLED(source)) return;
   if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {
-    uint64_t frames[fmt::kMaxStackDepth];
     const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
-    const uint8_t stack = core_timeline::lib::walk_from(regs, alloc_stack_depth(source), frames, 0);
-    core_timeline::lib::record_stacked(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind),
-                                       id, arg0, arg1, regs.pc, nullptr, 0, false, frames, stack);
+    core_timeline::lib::record_walked(regs, alloc_stack_depth(source), static_cast<uint16_t>(kind), id, arg0, arg1,
+                                      regs.pc, nullptr, 0, 0);
     return;
   }
-  record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
-         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+  record_plain(static_cast<uint16_t>(kind), id, arg0, arg1, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+               fmt::source_of_kind(static_cast<uint16_t>(kind)));
 }
 
 TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
@@ -578,11 +590,14 @@ TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintp
   if (return_address == 0)
     return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
   if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {
-    uint64_t frames[fmt::kMaxStackDepth];
     const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
-    const uint8_t stack = core_timeline::lib::walk_from(regs, alloc_stack_depth(source), frames, return_address);
-    core_timeline::lib::record_stacked(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind),
-                                       id, arg0, arg1, return_address, bytes, len, false, frames, stack);
+    core_timeline::lib::record_walked(regs, alloc_stack_depth(source), static_cast<uint16_t>(kind), id, arg0, arg1,
+                                      return_address, bytes, len, return_address);
+    return;
+  }
+  if (bytes == nullptr || len == 0) {
+    record_plain(static_cast<uint16_t>(kind), id, arg0, arg1, return_address,
+                 fmt::source_of_kind(static_cast<uint16_t>(kind)));
     return;
   }
   record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
