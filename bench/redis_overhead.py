@@ -26,6 +26,13 @@ configurations in a rotated order, each against a fresh redis-server
 (--save '' --appendonly no), so that a slow minute of a shared machine
 falls on all of them.
 
+Also the server's CPU time (utime + stime, /proc/PID/stat) per request:
+on a machine shared with other work, requests/s falls whenever another
+process takes the CPU, but the CPU time the server itself spends on a
+request hardly moves, so base's CPU time over a configuration's is the
+steadier estimate of the throughput ratio (cache and frequency effects of
+the neighbours remain).
+
 After each measurement, with the server still up: its VmRSS and VmHWM
 (/proc/PID/status, proc(5)), and, for the configurations with wrappers, a
 live snapshot (core-timeline-read --pid --json, of BUILD_DIR) whose
@@ -87,6 +94,13 @@ def status_kib(pid, field):
     return None
 
 
+def cpu_seconds(pid):
+    """utime + stime of `pid` (proc(5), /proc/PID/stat fields 14 and 15), s."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def windows(reader, pid):
     """Per source: (events kept, ms between the oldest and the newest kept
     event), from a live snapshot of `pid`."""
@@ -115,15 +129,18 @@ def measure(args, config, env_extra, pipeline):
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_for_port(port, server)
+        cpu0 = cpu_seconds(server.pid)
         bench = subprocess.run(["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", "50",
                                 "-n", str(args.requests if pipeline == 1 else args.pipelined_requests), "-P", str(pipeline), "-t", "set,get", "--csv"],
                                capture_output=True, text=True, check=True)
+        cpu = cpu_seconds(server.pid) - cpu0
         rps = {}
         for line in bench.stdout.splitlines():
             cells = [c.strip('"') for c in line.split(",")]
             if len(cells) >= 2 and cells[0] in ("SET", "GET"):
                 rps[cells[0]] = float(cells[1])
-        result = {"config": config, "pipeline": pipeline, "rps": rps,
+        n = 2 * (args.requests if pipeline == 1 else args.pipelined_requests)
+        result = {"config": config, "pipeline": pipeline, "rps": rps, "cpu_us_per_request": cpu / n * 1e6,
                   "rss_kib": status_kib(server.pid, "VmRSS"), "hwm_kib": status_kib(server.pid, "VmHWM")}
         if "LD_PRELOAD" in env_extra and "alloc" in env_extra["LD_PRELOAD"]:
             result["windows"] = windows(args.reader, server.pid)
@@ -153,6 +170,17 @@ def summarize(runs, configs):
                         f"  ratio {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
                         f"  RSS {rss:.1f} MiB")
                 lines.append(line)
+        base_cpu = {r["rep"]: r["cpu_us_per_request"] for r in runs if r["config"] == "base" and r["pipeline"] == pipeline}
+        lines.append(f"-P {pipeline} server CPU time per request (SET and GET), and base's over it "
+                     f"(the throughput a CPU of its own would give, relative to base):")
+        for config in configs:
+            mine = [r for r in runs if r["config"] == config and r["pipeline"] == pipeline]
+            if not mine:
+                continue
+            cpu = [r["cpu_us_per_request"] for r in mine]
+            ratios = [base_cpu[r["rep"]] / r["cpu_us_per_request"] for r in mine if r["rep"] in base_cpu]
+            lines.append(f"  {config:9} {statistics.median(cpu):.3f} us ({min(cpu):.3f}-{max(cpu):.3f})"
+                         f"  ratio {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
         for config in configs:
             mine = [r for r in runs if r["config"] == config and r["pipeline"] == pipeline and "windows" in r]
             if not mine or any("error" in r["windows"] for r in mine):
@@ -210,7 +238,7 @@ def main():
                 wtxt = "" if not w or "error" in w else "  windows " + ", ".join(
                     f"{s} {w[s]['span_ms']:.1f} ms/{w[s]['kept']}" for s in SOURCES)
                 print(f"rep {rep} -P {pipeline:<2} {name:9} SET {r['rps'].get('SET', 0):>10,.0f} "
-                      f"GET {r['rps'].get('GET', 0):>10,.0f}  RSS {r['rss_kib'] / 1024:.1f} MiB{wtxt}"
+                      f"GET {r['rps'].get('GET', 0):>10,.0f}  CPU {r['cpu_us_per_request']:.3f} us/req  RSS {r['rss_kib'] / 1024:.1f} MiB{wtxt}"
                       f"{'  ' + w['error'] if 'error' in w else ''}", flush=True)
     print(f"load after: {open('/proc/loadavg').read().strip()}")
     print()
