@@ -15,6 +15,12 @@
 #   event_rates.sh   events per second of python3, a multi-threaded C++
 #                    program and a shell pipeline under the preload
 #                    wrappers (cores by gdb's gcore, not the pipeline)
+#   redis_overhead.py  redis-benchmark against Debian's redis-server: no
+#                    preload, libtimeline.so.1, all wrappers (and, with
+#                    BENCH_IO_BYTES=N, the wrappers with TL_IO_BYTES=N;
+#                    with BENCH_MAIN_BUILD=DIR, another build's wrappers
+#                    beside, for the ring's windows), interleaved, with and
+#                    without -P 16: requests/s ratios, RSS, windows
 #   bench_query.py   ctl-query list / events --name / show over 100,000
 #                    timeline entries in a journal, beside coredumpctl list
 #                    and info over 100,000 coredump entries and beside the
@@ -36,7 +42,7 @@ build=${1:-$src/build}
 "$src/packaging/install-build-deps"
 cmake -S "$src" -B "$build" -G Ninja >/dev/null
 cmake --build "$build" --target bench_overhead bench_instr bench_reader bench_daemon \
-  rates_workload timeline_alloc timeline_io core-timeline-read ctl-query
+  rates_workload timeline timeline_alloc timeline_io core-timeline-read ctl-query
 
 export CT_PIPELINE_HOLDER=$$
 "$src/tests/support/pipeline" start
@@ -63,6 +69,11 @@ run instructions "$src/bench/instructions.sh" "$build"
 run bench_reader "$build/bin/bench_reader"
 run bench_daemon "$build/bin/bench_daemon"
 run event_rates "$src/bench/event_rates.sh" "$build"
+redis_args=()
+[[ -n ${BENCH_IO_BYTES:-} ]] && redis_args+=(--io-bytes "$BENCH_IO_BYTES")
+[[ -n ${BENCH_MAIN_BUILD:-} ]] && redis_args+=(--main-build "$BENCH_MAIN_BUILD")
+run redis_overhead /usr/bin/python3 "$src/bench/redis_overhead.py" "$build" --out "$out/redis_overhead.json" \
+  "${redis_args[@]}"
 run bench_query /usr/bin/python3 "$src/bench/bench_query.py" "$build"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 echo

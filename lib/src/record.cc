@@ -114,7 +114,8 @@ void ensure_altstack() {
 
 /* Point the thread's view at lane `index` (the lane's extent as it is now)
  * and say when it grows: at the end of its first pass over its extent, if
- * it has not wrapped yet and its source has a pool. */
+ * it has not wrapped yet and the ring has pools (its source's, or one it
+ * may borrow from). */
 static void view_lane(ThreadLane *tl, uint32_t index) {
   Ring &r = g_ring;
   fmt::LaneDesc *lane = &r.lanes[index];
@@ -124,7 +125,9 @@ static void view_lane(ThreadLane *tl, uint32_t index) {
   tl->slots = r.slots + fmt::extent_first_slot(extent);
   tl->mask = slots - 1;
   const uint64_t written = __atomic_load_n(&lane->write_index, __ATOMIC_RELAXED);
-  tl->grow_at = !tl->shared && r.sources[tl->source].pool_slots != 0 && written < slots ? slots : 0;
+  bool pools = false;
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c) pools |= r.sources[c].pool_slots != 0;
+  tl->grow_at = !tl->shared && pools && written < slots ? slots : 0;
   tl->lane = lane;
 }
 
@@ -190,17 +193,65 @@ ThreadLane *claim_lane(uint32_t source, bool in_signal) {
   return tl;
 }
 
+/* Take, from pool `a`, what a lane of `size` slots at `first` needs to
+ * double: the `size` slots after its extent when the extent ends where
+ * the pool's used part does (it grows in place), else 2 x size fresh
+ * slots.  A `lender` (another source's pool) gives only while none of its
+ * own lanes has ever grown, and counts what it gave in `lent`.  Lock-free
+ * (compare-and-swap on pool_used).  Returns the first slot of the new
+ * extent, or UINT64_MAX when the pool cannot give. */
+static uint64_t take_from_pool(fmt::SourceArea *a, uint64_t first, uint64_t size, bool lender) {
+  const uint64_t pool_first = a->pool_first_slot, pool_slots = a->pool_slots;
+  uint64_t used = __atomic_load_n(&a->pool_used, __ATOMIC_RELAXED);
+  for (;;) {
+    if (lender && __atomic_load_n(&a->grown, __ATOMIC_RELAXED) != 0) return UINT64_MAX;
+    const bool in_place = first >= pool_first && first + size == pool_first + used;
+    const uint64_t need = in_place ? size : 2 * size;
+    if (used + need > pool_slots) return UINT64_MAX;
+    if (__atomic_compare_exchange_n(&a->pool_used, &used, used + need, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED)) {
+      if (lender) __atomic_add_fetch(&a->lent, need, __ATOMIC_RELAXED);
+      return in_place ? first : pool_first + used;
+    }
+  }
+}
+
+/* The slots left in pool `a` (a hint: others may take them meanwhile). */
+static uint64_t pool_free(const fmt::SourceArea *a) {
+  const uint64_t used = __atomic_load_n(&a->pool_used, __ATOMIC_RELAXED);
+  return used < a->pool_slots ? a->pool_slots - used : 0;
+}
+
+/* Where a lane of `size` slots at `first` of source `own` doubles: its own
+ * source's pool, else the pool with most room of a source that has never
+ * grown a lane (it lends).  UINT64_MAX: nowhere. */
+static uint64_t find_room(uint32_t own, uint64_t first, uint64_t size) {
+  Ring &r = g_ring;
+  uint64_t to = take_from_pool(&r.sources[own], first, size, false);
+  uint32_t lenders[fmt::kSourceCount - 1];
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < fmt::kSourceCount; ++c)
+    if (c != own) lenders[n++] = c;
+  if (pool_free(&r.sources[lenders[1]]) > pool_free(&r.sources[lenders[0]])) {
+    const uint32_t t = lenders[0];
+    lenders[0] = lenders[1];
+    lenders[1] = t;
+  }
+  for (uint32_t i = 0; i < n && to == UINT64_MAX; ++i) to = take_from_pool(&r.sources[lenders[i]], first, size, true);
+  return to;
+}
+
 /* The lane of `tl` has just committed the last slot of its first pass over
- * its extent (seq == grow_at == its size C): give it 2C slots from its
- * source's pool, so that a thread that writes much keeps much.  The lane
- * has not wrapped, so sequence s is in slot s - 1 under both sizes:
- * growing in place (the extent ends where the pool's used part does)
- * takes the C slots after it; otherwise the C slots are copied to the
- * start of 2C fresh ones.  The pool is taken by compare-and-swap
- * (lock-free; other threads of the source grow too), the new extent is
- * published in one release store after its slots hold the events, and
- * the old extent is never written again, so a reader (or tl_span_end)
- * that read either extent finds the same events.
+ * its extent (seq == grow_at == its size C): give it 2C slots (find_room:
+ * from its source's pool, or lent by an idle source's), so that a thread
+ * that writes much keeps much.  The lane has not wrapped, so sequence s
+ * is in slot s - 1 under both sizes: growing in place (the extent ends
+ * where a pool's used part does) takes the C slots after it; otherwise
+ * the C slots are copied to the start of 2C fresh ones.  The pools are
+ * taken by compare-and-swap (lock-free; other threads grow too), the new
+ * extent is published in one release store after its slots hold the
+ * events, and the old extent is never written again, so a reader (or
+ * tl_span_end) that read either extent finds the same events.
  *
  * While this runs the thread's view is cleared: an event from a signal
  * handler that interrupts it finds no lane and is dropped (counted in
@@ -218,23 +269,10 @@ __attribute__((noinline, cold)) static void grow_lane(ThreadLane *tl) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_RELAXED);
   const uint64_t first = fmt::extent_first_slot(extent);
-  const uint64_t pool_first = area->pool_first_slot, pool_slots = area->pool_slots;
-  bool grown = false, in_place = false;
-  uint64_t used = __atomic_load_n(&area->pool_used, __ATOMIC_RELAXED);
-  if (__atomic_load_n(&lane->write_index, __ATOMIC_RELAXED) == size) {
-    for (;;) {
-      in_place = first >= pool_first && first + size == pool_first + used;
-      const uint64_t need = in_place ? size : 2 * size;
-      if (used + need > pool_slots) break;
-      if (__atomic_compare_exchange_n(&area->pool_used, &used, used + need, false, __ATOMIC_RELAXED,
-                                      __ATOMIC_RELAXED)) {
-        grown = true;
-        break;
-      }
-    }
-  }
-  if (grown) {
-    const uint64_t to = in_place ? first : pool_first + used;
+  uint64_t to = UINT64_MAX;
+  if (__atomic_load_n(&lane->write_index, __ATOMIC_RELAXED) == size) to = find_room(tl->source, first, size);
+  if (to != UINT64_MAX) {
+    const bool in_place = to == first;
     if (!in_place) memcpy(r.slots + to, r.slots + first, size * sizeof(fmt::Slot));
     const uint32_t log2 = fmt::extent_log2(extent) + 1;
     __atomic_store_n(&lane->extent, fmt::make_extent(static_cast<uint32_t>(to), log2), __ATOMIC_RELEASE);
@@ -384,15 +422,29 @@ __attribute__((noinline)) uint8_t walk_from(FrameRegs regs, uint32_t depth, uint
 }
 
 /* record() for an event without inline bytes, inlined into the hot entry
- * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end): the same
- * protocol without the call and the inline-bytes branches.  A thread's
- * first event still goes through record(), which claims the lane. */
+ * points (tl_mark, tl_mark2, tl_span_begin, tl_span_end, and tl_record and
+ * tl_record_bytes without bytes or stack): the same protocol without the
+ * call and the inline-bytes branches.  A thread's first event of a source
+ * still goes through record(), which claims the lane. */
 __attribute__((always_inline)) inline Recorded record_plain(uint16_t kind, uint32_t id, uint64_t arg0,
-                                                            uint64_t arg1, uint64_t return_address) {
-  ThreadLane *tl = &t_lanes[fmt::kSourceUser];
+                                                            uint64_t arg1, uint64_t return_address,
+                                                            uint32_t source = fmt::kSourceUser) {
+  ThreadLane *tl = &t_lanes[source];
   if (__builtin_expect(tl->lane == nullptr, 0))
-    return record(fmt::kSourceUser, kind, id, arg0, arg1, return_address, nullptr, 0, false);
+    return record(source, kind, id, arg0, arg1, return_address, nullptr, 0, false);
   return commit_slot(tl, open_slot(tl, kind, id, arg0, arg1, return_address), 0);
+}
+
+/* The wrappers' event (tl_record, tl_record_bytes) with a stack walked
+ * from `regs` (the caller of the tl_ function), its first frame dropped
+ * when it is `skip`.  Apart from them so that their common path keeps no
+ * frame array (and no stack protector's canary). */
+static __attribute__((noinline)) void record_walked(FrameRegs regs, uint32_t depth, uint16_t kind, uint32_t id,
+                                             uint64_t arg0, uint64_t arg1, uint64_t return_address,
+                                             const void *bytes, uint32_t len, uint64_t skip) {
+  uint64_t frames[fmt::kMaxStackDepth];
+  const uint8_t stack = walk_from(regs, depth, frames, skip);
+  record_stacked(fmt::source_of_kind(kind), kind, id, arg0, arg1, return_address, bytes, len, false, frames, stack);
 }
 
 }  // namespace core_timeline::lib
@@ -533,15 +585,13 @@ TL_EXPORT void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t a
   uint32_t source = source_of(kind);
   if (source == 0 || !TL_ENABLED(source)) return;
   if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {
-    uint64_t frames[fmt::kMaxStackDepth];
     const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
-    const uint8_t stack = core_timeline::lib::walk_from(regs, alloc_stack_depth(source), frames, 0);
-    core_timeline::lib::record_stacked(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind),
-                                       id, arg0, arg1, regs.pc, nullptr, 0, false, frames, stack);
+    core_timeline::lib::record_walked(regs, alloc_stack_depth(source), static_cast<uint16_t>(kind), id, arg0, arg1,
+                                      regs.pc, nullptr, 0, 0);
     return;
   }
-  record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,
-         reinterpret_cast<uintptr_t>(__builtin_return_address(0)), nullptr, 0, false);
+  record_plain(static_cast<uint16_t>(kind), id, arg0, arg1, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+               fmt::source_of_kind(static_cast<uint16_t>(kind)));
 }
 
 TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1,
@@ -551,11 +601,14 @@ TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintp
   if (return_address == 0)
     return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
   if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {
-    uint64_t frames[fmt::kMaxStackDepth];
     const core_timeline::lib::FrameRegs regs = core_timeline::lib::caller_regs(__builtin_frame_address(0));
-    const uint8_t stack = core_timeline::lib::walk_from(regs, alloc_stack_depth(source), frames, return_address);
-    core_timeline::lib::record_stacked(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind),
-                                       id, arg0, arg1, return_address, bytes, len, false, frames, stack);
+    core_timeline::lib::record_walked(regs, alloc_stack_depth(source), static_cast<uint16_t>(kind), id, arg0, arg1,
+                                      return_address, bytes, len, return_address);
+    return;
+  }
+  if (bytes == nullptr || len == 0) {
+    record_plain(static_cast<uint16_t>(kind), id, arg0, arg1, return_address,
+                 fmt::source_of_kind(static_cast<uint16_t>(kind)));
     return;
   }
   record(fmt::source_of_kind(static_cast<uint16_t>(kind)), static_cast<uint16_t>(kind), id, arg0, arg1,

@@ -585,16 +585,15 @@ void on_exit_remove_sidecar() {
 
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-/* Each source's pool: its share of `budget` in 128-byte slots, rounded
- * down to a power of two (a lane's extent is one); 0 when that is fewer
- * than a lane's first growth (2 x slots_per_lane). */
+/* Each source's pool: its share of `budget` in 128-byte slots, whole (a
+ * lane's extent is a power of two, but several lanes, and lanes of other
+ * sources that borrow, share a pool); 0 when that is fewer than a lane's
+ * first growth (2 x slots_per_lane). */
 void size_pools(uint64_t budget, const uint32_t (&share)[fmt::kSourceCount], uint32_t slots_per_lane,
                 uint32_t (&pool)[fmt::kSourceCount]) {
   for (uint32_t c = 0; c < fmt::kSourceCount; ++c) {
-    uint64_t slots = budget * share[c] / 100 / fmt::kSlotSize; /* budget <= 4 GiB: no overflow */
-    uint64_t p = 1;
-    while (p * 2 <= slots) p *= 2;
-    pool[c] = slots == 0 || p < 2ull * slots_per_lane ? 0 : static_cast<uint32_t>(p);
+    const uint64_t slots = budget * share[c] / 100 / fmt::kSlotSize; /* budget <= 4 GiB: no overflow */
+    pool[c] = slots < 2ull * slots_per_lane ? 0 : static_cast<uint32_t>(slots);
   }
 }
 

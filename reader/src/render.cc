@@ -363,7 +363,13 @@ std::string ring_summary(const RingReport &r) {
   std::string pools;
   if (!d.header.sources.empty()) {
     for (const auto &src : d.header.sources) pools += fmt::format("{}{}", pools.empty() ? ", pools " : "/", src.pool_slots);
-    pools += " slots (user/alloc/io)";
+    pools += " slots (user/alloc/io";
+    /* Version 5: what each pool lent to other sources' lanes. */
+    for (std::size_t c = 0; c < d.header.sources.size(); ++c)
+      if (d.header.sources[c].lent != 0)
+        pools += fmt::format("; {} lent {} to other sources' lanes", f::source_name(static_cast<std::uint32_t>(c)),
+                             d.header.sources[c].lent);
+    pools += ")";
   }
   return fmt::format("ring {} at {:#x} ({}, {} lanes x {} slots{}):{}, dropped={} overwritten={} torn={}{}{}{}",
                      r.index, r.address, r.found_by == FoundBy::kSidecar ? "from sidecar" : found_by_name(r.found_by), d.header.lane_count,

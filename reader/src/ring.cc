@@ -92,10 +92,13 @@ Result<void> check_geometry_v3(const f::RingHeader &h) {
   std::uint32_t pools[f::kSourceCount];
   for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
     const std::uint32_t p = h.sources[c].pool_slots;
-    if (p != 0 && ((p & (p - 1)) != 0 || p < 2ull * h.slots_per_lane || p > f::kMaxRegionSize / f::kSlotSize))
+    /* Version 5's pools are their exact share; earlier ones a power of two. */
+    const bool shape_ok = h.version >= 5 || (p & (p - 1)) == 0;
+    if (p != 0 && (!shape_ok || p < 2ull * h.slots_per_lane || p > f::kMaxRegionSize / f::kSlotSize))
       return header_error(Errc::kBadData, "sources[].pool_slots",
                           offsetof(f::RingHeader, sources) + c * sizeof(f::SourceArea) + offsetof(f::SourceArea, pool_slots),
-                          fmt::format("source {}: {} is not 0 or a power of two from {} to {}", c, p,
+                          fmt::format("source {}: {} is not 0 or a {}from {} to {}", c, p,
+                                      h.version >= 5 ? "number of slots " : "power of two ",
                                       2ull * h.slots_per_lane, f::kMaxRegionSize / f::kSlotSize));
     pools[c] = p;
   }
@@ -288,7 +291,8 @@ Result<RingHeaderInfo> validate_ring_header(std::span<const std::uint8_t> bytes,
     for (std::uint32_t c = 0; c < f::kSourceCount; ++c) {
       const f::SourceArea &a = h.sources[c];
       info.sources.push_back({a.first_lane, a.lane_count, a.pool_first_slot, a.pool_slots, a.share_percent,
-                              (a.flags & f::kSourcePresent) != 0, a.pool_used, a.dropped, a.grown, a.moved});
+                              (a.flags & f::kSourcePresent) != 0, a.pool_used, a.dropped, a.grown, a.moved,
+                              h.version >= 5 ? a.lent : 0});
     }
   }
   return info;
@@ -538,6 +542,9 @@ std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const 
     std::uint32_t lane;
   };
   std::vector<Taken> in_pools;
+  const std::uint64_t pools_first = hd.sources[0].pool_first_slot;
+  std::uint64_t pools_end = pools_first;
+  for (const SourceInfo &src : hd.sources) pools_end += src.pool_slots;
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
     f::LaneDesc d;
     std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
@@ -551,12 +558,15 @@ std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const 
     }
     const std::uint64_t slots = std::uint64_t{1} << log2;
     const bool first_slots = first == std::uint64_t{lane} * S && slots == S;
-    const bool in_pool = first >= src.pool_first_slot && slots >= 2 * S &&
-                         first + slots <= std::uint64_t{src.pool_first_slot} + src.pool_slots;
+    /* Version 5 lends: a lane may hold slots of any pool (the pools are
+     * contiguous, after every lane's first slots). */
+    const std::uint64_t pool_from = hd.version >= 5 ? pools_first : src.pool_first_slot;
+    const std::uint64_t pool_end = hd.version >= 5 ? pools_end : std::uint64_t{src.pool_first_slot} + src.pool_slots;
+    const bool in_pool = first >= pool_from && slots >= 2 * S && first + slots <= pool_end;
     if (!first_slots && !in_pool) {
-      x.problem = fmt::format("its extent (slot {}, {} slots) is neither its first slots nor inside its "
-                              "source's pool (slot {}, {} slots)", first, slots, src.pool_first_slot,
-                              src.pool_slots);
+      x.problem = fmt::format("its extent (slot {}, {} slots) is neither its first slots nor inside {} "
+                              "(slot {}, {} slots)", first, slots, hd.version >= 5 ? "the pools" : "its source's pool",
+                              pool_from, pool_end - pool_from);
       continue;
     }
     x.first_slot = first;

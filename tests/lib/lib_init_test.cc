@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -407,6 +408,90 @@ TEST(Pools, TheSidecarFollowsALaneThatGrows) {
               rmdir(dir);
             }),
             "");
+}
+
+
+// Guards against: shares rounded down to a power of two of slots, so that
+// user=2,alloc=49,io=49 gives alloc and io 25 % each and a quarter of
+// the budget to no one.  Each pool is its share, whole.
+TEST(Pools, SharesThatDoNotDivideEvenlyAreGivenWhole) {
+  EXPECT_EQ(in_child([](Failures &f) {
+              tl_options o = options(0, 0, 0, 16ull << 20);
+              o.share_percent[0] = 2;
+              o.share_percent[1] = 49;
+              o.share_percent[2] = 49;
+              o.no_helper_thread = 1;
+              o.sidecar_dir = "";
+              f.expect(tl_init(&o) == 0, "tl_init");
+              auto ring = own_ring();
+              f.expect(ring.has_value(), "no ring");
+              if (!ring) return;
+              const uint64_t want[3] = {(16ull << 20) * 2 / 100 / 128, (16ull << 20) * 49 / 100 / 128,
+                                        (16ull << 20) * 49 / 100 / 128};
+              for (uint32_t c = 0; c < fmt::kSourceCount; ++c)
+                f.expect(ring->source(c).pool_slots == want[c],
+                         std::string(fmt::source_name(c)) + "'s pool has " +
+                             std::to_string(ring->source(c).pool_slots) + " slots, not its share's " +
+                             std::to_string(want[c]));
+            }),
+            "");
+}
+
+// Guards against: a pool kept by a source that records nothing while
+// another's lanes, their own pool spent, overwrite their events; and
+// against a source that records being robbed of its pool.  Pools of 256
+// (user), 128 (alloc) and 128 (io) slots; one thread writes MALLOC and
+// READ events only: its allocation lane spends its pool first, then
+// grows into the user pool (256 slots, lent); its I/O lane finds nothing
+// left and keeps its 128.  In a second child the thread first writes
+// marks, whose lane grows: the user pool then lends nothing.
+TEST(Pools, AnIdleSourceLendsItsPoolAndABusyOneDoesNot) {
+  auto run = [](bool marks_first) {
+    return in_child([marks_first](Failures &f) {
+      tl_options o = options(8, 2, 0, 64 * 1024);
+      o.share_percent[0] = 50;
+      o.share_percent[1] = 25;
+      o.share_percent[2] = 25;
+      o.no_helper_thread = 1;
+      o.sidecar_dir = "";
+      f.expect(tl_init(&o) == 0, "tl_init");
+      if (marks_first)
+        for (uintptr_t i = 0; i < 20; ++i) tl_mark(0x52, i);
+      for (uintptr_t i = 0; i < 600; ++i) {
+        tl_record(TL_KIND_MALLOC, 0, i, 16);
+        tl_record(TL_KIND_READ, 3, i, 16);
+      }
+      auto ring = own_ring();
+      f.expect(ring.has_value(), "no ring");
+      if (!ring) return;
+      const uint32_t per_source = ring->header.lane_count / fmt::kSourceCount;
+      const uint32_t alloc_lane = per_source, io_lane = 2 * per_source;
+      const fmt::SourceArea &user = ring->source(fmt::kSourceUser);
+      const uint64_t alloc_slots = ring->lane_slots(alloc_lane), first = ring->lane_first_slot(alloc_lane);
+      f.expect(ring->lane_slots(io_lane) == 128,
+               "the I/O lane has " + std::to_string(ring->lane_slots(io_lane)) + " slots, not its pool's 128");
+      uint64_t mallocs = 0, newest = 0;
+      for (const auto &e : ring->events())
+        if (e.slot.kind == fmt::kKindMalloc) ++mallocs, newest = std::max<uint64_t>(newest, e.slot.arg0);
+      f.expect(newest == 599, "the newest MALLOC is " + std::to_string(newest));
+      if (marks_first) {
+        f.expect(alloc_slots == 128, "the allocation lane has " + std::to_string(alloc_slots) +
+                                         " slots: it borrowed from a user pool in use");
+        f.expect(user.lent == 0, "the user pool lent " + std::to_string(user.lent) + " slots");
+        f.expect(mallocs == 128, std::to_string(mallocs) + " MALLOCs kept, not 128");
+        return;
+      }
+      f.expect(alloc_slots == 256, "the allocation lane has " + std::to_string(alloc_slots) +
+                                       " slots, not the 256 the idle user pool lends");
+      f.expect(first >= user.pool_first_slot && first + alloc_slots <= uint64_t(user.pool_first_slot) + user.pool_slots,
+               "the allocation lane's extent is not in the user pool");
+      f.expect(user.lent == 256, "the user pool says it lent " + std::to_string(user.lent) + " slots, not 256");
+      f.expect(user.pool_used == 256, "the user pool says " + std::to_string(user.pool_used) + " slots are used");
+      f.expect(mallocs == 256, std::to_string(mallocs) + " MALLOCs kept, not 256");
+    });
+  };
+  EXPECT_EQ(run(false), "");
+  EXPECT_EQ(run(true), "");
 }
 
 }  // namespace

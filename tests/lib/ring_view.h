@@ -96,7 +96,7 @@ struct RingView {
 
   // Decode `region`; nullopt unless magic, version 3, CRC and geometry
   // (the pools' and the name table's included) hold, and every lane's
-  // extent is its first slots or inside its source's pool.  A no-ring
+  // extent is its first slots or inside the pools.  A no-ring
   // header is not a ring.
   static std::optional<RingView> from_bytes(std::vector<uint8_t> region) {
     if (region.size() < fmt::kHeaderSizeV3) return std::nullopt;
@@ -120,11 +120,13 @@ struct RingView {
         h.names_offset != g.names_offset || h.region_size != g.region_size || h.region_size > region.size())
       return std::nullopt;
     v.bytes = std::move(region);
+    // The pools are contiguous; a lane may hold slots lent by another
+    // source's pool.
+    const uint64_t pools_first = g.pool_first_slot[0], pools_end = g.slot_count;
     for (uint32_t l = 0; l < h.lane_count; ++l) {
-      const fmt::SourceArea &a = h.sources[l / (h.lane_count / fmt::kSourceCount)];
       const uint64_t first = v.lane_first_slot(l), n = v.lane_slots(l);
       const bool own = first == uint64_t(l) * h.slots_per_lane && n == h.slots_per_lane;
-      const bool pooled = first >= a.pool_first_slot && first + n <= uint64_t(a.pool_first_slot) + a.pool_slots;
+      const bool pooled = first >= pools_first && first + n <= pools_end;
       if (!own && !pooled) return std::nullopt;
     }
     return v;

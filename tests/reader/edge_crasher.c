@@ -17,6 +17,13 @@
  *            the tokens, one "token 0x..." line each, REQ's first; crashes
  *   nested N opens N nested spans DEPTH (0x7020, "DEPTH level", arg the
  *            depth from 0) and crashes inside the innermost
+ *   lend     a small ring instead of the default one (8-slot lanes, 2 per
+ *            source, a 64 KiB budget shared 50/25/25: pools of 256, 128
+ *            and 128 slots), then 600 MALLOC and 600 READ events
+ *            (tl_record, alternating; arg0 the event's number) and no
+ *            user mark: the user source lends its pool, and the
+ *            allocation lane, first to spend its own pool, keeps the
+ *            last 256 MALLOCs in it; crashes
  *
  * Exits 70 if tl_init fails, 2 on a bad command line.
  */
@@ -51,6 +58,15 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.size = sizeof o;
   o.sidecar_dir = "";
+  const int lend = strcmp(argv[1], "lend") == 0;
+  if (lend) {
+    o.slots_per_lane = 8;
+    o.lanes = 2;
+    o.budget = 64 * 1024;
+    o.share_percent[0] = 50;
+    o.share_percent[1] = 25;
+    o.share_percent[2] = 25;
+  }
   int rc = tl_init(&o);
   if (rc != 0) {
     fprintf(stderr, "edge_crasher: tl_init: %s\n", strerror(-rc));
@@ -80,6 +96,11 @@ int main(int argc, char **argv) {
   } else if (strcmp(argv[1], "nested") == 0 && argc == 3) {
     const long n = strtol(argv[2], NULL, 10);
     for (long i = 0; i < n; ++i) (void)tl_span_begin(0x7020, (uintptr_t)i);
+  } else if (lend) {
+    for (uintptr_t i = 0; i < 600; ++i) {
+      tl_record(TL_KIND_MALLOC, 0, i, 16);
+      tl_record(TL_KIND_READ, 3, i, 16);
+    }
   } else {
     return 2;
   }

@@ -288,4 +288,39 @@ TEST(EdgeGates, TenThousandNestedSpansKeepTheHeadlineShortAndTheJsonWhole) {
   EXPECT_TRUE(has(headline, "<- crashed inside"));
 }
 
+
+// Guards against: a budget kept by a source that records nothing while
+// the sources that do record overwrite their events.  edge_crasher lend
+// writes 600 MALLOCs and 600 READs and no user mark into pools of 256
+// (user), 128 (alloc) and 128 (io) slots: the allocation lane, first to
+// spend its pool, grows into the user pool and keeps 256 MALLOCs, the
+// READs keep their own 128, and the text says what the user pool lent.
+// The reader decodes the lent extent from the core, losses counted.
+TEST(EdgeGates, AnIdleSourcesPoolIsLentToTheLanesThatWrite) {
+  const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "lend"});
+  const json doc = read_json(run.core_path);
+  std::map<std::string, std::uint64_t> kinds;
+  std::uint64_t newest_malloc = 0;
+  for (const auto &e : doc["events"]) {
+    kinds[e["kind"].get<std::string>()]++;
+    if (e["kind"] == "MALLOC") newest_malloc = std::max(newest_malloc, e["args"][0].get<std::uint64_t>());
+  }
+  EXPECT_EQ(kinds["MALLOC"], 256u) << "the allocation lane, grown into the user pool";
+  EXPECT_EQ(kinds["READ"], 128u) << "the I/O lane, in its own pool";
+  EXPECT_EQ(newest_malloc, 599u);
+  std::map<std::string, json> windows;
+  for (const auto &w : doc["windows"]) windows[w["source"].get<std::string>()] = w;
+  EXPECT_EQ(windows["alloc"]["events"], 256) << windows["alloc"].dump();
+  EXPECT_EQ(windows["alloc"]["overwritten"], 601 - 256) << "LANE_CLAIM and 600 MALLOCs, 256 kept";
+  EXPECT_EQ(windows["alloc"]["dropped"], 0);
+  for (const auto &ring : doc["rings"])
+    for (const auto &l : ring["lanes"]) {
+      EXPECT_EQ(l["torn"], 0) << l.dump();
+      EXPECT_EQ(l["invalid"], 0) << l.dump();
+    }
+  const std::string text = read({run.core_path}).out;
+  EXPECT_TRUE(has(text, "pools 256/128/128 slots (user/alloc/io; user lent 256 to other sources' lanes)"))
+      << text.substr(0, 2048);
+}
+
 }  // namespace

@@ -1562,6 +1562,48 @@ TEST(RingV3, AnExtentOutsideItsSourcesPoolOrOverlappingAnotherIsNotRead) {
   }
 }
 
+// Guards against: a version-5 lane whose slots another source's pool lent
+// read as hostile (it is where the writer grows a lane whose own pool is
+// spent), the lent count lost, or the rule relaxed for older versions.
+TEST(RingV5, ALaneMayHoldSlotsLentByAnotherSourcesPool) {
+  for (const std::uint16_t version : {std::uint16_t{3}, std::uint16_t{5}}) {
+    SCOPED_TRACE(version);
+    v3::Ring3 r = v3::make(10);
+    r.header().version = version;
+    // The alloc lane (2) grew into the user pool's second half, 16 slots.
+    r.lane(2).extent = fmtx::make_extent(fmtx::extent_first_slot(r.lane(0).extent) + 16, 4);
+    for (std::uint64_t s = 1; s <= 20; ++s) r.commit(2, s);
+    if (version >= 5) r.header().sources[0].lent = 16;
+    r.header().sources[0].pool_used = 32;
+    r.seal();
+    auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(d->lanes[0].committed, 10u);
+    if (version < 5) {
+      EXPECT_TRUE(d->lanes[2].counter_inconsistent) << "version 3 lends nothing";
+      continue;
+    }
+    EXPECT_FALSE(d->lanes[2].counter_inconsistent) << d->lanes[2].counter_reason;
+    EXPECT_EQ(d->lanes[2].committed, 16u);
+    EXPECT_EQ(d->lanes[2].first_seq, 5u);
+    EXPECT_EQ(d->lanes[2].overwritten, 4u);
+    EXPECT_EQ(d->header.sources[0].lent, 16u);
+    // Still refused: a lent extent over another lane's, or beyond the pools.
+    r.lane(2).extent = fmtx::make_extent(fmtx::extent_first_slot(r.lane(0).extent) + 8, 4);
+    auto overlap = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(overlap) << overlap.error().message;
+    EXPECT_TRUE(overlap->lanes[2].counter_inconsistent);
+    EXPECT_NE(overlap->lanes[2].counter_reason.find("overlaps lane 0"), std::string::npos)
+        << overlap->lanes[2].counter_reason;
+    r.lane(2).extent = fmtx::make_extent(fmtx::extent_first_slot(r.lane(0).extent) + 24, 4);
+    auto beyond = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(beyond) << beyond.error().message;
+    EXPECT_TRUE(beyond->lanes[2].counter_inconsistent);
+    EXPECT_NE(beyond->lanes[2].counter_reason.find("inside the pools"), std::string::npos)
+        << beyond->lanes[2].counter_reason;
+  }
+}
+
 // Guards against: trusting a version-3 header's offsets or source table
 // instead of recomputing them from its geometry.
 TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {

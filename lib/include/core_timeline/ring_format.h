@@ -17,14 +17,24 @@
  *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
  *
- * Version 5 adds, to version 4: the stack chain.  A walk of more than 8
- * frames (the crash handler's, for the CRASH event: up to
- * kMaxChainedStackDepth) is kept in several kKindStack slots after its
- * event, each holding 8 of its frames and saying with kStackNext that the
- * next one goes on ("the stack chain", below).  A version-4 reader refuses a
- * version-5 ring (it would call the chain's first STACK slot malformed and
- * the CRASH event's stack lost); a version-5 reader reads versions 1 to 4,
- * in which a chain is malformed.
+ * Version 5 adds, to version 4: the stack chain and lending.
+ *  - The stack chain: a walk of more than 8 frames (the crash handler's,
+ *    for the CRASH event: up to kMaxChainedStackDepth) is kept in several
+ *    kKindStack slots after its event, each holding 8 of its frames and
+ *    saying with kStackNext that the next one goes on ("the stack chain",
+ *    below).
+ *  - Lending: a source whose lanes have never grown lends its pool to
+ *    sources whose own pool is spent: a lane may grow into another
+ *    source's pool (SourceArea.lent counts the slots lent), so a program
+ *    that records no user marks gives their pool to its allocations and
+ *    I/O.  A version-5 lane's extent lies in its first slots or anywhere
+ *    in the pools (never across two lanes' slots), and a pool is any
+ *    number of slots from 2 x slots_per_lane (its exact share of the
+ *    budget), no longer a power of two.
+ * A version-4 reader refuses a version-5 ring (by its version: it would
+ * call a chain's first STACK slot malformed and the CRASH event's stack
+ * lost, and refuse lent extents); a version-5 reader reads versions 1 to
+ * 4, in which a chain is malformed.
  *
  * Version 4 adds, to version 3: stacks (tl_mark_stack, TL_STACK_DEPTH, the
  * CRASH event's stack).  Slot byte 23, the high byte of version 3's 16-bit
@@ -276,12 +286,15 @@ inline constexpr std::uint32_t kSourcePresent = 1u << 0;
  * them against the geometry instead of trusting them (the header CRC does
  * not cover them).
  *
- * A pool is a power of two of slots (or none).  Lanes take extents from it
- * in order, by compare-and-swap on pool_used: a lane that grows from C to
- * 2C slots takes 2C fresh slots, or, when its extent ends exactly at
- * pool_used, only the C after it (it grows in place).  Nothing is ever
- * given back to a pool; a lane keeps its extent when its thread exits and
- * the next thread to claim it inherits it.
+ * A pool is its share of the budget in slots (versions 3 and 4: rounded
+ * down to a power of two), or none.  Lanes take extents from it in order,
+ * by compare-and-swap on pool_used: a lane that grows from C to 2C slots
+ * takes 2C fresh slots, or, when its extent ends exactly at pool_used,
+ * only the C after it (it grows in place).  (v5) When its own pool has no
+ * room, a lane takes them from the pool of a source none of whose lanes
+ * has ever grown (the lender's `lent` counts them).  Nothing is ever given
+ * back to a pool; a lane keeps its extent when its thread exits and the
+ * next thread to claim it inherits it.
  */
 struct SourceArea {
   std::uint32_t first_lane;      /**< its lanes are [first_lane,
@@ -290,12 +303,17 @@ struct SourceArea {
   std::uint32_t lane_count;      /**< >= 2 */
   std::uint32_t pool_first_slot; /**< first slot of the pool, counted in
                                       slots from lanes_offset */
-  std::uint32_t pool_slots;      /**< slots in the pool: a power of two, or
-                                      0 (lanes keep slots_per_lane slots) */
+  std::uint32_t pool_slots;      /**< slots in the pool: 0 (lanes keep
+                                      slots_per_lane slots unless they
+                                      borrow), else at least 2 x
+                                      slots_per_lane; a power of two in
+                                      versions 3 and 4 */
   std::uint32_t share_percent;   /**< its share of the budget, 0..100 */
   std::uint32_t flags;           /**< kSourcePresent */
-  std::uint64_t reserved0;
   /* mutable */
+  std::uint64_t lent;            /**< (v5) slots of this pool taken by lanes
+                                      of other sources (in pool_used too);
+                                      0 before version 5 */
   std::uint64_t pool_used;       /**< pool slots handed out, <= pool_slots */
   std::uint64_t dropped;         /**< events of this source not recorded
                                       (no lane could be had); also counted
@@ -311,6 +329,7 @@ static_assert(offsetof(SourceArea, pool_first_slot) == 8);
 static_assert(offsetof(SourceArea, pool_slots) == 12);
 static_assert(offsetof(SourceArea, share_percent) == 16);
 static_assert(offsetof(SourceArea, flags) == 20);
+static_assert(offsetof(SourceArea, lent) == 24);
 static_assert(offsetof(SourceArea, pool_used) == 32);
 static_assert(offsetof(SourceArea, dropped) == 40);
 static_assert(offsetof(SourceArea, grown) == 48);

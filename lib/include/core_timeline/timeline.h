@@ -101,8 +101,11 @@ struct tl_options {
                                  grow into, at most 4 GiB; 0: the default,
                                  16 MiB (none when slots_per_lane is
                                  given); TL_BUDGET_NONE: none.  Each
-                                 source's pool is its share, rounded down to
-                                 a power of two of 128-byte slots */
+                                 source's pool is its share in 128-byte
+                                 slots (none if fewer than 2 x
+                                 slots_per_lane); a source none of whose
+                                 lanes has grown lends its pool to the
+                                 others' lanes when theirs is spent */
   uint32_t stack_depth;     /**< frames of stack (0..8; more is 8) given to
                                  every span begin and allocation wrapper
                                  event, as tl_mark_stack records them; 0

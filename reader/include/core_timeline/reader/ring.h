@@ -68,6 +68,8 @@ struct SourceInfo {
   std::uint64_t dropped = 0;
   std::uint64_t grown = 0;
   std::uint64_t moved = 0;
+  std::uint64_t lent = 0;          /**< (v5) its pool's slots taken by other
+                                        sources' lanes */
 };
 
 /** The header fields, as read (the CRC-covered ones are verified). */
