@@ -24,7 +24,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "crash_harness.h"
+#include "process.h"
 #include "ring_view.h"
 
 namespace {
@@ -49,6 +52,33 @@ std::string read_file(const std::string &path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The reader's verdict on each CRASH event (docs/timeline-json.md, "A fault
+// handed to the program's handler"): the recovered ones are handled faults,
+// never the crash; the last is the crash.
+void expect_reader_outcomes(const std::string &core_path, const Mode &m) {
+  const ct::test::Ran ran = ct::test::run({CT_READER_BIN, "--format=json", core_path});
+  ASSERT_EQ(ran.exit_code(), 0) << ran.err;
+  const nlohmann::json doc = nlohmann::json::parse(ran.out);
+  std::vector<nlohmann::json> crashes;
+  for (const auto &e : doc["events"])
+    if (e["kind"] == "CRASH") crashes.push_back(e["crash"]);
+  ASSERT_EQ(crashes.size(), 1u + m.recovered);
+  for (int i = 0; i < m.recovered; ++i) {
+    EXPECT_TRUE(crashes[i]["handed"].get<bool>()) << crashes[i].dump(2);
+    EXPECT_EQ(crashes[i]["handed_outcome"], "recovered") << crashes[i].dump(2);
+  }
+  EXPECT_EQ(crashes.back()["handed_outcome"], m.chained ? "crash" : "not_handed") << crashes.back().dump(2);
+  const ct::test::Ran text = ct::test::run({CT_READER_BIN, core_path});
+  ASSERT_EQ(text.exit_code(), 0) << text.err;
+  std::size_t handled = 0;
+  for (std::size_t at = 0; (at = text.out.find("a handled fault, not the crash", at)) != std::string::npos; ++at)
+    ++handled;
+  EXPECT_EQ(handled, static_cast<std::size_t>(m.recovered)) << text.out;
+  if (m.chained) {
+    EXPECT_NE(text.out.find("handed to the program's handler, which did not recover"), std::string::npos) << text.out;
+  }
 }
 
 class SignalChainTest : public ::testing::TestWithParam<Mode> {};
@@ -101,6 +131,7 @@ TEST_P(SignalChainTest, OneCrashEventOfTheOriginalFaultAndTheProgramsHandlerRan)
     }
     EXPECT_EQ((ci.handler_flags & fmt::kCrashChained) != 0, m.chained) << "flags " << ci.handler_flags;
     EXPECT_EQ((ci.handler_flags & fmt::kCrashHanded) != 0, m.chained) << "flags " << ci.handler_flags;
+    expect_reader_outcomes(run.core_path, m);
   }
   if (!HasFailure()) unlink(run.core_path.c_str()); /* kept when a check failed */
 }

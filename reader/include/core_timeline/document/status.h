@@ -19,7 +19,7 @@
 namespace core_timeline::document {
 
 /** Version of the document's shape ("schema_version"). */
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 enum class Status {
   kOk,                /**< "ok": a timeline was recovered */
