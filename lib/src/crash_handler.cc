@@ -4,8 +4,9 @@
  * original signal.
  *
  * ASYNC-SIGNAL-SAFE FILE.  crash_signal_handler() and everything it calls run
- * on the crashing thread's alternate stack, possibly with a corrupt heap and
- * with locks held by the interrupted code.
+ * on the crashing thread's alternate stack (run_program_here() on the
+ * interrupted stack), possibly with a corrupt heap and with locks held by
+ * the interrupted code.
  *
  * Contract of the handler:
  *  - may call: raw system calls (gettid, getpid, tgkill, rt_tgsigqueueinfo,
@@ -27,10 +28,15 @@
  *
  * Order of events for a handled signal:
  *  1. If the program (or a runtime) installed a handler before tl_init, or
- *     after it through libtimeline-signal.so, call it first.  If it
- *     recovers (siglongjmp, or returns after fixing the cause of a fault)
- *     nothing is recorded: a recovered fault is not a crash.  If it returns and the same fault repeats at the same pc on the
- *     same thread, that is a crash: record it (flag kCrashRepeated).
+ *     after it through libtimeline-signal.so, write the CRASH slot (step 2,
+ *     flags kCrashChained | kCrashHanded), then call that handler (see "The
+ *     program's handlers") and, if it returns, step 3 only where the signal
+ *     must still kill: it left its re-raise pending, or abort()'s SIGABRT.
+ *     A fault returns: if the handler fixed the cause, execution goes on
+ *     (the reader then calls the CRASH event a handled fault once the
+ *     thread records a later one: docs/timeline-json.md); if not, the same
+ *     instruction faults again at once, at the same pc (LastFault, armed
+ *     for that one next signal), and that kills with no second CRASH slot.
  *  2. Write the CRASH slot: signo, si_code, si_errno, sender pid/uid, fault
  *     address (si_addr), pc and sp from the ucontext, the tid; then (ring
  *     format 4) the crashing thread's stack, walked from the ucontext's pc,
@@ -58,27 +64,34 @@
  * kernel keeps ours, so ours runs first and calls the program's handler
  * (step 1) as the kernel would: with the interrupted thread's mask plus the
  * handler's sa_mask, and its own signal too unless SA_NODEFER; SA_RESETHAND
- * restores the program's disposition to SIG_DFL before the call.  Without
+ * restores the program's disposition to SIG_DFL before the call; on the
+ * stack it asked for (program_stack_top: the interrupted stack below the
+ * red zone without SA_ONSTACK, switched to by tl_call_on_stack,
+ * call_on_stack.S, x86-64 only; the thread's alternate stack as
+ * sigaltstack(2) shows it with SA_ONSTACK), the alternate stack shortened
+ * meanwhile below our frames (run_program_here).  Without
  * that library (libtimeline.so.1 alone, the static library, a raw
  * rt_sigaction system call) a handler installed after tl_init replaces ours
  * (sigaction semantics) and works as the program expects; if it chains to
  * ours, ours runs as above.
  *
- * A program's handler that re-raises its fault (redis: sigaction SIG_DFL,
- * then kill(getpid(), SIGSEGV)): while it runs, the thread's original fault
- * (its siginfo and ucontext) is kept (t_pending).  The re-raised signal,
- * sent by this process while the program's disposition is SIG_DFL, is
- * recorded as the original fault (flag kCrashChained) instead of as the
- * kill(): when it arrives nested (SA_NODEFER, or a signal it did not block)
- * or is found pending when the handler returns.  Then the kernel's
- * disposition becomes SIG_DFL and the re-raised signal kills the process as
- * it would without libtimeline: one CRASH event, the original fault's.
+ * A signal from inside the program's handler (t_pending: the stack it runs
+ * on and a canary word there; see interrupted_inside) writes no CRASH slot:
+ * its re-raise (redis: sigaction SIG_DFL, then kill(getpid(), SIGSEGV)),
+ * nested (SA_NODEFER, or a signal it did not block) or found pending when
+ * it returns, its abort(), a fault of its own under SA_NODEFER.  The
+ * process dies of that signal as it would without libtimeline, and the
+ * ring's CRASH event is the original fault's.  A handler that faults with
+ * its signal blocked, or calls _exit(), never comes back to us: the CRASH
+ * event written before the call stands (after _exit() in the sidecar).
  *
- * Limits: the program's handler runs on our alternate stack when the thread
- * has one (ours asks SA_ONSTACK), whether it asked SA_ONSTACK or not; a
- * handler that recovers with siglongjmp leaves no CRASH event (nothing was
- * recorded before the call), and a handler that ends the process with
- * _exit() none either.
+ * Limits: on architectures other than x86-64 the program's handler runs
+ * on the stack ours runs on, whatever it asked; a fatal signal after a
+ * siglongjmp out of the program's handler, before the code there makes a
+ * call as deep as the handler ran, can be taken for one from inside the
+ * handler, and then gets no CRASH slot of its own (the handed one stands);
+ * after a siglongjmp the thread's alternate stack stays shortened until the
+ * next signal handed to a program's handler.
  */
 #include <errno.h>
 #include <signal.h>
