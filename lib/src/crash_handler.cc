@@ -204,13 +204,16 @@ uint64_t canary_value(const volatile uint64_t *at) {
  * before its next fatal signal, that signal is taken for one from inside
  * the handler, and no CRASH event of its own is written (the handed one
  * stands).  The canary lies between `sp` and `top` on one stack, so it is
- * mapped. */
+ * mapped.  Before run_program_here() has set its canary (a fault in the
+ * stack switch itself: the interrupted stack exhausted), any signal below
+ * `top` is from inside: nothing can have left the handler yet. */
 bool interrupted_inside(const PendingFault &pending, uint64_t sp) {
   if (!__atomic_load_n(&pending.active, __ATOMIC_RELAXED)) return false;
+  if (sp == 0 || sp > pending.top || pending.top - sp >= (uint64_t(1) << 20)) return false;
   const volatile uint64_t *canary = pending.canary;
+  if (canary == nullptr) return true;
   const uint64_t at = reinterpret_cast<uint64_t>(canary);
-  return canary != nullptr && sp != 0 && sp < at && at < pending.top && pending.top - sp < (uint64_t(1) << 20) &&
-         *canary == canary_value(canary);
+  return sp < at && at < pending.top && *canary == canary_value(canary);
 }
 
 /* Sent by this process (kill, raise, sigqueue, tgkill), not by the CPU. */

@@ -33,6 +33,12 @@
  *                    read before the fault) and the sp the fault interrupted
  *                    (its ucontext), "NOT on the interrupted stack" if not,
  *                    and returns: the store faults again and kills
+ *   overflow         an SA_RESETHAND handler without SA_ONSTACK that logs
+ *                    "handler"; the program then exhausts its stack by
+ *                    recursion: the handler, on the exhausted stack, faults
+ *                    before it logs, and the kernel kills
+ *   overflow-nodefer the same with SA_NODEFER (redis's flags): the second
+ *                    fault goes to libtimeline's handler, which lets it kill
  *   own-altstack     the same with SA_ONSTACK, after sigaltstack() of a
  *                    buffer of its own: logs "on its own alternate stack" if
  *                    its local lies in that buffer, "NOT on its own
@@ -125,6 +131,15 @@ static void where_handler(int signo, siginfo_t *info, void *uc_void) {
   }
 }
 
+static volatile int g_stop;
+
+static int deep(int n) {
+  volatile char buf[1024];
+  buf[0] = (char)n;
+  if (g_stop) return 0;
+  return deep(n + 1) + buf[0];
+}
+
 static void longjmp_handler(int signo) {
   (void)signo;
   siglongjmp(g_jump, 1);
@@ -158,6 +173,10 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "exit") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "fault-again") == 0) {
     sa.sa_handler = mode[0] == 'e' ? exit_handler : mode[0] == 'a' ? abort_handler : fault_again_handler;
     mine = (void *)sa.sa_handler;
+  } else if (strncmp(mode, "overflow", 8) == 0) {
+    sa.sa_handler = plain_handler;
+    sa.sa_flags = SA_RESETHAND | (strcmp(mode, "overflow-nodefer") == 0 ? SA_NODEFER : 0);
+    mine = (void *)plain_handler;
   } else if (strcmp(mode, "interrupted-stack") == 0 || strcmp(mode, "own-altstack") == 0) {
     sa.sa_sigaction = where_handler;
     sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
@@ -207,6 +226,11 @@ int main(int argc, char **argv) {
       kill(getpid(), SIGSEGV);
     }
     abort();
+  }
+  if (strncmp(mode, "overflow", 8) == 0) {
+    deep(0);
+    say("survived the recursion");
+    return 1;
   }
   *kFaultAddress = 1;
   say("survived the fault");
