@@ -439,6 +439,9 @@ void expect_chained_crash_event(const Crashed &c) {
   EXPECT_EQ(ec["si_code_name"], "SEGV_ACCERR") << e->dump(2);
   EXPECT_EQ(ec["fault_address"], c.fault_address) << e->dump(2);
   EXPECT_TRUE(ec["chained"].get<bool>()) << "recorded as the fault redis's handler re-raised";
+  // Written before redis's handler ran; redis re-raised it and died of it.
+  EXPECT_TRUE(ec["handed"].get<bool>()) << e->dump(2);
+  EXPECT_EQ(ec["handed_outcome"], "crash") << e->dump(2);
   EXPECT_EQ(fn((*e)["location"]), "debugCommand") << e->dump(2);
   for (const auto &w : c.doc["warnings"])
     EXPECT_EQ(w.get<std::string>().find("no CRASH event"), std::string::npos) << w;
