@@ -285,6 +285,7 @@ class Analyzer {
   void check_identity(RingReport &rep, const RingHeaderInfo &h);
   bool handle_sidecar();
   void build_events();
+  void judge_handed();
   void collect_names();
   void place_in_time();
   void build_spans();
@@ -431,6 +432,44 @@ AddressMapping Analyzer::describe(std::uint64_t addr) const {
     }
   }
   return m;
+}
+
+/* See HandedOutcome (analyze.h).  Events are in time order. */
+void Analyzer::judge_handed() {
+  std::map<std::uint32_t, std::size_t> last; /* tid -> its last CRASH event */
+  for (std::size_t i = 0; i < a_.events.size(); ++i)
+    if (a_.events[i].kind == f::kKindCrash && a_.events[i].crash != kNoIndex) last[a_.events[i].tid] = i;
+  const bool live = core_.notes().live.has_value();
+  for (std::size_t i = 0; i < a_.events.size(); ++i) {
+    const Event &e = a_.events[i];
+    if (e.kind != f::kKindCrash || e.crash == kNoIndex) continue;
+    CrashSlot &c = a_.crash_slots[e.crash];
+    if (!c.handed) continue;
+    if (last[e.tid] != i) {
+      c.handed_outcome = HandedOutcome::kRecovered;
+      c.handed_note = fmt::format("thread {} recorded a later CRASH event: it went on past the program's handler", e.tid);
+    } else if (live || !a_.crash || a_.crash->signo == 0) {
+      c.handed_outcome = HandedOutcome::kUnknown;
+      c.handed_note = live ? "a live snapshot: the program's handler may still run or have recovered"
+                           : "the core records no fatal signal to tell whether the program's handler recovered";
+    } else if (a_.crash->tid != e.tid) {
+      c.handed_outcome = HandedOutcome::kUnknown;
+      c.handed_note = fmt::format("the process died of {} on thread {}: thread {} may have recovered or still "
+                                  "been in the program's handler",
+                                  a_.crash->signal_name, a_.crash->tid, e.tid);
+    } else if (a_.crash->signo == c.signo || a_.crash->signo == 11 || a_.crash->signo == 7 ||
+               a_.crash->signo == 4 || a_.crash->signo == 8 || a_.crash->signo == 6) {
+      c.handed_outcome = HandedOutcome::kCrash;
+      c.handed_note = fmt::format("the process died of {} on this thread with no later CRASH event: the "
+                                  "program's handler did not recover",
+                                  a_.crash->signal_name);
+    } else {
+      c.handed_outcome = HandedOutcome::kUnknown;
+      c.handed_note = fmt::format("the process died of {} on this thread, a signal libtimeline does not "
+                                  "handle: the program's handler may have recovered before it",
+                                  a_.crash->signal_name);
+    }
+  }
 }
 
 void Analyzer::crash_facts() {
@@ -864,6 +903,8 @@ Event Analyzer::make_event(std::uint32_t ring_index, const RingHeaderInfo &ring,
         c.handler_flags = ci.handler_flags;
         c.chained = (ci.handler_flags & f::kCrashChained) != 0;
         c.repeated = (ci.handler_flags & f::kCrashRepeated) != 0;
+        c.handed = (ci.handler_flags & f::kCrashHanded) != 0;
+        if (c.handed) c.handed_outcome = HandedOutcome::kUnknown;
       }
       c.si_code_name = si_code_name(c.signo, c.si_code);
       ev.crash = static_cast<std::uint32_t>(a_.crash_slots.size());
@@ -1220,8 +1261,11 @@ void Analyzer::build_events() {
   sort_events();
   name_threads();
   string_at_ = {};
+  judge_handed();
+  /* A CRASH event that may be the crash (not one recovered from). */
   for (const auto &e : a_.events)
-    if (e.kind == f::kKindCrash && a_.crash) a_.crash->ring_slot = true;
+    if (e.kind == f::kKindCrash && a_.crash && a_.crash_of(e)->handed_outcome != HandedOutcome::kRecovered)
+      a_.crash->ring_slot = true;
   place_in_time();
   build_spans();
   tie_fds(a_.events);
@@ -1735,11 +1779,8 @@ void Analyzer::core_stacks(const SymbolizeResult &res,
   std::vector<std::uint64_t> ring;
   std::vector<const Location *> ring_at;
   const Event *crash_event = nullptr;
-  for (const Event &e : a_.events)
-    if (e.kind == f::kKindCrash && e.tid == c.tid) {
-      crash_event = &e;
-      break;
-    }
+  for (const Event &e : a_.events) /* its last: any before it was recovered from */
+    if (e.kind == f::kKindCrash && e.tid == c.tid) crash_event = &e;
   if (crash_event != nullptr && crash_event->location != kNoIndex) {
     ring.push_back(crash_event->return_address);
     ring_at.push_back(&a_.locations[crash_event->location]);
@@ -1986,6 +2027,17 @@ Analysis Analyzer::run() {
 }
 
 }  // namespace
+
+std::string_view handed_outcome_name(HandedOutcome o) noexcept {
+  switch (o) {
+    case HandedOutcome::kNotHanded: return "not_handed";
+    case HandedOutcome::kCrash: return "crash";
+    case HandedOutcome::kRecovered: return "recovered";
+    case HandedOutcome::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
 
 Analysis analysis_of_error(const std::string &path, const Error &error, const FileFacts &facts) {
   Analysis a;

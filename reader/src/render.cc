@@ -326,7 +326,14 @@ std::string args_text(const Analysis &a, const Event &e) {
       std::string s = fmt::format("sig={} code={} addr={:#x} pc={:#x}", c.signal_name, c.si_code_name,
                                   c.fault_address, e.return_address);
       if (c.si_code <= 0) s += fmt::format(" from pid {}", c.sender_pid);
-      if (c.chained) s += " (after chained handler)";
+      if (c.handed_outcome == HandedOutcome::kRecovered)
+        s += " (handed to the program's handler, which recovered: a handled fault, not the crash)";
+      else if (c.handed_outcome == HandedOutcome::kCrash)
+        s += " (handed to the program's handler, which did not recover)";
+      else if (c.handed)
+        s += " (handed to the program's handler: whether it recovered cannot be told)";
+      else if (c.chained)
+        s += " (after chained handler)";
       return s;
     }
     case f::kKindLaneClaim: return fmt::format("lane={} prev_owner={}", e.arg0, e.arg1);
@@ -652,7 +659,10 @@ json event_json(const Analysis &a, const Event &e) {
                    {key::si_errno, c.si_errno},      {key::si_pid, c.sender_pid},
                    {key::fault_address, fmt::format("{:#x}", c.fault_address)},
                    {key::sp, fmt::format("{:#x}", c.sp)},
-                   {key::chained, c.chained},        {key::repeated, c.repeated}};
+                   {key::chained, c.chained},        {key::repeated, c.repeated},
+                   {key::handed, c.handed},
+                   {key::handed_outcome, std::string(handed_outcome_name(c.handed_outcome))},
+                   {key::handed_note, c.handed_note}};
   } else {
     ej[key::crash] = nullptr;
   }

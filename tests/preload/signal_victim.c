@@ -22,17 +22,46 @@
  *                    abort()
  *   longjmp-kill     the same, then SIG_DFL and kill(getpid(), SIGSEGV):
  *                    a new crash, not the recovered fault
+ *   exit             a handler that logs "handler" and ends the process with
+ *                    _exit(7)
+ *   abort            a handler that logs "handler" and calls abort()
+ *   fault-again      a handler that logs "handler" and faults itself, by a
+ *                    store to kSecondFaultAddress
+ *   interrupted-stack  an SA_RESETHAND handler without SA_ONSTACK that logs
+ *                    "on the interrupted stack" if a local of its lies
+ *                    between the main thread's stack end (pthread_getattr_np,
+ *                    read before the fault) and the sp the fault interrupted
+ *                    (its ucontext), "NOT on the interrupted stack" if not,
+ *                    and returns: the store faults again and kills
+ *   overflow         an SA_RESETHAND handler without SA_ONSTACK that logs
+ *                    "handler"; the program then exhausts its stack by
+ *                    recursion: the handler, on the exhausted stack, faults
+ *                    before it logs, and the kernel kills
+ *   overflow-nodefer the same with SA_NODEFER (redis's flags): the second
+ *                    fault goes to libtimeline's handler, which lets it kill
+ *   own-altstack     the same with SA_ONSTACK, after sigaltstack() of a
+ *                    buffer of its own: logs "on its own alternate stack" if
+ *                    its local lies in that buffer, "NOT on its own
+ *                    alternate stack" if not
  * Before the fault it logs "old is mine" if sigaction(SIGSEGV, NULL, &old)
  * returns its own handler (or SIG_IGN for ignore), "old is NOT mine" if not.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define kFaultAddress ((volatile int *)0x1230)
+#define kSecondFaultAddress ((volatile int *)0x4560)
+
+static uintptr_t g_stack_lo, g_stack_hi; /* the main thread's stack */
+static char g_own_altstack[256 * 1024] __attribute__((aligned(16)));
 
 static int g_log = -1;
 static sigjmp_buf g_jump;
@@ -62,6 +91,53 @@ static void reraise_handler(int signo, siginfo_t *info, void *uc) {
 static void plain_handler(int signo) {
   (void)signo;
   say("handler");
+}
+
+static void exit_handler(int signo) {
+  (void)signo;
+  say("handler");
+  _exit(7);
+}
+
+static void abort_handler(int signo) {
+  (void)signo;
+  say("handler");
+  abort();
+}
+
+static void fault_again_handler(int signo) {
+  (void)signo;
+  say("handler");
+  *kSecondFaultAddress = 2;
+}
+
+static void where_handler(int signo, siginfo_t *info, void *uc_void) {
+  (void)signo;
+  (void)info;
+  volatile char here = 0;
+  uintptr_t at = (uintptr_t)&here;
+#if defined(__x86_64__)
+  uintptr_t interrupted = (uintptr_t)((ucontext_t *)uc_void)->uc_mcontext.gregs[REG_RSP];
+#else
+  uintptr_t interrupted = g_stack_hi;
+  (void)uc_void;
+#endif
+  if (g_stack_hi == 0) {
+    uintptr_t lo = (uintptr_t)g_own_altstack;
+    say(at >= lo && at < lo + sizeof g_own_altstack ? "on its own alternate stack"
+                                                     : "NOT on its own alternate stack");
+  } else {
+    say(at >= g_stack_lo && at < interrupted ? "on the interrupted stack" : "NOT on the interrupted stack");
+  }
+}
+
+static volatile int g_stop;
+
+static int deep(int n) {
+  volatile char buf[1024];
+  buf[0] = (char)n;
+  if (g_stop) return 0;
+  return deep(n + 1) + buf[0];
 }
 
 static void longjmp_handler(int signo) {
@@ -94,6 +170,33 @@ int main(int argc, char **argv) {
   } else if (strncmp(mode, "longjmp", 7) == 0) {
     sa.sa_handler = longjmp_handler;
     mine = (void *)longjmp_handler;
+  } else if (strcmp(mode, "exit") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "fault-again") == 0) {
+    sa.sa_handler = mode[0] == 'e' ? exit_handler : mode[0] == 'a' ? abort_handler : fault_again_handler;
+    mine = (void *)sa.sa_handler;
+  } else if (strncmp(mode, "overflow", 8) == 0) {
+    sa.sa_handler = plain_handler;
+    sa.sa_flags = SA_RESETHAND | (strcmp(mode, "overflow-nodefer") == 0 ? SA_NODEFER : 0);
+    mine = (void *)plain_handler;
+  } else if (strcmp(mode, "interrupted-stack") == 0 || strcmp(mode, "own-altstack") == 0) {
+    sa.sa_sigaction = where_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    mine = (void *)where_handler;
+    if (mode[0] == 'o') {
+      stack_t ss;
+      ss.ss_sp = g_own_altstack;
+      ss.ss_size = sizeof g_own_altstack;
+      ss.ss_flags = 0;
+      if (sigaltstack(&ss, NULL) != 0) return 4;
+      sa.sa_flags |= SA_ONSTACK;
+    } else {
+      pthread_attr_t attr;
+      void *lo;
+      size_t size;
+      if (pthread_getattr_np(pthread_self(), &attr) != 0 || pthread_attr_getstack(&attr, &lo, &size) != 0)
+        return 4;
+      g_stack_lo = (uintptr_t)lo;
+      g_stack_hi = (uintptr_t)lo + size;
+    }
   } else {
     return 2;
   }
@@ -123,6 +226,11 @@ int main(int argc, char **argv) {
       kill(getpid(), SIGSEGV);
     }
     abort();
+  }
+  if (strncmp(mode, "overflow", 8) == 0) {
+    deep(0);
+    say("survived the recursion");
+    return 1;
   }
   *kFaultAddress = 1;
   say("survived the fault");

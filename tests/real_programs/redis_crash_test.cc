@@ -35,15 +35,16 @@
 //    no more than its unwind of the core saw (DISABLED_...WholeStack: the
 //    whole stack, which needs unwind tables in libtimeline's crash handler).
 //
-// Why no memory test.  redis's fast memory test (debug.c) writes patterns
-// over every anonymous read-write mapping whose /proc/self/maps line does
-// not say "stack", and compares.  Under libtimeline-signal.so redis's
-// handler runs on libtimeline's alternate signal stack, an anonymous
-// mapping (lib/preload/README.md, "Limits"), so the test overwrites the
-// stack it runs on and faults again: DISABLED_MemoryTestOnTheAlternateStack
-// shows it.  Without libtimeline the test also faults now and then by
-// itself (seen once in memtest_compare, with libjemalloc's background
-// thread alive beside it), which would make every case flaky.
+// Why no memory test in the other cases.  redis's fast memory test
+// (debug.c) writes patterns over every anonymous read-write mapping whose
+// /proc/self/maps line does not say "stack", and compares; libtimeline's
+// alternate signal stack is such a mapping.  redis's handler does not ask
+// SA_ONSTACK, so libtimeline runs it on the interrupted stack, as the
+// kernel would (MemoryTestOnTheInterruptedStack checks the test passes and
+// the CRASH event is the original fault).  Without libtimeline the test
+// also faults now and then by itself (seen once in memtest_compare, with
+// libjemalloc's background thread alive beside it), which would make every
+// case flaky.
 //
 // The waits only bound a hang; nothing is timed.  Every case kills redis if
 // it still runs and removes its directory on every way out.  Needs root
@@ -438,6 +439,9 @@ void expect_chained_crash_event(const Crashed &c) {
   EXPECT_EQ(ec["si_code_name"], "SEGV_ACCERR") << e->dump(2);
   EXPECT_EQ(ec["fault_address"], c.fault_address) << e->dump(2);
   EXPECT_TRUE(ec["chained"].get<bool>()) << "recorded as the fault redis's handler re-raised";
+  // Written before redis's handler ran; redis re-raised it and died of it.
+  EXPECT_TRUE(ec["handed"].get<bool>()) << e->dump(2);
+  EXPECT_EQ(ec["handed_outcome"], "crash") << e->dump(2);
   EXPECT_EQ(fn((*e)["location"]), "debugCommand") << e->dump(2);
   for (const auto &w : c.doc["warnings"])
     EXPECT_EQ(w.get<std::string>().find("no CRASH event"), std::string::npos) << w;
@@ -524,13 +528,13 @@ TEST_F(RedisCrash, DISABLED_StrippedLibtimelineWholeStack) {
 }
 
 // redis's default crash report, fast memory test included, under
-// libtimeline-signal.so.  Fails today: redis's handler runs on
-// libtimeline's alternate signal stack, which the memory test overwrites;
-// redis faults again in memtest_preserving_test, again and again down the
-// alternate stack, and the CRASH event is that fault's, not the original.
-// (Even once that is mended, redis's memory test may fault by itself now
-// and then: see the file's comment.)
-TEST_F(RedisCrash, DISABLED_MemoryTestOnTheAlternateStack) {
+// libtimeline-signal.so.  redis's handler (SA_NODEFER|SA_RESETHAND|
+// SA_SIGINFO, no SA_ONSTACK) runs on the interrupted stack, not on
+// libtimeline's alternate stack, which the memory test overwrites; the
+// CRASH event, written before redis's handler ran, is the original fault.
+// (redis's memory test may still fault by itself now and then: see the
+// file's comment.)
+TEST_F(RedisCrash, MemoryTestOnTheInterruptedStack) {
   const Crashed c = crash(std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_SIGNAL_SO, true, true);
   EXPECT_NE(c.log.find("Fast memory test PASSED"), std::string::npos) << c.log;
   expect_chained_crash_event(c);

@@ -729,6 +729,12 @@ static_assert(offsetof(CrashInfo, handler_flags) == 16);
 inline constexpr std::uint32_t kCrashChained = 1u << 0;
 /** The fault repeated at the same pc after the chained handler returned. */
 inline constexpr std::uint32_t kCrashRepeated = 1u << 1;
+/** Written before the signal was handed to the program's own handler
+ *  (kCrashChained is set too): the handler may have recovered, so this
+ *  event is the crash only if nothing shows the program went on past it
+ *  (docs/ring-format.md, "CRASH"). */
+inline constexpr std::uint32_t kCrashHanded = 1u << 2;
+static_assert((kCrashChained | kCrashRepeated | kCrashHanded) == 7u);
 
 /* -------------------------------------------------------------- names (v2) */
 

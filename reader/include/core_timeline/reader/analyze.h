@@ -185,6 +185,25 @@ struct AddressMapping {
   bool dumped = false;      /**< its bytes are in the core */
 };
 
+/** What became of a fault handed to the program's own handler (a CRASH
+ *  event with kCrashHanded), judged from the ring and the core
+ *  (Analyzer::judge_handed):
+ *  - kRecovered: its thread recorded a later CRASH event, so it went on
+ *    past that handler (libtimeline writes no CRASH event for a signal that
+ *    arrives inside it);
+ *  - kCrash: the thread's last CRASH event, and the core's fatal signal
+ *    (NT_SIGINFO, the first NT_PRSTATUS) is on that thread and is its
+ *    signal or one libtimeline handles (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+ *    SIGABRT): the handler ended the process (re-raised, abort(), faulted
+ *    itself, or returned and the fault repeated);
+ *  - kUnknown: cannot be told: a live snapshot or no core signal, the
+ *    fatal signal on another thread (this one may have recovered or still
+ *    been in the handler), or a signal libtimeline does not handle.
+ *  Later events of other kinds on the thread prove nothing: the program's
+ *  handler itself may record them (tl_mark, the allocation wrappers). */
+enum class HandedOutcome : std::uint8_t { kNotHanded, kCrash, kRecovered, kUnknown };
+std::string_view handed_outcome_name(HandedOutcome o) noexcept;
+
 /** The CRASH slot's payload (ring_format.h kKindCrash / CrashInfo). */
 struct CrashSlot {
   std::int32_t signo = 0;
@@ -199,6 +218,11 @@ struct CrashSlot {
   std::uint32_t handler_flags = 0;
   bool chained = false;
   bool repeated = false;
+  /** kCrashHanded: written before the signal was handed to the program's
+   *  own handler, which may have recovered (handed_outcome says). */
+  bool handed = false;
+  HandedOutcome handed_outcome = HandedOutcome::kNotHanded;
+  std::string handed_note;  /**< what handed_outcome rests on; "" if not handed */
 };
 
 /** Where an event's name came from: "core" (the ring's name table, from
