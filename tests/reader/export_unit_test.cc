@@ -79,7 +79,13 @@ ctr::Analysis hand_made() {
   begin.arg0 = 42;
   ctr::Event crash = event(a, f::kKindCrash, "CRASH", "CRASH", 11, 2, 0);
   crash.id = 11;
-  a.crash_slots.push_back({11, "SIGSEGV", 1, "SEGV_MAPERR", 0, 0, 0, 0x10, 0, 0, false, false});
+  ctr::CrashSlot slot;
+  slot.signo = 11;
+  slot.signal_name = "SIGSEGV";
+  slot.si_code = 1;
+  slot.si_code_name = "SEGV_MAPERR";
+  slot.fault_address = 0x10;
+  a.crash_slots.push_back(slot);
   crash.crash = 0;
   a.events = {end1, mark, end2, begin, crash};
   a.time.reference_event = 4;
