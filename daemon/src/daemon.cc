@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -110,6 +111,11 @@ Result<void> Daemon::start() {
   if (!opt_.once && sd_watchdog_enabled(0, &wd) > 0) watchdog_usec_ = wd;
 
   if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);
+  if (auto log = SentLog::open(opt_.state_dir)) sent_log_.emplace(std::move(*log));
+  else
+    spdlog::warn("{}: after a restart, only the timeline entries sent as root or from core-timeline.service's cgroup "
+                 "are known as this daemon's own",
+                 log.error().message);
   if (auto r = position(); !r) return r;
   /* After position(): the decoder server's log line goes to the journal,
    * whose newest entry position() may have just been reading. */
@@ -277,7 +283,10 @@ Result<bool> Daemon::drain() {
   while (keep_going()) {
     auto n = entries_.next(raw, warning);
     if (!n) return std::move(n).error();
-    if (!*n) break;
+    if (!*n) {
+      backlog_read_ = true;
+      break;
+    }
     if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
     const Handled h = handle(raw);
     /* A big document was parsed and built; give the memory back. */
@@ -321,6 +330,7 @@ void Daemon::save_progress() {
                   opt_.state_dir);
   } else {
     cursor_saved_ = true;
+    if (sent_log_) sent_log_->cursor_saved(backlog_read_);
   }
   unsaved_cursor_.reset();
   unsaved_since_ = 0;
@@ -714,11 +724,49 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     ++handled_;
     return Handled::kDone;
   }
+  if (sent_by_earlier_run(e)) {
+    ++handled_;
+    return Handled::kDone;
+  }
   Gathered g;
   if (const Next n = gather(e, to, g); n != Next::kGoOn) return n == Next::kStop ? Handled::kStop : Handled::kDone;
   warn_once_if_unconfined(g.work);
   const Verdict verdict = verdict_for(e, g.work);
   return store_timeline(e, to, g, verdict, make_document(e, verdict, g, t0));
+}
+
+bool Daemon::sent_by_earlier_run(const CoredumpEntry &e) {
+  const auto sender = sent_log_ ? sent_log_->earlier_sender(e.key()) : std::nullopt;
+  if (!sender) return false;
+  auto has = timeline_entries_.has_entry(e, sender);
+  if (!has) {
+    spdlog::warn("pid {}: an earlier run sent its timeline entry (from pid {}), but the journal cannot be read to "
+                 "find it ({}); doing the entry again",
+                 e.pid, *sender, has.error().message);
+    return false;
+  }
+  if (!*has) return false;  /* recorded, but killed before the send */
+  spdlog::info("pid {}: its timeline entry was sent by an earlier run (pid {}) and its timeline file is gone since "
+               "(removed, or vacuumed with its core); not doing the entry again",
+               e.pid, *sender);
+  return true;
+}
+
+void Daemon::stop_here_for_test(const CoredumpEntry &e) const {
+  /* A test seam: with CT_TEST_STOP_AFTER_ENTRY_OF=FILE in its
+   * environment, the daemon stops itself (SIGSTOP) once it has sent the
+   * timeline entry of the crash whose pid FILE holds, after the timeline
+   * was linked and before its cursor is saved, so that a test can kill it
+   * exactly there (daemon_pipeline_test).  Only whoever starts the daemon
+   * sets its environment. */
+  static const char *const file = getenv("CT_TEST_STOP_AFTER_ENTRY_OF");
+  if (!file || !*file) return;
+  char buf[32] = {};
+  const int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n > 0 && std::strtoull(buf, nullptr, 10) == e.pid) raise(SIGSTOP);
 }
 
 Daemon::Destination Daemon::destination_for(const CoredumpEntry &e) {
@@ -985,7 +1033,9 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
   const std::size_t document = f.back().first == jn::kDocument ? f.back().second.size() : 0;
   const bool cut = std::any_of(f.begin(), f.end(), [](const auto &kv) { return kv.first == jn::kDocumentCut; });
   const std::size_t n_fields = f.size();
-  auto sent = send_entry(f, as);
+  std::optional<SentRecord> record;
+  if (sent_log_) record = SentRecord{sent_log_->fd(), SentLog::prefix(e.key())};
+  auto sent = send_entry(f, as, record);
   /* What the entry cost the daemon (bench_daemon reads it from stderr). */
   log::mirror(priority, fmt::format("{} [journal entry: {} fields, document {} bytes{}, sent as {} in {:.3f} ms]",
                                     message, n_fields, document, cut ? " (cut)" : "",
@@ -997,13 +1047,14 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
     if (!as) return;
     /* Then as root, into the system journal: late readers (adm,
      * systemd-journal) still have it; the user has the file. */
-    if (auto r2 = send_entry(f, std::nullopt); !r2)
+    if (auto r2 = send_entry(f, std::nullopt, record); !r2)
       spdlog::warn("pid {}: cannot send its timeline entry to the journal: {}", e.pid, r2.error().message);
   }
+  stop_here_for_test(e);
 }
 
 void Daemon::ensure_entry(const CoredumpEntry &e, int dirfd, const std::string &name, const std::string &path) {
-  auto has = timeline_entries_.has_entry(e);
+  auto has = timeline_entries_.has_entry(e, sent_log_ ? sent_log_->earlier_sender(e.key()) : std::nullopt);
   if (has && *has) return;
   if (!has)
     spdlog::warn("pid {}: cannot tell whether its timeline entry is in the journal ({}); sending it", e.pid,

@@ -261,6 +261,21 @@ class Daemon {
    *  short one (a power cut, files.h) is removed, and false returned. */
   bool timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name);
   TimelineEntries timeline_entries_;
+  /** What this run sent since the last save, and what earlier runs sent
+   *  (timeline_entry.h); unset if <state dir>/sent cannot be opened (a
+   *  warning: then only entries sent as root or from the packaged unit's
+   *  cgroup are known after a restart). */
+  std::optional<SentLog> sent_log_;
+  /** Whether the journal has been read to its end once: the entries an
+   *  earlier run may have handled are behind. */
+  bool backlog_read_ = false;
+  /** Step 1, when no timeline file is there: an earlier run sent this
+   *  crash's timeline entry (its SentLog line, and the entry in the
+   *  journal from that pid), so its timeline was stored and the file has
+   *  gone since (the vacuum removed it with its core).  Logs it. */
+  bool sent_by_earlier_run(const CoredumpEntry &e);
+  /** The test seam CT_TEST_STOP_AFTER_ENTRY_OF (daemon.cc). */
+  void stop_here_for_test(const CoredumpEntry &e) const;
   /** Watchdog ping when due; reads pending signals.  False once asked to
    *  stop. */
   bool keep_going();

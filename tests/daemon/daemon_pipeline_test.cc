@@ -28,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -1209,6 +1210,110 @@ TEST_F(DaemonPipeline, KillNineDuringAStormThenRestartGivesExactlyOneEach) {
   EXPECT_TRUE(fs::is_empty(daemon.state_dir() + "/tmp"));
   std::fprintf(stderr, "timelines at the kill: %zu of 32\n", at_kill);
   EXPECT_EQ(daemon.stop(), 0);
+}
+
+namespace {
+
+// Whether process `pid` is stopped (state T in /proc/PID/stat).
+bool process_stopped(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'T';
+}
+
+// crash_demo --path=a, which writes its own pid into `pid_file` before it
+// execs, so that the daemon's test seam (CT_TEST_STOP_AFTER_ENTRY_OF) knows
+// the crash before its entry exists.
+Crash crash_naming_itself(const std::string &pid_file) {
+  const std::uint64_t t = now_usec();
+  ct::test::ProcessOptions po;
+  po.out = ct::test::Stream::null();
+  po.err = ct::test::Stream::null();
+  po.in_child = [&pid_file] {
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS}) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int fd = open(pid_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const std::string pid = std::to_string(getpid());
+    if (fd < 0 || write(fd, pid.data(), pid.size()) != static_cast<ssize_t>(pid.size()))
+      ct::test::child_failed("cannot write the pid file");
+    close(fd);
+  };
+  Crash c = wait_crash(ct::test::spawn({CT_CRASH_DEMO, "--path=a"}, po), t);
+  EXPECT_TRUE(WIFSIGNALED(c.status) && WCOREDUMP(c.status)) << "wait status " << c.status;
+  return c;
+}
+
+}  // namespace
+
+// A daemon stopped after it linked a timeline and sent its entry, before it
+// saved its cursor; meanwhile the vacuum removes the core and the timeline
+// beside it (here removed as systemd-coredump's vacuum removes them, by
+// unlink: a real MaxUse= vacuum would also take the cores of every other
+// test running on this machine).  The restart must not do that entry again
+// as core_missing: the journal holds one entry for the crash, ok, and
+// ctl-query list and show, over exactly this daemon's entries, give it.
+TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMissing) {
+  const std::string pid_file = dir.path + "/stop-after-entry-of";
+  daemon.start({}, {{"CT_TEST_STOP_AFTER_ENTRY_OF", pid_file}});
+  const auto c = crash_naming_itself(pid_file);
+  ASSERT_TRUE(ct::test::wait_until([&] { return process_stopped(daemon.pid()); }, 60s))
+      << "the daemon did not stop after the entry of pid " << c.pid << ":\n" << daemon.log_tail();
+  const auto t = daemon.find_timeline(c.pid, c.not_before_usec);
+  ASSERT_TRUE(t) << daemon.log_tail();
+  ASSERT_EQ(t->doc["status"], "ok");
+  ct::test::journal_barrier();
+  ASSERT_EQ(timeline_entries(c.pid, t->path).size(), 1u) << "its entry was sent before the stop";
+  daemon.kill_now();
+  const auto core = stored_core(c);
+  ASSERT_TRUE(core) << "no stored core of pid " << c.pid;
+  ASSERT_EQ(unlink(core->c_str()), 0) << *core;
+  ASSERT_EQ(unlink(t->path.c_str()), 0) << t->path;
+
+  daemon.start();
+  const std::string state_path = daemon.state_dir() + "/timelines/" + fs::path(t->path).filename().string();
+  // Done with the entry: either it says it was sent before, or (a daemon
+  // that redoes it) a core_missing timeline appears in the state directory.
+  ASSERT_TRUE(ct::test::wait_until(
+      [&] {
+        return daemon.log().find("pid " + std::to_string(c.pid) + ": its timeline entry was sent by an earlier run") !=
+                   std::string::npos ||
+               fs::exists(state_path);
+      },
+      60s))
+      << daemon.log_tail();
+  ct::test::journal_barrier();
+  EXPECT_FALSE(fs::exists(state_path)) << "the crash was stored again: " << read_text(state_path).substr(0, 300);
+  const auto redone = timeline_entries(c.pid, state_path);
+  EXPECT_EQ(redone.size(), 0u) << "a second entry for the crash, status "
+                               << (redone.empty() ? "" : one(redone[0], jn::kStatus));
+  const auto entries = timeline_entries(c.pid, t->path);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(one(entries[0], jn::kStatus), "ok");
+  EXPECT_EQ(daemon.stop(), 0);
+
+  // ctl-query over this daemon's entries of the crash only (other tests'
+  // daemons follow the same journal): a journal file of them.
+  const std::string jdir = dir.path + "/journal";
+  fs::create_directories(jdir);
+  const auto copied = ct::test::run(
+      {"/bin/sh", "-c",
+       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) + " " +
+           std::string(jn::kTimelinePath) + "=\"$1\" " + std::string(jn::kTimelinePath) +
+           "=\"$2\" | /lib/systemd/systemd-journal-remote -o \"$3\"/remote.journal -",
+       "sh", t->path, state_path, jdir});
+  ASSERT_TRUE(copied.ok()) << copied.err;
+  const auto listed = ct::test::run({CT_CTL_QUERY_BIN, "-D", jdir, "--json", "list", std::to_string(c.pid)});
+  ASSERT_TRUE(listed.ok()) << listed.err;
+  std::vector<json> rows;
+  std::istringstream lines(listed.out);
+  for (std::string line; std::getline(lines, line);) rows.push_back(json::parse(line));
+  ASSERT_EQ(rows.size(), 1u) << listed.out;
+  EXPECT_EQ(rows[0]["status"], "ok");
+  const auto shown = ct::test::run({CT_CTL_QUERY_BIN, "-D", jdir, "show", std::to_string(c.pid)});
+  ASSERT_TRUE(shown.ok()) << shown.err;
+  EXPECT_NE(shown.out.find("BEFORE_DIE"), std::string::npos) << shown.out.substr(0, 2000);
 }
 
 TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescriptors) {
