@@ -1221,15 +1221,15 @@ bool process_stopped(pid_t pid) {
   return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'T';
 }
 
-// crash_demo --path=a, which writes its own pid into `pid_file` before it
-// execs, so that the daemon's test seam (CT_TEST_STOP_AFTER_ENTRY_OF) knows
-// the crash before its entry exists.
-Crash crash_naming_itself(const std::string &pid_file) {
-  const std::uint64_t t = now_usec();
+// A crasher (`argv`, as `uid` if given) that writes its own pid into
+// `pid_file` before it execs, so that the daemon's test seam
+// (CT_TEST_STOP_AFTER_ENTRY_OF) knows the crash before its entry exists.
+pid_t spawn_naming_itself(const std::string &pid_file, const std::vector<std::string> &argv,
+                          std::optional<uid_t> uid = {}) {
   ct::test::ProcessOptions po;
   po.out = ct::test::Stream::null();
   po.err = ct::test::Stream::null();
-  po.in_child = [&pid_file] {
+  po.in_child = [&pid_file, uid] {
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS}) signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
@@ -1239,8 +1239,15 @@ Crash crash_naming_itself(const std::string &pid_file) {
     if (fd < 0 || write(fd, pid.data(), pid.size()) != static_cast<ssize_t>(pid.size()))
       ct::test::child_failed("cannot write the pid file");
     close(fd);
+    if (uid && (setgroups(0, nullptr) < 0 || setresgid(*uid, *uid, *uid) < 0 || setresuid(*uid, *uid, *uid) < 0))
+      ct::test::child_failed("cannot change its uid");
   };
-  Crash c = wait_crash(ct::test::spawn({CT_CRASH_DEMO, "--path=a"}, po), t);
+  return ct::test::spawn(argv, po);
+}
+
+Crash crash_naming_itself(const std::string &pid_file) {
+  const std::uint64_t t = now_usec();
+  Crash c = wait_crash(spawn_naming_itself(pid_file, {CT_CRASH_DEMO, "--path=a"}), t);
   EXPECT_TRUE(WIFSIGNALED(c.status) && WCOREDUMP(c.status)) << "wait status " << c.status;
   return c;
 }
@@ -1314,6 +1321,52 @@ TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMiss
   const auto shown = ct::test::run({CT_CTL_QUERY_BIN, "-D", jdir, "show", std::to_string(c.pid)});
   ASSERT_TRUE(shown.ok()) << shown.err;
   EXPECT_NE(shown.out.find("BEFORE_DIE"), std::string::npos) << shown.out.substr(0, 2000);
+}
+
+// The daemon run by hand (not under the packaged unit: its child sends a
+// user's entry from the test's cgroup, as that user), a storm of two
+// users' crashes, and a kill -9 in the middle: right after the entry of
+// one of them was sent and before the cursor was saved past it (the test
+// seam stops the daemon there, so the moment is certain).  After the
+// restart every crash has exactly one timeline and one timeline entry.
+TEST_F(DaemonPipeline, KillNineInAStormOfTwoUsersCrashesByHandGivesEachCrashOnce) {
+  ct::test::CorePipeLimit limit(64);
+  const std::string exe = dir.path + "/crash_demo";
+  fs::copy_file(CT_CRASH_DEMO, exe);
+  chmod(exe.c_str(), 0755);
+  const std::string pid_file = dir.path + "/stop-after-entry-of";
+  daemon.start({}, {{"CT_TEST_STOP_AFTER_ENTRY_OF", pid_file}});
+  const std::uint64_t t = now_usec();
+  std::vector<pid_t> pids{spawn_naming_itself(pid_file, {exe, "--path=a"}, 1234)};
+  for (int i = 1; i < 24; ++i)
+    pids.push_back(spawn_crasher({exe, i % 2 ? "--path=b" : "--path=a"}, std::nullopt, i % 2 ? 1235 : 1234));
+  std::vector<Crash> crashes;
+  for (pid_t p : pids) crashes.push_back(wait_crash(p, t));
+  for (const auto &c : crashes) ASSERT_TRUE(WCOREDUMP(c.status)) << "pid " << c.pid << " got no core";
+  ASSERT_TRUE(ct::test::wait_until([&] { return process_stopped(daemon.pid()); }, 120s))
+      << "the daemon did not stop after the entry of pid " << pids[0] << ":\n" << daemon.log_tail();
+  ct::test::journal_barrier();
+  ASSERT_EQ(timeline_entries(pids[0], dir.path + "/out/" + fs::path(daemon.find_timeline(pids[0], t)->path).filename().string()).size(), 1u);
+  daemon.kill_now();
+  daemon.start();
+  std::map<pid_t, std::string> paths;
+  for (const auto &c : crashes) {
+    const Timeline tl = wait_timeline(daemon, c.pid, 60s, t);
+    EXPECT_EQ(tl.doc["status"], "ok") << tl.path;
+    paths[c.pid] = tl.path;
+  }
+  // Every entry of the restart is sent by now (its log line follows the
+  // send): the last timeline's line, then a barrier.
+  for (const auto &c : crashes)
+    ASSERT_TRUE(ct::test::wait_until([&] { return !timeline_entries(c.pid, paths[c.pid]).empty(); }, 60s))
+        << "no entry for pid " << c.pid << ":\n" << daemon.log_tail();
+  EXPECT_EQ(daemon.stop(), 0);
+  ct::test::journal_barrier();
+  for (const auto &c : crashes) {
+    EXPECT_EQ(daemon.files_of(c.pid), 1u) << "pid " << c.pid;
+    const auto entries = timeline_entries(c.pid, paths[c.pid]);
+    EXPECT_EQ(entries.size(), 1u) << "pid " << c.pid << (c.pid == pids[0] ? " (the one the kill followed)" : "");
+  }
 }
 
 TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescriptors) {
