@@ -1264,6 +1264,11 @@ Crash crash_naming_itself(const std::string &pid_file) {
 TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMissing) {
   const std::string pid_file = dir.path + "/stop-after-entry-of";
   daemon.start({}, {{"CT_TEST_STOP_AFTER_ENTRY_OF", pid_file}});
+  // The first start's cursor (its anchor), saved once the backlog is done:
+  // the start of a daemon below that has lost what this one knows.
+  const std::string cursor = daemon.state_dir() + "/cursor";
+  ASSERT_TRUE(ct::test::wait_until([&] { return fs::exists(cursor); }, 60s)) << daemon.log_tail();
+  const std::string anchor = read_text(cursor);
   const auto c = crash_naming_itself(pid_file);
   ASSERT_TRUE(ct::test::wait_until([&] { return process_stopped(daemon.pid()); }, 60s))
       << "the daemon did not stop after the entry of pid " << c.pid << ":\n" << daemon.log_tail();
@@ -1300,27 +1305,57 @@ TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMiss
   EXPECT_EQ(one(entries[0], jn::kStatus), "ok");
   EXPECT_EQ(daemon.stop(), 0);
 
-  // ctl-query over this daemon's entries of the crash only (other tests'
+  // A daemon that has lost what the first one knew (its state directory:
+  // a cursor that could not be saved, a new state directory) does the entry
+  // again and can only say that the core is gone: core_missing, logged
+  // after the ok entry.
+  const std::string second_root = dir.path + "/second";
+  fs::create_directories(second_root + "/state");
+  std::ofstream(second_root + "/state/cursor") << anchor;
+  ct::test::DaemonHarness second{daemon_options(second_root)};
+  const auto once = second.run_once();
+  ASSERT_EQ(once.exit_code(), 0) << second.log_tail();
+  const std::string second_path = second.state_dir() + "/timelines/" + fs::path(t->path).filename().string();
+  ASSERT_TRUE(fs::exists(second_path)) << second.log_tail();
+  ASSERT_EQ(json::parse(read_text(second_path))["status"], "core_missing");
+  ct::test::journal_barrier();
+
+  // ctl-query over these daemons' entries of the crash only (other tests'
   // daemons follow the same journal): a journal file of them.
   const std::string jdir = dir.path + "/journal";
   fs::create_directories(jdir);
+  const std::string tp(jn::kTimelinePath);
   const auto copied = ct::test::run(
       {"/bin/sh", "-c",
-       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) + " " +
-           std::string(jn::kTimelinePath) + "=\"$1\" " + std::string(jn::kTimelinePath) +
-           "=\"$2\" | /lib/systemd/systemd-journal-remote -o \"$3\"/remote.journal -",
-       "sh", t->path, state_path, jdir});
+       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) + " " + tp + "=\"$1\" " +
+           tp + "=\"$2\" " + tp + "=\"$3\" | /lib/systemd/systemd-journal-remote -o \"$4\"/remote.journal -",
+       "sh", t->path, state_path, second_path, jdir});
   ASSERT_TRUE(copied.ok()) << copied.err;
-  const auto listed = ct::test::run({CT_CTL_QUERY_BIN, "-D", jdir, "--json", "list", std::to_string(c.pid)});
-  ASSERT_TRUE(listed.ok()) << listed.err;
-  std::vector<json> rows;
-  std::istringstream lines(listed.out);
-  for (std::string line; std::getline(lines, line);) rows.push_back(json::parse(line));
-  ASSERT_EQ(rows.size(), 1u) << listed.out;
-  EXPECT_EQ(rows[0]["status"], "ok");
-  const auto shown = ct::test::run({CT_CTL_QUERY_BIN, "-D", jdir, "show", std::to_string(c.pid)});
-  ASSERT_TRUE(shown.ok()) << shown.err;
-  EXPECT_NE(shown.out.find("BEFORE_DIE"), std::string::npos) << shown.out.substr(0, 2000);
+  // The journal holds the ok entry and the later core_missing one; the
+  // second directory the core_missing file.  Each way, the ok one is shown.
+  for (const std::vector<std::string> &sources :
+       {std::vector<std::string>{"-D", jdir}, std::vector<std::string>{"-D", jdir, "-D", second.state_dir() + "/timelines"}}) {
+    std::vector<std::string> argv{CT_CTL_QUERY_BIN};
+    argv.insert(argv.end(), sources.begin(), sources.end());
+    auto with = [&](std::vector<std::string> rest) {
+      std::vector<std::string> a = argv;
+      a.insert(a.end(), rest.begin(), rest.end());
+      return ct::test::run(a);
+    };
+    const auto listed = with({"--json", "list", std::to_string(c.pid)});
+    ASSERT_TRUE(listed.ok()) << listed.err;
+    std::vector<json> rows;
+    std::istringstream lines(listed.out);
+    for (std::string line; std::getline(lines, line);) rows.push_back(json::parse(line));
+    ASSERT_EQ(rows.size(), 1u) << listed.out;
+    EXPECT_EQ(rows[0]["status"], "ok") << sources.size() << " sources: " << listed.out;
+    const auto shown = with({"show", std::to_string(c.pid)});
+    ASSERT_TRUE(shown.ok()) << shown.err;
+    EXPECT_NE(shown.out.find("BEFORE_DIE"), std::string::npos) << shown.out.substr(0, 2000);
+    // It says it chose, and why.
+    EXPECT_NE(shown.err.find("documents of this crash; this one (ok, "), std::string::npos) << shown.err;
+    EXPECT_NE(shown.err.find("the core_missing one only says the core was gone"), std::string::npos) << shown.err;
+  }
 }
 
 // The daemon run by hand (not under the packaged unit: its child sends a
