@@ -255,7 +255,8 @@ std::string why_kept(const Row &kept, const Row &other) {
     return "the " + other.status + " one only says the core was gone (a daemon did the crash again after its core "
            "was removed), and this one says more";
   if (other.user_vouched && !kept.user_vouched) return "another is only the crashed user's own word";
-  if (!kept.from_journal && other.from_journal) return "a timeline file is whole (an entry's document may be cut)";
+  if (!kept.from_journal && other.from_journal)
+    return "a timeline file holds the whole document (an entry may hold part of it)";
   return "it is the last logged";
 }
 
