@@ -405,18 +405,23 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   return handle_trusted(e);
 }
 
-Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why) {
+Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why, bool core_gone) {
   auto field = [&e](const char *name) {
     const auto it = e.fields.find(name);
     return it == e.fields.end() ? std::string("?") : it->second;
   };
   if (!unverified_log_.take(monotonic_usec())) return Next::kDone;
   report_suppressed_unverified(true);  /* the count of those left out first */
+  const std::string crash = "not storing the crash of pid " + std::to_string(e.pid) + " (" +
+                            printable(e.exe.empty() ? e.comm : e.exe, 128) + ") of uid " + std::to_string(e.uid);
+  const std::string sender = "(sent by pid " + field("_PID") + ", uid " + field("_UID") + ")";
+  /* A core removed before it was read is what happened, most likely
+   * (the vacuum, a backlog): said first, not as a suspected forgery. */
   log::event(LOG_WARNING, kMsgEntryUnverified,
-             "not storing the crash of pid " + std::to_string(e.pid) + " (" +
-                 printable(e.exe.empty() ? e.comm : e.exe, 128) + ") of uid " + std::to_string(e.uid) +
-                 ": only that user vouches for the entry (sent by pid " + field("_PID") + ", uid " + field("_UID") +
-                 ") and nothing corroborates it: " + why,
+             core_gone ? crash + ": " + why + "; only the core could have shown the crash, as only that user vouches "
+                                               "for the entry " + sender
+                       : crash + ": only that user vouches for the entry " + sender +
+                             " and nothing corroborates it: " + why,
              {{"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor},
               {"CORE_TIMELINE_PID", std::to_string(e.pid)},
               {"CORE_TIMELINE_UID", std::to_string(e.uid)},
@@ -813,6 +818,9 @@ Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination 
   Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
   /* Only the core can corroborate an entry of the crashed user's own
    * (entry.h); without it, there is no evidence of a crash. */
+  if (e.vouched_by_crashed_user && !core && core.error().sys_errno == ENOENT)
+    return unverified(e, "its core " + *e.core_path + " was removed before it could be read (vacuumed or removed "
+                         "before core-timelined got to it)", true);
   if (e.vouched_by_crashed_user && !core)
     return unverified(e, "its core " + *e.core_path + " cannot be opened (" + core.error().message +
                              "); systemd-coredump links the core before it sends the entry, so it will not appear");

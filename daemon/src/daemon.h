@@ -172,8 +172,9 @@ class Daemon {
    *  (`why`), and so is not stored as a crash; the entry is done (its
    *  cursor is saved: it is never retried).  A missing core is final:
    *  systemd-coredump links the core before it sends the entry
-   *  (coredump.c submit_coredump()). */
-  Next unverified(const CoredumpEntry &e, const std::string &why);
+   *  (coredump.c submit_coredump()).  `core_gone`: the entry's core file
+   *  was removed before it was read (ENOENT), which `why` says first. */
+  Next unverified(const CoredumpEntry &e, const std::string &why, bool core_gone = false);
   /** Logs how many unverified entries were left out, if any: with `now`
    *  at once (before the next unverified line, and at the stop), else only
    *  once the rate allows a line again (each turn of the loop). */
