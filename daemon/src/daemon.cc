@@ -304,8 +304,8 @@ Result<bool> Daemon::drain() {
   return true;
 }
 
-void Daemon::sync_later(Fd file, const std::string &dir, const std::string &name) {
-  unsynced_timelines_.push_back({std::move(file), dir + "/" + name});
+void Daemon::sync_later(Fd file, const std::string &dir, const std::string &name, const std::string &key) {
+  unsynced_timelines_.push_back({std::move(file), dir + "/" + name, key});
   unsynced_dirs_.insert(dir);
 }
 
@@ -348,6 +348,9 @@ bool Daemon::sync_timelines() {
      * it so that no timeline that may be short stays named, and stop
      * without saving, so that its entry is redone after the restart. */
     unlink(it->path.c_str());
+    /* Its entry is redone after the restart: it must not be taken for
+     * one whose file the vacuum removed (sent_by_earlier_run()). */
+    if (sent_log_) sent_log_->forget(it->key);
     spdlog::error("{}; removed it and stopping without saving the journal cursor (the entries since the last save "
                   "are redone after a restart)",
                   synced.error().message);
@@ -666,7 +669,7 @@ bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int
       /* Perhaps written by a run killed before it synced it: this run's
        * cursor goes past the entry only once it is durable; or before it
        * sent its journal entry. */
-      sync_later(std::move(opened), dir, name);
+      sync_later(std::move(opened), dir, name, e.key());
       ensure_entry(e, dirfd, name, dir + "/" + name);
       return true;
     case Existing::kOther:
@@ -954,7 +957,7 @@ Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination
     stop_on_error(e, "cannot write its timeline: " + w.error().message);
     return Handled::kStop;
   }
-  if (unsynced.valid()) sync_later(std::move(unsynced), dir, name);
+  if (unsynced.valid()) sync_later(std::move(unsynced), dir, name, e.key());
   if (!acl_warning.empty()) spdlog::warn("{}", acl_warning);
   ++handled_;
   const std::string path = dir + "/" + name;

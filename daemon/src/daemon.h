@@ -327,9 +327,9 @@ class Daemon {
    *  logged (a timeline that failed is unlinked first), and says false. */
   bool sync_timelines();
   bool sync_directories();
-  /** The timeline `dir`/`name`, open as `file`, is fsynced, and then
-   *  `dir`, by the next save_progress(). */
-  void sync_later(Fd file, const std::string &dir, const std::string &name);
+  /** The timeline `dir`/`name` of crash `key`, open as `file`, is
+   *  fsynced, and then `dir`, by the next save_progress(). */
+  void sync_later(Fd file, const std::string &dir, const std::string &name, const std::string &key);
   /** Whether a core in the coredump directory awaits its entry (so more
    *  entries are due within milliseconds). */
   bool entries_due() const;
@@ -341,6 +341,7 @@ class Daemon {
   struct UnsyncedTimeline {
     Fd file;
     std::string path;
+    std::string key;  /**< its crash's (CoredumpEntry::key()) */
   };
   std::vector<UnsyncedTimeline> unsynced_timelines_;
   /** Their directories: fsynced after them, before the cursor is saved. */

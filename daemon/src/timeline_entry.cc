@@ -95,6 +95,16 @@ int send_as_child(void *arg) {
   return 0;
 }
 
+/* The SentLog's file `fd`, at most its first MiB (a few hundred lines
+ * are all it holds between two saves). */
+std::string read_sent_log(int fd) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; text.size() < (1u << 20) && (n = pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
+  return text;
+}
+
 struct Closer {
   sd_journal *j;
   ~Closer() { sd_journal_close(j); }
@@ -118,10 +128,7 @@ Result<SentLog> SentLog::open(const std::string &state_dir) {
   if (fd < 0) return errno_error(errno, "open " + log.path_);
   log.fd_.reset(fd);
   /* Its own file, in a directory only root writes; still read with care. */
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0 && text.size() < (1u << 20);)
-    text.append(buf, static_cast<std::size_t>(n));
+  const std::string text = read_sent_log(fd);
   std::size_t at = 0;
   while (at < text.size()) {
     std::size_t end = text.find('\n', at);
@@ -151,6 +158,20 @@ void SentLog::cursor_saved(bool forget_earlier) {
   std::string text;
   for (const auto &[key, pid] : earlier_) text += key + " " + std::to_string(pid) + "\n";
   if (!text.empty()) (void)!write(fd_.get(), text.data(), text.size());
+}
+
+void SentLog::forget(const std::string &key) {
+  earlier_.erase(key);
+  if (!fd_.valid()) return;
+  const std::string text = read_sent_log(fd_.get());
+  std::string kept;
+  const std::string prefix = SentLog::prefix(key);
+  for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    if (end == std::string::npos) break;
+    if (text.compare(at, prefix.size(), prefix) != 0) kept.append(text, at, end + 1 - at);
+  }
+  if (ftruncate(fd_.get(), 0) == 0 && !kept.empty()) (void)!write(fd_.get(), kept.data(), kept.size());
 }
 
 Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as,

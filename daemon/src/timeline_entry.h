@@ -90,6 +90,9 @@ class SentLog {
    *  lines are written again unless `forget_earlier` (once the backlog
    *  those runs may have handled has been read). */
   void cursor_saved(bool forget_earlier);
+  /** Drops crash `key`'s lines, this run's and earlier ones: its timeline
+   *  was removed (an fsync failed) and its entry is to be done again. */
+  void forget(const std::string &key);
 
  private:
   Fd fd_;
