@@ -249,6 +249,13 @@ bool preferred(const Row &a, const Row &b, bool a_later) {
   return a_later;
 }
 
+/* This machine's host name (gethostname(2)), or "" when it cannot be read. */
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
 /* Why `kept` was kept over `other` (order_rows(), for show's note). */
 std::string why_kept(const Row &kept, const Row &other) {
   if (only_says_core_gone(other) && !only_says_core_gone(kept))
@@ -435,16 +442,17 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
 }
 
 /* A document cut to fit its journal entry says so in its top-level "cut"
- * object (docs/timeline-json.md): say it, and where the whole one is. */
+ * object (docs/timeline-json.md, "cut": limit, document_bytes,
+ * events_total, events_kept): say it, and where the whole one is
+ * (`whole`: the file, with its host when that is not this one; "" when
+ * the entry names none). */
 void note_cut(std::ostream &err, const Timeline &t, const std::string &whole) {
   const json *cut = t.lookup("cut");
   if (!cut || !cut->is_object()) return;
   auto num = [&](const char *k) { return scalar_text(cut->contains(k) ? &cut->at(k) : nullptr); };
-  err << "ctl-query: this timeline was cut to fit its journal entry";
-  if (auto it = cut->find("reason"); it != cut->end() && it->is_string())
-    err << " (" << printable(it->get_ref<const std::string &>()) << ")";
-  err << ": " << num("events_kept") << " of " << num("events_total") << " events kept, the whole document is "
-      << num("document_bytes") << " bytes (the entry's limit " << num("max_bytes") << "); the whole timeline is "
+  err << "ctl-query: this timeline was cut to fit its journal entry: " << num("events_kept") << " of "
+      << num("events_total") << " events kept, the document cut to at most " << num("limit") << " bytes of its "
+      << num("document_bytes") << "; the whole timeline is "
       << (whole.empty() ? std::string("in the file beside the core") : printable(whole))
       << " (read it with ctl-query --files, or -D on its directory)\n";
 }
@@ -1524,6 +1532,10 @@ class Query {
         problems_.summary();
         std::string whole;
         const DocumentReader read = reader_of(c, *rows_.back(), &whole);
+        /* An entry from another host (a central journal) names that
+         * host's file. */
+        if (const Row &r = *rows_.back(); r.from_journal && !whole.empty() && !r.host.empty() && r.host != host_name())
+          whole = "on host " + r.host + " at " + whole;
         return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
       }
     } else if (o_.command == Command::kList) {
