@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
@@ -124,7 +125,28 @@ Result<void> Daemon::start() {
                  "root and of system users are decoded as nobody (65534:65534) instead",
                  kDecoderUser);
   parts_.decoder->warm_up();
+  report_state_space();
   return {};
+}
+
+void Daemon::report_state_space() const {
+  struct statvfs fs {};
+  const std::string tmp = store_.tmp_path();
+  if (statvfs(tmp.c_str(), &fs) != 0) {
+    spdlog::warn("cannot tell the free space of {}: {}", tmp, strerrordesc_np(errno));
+    return;
+  }
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  const auto mib = [](std::uint64_t b) { return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20)); };
+  /* A core is extracted into tmp/ whole up to --keep-whole-below, sparse
+   * beyond, and never more than --max-kept of it. */
+  if (free_bytes < opt_.max_kept)
+    spdlog::warn("{} has {} free, less than the {} a core's extraction may need there (--max-kept): a big core "
+                 "will fail for want of space, be tried {} times, then be stored as core_unreadable",
+                 tmp, mib(free_bytes), mib(opt_.max_kept), kResourceAttempts);
+  else
+    spdlog::info("{} has {} free; a core's extraction needs at most {} there (--max-kept)", tmp, mib(free_bytes),
+                 mib(opt_.max_kept));
 }
 
 Result<void> Daemon::position() {
@@ -405,7 +427,77 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   log::Scope scope({{"CORE_TIMELINE_PID", std::to_string(e.pid)},
                     {"CORE_TIMELINE_KEY", e.key()},
                     {"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor}});
-  return handle_trusted(e);
+  return handle_with_retries(e);
+}
+
+namespace {
+
+/* Errors that say a resource ran out, not that the entry or the core is
+ * at fault: worth trying again later, and no reason to stop. */
+bool is_resource_errno(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
+/* The verdict of an entry's work (below). */
+Verdict verdict_for(const CoredumpEntry &e, const CoreWork &w);
+
+}  // namespace
+
+Daemon::Next Daemon::fail_entry(const CoredumpEntry &e, const std::string &what, int err) {
+  if (!is_resource_errno(err)) return stop_on_error(e, what);
+  resource_failure_ = what;
+  return Next::kStop;
+}
+
+Daemon::Handled Daemon::handle_with_retries(const CoredumpEntry &e) {
+  for (unsigned attempt = 1;; ++attempt) {
+    resource_failure_.reset();
+    const Handled h = handle_trusted(e);
+    if (!resource_failure_ || stop_) return h;
+    if (attempt == kResourceAttempts) return give_up(e, *resource_failure_);
+    const std::uint64_t wait = kResourceBackoffMs << (attempt - 1);
+    spdlog::warn("pid {}: {}; trying again in {} ms (attempt {} of {})", e.pid, *resource_failure_, wait, attempt,
+                 kResourceAttempts);
+    if (!pause_ms(wait)) return Handled::kStop;
+  }
+}
+
+bool Daemon::pause_ms(std::uint64_t ms) {
+  const std::uint64_t until = monotonic_usec() + ms * 1000;
+  while (keep_going()) {
+    const std::uint64_t now = monotonic_usec();
+    if (now >= until) return true;
+    std::uint64_t left_ms = (until - now + 999) / 1000;
+    if (watchdog_usec_) left_ms = std::min<std::uint64_t>(left_ms, watchdog_usec_ / 4000);
+    struct pollfd p {signal_fd_.get(), POLLIN, 0};
+    (void)poll(&p, signal_fd_.valid() ? 1 : 0, static_cast<int>(left_ms));
+  }
+  return false;
+}
+
+Daemon::Handled Daemon::give_up(const CoredumpEntry &e, const std::string &what) {
+  const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
+  const std::string reason = "not processed for want of a resource after " + std::to_string(kResourceAttempts) +
+                             " attempts: " + what;
+  log::event(LOG_ERR, kMsgResourceGaveUp,
+             who + ": " + reason + "; storing it as core_unreadable and going on with the later entries",
+             {{"CORE_TIMELINE_EXE", e.exe}, {"CORE_TIMELINE_UID", std::to_string(e.uid)},
+              {"CORE_TIMELINE_REASON", reason}});
+  Gathered g;
+  g.display = e.core_path.value_or("");
+  g.work.status_without_core = Status::kCoreUnreadable;
+  g.work.reason_without_core = reason;
+  const Destination to = destination_for(e);
+  const Verdict verdict = verdict_for(e, g.work);
+  resource_failure_.reset();
+  const Handled h = store_timeline(e, to, g, verdict, make_document(e, verdict, g, monotonic_usec()));
+  if (resource_failure_) {
+    spdlog::error("pid {}: cannot store that either ({}); going on without a timeline for it", e.pid,
+                  *resource_failure_);
+    resource_failure_.reset();
+    return Handled::kDone;
+  }
+  return h;
 }
 
 Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why, bool core_gone) {
@@ -876,7 +968,8 @@ Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, con
     spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
                  printable(e.core_name, 256), why_not);
   auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap, as);
-  if (!w) return w.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
+  if (!w)
+    return w.error().sys_errno == ECANCELED ? Next::kStop : fail_entry(e, w.error().message, w.error().sys_errno);
   g.work = std::move(*w);
   return Next::kGoOn;
 }
@@ -886,7 +979,7 @@ Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
   const std::string state_name = e.state_timeline_name();
   g.display = "journal:" + state_name.substr(0, state_name.size() - suffix.size());
   auto temp = make_temp_file(store_.tmp_path());
-  if (!temp) return stop_on_error(e, temp.error().message);
+  if (!temp) return fail_entry(e, temp.error().message, temp.error().sys_errno);
   auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
     auto x = parts_.extractor->from_bytes(bytes, temp->get(), [this] { return keep_going(); });
     if (!x) return std::move(x).error();
@@ -900,7 +993,7 @@ Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
     return Next::kGoOn;
   }
   if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe), decoder_for(e)); !d)
-    return d.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
+    return d.error().sys_errno == ECANCELED ? Next::kStop : fail_entry(e, d.error().message, d.error().sys_errno);
   return Next::kGoOn;
 }
 
@@ -954,7 +1047,7 @@ Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination
   }
   auto w = store_.write_timeline(dirfd, dir, name, doc.bytes, owner, &acl_warning, &unsynced);
   if (!w) {
-    stop_on_error(e, "cannot write its timeline: " + w.error().message);
+    fail_entry(e, "cannot write its timeline: " + w.error().message, w.error().sys_errno);
     return Handled::kStop;
   }
   if (unsynced.valid()) sync_later(std::move(unsynced), dir, name, e.key());

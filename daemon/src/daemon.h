@@ -37,10 +37,20 @@
  * crashes keeps both CPUs of a small machine busy.
  * Between entries and inside long steps it pings the systemd watchdog and
  * checks for SIGTERM/SIGINT; on those it abandons the current entry (its
- * cursor is not saved, so it is redone) and exits 0.  An error that makes
- * an entry impossible to finish (no space for the temporary core or the
- * timeline, an output directory that cannot be opened) stops it with exit
- * status 1, without saving that entry's cursor: systemd's Restart= retries.
+ * cursor is not saved, so it is redone) and exits 0.  An entry that cannot
+ * be finished for want of a resource (no space for the temporary core or
+ * the timeline, no descriptors, no memory) is tried again with backoff,
+ * kResourceAttempts times in all, then stored as core_unreadable with the
+ * reason (logged at error priority, kMsgResourceGaveUp), and the daemon
+ * goes on: one core never holds up the later ones.  Any other error that
+ * makes an entry impossible to finish (an output directory that cannot be
+ * opened) stops it with exit status 1, without saving that entry's cursor:
+ * systemd's Restart= retries.
+ * Each timeline entry it sends is recorded in the state directory with
+ * its sender's pid (SentLog, timeline_entry.h) until the cursor is saved,
+ * so that after a restart it knows its own entries whatever uid or cgroup
+ * sent them, and does not do again a crash whose timeline file is gone
+ * since (the vacuum took it with its core).
  *
  * Thread-safety: a Daemon is used by one thread; it blocks SIGTERM, SIGINT
  * and SIGHUP in that thread and reads them from a signalfd.
@@ -91,6 +101,13 @@ class Daemon {
    *  (log_unverified()).  Any local user can send such entries at will. */
   static constexpr std::uint64_t kUnverifiedBurst = 10;
   static constexpr std::uint64_t kUnverifiedPerMinute = 10;
+  /** An entry that fails for want of a resource (is_resource_errno():
+   *  ENOSPC, EDQUOT, EMFILE, ENFILE, ENOMEM) is tried this many times in
+   *  all, waiting kResourceBackoffMs, then twice that, and so on, between
+   *  attempts; then it is stored as core_unreadable with the reason, logged
+   *  at error priority (kMsgResourceGaveUp), and the daemon goes on. */
+  static constexpr unsigned kResourceAttempts = 4;
+  static constexpr std::uint64_t kResourceBackoffMs = 250;
 
   /** A daemon for `options` that works with `parts` (parts.h; each must
    *  be set): make_parts(options) for core-timelined, the tests' own
@@ -185,6 +202,26 @@ class Daemon {
   /** Logs an error that makes the entry impossible to finish now and
    *  stops the daemon (exit 1; the entry is redone after the restart). */
   Next stop_on_error(const CoredumpEntry &e, const std::string &what);
+  /** An error `what` (errno `err`) that keeps the entry from being
+   *  finished: for want of a resource (is_resource_errno()), noted in
+   *  resource_failure_ for handle()'s retries, without stopping; else
+   *  stop_on_error(). */
+  Next fail_entry(const CoredumpEntry &e, const std::string &what, int err);
+  /** handle_trusted(), tried again with backoff while it fails for want of
+   *  a resource (kResourceAttempts), then give_up(). */
+  Handled handle_with_retries(const CoredumpEntry &e);
+  /** After the last attempt: logs kMsgResourceGaveUp and stores the crash
+   *  as core_unreadable with the reason (if even that can be written). */
+  Handled give_up(const CoredumpEntry &e, const std::string &what);
+  /** Waits `ms` while pinging the watchdog and reading signals; false if
+   *  asked to stop meanwhile. */
+  bool pause_ms(std::uint64_t ms);
+  /** Logs the space of the state directory's tmp/ against the most a
+   *  core's extraction may need there (--max-kept), at start. */
+  void report_state_space() const;
+  /** What kept the entry being handled from being finished, for want of a
+   *  resource (fail_entry()). */
+  std::optional<std::string> resource_failure_;
   void warn_once_if_unconfined(const CoreWork &w);
   /** The document: its tree and its bytes (serialize()). */
   struct Document {

@@ -17,6 +17,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -1402,6 +1403,62 @@ TEST_F(DaemonPipeline, KillNineInAStormOfTwoUsersCrashesByHandGivesEachCrashOnce
     const auto entries = timeline_entries(c.pid, paths[c.pid]);
     EXPECT_EQ(entries.size(), 1u) << "pid " << c.pid << (c.pid == pids[0] ? " (the one the kill followed)" : "");
   }
+}
+
+namespace {
+
+// RAII: a tmpfs of `size` (mount(8)'s size=) on `dir`, made if missing,
+// unmounted on every way out (lazily: a daemon still running may hold it).
+struct SmallTmpfs {
+  std::string dir;
+  bool mounted = false;
+  SmallTmpfs(std::string d, const std::string &size) : dir(std::move(d)) {
+    fs::create_directories(dir);
+    mounted = mount("tmpfs", dir.c_str(), "tmpfs", 0, ("mode=0755,size=" + size).c_str()) == 0;
+  }
+  ~SmallTmpfs() {
+    if (mounted) umount2(dir.c_str(), MNT_DETACH);
+  }
+  bool resize(const std::string &size) {
+    return mount("tmpfs", dir.c_str(), "tmpfs", MS_REMOUNT, ("mode=0755,size=" + size).c_str()) == 0;
+  }
+};
+
+}  // namespace
+
+// The state directory (where cores are extracted) on a tmpfs smaller than
+// one core: the crash's extraction fails with ENOSPC.  The daemon says at
+// start that the space is short, tries the entry kResourceAttempts times,
+// stores it as core_unreadable saying why, logs that at error priority with
+// its MESSAGE_ID, and goes on: once there is space, the next crash is ok,
+// without a restart.
+TEST_F(DaemonPipeline, AStateDirectorySmallerThanACoreStoresTheCrashAsFailedAndGoesOn) {
+  SmallTmpfs small(daemon.state_dir(), "1m");
+  ASSERT_TRUE(small.mounted) << "cannot mount a tmpfs on " << daemon.state_dir() << ": " << std::strerror(errno);
+  daemon.start();
+  EXPECT_TRUE(daemon.wait_log("less than the 1024.0 MiB a core's extraction may need there", 10s)) << daemon.log_tail();
+  const pid_t first_daemon = daemon.pid();
+  const std::uint64_t since = now_usec();
+  const auto c = crash({CT_CRASH_DEMO, "--path=a"});
+  const Timeline t = wait_timeline(daemon, c.pid, 60s, c.not_before_usec);
+  ASSERT_FALSE(t.path.empty());
+  EXPECT_EQ(t.doc["status"], "core_unreadable") << t.path;
+  const std::string reason = t.doc.value("reason", "");
+  EXPECT_NE(reason.find("not processed for want of a resource after 4 attempts"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("No space left on device"), std::string::npos) << reason;
+  EXPECT_EQ(daemon.wait_exit(0ms), -3) << "the daemon stopped:\n" << daemon.log_tail();
+  const auto err = wait_journal({"MESSAGE_ID=99703ef76b5949a28bbeea41cbd27980", "CORE_TIMELINE_PID=" + std::to_string(c.pid)},
+                                since, 60s);
+  ASSERT_TRUE(err) << "no error entry for pid " << c.pid;
+  EXPECT_EQ(err->at("PRIORITY"), "3");
+  EXPECT_NE(err->at("MESSAGE").find("going on with the later entries"), std::string::npos) << err->at("MESSAGE");
+
+  ASSERT_TRUE(small.resize("256m"));
+  const auto c2 = crash({CT_CRASH_DEMO, "--path=b"});
+  const Timeline t2 = wait_timeline(daemon, c2.pid, 60s, c2.not_before_usec);
+  EXPECT_EQ(t2.doc["status"], "ok") << t2.path;
+  EXPECT_EQ(daemon.pid(), first_daemon);
+  EXPECT_EQ(daemon.stop(), 0);
 }
 
 TEST_F(DaemonPipeline, JournalRotationBetweenCrashesMissesNothingAndLeaksNoDescriptors) {
