@@ -914,8 +914,8 @@ Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination 
   /* Only the core can corroborate an entry of the crashed user's own
    * (entry.h); without it, there is no evidence of a crash. */
   if (e.vouched_by_crashed_user && !core && core.error().sys_errno == ENOENT)
-    return unverified(e, "its core " + *e.core_path + " was removed before it could be read (vacuumed or removed "
-                         "before core-timelined got to it)", true);
+    return unverified(e, "its core " + *e.core_path + " cannot be opened: it is gone (removed or vacuumed before "
+                         "it could be read, or it never existed)", true);
   if (e.vouched_by_crashed_user && !core)
     return unverified(e, "its core " + *e.core_path + " cannot be opened (" + core.error().message +
                              "); systemd-coredump links the core before it sends the entry, so it will not appear");

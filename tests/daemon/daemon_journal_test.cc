@@ -556,7 +556,9 @@ TEST(DaemonFromJournalFiles, AnEntryOnlyItsUserVouchesForIsStoredOnlyWhenItsCore
   ASSERT_NE(at5003, std::string::npos) << log;
   const std::string line5003 = log.substr(at5003, log.find('\n', at5003) - at5003);
   EXPECT_NE(line5003.find("of uid 1234: its core "), std::string::npos) << line5003;
-  EXPECT_NE(line5003.find(" was removed before it could be read"), std::string::npos) << line5003;
+  EXPECT_NE(line5003.find(" cannot be opened: it is gone (removed or vacuumed before it could be read"),
+            std::string::npos)
+      << line5003;
   EXPECT_EQ(line5003.find("nothing corroborates"), std::string::npos) << line5003;
   // All five done: the cursor is past the last one, nothing is retried.
   ASSERT_TRUE(fs::exists(s.path("state/cursor"))) << log;
