@@ -1467,18 +1467,16 @@ class Query {
       order.push_back(grp.kept);
       if (grp.all.size() < 2) continue;
       Row &kept = *slots_[grp.kept].row;
-      const std::size_t other = grp.all[grp.all[0] == grp.kept ? 1 : 0];
-      std::size_t gone = 0;
-      for (std::size_t i : grp.all) gone += i != grp.kept && only_says_core_gone(*slots_[i].row);
-      const Row &o = gone > 0 && !only_says_core_gone(kept)
-                         ? *slots_[*std::find_if(grp.all.begin(), grp.all.end(),
-                                                 [&](std::size_t i) {
-                                                   return i != grp.kept && only_says_core_gone(*slots_[i].row);
-                                                 })]
-                                .row
-                         : *slots_[other].row;
+      /* The reason given is against a core_missing one, if one was left
+       * out (the reason that matters most), else against the first. */
+      const Row *other = nullptr;
+      for (std::size_t i : grp.all) {
+        if (i == grp.kept) continue;
+        const Row &r = *slots_[i].row;
+        if (!other || (only_says_core_gone(r) && !only_says_core_gone(*other))) other = &r;
+      }
       kept.chosen = std::to_string(grp.all.size()) + " documents of this crash; this one (" + kept.status + ", " +
-                    label_of(kept) + ") was chosen: " + why_kept(kept, o);
+                    label_of(kept) + ") was chosen: " + why_kept(kept, *other);
     }
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const Row &x = *slots_[a].row, &y = *slots_[b].row;
