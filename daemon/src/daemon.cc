@@ -434,6 +434,15 @@ namespace {
 
 /* Errors that say a resource ran out, not that the entry or the core is
  * at fault: worth trying again later, and no reason to stop. */
+/* The core as a document names it (core.path): the stored file, or
+ * journal:core.COMM.UID.BOOT.PID.TS for a core in its entry. */
+std::string core_display(const CoredumpEntry &e) {
+  if (e.storage != Storage::kJournal) return e.core_path.value_or("");
+  const std::string_view suffix = ".timeline.json";
+  const std::string state_name = e.state_timeline_name();
+  return "journal:" + state_name.substr(0, state_name.size() - suffix.size());
+}
+
 bool is_resource_errno(int err) {
   return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == ENOMEM;
 }
@@ -484,7 +493,7 @@ Daemon::Handled Daemon::give_up(const CoredumpEntry &e, const std::string &what)
              {{"CORE_TIMELINE_EXE", e.exe}, {"CORE_TIMELINE_UID", std::to_string(e.uid)},
               {"CORE_TIMELINE_REASON", reason}});
   Gathered g;
-  g.display = e.core_path.value_or("");
+  g.display = core_display(e);
   g.work.status_without_core = Status::kCoreUnreadable;
   g.work.reason_without_core = reason;
   const Destination to = destination_for(e);
@@ -975,9 +984,7 @@ Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, con
 }
 
 Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
-  const std::string_view suffix = ".timeline.json";
-  const std::string state_name = e.state_timeline_name();
-  g.display = "journal:" + state_name.substr(0, state_name.size() - suffix.size());
+  g.display = core_display(e);
   auto temp = make_temp_file(store_.tmp_path());
   if (!temp) return fail_entry(e, temp.error().message, temp.error().sys_errno);
   auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
