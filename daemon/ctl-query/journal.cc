@@ -238,6 +238,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const JournalSpec &spec) {
   }
   if (r < 0) return journal_error(r, what);
   auto out = std::unique_ptr<Journal>(new Journal(j));
+  if (spec.kind == JournalSpec::Kind::kFiles) out->files_ = spec.files;
   if (truncated.moved()) return cut_short("it was opened");
   return out;
 }
@@ -412,18 +413,26 @@ Result<std::optional<std::string>> Journal::document(const std::string &cursor, 
   return out;
 }
 
-Result<std::optional<std::string>> Journal::document_once(const std::string &cursor, std::uint64_t max_bytes) {
-  sd_journal_flush_matches(j_);
-  int r = sd_journal_seek_cursor(j_, cursor.c_str());
-  if (r >= 0) r = sd_journal_next(j_);
-  if (r >= 0 && sd_journal_test_cursor(j_, cursor.c_str()) <= 0) r = -ENOENT;
-  if (r <= 0) return journal_error(r == 0 ? -ENOENT : r, "journal entry " + cursor + ": cannot be found again");
-  sd_journal_set_data_threshold(j_, 0);
+namespace {
+
+/* Moves `j` to the entry `cursor` names: sd_journal_seek_cursor(3), then
+ * the entry after it, which must be that very entry
+ * (sd_journal_test_cursor(3)).  1: there; 0: not found; < 0: an error. */
+int seek_entry(sd_journal *j, const std::string &cursor) {
+  int r = sd_journal_seek_cursor(j, cursor.c_str());
+  if (r >= 0) r = sd_journal_next(j);
+  if (r > 0) r = sd_journal_test_cursor(j, cursor.c_str());
+  return r;
+}
+
+/* The CORE_TIMELINE_DOCUMENT of the entry `j` is at (Journal::document()). */
+Result<std::optional<std::string>> document_here(sd_journal *j, const std::string &cursor, std::uint64_t max_bytes) {
+  sd_journal_set_data_threshold(j, 0);
   const void *data;
   size_t len;
   const std::string name(jf::kDocument);
-  r = sd_journal_get_data(j_, name.c_str(), &data, &len);
-  sd_journal_set_data_threshold(j_, kSummaryValueMax);
+  const int r = sd_journal_get_data(j, name.c_str(), &data, &len);
+  sd_journal_set_data_threshold(j, kSummaryValueMax);
   if (r == -ENOENT) return std::optional<std::string>();
   if (r < 0) return journal_error(r, "journal entry " + cursor + ": reading " + name);
   std::string_view v = field_value(data, len, name);
@@ -432,6 +441,33 @@ Result<std::optional<std::string>> Journal::document_once(const std::string &cur
                                              std::to_string(v.size()) + " bytes, the limit is " +
                                              std::to_string(max_bytes) + "; see --max-size)"};
   return std::optional<std::string>(std::string(v));
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> Journal::document_once(const std::string &cursor, std::uint64_t max_bytes) {
+  sd_journal_flush_matches(j_);
+  int r = seek_entry(j_, cursor);
+  if (r > 0) return document_here(j_, cursor, max_bytes);
+  /* Over several files (a central host's, -D A -D B), sd-journal's seek
+   * interleaves the files by realtime when their seqnum ids and boots
+   * differ, or by monotonic time when only the boot is the same: an entry
+   * of another host with the same __REALTIME_TIMESTAMP can come first,
+   * and the entry after the seek is not this one.  Each file alone holds
+   * its entries in its own sequence, where the cursor's seqnum finds the
+   * entry itself. */
+  for (const std::string &file : files_) {
+    sd_journal *one = nullptr;
+    const char *paths[] = {file.c_str(), nullptr};
+    if (sd_journal_open_files(&one, paths, 0) < 0) continue;
+    if (seek_entry(one, cursor) > 0) {
+      auto out = document_here(one, cursor, max_bytes);
+      sd_journal_close(one);
+      return out;
+    }
+    sd_journal_close(one);
+  }
+  return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
 }
 
 }  // namespace core_timeline::ctlq

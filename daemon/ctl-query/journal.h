@@ -185,13 +185,19 @@ class Journal {
 
   /** The CORE_TIMELINE_DOCUMENT of the entry at `cursor`: nullopt when the
    *  entry has none; an error when the entry cannot be found again or its
-   *  document is larger than max_bytes. */
+   *  document is larger than max_bytes.  The entry is that very one
+   *  (sd_journal_test_cursor(3)), also among several hosts' files with
+   *  entries of the same __REALTIME_TIMESTAMP (then it is looked for in
+   *  each file alone). */
   Result<std::optional<std::string>> document(const std::string &cursor, std::uint64_t max_bytes);
 
  private:
   explicit Journal(sd_journal *j) : j_(j) {}
   Result<std::optional<std::string>> document_once(const std::string &cursor, std::uint64_t max_bytes);
   sd_journal *j_;
+  /** kFiles's files: document() looks for an entry in each alone when the
+   *  merged view does not give it back. */
+  std::vector<std::string> files_;
 };
 
 }  // namespace core_timeline::ctlq

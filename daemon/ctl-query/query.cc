@@ -67,6 +67,10 @@ struct Row {
   std::uint64_t time_usec = 0, realtime_usec = 0;
   std::string pid, uid, gid, signal, signal_name, exe, comm, status, reason, boot_id, cursor;
   std::string host;          /* _HOSTNAME: the entry's, or the stored coredump entry's */
+  std::string machine;       /* _MACHINE_ID, likewise ("" when it has none) */
+  /* When this row was chosen among several documents of its crash
+   * (order_rows()): how many, and why this one; "" otherwise. */
+  std::string chosen;
   /* The crash's pid in its own pid namespace (pids.pid, process.pid; the
    * entry's CORE_TIMELINE_NAMESPACE_PID): its leader's tid there. */
   std::string own_pid;
@@ -140,6 +144,7 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   if (reason && reason->is_string()) r.reason = reason->get<std::string>();
   r.boot_id = string_of(t, "_BOOT_ID", "coredump.boot_id");
   r.host = string_of(t, "_HOSTNAME");
+  r.machine = string_of(t, "_MACHINE_ID");
   if (const json *b = t.lookup(key::dotted({key::coredump, key::boot_id})); b && b->is_string()) r.boot_id = b->get<std::string>();
   if (const json *c = t.lookup(key::dotted({key::coredump, key::journal_cursor})); c && c->is_string()) r.cursor = c->get<std::string>();
   r.has_events = t.has_events;
@@ -190,6 +195,7 @@ Row row_of_entry(const JournalEntry &e) {
   }
   r.last_event_raw = e.get(jf::kLastEvent);
   r.host = e.get("_HOSTNAME");
+  r.machine = e.get("_MACHINE_ID");
   r.from_journal = true;
   r.entry_cursor = e.cursor;
   r.cut = e.get(jf::kDocumentCut) == "1";
@@ -211,8 +217,55 @@ json last_event_of(const Row &r) {
   return json{{key::name, *name}};
 }
 
-/* The same crash, whichever source it came from: boot, pid, crash time. */
+/* The same crash, whichever source it came from: boot, pid, crash time;
+ * and its machine (same_machine()). */
 std::string crash_key(const Row &r) { return r.boot_id + "/" + r.pid + "/" + std::to_string(r.time_usec); }
+
+/* Two rows of one crash_key() are of one crash unless both name their
+ * machine (_MACHINE_ID; else _HOSTNAME) and the two differ: containers of
+ * one kernel share its boot id, and an entry from another host with the
+ * same boot id, pid and time is not this crash. */
+bool same_machine(const Row &a, const Row &b) {
+  if (!a.machine.empty() && !b.machine.empty()) return a.machine == b.machine;
+  if (!a.host.empty() && !b.host.empty()) return a.host == b.host;
+  return true;
+}
+
+/* A document that says only that its crash's core was gone: a daemon that
+ * did the entry again after the core (and the timeline beside it) had been
+ * removed stores this, and it must not hide the timeline stored before. */
+bool only_says_core_gone(const Row &r) { return r.status == "core_missing"; }
+
+/* Of two documents of one crash, whether `a` is the one to keep over `b`
+ * (`a_later`: `a` comes later in the reading order, journal order for
+ * entries): not one that only says the core was gone, over one that says
+ * more; core-timelined's over the crashed user's own word; a file (never
+ * cut) over an entry; the later. */
+bool preferred(const Row &a, const Row &b, bool a_later) {
+  const auto rank = [](const Row &r) {
+    return std::make_tuple(!only_says_core_gone(r), !r.user_vouched, !r.from_journal);
+  };
+  if (rank(a) != rank(b)) return rank(a) > rank(b);
+  return a_later;
+}
+
+/* This machine's host name (gethostname(2)), or "" when it cannot be read. */
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+/* Why `kept` was kept over `other` (order_rows(), for show's note). */
+std::string why_kept(const Row &kept, const Row &other) {
+  if (only_says_core_gone(other) && !only_says_core_gone(kept))
+    return "the " + other.status + " one only says the core was gone (a daemon did the crash again after its core "
+           "was removed), and this one says more";
+  if (other.user_vouched && !kept.user_vouched) return "another is only the crashed user's own word";
+  if (!kept.from_journal && other.from_journal)
+    return "a timeline file holds the whole document (an entry may hold part of it)";
+  return "it is the last logged";
+}
 
 json number_or_null(const std::string &s) {
   const auto v = reader::parse_unsigned(s);
@@ -389,16 +442,17 @@ void print_events(std::ostream &out, const std::vector<std::pair<const Row *, co
 }
 
 /* A document cut to fit its journal entry says so in its top-level "cut"
- * object (docs/timeline-json.md): say it, and where the whole one is. */
+ * object (docs/timeline-json.md, "cut": limit, document_bytes,
+ * events_total, events_kept): say it, and where the whole one is
+ * (`whole`: the file, with its host when that is not this one; "" when
+ * the entry names none). */
 void note_cut(std::ostream &err, const Timeline &t, const std::string &whole) {
   const json *cut = t.lookup("cut");
   if (!cut || !cut->is_object()) return;
   auto num = [&](const char *k) { return scalar_text(cut->contains(k) ? &cut->at(k) : nullptr); };
-  err << "ctl-query: this timeline was cut to fit its journal entry";
-  if (auto it = cut->find("reason"); it != cut->end() && it->is_string())
-    err << " (" << printable(it->get_ref<const std::string &>()) << ")";
-  err << ": " << num("events_kept") << " of " << num("events_total") << " events kept, the whole document is "
-      << num("document_bytes") << " bytes (the entry's limit " << num("max_bytes") << "); the whole timeline is "
+  err << "ctl-query: this timeline was cut to fit its journal entry: " << num("events_kept") << " of "
+      << num("events_total") << " events kept, the document cut to at most " << num("limit") << " bytes of its "
+      << num("document_bytes") << "; the whole timeline is "
       << (whole.empty() ? std::string("in the file beside the core") : printable(whole))
       << " (read it with ctl-query --files, or -D on its directory)\n";
 }
@@ -1296,6 +1350,7 @@ class Query {
     req.max_bytes = o_.max_bytes;
     req.fields = match_fields_;
     req.fields.push_back("_HOSTNAME");
+    req.fields.push_back("_MACHINE_ID");
     req.paths = match_fields_;
     req.bookkeeping = o_.all;
     if (o_.command == Command::kEvents) {
@@ -1458,40 +1513,61 @@ class Query {
    * an empty answer is then not "no match". */
   bool hid_unverified() const { return unverified_ > 0 && !o_.unverified; }
 
-  /* 5. The matches, by crash time.  The same crash (boot, pid, crash
-   *    time; or the file the entry names) from a file and from the journal
-   *    is one row, the file's: a
-   *    file is never cut, an entry's document may be; of several entries
-   *    for one crash, the last logged. */
+  /* 5. The matches, by crash time.  The documents of one crash (its
+   *    machine, boot, pid and crash time: crash_key() and same_machine();
+   *    or an entry and the file it names, as the older notice has no crash
+   *    time) from files and from the journal are one row, preferred()'s:
+   *    never one that only says the core was gone over one that says more,
+   *    never the crashed user's own word over core-timelined's, a file (never
+   *    cut) over an entry, and else the last logged.  The row kept says so
+   *    when there were several (Row::chosen, printed by show). */
   void order_rows() {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].row) order.push_back(i);
-    std::set<std::string> file_keys, file_paths;
-    std::map<std::string, std::size_t> last_entry;
+    /* Files first, then entries in journal order: "later" is the reading
+     * order. */
+    std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return !slots_[i].row->from_journal; });
+    struct Group {
+      std::size_t kept;
+      std::vector<std::size_t> all;
+    };
+    std::vector<Group> groups;
+    std::map<std::string, std::vector<std::size_t>> by_key;  /* crash_key -> groups */
+    std::map<std::string, std::size_t> by_file;              /* a file's path -> its group */
     for (std::size_t i : order) {
       const Row &r = *slots_[i].row;
-      if (!r.from_journal) {
-        file_keys.insert(crash_key(r));
-        file_paths.insert(r.path);
+      std::optional<std::size_t> g;
+      for (std::size_t k : by_key[crash_key(r)])
+        if (same_machine(*slots_[groups[k].kept].row, r)) g = k;
+      if (!g && r.from_journal && !r.path.empty())
+        if (const auto f = by_file.find(r.path); f != by_file.end()) g = f->second;
+      if (!g) {
+        groups.push_back({i, {i}});
+        by_key[crash_key(r)].push_back(groups.size() - 1);
+        if (!r.from_journal) by_file[r.path] = groups.size() - 1;
+        continue;
       }
+      Group &grp = groups[*g];
+      grp.all.push_back(i);
+      if (preferred(r, *slots_[grp.kept].row, true)) grp.kept = i;
     }
-    for (std::size_t i : order) {
-      const Row &r = *slots_[i].row;
-      if (!r.from_journal) continue;
-      /* Entries are in journal order: the last, except that one only the
-       * crashed user vouches for never replaces core-timelined's. */
-      const auto [it, fresh] = last_entry.try_emplace(crash_key(r), i);
-      if (!fresh && !(r.user_vouched && !slots_[it->second].row->user_vouched)) it->second = i;
+    order.clear();
+    for (const Group &grp : groups) {
+      order.push_back(grp.kept);
+      if (grp.all.size() < 2) continue;
+      Row &kept = *slots_[grp.kept].row;
+      /* The reason given is against a core_missing one, if one was left
+       * out (the reason that matters most), else against the first. */
+      const Row *other = nullptr;
+      for (std::size_t i : grp.all) {
+        if (i == grp.kept) continue;
+        const Row &r = *slots_[i].row;
+        if (!other || (only_says_core_gone(r) && !only_says_core_gone(*other))) other = &r;
+      }
+      kept.chosen = std::to_string(grp.all.size()) + " documents of this crash; this one (" + kept.status + ", " +
+                    label_of(kept) + ") was chosen: " + why_kept(kept, *other);
     }
-    std::erase_if(order, [&](std::size_t i) {
-      const Row &r = *slots_[i].row;
-      if (!r.from_journal) return false;
-      const std::string k = crash_key(r);
-      /* The same crash: the same boot, pid and crash time, or the file the
-       * entry names (the older notice has no crash time). */
-      return file_keys.count(k) > 0 || (!r.path.empty() && file_paths.count(r.path) > 0) || last_entry[k] != i;
-    });
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const Row &x = *slots_[a].row, &y = *slots_[b].row;
       return std::tie(x.time_usec, x.realtime_usec, x.path, x.entry_cursor) <
@@ -1538,11 +1614,17 @@ class Query {
         if (rows_.size() > 1 && !o_.quiet)
           err_ << "ctl-query: " << rows_.size() << " timelines match; " << (show_it ? "showing" : "exporting")
                << " the newest (" << printable(label(*rows_.back())) << ")\n";
+        if (!rows_.back()->chosen.empty() && !o_.quiet)
+          err_ << "ctl-query: " << printable(rows_.back()->chosen) << '\n';
         const Candidate &c = *row_candidates_.back();
         problems_.summary();
         std::string whole;
         const DocumentReader read = reader_of(c, *rows_.back(), &whole);
         if (o_.command == Command::kInfo) return info(out_, err_, read, *rows_.back(), o_);
+        /* An entry from another host (a central journal) names that
+         * host's file. */
+        if (const Row &r = *rows_.back(); r.from_journal && !whole.empty() && !r.host.empty() && r.host != host_name())
+          whole = "on host " + r.host + " at " + whole;
         return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
       }
     } else if (o_.command == Command::kList) {

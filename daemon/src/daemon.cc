@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -110,6 +112,11 @@ Result<void> Daemon::start() {
   if (!opt_.once && sd_watchdog_enabled(0, &wd) > 0) watchdog_usec_ = wd;
 
   if (!opt_.once) core_watch_.emplace(opt_.coredump_dir);
+  if (auto log = SentLog::open(opt_.state_dir)) sent_log_.emplace(std::move(*log));
+  else
+    spdlog::warn("{}: after a restart, only the timeline entries sent as root or from core-timeline.service's cgroup "
+                 "are known as this daemon's own",
+                 log.error().message);
   if (auto r = position(); !r) return r;
   /* After position(): the decoder server's log line goes to the journal,
    * whose newest entry position() may have just been reading. */
@@ -118,7 +125,28 @@ Result<void> Daemon::start() {
                  "root and of system users are decoded as nobody (65534:65534) instead",
                  kDecoderUser);
   parts_.decoder->warm_up();
+  report_state_space();
   return {};
+}
+
+void Daemon::report_state_space() const {
+  struct statvfs fs {};
+  const std::string tmp = store_.tmp_path();
+  if (statvfs(tmp.c_str(), &fs) != 0) {
+    spdlog::warn("cannot tell the free space of {}: {}", tmp, strerrordesc_np(errno));
+    return;
+  }
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  const auto mib = [](std::uint64_t b) { return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20)); };
+  /* A core is extracted into tmp/ whole up to --keep-whole-below, sparse
+   * beyond, and never more than --max-kept of it. */
+  if (free_bytes < opt_.max_kept)
+    spdlog::warn("{} has {} free, less than the {} a core's extraction may need there (--max-kept): a big core "
+                 "will fail for want of space, be tried {} times, then be stored as core_unreadable",
+                 tmp, mib(free_bytes), mib(opt_.max_kept), kResourceAttempts);
+  else
+    spdlog::info("{} has {} free; a core's extraction needs at most {} there (--max-kept)", tmp, mib(free_bytes),
+                 mib(opt_.max_kept));
 }
 
 Result<void> Daemon::position() {
@@ -277,7 +305,10 @@ Result<bool> Daemon::drain() {
   while (keep_going()) {
     auto n = entries_.next(raw, warning);
     if (!n) return std::move(n).error();
-    if (!*n) break;
+    if (!*n) {
+      backlog_read_ = true;
+      break;
+    }
     if (!warning.empty()) spdlog::warn("journal entry {}: {}", raw.cursor, warning);
     const Handled h = handle(raw);
     /* A big document was parsed and built; give the memory back. */
@@ -295,8 +326,8 @@ Result<bool> Daemon::drain() {
   return true;
 }
 
-void Daemon::sync_later(Fd file, const std::string &dir, const std::string &name) {
-  unsynced_timelines_.push_back({std::move(file), dir + "/" + name});
+void Daemon::sync_later(Fd file, const std::string &dir, const std::string &name, const std::string &key) {
+  unsynced_timelines_.push_back({std::move(file), dir + "/" + name, key});
   unsynced_dirs_.insert(dir);
 }
 
@@ -321,6 +352,7 @@ void Daemon::save_progress() {
                   opt_.state_dir);
   } else {
     cursor_saved_ = true;
+    if (sent_log_) sent_log_->cursor_saved(backlog_read_);
   }
   unsaved_cursor_.reset();
   unsaved_since_ = 0;
@@ -338,6 +370,9 @@ bool Daemon::sync_timelines() {
      * it so that no timeline that may be short stays named, and stop
      * without saving, so that its entry is redone after the restart. */
     unlink(it->path.c_str());
+    /* Its entry is redone after the restart: it must not be taken for
+     * one whose file the vacuum removed (sent_by_earlier_run()). */
+    if (sent_log_) sent_log_->forget(it->key);
     spdlog::error("{}; removed it and stopping without saving the journal cursor (the entries since the last save "
                   "are redone after a restart)",
                   synced.error().message);
@@ -392,21 +427,105 @@ Daemon::Handled Daemon::handle(const RawEntry &raw) {
   log::Scope scope({{"CORE_TIMELINE_PID", std::to_string(e.pid)},
                     {"CORE_TIMELINE_KEY", e.key()},
                     {"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor}});
-  return handle_trusted(e);
+  return handle_with_retries(e);
 }
 
-Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why) {
+namespace {
+
+/* Errors that say a resource ran out, not that the entry or the core is
+ * at fault: worth trying again later, and no reason to stop. */
+/* The core as a document names it (core.path): the stored file, or
+ * journal:core.COMM.UID.BOOT.PID.TS for a core in its entry. */
+std::string core_display(const CoredumpEntry &e) {
+  if (e.storage != Storage::kJournal) return e.core_path.value_or("");
+  const std::string_view suffix = ".timeline.json";
+  const std::string state_name = e.state_timeline_name();
+  return "journal:" + state_name.substr(0, state_name.size() - suffix.size());
+}
+
+bool is_resource_errno(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
+/* The verdict of an entry's work (below). */
+Verdict verdict_for(const CoredumpEntry &e, const CoreWork &w);
+
+}  // namespace
+
+Daemon::Next Daemon::fail_entry(const CoredumpEntry &e, const std::string &what, int err) {
+  if (!is_resource_errno(err)) return stop_on_error(e, what);
+  resource_failure_ = what;
+  return Next::kStop;
+}
+
+Daemon::Handled Daemon::handle_with_retries(const CoredumpEntry &e) {
+  for (unsigned attempt = 1;; ++attempt) {
+    resource_failure_.reset();
+    const Handled h = handle_trusted(e);
+    if (!resource_failure_ || stop_) return h;
+    if (attempt == kResourceAttempts) return give_up(e, *resource_failure_);
+    const std::uint64_t wait = kResourceBackoffMs << (attempt - 1);
+    spdlog::warn("pid {}: {}; trying again in {} ms (attempt {} of {})", e.pid, *resource_failure_, wait, attempt,
+                 kResourceAttempts);
+    if (!pause_ms(wait)) return Handled::kStop;
+  }
+}
+
+bool Daemon::pause_ms(std::uint64_t ms) {
+  const std::uint64_t until = monotonic_usec() + ms * 1000;
+  while (keep_going()) {
+    const std::uint64_t now = monotonic_usec();
+    if (now >= until) return true;
+    std::uint64_t left_ms = (until - now + 999) / 1000;
+    if (watchdog_usec_) left_ms = std::min<std::uint64_t>(left_ms, watchdog_usec_ / 4000);
+    struct pollfd p {signal_fd_.get(), POLLIN, 0};
+    (void)poll(&p, signal_fd_.valid() ? 1 : 0, static_cast<int>(left_ms));
+  }
+  return false;
+}
+
+Daemon::Handled Daemon::give_up(const CoredumpEntry &e, const std::string &what) {
+  const std::string who = "pid " + std::to_string(e.pid) + " (" + printable(e.exe.empty() ? e.comm : e.exe, 200) + ")";
+  const std::string reason = "not processed for want of a resource after " + std::to_string(kResourceAttempts) +
+                             " attempts: " + what;
+  log::event(LOG_ERR, kMsgResourceGaveUp,
+             who + ": " + reason + "; storing it as core_unreadable and going on with the later entries",
+             {{"CORE_TIMELINE_EXE", e.exe}, {"CORE_TIMELINE_UID", std::to_string(e.uid)},
+              {"CORE_TIMELINE_REASON", reason}});
+  Gathered g;
+  g.display = core_display(e);
+  g.work.status_without_core = Status::kCoreUnreadable;
+  g.work.reason_without_core = reason;
+  const Destination to = destination_for(e);
+  const Verdict verdict = verdict_for(e, g.work);
+  resource_failure_.reset();
+  const Handled h = store_timeline(e, to, g, verdict, make_document(e, verdict, g, monotonic_usec()));
+  if (resource_failure_) {
+    spdlog::error("pid {}: cannot store that either ({}); going on without a timeline for it", e.pid,
+                  *resource_failure_);
+    resource_failure_.reset();
+    return Handled::kDone;
+  }
+  return h;
+}
+
+Daemon::Next Daemon::unverified(const CoredumpEntry &e, const std::string &why, bool core_gone) {
   auto field = [&e](const char *name) {
     const auto it = e.fields.find(name);
     return it == e.fields.end() ? std::string("?") : it->second;
   };
   if (!unverified_log_.take(monotonic_usec())) return Next::kDone;
   report_suppressed_unverified(true);  /* the count of those left out first */
+  const std::string crash = "not storing the crash of pid " + std::to_string(e.pid) + " (" +
+                            printable(e.exe.empty() ? e.comm : e.exe, 128) + ") of uid " + std::to_string(e.uid);
+  const std::string sender = "(sent by pid " + field("_PID") + ", uid " + field("_UID") + ")";
+  /* A core removed before it was read is what happened, most likely
+   * (the vacuum, a backlog): said first, not as a suspected forgery. */
   log::event(LOG_WARNING, kMsgEntryUnverified,
-             "not storing the crash of pid " + std::to_string(e.pid) + " (" +
-                 printable(e.exe.empty() ? e.comm : e.exe, 128) + ") of uid " + std::to_string(e.uid) +
-                 ": only that user vouches for the entry (sent by pid " + field("_PID") + ", uid " + field("_UID") +
-                 ") and nothing corroborates it: " + why,
+             core_gone ? crash + ": " + why + "; only the core could have shown the crash, as only that user vouches "
+                                               "for the entry " + sender
+                       : crash + ": only that user vouches for the entry " + sender +
+                             " and nothing corroborates it: " + why,
              {{"CORE_TIMELINE_COREDUMP_CURSOR", e.cursor},
               {"CORE_TIMELINE_PID", std::to_string(e.pid)},
               {"CORE_TIMELINE_UID", std::to_string(e.uid)},
@@ -651,7 +770,7 @@ bool Daemon::timeline_exists(const CoredumpEntry &e, const std::string &dir, int
       /* Perhaps written by a run killed before it synced it: this run's
        * cursor goes past the entry only once it is durable; or before it
        * sent its journal entry. */
-      sync_later(std::move(opened), dir, name);
+      sync_later(std::move(opened), dir, name, e.key());
       ensure_entry(e, dirfd, name, dir + "/" + name);
       return true;
     case Existing::kOther:
@@ -714,11 +833,49 @@ Daemon::Handled Daemon::handle_trusted(const CoredumpEntry &e) {
     ++handled_;
     return Handled::kDone;
   }
+  if (sent_by_earlier_run(e)) {
+    ++handled_;
+    return Handled::kDone;
+  }
   Gathered g;
   if (const Next n = gather(e, to, g); n != Next::kGoOn) return n == Next::kStop ? Handled::kStop : Handled::kDone;
   warn_once_if_unconfined(g.work);
   const Verdict verdict = verdict_for(e, g.work);
   return store_timeline(e, to, g, verdict, make_document(e, verdict, g, t0));
+}
+
+bool Daemon::sent_by_earlier_run(const CoredumpEntry &e) {
+  const auto sender = sent_log_ ? sent_log_->earlier_sender(e.key()) : std::nullopt;
+  if (!sender) return false;
+  auto has = timeline_entries_.has_entry(e, sender);
+  if (!has) {
+    spdlog::warn("pid {}: an earlier run sent its timeline entry (from pid {}), but the journal cannot be read to "
+                 "find it ({}); doing the entry again",
+                 e.pid, *sender, has.error().message);
+    return false;
+  }
+  if (!*has) return false;  /* recorded, but killed before the send */
+  spdlog::info("pid {}: its timeline entry was sent by an earlier run (pid {}) and its timeline file is gone since "
+               "(removed, or vacuumed with its core); not doing the entry again",
+               e.pid, *sender);
+  return true;
+}
+
+void Daemon::stop_here_for_test(const CoredumpEntry &e) const {
+  /* A test seam: with CT_TEST_STOP_AFTER_ENTRY_OF=FILE in its
+   * environment, the daemon stops itself (SIGSTOP) once it has sent the
+   * timeline entry of the crash whose pid FILE holds, after the timeline
+   * was linked and before its cursor is saved, so that a test can kill it
+   * exactly there (daemon_pipeline_test).  Only whoever starts the daemon
+   * sets its environment. */
+  static const char *const file = getenv("CT_TEST_STOP_AFTER_ENTRY_OF");
+  if (!file || !*file) return;
+  char buf[32] = {};
+  const int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n > 0 && std::strtoull(buf, nullptr, 10) == e.pid) raise(SIGSTOP);
 }
 
 Daemon::Destination Daemon::destination_for(const CoredumpEntry &e) {
@@ -765,6 +922,9 @@ Daemon::Next Daemon::gather_from_file(const CoredumpEntry &e, const Destination 
   Result<Fd> core = dir ? open_core_file(dir->get(), e.core_name, &st) : Result<Fd>(std::move(dir).error());
   /* Only the core can corroborate an entry of the crashed user's own
    * (entry.h); without it, there is no evidence of a crash. */
+  if (e.vouched_by_crashed_user && !core && core.error().sys_errno == ENOENT)
+    return unverified(e, "its core " + *e.core_path + " cannot be opened: it is gone (removed or vacuumed before "
+                         "it could be read, or it never existed)", true);
   if (e.vouched_by_crashed_user && !core)
     return unverified(e, "its core " + *e.core_path + " cannot be opened (" + core.error().message +
                              "); systemd-coredump links the core before it sends the entry, so it will not appear");
@@ -817,17 +977,16 @@ Daemon::Next Daemon::work_on_entry_core(const CoredumpEntry &e, int core_fd, con
     spdlog::info("pid {}: not using the preparation of {} made before its entry: {}; doing it again", e.pid,
                  printable(e.core_name, 256), why_not);
   auto w = work_on_core_file(core_fd, e.core_name, g.display, tlmap, as);
-  if (!w) return w.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, w.error().message);
+  if (!w)
+    return w.error().sys_errno == ECANCELED ? Next::kStop : fail_entry(e, w.error().message, w.error().sys_errno);
   g.work = std::move(*w);
   return Next::kGoOn;
 }
 
 Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
-  const std::string_view suffix = ".timeline.json";
-  const std::string state_name = e.state_timeline_name();
-  g.display = "journal:" + state_name.substr(0, state_name.size() - suffix.size());
+  g.display = core_display(e);
   auto temp = make_temp_file(store_.tmp_path());
-  if (!temp) return stop_on_error(e, temp.error().message);
+  if (!temp) return fail_entry(e, temp.error().message, temp.error().sys_errno);
   auto r = entries_.with_core_field([&](std::span<const std::uint8_t> bytes) -> Result<void> {
     auto x = parts_.extractor->from_bytes(bytes, temp->get(), [this] { return keep_going(); });
     if (!x) return std::move(x).error();
@@ -841,7 +1000,7 @@ Daemon::Next Daemon::gather_from_journal(const CoredumpEntry &e, Gathered &g) {
     return Next::kGoOn;
   }
   if (auto d = decode_extracted(g.work, *temp, g.display, tlmap_for(e.exe), decoder_for(e)); !d)
-    return d.error().sys_errno == ECANCELED ? Next::kStop : stop_on_error(e, d.error().message);
+    return d.error().sys_errno == ECANCELED ? Next::kStop : fail_entry(e, d.error().message, d.error().sys_errno);
   return Next::kGoOn;
 }
 
@@ -895,10 +1054,10 @@ Daemon::Handled Daemon::store_timeline(const CoredumpEntry &e, const Destination
   }
   auto w = store_.write_timeline(dirfd, dir, name, doc.bytes, owner, &acl_warning, &unsynced);
   if (!w) {
-    stop_on_error(e, "cannot write its timeline: " + w.error().message);
+    fail_entry(e, "cannot write its timeline: " + w.error().message, w.error().sys_errno);
     return Handled::kStop;
   }
-  if (unsynced.valid()) sync_later(std::move(unsynced), dir, name);
+  if (unsynced.valid()) sync_later(std::move(unsynced), dir, name, e.key());
   if (!acl_warning.empty()) spdlog::warn("{}", acl_warning);
   ++handled_;
   const std::string path = dir + "/" + name;
@@ -985,7 +1144,9 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
   const std::size_t document = f.back().first == jn::kDocument ? f.back().second.size() : 0;
   const bool cut = std::any_of(f.begin(), f.end(), [](const auto &kv) { return kv.first == jn::kDocumentCut; });
   const std::size_t n_fields = f.size();
-  auto sent = send_entry(f, as);
+  std::optional<SentRecord> record;
+  if (sent_log_) record = SentRecord{sent_log_->fd(), SentLog::prefix(e.key())};
+  auto sent = send_entry(f, as, record);
   /* What the entry cost the daemon (bench_daemon reads it from stderr). */
   log::mirror(priority, fmt::format("{} [journal entry: {} fields, document {} bytes{}, sent as {} in {:.3f} ms]",
                                     message, n_fields, document, cut ? " (cut)" : "",
@@ -997,13 +1158,14 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
     if (!as) return;
     /* Then as root, into the system journal: late readers (adm,
      * systemd-journal) still have it; the user has the file. */
-    if (auto r2 = send_entry(f, std::nullopt); !r2)
+    if (auto r2 = send_entry(f, std::nullopt, record); !r2)
       spdlog::warn("pid {}: cannot send its timeline entry to the journal: {}", e.pid, r2.error().message);
   }
+  stop_here_for_test(e);
 }
 
 void Daemon::ensure_entry(const CoredumpEntry &e, int dirfd, const std::string &name, const std::string &path) {
-  auto has = timeline_entries_.has_entry(e);
+  auto has = timeline_entries_.has_entry(e, sent_log_ ? sent_log_->earlier_sender(e.key()) : std::nullopt);
   if (has && *has) return;
   if (!has)
     spdlog::warn("pid {}: cannot tell whether its timeline entry is in the journal ({}); sending it", e.pid,

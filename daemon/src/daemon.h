@@ -37,10 +37,20 @@
  * crashes keeps both CPUs of a small machine busy.
  * Between entries and inside long steps it pings the systemd watchdog and
  * checks for SIGTERM/SIGINT; on those it abandons the current entry (its
- * cursor is not saved, so it is redone) and exits 0.  An error that makes
- * an entry impossible to finish (no space for the temporary core or the
- * timeline, an output directory that cannot be opened) stops it with exit
- * status 1, without saving that entry's cursor: systemd's Restart= retries.
+ * cursor is not saved, so it is redone) and exits 0.  An entry that cannot
+ * be finished for want of a resource (no space for the temporary core or
+ * the timeline, no descriptors, no memory) is tried again with backoff,
+ * kResourceAttempts times in all, then stored as core_unreadable with the
+ * reason (logged at error priority, kMsgResourceGaveUp), and the daemon
+ * goes on: one core never holds up the later ones.  Any other error that
+ * makes an entry impossible to finish (an output directory that cannot be
+ * opened) stops it with exit status 1, without saving that entry's cursor:
+ * systemd's Restart= retries.
+ * Each timeline entry it sends is recorded in the state directory with
+ * its sender's pid (SentLog, timeline_entry.h) until the cursor is saved,
+ * so that after a restart it knows its own entries whatever uid or cgroup
+ * sent them, and does not do again a crash whose timeline file is gone
+ * since (the vacuum took it with its core).
  *
  * Thread-safety: a Daemon is used by one thread; it blocks SIGTERM, SIGINT
  * and SIGHUP in that thread and reads them from a signalfd.
@@ -91,6 +101,13 @@ class Daemon {
    *  (log_unverified()).  Any local user can send such entries at will. */
   static constexpr std::uint64_t kUnverifiedBurst = 10;
   static constexpr std::uint64_t kUnverifiedPerMinute = 10;
+  /** An entry that fails for want of a resource (is_resource_errno():
+   *  ENOSPC, EDQUOT, EMFILE, ENFILE, ENOMEM) is tried this many times in
+   *  all, waiting kResourceBackoffMs, then twice that, and so on, between
+   *  attempts; then it is stored as core_unreadable with the reason, logged
+   *  at error priority (kMsgResourceGaveUp), and the daemon goes on. */
+  static constexpr unsigned kResourceAttempts = 4;
+  static constexpr std::uint64_t kResourceBackoffMs = 250;
 
   /** A daemon for `options` that works with `parts` (parts.h; each must
    *  be set): make_parts(options) for core-timelined, the tests' own
@@ -172,8 +189,9 @@ class Daemon {
    *  (`why`), and so is not stored as a crash; the entry is done (its
    *  cursor is saved: it is never retried).  A missing core is final:
    *  systemd-coredump links the core before it sends the entry
-   *  (coredump.c submit_coredump()). */
-  Next unverified(const CoredumpEntry &e, const std::string &why);
+   *  (coredump.c submit_coredump()).  `core_gone`: the entry's core file
+   *  was removed before it was read (ENOENT), which `why` says first. */
+  Next unverified(const CoredumpEntry &e, const std::string &why, bool core_gone = false);
   /** Logs how many unverified entries were left out, if any: with `now`
    *  at once (before the next unverified line, and at the stop), else only
    *  once the rate allows a line again (each turn of the loop). */
@@ -184,6 +202,26 @@ class Daemon {
   /** Logs an error that makes the entry impossible to finish now and
    *  stops the daemon (exit 1; the entry is redone after the restart). */
   Next stop_on_error(const CoredumpEntry &e, const std::string &what);
+  /** An error `what` (errno `err`) that keeps the entry from being
+   *  finished: for want of a resource (is_resource_errno()), noted in
+   *  resource_failure_ for handle()'s retries, without stopping; else
+   *  stop_on_error(). */
+  Next fail_entry(const CoredumpEntry &e, const std::string &what, int err);
+  /** handle_trusted(), tried again with backoff while it fails for want of
+   *  a resource (kResourceAttempts), then give_up(). */
+  Handled handle_with_retries(const CoredumpEntry &e);
+  /** After the last attempt: logs kMsgResourceGaveUp and stores the crash
+   *  as core_unreadable with the reason (if even that can be written). */
+  Handled give_up(const CoredumpEntry &e, const std::string &what);
+  /** Waits `ms` while pinging the watchdog and reading signals; false if
+   *  asked to stop meanwhile. */
+  bool pause_ms(std::uint64_t ms);
+  /** Logs the space of the state directory's tmp/ against the most a
+   *  core's extraction may need there (--max-kept), at start. */
+  void report_state_space() const;
+  /** What kept the entry being handled from being finished, for want of a
+   *  resource (fail_entry()). */
+  std::optional<std::string> resource_failure_;
   void warn_once_if_unconfined(const CoreWork &w);
   /** The document: its tree and its bytes (serialize()). */
   struct Document {
@@ -261,6 +299,21 @@ class Daemon {
    *  short one (a power cut, files.h) is removed, and false returned. */
   bool timeline_exists(const CoredumpEntry &e, const std::string &dir, int dirfd, const std::string &name);
   TimelineEntries timeline_entries_;
+  /** What this run sent since the last save, and what earlier runs sent
+   *  (timeline_entry.h); unset if <state dir>/sent cannot be opened (a
+   *  warning: then only entries sent as root or from the packaged unit's
+   *  cgroup are known after a restart). */
+  std::optional<SentLog> sent_log_;
+  /** Whether the journal has been read to its end once: the entries an
+   *  earlier run may have handled are behind. */
+  bool backlog_read_ = false;
+  /** Step 1, when no timeline file is there: an earlier run sent this
+   *  crash's timeline entry (its SentLog line, and the entry in the
+   *  journal from that pid), so its timeline was stored and the file has
+   *  gone since (the vacuum removed it with its core).  Logs it. */
+  bool sent_by_earlier_run(const CoredumpEntry &e);
+  /** The test seam CT_TEST_STOP_AFTER_ENTRY_OF (daemon.cc). */
+  void stop_here_for_test(const CoredumpEntry &e) const;
   /** Watchdog ping when due; reads pending signals.  False once asked to
    *  stop. */
   bool keep_going();
@@ -311,9 +364,9 @@ class Daemon {
    *  logged (a timeline that failed is unlinked first), and says false. */
   bool sync_timelines();
   bool sync_directories();
-  /** The timeline `dir`/`name`, open as `file`, is fsynced, and then
-   *  `dir`, by the next save_progress(). */
-  void sync_later(Fd file, const std::string &dir, const std::string &name);
+  /** The timeline `dir`/`name` of crash `key`, open as `file`, is
+   *  fsynced, and then `dir`, by the next save_progress(). */
+  void sync_later(Fd file, const std::string &dir, const std::string &name, const std::string &key);
   /** Whether a core in the coredump directory awaits its entry (so more
    *  entries are due within milliseconds). */
   bool entries_due() const;
@@ -325,6 +378,7 @@ class Daemon {
   struct UnsyncedTimeline {
     Fd file;
     std::string path;
+    std::string key;  /**< its crash's (CoredumpEntry::key()) */
   };
   std::vector<UnsyncedTimeline> unsynced_timelines_;
   /** Their directories: fsynced after them, before the cursor is saved. */

@@ -30,6 +30,11 @@ inline constexpr std::string_view kMsgEntryRejected = "f6333bac94024bafb18b8f5b4
  *  kUnverifiedPerMinute a minute; then one entry with
  *  CORE_TIMELINE_SUPPRESSED, the count left out. */
 inline constexpr std::string_view kMsgEntryUnverified = "2012030c98a54f7dbc735d6ee42ffeea";
+/** PRIORITY=3: an entry could not be processed for want of a resource (no
+ *  space, no descriptors, no memory) after Daemon::kResourceAttempts
+ *  attempts with backoff: stored as core_unreadable, saying so, and the
+ *  daemon went on with later entries. */
+inline constexpr std::string_view kMsgResourceGaveUp = "99703ef76b5949a28bbeea41cbd27980";
 /** PRIORITY=6 (ok, no_ring) or 4 (any other status): the timeline entry,
  *  one per handled crash whatever its status, with the document
  *  (core_timeline/document/journal_entry.h, which defines the id). */

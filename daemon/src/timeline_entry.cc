@@ -3,6 +3,7 @@
 #include "timeline_entry.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -59,7 +60,27 @@ struct ChildSend {
   gid_t gid;
   int drop_errno;  /* set*id failed with this */
   int send_errno;  /* sd_journal_sendv failed with this */
+  int record_fd;   /* the SentLog's, or -1 */
+  const char *record_prefix;
+  std::size_t record_prefix_len;
 };
+
+/* Appends "PREFIX PID\n" to `fd` with one write(2): PID is the caller's.
+ * Only a copy and a write, so the sending child (which shares the daemon's
+ * memory, CLONE_VM) may call it. */
+void write_record(int fd, const char *prefix, std::size_t prefix_len) {
+  char line[160];
+  if (fd < 0 || prefix_len > sizeof line - 24) return;
+  std::memcpy(line, prefix, prefix_len);
+  char digits[20];
+  int nd = 0;
+  for (unsigned long v = static_cast<unsigned long>(syscall(SYS_getpid)); nd == 0 || v > 0; v /= 10)
+    digits[nd++] = static_cast<char>('0' + v % 10);
+  std::size_t len = prefix_len;
+  while (nd > 0) line[len++] = digits[--nd];
+  line[len++] = '\n';
+  (void)!write(fd, line, len);
+}
 
 int send_as_child(void *arg) {
   auto *job = static_cast<ChildSend *>(arg);
@@ -67,10 +88,21 @@ int send_as_child(void *arg) {
     job->drop_errno = err;
     syscall(SYS_exit, 1);
   }
+  write_record(job->record_fd, job->record_prefix, job->record_prefix_len);
   const int r = sd_journal_sendv(job->iov, job->n);
   if (r < 0) job->send_errno = -r;
   syscall(SYS_exit, r < 0 ? 2 : 0);
   return 0;
+}
+
+/* The SentLog's file `fd`, at most its first MiB (a few hundred lines
+ * are all it holds between two saves). */
+std::string read_sent_log(int fd) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; text.size() < (1u << 20) && (n = pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
+  return text;
 }
 
 struct Closer {
@@ -89,14 +121,71 @@ std::optional<SendAs> send_as(const CoredumpEntry &e, const FileOwner &owner) {
   return as;
 }
 
-Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as) {
+Result<SentLog> SentLog::open(const std::string &state_dir) {
+  SentLog log;
+  log.path_ = state_dir + "/sent";
+  const int fd = ::open(log.path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return errno_error(errno, "open " + log.path_);
+  log.fd_.reset(fd);
+  /* Its own file, in a directory only root writes; still read with care. */
+  const std::string text = read_sent_log(fd);
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) break;  /* a line cut short is no record */
+    const std::string_view line(text.data() + at, end - at);
+    at = end + 1;
+    const std::size_t sp = line.rfind(' ');
+    if (sp == std::string_view::npos || sp == 0) continue;
+    unsigned long pid = 0;
+    const auto [p, ec] = std::from_chars(line.data() + sp + 1, line.data() + line.size(), pid);
+    if (ec != std::errc() || p != line.data() + line.size() || pid == 0 || pid > 0x7fffffff) continue;
+    log.earlier_[std::string(line.substr(0, sp))] = static_cast<pid_t>(pid);
+  }
+  return log;
+}
+
+std::optional<pid_t> SentLog::earlier_sender(const std::string &key) const {
+  const auto it = earlier_.find(key);
+  if (it == earlier_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SentLog::cursor_saved(bool forget_earlier) {
+  if (!fd_.valid()) return;
+  if (forget_earlier) earlier_.clear();
+  if (ftruncate(fd_.get(), 0) < 0) return;
+  std::string text;
+  for (const auto &[key, pid] : earlier_) text += key + " " + std::to_string(pid) + "\n";
+  if (!text.empty()) (void)!write(fd_.get(), text.data(), text.size());
+}
+
+void SentLog::forget(const std::string &key) {
+  earlier_.erase(key);
+  if (!fd_.valid()) return;
+  const std::string text = read_sent_log(fd_.get());
+  std::string kept;
+  const std::string prefix = SentLog::prefix(key);
+  for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    if (end == std::string::npos) break;
+    if (text.compare(at, prefix.size(), prefix) != 0) kept.append(text, at, end + 1 - at);
+  }
+  if (ftruncate(fd_.get(), 0) == 0 && !kept.empty()) (void)!write(fd_.get(), kept.data(), kept.size());
+}
+
+Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as,
+                        const std::optional<SentRecord> &record) {
   std::vector<std::string> parts;
   parts.reserve(fields.size());
   for (const auto &[k, v] : fields) parts.push_back(k + "=" + v);
   std::vector<struct iovec> iov;
   iov.reserve(parts.size());
   for (auto &p : parts) iov.push_back({p.data(), p.size()});
+  const int record_fd = record ? record->fd : -1;
+  const std::string record_prefix = record ? record->prefix : std::string();
   if (!as) {
+    write_record(record_fd, record_prefix.data(), record_prefix.size());
     const int r = sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
     if (r < 0) return errno_error(-r, "sd_journal_sendv");
     return {};
@@ -124,7 +213,8 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
     if (m == MAP_FAILED) return errno_error(errno, "mmap (the stack of the child sending the journal entry)");
     stack = m;
   }
-  ChildSend job{iov.data(), static_cast<int>(iov.size()), as->uid, as->gid, 0, 0};
+  ChildSend job{iov.data(), static_cast<int>(iov.size()), as->uid, as->gid, 0, 0,
+                record_fd, record_prefix.data(), record_prefix.size()};
   const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
   const pid_t pid = clone(send_as_child, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_FILES | SIGCHLD, &job);
   if (pid < 0) return errno_error(errno, "clone (to send the journal entry as uid " + std::to_string(as->uid) + ")");
@@ -151,20 +241,20 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
   return {};
 }
 
-Result<bool> TimelineEntries::has_entry(const CoredumpEntry &e) {
+Result<bool> TimelineEntries::has_entry(const CoredumpEntry &e, std::optional<pid_t> sender) {
   /* A file truncated under the read (sigbus.h) reads as zeros, which may
    * hide the entry: that read says nothing, the second one is made on the
    * journal opened anew. */
   for (int attempt = 0;; ++attempt) {
     const std::uint64_t pages = zeroed_pages();
-    auto has = has_entry_once(e);
+    auto has = has_entry_once(e, sender);
     if (zeroed_pages() == pages) return has;
     if (attempt == 1)
       return error_of(EIO, "journal files were truncated under both reads (SIGBUS: pages read as zeros)");
   }
 }
 
-Result<bool> TimelineEntries::has_entry_once(const CoredumpEntry &e) {
+Result<bool> TimelineEntries::has_entry_once(const CoredumpEntry &e, std::optional<pid_t> sender) {
   sd_journal *j = nullptr;
   int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
   if (r < 0) return errno_error(-r, "sd_journal_open(SD_JOURNAL_LOCAL_ONLY)");
@@ -179,7 +269,10 @@ Result<bool> TimelineEntries::has_entry_once(const CoredumpEntry &e) {
   if (r < 0) return errno_error(-r, "sd_journal_set_data_threshold");
   while ((r = sd_journal_next(j)) > 0) {
     const auto uid = get(j, "_UID"), transport = get(j, "_TRANSPORT"), cuid = get(j, "COREDUMP_UID"),
-               cgroup = get(j, "_SYSTEMD_CGROUP");
+               cgroup = get(j, "_SYSTEMD_CGROUP"), pid = get(j, "_PID");
+    /* The process an earlier run recorded as its sender: journald took
+     * _PID from the socket's credentials (SCM_CREDENTIALS). */
+    if (sender && pid && *pid == std::to_string(*sender) && transport && *transport == "journal") return true;
     jn::Sender s;
     if (uid) s.uid = *uid;
     if (transport) s.transport = *transport;

@@ -34,7 +34,9 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
+#include <string>
 
 #include "entry.h"
 #include "files.h"
@@ -56,12 +58,63 @@ struct SendAs {
  *  system journal) otherwise. */
 std::optional<SendAs> send_as(const CoredumpEntry &e, const FileOwner &owner);
 
+/**
+ * What a run of the daemon sent, for the runs after it: the file
+ * <state dir>/sent, one line per timeline entry sent since the journal
+ * cursor was last saved, "KEY SENDER_PID\n" (KEY: CoredumpEntry::key(),
+ * boot.pid.timestamp; SENDER_PID: the process that sent it, which journald
+ * records as the entry's _PID from the socket's SCM_CREDENTIALS, so no
+ * other process can claim it).  The line is appended by the sending process
+ * itself (the daemon, or its child dropped to the crashed user), with one
+ * write(2), just before the entry is sent; the file is emptied once the
+ * cursor is saved past those entries.  After a restart, an entry that comes
+ * again has its line: its timeline entry is looked for by that _PID
+ * (TimelineEntries::has_entry()), whatever uid or cgroup sent it, so a
+ * daemon run by hand, in a container or under another unit knows its own
+ * entries; and a crash whose timeline file is gone (the vacuum took it
+ * with its core) is not done again as core_missing.
+ * Lines that do not parse are ignored.  Thread-safety: one thread; the
+ * descriptor is shared with the sending child (CLONE_FILES).
+ */
+class SentLog {
+ public:
+  /** Opens (creating, 0600) `state_dir`/sent and reads its lines.  Errors:
+   *  open(2)'s, naming the file. */
+  static Result<SentLog> open(const std::string &state_dir);
+  /** The sender of crash `key`'s entry, as an earlier run recorded it. */
+  std::optional<pid_t> earlier_sender(const std::string &key) const;
+  /** The line for crash `key`, without the sender's pid and newline. */
+  static std::string prefix(const std::string &key) { return key + " "; }
+  int fd() const { return fd_.get(); }
+  /** After the cursor was saved: empties the file; the earlier runs'
+   *  lines are written again unless `forget_earlier` (once the backlog
+   *  those runs may have handled has been read). */
+  void cursor_saved(bool forget_earlier);
+  /** Drops crash `key`'s lines, this run's and earlier ones: its timeline
+   *  was removed (an fsync failed) and its entry is to be done again. */
+  void forget(const std::string &key);
+
+ private:
+  Fd fd_;
+  std::string path_;
+  std::map<std::string, pid_t> earlier_;
+};
+
+/** A SentLog line to write before sending: `prefix` then the sender's pid. */
+struct SentRecord {
+  int fd = -1;
+  std::string prefix;
+};
+
 /** Sends one journal entry of `fields` (each "NAME=VALUE"; MESSAGE,
  *  PRIORITY and the rest included) with sd_journal_sendv(3): from this
  *  process, or, with `as`, from a child that drops to it first and exits
- *  once sent.  Errors: sd_journal_sendv's errno; clone(2); the child's
+ *  once sent.  With `record`, the sending process first appends its line
+ *  to the SentLog (a failed write is not an error: the entry matters more).
+ *  Errors: sd_journal_sendv's errno; clone(2); the child's
  *  setgroups/setresgid/setresuid (EPERM without CAP_SETUID/CAP_SETGID). */
-Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as);
+Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as,
+                        const std::optional<SentRecord> &record = std::nullopt);
 
 /** The local journal's timeline entries, looked up through its index. */
 class TimelineEntries {
@@ -69,18 +122,20 @@ class TimelineEntries {
   /** Whether the local journal (sd_journal_open(SD_JOURNAL_LOCAL_ONLY):
    *  system.journal and every user-UID.journal) holds a timeline entry of
    *  crash `e` (MESSAGE_ID, COREDUMP_PID, COREDUMP_TIMESTAMP and
-   *  CORE_TIMELINE_BOOT_ID matching) that core-timelined itself sent
-   *  (document::journal::sender_trust() kDaemon).  An entry only the
-   *  crashed user vouches for (kUser) does not count: that user may have
-   *  logged it first to have the real one left out.  Opens the journal for each
+   *  CORE_TIMELINE_BOOT_ID matching) that core-timelined itself sent:
+   *  its _PID is `sender` (SentLog: an earlier run recorded that it sent
+   *  it from that pid), or document::journal::sender_trust() says kDaemon.
+   *  An entry only the crashed user vouches for (kUser) from another pid
+   *  does not count: that user may have logged it first to have the real
+   *  one left out.  Opens the journal for each
    *  call (only a restart's first entries ask).  A journal file truncated
    *  under the read (sigbus.h: its pages read as zeros, which could hide
    *  the entry) makes it read once more; truncated again, it is an EIO
    *  error, not a "no".  Errors: sd-journal's errno, naming the call. */
-  Result<bool> has_entry(const CoredumpEntry &e);
+  Result<bool> has_entry(const CoredumpEntry &e, std::optional<pid_t> sender = std::nullopt);
 
  private:
-  Result<bool> has_entry_once(const CoredumpEntry &e);
+  Result<bool> has_entry_once(const CoredumpEntry &e, std::optional<pid_t> sender);
 };
 
 }  // namespace ctd

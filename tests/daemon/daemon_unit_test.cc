@@ -1914,7 +1914,8 @@ TEST(Catalog, ParsesAndHasAnEntryForEveryMessageId) {
   while (std::fgets(buf, sizeof buf, p)) out += buf;
   ASSERT_EQ(pclose(p), 0) << out;
   for (std::string_view id :
-       {ctd::kMsgMappingAbsent, ctd::kMsgEntryRejected, ctd::kMsgEntryUnverified, ctd::kMsgTimelineWritten})
+       {ctd::kMsgMappingAbsent, ctd::kMsgEntryRejected, ctd::kMsgEntryUnverified, ctd::kMsgTimelineWritten,
+        ctd::kMsgResourceGaveUp})
     EXPECT_NE(out.find(std::string(id) + " core-timeline: "), std::string::npos) << id << " missing in:\n" << out;
 }
 
