@@ -19,8 +19,11 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "unwind.h"
@@ -91,6 +94,73 @@ bool parse_sframe(const uint8_t *s, uint64_t size, CodeObject *o) {
   return true;
 }
 
+#if defined(__x86_64__)
+/* glibc's x86-64 __restore_rt (sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c,
+ * RESTORE): mov $__NR_rt_sigreturn, %rax; syscall. */
+constexpr uint8_t kRestoreRt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+/* The start of each kRestoreRt in [lo, hi) (an object's executable
+ * PT_LOAD), at most 2.  Read with process_vm_readv(2), so code mapped
+ * execute-only or changed by the program fails the read instead of
+ * faulting; under g_refresh_lock (the buffer is shared). */
+void find_sigreturns(uint64_t lo, uint64_t hi, CodeObject *o, uint32_t *found) {
+  static uint8_t buf[16384];
+  constexpr uint64_t kOverlap = sizeof kRestoreRt - 1;
+  for (uint64_t at = lo; at < hi && *found < 2;) {
+    const uint64_t want = hi - at < sizeof buf ? hi - at : sizeof buf;
+    struct iovec local = {buf, want};
+    struct iovec remote = {reinterpret_cast<void *>(at), want};
+    const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (got < static_cast<ssize_t>(sizeof kRestoreRt)) return;
+    const uint8_t *p = buf, *end = buf + got;
+    while (*found < 2) {
+      const void *m = memmem(p, static_cast<size_t>(end - p), kRestoreRt, sizeof kRestoreRt);
+      if (m == nullptr) break;
+      o->sigreturn[(*found)++] = at + static_cast<uint64_t>(static_cast<const uint8_t *>(m) - buf);
+      p = static_cast<const uint8_t *>(m) + 1;
+    }
+    /* The next read overlaps this one's last bytes, where a sequence may
+     * begin (not a whole one: memmem found those). */
+    at += static_cast<uint64_t>(got) > kOverlap ? static_cast<uint64_t>(got) - kOverlap : 1;
+    if (static_cast<uint64_t>(got) < want) return; /* the rest is not readable */
+  }
+}
+
+/* The x86-64 kernel's struct sigaction (arch/x86/include/uapi/asm/signal.h
+ * without SA_RESTORER's absence: it is always there on x86-64). */
+struct KernelSigaction {
+  uint64_t handler, flags, restorer, mask;
+};
+constexpr uint64_t kSaRestorer = 0x04000000;
+
+/* The sa_restorer of each handler installed now, at most `max`, each
+ * once: the trampoline each handler returns to (the kernel puts it in
+ * the signal frame's pretcode, arch/x86/kernel/signal_64.c).  A handler
+ * installed through any libc or by a raw rt_sigaction(2) shows here. */
+uint32_t installed_restorers(uint64_t *out, uint32_t max) {
+  uint32_t n = 0;
+  for (int sig = 1; sig <= 64; ++sig) {
+    KernelSigaction k;
+    if (syscall(SYS_rt_sigaction, sig, nullptr, &k, 8) != 0) continue;
+    if (k.handler <= 1 || !(k.flags & kSaRestorer) || k.restorer == 0) continue; /* SIG_DFL, SIG_IGN */
+    bool seen = false;
+    for (uint32_t i = 0; i < n && !seen; ++i) seen = out[i] == k.restorer;
+    if (!seen && n < max) out[n++] = k.restorer;
+  }
+  return n;
+}
+#else
+void find_sigreturns(uint64_t, uint64_t, CodeObject *, uint32_t *) {}
+uint32_t installed_restorers(uint64_t *, uint32_t) { return 0; }
+#endif
+
+/* Adds `pc` to the table's trampolines, once. */
+void add_trampoline(ObjectTable *t, uint64_t pc) {
+  for (uint32_t i = 0; i < t->trampoline_count; ++i)
+    if (t->trampolines[i] == pc) return;
+  if (t->trampoline_count < kMaxTrampolines) t->trampolines[t->trampoline_count++] = pc;
+}
+
 struct Build {
   ObjectTable *table;
 };
@@ -155,6 +225,12 @@ int add_object(struct dl_phdr_info *info, size_t, void *data) {
       o->sframe_addr = sf_addr;
     }
   }
+  uint32_t found = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+      find_sigreturns(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_filesz, o, &found);
+  }
   mprotect(o, 4096, PROT_READ);
   g_known[g_known_count++] = o;
   b->table->entries[b->table->count++] = {lo, hi, o};
@@ -193,18 +269,43 @@ uint64_t main_stack_top() {
   return top;
 }
 
+/* Whether every restorer in `r` is among the published table's
+ * trampolines. */
+bool restorers_known(const uint64_t *r, uint32_t n) {
+  const ObjectTable *t = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
+  if (t == nullptr) return n == 0;
+  if (t->trampoline_count >= kMaxTrampolines) return true; /* no room for more */
+  for (uint32_t i = 0; i < n; ++i) {
+    bool known = false;
+    for (uint32_t j = 0; j < t->trampoline_count && !known; ++j) known = t->trampolines[j] == r[i];
+    if (!known) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void unwind_refresh(uint64_t generation) {
-  if (__atomic_load_n(&g_refreshed_generation, __ATOMIC_RELAXED) == generation) return;
+  /* A handler installed since the last table, with a trampoline of its
+   * own (a raw rt_sigaction, another libc): a new table that knows it. */
+  uint64_t restorers[kMaxTrampolines];
+  const uint32_t nrestorers = installed_restorers(restorers, kMaxTrampolines);
+  if (__atomic_load_n(&g_refreshed_generation, __ATOMIC_RELAXED) == generation &&
+      restorers_known(restorers, nrestorers))
+    return;
   pthread_mutex_lock(&g_refresh_lock);
   if (g_main_stack_top == 0) g_main_stack_top = main_stack_top();
-  if (g_refreshed_generation != generation) {
+  if (g_refreshed_generation != generation || !restorers_known(restorers, nrestorers)) {
     const ObjectTable *current = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
     ObjectTable *t = current == &g_tables[0] ? &g_tables[1] : &g_tables[0];
     t->count = 0;
+    t->trampoline_count = 0;
     Build b = {t};
     dl_iterate_phdr(add_object, &b);
+    for (uint32_t i = 0; i < t->count; ++i)
+      for (const uint64_t pc : t->entries[i].object->sigreturn)
+        if (pc != 0) add_trampoline(t, pc);
+    for (uint32_t i = 0; i < nrestorers; ++i) add_trampoline(t, restorers[i]);
     /* Sorted by text_lo (insertion sort: a few hundred at most). */
     for (uint32_t i = 1; i < t->count; ++i)
       for (uint32_t j = i; j > 0 && t->entries[j - 1].text_lo > t->entries[j].text_lo; --j) {
