@@ -67,8 +67,9 @@ constexpr uint64_t kPage = 4096;
 
 /* How to unwind one code address, once found: a per-thread direct-mapped
  * cache, so that a call site walked again costs two stack reads instead
- * of the table and .sframe searches.  Keyed by the looked-up address
- * (with bit 0 of `key_exact` for an exact pc) and the table generation.
+ * of the table and .sframe searches.  Keyed by the frame's pc as the walk
+ * has it (a return address, or with bit 63 set an exact pc: no user
+ * address has it) and the table generation.
  * A signal handler on the same thread may rewrite an entry mid-read: the
  * key is cleared first and stored last, and a reader checks it again
  * after reading the rule. */
@@ -80,21 +81,25 @@ struct CachedRule {
   uint8_t fp_base;
   uint8_t has_fp;
   uint8_t plain;     /* kRuleFramePointer in an object with no .sframe at
-                        all: [lo, hi) is its executable range */
+                        all: `object`, whose executable range it is */
   int32_t cfa;
   int16_t ra;
   int16_t fp;
-  uint64_t lo, hi;
+  const CodeObject *object;
 };
-static_assert(sizeof(CachedRule) == 40);
+/* 32 bytes: an entry's address is one shift from its slot. */
+static_assert(sizeof(CachedRule) == 32);
 constexpr uint32_t kRuleCacheSize = 32;
 __thread CachedRule t_rules[kRuleCacheSize] TL_TLS;
 
-inline uint32_t rule_slot(uint64_t key) { return static_cast<uint32_t>((key ^ key >> 7 ^ key >> 13) % kRuleCacheSize); }
+/* Two operations: the slot is on the fast loop's path from one frame's
+ * return address to the next. */
+constexpr uint64_t kExactKey = 1ull << 63;
+inline uint32_t rule_slot(uint64_t key) { return static_cast<uint32_t>((key ^ key >> 6) % kRuleCacheSize); }
 
 __attribute__((always_inline)) inline bool rule_cached(uint64_t key, uint32_t generation, CachedRule *out) {
   const CachedRule &c = t_rules[rule_slot(key)];
-  if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) return false;
+  if (key == 0 || __atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) return false; /* 0: an empty slot's */
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = c;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -110,8 +115,7 @@ void rule_store(uint64_t key, const CachedRule &r) {
   c.fp_base = r.fp_base;
   c.has_fp = r.has_fp;
   c.plain = r.plain;
-  c.lo = r.lo;
-  c.hi = r.hi;
+  c.object = r.object;
   c.cfa = r.cfa;
   c.ra = r.ra;
   c.fp = r.fp;
@@ -179,7 +183,7 @@ uint64_t readable_run(uint64_t lo, uint64_t hi) {
  * was not readable (its guard page, a hole) is on no stack this thread
  * knows (another thread's, a coroutine's): not ok.  With `safe_reads`
  * nothing is probed and every word is read with process_vm_readv(2). */
-Bounds bounds_for(uint64_t sp, bool safe_reads) {
+__attribute__((noinline)) Bounds bounds_for(uint64_t sp, bool safe_reads) {
   ThreadBounds &t = t_bounds;
   if (!t.known) bounds_init();
   if (t.known && sp < t.top && t.top - sp <= kMaxStackBytes) {
@@ -205,6 +209,15 @@ Bounds bounds_for(uint64_t sp, bool safe_reads) {
     }
   }
   return {0, 0, false, false};
+}
+
+/* bounds_for's common case inline: a walk from this thread's stack, as
+ * deep as it was probed already. */
+__attribute__((always_inline)) inline Bounds bounds_of(uint64_t sp, bool safe_reads) {
+  const ThreadBounds &t = t_bounds;
+  if (t.known && !safe_reads && sp < t.top && t.top - sp <= kMaxStackBytes && (sp & ~(kPage - 1)) >= t.checked_lo)
+    return {sp, t.top, true, false};
+  return bounds_for(sp, safe_reads);
 }
 
 __attribute__((always_inline)) inline bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
@@ -667,6 +680,69 @@ __attribute__((always_inline)) inline bool is_sigreturn(const ObjectTable *t, ui
     if (t->trampolines[i] == pc) return true;
   return false;
 }
+
+/* The walk's state between its two loops. */
+struct WalkState {
+  FrameRegs r;
+  uint32_t depth;
+  bool unchecked_fp;
+};
+
+/* The fast loop: frames whose rule the thread's cache holds (an SFrame,
+ * CFI or frame-pointer rule of the current table), on a stack part known
+ * readable, as long as nothing else comes.  It does what the general loop
+ * does for those rules, with its few variables in registers; anything else
+ * (a miss, a signal frame, a frame-pointer frame that fills the last place
+ * and must be checked to be code, an end) is left to the general loop,
+ * which goes on from the same state.  Returns false when the walk ended
+ * here (*end set). */
+__attribute__((always_inline)) inline bool walk_cached(WalkState &w, uint64_t *out, uint32_t max, uint32_t generation,
+                                                      const Bounds &b) {
+  FrameRegs r = w.r;
+  uint32_t depth = w.depth;
+  bool unchecked_fp = w.unchecked_fp;
+  while (depth < max) {
+    const uint64_t key = r.pc;
+    const CachedRule &c = t_rules[rule_slot(key)];
+    if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) break;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    const uint8_t kind = c.kind, fp_base = c.fp_base, has_fp = c.has_fp;
+    const uint32_t gen = c.generation;
+    const int64_t cfa_off = c.cfa, ra_off = c.ra, fp_off = c.fp;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key || gen != generation) break;
+    uint64_t cfa, ra, fp = r.fp;
+    if (kind == kRuleSFrame || kind == kRuleCfi) {
+      cfa = (fp_base ? r.fp : r.sp) + static_cast<uint64_t>(cfa_off);
+      const uint64_t ra_at = cfa + static_cast<uint64_t>(ra_off), fp_at = cfa + static_cast<uint64_t>(fp_off);
+      if (cfa <= r.sp || (cfa & 7) != 0 || ra_at < b.lo || ra_at > b.hi - 8 || (ra_at & 7) != 0) break;
+      if (has_fp && (fp_at < b.lo || fp_at > b.hi - 8 || (fp_at & 7) != 0)) break;
+      ra = *reinterpret_cast<const volatile uint64_t *>(ra_at);
+      if (has_fp) fp = *reinterpret_cast<const volatile uint64_t *>(fp_at);
+      unchecked_fp = false;
+    } else if (kind == kRuleFramePointer) {
+      if (depth + 1 == max) break; /* the last place: the general loop checks it */
+      if (r.fp < r.sp || r.fp > b.hi - 16 || (r.fp & 7) != 0) break;
+      ra = reinterpret_cast<const volatile uint64_t *>(r.fp)[1];
+      fp = reinterpret_cast<const volatile uint64_t *>(r.fp)[0];
+      cfa = r.fp + 16;
+      unchecked_fp = true;
+    } else {
+      break;
+    }
+    if (ra == 0) {
+      w.depth = depth;
+      w.unchecked_fp = unchecked_fp;
+      return false;
+    }
+    out[depth++] = ra;
+    r = {ra, cfa, fp};
+  }
+  w.r = r;
+  w.depth = depth;
+  w.unchecked_fp = unchecked_fp;
+  return true;
+}
 #endif
 
 }  // namespace
@@ -675,11 +751,19 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
 #if defined(__x86_64__)
   const uint32_t generation = __atomic_load_n(&g_objects_generation, __ATOMIC_ACQUIRE);
   const ObjectTable *table = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
-  Bounds b = bounds_for(r.sp, safe_reads);
+  Bounds b = bounds_of(r.sp, safe_reads);
   if (!b.ok) return fmt::make_stack(0, fmt::kStackBadFrame);
   uint32_t depth = 0;
   /* The last frame came from a frame pointer, not yet known to be code. */
   bool unchecked_fp = false;
+  if (!exact && !safe_reads && !cfi_every_frame && !b.safe) {
+    WalkState w = {r, 0, false};
+    if (!walk_cached(w, out, max, generation, b))
+      return fmt::make_stack(w.depth, w.unchecked_fp ? fmt::kStackNoUnwind : fmt::kStackBadFrame);
+    r = w.r;
+    depth = w.depth;
+    unchecked_fp = w.unchecked_fp;
+  }
   /* The executable range of the last object met that has no .sframe:
    * every return address in it takes the frame-pointer rule (but for
    * glibc's signal trampoline), so frames of such code cost no lookup. */
@@ -690,7 +774,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
     /* The code of a frame is at pc, or for a return address just before it
      * (a call may be the function's last instruction). */
     const uint64_t at = exact ? r.pc : r.pc - 1;
-    const uint64_t key = at << 1 | (exact ? 1 : 0);
+    const uint64_t key = exact ? r.pc | kExactKey : r.pc;
     CachedRule rule;
     if (!exact && !cfi_every_frame && at >= plain_lo && at < plain_hi && !is_sigreturn(table, r.pc)) {
       rule.kind = kRuleFramePointer;
@@ -731,8 +815,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
         rule.kind = !exact && is_sigreturn(table, r.pc) ? kRuleSigreturn : kRuleFramePointer;
         if (rule.kind == kRuleFramePointer && o->sframe == nullptr) {
           rule.plain = 1;
-          rule.lo = o->text_lo;
-          rule.hi = o->text_hi;
+          rule.object = o;
         }
       }
       /* A walk with CFI for every frame (once, in the crash handler)
@@ -742,8 +825,8 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
     /* The CFI's outermost frame: nothing called it. */
     if (rule.kind == kRuleOutermost) return fmt::make_stack(depth, fmt::kStackComplete);
     if (rule.plain) {
-      plain_lo = rule.lo;
-      plain_hi = rule.hi;
+      plain_lo = rule.object->text_lo;
+      plain_hi = rule.object->text_hi;
     }
     uint64_t cfa = 0, ra = 0, fp = r.fp;
     if (rule.kind == kRuleSFrame || rule.kind == kRuleCfi) {
@@ -794,7 +877,7 @@ uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool sa
        * the last place, which no next round looks up, is checked here. */
       CachedRule seen;
       if (ra != 0 && depth + 1 == max && !(ra - 1 >= plain_lo && ra - 1 < plain_hi) &&
-          !rule_cached((ra - 1) << 1, generation, &seen) && find_object(table, ra - 1) == nullptr)
+          !rule_cached(ra, generation, &seen) && find_object(table, ra - 1) == nullptr)
         return fmt::make_stack(depth, fmt::kStackNoUnwind);
     }
     unchecked_fp = rule.kind == kRuleFramePointer;
