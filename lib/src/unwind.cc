@@ -701,9 +701,12 @@ __attribute__((always_inline)) inline bool walk_cached(WalkState &w, uint64_t *o
   FrameRegs r = w.r;
   uint32_t depth = w.depth;
   bool unchecked_fp = w.unchecked_fp;
+  /* The cache's address once (the signal fences below would make the
+   * compiler read the thread pointer again at every frame). */
+  const CachedRule *const rules = t_rules;
   while (depth < max) {
     const uint64_t key = r.pc;
-    const CachedRule &c = t_rules[rule_slot(key)];
+    const CachedRule &c = rules[rule_slot(key)];
     if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) break;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     const uint8_t kind = c.kind, fp_base = c.fp_base, has_fp = c.has_fp;
@@ -721,11 +724,17 @@ __attribute__((always_inline)) inline bool walk_cached(WalkState &w, uint64_t *o
       if (has_fp) fp = *reinterpret_cast<const volatile uint64_t *>(fp_at);
       unchecked_fp = false;
     } else if (kind == kRuleFramePointer) {
-      if (depth + 1 == max) break; /* the last place: the general loop checks it */
       if (r.fp < r.sp || r.fp > b.hi - 16 || (r.fp & 7) != 0) break;
       ra = reinterpret_cast<const volatile uint64_t *>(r.fp)[1];
       fp = reinterpret_cast<const volatile uint64_t *>(r.fp)[0];
       cfa = r.fp + 16;
+      /* The last place, which no next round looks up: its return address
+       * must be code, which a rule cached for it tells; else the general
+       * loop checks it. */
+      if (depth + 1 == max && ra != 0) {
+        const CachedRule &n = rules[rule_slot(ra)];
+        if (__atomic_load_n(&n.key, __ATOMIC_RELAXED) != ra || n.generation != generation) break;
+      }
       unchecked_fp = true;
     } else {
       break;
