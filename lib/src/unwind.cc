@@ -692,10 +692,11 @@ struct WalkState {
  * CFI or frame-pointer rule of the current table), on a stack part known
  * readable, as long as nothing else comes.  It does what the general loop
  * does for those rules, with its few variables in registers; anything else
- * (a miss, a signal frame, a frame-pointer frame that fills the last place
- * and must be checked to be code, an end) is left to the general loop,
- * which goes on from the same state.  Returns false when the walk ended
- * here (*end set). */
+ * (a miss, a signal frame, a read out of bounds, a frame-pointer frame in
+ * the last place whose return address the cache does not know as code)
+ * is left to the general loop, which goes on from the same state.
+ * Returns false when a return address of 0 ends the walk here (at
+ * w.depth; no_unwind after a frame-pointer frame, else bad_frame). */
 __attribute__((always_inline)) inline bool walk_cached(WalkState &w, uint64_t *out, uint32_t max, uint32_t generation,
                                                       const Bounds &b) {
   FrameRegs r = w.r;
