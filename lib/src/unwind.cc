@@ -37,6 +37,14 @@
 
 #include "unwind.h"
 
+/* The walk's own functions: inlined into walk_stack, and not instrumented
+ * by AddressSanitizer (CT_SANITIZE builds): the walk reads its callers'
+ * frames on the thread's stack by design, wherever a hostile chain points
+ * inside its bounds, redzones of other frames included; its safety is its
+ * own bounds and probes. */
+#define TL_WALKER_OUTER __attribute__((no_sanitize_address))
+#define TL_WALKER __attribute__((always_inline, no_sanitize_address))
+
 namespace core_timeline::lib {
 
 const ObjectTable *g_objects = nullptr;
@@ -97,7 +105,7 @@ __thread CachedRule t_rules[kRuleCacheSize] TL_TLS;
 constexpr uint64_t kExactKey = 1ull << 63;
 inline uint32_t rule_slot(uint64_t key) { return static_cast<uint32_t>((key ^ key >> 6) % kRuleCacheSize); }
 
-__attribute__((always_inline)) inline bool rule_cached(uint64_t key, uint32_t generation, CachedRule *out) {
+TL_WALKER inline bool rule_cached(uint64_t key, uint32_t generation, CachedRule *out) {
   const CachedRule &c = t_rules[rule_slot(key)];
   if (key == 0 || __atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) return false; /* 0: an empty slot's */
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -213,14 +221,14 @@ __attribute__((noinline)) Bounds bounds_for(uint64_t sp, bool safe_reads) {
 
 /* bounds_for's common case inline: a walk from this thread's stack, as
  * deep as it was probed already. */
-__attribute__((always_inline)) inline Bounds bounds_of(uint64_t sp, bool safe_reads) {
+TL_WALKER inline Bounds bounds_of(uint64_t sp, bool safe_reads) {
   const ThreadBounds &t = t_bounds;
   if (t.known && !safe_reads && sp < t.top && t.top - sp <= kMaxStackBytes && (sp & ~(kPage - 1)) >= t.checked_lo)
     return {sp, t.top, true, false};
   return bounds_for(sp, safe_reads);
 }
 
-__attribute__((always_inline)) inline bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
+TL_WALKER inline bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
   if (addr < b.lo || addr > b.hi - 8 || (addr & 7) != 0) return false;
   if (!safe && !b.safe) {
     *out = *reinterpret_cast<const volatile uint64_t *>(addr);
@@ -674,7 +682,7 @@ __attribute__((noinline, cold)) uint8_t find_cfi_rule(const CodeObject *o, uint6
 constexpr uint64_t kUcMcontext = 40;  /* uc_flags, uc_link, uc_stack */
 constexpr uint64_t kRegRbp = 10, kRegRsp = 15, kRegRip = 16;  /* <sys/ucontext.h> REG_* */
 
-__attribute__((always_inline)) inline bool is_sigreturn(const ObjectTable *t, uint64_t pc) {
+TL_WALKER inline bool is_sigreturn(const ObjectTable *t, uint64_t pc) {
   const uint32_t n = t->trampoline_count < kMaxTrampolines ? t->trampoline_count : kMaxTrampolines;
   for (uint32_t i = 0; i < n; ++i)
     if (t->trampolines[i] == pc) return true;
@@ -697,7 +705,7 @@ struct WalkState {
  * is left to the general loop, which goes on from the same state.
  * Returns false when a return address of 0 ends the walk here (at
  * w.depth; no_unwind after a frame-pointer frame, else bad_frame). */
-__attribute__((always_inline)) inline bool walk_cached(WalkState &w, uint64_t *out, uint32_t max, uint32_t generation,
+TL_WALKER inline bool walk_cached(WalkState &w, uint64_t *out, uint32_t max, uint32_t generation,
                                                       const Bounds &b) {
   FrameRegs r = w.r;
   uint32_t depth = w.depth;
@@ -757,7 +765,7 @@ __attribute__((always_inline)) inline bool walk_cached(WalkState &w, uint64_t *o
 
 }  // namespace
 
-uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
+TL_WALKER_OUTER uint8_t walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
 #if defined(__x86_64__)
   const uint32_t generation = __atomic_load_n(&g_objects_generation, __ATOMIC_ACQUIRE);
   const ObjectTable *table = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
