@@ -725,8 +725,10 @@ TL_WALKER inline bool walk_cached(WalkState &w, uint64_t *out, uint32_t max, uin
     if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key || gen != generation) break;
     uint64_t cfa, ra, fp = r.fp;
     if (kind == kRuleSFrame || kind == kRuleCfi) {
-      cfa = (fp_base ? r.fp : r.sp) + static_cast<uint64_t>(cfa_off);
-      const uint64_t ra_at = cfa + static_cast<uint64_t>(ra_off), fp_at = cfa + static_cast<uint64_t>(fp_off);
+      const uint64_t base = fp_base ? r.fp : r.sp;
+      cfa = base + static_cast<uint64_t>(cfa_off);
+      /* (base + (cfa + ra): one add on the path to the next frame) */
+      const uint64_t ra_at = base + static_cast<uint64_t>(cfa_off + ra_off), fp_at = cfa + static_cast<uint64_t>(fp_off);
       if (cfa <= r.sp || (cfa & 7) != 0 || ra_at < b.lo || ra_at > b.hi - 8 || (ra_at & 7) != 0) break;
       if (has_fp && (fp_at < b.lo || fp_at > b.hi - 8 || (fp_at & 7) != 0)) break;
       ra = *reinterpret_cast<const volatile uint64_t *>(ra_at);
