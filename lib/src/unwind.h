@@ -67,9 +67,6 @@ struct CodeObject {
   uint64_t eh_lo, eh_hi;       /* the PT_LOAD that holds it, [lo, hi): every
                                   read of .eh_frame_hdr and .eh_frame stays
                                   inside (the object's own mapping) */
-  uint64_t sigreturn[2];       /* where its code holds glibc's x86-64
-                                  __restore_rt sequence (mov $15, %rax;
-                                  syscall), 0: none */
 };
 
 /** Signal trampolines a table knows: return addresses that are a signal
@@ -87,9 +84,9 @@ struct ObjectEntry {
 };
 struct ObjectTable {
   uint32_t count;
-  /* The objects' sigreturn addresses, then the sa_restorer of every
-   * handler installed when the table was built (rt_sigaction(2) with no
-   * new action), each once. */
+  /* glibc's __restore_rt (found beside __sigaction), then the
+   * sa_restorer of every handler installed when the table was built
+   * (rt_sigaction(2) with no new action), each once. */
   uint32_t trampoline_count;
   uint64_t trampolines[kMaxTrampolines];
   ObjectEntry entries[kMaxObjects];

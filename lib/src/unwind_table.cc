@@ -28,6 +28,9 @@
 
 #include "unwind.h"
 
+/* glibc's sigaction under its other exported name (GLIBC_2.2.5). */
+extern "C" int __sigaction(int, const struct sigaction *, struct sigaction *);
+
 #ifndef PT_GNU_EH_FRAME
 #define PT_GNU_EH_FRAME 0x6474e550 /* <elf.h> */
 #endif
@@ -99,35 +102,36 @@ bool parse_sframe(const uint8_t *s, uint64_t size, CodeObject *o) {
  * RESTORE): mov $__NR_rt_sigreturn, %rax; syscall. */
 constexpr uint8_t kRestoreRt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
-/* The start of each kRestoreRt in [lo, hi) (an object's executable
- * PT_LOAD), at most 2.  Read with process_vm_readv(2), so code mapped
- * execute-only or changed by the program fails the read instead of
- * faulting; under g_refresh_lock (the buffer is shared). */
-void find_sigreturns(uint64_t lo, uint64_t hi, CodeObject *o, uint32_t *found) {
-  static uint8_t buf[16384];
-  constexpr uint64_t kOverlap = sizeof kRestoreRt - 1;
-  for (uint64_t at = lo; at < hi && *found < 2;) {
-    const uint64_t want = hi - at < sizeof buf ? hi - at : sizeof buf;
-    struct iovec local = {buf, want};
-    struct iovec remote = {reinterpret_cast<void *>(at), want};
+/* glibc's __restore_rt, where libc's own sigaction is: RESTORE defines it
+ * in the file of __libc_sigaction, so it lies a few bytes from
+ * __sigaction (64 after it in glibc 2.36).  __sigaction, not sigaction:
+ * a program or a preload library may interpose sigaction, seldom
+ * __sigaction.  The 8 KiB after it, then the 8 KiB before, are read with
+ * process_vm_readv(2) (code mapped execute-only fails the read instead of
+ * faulting) and searched for the sequence; found once, at the first
+ * table, under g_refresh_lock.  0: not found (a handler's sa_restorer
+ * still shows it, installed_restorers). */
+uint64_t glibc_restore_rt() {
+  static bool searched = false;
+  static uint64_t found = 0;
+  if (searched) return found;
+  searched = true;
+  const uint64_t at = reinterpret_cast<uint64_t>(&__sigaction);
+  uint8_t buf[8192];
+  const uint64_t froms[2] = {at, at - sizeof buf};
+  for (const uint64_t from : froms) {
+    struct iovec local = {buf, sizeof buf};
+    struct iovec remote = {reinterpret_cast<void *>(from), sizeof buf};
     const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (got < static_cast<ssize_t>(sizeof kRestoreRt)) return;
-    const uint8_t *p = buf, *end = buf + got;
-    while (*found < 2) {
-      const void *m = memmem(p, static_cast<size_t>(end - p), kRestoreRt, sizeof kRestoreRt);
-      if (m == nullptr) break;
-      o->sigreturn[(*found)++] = at + static_cast<uint64_t>(static_cast<const uint8_t *>(m) - buf);
-      p = static_cast<const uint8_t *>(m) + 1;
-    }
-    /* The next read overlaps this one's last bytes, where a sequence may
-     * begin (not a whole one: memmem found those). */
-    at += static_cast<uint64_t>(got) > kOverlap ? static_cast<uint64_t>(got) - kOverlap : 1;
-    if (static_cast<uint64_t>(got) < want) return; /* the rest is not readable */
+    if (got < static_cast<ssize_t>(sizeof kRestoreRt)) continue;
+    const void *m = memmem(buf, static_cast<size_t>(got), kRestoreRt, sizeof kRestoreRt);
+    if (m != nullptr) return found = from + static_cast<uint64_t>(static_cast<const uint8_t *>(m) - buf);
   }
+  return found;
 }
 
-/* The x86-64 kernel's struct sigaction (arch/x86/include/uapi/asm/signal.h
- * without SA_RESTORER's absence: it is always there on x86-64). */
+/* The kernel's struct sigaction on x86-64 (arch/x86/include/uapi/asm/signal.h:
+ * handler, flags, restorer, mask). */
 struct KernelSigaction {
   uint64_t handler, flags, restorer, mask;
 };
@@ -150,7 +154,7 @@ uint32_t installed_restorers(uint64_t *out, uint32_t max) {
   return n;
 }
 #else
-void find_sigreturns(uint64_t, uint64_t, CodeObject *, uint32_t *) {}
+uint64_t glibc_restore_rt() { return 0; }
 uint32_t installed_restorers(uint64_t *, uint32_t) { return 0; }
 #endif
 
@@ -225,12 +229,6 @@ int add_object(struct dl_phdr_info *info, size_t, void *data) {
       o->sframe_addr = sf_addr;
     }
   }
-  uint32_t found = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-      find_sigreturns(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_filesz, o, &found);
-  }
   mprotect(o, 4096, PROT_READ);
   g_known[g_known_count++] = o;
   b->table->entries[b->table->count++] = {lo, hi, o};
@@ -302,9 +300,7 @@ void unwind_refresh(uint64_t generation) {
     t->trampoline_count = 0;
     Build b = {t};
     dl_iterate_phdr(add_object, &b);
-    for (uint32_t i = 0; i < t->count; ++i)
-      for (const uint64_t pc : t->entries[i].object->sigreturn)
-        if (pc != 0) add_trampoline(t, pc);
+    if (const uint64_t rt = glibc_restore_rt(); rt != 0) add_trampoline(t, rt);
     for (uint32_t i = 0; i < nrestorers; ++i) add_trampoline(t, restorers[i]);
     /* Sorted by text_lo (insertion sort: a few hundred at most). */
     for (uint32_t i = 1; i < t->count; ++i)
