@@ -675,7 +675,7 @@ __attribute__((noinline, cold)) uint8_t find_cfi_rule(const CodeObject *o, uint6
 
 #if defined(__x86_64__)
 /* A return address that is a signal trampoline (the table's: glibc's
- * __restore_rt in each object that has one, and every installed
+ * __restore_rt, found beside __sigaction, and every installed
  * handler's sa_restorer) is a signal frame: the interrupted registers are
  * in the ucontext the kernel put at the stack pointer
  * (arch/x86/kernel/signal_64.c, struct rt_sigframe after its pretcode). */

@@ -8,6 +8,12 @@
  * the copies; a mutex serialises two refreshes).  What it publishes is
  * read by unwind.cc, which is.
  *
+ * Signal trampolines: glibc's __restore_rt (found once beside
+ * __sigaction) and each installed handler's sa_restorer, queried with
+ * rt_sigaction(2) at every call (each helper round): a new one rebuilds
+ * the table, so the walker tells a signal frame by its return address
+ * and never reads code.
+ *
  * Publication: two tables, the one being built never the one published.
  * Each entry points to an immutable CodeObject; CodeObjects and their
  * .sframe copies are never unmapped (an object dlclose'd keeps its few
