@@ -7,27 +7,43 @@
  * wrappers' and span begins' events (TL_STACK_DEPTH) and in the crash
  * handler, on any thread, inside signal handlers.
  * Allowed: plain loads of the published object table (unwind_table.cc) and
- * of its .sframe copies, loads from the calling thread's stack between the
- * walk's start and the stack's top, __atomic builtins, raw system calls
- * (mincore, sigaltstack, process_vm_readv, gettid, getpid).
+ * of its .sframe copies, plain loads from the calling thread's stack
+ * between the walk's start and the stack's top where that part of the
+ * stack was probed readable, __atomic builtins, raw system calls
+ * (sigaltstack, process_vm_readv, gettid, getpid).
  * Forbidden: malloc, locks, dl_iterate_phdr or dladdr (the loader's lock),
- * stdio, anything that formats, changing errno without restoring it.
+ * stdio, anything that formats, changing errno without restoring it, a
+ * plain load of any other memory (code, .eh_frame, another stack).
  *
  * Every read is bounds-checked first: a table read against the copy's
  * size, a stack read against [walk start, stack top) of the stack the
- * frame is on (the thread's own stack, or its alternate signal stack), a
- * code read (the signal trampoline's bytes) against the object's
- * executable range.  Anything unexpected ends the walk with a reason
- * (fmt::StackEnd); nothing is guessed.
+ * frame is on (the thread's own stack, or its alternate signal stack), an
+ * .eh_frame read against the object's PT_LOAD that holds it.  Reads that
+ * could fault go through process_vm_readv(2) (read_own_memory), which
+ * fails with EFAULT instead: .eh_frame (its object may have been unloaded
+ * since the table was built), the stack outside the probed part, every
+ * read of the crash handler's walk.  No code is read: a signal trampoline
+ * is known by its address (ObjectTable.trampolines).  Anything unexpected
+ * ends the walk with a reason (fmt::StackEnd); nothing is guessed, and
+ * only the frame unwind information marks outermost ends it complete.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "unwind.h"
+
+/* The walk's own functions: inlined into walk_stack, and not instrumented
+ * by AddressSanitizer (CT_SANITIZE builds): the walk reads its callers'
+ * frames on the thread's stack by design, wherever a hostile chain points
+ * inside its bounds, redzones of other frames included; its safety is its
+ * own bounds and probes. */
+#define TL_WALKER_OUTER __attribute__((no_sanitize_address))
+#define TL_WALKER __attribute__((always_inline, no_sanitize_address))
 
 namespace core_timeline::lib {
 
@@ -39,10 +55,11 @@ uint32_t g_stack_depth = 0;
 namespace {
 
 /* The calling thread's stack as far as it has been checked: [checked_lo,
- * top) is mapped (mincore(2) said so) and is one stack.  top: the main
- * thread's is the end of /proc/self/maps' [stack] (read at tl_init); any
- * other thread's is its thread pointer, glibc placing the thread
- * descriptor and static TLS at the top of the thread's stack block
+ * top) was readable, every page of it, when probed (readable_run), and is
+ * the thread's live stack, so it stays so while the thread runs on it.
+ * top: the main thread's is the end of /proc/self/maps' [stack] (read at
+ * tl_init); any other thread's is its thread pointer, glibc placing the
+ * thread descriptor and static TLS at the top of the thread's stack block
  * (nptl/allocatestack.c), also for a stack given with
  * pthread_attr_setstack.  Set on the thread's first walk or lane claim. */
 struct ThreadBounds {
@@ -58,8 +75,9 @@ constexpr uint64_t kPage = 4096;
 
 /* How to unwind one code address, once found: a per-thread direct-mapped
  * cache, so that a call site walked again costs two stack reads instead
- * of the table and .sframe searches.  Keyed by the looked-up address
- * (with bit 0 of `key_exact` for an exact pc) and the table generation.
+ * of the table and .sframe searches.  Keyed by the frame's pc as the walk
+ * has it (a return address, or with bit 63 set an exact pc: no user
+ * address has it) and the table generation.
  * A signal handler on the same thread may rewrite an entry mid-read: the
  * key is cleared first and stored last, and a reader checks it again
  * after reading the rule. */
@@ -71,21 +89,25 @@ struct CachedRule {
   uint8_t fp_base;
   uint8_t has_fp;
   uint8_t plain;     /* kRuleFramePointer in an object with no .sframe at
-                        all: [lo, hi) is its executable range */
+                        all: `object`, whose executable range it is */
   int32_t cfa;
   int16_t ra;
   int16_t fp;
-  uint64_t lo, hi;
+  const CodeObject *object;
 };
-static_assert(sizeof(CachedRule) == 40);
+/* 32 bytes: an entry's address is one shift from its slot. */
+static_assert(sizeof(CachedRule) == 32);
 constexpr uint32_t kRuleCacheSize = 32;
 __thread CachedRule t_rules[kRuleCacheSize] TL_TLS;
 
-inline uint32_t rule_slot(uint64_t key) { return static_cast<uint32_t>((key ^ key >> 7 ^ key >> 13) % kRuleCacheSize); }
+/* Two operations: the slot is on the fast loop's path from one frame's
+ * return address to the next. */
+constexpr uint64_t kExactKey = 1ull << 63;
+inline uint32_t rule_slot(uint64_t key) { return static_cast<uint32_t>((key ^ key >> 6) % kRuleCacheSize); }
 
-__attribute__((always_inline)) inline bool rule_cached(uint64_t key, uint32_t generation, CachedRule *out) {
+TL_WALKER inline bool rule_cached(uint64_t key, uint32_t generation, CachedRule *out) {
   const CachedRule &c = t_rules[rule_slot(key)];
-  if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) return false;
+  if (key == 0 || __atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) return false; /* 0: an empty slot's */
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *out = c;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -101,8 +123,7 @@ void rule_store(uint64_t key, const CachedRule &r) {
   c.fp_base = r.fp_base;
   c.has_fp = r.has_fp;
   c.plain = r.plain;
-  c.lo = r.lo;
-  c.hi = r.hi;
+  c.object = r.object;
   c.cfa = r.cfa;
   c.ra = r.ra;
   c.fp = r.fp;
@@ -110,9 +131,12 @@ void rule_store(uint64_t key, const CachedRule &r) {
   __atomic_store_n(&c.key, key, __ATOMIC_RELAXED);
 }
 
+/* The stack a frame is on, [lo, hi); `safe`: a part of it is not known
+ * readable, so its words are read with process_vm_readv(2). */
 struct Bounds {
   uint64_t lo, hi;
   bool ok;
+  bool safe;
 };
 
 uint64_t thread_pointer() {
@@ -130,46 +154,83 @@ void bounds_init() {
   if (b.known) return;
   const bool main_thread = syscall(SYS_gettid) == syscall(SYS_getpid);
   b.top = main_thread ? g_main_stack_top : thread_pointer();
-  b.checked_lo = b.top;
+  /* The page holding the thread pointer was just read (%fs:0). */
+  b.checked_lo = b.top & ~(kPage - 1);
   b.known = b.top != 0;
 }
 
-/* mincore(2) fails with ENOMEM where a page of [lo, hi) is not mapped. */
-bool mapped(uint64_t lo, uint64_t hi) {
-  unsigned char vec[256];
-  for (uint64_t at = lo; at < hi;) {
-    const uint64_t n = (hi - at) / kPage < sizeof vec ? hi - at : sizeof vec * kPage;
-    if (syscall(SYS_mincore, at, n, vec) != 0) return false;
-    at += n;
+/* The lowest `lo2` in [lo, hi) (page-aligned) such that every page of
+ * [lo2, hi) is readable now: one byte of each page read with
+ * process_vm_readv(2), from the top down, which stops at the first page
+ * that is not (mincore(2) would not do: it succeeds on a PROT_NONE page).
+ * 64 pages a call (the iovecs stay on the stack, which may be a small
+ * alternate signal stack).  Returns hi when hi - kPage is not readable. */
+uint64_t readable_run(uint64_t lo, uint64_t hi) {
+  constexpr uint32_t kBatch = 64;
+  struct iovec remote[kBatch];
+  uint8_t sink[kBatch];
+  const int saved_errno = errno;
+  uint64_t at = hi;
+  while (at > lo) {
+    uint32_t n = 0;
+    for (uint64_t p = at; p > lo && n < kBatch; p -= kPage) remote[n++] = {reinterpret_cast<void *>(p - kPage), 1};
+    struct iovec local = {sink, n};
+    const long got = syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, remote, n, 0);
+    if (got > 0) at -= static_cast<uint64_t>(got) * kPage;
+    if (got != static_cast<long>(n)) break;
   }
-  return true;
+  errno = saved_errno;
+  return at;
 }
 
-/* The stack `sp` is on: the thread's (checked down to sp with mincore the
- * first time it goes deeper), or the alternate signal stack in use.
- * With `safe_reads`, reads cannot fault, so no mincore. */
-Bounds bounds_for(uint64_t sp, bool safe_reads) {
+/* The stack `sp` is on: the thread's (probed readable down to sp the
+ * first time the thread's walks go that deep), or the alternate signal
+ * stack in use (probed each time: a walk from a handler on it is rare;
+ * where a page of it is not readable, its words are read with
+ * process_vm_readv(2)).  An sp below a page of the thread's stack that
+ * was not readable (its guard page, a hole) is on no stack this thread
+ * knows (another thread's, a coroutine's): not ok.  With `safe_reads`
+ * nothing is probed and every word is read with process_vm_readv(2). */
+__attribute__((noinline)) Bounds bounds_for(uint64_t sp, bool safe_reads) {
   ThreadBounds &t = t_bounds;
   if (!t.known) bounds_init();
   if (t.known && sp < t.top && t.top - sp <= kMaxStackBytes) {
+    if (safe_reads) return {sp, t.top, true, true};
     const uint64_t page = sp & ~(kPage - 1);
-    if (!safe_reads && page < t.checked_lo) {
-      if (!mapped(page, t.checked_lo)) return {0, 0, false};
-      t.checked_lo = page;
+    if (page < t.checked_lo) {
+      /* Stops at the first page that is not readable: under a guard page
+       * or a hole, one system call.  (It is not remembered: the main
+       * thread's stack grows down.)  A signal handler on this thread may
+       * probe in between: both only ever lower checked_lo to a page they
+       * found readable. */
+      const uint64_t lo = readable_run(page, t.checked_lo);
+      if (lo < t.checked_lo) t.checked_lo = lo;
     }
-    return {sp, t.top, true};
+    if (page >= t.checked_lo) return {sp, t.top, true, false};
   }
   stack_t ss;
   if (sigaltstack(nullptr, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
     const uint64_t lo = reinterpret_cast<uint64_t>(ss.ss_sp), hi = lo + ss.ss_size;
-    if (sp >= lo && sp < hi) return {sp, hi, true};
+    if (sp >= lo && sp < hi && hi > lo) {
+      const uint64_t page = sp & ~(kPage - 1), top = (hi - 1) & ~(kPage - 1);
+      return {sp, hi, true, safe_reads || readable_run(page, top + kPage) > page};
+    }
   }
-  return {0, 0, false};
+  return {0, 0, false, false};
 }
 
-__attribute__((always_inline)) inline bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
+/* bounds_for's common case inline: a walk from this thread's stack, as
+ * deep as it was probed already. */
+TL_WALKER inline Bounds bounds_of(uint64_t sp, bool safe_reads) {
+  const ThreadBounds &t = t_bounds;
+  if (t.known && !safe_reads && sp < t.top && t.top - sp <= kMaxStackBytes && (sp & ~(kPage - 1)) >= t.checked_lo)
+    return {sp, t.top, true, false};
+  return bounds_for(sp, safe_reads);
+}
+
+TL_WALKER inline bool read_word(uint64_t addr, const Bounds &b, bool safe, uint64_t *out) {
   if (addr < b.lo || addr > b.hi - 8 || (addr & 7) != 0) return false;
-  if (!safe) {
+  if (!safe && !b.safe) {
     *out = *reinterpret_cast<const volatile uint64_t *>(addr);
     return true;
   }
@@ -332,34 +393,30 @@ bool find_rule(const CodeObject *o, uint64_t pc, Rule *rule) {
  * (a CFA or a rule given by an expression, 64-bit lengths, an encoding
  * not handled) gives no rule, and the frame-pointer rule applies as
  * before.  Every read stays inside the object's PT_LOAD that holds
- * .eh_frame_hdr; with `safe` (the crash handler) they go through
- * process_vm_readv(2), 128 bytes at a time, so even an object unmapped
- * since cannot fault. */
+ * .eh_frame_hdr and goes through process_vm_readv(2), 128 bytes at a
+ * time, so even an object unmapped since the table was built cannot
+ * fault (a rule found is cached: the reads are made once per call site). */
 constexpr uint32_t kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRa = 16; /* psABI x86-64, 3.6.2 */
 
 struct EhReader {
   uint64_t lo, hi, at;
-  bool safe, ok;
-  /* With `safe`, the bytes last read by process_vm_readv(2), [win_at,
-   * win_at + win_len): most reads are of the next few bytes. */
+  bool ok;
+  /* The bytes last read by process_vm_readv(2), [win_at, win_at +
+   * win_len): most reads are of the next few bytes. */
   uint64_t win_at = 0;
   uint32_t win_len = 0;
   uint8_t win[128];
 
   bool copy(void *out, uint64_t n) {
     if (!ok || at < lo || at > hi || n > hi - at || n > sizeof win) return ok = false;
-    if (!safe) {
-      memcpy(out, reinterpret_cast<const void *>(at), n);
-    } else {
-      if (at < win_at || at + n > win_at + win_len) {
-        const uint64_t want = hi - at < sizeof win ? hi - at : sizeof win;
-        const ssize_t got = read_own_memory(win, reinterpret_cast<const void *>(at), want);
-        if (got < static_cast<ssize_t>(n)) return ok = false;
-        win_at = at;
-        win_len = static_cast<uint32_t>(got);
-      }
-      memcpy(out, win + (at - win_at), n);
+    if (at < win_at || at + n > win_at + win_len) {
+      const uint64_t want = hi - at < sizeof win ? hi - at : sizeof win;
+      const ssize_t got = read_own_memory(win, reinterpret_cast<const void *>(at), want);
+      if (got < static_cast<ssize_t>(n)) return ok = false;
+      win_at = at;
+      win_len = static_cast<uint32_t>(got);
     }
+    memcpy(out, win + (at - win_at), n);
     at += n;
     return true;
   }
@@ -553,12 +610,11 @@ bool run_cfa(EhReader &r, uint64_t end, const Cie &c, uint64_t loc, uint64_t pc,
 enum : uint8_t { kCfiNone = 0, kCfiRule = 1, kCfiOutermost = 2 };
 /* Out of line and cold: the walk's per-frame loop stays as small as it
  * was without it (tl_mark_stack's frames never come here). */
-__attribute__((noinline, cold)) uint8_t find_cfi_rule(const CodeObject *o, uint64_t pc, bool safe, Rule *rule) {
+__attribute__((noinline, cold)) uint8_t find_cfi_rule(const CodeObject *o, uint64_t pc, Rule *rule) {
   EhReader r;
   r.lo = o->eh_lo;
   r.hi = o->eh_hi;
   r.at = o->eh_hdr;
-  r.safe = safe;
   r.ok = true;
   const uint64_t hdr = o->eh_hdr;
   if (r.get<uint8_t>() != 1) return kCfiNone; /* version */
@@ -618,44 +674,129 @@ __attribute__((noinline, cold)) uint8_t find_cfi_rule(const CodeObject *o, uint6
 }
 
 #if defined(__x86_64__)
-/* glibc's x86-64 __restore_rt (sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c,
- * RESTORE): mov $__NR_rt_sigreturn, %rax; syscall.  A return address there
- * is a signal frame: the interrupted registers are in the ucontext the
- * kernel put at the stack pointer (arch/x86/kernel/signal.c, struct
- * rt_sigframe after its pretcode). */
-constexpr uint8_t kRestoreRt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+/* A return address that is a signal trampoline (the table's: glibc's
+ * __restore_rt, found beside __sigaction, and every installed
+ * handler's sa_restorer) is a signal frame: the interrupted registers are
+ * in the ucontext the kernel put at the stack pointer
+ * (arch/x86/kernel/signal_64.c, struct rt_sigframe after its pretcode). */
 constexpr uint64_t kUcMcontext = 40;  /* uc_flags, uc_link, uc_stack */
 constexpr uint64_t kRegRbp = 10, kRegRsp = 15, kRegRip = 16;  /* <sys/ucontext.h> REG_* */
 
-/* `pc` is in an object's executable range, which ends at `text_hi`. */
-bool is_sigreturn(uint64_t text_hi, uint64_t pc) {
-  if (pc > text_hi - sizeof kRestoreRt) return false;
-  return memcmp(reinterpret_cast<const void *>(pc), kRestoreRt, sizeof kRestoreRt) == 0;
+TL_WALKER inline bool is_sigreturn(const ObjectTable *t, uint64_t pc) {
+  const uint32_t n = t->trampoline_count < kMaxTrampolines ? t->trampoline_count : kMaxTrampolines;
+  for (uint32_t i = 0; i < n; ++i)
+    if (t->trampolines[i] == pc) return true;
+  return false;
+}
+
+/* The walk's state between its two loops. */
+struct WalkState {
+  FrameRegs r;
+  uint32_t depth;
+  bool unchecked_fp;
+};
+
+/* The fast loop: frames whose rule the thread's cache holds (an SFrame,
+ * CFI or frame-pointer rule of the current table), on a stack part known
+ * readable, as long as nothing else comes.  It does what the general loop
+ * does for those rules, with its few variables in registers; anything else
+ * (a miss, a signal frame, a read out of bounds, a frame-pointer frame in
+ * the last place whose return address the cache does not know as code)
+ * is left to the general loop, which goes on from the same state.
+ * Returns false when a return address of 0 ends the walk here (at
+ * w.depth; no_unwind after a frame-pointer frame, else bad_frame). */
+TL_WALKER inline bool walk_cached(WalkState &w, uint64_t *out, uint32_t max, uint32_t generation,
+                                                      const Bounds &b) {
+  FrameRegs r = w.r;
+  uint32_t depth = w.depth;
+  bool unchecked_fp = w.unchecked_fp;
+  /* The cache's address once (the signal fences below would make the
+   * compiler read the thread pointer again at every frame). */
+  const CachedRule *const rules = t_rules;
+  while (depth < max) {
+    const uint64_t key = r.pc;
+    const CachedRule &c = rules[rule_slot(key)];
+    if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key) break;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    const uint8_t kind = c.kind, fp_base = c.fp_base, has_fp = c.has_fp;
+    const uint32_t gen = c.generation;
+    const int64_t cfa_off = c.cfa, ra_off = c.ra, fp_off = c.fp;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&c.key, __ATOMIC_RELAXED) != key || gen != generation) break;
+    uint64_t cfa, ra, fp = r.fp;
+    if (kind == kRuleSFrame || kind == kRuleCfi) {
+      const uint64_t base = fp_base ? r.fp : r.sp;
+      cfa = base + static_cast<uint64_t>(cfa_off);
+      /* (base + (cfa + ra): one add on the path to the next frame) */
+      const uint64_t ra_at = base + static_cast<uint64_t>(cfa_off + ra_off), fp_at = cfa + static_cast<uint64_t>(fp_off);
+      if (cfa <= r.sp || (cfa & 7) != 0 || ra_at < b.lo || ra_at > b.hi - 8 || (ra_at & 7) != 0) break;
+      if (has_fp && (fp_at < b.lo || fp_at > b.hi - 8 || (fp_at & 7) != 0)) break;
+      ra = *reinterpret_cast<const volatile uint64_t *>(ra_at);
+      if (has_fp) fp = *reinterpret_cast<const volatile uint64_t *>(fp_at);
+      unchecked_fp = false;
+    } else if (kind == kRuleFramePointer) {
+      if (r.fp < r.sp || r.fp > b.hi - 16 || (r.fp & 7) != 0) break;
+      ra = reinterpret_cast<const volatile uint64_t *>(r.fp)[1];
+      fp = reinterpret_cast<const volatile uint64_t *>(r.fp)[0];
+      cfa = r.fp + 16;
+      /* The last place, which no next round looks up: its return address
+       * must be code, which a rule cached for it tells; else the general
+       * loop checks it. */
+      if (depth + 1 == max && ra != 0) {
+        const CachedRule &n = rules[rule_slot(ra)];
+        if (__atomic_load_n(&n.key, __ATOMIC_RELAXED) != ra || n.generation != generation) break;
+      }
+      unchecked_fp = true;
+    } else {
+      break;
+    }
+    if (ra == 0) {
+      w.depth = depth;
+      w.unchecked_fp = unchecked_fp;
+      return false;
+    }
+    out[depth++] = ra;
+    r = {ra, cfa, fp};
+  }
+  w.r = r;
+  w.depth = depth;
+  w.unchecked_fp = unchecked_fp;
+  return true;
 }
 #endif
 
 }  // namespace
 
-WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
+TL_WALKER_OUTER WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool safe_reads, bool cfi_every_frame) {
 #if defined(__x86_64__)
   const uint32_t generation = __atomic_load_n(&g_objects_generation, __ATOMIC_ACQUIRE);
   const ObjectTable *table = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
-  Bounds b = bounds_for(r.sp, safe_reads);
+  Bounds b = bounds_of(r.sp, safe_reads);
   if (!b.ok) return {0, fmt::kStackBadFrame};
   uint32_t depth = 0;
   /* The last frame came from a frame pointer, not yet known to be code. */
   bool unchecked_fp = false;
+  if (!exact && !safe_reads && !cfi_every_frame && !b.safe) {
+    WalkState w = {r, 0, false};
+    if (!walk_cached(w, out, max, generation, b))
+      return {w.depth, static_cast<uint8_t>(w.unchecked_fp ? fmt::kStackNoUnwind : fmt::kStackBadFrame)};
+    r = w.r;
+    depth = w.depth;
+    unchecked_fp = w.unchecked_fp;
+  }
   /* The executable range of the last object met that has no .sframe:
    * every return address in it takes the frame-pointer rule (but for
    * glibc's signal trampoline), so frames of such code cost no lookup. */
   uint64_t plain_lo = 0, plain_hi = 0;
+  /* A signal frame moved the walk to another stack (once only). */
+  bool switched = false;
   while (depth < max) {
     /* The code of a frame is at pc, or for a return address just before it
      * (a call may be the function's last instruction). */
     const uint64_t at = exact ? r.pc : r.pc - 1;
-    const uint64_t key = at << 1 | (exact ? 1 : 0);
+    const uint64_t key = exact ? r.pc | kExactKey : r.pc;
     CachedRule rule;
-    if (!exact && !cfi_every_frame && at >= plain_lo && at < plain_hi && !is_sigreturn(plain_hi, r.pc)) {
+    if (!exact && !cfi_every_frame && at >= plain_lo && at < plain_hi && !is_sigreturn(table, r.pc)) {
       rule.kind = kRuleFramePointer;
       rule.plain = 0;
       rule.has_fp = 0; /* (unread: gcc cannot tell) */
@@ -678,7 +819,7 @@ WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool
       if (o->sframe != nullptr && find_rule(o, at, &sf)) {
         kind = kRuleSFrame;
       } else if ((exact || cfi_every_frame) && o->eh_hdr != 0) {
-        const uint8_t cfi = find_cfi_rule(o, at, safe_reads, &sf);
+        const uint8_t cfi = find_cfi_rule(o, at, &sf);
         kind = cfi == kCfiRule ? kRuleCfi : cfi == kCfiOutermost ? kRuleOutermost : 0;
       }
       if (kind == kRuleOutermost) {
@@ -691,11 +832,10 @@ WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool
         rule.ra = static_cast<int16_t>(sf.ra);
         rule.fp = static_cast<int16_t>(sf.fp);
       } else {
-        rule.kind = !exact && is_sigreturn(o->text_hi, r.pc) ? kRuleSigreturn : kRuleFramePointer;
+        rule.kind = !exact && is_sigreturn(table, r.pc) ? kRuleSigreturn : kRuleFramePointer;
         if (rule.kind == kRuleFramePointer && o->sframe == nullptr) {
           rule.plain = 1;
-          rule.lo = o->text_lo;
-          rule.hi = o->text_hi;
+          rule.object = o;
         }
       }
       /* A walk with CFI for every frame (once, in the crash handler)
@@ -705,8 +845,8 @@ WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool
     /* The CFI's outermost frame: nothing called it. */
     if (rule.kind == kRuleOutermost) return {depth, fmt::kStackComplete};
     if (rule.plain) {
-      plain_lo = rule.lo;
-      plain_hi = rule.hi;
+      plain_lo = rule.object->text_lo;
+      plain_hi = rule.object->text_hi;
     }
     uint64_t cfa = 0, ra = 0, fp = r.fp;
     if (rule.kind == kRuleSFrame || rule.kind == kRuleCfi) {
@@ -721,10 +861,19 @@ WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool
       if (!read_word(mc + kRegRip * 8, b, safe_reads, &pc) || !read_word(mc + kRegRsp * 8, b, safe_reads, &sp) ||
           !read_word(mc + kRegRbp * 8, b, safe_reads, &fp))
         return {depth, fmt::kStackBadFrame};
-      if (pc == 0) return {depth, fmt::kStackComplete};
-      /* The interrupted code may be on another stack (the handler ran on
-       * the alternate one). */
-      if (sp < b.lo || sp >= b.hi) b = bounds_for(sp, safe_reads);
+      /* The interrupted code ran before the kernel put the signal frame
+       * below its stack pointer: on the same stack, its sp is above the
+       * frame.  Or it is on another stack (the handler ran on the
+       * alternate one), which a walk leaves once: the interrupted
+       * frames, then their callers, only ever move up, and no chain of
+       * signal frames can cycle. */
+      if (sp >= b.lo && sp < b.hi) {
+        if (sp <= r.sp) return {depth, fmt::kStackBadFrame};
+      } else {
+        if (switched) return {depth, fmt::kStackBadFrame};
+        switched = true;
+        b = bounds_for(sp, safe_reads);
+      }
       if (!b.ok || find_object(table, pc) == nullptr) return {depth, fmt::kStackBadFrame};
       /* Frames are read as return addresses (looked up at address - 1):
        * the trampoline's own address and the interrupted pc are exact, so
@@ -748,11 +897,14 @@ WalkResult walk_stack(FrameRegs r, bool exact, uint64_t *out, uint32_t max, bool
        * the last place, which no next round looks up, is checked here. */
       CachedRule seen;
       if (ra != 0 && depth + 1 == max && !(ra - 1 >= plain_lo && ra - 1 < plain_hi) &&
-          !rule_cached((ra - 1) << 1, generation, &seen) && find_object(table, ra - 1) == nullptr)
+          !rule_cached(ra, generation, &seen) && find_object(table, ra - 1) == nullptr)
         return {depth, fmt::kStackNoUnwind};
     }
     unchecked_fp = rule.kind == kRuleFramePointer;
-    if (ra == 0) return {depth, fmt::kStackComplete};
+    /* A return address of 0 is no code: the chain's end by convention
+     * (a zeroed frame), which the stack's own bytes can fake, so not
+     * complete; only the unwind information's outermost frame is. */
+    if (ra == 0) return {depth, unchecked_fp ? fmt::kStackNoUnwind : fmt::kStackBadFrame};
     /* (The next round looks ra up: code no object has ends it there,
      * bad_frame, with this frame kept.) */
     out[depth++] = ra;

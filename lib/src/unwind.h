@@ -19,10 +19,17 @@
  *    signal interrupted (whose function may not have set up its frame
  *    yet, or ever: a leaf), and in the crash handler's walk for every
  *    frame, that object's .eh_frame_hdr and .eh_frame where it has no
- *    .sframe entry for the pc; it allocates nothing,
- *    takes no lock and makes no system call except mincore(2) the first
- *    time a thread's stack is walked below the depth already checked, and
- *    process_vm_readv(2) for each read in the crash handler's walk.
+ *    .sframe entry for the pc.  It never reads code: signal trampolines
+ *    are known by address (found when the table is built).  A read that
+ *    is not known to be safe goes through process_vm_readv(2), which
+ *    fails instead of faulting: every .eh_frame read (the object may have
+ *    been unloaded since the table was built), every read in the crash
+ *    handler's walk, and stack reads outside the part of the thread's
+ *    stack already probed.  Plain loads read only the walker's own
+ *    memory and the calling thread's stack between the walk's start and
+ *    its top, probed readable page by page with process_vm_readv(2) the
+ *    first time the thread's walks reach that deep.  It allocates
+ *    nothing and takes no lock.
  *
  * The SFrame format is binutils' (include/sframe.h of binutils 2.40 for
  * version 1, which its `as --gsframe` emits, and of 2.41 for version 2):
@@ -62,6 +69,12 @@ struct CodeObject {
                                   inside (the object's own mapping) */
 };
 
+/** Signal trampolines a table knows: return addresses that are a signal
+ *  frame's (the handler returns to the trampoline, which calls
+ *  rt_sigreturn(2) on the kernel's struct rt_sigframe at the stack
+ *  pointer). */
+inline constexpr uint32_t kMaxTrampolines = 16;
+
 /** Objects, sorted by text_lo; the walker reads it through g_objects. */
 inline constexpr uint32_t kMaxObjects = 512;
 struct ObjectEntry {
@@ -71,6 +84,11 @@ struct ObjectEntry {
 };
 struct ObjectTable {
   uint32_t count;
+  /* glibc's __restore_rt (found beside __sigaction), then the
+   * sa_restorer of every handler installed when the table was built
+   * (rt_sigaction(2) with no new action), each once. */
+  uint32_t trampoline_count;
+  uint64_t trampolines[kMaxTrampolines];
   ObjectEntry entries[kMaxObjects];
 };
 /** The published table (release store by unwind_refresh, acquire load by
@@ -101,14 +119,19 @@ struct WalkResult {
  * return addresses of the callers of the frame `start` describes in `out`
  * (which holds `max`).  `exact`: start.pc is the address of
  * the instruction being executed (a signal's pc) rather than a return
- * address.  `safe_reads`: read the stack with process_vm_readv(2), never
- * faulting (the crash handler: the stack may be corrupt).
+ * address.  `safe_reads`: read every stack word with process_vm_readv(2)
+ * (the crash handler: the stack may be corrupt, and its one walk may
+ * cost microseconds); without it, the part of the thread's stack probed
+ * readable is read with plain loads and the rest as with it.
  * `cfi_every_frame`: every frame without an SFrame entry takes its rule
  * from its object's .eh_frame where it has one, as gdb's `bt` does, not
- * only the interrupted one (the crash handler: its one walk may cost
- * microseconds, and most code has neither .sframe nor frame pointers);
- * the outermost frame (return address undefined) ends it complete.
- * Returns the frames stored in `out` and how the walk ended.
+ * only the interrupted one (the crash handler: most code has neither
+ * .sframe nor frame pointers).  The walk ends complete only at a frame
+ * whose .eh_frame rule leaves the return address undefined (the psABI's
+ * outermost frame: _start, a thread's start); a return address of 0 read
+ * from the stack is no end mark (the stack's bytes can fake it).  Never
+ * faults, whatever the start registers and the stack hold (a read that
+ * is not known safe fails instead).  Returns the frames stored in `out` and how the walk ended.
  * Async-signal-safe; preserves errno.
  */
 WalkResult walk_stack(FrameRegs start, bool exact, uint64_t *out, uint32_t max, bool safe_reads,
@@ -120,8 +143,9 @@ void stack_bounds_note() TL_HIDDEN;
 
 /** Build and publish the object table (at tl_init; the helper thread calls
  *  unwind_refresh(loader_generation()) each round and it rebuilds only
- *  when that changed).  NOT async-signal-safe: dl_iterate_phdr takes the
- *  loader's lock, mmap for the copies. */
+ *  when that changed, or when an installed signal handler's sa_restorer
+ *  is not among the table's trampolines).  NOT async-signal-safe:
+ *  dl_iterate_phdr takes the loader's lock, mmap for the copies. */
 void unwind_refresh(uint64_t generation) TL_HIDDEN;
 
 /** The main thread's stack top (the end of /proc/self/maps' [stack]),

@@ -8,6 +8,12 @@
  * the copies; a mutex serialises two refreshes).  What it publishes is
  * read by unwind.cc, which is.
  *
+ * Signal trampolines: glibc's __restore_rt (found once beside
+ * __sigaction) and each installed handler's sa_restorer, queried with
+ * rt_sigaction(2) at every call (each helper round): a new one rebuilds
+ * the table, so the walker tells a signal frame by its return address
+ * and never reads code.
+ *
  * Publication: two tables, the one being built never the one published.
  * Each entry points to an immutable CodeObject; CodeObjects and their
  * .sframe copies are never unmapped (an object dlclose'd keeps its few
@@ -19,11 +25,17 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "unwind.h"
+
+/* glibc's sigaction under its other exported name (GLIBC_2.2.5). */
+extern "C" int __sigaction(int, const struct sigaction *, struct sigaction *);
 
 #ifndef PT_GNU_EH_FRAME
 #define PT_GNU_EH_FRAME 0x6474e550 /* <elf.h> */
@@ -89,6 +101,74 @@ bool parse_sframe(const uint8_t *s, uint64_t size, CodeObject *o) {
   o->fre_len = fre_len;
   o->sframe_size = static_cast<uint32_t>(size);
   return true;
+}
+
+#if defined(__x86_64__)
+/* glibc's x86-64 __restore_rt (sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c,
+ * RESTORE): mov $__NR_rt_sigreturn, %rax; syscall. */
+constexpr uint8_t kRestoreRt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+/* glibc's __restore_rt, where libc's own sigaction is: RESTORE defines it
+ * in the file of __libc_sigaction, so it lies a few bytes from
+ * __sigaction (64 after it in glibc 2.36).  __sigaction, not sigaction:
+ * a program or a preload library may interpose sigaction, seldom
+ * __sigaction.  The 8 KiB after it, then the 8 KiB before, are read with
+ * process_vm_readv(2) (code mapped execute-only fails the read instead of
+ * faulting) and searched for the sequence; found once, at the first
+ * table, under g_refresh_lock.  0: not found (a handler's sa_restorer
+ * still shows it, installed_restorers). */
+uint64_t glibc_restore_rt() {
+  static bool searched = false;
+  static uint64_t found = 0;
+  if (searched) return found;
+  searched = true;
+  const uint64_t at = reinterpret_cast<uint64_t>(&__sigaction);
+  uint8_t buf[8192];
+  const uint64_t froms[2] = {at, at - sizeof buf};
+  for (const uint64_t from : froms) {
+    struct iovec local = {buf, sizeof buf};
+    struct iovec remote = {reinterpret_cast<void *>(from), sizeof buf};
+    const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (got < static_cast<ssize_t>(sizeof kRestoreRt)) continue;
+    const void *m = memmem(buf, static_cast<size_t>(got), kRestoreRt, sizeof kRestoreRt);
+    if (m != nullptr) return found = from + static_cast<uint64_t>(static_cast<const uint8_t *>(m) - buf);
+  }
+  return found;
+}
+
+/* The kernel's struct sigaction on x86-64 (arch/x86/include/uapi/asm/signal.h:
+ * handler, flags, restorer, mask). */
+struct KernelSigaction {
+  uint64_t handler, flags, restorer, mask;
+};
+constexpr uint64_t kSaRestorer = 0x04000000;
+
+/* The sa_restorer of each handler installed now, at most `max`, each
+ * once: the trampoline each handler returns to (the kernel puts it in
+ * the signal frame's pretcode, arch/x86/kernel/signal_64.c).  A handler
+ * installed through any libc or by a raw rt_sigaction(2) shows here. */
+uint32_t installed_restorers(uint64_t *out, uint32_t max) {
+  uint32_t n = 0;
+  for (int sig = 1; sig <= 64; ++sig) {
+    KernelSigaction k;
+    if (syscall(SYS_rt_sigaction, sig, nullptr, &k, 8) != 0) continue;
+    if (k.handler <= 1 || !(k.flags & kSaRestorer) || k.restorer == 0) continue; /* SIG_DFL, SIG_IGN */
+    bool seen = false;
+    for (uint32_t i = 0; i < n && !seen; ++i) seen = out[i] == k.restorer;
+    if (!seen && n < max) out[n++] = k.restorer;
+  }
+  return n;
+}
+#else
+uint64_t glibc_restore_rt() { return 0; }
+uint32_t installed_restorers(uint64_t *, uint32_t) { return 0; }
+#endif
+
+/* Adds `pc` to the table's trampolines, once. */
+void add_trampoline(ObjectTable *t, uint64_t pc) {
+  for (uint32_t i = 0; i < t->trampoline_count; ++i)
+    if (t->trampolines[i] == pc) return;
+  if (t->trampoline_count < kMaxTrampolines) t->trampolines[t->trampoline_count++] = pc;
 }
 
 struct Build {
@@ -193,18 +273,41 @@ uint64_t main_stack_top() {
   return top;
 }
 
+/* Whether every restorer in `r` is among the published table's
+ * trampolines. */
+bool restorers_known(const uint64_t *r, uint32_t n) {
+  const ObjectTable *t = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
+  if (t == nullptr) return n == 0;
+  if (t->trampoline_count >= kMaxTrampolines) return true; /* no room for more */
+  for (uint32_t i = 0; i < n; ++i) {
+    bool known = false;
+    for (uint32_t j = 0; j < t->trampoline_count && !known; ++j) known = t->trampolines[j] == r[i];
+    if (!known) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void unwind_refresh(uint64_t generation) {
-  if (__atomic_load_n(&g_refreshed_generation, __ATOMIC_RELAXED) == generation) return;
+  /* A handler installed since the last table, with a trampoline of its
+   * own (a raw rt_sigaction, another libc): a new table that knows it. */
+  uint64_t restorers[kMaxTrampolines];
+  const uint32_t nrestorers = installed_restorers(restorers, kMaxTrampolines);
+  if (__atomic_load_n(&g_refreshed_generation, __ATOMIC_RELAXED) == generation &&
+      restorers_known(restorers, nrestorers))
+    return;
   pthread_mutex_lock(&g_refresh_lock);
   if (g_main_stack_top == 0) g_main_stack_top = main_stack_top();
-  if (g_refreshed_generation != generation) {
+  if (g_refreshed_generation != generation || !restorers_known(restorers, nrestorers)) {
     const ObjectTable *current = __atomic_load_n(&g_objects, __ATOMIC_ACQUIRE);
     ObjectTable *t = current == &g_tables[0] ? &g_tables[1] : &g_tables[0];
     t->count = 0;
+    t->trampoline_count = 0;
     Build b = {t};
     dl_iterate_phdr(add_object, &b);
+    if (const uint64_t rt = glibc_restore_rt(); rt != 0) add_trampoline(t, rt);
+    for (uint32_t i = 0; i < nrestorers; ++i) add_trampoline(t, restorers[i]);
     /* Sorted by text_lo (insertion sort: a few hundred at most). */
     for (uint32_t i = 1; i < t->count; ++i)
       for (uint32_t j = i; j > 0 && t->entries[j - 1].text_lo > t->entries[j].text_lo; --j) {

@@ -601,23 +601,32 @@ static_assert(offsetof(Slot, end_seq) == 120);
  *  CRASH, of the crashing function), and so on outwards. */
 enum StackEnd : std::uint8_t {
   kStackNone = 0,        /**< no walk was made (Slot.stack == 0) */
-  kStackComplete = 1,    /**< the chain ended: a return address of 0 was read
-                              where the unwind information put one (the
-                              psABI's end-of-stack mark), or (the crash
-                              handler's walk) .eh_frame marks the frame
-                              outermost: its return address undefined */
+  kStackComplete = 1,    /**< the chain ended at its true outermost frame:
+                              .eh_frame marks the frame's return address
+                              undefined (the psABI's outermost frame:
+                              _start, a thread's start function).  Nothing
+                              the stack's own bytes hold can give it (a
+                              return address of 0 is no_unwind or
+                              bad_frame) */
   kStackDepthLimit = 2,  /**< the walk stopped at the depth asked for; more
                               frames may exist */
   kStackNoUnwind = 3,    /**< the next frame's code has no .sframe entry (nor,
                               in the crash handler's walk, a usable
                               .eh_frame entry) and
                               its frame pointer register holds no frame (0,
-                              outside the stack, not above the last frame):
+                              outside the stack, not above the last frame),
+                              or the frame it holds has a return address of
+                              0 (a zeroed frame, as a thread's first):
                               nothing tells where its caller is */
   kStackBadFrame = 4,    /**< unwind information or a frame pointer led
                               somewhere impossible (outside the thread's
-                              stack, not upwards, misaligned, into code no
-                              loaded object has), or the stack's bounds are
+                              stack, onto memory that cannot be read, not
+                              upwards, misaligned, into code no loaded
+                              object has, a return address of 0 where
+                              .sframe or .eh_frame put one, a signal frame
+                              whose interrupted pc is 0 or whose stack
+                              pointer turns back down its stack), or the
+                              stack's bounds are
                               unknown: the walk stopped before it */
 };
  /* Every frame is stored as a return address is: a reader symbolizes the

@@ -177,13 +177,15 @@ void tl_mark(uint32_t id, uintptr_t arg);
  * does, and up to `depth` (at most 8; more is 8; 0 is tl_mark) further
  * return addresses in the event's 64 inline bytes: the caller's caller
  * first, then outwards.  The walk ends with a reason the reader shows:
- * complete (a return address of 0 ended the chain), depth limit (more
- * frames may exist), no unwind information (the next frame's object has
- * no .sframe section and its frame pointer register holds no frame
- * pointer: the frames before it are kept), or bad frame (unwind
- * information or a frame pointer pointed outside the thread's stack, not
- * upwards, or into no loaded object's code; or the stack's bounds are
- * unknown).
+ * complete (the last frame's .eh_frame marks it outermost: _start, a
+ * thread's start; only a walk that reads .eh_frame for it can tell),
+ * depth limit (more frames may exist), no unwind information (the next
+ * frame's object has no .sframe section and its frame pointer register
+ * holds no frame pointer, or a frame with a return address of 0: the
+ * frames before it are kept), or bad frame (unwind information or a
+ * frame pointer pointed outside the thread's stack, onto memory that
+ * cannot be read, not upwards, or into no loaded object's code; or the
+ * stack's bounds are unknown).
  *
  * How: each frame's object is found in a table built at tl_init and by the
  * helper thread after every dlopen/dlclose (dl_iterate_phdr(3), outside
@@ -201,12 +203,15 @@ void tl_mark(uint32_t id, uintptr_t arg);
  * Reads stay inside the calling
  * thread's stack, between the caller's frame and the stack's top (the
  * main thread's from /proc/self/maps at tl_init, another thread's its
- * thread pointer), checked with mincore(2) once for each new depth.
+ * thread pointer), probed readable page by page with process_vm_readv(2)
+ * once for each new depth; .eh_frame is read with process_vm_readv(2) and
+ * no code is read, so the walk never faults (an object unloaded since the
+ * table was built, a PROT_NONE page on the chain).
  *
  * Cost: one tl_mark, about 14 ns to set the walk up, and 4.5 ns a frame on
  * the frame-pointer path or 7.5 ns on the SFrame path, on a 2-core KVM
  * guest (docs/performance.md, "Stacks"); the first walk of a thread below its deepest walked page,
- * one mincore(2).  Thread-safe, async-signal-safe (also from a handler on
+ * one process_vm_readv(2) for each 64 new pages.  Thread-safe, async-signal-safe (also from a handler on
  * an alternate signal stack: its frames, the signal frame, then the
  * interrupted code's), lock-free, allocates nothing, preserves errno.
  */
