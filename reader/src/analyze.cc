@@ -29,6 +29,9 @@
 
 namespace core_timeline::reader {
 
+/* The size analyze.h gives (memory per event): change both together. */
+static_assert(sizeof(Event) == 152, "analyze.h states the size of an Event; update it");
+
 namespace f = core_timeline::format;
 
 int exit_code(Status s) noexcept {

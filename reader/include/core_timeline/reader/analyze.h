@@ -27,7 +27,7 @@
  *    note, live.h), whose ages are relative to the snapshot's time and
  *    whose slots caught mid-write are in flight, not torn.
  *
- * Memory: 136 bytes per event (Event), plus what events share (Event: one
+ * Memory: 152 bytes per event (Event), plus what events share (Event: one
  * Location per call site, not per event), plus the pages of the mapped
  * core it reads - the ring's, all of them.  A ring's events are held once:
  * decoded straight into Analysis::events (decode_ring's RingEventSink),
@@ -269,7 +269,7 @@ enum class StackState : std::uint8_t {
 std::string_view stack_state_name(StackState s) noexcept;
 
 /**
- * One event of the timeline.  Compact (136 bytes), because a ring holds up
+ * One event of the timeline.  Compact (152 bytes, pinned in analyze.cc), because a ring holds up
  * to millions of them: what many events share is kept once in the
  * Analysis's tables and named here by index, and read through the
  * Analysis (thread_of, name_of, location_of, ...):
