@@ -2,8 +2,8 @@
 // python_crash_test - Debian's /usr/bin/python3 under libtimeline-io.so runs
 // a small socket server: it listens on 127.0.0.1 (port 0, the port it got
 // printed on stdout), accepts one connection, receives one line (a line no
-// other run sends) and crashes through ctypes (`ctypes.string_at(0)`, a
-// SIGSEGV in libc's strlen called from libffi).  Its core comes through the
+// other run sends) and crashes through ctypes (`ctypes.string_at(0)`: libc
+// reads address 0, SIGSEGV).  Its core comes through the
 // real systemd-coredump pipeline (tests/support/crash_harness.h).  The
 // crashing thread's timeline must show the ACCEPT of the connection (peer
 // 127.0.0.1), then the RECVs of the request on the fd the reader ties to
@@ -194,6 +194,7 @@ TEST(PythonCrash, CrashingThreadShowsTheAcceptThenTheRecvOfTheRequest) {
   const rd::CrashSlot *slot = a.crash_of(a.events[*crash]);
   ASSERT_NE(slot, nullptr);
   EXPECT_EQ(slot->signo, SIGSEGV) << text;
+  EXPECT_EQ(slot->fault_address, 0u) << text;
 
   if (!HasFailure()) unlink(core.c_str()); /* kept when a check failed */
 }
