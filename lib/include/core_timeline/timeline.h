@@ -111,6 +111,15 @@ struct tl_options {
                                  event, as tl_mark_stack records them; 0
                                  (default): none.  The shared library's
                                  constructor takes it from TL_STACK_DEPTH */
+  uint32_t io_bytes;        /**< payload bytes (0..64; more is 64) kept
+                                 inline in each READ, WRITE, RECV and SEND
+                                 event: the first bytes the call received
+                                 or sent, at most its result; 0 (default):
+                                 none.  Also cuts the inline bytes
+                                 tl_record_bytes is given for those kinds.
+                                 The shared library's constructor takes it
+                                 from TL_IO_BYTES.  Privacy: libtimeline(3),
+                                 "PAYLOAD BYTES" */
 };
 
 /**
