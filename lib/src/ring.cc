@@ -46,6 +46,10 @@ constexpr uint64_t kDefaultBudget = 16ull << 20; /* docs/performance.md, "Sizing
 /* Per-thread lanes of each source, so that 3 x (lanes + 1) <= kMaxLanes. */
 constexpr uint32_t kMaxLanesPerSource = fmt::kMaxLanes / fmt::kSourceCount - 1;
 static_assert(kMaxLanesPerSource == 1364, "timeline.h and libtimeline(3) say lanes is at most 1364");
+/* An options struct from before io_bytes is 72 bytes, its last 4 tail
+ * padding: io_bytes must start past them, so such a size never reaches it. */
+static_assert(offsetof(struct tl_options, io_bytes) >= 72 && offsetof(struct tl_options, stack_depth) == 64,
+              "tl_options.io_bytes lies beyond the size older programs pass");
 constexpr uint32_t kDefaultIntervalMs = 100;
 constexpr uint32_t kWriterVersion = 0x000100; /* 0.1.0 */
 constexpr char kDefaultSidecarDir[] = "/run/core-timeline";
