@@ -261,13 +261,15 @@ size_t iov_total(const struct iovec *iov, long count, bool readable) {
   return total;
 }
 
-
 /* The payload's first bytes for READ, WRITE, RECV and SEND: at most
- * min(rc, 64) of them, which the kernel has just received into or sent
- * from `buf`, so they are readable.  libtimeline keeps only TL_IO_BYTES
+ * min(rc, size, 64) of them, which the kernel has just received into or
+ * sent from the `size` bytes of the program's buffer, so they are
+ * readable (`size` bounds a recv with MSG_TRUNC, whose result is the
+ * datagram's whole length: recv(2)).  libtimeline keeps only TL_IO_BYTES
  * of them (none by default); without a payload (rc <= 0) none. */
-inline uint32_t payload_len(long rc) {
-  return rc > 0 ? static_cast<uint32_t>(rc < 64 ? rc : 64) : 0;
+inline uint32_t payload_len(long rc, size_t size = 64) {
+  const size_t limit = size < 64 ? size : 64;
+  return rc > 0 ? static_cast<uint32_t>(static_cast<size_t>(rc) < limit ? static_cast<size_t>(rc) : limit) : 0;
 }
 
 /* The same for an iovec call: the first min(rc, 64) bytes of the first
@@ -440,7 +442,7 @@ CT_PRELOAD_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
 CT_PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count) {
   ReadFn f = next<ReadFn>(g_next, kRead);
   ssize_t n = f != nullptr ? f(fd, buf, count) : syscall(SYS_read, fd, buf, count);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -448,14 +450,14 @@ CT_PRELOAD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf
   ReadChkFn f = next<ReadChkFn>(g_next, kReadChk);
   if (f == nullptr && count > buflen) abort(); /* what glibc's __chk_fail ends in */
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen) : syscall(SYS_read, fd, buf, count);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
   WriteFn f = next<WriteFn>(g_next, kWrite);
   ssize_t n = f != nullptr ? f(fd, buf, count) : syscall(SYS_write, fd, buf, count);
-  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -488,7 +490,7 @@ CT_PRELOAD_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int
 CT_PRELOAD_EXPORT ssize_t recv(int fd, void *buf, size_t count, int flags) {
   RecvFn f = next<RecvFn>(g_next, kRecv);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags) : syscall(SYS_recvfrom, fd, buf, count, flags, nullptr, nullptr);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -497,7 +499,7 @@ CT_PRELOAD_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t count, size_t buf
   if (f == nullptr && count > buflen) abort(); /* what glibc's __chk_fail ends in */
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen, flags)
                            : syscall(SYS_recvfrom, fd, buf, count, flags, nullptr, nullptr);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -505,7 +507,7 @@ CT_PRELOAD_EXPORT ssize_t recvfrom(int fd, void *buf, size_t count, int flags, s
                                    socklen_t *len) {
   RecvfromFn f = next<RecvfromFn>(g_next, kRecvfrom);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags, addr, len) : syscall(SYS_recvfrom, fd, buf, count, flags, addr, len);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -515,7 +517,7 @@ CT_PRELOAD_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t count, size_t
   if (f == nullptr && count > buflen) abort();
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen, flags, addr, len)
                            : syscall(SYS_recvfrom, fd, buf, count, flags, addr, len);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -529,7 +531,7 @@ CT_PRELOAD_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
 CT_PRELOAD_EXPORT ssize_t send(int fd, const void *buf, size_t count, int flags) {
   SendFn f = next<SendFn>(g_next, kSend);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags) : syscall(SYS_sendto, fd, buf, count, flags, nullptr, 0);
-  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -537,7 +539,7 @@ CT_PRELOAD_EXPORT ssize_t sendto(int fd, const void *buf, size_t count, int flag
                                  socklen_t len) {
   SendtoFn f = next<SendtoFn>(g_next, kSendto);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags, addr, len) : syscall(SYS_sendto, fd, buf, count, flags, addr, len);
-  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n));
+  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 

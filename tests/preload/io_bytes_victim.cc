@@ -3,7 +3,8 @@
 // set (or not): sends and receives over a socket pair and a pipe with each
 // kind of wrapped call, then reads its own ring (tests/lib/ring_view.h) and
 // checks that each READ, WRITE, RECV and SEND event of those fds keeps
-// exactly the first EXPECTED bytes of its payload inline (0: none).
+// exactly the first EXPECTED bytes of its payload inline (0: none), and a
+// recv with MSG_TRUNC no more than its buffer held.
 //
 //   io_bytes_victim EXPECTED
 //
@@ -73,6 +74,18 @@ int main(int argc, char **argv) {
   got(read(pp[0], buf, sizeof buf), "read");
   got(writev(pp[1], out, 2), "writev");
   got(readv(pp[0], in, 2), "readv");
+  // A datagram received with MSG_TRUNC into 4 bytes returns its whole
+  // length (recv(2)): only the 4 bytes of the buffer are payload.
+  int dp[2];
+  if (socketpair(AF_UNIX, SOCK_DGRAM, 0, dp) != 0) {
+    perror("socketpair");
+    return 2;
+  }
+  char small[4];
+  got(send(dp[0], kPayload, kPayloadLen, 0), "send (datagram)");
+  got(recv(dp[1], small, sizeof small, MSG_TRUNC), "recv(MSG_TRUNC) into 4 bytes");
+  const size_t small_expected = expected < sizeof small ? expected : sizeof small;
+  bool truncated_seen = false;
 
   Call calls[] = {{fmt::kKindSend, sp[0], "send/sendmsg"}, {fmt::kKindRecv, sp[1], "recv/recvmsg"},
                   {fmt::kKindSend, sp[1], "sendto"},       {fmt::kKindRecv, sp[0], "recvfrom"},
@@ -87,6 +100,13 @@ int main(int argc, char **argv) {
   for (const auto &e : ring->events()) {
     const fmt::Slot &s = e.slot;
     if (s.tid != tid) continue;
+    if (s.kind == fmt::kKindRecv && s.id == static_cast<uint32_t>(dp[1])) {
+      truncated_seen = true;
+      if (s.inline_len != small_expected || memcmp(s.inline_data, kPayload, small_expected) != 0) {
+        printf("FAIL recv(MSG_TRUNC) into 4 bytes kept %u inline bytes, not %zu\n", s.inline_len, small_expected);
+        ok = false;
+      }
+    }
     for (Call &c : calls) {
       if (s.kind != c.kind || s.id != static_cast<uint32_t>(c.fd)) continue;
       ++events;
@@ -104,6 +124,10 @@ int main(int argc, char **argv) {
       printf("FAIL no %s event on fd %d\n", c.what, c.fd);
       ok = false;
     }
+  if (!truncated_seen) {
+    printf("FAIL no RECV event of the datagram on fd %d\n", dp[1]);
+    ok = false;
+  }
   if (ok) printf("ok %d events keep %zu payload bytes each\n", events, expected);
   return ok ? 0 : 1;
 }
