@@ -8,9 +8,11 @@
  *     their _FORTIFY_SOURCE forms __open_2,         flags, arg1 = mode |
  *     __open64_2, __openat_2, __openat64_2          kOpenFlagsRecorded
  *   read, __read_chk, readv                 READ    id = fd, arg0 = bytes or -errno,
- *                                                   arg1 = count
- *   write, writev                           WRITE   id = fd, arg0 = bytes or -errno,
- *                                                   arg1 = count
+ *                                                   arg1 = count, inline =
+ *                                                   the payload's first
+ *                                                   TL_IO_BYTES bytes (none
+ *                                                   by default)
+ *   write, writev                           WRITE   as READ
  *   connect                                 CONNECT id = fd, arg0 = 0 or -errno,
  *                                                   inline = the address's first
  *                                                   64 bytes
@@ -18,9 +20,9 @@
  *   accept, accept4                         ACCEPT  id = listening fd, arg0 = new
  *                                                   fd or -errno, arg1 = flags,
  *                                                   inline = the peer's address
- *   recv, __recv_chk, recvfrom,             RECV    id = fd, arg0 = bytes or -errno,
- *     __recvfrom_chk, recvmsg                       arg1 = count
- *   send, sendto, sendmsg                   SEND    as RECV
+ *   recv, __recv_chk, recvfrom,             RECV    as READ
+ *     __recvfrom_chk, recvmsg
+ *   send, sendto, sendmsg                   SEND    as READ
  *   pread, pread64, __pread_chk,            PREAD   id = fd, arg0 = bytes or -errno,
  *     __pread64_chk, preadv, preadv64,              arg1 = count, inline =
  *     preadv2, preadv64v2                           the offset (IoOffset)
@@ -37,7 +39,12 @@
  *   dup, dup2, dup3                         DUP     id = old fd, arg0 = new fd or
  *                                                   -errno, arg1 = dup3's flags
  *
- * OPEN keeps the path's first 64 bytes inline.  Every event is attributed
+ * OPEN keeps the path's first 64 bytes inline.  READ, WRITE, RECV and SEND
+ * pass the payload's first min(result, 64) bytes (of an iovec call, from
+ * its first iovecs, gathered into a 64-byte stack buffer) after the call
+ * returned with them, so the kernel has already read or written them;
+ * libtimeline keeps TL_IO_BYTES of them (tl_options.io_bytes; 0, none, by
+ * default).  Every event is attributed
  * to the program's call site (the wrapper's return address).  Each call is
  * forwarded to the next definition of the same name (dlsym(RTLD_NEXT)), and
  * recorded once it returns.  Memory the program passed (an iovec array, a
@@ -254,8 +261,49 @@ size_t iov_total(const struct iovec *iov, long count, bool readable) {
   return total;
 }
 
-size_t msg_total(const struct msghdr *msg, bool readable) {
-  return readable && msg != nullptr ? iov_total(msg->msg_iov, static_cast<long>(msg->msg_iovlen), true) : 0;
+/* The payload's first bytes for READ, WRITE, RECV and SEND: at most
+ * min(rc, size, 64) of them, which the kernel has just received into or
+ * sent from the `size` bytes of the program's buffer, so they are
+ * readable (`size` bounds a recv with MSG_TRUNC, whose result is the
+ * datagram's whole length: recv(2)).  libtimeline keeps only TL_IO_BYTES
+ * of them (none by default); without a payload (rc <= 0) none. */
+inline uint32_t payload_len(long rc, size_t size = 64) {
+  const size_t limit = size < 64 ? size : 64;
+  return rc > 0 ? static_cast<uint32_t>(static_cast<size_t>(rc) < limit ? static_cast<size_t>(rc) : limit) : 0;
+}
+
+/* The same for an iovec call: the first min(rc, 64) bytes of the first
+ * iovecs, gathered into `out` (64 bytes) with bounded memcpy.  Only for a
+ * call that succeeded, so the kernel has read the array. */
+uint32_t gather_payload(const struct iovec *iov, long count, long rc, uint8_t *out) {
+  uint32_t want = payload_len(rc);
+  if (iov == nullptr || count <= 0) return 0;
+  uint32_t got = 0;
+  for (long i = 0; i < count && i < 1024 /* IOV_MAX, uio.h */ && got < want; ++i) {
+    const size_t n = iov[i].iov_len < want - got ? iov[i].iov_len : want - got;
+    if (n != 0 && iov[i].iov_base != nullptr) memcpy(out + got, iov[i].iov_base, n);
+    got += static_cast<uint32_t>(n);
+  }
+  return got;
+}
+
+/* READ, WRITE, RECV or SEND of an iovec call: the result, the total asked
+ * for, and the payload's first bytes. */
+void record_vector(uint32_t kind, int fd, long rc, const struct iovec *iov, long count, uintptr_t where) {
+  const bool readable = kernel_read_vector(rc);
+  const uintptr_t result = result_arg(rc);
+  uint8_t head[64];
+  const uint32_t len = gather_payload(iov, count, rc, head);
+  emit_guarded(kind, static_cast<uint32_t>(fd), result, iov_total(iov, count, readable), where, len ? head : nullptr,
+               len);
+}
+
+/* record_vector for recvmsg and sendmsg: the msghdr is read only when the
+ * kernel has read it (kernel_read_vector). */
+void record_msg(uint32_t kind, int fd, long rc, const struct msghdr *msg, uintptr_t where) {
+  const bool readable = msg != nullptr && kernel_read_vector(rc);
+  record_vector(kind, fd, rc, readable ? msg->msg_iov : nullptr, readable ? static_cast<long>(msg->msg_iovlen) : 0,
+                where);
 }
 
 /* PREAD and PWRITE: the offset as 8 inline bytes (IoOffset.offset). */
@@ -394,7 +442,7 @@ CT_PRELOAD_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
 CT_PRELOAD_EXPORT ssize_t read(int fd, void *buf, size_t count) {
   ReadFn f = next<ReadFn>(g_next, kRead);
   ssize_t n = f != nullptr ? f(fd, buf, count) : syscall(SYS_read, fd, buf, count);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -402,14 +450,14 @@ CT_PRELOAD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buf
   ReadChkFn f = next<ReadChkFn>(g_next, kReadChk);
   if (f == nullptr && count > buflen) abort(); /* what glibc's __chk_fail ends in */
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen) : syscall(SYS_read, fd, buf, count);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
   WriteFn f = next<WriteFn>(g_next, kWrite);
   ssize_t n = f != nullptr ? f(fd, buf, count) : syscall(SYS_write, fd, buf, count);
-  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -442,7 +490,7 @@ CT_PRELOAD_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int
 CT_PRELOAD_EXPORT ssize_t recv(int fd, void *buf, size_t count, int flags) {
   RecvFn f = next<RecvFn>(g_next, kRecv);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags) : syscall(SYS_recvfrom, fd, buf, count, flags, nullptr, nullptr);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -451,7 +499,7 @@ CT_PRELOAD_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t count, size_t buf
   if (f == nullptr && count > buflen) abort(); /* what glibc's __chk_fail ends in */
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen, flags)
                            : syscall(SYS_recvfrom, fd, buf, count, flags, nullptr, nullptr);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -459,7 +507,7 @@ CT_PRELOAD_EXPORT ssize_t recvfrom(int fd, void *buf, size_t count, int flags, s
                                    socklen_t *len) {
   RecvfromFn f = next<RecvfromFn>(g_next, kRecvfrom);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags, addr, len) : syscall(SYS_recvfrom, fd, buf, count, flags, addr, len);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -469,23 +517,21 @@ CT_PRELOAD_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t count, size_t
   if (f == nullptr && count > buflen) abort();
   ssize_t n = f != nullptr ? f(fd, buf, count, buflen, flags, addr, len)
                            : syscall(SYS_recvfrom, fd, buf, count, flags, addr, len);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
   RecvmsgFn f = next<RecvmsgFn>(g_next, kRecvmsg);
   ssize_t n = f != nullptr ? f(fd, msg, flags) : syscall(SYS_recvmsg, fd, msg, flags);
-  const bool readable = kernel_read_vector(n);
-  const uintptr_t result = result_arg(n);
-  emit_guarded(TL_KIND_RECV, static_cast<uint32_t>(fd), result, msg_total(msg, readable), CT_PRELOAD_CALLER);
+  record_msg(TL_KIND_RECV, fd, n, msg, CT_PRELOAD_CALLER);
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t send(int fd, const void *buf, size_t count, int flags) {
   SendFn f = next<SendFn>(g_next, kSend);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags) : syscall(SYS_sendto, fd, buf, count, flags, nullptr, 0);
-  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
@@ -493,34 +539,28 @@ CT_PRELOAD_EXPORT ssize_t sendto(int fd, const void *buf, size_t count, int flag
                                  socklen_t len) {
   SendtoFn f = next<SendtoFn>(g_next, kSendto);
   ssize_t n = f != nullptr ? f(fd, buf, count, flags, addr, len) : syscall(SYS_sendto, fd, buf, count, flags, addr, len);
-  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER);
+  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result_arg(n), count, CT_PRELOAD_CALLER, buf, payload_len(n, count));
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
   SendmsgFn f = next<SendmsgFn>(g_next, kSendmsg);
   ssize_t n = f != nullptr ? f(fd, msg, flags) : syscall(SYS_sendmsg, fd, msg, flags);
-  const bool readable = kernel_read_vector(n);
-  const uintptr_t result = result_arg(n);
-  emit_guarded(TL_KIND_SEND, static_cast<uint32_t>(fd), result, msg_total(msg, readable), CT_PRELOAD_CALLER);
+  record_msg(TL_KIND_SEND, fd, n, msg, CT_PRELOAD_CALLER);
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count) {
   ReadvFn f = next<ReadvFn>(g_next, kReadv);
   ssize_t n = f != nullptr ? f(fd, iov, count) : syscall(SYS_readv, fd, iov, count);
-  const bool readable = kernel_read_vector(n);
-  const uintptr_t result = result_arg(n);
-  emit_guarded(TL_KIND_READ, static_cast<uint32_t>(fd), result, iov_total(iov, count, readable), CT_PRELOAD_CALLER);
+  record_vector(TL_KIND_READ, fd, n, iov, count, CT_PRELOAD_CALLER);
   return n;
 }
 
 CT_PRELOAD_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
   ReadvFn f = next<ReadvFn>(g_next, kWritev);
   ssize_t n = f != nullptr ? f(fd, iov, count) : syscall(SYS_writev, fd, iov, count);
-  const bool readable = kernel_read_vector(n);
-  const uintptr_t result = result_arg(n);
-  emit_guarded(TL_KIND_WRITE, static_cast<uint32_t>(fd), result, iov_total(iov, count, readable), CT_PRELOAD_CALLER);
+  record_vector(TL_KIND_WRITE, fd, n, iov, count, CT_PRELOAD_CALLER);
   return n;
 }
 

@@ -570,6 +570,12 @@ uint32_t source_of(uint32_t kind) {
   }
 }
 
+/* The kinds whose inline bytes are the call's payload, kept only up to
+ * TL_IO_BYTES (g_io_bytes). */
+inline bool payload_kind(uint32_t kind) {
+  return kind == TL_KIND_READ || kind == TL_KIND_WRITE || kind == TL_KIND_RECV || kind == TL_KIND_SEND;
+}
+
 }  // namespace
 
 extern "C" {
@@ -598,6 +604,10 @@ TL_EXPORT void tl_record_bytes(uint32_t kind, uint32_t id, uintptr_t arg0, uintp
                                const void *bytes, uint32_t len, uintptr_t return_address) {
   uint32_t source = source_of(kind);
   if (source == 0 || !TL_ENABLED(source)) return;
+  if (payload_kind(kind)) {
+    const uint32_t keep = __atomic_load_n(&core_timeline::lib::g_io_bytes, __ATOMIC_RELAXED);
+    if (len > keep) len = keep;
+  }
   if (return_address == 0)
     return_address = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
   if (__builtin_expect(alloc_stack_depth(source) != 0, 0)) {

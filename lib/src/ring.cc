@@ -46,6 +46,10 @@ constexpr uint64_t kDefaultBudget = 16ull << 20; /* docs/performance.md, "Sizing
 /* Per-thread lanes of each source, so that 3 x (lanes + 1) <= kMaxLanes. */
 constexpr uint32_t kMaxLanesPerSource = fmt::kMaxLanes / fmt::kSourceCount - 1;
 static_assert(kMaxLanesPerSource == 1364, "timeline.h and libtimeline(3) say lanes is at most 1364");
+/* An options struct from before io_bytes is 72 bytes, its last 4 tail
+ * padding: io_bytes must start past them, so such a size never reaches it. */
+static_assert(offsetof(struct tl_options, io_bytes) >= 72 && offsetof(struct tl_options, stack_depth) == 64,
+              "tl_options.io_bytes lies beyond the size older programs pass");
 constexpr uint32_t kDefaultIntervalMs = 100;
 constexpr uint32_t kWriterVersion = 0x000100; /* 0.1.0 */
 constexpr char kDefaultSidecarDir[] = "/run/core-timeline";
@@ -785,6 +789,7 @@ int init(const struct tl_options *opts, const Asked &asked_in, Text &why) {
   unwind_refresh(loader_generation());
   __atomic_store_n(&g_stack_depth, o.stack_depth < fmt::kMaxStackDepth ? o.stack_depth : fmt::kMaxStackDepth,
                    __ATOMIC_RELAXED);
+  __atomic_store_n(&g_io_bytes, o.io_bytes < fmt::kInlineBytes ? o.io_bytes : fmt::kInlineBytes, __ATOMIC_RELAXED);
   no_ring_drop(); /* a ring now: the page that said there was none goes */
   names_attach(g_ring.header, nullptr);
   if (st.handlers) {
@@ -806,7 +811,7 @@ bool env_flag(const char *name) {
   return v != nullptr && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
-/* TL_STACK_DEPTH, TL_SLOTS, TL_LANES: unset or empty (0: the default), or
+/* TL_STACK_DEPTH, TL_IO_BYTES, TL_SLOTS, TL_LANES: unset or empty (0: the default), or
  * a number, decimal or 0x-hexadecimal.  kTooBig: a number above
  * UINT32_MAX (*out untouched), which is no ring's either, but still a
  * number. */
@@ -925,12 +930,13 @@ extern "C" TL_EXPORT int tl_init(const struct tl_options *opts) {
 #ifdef TL_SHARED_CONSTRUCTOR
 /* The shared library sets up a default ring when loaded (also under
  * LD_PRELOAD), unless TL_DISABLE is set.  TL_NO_HANDLERS, TL_STACK_DEPTH,
- * TL_SLOTS, TL_LANES, TL_BUDGET, TL_SHARES and TL_SIDECAR_DIR adjust it.
+ * TL_IO_BYTES, TL_SLOTS, TL_LANES, TL_BUDGET, TL_SHARES and TL_SIDECAR_DIR adjust it.
  * All TL_* variables are read with secure_getenv(3): a set-user-ID program
- * ignores them.  The rule of libtimeline(3), ENVIRONMENT: a TL_STACK_DEPTH,
+ * ignores them.  The rule of libtimeline(3), ENVIRONMENT: a TL_STACK_DEPTH, TL_IO_BYTES,
  * TL_SLOTS, TL_LANES, TL_BUDGET or TL_SHARES that is not what it takes (a
  * number; a size; the shares) or that breaks its limits (tl_init's EINVAL
- * rules; TL_STACK_DEPTH has none: more than 8, however much, is 8), and a
+ * rules; TL_STACK_DEPTH and TL_IO_BYTES have none: more than 8, or 64,
+ * however much, is 8, or 64), and a
  * ring that cannot be mapped, get one line on stderr naming the variable,
  * the value and the limit (or the call that failed), and no ring is made:
  * the no-ring page says the same in the core. */
@@ -942,13 +948,13 @@ __attribute__((constructor(101))) static void tl_constructor() {
   o.no_handlers = env_flag("TL_NO_HANDLERS") ? 1 : 0;
   char why_text[fmt::kInitErrorText];
   Text why(why_text, sizeof why_text);
-  const char *const names[3] = {"TL_SLOTS", "TL_LANES", "TL_STACK_DEPTH"};
-  uint32_t *const values[3] = {&o.slots_per_lane, &o.lanes, &o.stack_depth};
+  const char *const names[4] = {"TL_SLOTS", "TL_LANES", "TL_STACK_DEPTH", "TL_IO_BYTES"};
+  uint32_t *const values[4] = {&o.slots_per_lane, &o.lanes, &o.stack_depth, &o.io_bytes};
   bool bad = false;
-  for (int i = 0; i < 3 && !bad; ++i) {
+  for (int i = 0; i < 4 && !bad; ++i) {
     const EnvNumber got = env_u32(names[i], values[i]);
-    if (got == EnvNumber::kTooBig && i == 2) {
-      o.stack_depth = fmt::kMaxStackDepth;  /* more than 8 is 8, as any other */
+    if (got == EnvNumber::kTooBig && i >= 2) {
+      *values[i] = UINT32_MAX;  /* more than 8 frames is 8, more than 64 bytes 64, as any other */
     } else if (got == EnvNumber::kMalformed || got == EnvNumber::kTooBig) {
       why.put(names[i]).put("=").put(secure_getenv(names[i]), 40);
       if (got == EnvNumber::kMalformed) why.put(" is not a number");

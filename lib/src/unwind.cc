@@ -51,6 +51,7 @@ const ObjectTable *g_objects = nullptr;
 uint32_t g_objects_generation = 0;
 uint64_t g_main_stack_top = 0;
 uint32_t g_stack_depth = 0;
+uint32_t g_io_bytes = 0;
 
 namespace {
 

@@ -156,6 +156,11 @@ extern uint64_t g_main_stack_top TL_HIDDEN;
  *  events and to span begins, 0..8; 0 (default): none. */
 extern uint32_t g_stack_depth TL_HIDDEN;
 
+/** TL_IO_BYTES / tl_options.io_bytes, at most 64: the inline bytes kept of
+ *  a READ, WRITE, RECV or SEND event's payload (tl_record_bytes cuts to
+ *  it); 0, the default: none.  Set by tl_init, read relaxed. */
+extern uint32_t g_io_bytes TL_HIDDEN;
+
 }  // namespace core_timeline::lib
 
 #endif  // CORE_TIMELINE_LIB_UNWIND_H

@@ -41,7 +41,8 @@ std::string spaced_hex(std::span<const std::uint8_t> b) {
 }
 
 /* An event's inline bytes as a string, for the kinds whose inline bytes
- * are one: OPEN's path, USER_PTR's snapshot, THREAD_NAME's name, and
+ * are one: OPEN's path, USER_PTR's snapshot, THREAD_NAME's name, the
+ * payload of READ, WRITE, RECV and SEND (TL_IO_BYTES), and
  * CONNECT's sockaddr when it is AF_UNIX ("unix:PATH", or "unix:@NAME" for
  * an abstract name), each only when payload_text() (printable.h) finds it
  * is text.  Never for bytes that may only look like text: REALLOC's old
@@ -49,7 +50,8 @@ std::string spaced_hex(std::span<const std::uint8_t> b) {
 struct InlineText {
   /** payload_text()'s, after "unix:" or "unix:@" for CONNECT. */
   std::string text;
-  /** kYes: fewer bytes were kept than the event had (USER_PTR's
+  /** kYes: fewer bytes were kept than the event had (a payload below
+   *  the call's result, USER_PTR's
    *  inline_len below its len); kMaybe: the bytes fill the 64-byte inline
    *  limit with no NUL after them, so the string may have gone on (OPEN
    *  and CONNECT record at most 64 bytes and not how many there were). */
@@ -73,6 +75,18 @@ std::optional<InlineText> inline_text_of(const Event &e, std::span<const std::ui
       auto t = payload_text(b);
       if (!t) return std::nullopt;
       return InlineText{std::move(t->text), b.size() < e.arg1 ? InlineText::Cut::kYes : InlineText::Cut::kNo};
+    }
+    case f::kKindRead:
+    case f::kKindWrite:
+    case f::kKindRecv:
+    case f::kKindSend: {
+      /* The payload's first bytes (TL_IO_BYTES); cut when fewer than the
+       * call's result. */
+      auto t = payload_text(b);
+      if (!t) return std::nullopt;
+      const std::int64_t r = io_result(e);
+      return InlineText{std::move(t->text),
+                        r > 0 && b.size() < static_cast<std::uint64_t>(r) ? InlineText::Cut::kYes : InlineText::Cut::kNo};
     }
     case f::kKindConnect: {
       /* struct sockaddr_un: sa_family_t sun_family (AF_UNIX = 1, in the
@@ -251,6 +265,18 @@ std::string fd_text(const Analysis &a, const Event &e) {
   return fmt::format("fd={} ({})", *fd, fd_origin_text(a, e));
 }
 
+/* READ, WRITE, RECV and SEND's payload bytes (TL_IO_BYTES), when kept:
+ * ` data="TEXT"` or ` data-bytes=[..]`, then ` (8 of 29 bytes kept)` when
+ * they are fewer than the call's result. */
+std::string payload_arg(const Event &e, std::span<const std::uint8_t> b) {
+  if (b.empty()) return {};
+  const auto t = inline_text_of(e, b);
+  std::string s = t ? fmt::format(" data=\"{}\"", t->text) : fmt::format(" data-bytes=[{}]", spaced_hex(b));
+  const std::int64_t r = io_result(e);
+  if (r > 0 && b.size() < static_cast<std::uint64_t>(r)) s += fmt::format(" ({} of {} bytes kept)", b.size(), r);
+  return s;
+}
+
 /* OPEN's " flags=O_WRONLY|O_CREAT mode=0644", when the ring recorded them. */
 std::string open_flags_arg(const Analysis &a, const Event &e) {
   if ((e.arg1 & f::kOpenFlagsRecorded) == 0) return {};
@@ -270,7 +296,7 @@ std::string io_args_text(const Analysis &a, const Event &e, std::span<const std:
     case f::kKindRead:
     case f::kKindWrite:
     case f::kKindRecv:
-    case f::kKindSend: return fmt::format("{} result={} count={}", fd, result, e.arg1);
+    case f::kKindSend: return fmt::format("{} result={} count={}{}", fd, result, e.arg1, payload_arg(e, inline_bytes));
     case f::kKindConnect: {
       if (inline_text_of(e, inline_bytes)) return fmt::format("{} result={}{}", fd, result, text_or_hex_arg(e, inline_bytes, "addr", "addr-bytes"));
       if (const auto peer = peer_of(a, e)) return fmt::format("{} result={} addr={}", fd, result, *peer);

@@ -60,3 +60,32 @@ TEST(PreloadBootstrap, AllocationsInsideDlsymComeFromTheArenaAndLeaveIt) {
 }
 
 }  // namespace
+
+// TL_IO_BYTES: each READ, WRITE, RECV and SEND event keeps exactly the
+// payload's first N bytes (send, recv, sendto, recvfrom, sendmsg, recvmsg,
+// write, read, writev, readv); unset or 0, none.
+static RunResult run_io_bytes_victim(const char *io_bytes, const char *expected) {
+  ct::test::ProcessOptions o;
+  o.env["LD_PRELOAD"] = CT_PRELOAD_IO_SO;
+  if (io_bytes != nullptr) o.env["TL_IO_BYTES"] = io_bytes;
+  o.err = ct::test::Stream::to_stdout();
+  o.own_process_group = true;
+  o.timeout = std::chrono::seconds(60);
+  const ct::test::Ran ran = ct::test::run({CT_IO_BYTES_VICTIM, expected}, o);
+  return {ran.wait_status, ran.timed_out, ran.out};
+}
+
+TEST(PreloadIoBytes, EightKeepsExactlyTheFirstEightBytesOfEachPayload) {
+  RunResult r = run_io_bytes_victim("8", "8");
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << "status " << r.status << "\n" << r.output;
+}
+
+TEST(PreloadIoBytes, ZeroOrUnsetKeepsNone) {
+  for (const char *v : {"0", static_cast<const char *>(nullptr)}) {
+    RunResult r = run_io_bytes_victim(v, "0");
+    ASSERT_FALSE(r.timed_out) << r.output;
+    EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
+        << "TL_IO_BYTES=" << (v ? v : "(unset)") << ": status " << r.status << "\n" << r.output;
+  }
+}

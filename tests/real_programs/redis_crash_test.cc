@@ -118,7 +118,9 @@ int free_port() {
 // when this goes out of scope.
 class Redis {
  public:
-  Redis(const std::string &dir, const std::string &preload, bool memcheck) : dir_(dir), port_(free_port()) {
+  Redis(const std::string &dir, const std::string &preload, bool memcheck,
+        const std::map<std::string, std::string> &env = {})
+      : dir_(dir), port_(free_port()) {
     ct::test::ProcessOptions po;
     po.in = ct::test::Stream::null();
     po.out = ct::test::Stream::file(dir + "/redis.out");
@@ -127,6 +129,7 @@ class Redis {
       po.unset_env.push_back("LD_PRELOAD");
     else
       po.env["LD_PRELOAD"] = preload;
+    for (const auto &[k, v] : env) po.env[k] = v;
     // Default dispositions and an empty mask for the fatal signals, as a
     // service manager starts it (the test's own may differ).
     po.in_child = [] {
@@ -221,10 +224,11 @@ class RedisCrash : public ::testing::Test {
   }
 
   // Starts redis under `preload`, crashes it, and collects what it left.
-  Crashed crash(const std::string &preload, bool want_timeline, bool memcheck = false) {
+  Crashed crash(const std::string &preload, bool want_timeline, bool memcheck = false,
+                const std::map<std::string, std::string> &env = {}) {
     Crashed c;
     TempDir dir;
-    Redis redis(dir.path, preload, memcheck);
+    Redis redis(dir.path, preload, memcheck, env);
     c.pid = redis.pid();
     if (!redis.wait_ready()) {
       ADD_FAILURE() << "redis-server did not answer PING; its log:\n" << redis.log();
@@ -541,6 +545,52 @@ TEST_F(RedisCrash, MemoryTestOnTheInterruptedStack) {
   const Crashed c = crash(std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_SIGNAL_SO, true, true);
   EXPECT_NE(c.log.find("Fast memory test PASSED"), std::string::npos) << c.log;
   expect_chained_crash_event(c);
+}
+
+// Under every wrapper with TL_IO_BYTES=64: the last receive on the
+// crashing thread is the READ (or RECV) of the RESP command that killed
+// redis, its bytes in inline_text, uncut, on an fd the reader ties to an
+// ACCEPT from 127.0.0.1 (redis-cli's connection).
+TEST_F(RedisCrash, AllWrappersWithIoBytesTheLastReceiveIsDebugSegfault) {
+  const std::string preload = std::string(CT_PRELOAD_ALLOC_SO) + " " + CT_PRELOAD_IO_SO + " " + CT_LIBTIMELINE_SO +
+                              " " + CT_PRELOAD_SIGNAL_SO;
+  const Crashed c = crash(preload, true, false, {{"TL_IO_BYTES", "64"}});
+  expect_redis_reported_and_died(c);
+  ASSERT_TRUE(c.doc.is_object());
+  EXPECT_EQ(c.doc["status"], "ok") << c.doc.dump(2).substr(0, 4000);
+  ASSERT_TRUE(c.doc["crash"]["tid"].is_number()) << c.doc["crash"].dump(2);
+  const auto tid = c.doc["crash"]["tid"].get<std::uint64_t>();
+  const json *last_receive = nullptr;
+  std::string receives;  // the crashing thread's receives, for the message
+  for (const auto &e : c.doc["events"]) {
+    if (e["tid"].get<std::uint64_t>() != tid || (e["kind"] != "READ" && e["kind"] != "RECV")) continue;
+    last_receive = &e;
+    receives += e["kind"].get<std::string>() + " " + e["io"].dump() + " " + e.value("inline_text", "(no text)") + "\n";
+  }
+  ASSERT_NE(last_receive, nullptr) << "no READ or RECV on the crashing thread " << tid;
+  const json &r = *last_receive;
+  const std::string resp = "*2\r\n$5\r\nDEBUG\r\n$8\r\nSEGFAULT\r\n";
+  ASSERT_TRUE(r.contains("inline_text")) << r.dump(2) << "\n" << receives;
+  const std::string text = r["inline_text"].get<std::string>();
+  EXPECT_NE(text.find("DEBUG"), std::string::npos) << text << "\n" << receives;
+  EXPECT_NE(text.find("SEGFAULT"), std::string::npos) << text << "\n" << receives;
+  EXPECT_EQ(r["io"]["result"], resp.size()) << r.dump(2);
+  EXPECT_EQ(r["inline_cut"], false) << r.dump(2);
+  EXPECT_EQ(r["inline_bytes"].get<std::string>().size(), 2 * resp.size()) << r.dump(2);
+  // Its fd: made by an ACCEPT in the window, from 127.0.0.1.
+  const json &origin = r["io"]["origin"];
+  ASSERT_TRUE(origin.is_object()) << r.dump(2);
+  EXPECT_EQ(origin["state"], "found") << origin.dump(2);
+  ASSERT_TRUE(origin["event"].is_object()) << origin.dump(2);
+  EXPECT_EQ(origin["event"]["kind"], "ACCEPT") << origin.dump(2);
+  const json *accept = nullptr;
+  for (const auto &e : c.doc["events"])
+    if (e["ring"] == origin["event"]["ring"] && e["lane"] == origin["event"]["lane"] &&
+        e["seq"] == origin["event"]["seq"])
+      accept = &e;
+  ASSERT_NE(accept, nullptr) << origin.dump(2);
+  EXPECT_EQ((*accept)["io"]["result"], r["io"]["fd"]) << accept->dump(2);
+  EXPECT_EQ((*accept)["io"]["peer"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << accept->dump(2);
 }
 
 }  // namespace

@@ -111,6 +111,19 @@ struct tl_options {
                                  event, as tl_mark_stack records them; 0
                                  (default): none.  The shared library's
                                  constructor takes it from TL_STACK_DEPTH */
+  uint32_t reserved_pad;    /**< ignored: the tail padding of the struct
+                                 before io_bytes, which a program built
+                                 against that header and passing its
+                                 sizeof may not have zeroed */
+  uint32_t io_bytes;        /**< payload bytes (0..64; more is 64) kept
+                                 inline in each READ, WRITE, RECV and SEND
+                                 event: the first bytes the call received
+                                 or sent, at most its result; 0 (default):
+                                 none.  Also cuts the inline bytes
+                                 tl_record_bytes is given for those kinds.
+                                 The shared library's constructor takes it
+                                 from TL_IO_BYTES.  Privacy: libtimeline(3),
+                                 NOTES, "Payload bytes" */
 };
 
 /**
@@ -256,6 +269,9 @@ void tl_record(uint32_t kind, uint32_t id, uintptr_t arg0, uintptr_t arg1);
  *   caller guarantees they are readable): the old pointer of a REALLOC, the
  *   path prefix of an OPEN, the sockaddr prefix of a CONNECT
  *   (docs/ring-format.md gives each kind's layout).  NULL or 0: none.
+ *   For READ, WRITE, RECV and SEND (the payload's first bytes) at most
+ *   tl_options.io_bytes of them are kept (TL_IO_BYTES; 0, none, by
+ *   default).
  * @return_address: the code address the event is attributed to, for a
  *   wrapper that records on behalf of its caller
  *   (__builtin_return_address(0) in the wrapper); 0 means the caller of
