@@ -1137,6 +1137,7 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
   in.coredump_boot_id = e.boot_id;
   in.timeline_path = path;
   in.document_max = opt_.journal_document_max;
+  in.keep_payload = opt_.journal_payload;
   std::string note;
   for (auto &kv : jn::entry_fields(in, &note)) f.push_back(std::move(kv));
   if (!note.empty()) spdlog::warn("pid {}: {}", e.pid, note);

@@ -37,7 +37,8 @@ namespace {
 
 /* Options as given, before check_values() turns them into Options. */
 struct Given {
-  std::string first_start = "boot", timeout = "30", debuginfod_timeout = "5", log_target = "auto";
+  std::string first_start = "boot", timeout = "30", debuginfod_timeout = "5", log_target = "auto",
+              journal_payload = "no";
   bool show_version = false;
 };
 
@@ -84,6 +85,11 @@ void declare_options(CLI::App &app, Options &o, Given &g) {
                  "(newest events kept); 0: no document in the entry")
       ->transform(size())
       ->default_str("1M");
+  app.add_option("--journal-payload", g.journal_payload,
+                 "yes: keep the I/O events' payload bytes (READ, WRITE, RECV, SEND) in the journal entry's "
+                 "document; no: leave them out (the timeline file beside the core keeps them)")
+      ->check(CLI::IsMember({"yes", "no"}))
+      ->capture_default_str();
   app.add_option("--tlmap-dir", o.tlmap_dir, "Event names: NAME.tlmap names the events of executable NAME")
       ->capture_default_str();
   app.add_flag("--once", o.once, "Handle the entries in the journal now, then exit");
@@ -108,6 +114,7 @@ Result<void> check_values(const Given &g, Options &o) {
   for (const FirstStart f : {FirstStart::kBoot, FirstStart::kNew, FirstStart::kAll})
     if (first_start_name(f) == g.first_start) o.first_start = f;
   o.log_target = log::target_from_name(g.log_target).value_or(log::Target::kAuto);
+  o.journal_payload = g.journal_payload == "yes";
   char *end = nullptr;
   const double secs = std::strtod(g.timeout.c_str(), &end);
   if (end == g.timeout.c_str() || *end != '\0' || !(secs > 0) || secs > 86400)

@@ -62,6 +62,10 @@ struct Options {
    *  entry, docs/core-timelined.md); a bigger one is cut to fit; 0: the
    *  entry carries no document. */
   std::uint64_t journal_document_max = 1ull << 20;
+  /** --journal-payload=yes: the entry's document keeps the I/O events'
+   *  payload bytes; false (the default): they are left out of it
+   *  (document::journal::omit_payload()); the timeline file keeps them. */
+  bool journal_payload = false;
   /** Paths systemd-coredump may have as _EXE (empty: the defaults). */
   std::vector<std::string> coredump_exes;
 };

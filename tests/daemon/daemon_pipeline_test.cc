@@ -992,6 +992,60 @@ TEST_F(DaemonPipeline, TimelineEntryCarriesTheWholeDocumentAndTheCrashedUserRead
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+// The RECV and SEND events of a document, in order.
+std::vector<json> payload_events(const json &doc) {
+  std::vector<json> v;
+  for (const auto &ev : doc.value("events", json::array()))
+    if (ev.value("kind", "") == "RECV" || ev.value("kind", "") == "SEND") v.push_back(ev);
+  return v;
+}
+
+// "AUTH hunter2-payload\n" as the reader's inline_bytes hex.
+constexpr const char kRequestHex[] = "415554482068756e746572322d7061796c6f61640a";
+
+// Guards against: the payload bytes of I/O events (what a process read,
+// received, wrote or sent) reaching the journal, which journal-upload
+// carries to a central host, unless the admin asked for them; and against
+// the timeline file losing them.
+TEST_F(DaemonPipeline, PayloadBytesStayInTheFileAndLeaveTheEntryUnlessKept) {
+  daemon.start();
+  const auto c = crash({CT_PAYLOAD_CRASHER});
+  const Timeline t = wait_timeline(daemon, c.pid);
+  ASSERT_EQ(t.doc["status"], "ok") << t.doc.dump(2).substr(0, 2000);
+  const auto in_file = payload_events(t.doc);
+  ASSERT_EQ(in_file.size(), 2u) << t.doc["text"];
+  EXPECT_EQ(in_file[0]["inline_bytes"], kRequestHex) << "the file keeps the payload";
+  const auto entries = wait_timeline_entries(c.pid);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(one(entries[0], jn::kPayload), "omitted");
+  EXPECT_EQ(one(entries[0], jn::kPayloadOmitted), "2");
+  EXPECT_EQ(one(entries[0], jn::kDocumentBytes), std::to_string(read_text(t.path).size()));
+  const std::string sent = one(entries[0], jn::kDocument);
+  EXPECT_EQ(sent.find("68756e74657232"), std::string::npos) << "the payload's hex is in the entry";
+  EXPECT_EQ(sent.find("hunter2"), std::string::npos) << "the payload is in the entry";
+  const json doc = json::parse(sent);
+  for (const auto &ev : payload_events(doc)) EXPECT_TRUE(ev["inline_bytes"].is_null()) << ev.dump();
+  bool open_path = false;
+  for (const auto &ev : doc["events"])
+    open_path = open_path || (ev.value("kind", "") == "OPEN" && ev.value("inline_text", "") == "/etc/hostname");
+  EXPECT_TRUE(open_path) << "an OPEN's path is not payload";
+  EXPECT_EQ(doc["text"].get<std::string>().rfind("[payload: the bytes of 2 I/O events", 0), 0u) << doc["text"];
+  expect_schema_valid(sent, dir.path);
+  EXPECT_EQ(daemon.stop(), 0);
+
+  // --journal-payload=yes: the entry's document is the file's.
+  daemon.start({"--journal-payload=yes"});
+  const auto c2 = crash({CT_PAYLOAD_CRASHER});
+  const Timeline t2 = wait_timeline(daemon, c2.pid);
+  ASSERT_EQ(t2.doc["status"], "ok");
+  const auto kept = wait_timeline_entries(c2.pid);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(one(kept[0], jn::kPayload), "kept");
+  EXPECT_EQ(one(kept[0], jn::kDocument), read_text(t2.path));
+  EXPECT_NE(one(kept[0], jn::kDocument).find(kRequestHex), std::string::npos);
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
 TEST_F(DaemonPipeline, BigDocumentIsCutToTheBoundInTheEntryAndWholeInTheFile) {
   // 2 lanes x 4096 slots, full: about 8,000 events, a document of MiBs.
   daemon.start({"--journal-document-max", "256K"});

@@ -2449,3 +2449,99 @@ TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
   EXPECT_NE(got.find("MESSAGE=probe\n"), std::string::npos) << got;
   EXPECT_NE(got.find("CORE_TIMELINE_PROBE=1\n"), std::string::npos) << got;
 }
+
+namespace {
+
+// A document whose I/O events carry inline bytes, as the reader writes
+// them (inline_bytes hex, inline_text, inline_cut; the text line's
+// ` data="..."`): a RECV and a SEND with payload, an OPEN with its path.
+Json document_with_payload() {
+  Json d = synthetic_document(3, 2);
+  Json &ev = d[dkey::events];
+  ev.push_back({{dkey::kind, "OPEN"}, {dkey::name, "OPEN"}, {dkey::inline_bytes, "2f6574632f686f73746e616d65"},
+                {dkey::inline_text, "/etc/hostname"}, {dkey::inline_cut, false}});
+  ev.push_back({{dkey::kind, "RECV"}, {dkey::name, "RECV"}, {dkey::inline_bytes, "41555448207365637265740a"},
+                {dkey::inline_text, "AUTH secret\\n"}, {dkey::inline_cut, false}});
+  ev.push_back({{dkey::kind, "SEND"}, {dkey::name, "SEND"}, {dkey::inline_bytes, "00ff"}});
+  d[dkey::text] = d[dkey::text].get<std::string>() +
+                  "  -1.0s tid 7 main OPEN result=3 path=\"/etc/hostname\"\n"
+                  "  -0.5s tid 7 main RECV fd=3 result=12 count=100 data=\"AUTH secret\\n\"...\n"
+                  "  -0.1s tid 7 main SEND fd=3 result=2 count=2 data-bytes=[00 ff]\n";
+  return d;
+}
+
+}  // namespace
+
+// Guards against: the payload bytes of READ/WRITE/RECV/SEND (TL_IO_BYTES)
+// reaching the journal copy, which travels further than the timeline file
+// (journal-upload, the crashed user's journal), without being asked for.
+TEST(TimelineEntry, PayloadBytesAreLeftOutOfTheEntryUnlessKeptAndTheEntrySaysSo) {
+  const Json d = document_with_payload();
+  const std::string bytes = ctdoc::serialize(d);
+  jn::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  const auto m = by_name(jn::entry_fields(in));
+  EXPECT_EQ(m.at(std::string(jn::kPayload)), std::vector<std::string>{"omitted"});
+  EXPECT_EQ(m.at(std::string(jn::kPayloadOmitted)), std::vector<std::string>{"2"});
+  EXPECT_EQ(m.at(std::string(jn::kDocumentBytes)).at(0), std::to_string(bytes.size())) << "the file's size";
+  const std::string sent = m.at(std::string(jn::kDocument)).at(0);
+  EXPECT_EQ(sent.find("secret"), std::string::npos) << sent;
+  EXPECT_EQ(sent.find("41555448"), std::string::npos) << sent;
+  EXPECT_EQ(sent.find("00 ff"), std::string::npos) << sent;
+  const Json j = Json::parse(sent);
+  const Json &ev = j[dkey::events];
+  const Json &open = ev[ev.size() - 3], &recv = ev[ev.size() - 2], &send = ev[ev.size() - 1];
+  EXPECT_EQ(open[dkey::inline_text], "/etc/hostname") << "a path is not payload";
+  EXPECT_TRUE(recv[dkey::inline_bytes].is_null());
+  EXPECT_FALSE(recv.contains(dkey::inline_text));
+  EXPECT_FALSE(recv.contains(dkey::inline_cut));
+  EXPECT_TRUE(send[dkey::inline_bytes].is_null());
+  const std::string text = j[dkey::text];
+  EXPECT_EQ(text.rfind("[payload: the bytes of 2 I/O events", 0), 0u) << text;
+  EXPECT_NE(text.find("count=100 data=(omitted)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("count=2 data=(omitted)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("path=\"/etc/hostname\""), std::string::npos) << text;
+  // The tree given is not touched (the daemon's file is written from it).
+  EXPECT_EQ(ctdoc::serialize(d), bytes);
+
+  // Told to keep them: the file's bytes, and the entry says so.
+  in.keep_payload = true;
+  const auto k = by_name(jn::entry_fields(in));
+  EXPECT_EQ(k.at(std::string(jn::kPayload)), std::vector<std::string>{"kept"});
+  EXPECT_EQ(k.count(std::string(jn::kPayloadOmitted)), 0u);
+  EXPECT_EQ(k.at(std::string(jn::kDocument)).at(0), bytes);
+
+  // Without payload bytes the document is the file itself, and says none were left out.
+  const Json plain = synthetic_document(3, 2);
+  const std::string pb = ctdoc::serialize(plain);
+  in.document = &plain;
+  in.document_bytes = pb;
+  in.keep_payload = false;
+  const auto p = by_name(jn::entry_fields(in));
+  EXPECT_EQ(p.at(std::string(jn::kPayloadOmitted)), std::vector<std::string>{"0"});
+  EXPECT_EQ(p.at(std::string(jn::kDocument)).at(0), pb);
+}
+
+TEST(Options, JournalPayloadIsNoUnlessSaidYesOnTheCommandLineOrInTheConfigFile) {
+  TempDir dir;
+  const auto parse = [](std::vector<std::string> args) {
+    std::vector<char *> argv;
+    for (auto &a : args) argv.push_back(a.data());
+    int exit_now = -1;
+    return ctd::parse_options(static_cast<int>(argv.size()), argv.data(), &exit_now);
+  };
+  const std::string none = dir.path + "/none.conf", conf = dir.path + "/p.conf";
+  std::ofstream(none) << "# nothing set\n";
+  auto o = parse({"core-timelined", "--config", none});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(o->journal_payload);
+  o = parse({"core-timelined", "--config", none, "--journal-payload=yes"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->journal_payload);
+  EXPECT_FALSE(parse({"core-timelined", "--config", none, "--journal-payload=maybe"}));
+  std::ofstream(conf) << "journal-payload = yes\n";
+  o = parse({"core-timelined", "--config", conf});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->journal_payload);
+}

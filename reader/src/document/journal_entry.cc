@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "core_timeline/document/journal_entry.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <utility>
@@ -87,7 +88,84 @@ std::optional<std::vector<std::pair<std::size_t, std::size_t>>> event_ranges(std
   return r;
 }
 
+/* "2f6574" as the text writes hex bytes: "2f 65 74". */
+std::string spaced(const std::string &hex) {
+  std::string s;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    if (i) s += ' ';
+    s.append(hex, i, 2);
+  }
+  return s;
+}
+
+/* Replaces every `from` in `text` by ` data=(omitted)`, and the cut marks
+ * text_arg() writes after a quoted value ("..." and " (N bytes kept; may
+ * be cut)"). */
+void replace_all(std::string &text, const std::string &from) {
+  const std::string to = fmt::format(" data={}", kPayloadOmittedText);
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    std::size_t end = at + from.size();
+    if (from.back() == '"' && text.compare(end, 3, "...") == 0) {
+      end += 3;
+      if (text.compare(end, 2, " (") == 0)
+        if (const auto close = text.find(" may be cut)", end); close != std::string::npos && text.find('\n', end) > close)
+          end = close + 12;
+    }
+    text.replace(at, end - at, to);
+  }
+}
+
+/* Whether an event of `doc` has payload bytes omit_payload() would take:
+ * tells whether the document needs copying. */
+bool has_payload(const Json &doc) {
+  const Json *events = member(doc, key::events);
+  if (!events || !events->is_array()) return false;
+  for (const Json &e : *events) {
+    const std::string *kind = string_member(e, key::kind);
+    if (!kind || !is_payload_kind(*kind)) continue;
+    const std::string *hex = string_member(e, key::inline_bytes);
+    if ((hex && !hex->empty()) || string_member(e, key::inline_text)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool is_payload_kind(std::string_view kind) noexcept {
+  return kind == "READ" || kind == "WRITE" || kind == "RECV" || kind == "SEND";
+}
+
+std::size_t omit_payload(Json &doc) {
+  Json *events = doc.is_object() && doc.contains(key::events) ? &doc[key::events] : nullptr;
+  if (!events || !events->is_array()) return 0;
+  std::vector<std::string> in_text;
+  std::size_t n = 0;
+  for (Json &e : *events) {
+    const std::string *kind = string_member(e, key::kind);
+    if (!kind || !is_payload_kind(*kind)) continue;
+    const std::string *hex = string_member(e, key::inline_bytes);
+    const std::string *text = string_member(e, key::inline_text);
+    if ((!hex || hex->empty()) && !text) continue;
+    if (text) in_text.push_back(" data=\"" + *text + "\"");
+    if (hex && !hex->empty()) in_text.push_back(" data-bytes=[" + spaced(*hex) + "]");
+    e[key::inline_bytes] = nullptr;
+    e.erase(key::inline_text);
+    e.erase(key::inline_cut);
+    ++n;
+  }
+  if (n == 0) return 0;
+  if (auto t = doc.find(key::text); t != doc.end() && t->is_string()) {
+    std::string &text = t->get_ref<std::string &>();
+    /* Longest first, so that a shorter payload inside a longer one does
+     * not split it. */
+    std::sort(in_text.begin(), in_text.end(), [](const auto &a, const auto &b) { return a.size() > b.size(); });
+    for (const auto &from : in_text) replace_all(text, from);
+    text.insert(0, fmt::format("[payload: the bytes of {} I/O events (READ, WRITE, RECV, SEND) are omitted from this "
+                               "journal copy, shown as data={}; the timeline file beside the core has them]\n",
+                               n, kPayloadOmittedText));
+  }
+  return n;
+}
 
 reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view whole, std::uint64_t max_bytes) {
   if (whole.size() <= max_bytes) return EntryDocument{std::string(whole), false};
@@ -264,8 +342,25 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
       f.emplace_back(std::string(kNamespacePid), std::to_string(pid->get<std::int64_t>()));
   }
   f.emplace_back(std::string(kDocumentBytes), std::to_string(in.document_bytes.size()));
+  /* The payload bytes: left out of a copy of the document, which then
+   * stands for it (serialized as the stored one is). */
+  std::optional<Json> without;
+  std::string without_bytes;
+  if (in.keep_payload) {
+    f.emplace_back(std::string(kPayload), "kept");
+  } else {
+    std::size_t omitted = 0;
+    if (has_payload(doc)) {
+      without = doc;
+      omitted = omit_payload(*without);
+      without_bytes = serialize(*without);
+    }
+    f.emplace_back(std::string(kPayload), "omitted");
+    f.emplace_back(std::string(kPayloadOmitted), std::to_string(omitted));
+  }
   if (in.document_max == 0) return f;
-  auto bounded = bound_document(doc, in.document_bytes, in.document_max);
+  auto bounded = without ? bound_document(*without, without_bytes, in.document_max)
+                         : bound_document(doc, in.document_bytes, in.document_max);
   if (!bounded) {
     if (note) *note = "no document in the journal entry: " + bounded.error().message;
     f.emplace_back(std::string(kDocumentCut), "1");

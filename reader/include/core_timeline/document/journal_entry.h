@@ -32,7 +32,13 @@
  *     content when it fits the daemon's --journal-document-max; else a
  *     cut document that says so inside itself (its top-level "cut" object:
  *     docs/timeline-json.md) and
- *     kDocumentCut "1".  kDocumentBytes: the size of the whole document.
+ *     kDocumentCut "1".  kDocumentBytes: the size of the whole document
+ *     (the timeline file's, whatever was left out of kDocument).
+ *   payload bytes
+ *     kPayload: "omitted" when the I/O events' payload bytes were left out
+ *     of kDocument (omit_payload(); the daemon's default), with
+ *     kPayloadOmitted the number of events that lost theirs; "kept" when
+ *     the daemon was told to keep them (--journal-payload=yes).
  *
  * Field values are untrusted to a reader: any local user can log an
  * entry with this MESSAGE_ID.  A reader believes one only as far as
@@ -81,6 +87,8 @@ inline constexpr std::string_view kNamespacePid = "CORE_TIMELINE_NAMESPACE_PID";
 inline constexpr std::string_view kDocument = "CORE_TIMELINE_DOCUMENT";
 inline constexpr std::string_view kDocumentCut = "CORE_TIMELINE_DOCUMENT_CUT";
 inline constexpr std::string_view kDocumentBytes = "CORE_TIMELINE_DOCUMENT_BYTES";
+inline constexpr std::string_view kPayload = "CORE_TIMELINE_PAYLOAD";
+inline constexpr std::string_view kPayloadOmitted = "CORE_TIMELINE_PAYLOAD_OMITTED";
 
 /** Most kEventName fields one entry carries; past it kEventNamesComplete
  *  is "0".  384, not the 1024 first chosen: sd_journal_sendv(3) sends an
@@ -138,6 +146,27 @@ struct EntryDocument {
  */
 reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view whole_bytes, std::uint64_t max_bytes);
 
+/** Whether an event of kind `kind` (its "kind" member) carries payload
+ *  bytes in its inline bytes: READ, WRITE, RECV and SEND (the bytes read,
+ *  written, received or sent).  Not OPEN (a path), CONNECT and ACCEPT (a
+ *  peer address), PREAD, PWRITE and SENDFILE (an offset).  Pure. */
+bool is_payload_kind(std::string_view kind) noexcept;
+
+/** The text omit_payload() puts in place of the payload in "text". */
+inline constexpr std::string_view kPayloadOmittedText = "(omitted)";
+
+/**
+ * Leaves the payload bytes out of `doc` (a stored document): each event of
+ * a payload kind (is_payload_kind()) with inline bytes gets "inline_bytes"
+ * null and loses "inline_text" and "inline_cut"; in "text", each
+ * ` data="INLINE_TEXT"` (with the "..." and "(N bytes kept; may be cut)"
+ * after it) and ` data-bytes=[HEX]` of those events becomes
+ * ` data=(omitted)`, and a first line says how many events lost their
+ * bytes and that the timeline file has them.  Returns that number (0:
+ * `doc` is unchanged).  Pure; thread-safe.
+ */
+std::size_t omit_payload(Json &doc);
+
 /** What entry_fields() is given. */
 struct EntryInput {
   const Json *document = nullptr;           /**< the stored document's tree */
@@ -146,6 +175,7 @@ struct EntryInput {
   std::string coredump_boot_id;             /**< its _BOOT_ID */
   std::string timeline_path;                /**< the file beside the core */
   std::uint64_t document_max = kDefaultDocumentMax;  /**< 0: no kDocument */
+  bool keep_payload = false;                /**< false: omit_payload() on kDocument */
 };
 
 /**
@@ -161,7 +191,9 @@ struct EntryInput {
  * distinct event name in order of first appearance (at most
  * kMaxEventNames; kEventNamesComplete "0" past it); kNamespacePid
  * pids.pid when pids.namespaced is true.  kDocument, kDocumentCut
- * as bound_document() gives them; kDocumentBytes the whole document's size.
+ * as bound_document() gives them, of the document after omit_payload()
+ * unless `keep_payload`; kDocumentBytes the whole stored document's size;
+ * kPayload and kPayloadOmitted as this file's top says.
  * A document that cannot be bounded goes without kDocument, with
  * kDocumentCut "1" (`*note` says why).  Field values are bytes as they are
  * (the journal takes any); names are valid journal field names.
