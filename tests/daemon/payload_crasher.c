@@ -4,7 +4,7 @@
  * inline bytes, then a SIGSEGV: an OPEN of "/etc/hostname" (its path), a
  * RECV of "AUTH hunter2-payload\n" and a SEND of "OK\n" (their payload, as
  * the I/O wrapper records it with TL_IO_BYTES), recorded with
- * tl_record_bytes() on fd 3.  For the daemon's tests of what its journal
+ * tl_record_bytes() on fd 3, with io_bytes 64 (else those kinds keep none).  For the daemon's tests of what its journal
  * entry leaves out.
  */
 #include <string.h>
@@ -18,6 +18,7 @@ int main(void) {
   memset(&opts, 0, sizeof opts);
   opts.size = sizeof opts;
   opts.sidecar_dir = "";
+  opts.io_bytes = 64;
   if (tl_init(&opts) != 0) return 70;
   static const char path[] = "/etc/hostname", request[] = "AUTH hunter2-payload\n", reply[] = "OK\n";
   tl_record_bytes(TL_KIND_OPEN, 0, 3, 0, path, sizeof path - 1, 0);
