@@ -296,25 +296,6 @@ void expect_in_order(const json &frames, const std::vector<std::string> &want) {
   }
 }
 
-// systemd-coredump's stack of the crashing thread (its MESSAGE's first
-// "Stack trace of thread" list): the pcs.
-std::vector<std::uint64_t> coredump_pcs(const std::string &message) {
-  std::vector<std::uint64_t> out;
-  const std::size_t at = message.find("Stack trace of thread");
-  if (at == std::string::npos) return out;
-  const std::regex frame_re(R"(^ *#\d+ +0x([0-9a-f]+) )");
-  std::size_t pos = message.find('\n', at);
-  while (pos != std::string::npos && pos + 1 < message.size()) {
-    const std::size_t nl = message.find('\n', pos + 1);
-    const std::string l = message.substr(pos + 1, nl == std::string::npos ? std::string::npos : nl - pos - 1);
-    pos = nl;
-    std::smatch m;
-    if (!std::regex_search(l, m, frame_re)) break;
-    out.push_back(std::stoull(m[1].str(), nullptr, 16));
-  }
-  return out;
-}
-
 // What every case checks of redis itself: it printed its bug report of the
 // original fault, and died of SIGSEGV with a core, as without libtimeline.
 void expect_redis_reported_and_died(const Crashed &c) {
@@ -342,11 +323,11 @@ void expect_whole_stack(const Crashed &c) {
   std::size_t signal_frames = 0;
   for (const auto &f : frames) signal_frames += f.value("signal_frame", false);
   EXPECT_EQ(signal_frames, 1u) << shown(frames);
-  const auto theirs = coredump_pcs(c.coredump_message);
+  const auto theirs = ct::test::coredump_stack(c.coredump_message);
   ASSERT_GE(theirs.size(), 10u) << c.coredump_message;
   ASSERT_GE(frames.size(), theirs.size()) << shown(frames) << c.coredump_message;
   for (std::size_t i = 0; i < theirs.size(); ++i)
-    EXPECT_EQ(std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16), theirs[i])
+    EXPECT_EQ(std::stoull(frames[i]["address"].get<std::string>(), nullptr, 16), theirs[i].first)
         << "frame #" << i << " of\n" << shown(frames) << c.coredump_message;
 }
 

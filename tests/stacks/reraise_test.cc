@@ -166,27 +166,6 @@ TEST(AllThreads, EveryOtherThreadIsUnwound) {
       << text.out;
 }
 
-// systemd-coredump's stack of the crashing thread, from its journal
-// entry's MESSAGE ("Stack trace of thread N:" then "#0  0x... fn (mod +
-// 0x...)" lines; systemd 252's elf-util.c, dwfl_getthread_frames, 64
-// frames at most): (pc, function or "n/a").
-std::vector<std::pair<std::uint64_t, std::string>> coredump_stack(const std::string &message) {
-  std::vector<std::pair<std::uint64_t, std::string>> out;
-  const std::size_t at = message.find("Stack trace of thread");
-  if (at == std::string::npos) return out;
-  const std::regex frame_re(R"(^ *#(\d+) +0x([0-9a-f]+) (\S+) )");
-  std::size_t pos = message.find('\n', at);
-  while (pos != std::string::npos && pos + 1 < message.size()) {
-    const std::size_t nl = message.find('\n', pos + 1);
-    const std::string l = message.substr(pos + 1, nl == std::string::npos ? std::string::npos : nl - pos - 1);
-    pos = nl;
-    std::smatch m;
-    if (!std::regex_search(l, m, frame_re)) break; /* the next thread, or the end */
-    out.emplace_back(std::stoull(m[2].str(), nullptr, 16), m[3].str());
-  }
-  return out;
-}
-
 // systemd-coredump names a frame by its DWARF subprogram where there is
 // debug info (libc's "__libc_start_main_impl"), the reader by its ELF
 // symbol ("__libc_start_main@@GLIBC_2.34", the exported alias at the same
@@ -203,7 +182,7 @@ TEST(WholeStack, Python3CtypesCrashIsSystemdCoredumpsStack) {
   const Read r = crash_and_read({"/usr/bin/python3", "-c", "import ctypes; ctypes.string_at(0)"}, opts);
   const auto it = r.run.journal_fields.find("MESSAGE");
   ASSERT_NE(it, r.run.journal_fields.end());
-  const auto theirs = coredump_stack(it->second);
+  const auto theirs = ct::test::coredump_stack(it->second);
   ASSERT_GE(theirs.size(), 10u) << it->second;
   const json &c = r.doc["crash"];
   ASSERT_TRUE(c["stack"].is_object()) << c.dump(2);

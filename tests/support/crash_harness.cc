@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <stdexcept>
 
 #include "core_timeline/reader/fd.h"
@@ -501,6 +502,23 @@ CrashRun run_and_collect_core(const std::vector<std::string>& argv, const CrashO
 
   run.core_path = fetch_core_for_pid(pid, not_before, opts.output_dir, opts.timeout, &run.journal_fields);
   return run;
+}
+
+std::vector<std::pair<std::uint64_t, std::string>> coredump_stack(const std::string& message) {
+  std::vector<std::pair<std::uint64_t, std::string>> out;
+  const std::size_t at = message.find("Stack trace of thread");
+  if (at == std::string::npos) return out;
+  const std::regex frame_re(R"(^ *#(\d+) +0x([0-9a-f]+) (\S+) )");
+  std::size_t pos = message.find('\n', at);
+  while (pos != std::string::npos && pos + 1 < message.size()) {
+    const std::size_t nl = message.find('\n', pos + 1);
+    const std::string l = message.substr(pos + 1, nl == std::string::npos ? std::string::npos : nl - pos - 1);
+    pos = nl;
+    std::smatch m;
+    if (!std::regex_search(l, m, frame_re)) break; /* the next thread, or the end */
+    out.emplace_back(std::stoull(m[2].str(), nullptr, 16), m[3].str());
+  }
+  return out;
 }
 
 }  // namespace ct::test

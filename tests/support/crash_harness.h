@@ -15,9 +15,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ct::test {
@@ -99,6 +101,12 @@ void journal_barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60
 // none: copied) into `out_path`.  Throws naming the file on any error.
 void decompress_core_file(const std::string& stored_path,
                           const std::string& out_path);
+
+// systemd-coredump's stack of the crashing thread, from its journal
+// entry's MESSAGE ("Stack trace of thread N:" then "#0  0x... fn (mod +
+// 0x...)" lines; systemd 252's elf-util.c, dwfl_getthread_frames, 64
+// frames at most): (pc, function or "n/a"), empty without that list.
+std::vector<std::pair<std::uint64_t, std::string>> coredump_stack(const std::string& message);
 
 // $CT_TEST_CORE_DIR (ct_add_pipeline_test sets it to <build>/test-cores),
 // else /tmp/core-timeline-test-cores.
