@@ -5,8 +5,8 @@
 # of the reader and the document module over the repository's corpora:
 # builds fuzz_reader_cov and fuzz_recipe_cov, runs each input of
 # reader/fuzz/corpus and reader/fuzz/corpus-recipe (the seeds) and of
-# reader/fuzz/campaign/fuzz_reader and campaign/fuzz_recipe (what the
-# campaign kept, where there is such a directory) once (-runs=0), merges
+# the campaign's corpora (what it kept, reader/fuzz/campaign/<target>.tar.xz
+# where there is such an archive, unpacked into OUT/campaign) once (-runs=0), merges
 # the profiles with llvm-profdata-14 and prints llvm-cov-14's report of
 # reader/src (document/ included) per target and for both; then
 # fuzz_document_cov over reader/fuzz/corpus-document, reported over the
@@ -18,11 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 nice cmake --build "$build" -j2 --target fuzz_reader_cov fuzz_recipe_cov fuzz_document_cov
 rm -rf "$out" && mkdir -p "$out"
+"$here/campaign_corpus.sh" unpack "$out/campaign"
 for t in reader recipe; do
   corpus=$here/corpus
   [ "$t" = recipe ] && corpus=$here/corpus-recipe
   kept=
-  [ -d "$here/campaign/fuzz_$t" ] && kept=$here/campaign/fuzz_$t
+  [ -d "$out/campaign/fuzz_$t" ] && kept=$out/campaign/fuzz_$t
   # shellcheck disable=SC2086
   LLVM_PROFILE_FILE="$out/$t-%p.profraw" "$build/bin/fuzz_${t}_cov" -runs=0 "$corpus" $kept > "$out/$t.log" 2>&1
   echo "fuzz_$t: $(find "$corpus" $kept -type f | wc -l) inputs ($corpus${kept:+ and $kept})"

@@ -15,12 +15,15 @@
 #   nohup reader/fuzz/run_campaign.sh build /var/tmp/ct-fuzz > /var/tmp/ct-fuzz.out 2>&1 &
 #   tail /var/tmp/ct-fuzz/campaign.log
 # Afterwards, keep what it found, minimized, in the repository, beside the
-# seeds (which CI runs once each; reader_fuzz_smoke) in reader/fuzz/campaign/
-# (which the next campaign starts from, and CI's sanitizer step replays):
+# seeds (which CI runs once each; reader_fuzz_smoke), as the archive
+# reader/fuzz/campaign/<target>.tar.xz (which the next campaign starts
+# from, and CI's sanitizer step replays; campaign_corpus.sh):
+#   reader/fuzz/campaign_corpus.sh unpack K
 #   mkdir -p M && build/bin/fuzz_recipe -merge=1 M reader/fuzz/corpus-recipe \
-#     reader/fuzz/campaign/fuzz_recipe /var/tmp/ct-fuzz/job*/fuzz_recipe/corpus
-#   then move into reader/fuzz/campaign/fuzz_recipe what M has and
-#   corpus-recipe has not (the same for fuzz_reader and reader/fuzz/corpus).
+#     K/fuzz_recipe /var/tmp/ct-fuzz/job*/fuzz_recipe/corpus
+#   then put into a directory named fuzz_recipe what M has and corpus-recipe
+#   has not, and run reader/fuzz/campaign_corpus.sh pack on it (the same
+#   for fuzz_reader and reader/fuzz/corpus).
 #
 # CT_FUZZ_TIMEOUT=S (default 120): libFuzzer's -timeout, in seconds.
 # CT_FUZZ_JOBS=N (default 1) runs N such campaigns at once, one per core,
@@ -53,11 +56,12 @@ done_total=$(sed -n 's/.* round [0-9]*: exit [0-9]*, \([0-9]*\) execs .*/\1/p' "
              awk '{ s += $1 } END { print s + 0 }')
 round=$(grep -c ' fuzz_recipe round [0-9]*: ' "$work/campaign.log" 2>/dev/null || true)
 round=${round:-0}
+# What earlier campaigns grew, unpacked from reader/fuzz/campaign/*.tar.xz
+# into WORK/campaign/<target>, seeds this one too.
+"$here/campaign_corpus.sh" unpack "$work/campaign"
 run() {
   target=$1 runs=$2 seeds=$3 max_len=$4
-  # What earlier campaigns grew (reader/fuzz/campaign/TARGET, merged in at
-  # their end) seeds this one too.
-  grown=$here/campaign/$target
+  grown=$work/campaign/$target
   [ -d "$grown" ] || grown=$seeds
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
   log=$work/$target.$round.log
@@ -70,14 +74,14 @@ run() {
   # quarantine_size_mb=16: ASan holds freed blocks back 16 MB deep, not
   # 256, so a use after free is caught while the block is among the last
   # 16 MB freed, and the allocator reuses warm pages instead of faulting
-  # in fresh ones: a replay of campaign/fuzz_recipe took a fifth less
+  # in fresh ones: a replay of the campaign corpus of fuzz_recipe took a fifth less
   # time (docs/fuzzing.md, "Speed").
   # -timeout: libFuzzer's is wall-clock time, and at nice 19 on a machine
   # busy with builds an input of 0.1 s was starved past 10 s (two false
   # timeouts in the first 20 minutes; replayed, they took 25-121 ms).
   # (No comment may stand between the assignment and the command: a
-  # comment line ends the command there, and the variable was then set in
-  # this shell only, never in the fuzzer's environment, until 2026-12-05.)
+  # comment line ends the command there, and the variable is then set in
+  # this shell only, never in the fuzzer's environment.)
   ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0:quarantine_size_mb=16} \
   nice -n 10 "$build/bin/$target" -runs="$runs" -entropic=0 -max_len="$max_len" -timeout="${CT_FUZZ_TIMEOUT:-120}" \
     -rss_limit_mb=2048 -print_final_stats=1 -reload=0 -artifact_prefix="$work/$target/artifacts/" \
