@@ -31,7 +31,7 @@
 # sanitize_tests (the tests labelled "sanitize" and what they run: the unit
 # tests and the reader's hostile cores) through the same ccache, and runs
 # those tests with ASAN_OPTIONS and UBSAN_OPTIONS that stop at the first
-# finding and report leaks (docs/performance.md, "Sanitizers", says why
+# finding and report leaks (docs/hacking.md, "Sanitizers", says why
 # those tests and not the others).  The step runs by default, and so in CI;
 # CT_SANITIZE_RUN=0 leaves it out (the fresh-machine test does, in its
 # chroot: the host's run has it).
@@ -112,14 +112,14 @@ fi
 # add its whole time to CI's.  Nice 19, below everything else, since it has
 # the most slack: its tests wait for the last normal test anyway, while the
 # fresh-machine test's dpkg-buildpackage (nice 15) is what the whole run
-# waits for (docs/performance.md, "CI's time").  Its output goes to
+# waits for (docs/hacking.md, "CI's time").  Its output goes to
 # <build>-asan/sanitize-build.log, shown if it fails.
 sanitize=1
 [[ ${CT_SANITIZE_RUN:-1} == 0 ]] && sanitize=0
 asan_build=${CT_SANITIZE_BUILD_DIR:-${build%/}-asan}
 # CT_SANITIZE_WIDE=1: also the daemon's and ctl-query's unit tests
 # (tests/CMakeLists.txt; their build more than doubles the step's:
-# docs/performance.md, "Sanitizers").
+# docs/hacking.md, "Sanitizers").
 asan_target=sanitize_tests asan_labels='^sanitize$'
 if [[ ${CT_SANITIZE_WIDE:-0} == 1 ]]; then asan_target=sanitize_tests_wide asan_labels='^sanitize(_wide)?$'; fi
 asan_pid=

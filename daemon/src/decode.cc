@@ -59,7 +59,7 @@ constexpr const char kCoreFdPath[] = "/proc/self/fd/3";
  * space, when the program starts (gcc defines __SANITIZE_ADDRESS__), so an
  * exec'd decoder under any RLIMIT_AS the daemon would set cannot start, and
  * a cloned one, already past it, could not allocate.  The tests of those
- * limits are left out of that build (tests/run.sh, docs/performance.md,
+ * limits are left out of that build (tests/run.sh, docs/hacking.md,
  * "Sanitizers"). */
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kLimitAddressSpace = false;

@@ -348,7 +348,7 @@ TEST_F(GdbAutoLoad, GdbLoadsTheStubWithLibtimelineSo1) {
 }
 
 // The documented path for a program linked with libtimeline.a, as a user
-// of an installed tree types it (docs/gdb.md, README "In gdb"): gdb EXE
+// of an installed tree types it (docs/gdb.md, docs/using.md "In gdb"): gdb EXE
 // CORE, then `source <prefix>/share/core-timeline/gdb/timeline.py`, then
 // `timeline`, with CORE_TIMELINE_READ unset and no reader on PATH: the
 // module, run by gdb's `source` (which leaves it no __file__), finds the
