@@ -44,8 +44,8 @@
  * Those rules still let the crashed user U speak: an entry with _UID U
  * about a crash of U passes them if U sent it (journald fills _EXE and
  * _COMM from /proc after the message arrives, so a sender that execs
- * /lib/systemd/systemd-coredump at once wins that race: issue 17 measured
- * 4 in 10).  Such an entry (CoredumpEntry::vouched_by_crashed_user) is
+ * /lib/systemd/systemd-coredump at once wins that race about 4 times in
+ * 10: docs/core-timelined.md).  Such an entry (CoredumpEntry::vouched_by_crashed_user) is
  * only evidence of a crash when something U cannot make corroborates it:
  *
  *  - Storage=external: its core, opened in the coredump directory, is
