@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// stacks_test - issue 18 on real cores (the real systemd-coredump
+// stacks_test - per-event and crash stacks on real cores (the real systemd-coredump
 // pipeline): stack_fixture, built with .sframe, with frame pointers and
 // with neither, records a stack at a known depth and crashes; the reader's
 // JSON must name the fixture's own frames in order, end each walk with the

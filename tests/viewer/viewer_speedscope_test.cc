@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // viewer_speedscope_test - speedscope, a real third-party viewer, reads the
-// chrome-trace export of real crashes (issue 15).
+// chrome-trace export of real crashes.
 //
 // Each test crashes a fixture through the real systemd-coredump pipeline
 // (crash harness), exports its core with `core-timeline-read
