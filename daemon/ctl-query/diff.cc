@@ -23,7 +23,7 @@
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
 #include "core_timeline/ring_format.h"
-#include "document.h"
+#include "document_reader.h"
 #include "text.h"
 #include "time_spec.h"
 

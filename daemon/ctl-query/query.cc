@@ -29,7 +29,7 @@
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
-#include "journal.h"
+#include "journal_source.h"
 #include "match.h"
 #include "refusal.h"
 #include "text.h"
@@ -79,7 +79,7 @@ struct Row {
   bool from_journal = false; /* a journal entry (else a file) */
   std::string entry_cursor;  /* the timeline entry's own cursor */
   bool cut = false;          /* the entry's document is cut (CORE_TIMELINE_DOCUMENT_CUT=1) */
-  bool user_vouched = false; /* only its crashed user vouches for the entry (journal.h) */
+  bool user_vouched = false; /* only its crashed user vouches for the entry (journal_source.h) */
   bool unverified = false;   /* ... and nothing backs it (shown with --unverified) */
   /* An entry's CORE_TIMELINE_LAST_EVENT (the event's name), as read. */
   std::string last_event_raw;
@@ -939,7 +939,7 @@ class Query {
   /* The crashes of this (non-root) user that systemd-coredump's own
    * entries, in the journal it can read, say were not dumpable for it:
    * their timeline entries are in system.journal, which it cannot read
-   * (journal.h Journal::withheld()).  Only when the journal's index can
+   * (journal_source.h Journal::withheld()).  Only when the journal's index can
    * decide every match (a match only a document could decide, or events
    * --name, cannot be told), and not for crashes already listed. */
   void note_withheld() {

@@ -29,7 +29,7 @@
 #include "document.h"
 #include "extract.h"
 #include "core_timeline/document/journal_entry.h"
-#include "ids.h"
+#include "message_ids.h"
 #include "log.h"
 
 namespace ctd {

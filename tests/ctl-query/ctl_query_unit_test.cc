@@ -21,7 +21,7 @@
 
 #include "cli.h"
 #include "leaves.h"
-#include "document.h"
+#include "document_reader.h"
 #include "match.h"
 #include "query.h"
 #include "text.h"

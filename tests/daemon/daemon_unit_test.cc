@@ -53,7 +53,7 @@
 #include "entry.h"
 #include "extract.h"
 #include "files.h"
-#include "ids.h"
+#include "message_ids.h"
 #include "options.h"
 #include "prepared.h"
 #include "rate_limit.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * document.h - reading one timeline document (docs/ctl-query.md,
+ * document_reader.h - reading one timeline document (docs/ctl-query.md,
  * "The stored document"), an untrusted file.
  *
  * A document is core-timeline-read's --json document plus "coredump",
@@ -27,8 +27,8 @@
  * Thread-safety: read_timeline() and parse_timeline() share no state; the
  * on_event callback runs on the calling thread.
  */
-#ifndef CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
-#define CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
+#ifndef CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H
+#define CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H
 
 #include <cstddef>
 #include <cstdint>
@@ -156,4 +156,4 @@ Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, con
 
 }  // namespace core_timeline::ctlq
 
-#endif  // CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
+#endif  // CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H

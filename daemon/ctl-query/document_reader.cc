@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "document.h"
+#include "document_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
