@@ -1,41 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The analysis's last step: its status and reason (decide_status), and
- * a status's exit code and name. */
+/* The analysis's last step: its status and reason (decide_status). */
 #include "analyzer.h"
 
 namespace core_timeline::reader {
-
-int exit_code(Status s) noexcept {
-  switch (s) {
-    case Status::kOk: return 0;
-    case Status::kNoRing: return 1;
-    case Status::kMappingAbsent: return 2;
-    case Status::kCoreUnreadable: return 3;
-    case Status::kRingInvalid: return 4;
-    case Status::kExecutableRefused: return 5;
-    case Status::kSidecarMismatch: return 6;
-    case Status::kUsage: return 7;
-    case Status::kRingNotMade: return 8;
-  }
-  return 3;
-}
-
-document::Status document_status(Status s) noexcept {
-  switch (s) {
-    case Status::kOk: return document::Status::kOk;
-    case Status::kNoRing: return document::Status::kNoRing;
-    case Status::kMappingAbsent: return document::Status::kMappingAbsent;
-    case Status::kCoreUnreadable: return document::Status::kCoreUnreadable;
-    case Status::kRingInvalid: return document::Status::kRingInvalid;
-    case Status::kExecutableRefused: return document::Status::kExecutableRefused;
-    case Status::kSidecarMismatch: return document::Status::kSidecarMismatch;
-    case Status::kUsage: return document::Status::kUsage;
-    case Status::kRingNotMade: return document::Status::kRingNotMade;
-  }
-  return document::Status::kCoreUnreadable;
-}
-
-std::string_view status_name(Status s) noexcept { return document::status_name(document_status(s)); }
 
 void Analyzer::decide_status() {
   if (a_.status == Status::kSidecarMismatch || a_.status == Status::kExecutableRefused) return;
