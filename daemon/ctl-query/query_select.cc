@@ -3,6 +3,8 @@
  * made a row, the rows matched and ordered (query_steps.h). */
 #include "query_steps.h"
 
+#include "core_timeline/document/status.h"
+
 namespace core_timeline::ctlq {
 
 namespace {
@@ -129,7 +131,9 @@ bool same_machine(const Row &a, const Row &b) {
 /* A document that says only that its crash's core was gone: a daemon that
  * did the entry again after the core (and the timeline beside it) had been
  * removed stores this, and it must not hide the timeline stored before. */
-bool only_says_core_gone(const Row &r) { return r.status == "core_missing"; }
+bool only_says_core_gone(const Row &r) {
+  return core_timeline::document::parse_status(r.status) == core_timeline::document::Status::kCoreMissing;
+}
 
 /* Of two documents of one crash, whether `a` is the one to keep over `b`
  * (`a_later`: `a` comes later in the reading order, journal order for
@@ -259,7 +263,7 @@ void Query::read_selected() {
         if (!e.has_document) continue;
         auto d = journal_->document(e.cursor, o_.max_bytes);
         if (!d) {
-          slots_[i].error = ReadError{d.error().code == Errc::kInvalidArgument ? Problem::kTooLarge : Problem::kIoError,
+          slots_[i].error = Error{d.error().code == Errc::kInvalidArgument ? Errc::kTooLarge : Errc::kIo,
                                       d.error().message};
           continue;
         }
@@ -330,7 +334,7 @@ void Query::read_one(std::size_t i) {
     Found found;
     const ReadRequest req = request_for(found);
     const JournalEntry *entry = c.entry ? &entries_[*c.entry] : nullptr;
-    std::optional<Result<Timeline, ReadError>> r;
+    std::optional<Result<Timeline>> r;
     if (!entry) {
       r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
     } else if (docs_[i]) {
@@ -340,7 +344,7 @@ void Query::read_one(std::size_t i) {
        * entry carried it): the file the entry names. */
       r = read_timeline_path(path, req);
     } else {
-      slot.error = ReadError{Problem::kMalformed, entry_label(*entry) + ": carries no document and names no timeline file"};
+      slot.error = Error{Errc::kBadData, entry_label(*entry) + ": carries no document and names no timeline file"};
       return;
     }
     if (!*r) {
@@ -382,7 +386,7 @@ void Query::read_one(std::size_t i) {
     }
     slot.row = std::move(row);
   } catch (const std::exception &e) {
-    slot.error = ReadError{Problem::kIoError, (c.entry ? entry_label(entries_[*c.entry])
+    slot.error = Error{Errc::kIo, (c.entry ? entry_label(entries_[*c.entry])
                                                        : dirs_[c.dir].path + "/" + c.name) +
                                                   ": " + e.what()};
   }
@@ -408,12 +412,12 @@ void Query::note_fields_no_timeline_has() const {
 void Query::report_read_problems() {
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (!slots_[i].error) continue;
-    const ReadError &e = *slots_[i].error;
-    if (e.kind == Problem::kVanished) continue;
+    const Error &e = *slots_[i].error;
+    if (e.code == Errc::kNotFound) continue;
     std::string msg = e.message;
-    std::string kind(problem_name(e.kind));
+    std::string kind(problem_name(e.code));
     const Candidate &c = *todo_[i];
-    if (e.kind == Problem::kPermissionDenied && !c.entry) {
+    if (e.code == Errc::kPermissionDenied && !c.entry) {
       /* Why, as far as the name and the file's owner and ACL show
        * (refusal.h): another user's, or a crash of this user's that
        * was not dumpable for it. */
@@ -494,16 +498,16 @@ DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string 
   *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
   auto d = journal_->document(e.cursor, o_.max_bytes);
   if (!d) {
-    ReadError err{Problem::kIoError, d.error().message};
-    return [err](const ReadRequest &) -> Result<Timeline, ReadError> { return err; };
+    Error err{Errc::kIo, d.error().message};
+    return [err](const ReadRequest &) -> Result<Timeline> { return err; };
   }
   if (*d) {
     auto bytes = std::make_shared<const std::string>(std::move(**d));
     return [bytes, label = label_of(row)](const ReadRequest &req) { return parse_timeline(*bytes, label, req); };
   }
   if (whole->empty()) {
-    ReadError err{Problem::kMalformed, label_of(row) + ": carries no document and names no timeline file"};
-    return [err](const ReadRequest &) -> Result<Timeline, ReadError> { return err; };
+    Error err{Errc::kBadData, label_of(row) + ": carries no document and names no timeline file"};
+    return [err](const ReadRequest &) -> Result<Timeline> { return err; };
   }
   return [path = *whole](const ReadRequest &req) { return read_timeline_path(path, req); };
 }

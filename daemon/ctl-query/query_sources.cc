@@ -54,21 +54,21 @@ Result<BootSpec> parse_boot(const std::string &text) {
 }  // namespace
 
 /* The file `path` names, read as a timeline file is (read_timeline). */
-Result<Timeline, ReadError> read_timeline_path(const std::string &path, const ReadRequest &req) {
+Result<Timeline> read_timeline_path(const std::string &path, const ReadRequest &req) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   reader::Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) {
     const int e = errno;
-    return ReadError{e == EACCES || e == EPERM ? Problem::kPermissionDenied
-                     : e == ENOENT             ? Problem::kVanished
-                                               : Problem::kIoError,
-                     path + ": cannot open its directory: " + std::strerror(e)};
+    return Error{e == EACCES || e == EPERM ? Errc::kPermissionDenied
+                 : e == ENOENT             ? Errc::kNotFound
+                                           : Errc::kIo,
+                 path + ": cannot open its directory: " + std::strerror(e)};
   }
   auto r = read_timeline(fd.get(), dir, name, req);
-  if (!r && r.error().kind == Problem::kVanished)
-    return ReadError{Problem::kIoError, path + ": does not exist (its journal entry carries no document)"};
+  if (!r && r.error().code == Errc::kNotFound)
+    return Error{Errc::kIo, path + ": does not exist (its journal entry carries no document)"};
   return r;
 }
 
@@ -87,7 +87,7 @@ void Query::note_withheld() {
   if (boot_id_) term.emplace_back("_BOOT_ID", std::vector<std::string>{*boot_id_});
   auto found = journal_->withheld(me, term);
   if (!found) {
-    problems_.report(found.error().message, problem_name(Problem::kIoError));
+    problems_.report(found.error().message, problem_name(Errc::kIo));
     return;
   }
   std::set<std::string> listed;
@@ -135,7 +135,7 @@ std::optional<int> Query::open_sources() {
       if (e == ENOENT) continue;  // no timeline stored there yet
       problems_.report(
           p + ": cannot open the directory (" + std::strerror(e) + "); its timelines were not searched",
-          e == EACCES || e == EPERM ? problem_name(Problem::kPermissionDenied) : problem_name(Problem::kIoError));
+          e == EACCES || e == EPERM ? problem_name(Errc::kPermissionDenied) : problem_name(Errc::kIo));
       continue;
     }
     dirs_.push_back(Directory{p, fd});
@@ -160,7 +160,7 @@ std::optional<int> Query::open_sources() {
                            "adm read them; each user reads its own user-UID.journal, and system.journal holds the "
                            "entries of root's and system users' crashes, and of crashes that were not dumpable "
                            "for their user, such as setuid programs': which of these they are cannot be told)",
-                       problem_name(Problem::kPermissionDenied));
+                       problem_name(Errc::kPermissionDenied));
   }
   return std::nullopt;
 }
@@ -172,7 +172,7 @@ void Query::list_directory(std::size_t dir) {
   if (!listing) {
     if (dup_fd >= 0) ::close(dup_fd);
     problems_.report(d.path + ": cannot list the directory: " + std::strerror(errno),
-                     problem_name(Problem::kIoError));
+                     problem_name(Errc::kIo));
     return;
   }
   while (struct dirent *de = ::readdir(listing)) {
@@ -326,7 +326,7 @@ std::optional<int> Query::scan_journal() {
     entries_.push_back(std::move(e));
   });
   if (!scanned) {
-    problems_.report(scanned.error().message, problem_name(Problem::kIoError));
+    problems_.report(scanned.error().message, problem_name(Errc::kIo));
     return std::nullopt;
   }
   untrusted_ = *scanned;

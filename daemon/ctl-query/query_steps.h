@@ -73,7 +73,7 @@ struct Candidate {
 };
 
 /* Reads the document of one timeline (a file, or a journal entry's). */
-using DocumentReader = std::function<Result<Timeline, ReadError>(const ReadRequest &)>;
+using DocumentReader = std::function<Result<Timeline>(const ReadRequest &)>;
 
 /* What is printed of one matching timeline. */
 struct Row {
@@ -112,7 +112,7 @@ struct Row {
 /* The result of reading one candidate. */
 struct Slot {
   std::optional<Row> row;
-  std::optional<ReadError> error;
+  std::optional<Error> error;
 };
 
 /* Problems met along the way: each named on stderr (unless -q) as it is
@@ -135,7 +135,7 @@ class Problems {
     for (const auto &[k, n] : kinds_) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
     err_ << "ctl-query: " << count_ << (count_ == 1 ? " timeline or directory" : " timelines or directories")
          << " could not be read (" << kinds << ")"
-         << (kinds_.count(std::string(problem_name(Problem::kPermissionDenied))) || kinds_.count(kAnotherUser) ||
+         << (kinds_.count(std::string(problem_name(Errc::kPermissionDenied))) || kinds_.count(kAnotherUser) ||
                      kinds_.count(kNotDumpable)
                  ? "; run as root to see them"
                  : "")
@@ -151,7 +151,7 @@ class Problems {
 
 /* Shared by the steps' files. */
 std::optional<std::string> journal_field(const std::string &field);
-Result<Timeline, ReadError> read_timeline_path(const std::string &path, const ReadRequest &req);
+Result<Timeline> read_timeline_path(const std::string &path, const ReadRequest &req);
 std::uint64_t entry_time(const JournalEntry &e);
 Row row_of_entry(const JournalEntry &e);
 std::optional<std::uint64_t> host_tid(const Row &r, std::uint64_t tid);
