@@ -366,11 +366,6 @@ void Analyzer::build_events() {
   for (const auto &e : a_.events)
     if (e.kind == f::kKindCrash && a_.crash && a_.crash_of(e)->handed_outcome != HandedOutcome::kRecovered)
       a_.crash->ring_slot = true;
-  place_in_time();
-  build_spans();
-  tie_fds(a_.events);
-  summarize_threads();
-  build_windows();
 }
 
 /* The names the program registered (tl_name): each valid ring's table, the

@@ -286,4 +286,63 @@ bool Analyzer::handle_sidecar() {
   return true;
 }
 
+/* The core's own facts (path, size, truncation, machine), the process's
+ * (process_facts) and the crash's (crash_facts). */
+void Analyzer::core_facts() {
+  a_.core_path = core_.path();
+  a_.core_size = core_.file_size();
+  a_.core_truncated = core_.truncated();
+  a_.machine = core_.machine();
+  if (a_.core_truncated)
+    a_.warnings.push_back("the core file is truncated: some segments end past the end of the file");
+  process_facts();
+  a_.snapshot = core_.notes().live;
+  crash_facts();
+}
+
+/* --executable against the core's build-id: false (kExecutableRefused,
+ * with the reason) when it contradicts the core, else true, with the
+ * file used for symbols when verified (or --unverified-symbols). */
+bool Analyzer::check_executable() {
+  if (opts_.executable) {
+    auto fid = file_build_id(*opts_.executable);
+    const auto &cid = a_.process.build_id;
+    if (!cid.empty()) {
+      if (!fid || *fid != cid) {
+        a_.status = Status::kExecutableRefused;
+        const std::string of = a_.snapshot ? fmt::format("process {}", a_.snapshot->pid) : std::string("this core");
+        /* Without a build-id of its own, the file's reason ("PATH: not an
+         * ELF file", "PATH: has no NT_GNU_BUILD_ID note") is the sentence. */
+        a_.reason = fid ? fmt::format("{} is not the executable of {}: its build-id is {}, the {}'s {} is {}",
+                                      *opts_.executable, of, hex_bytes(*fid), a_.snapshot ? "process" : "core",
+                                      a_.process.exe, hex_bytes(cid))
+                        : fmt::format("{}, so it cannot be the executable of {} ({}, build-id {})",
+                                      fid.error().message, of, a_.process.exe, hex_bytes(cid));
+        return false;
+      }
+      exe_verified_ = use_executable_ = true;
+    } else if (opts_.unverified_symbols) {
+      use_executable_ = true;
+      a_.warnings.push_back(fmt::format("UNVERIFIED: the core has no build-id for its executable; {} is used "
+                                        "for symbols because of --unverified-symbols", *opts_.executable));
+    } else {
+      a_.warnings.push_back(fmt::format("the core has no build-id for its executable, so {} cannot be verified "
+                                        "and is not used (--unverified-symbols uses it anyway)",
+                                        *opts_.executable));
+    }
+  }
+  return true;
+}
+
+/* Refused by handle_sidecar(): no timeline, so none of the rings' events
+ * (probe() put them in the Analysis as it decoded). */
+void Analyzer::drop_timeline() {
+  a_.events = {};
+  a_.strings = {std::string()};
+  a_.locations = {};
+  a_.mappings = {};
+  a_.crash_slots = {};
+  a_.inline_data = {};
+}
+
 }  // namespace core_timeline::reader

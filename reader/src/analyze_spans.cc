@@ -378,4 +378,14 @@ void Analyzer::summarize_threads() {
   }
 }
 
+/* The events placed in time, their spans, the descriptors their I/O
+ * events name, each thread's summary and each source's window. */
+void Analyzer::build_time_and_spans() {
+  place_in_time();
+  build_spans();
+  tie_fds(a_.events);
+  summarize_threads();
+  build_windows();
+}
+
 }  // namespace core_timeline::reader

@@ -69,4 +69,47 @@ std::string Analyzer::ring_may_be_cut_off() const {
                      cut, core_.segments().size());
 }
 
+/* Warnings of what the rings lost (dropped, overwritten, torn, invalid,
+ * missing, cut off), of rings not used, and, when anything was lost, that
+ * an absence proves nothing. */
+void Analyzer::warn_of_losses() {
+  for (const auto &r : a_.rings) {
+    if (!r.ring || r.state != RingReport::State::kValid) continue;
+    const auto &d = *r.ring;
+    if (d.header.dropped > 0 || d.overwritten > 0 || d.torn > 0 || d.invalid > 0 || d.missing > 0 ||
+        d.truncated || d.counter_inconsistent)
+      a_.absence_proves_nothing = true;
+    for (const auto &w : d.warnings) a_.warnings.push_back(fmt::format("ring {}: {}", r.index, w));
+    for (const auto &l : d.lanes)
+      if (l.counter_inconsistent)
+        a_.warnings.push_back(fmt::format("ring {}: COUNTER INCONSISTENT in lane {}: {}; the timeline shows the "
+                                          "slots actually committed", r.index, l.index, l.counter_reason));
+    if (d.torn + d.invalid > 0)
+      a_.warnings.push_back(fmt::format("ring {}: {} torn and {} invalid slots skipped (listed in the ring report)",
+                                        r.index, d.torn, d.invalid));
+  }
+  for (const auto &r : a_.rings)
+    if (r.state == RingReport::State::kForeign || (r.state != RingReport::State::kValid && a_.status == Status::kOk))
+      a_.warnings.push_back(fmt::format("ring {} at {:#x} not used: {}", r.index, r.address, r.reason));
+  if (a_.absence_proves_nothing) {
+    std::string which;
+    for (const auto &w : a_.windows)
+      if (w.events > 0 || w.lost) which += (which.empty() ? "" : "; ") + absence_text(w);
+    a_.warnings.push_back("events were dropped, overwritten, torn or lost: the absence of an event from this "
+                          "timeline proves nothing" + (which.empty() ? std::string() : " by itself: " + which));
+  }
+}
+
+/* The warning that a recovered timeline holds no CRASH event of this
+ * crash, and why it may not (detail::no_crash_event_text). */
+void Analyzer::warn_of_no_crash_event() {
+  if (a_.crash && !a_.crash->ring_slot && a_.status == Status::kOk) {
+    std::optional<bool> installed;
+    for (const auto &r : a_.rings)
+      if (r.state == RingReport::State::kValid && r.ring && r.found_by != FoundBy::kSidecar)
+        installed = installed.value_or(false) || (r.ring->header.compat_flags & f::kCompatHandlers) != 0;
+    a_.warnings.push_back(detail::no_crash_event_text(*a_.crash, installed));
+  }
+}
+
 }  // namespace core_timeline::reader

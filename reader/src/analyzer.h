@@ -53,6 +53,12 @@ class Analyzer {
   std::vector<RingReport> locate();
 
  private:
+  void core_facts();
+  bool check_executable();
+  void drop_timeline();
+  void build_time_and_spans();
+  void warn_of_losses();
+  void warn_of_no_crash_event();
   void process_facts();
   void crash_facts();
   void find_rings();
