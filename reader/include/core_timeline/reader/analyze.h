@@ -245,7 +245,7 @@ enum class StackState : std::uint8_t {
 std::string_view stack_state_name(StackState s) noexcept;
 
 /**
- * One event of the timeline.  Compact (152 bytes, pinned in analyze.cc), because a ring holds up
+ * One event of the timeline.  Compact (152 bytes, pinned in analyze.cc's static_assert), because a ring holds up
  * to millions of them: what many events share is kept once in the
  * Analysis's tables and named here by index, and read through the
  * Analysis (thread_of, name_of, location_of, ...):
