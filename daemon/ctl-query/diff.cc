@@ -17,13 +17,14 @@
 #include <fmt/format.h>
 
 #include "core_timeline/document/keys.h"
+#include "core_timeline/document/status.h"
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
 #include "core_timeline/ring_format.h"
-#include "document.h"
+#include "document_reader.h"
 #include "text.h"
 #include "time_spec.h"
 
@@ -34,6 +35,11 @@ namespace key = core_timeline::document::key;
 namespace format = core_timeline::format;
 
 namespace {
+
+/* Whether a side's document says "ok" (a timeline was recovered). */
+bool says_ok(const SideInfo &i) {
+  return core_timeline::document::parse_status(i.status) == core_timeline::document::Status::kOk;
+}
 
 const json *member(const json &o, const char *k) {
   if (!o.is_object()) return nullptr;
@@ -437,7 +443,7 @@ std::string side_heading(const char *letter, const SideInfo &i, const DiffSide &
     if (i.time_usec) h += ", crashed " + format_time(static_cast<std::int64_t>(i.time_usec));
     if (i.matched > 1) h += fmt::format(" (the newest of {} matching {})", i.matched, printable(i.argument));
   }
-  if (i.status != "ok") h += "; status " + printable(i.status);
+  if (!says_ok(i)) h += "; status " + printable(i.status);
   h += fmt::format("\n{}: {} events", letter, s.event_count);
   if (const auto w = s.window_ns())
     h += fmt::format(", kept window {} (oldest to newest placed in time)", reader::format_duration(*w));
@@ -587,7 +593,7 @@ class DiffRun {
     const json doc = reader::to_json(reader::analyze(*core, ro));
     fill_from_document(info, doc);
     const json *events = member(doc, key::events);
-    if (!events || !events->is_array() || (events->empty() && info.status != "ok")) {
+    if (!events || !events->is_array() || (events->empty() && !says_ok(info))) {
       err_ << "ctl-query: " << letter << ": " << printable(info.file) << ": " << no_timeline(doc) << '\n';
       return kExitIncomplete;
     }
@@ -622,7 +628,7 @@ class DiffRun {
     req.max_bytes = o_.max_bytes;
     req.paths = {key::spans, key::windows, key::time};
     req.on_event = [&side](const json &e, std::size_t) { side.add_event(e); };
-    std::optional<Result<Timeline, ReadError>> read;
+    std::optional<Result<Timeline>> read;
     if (found.document) {
       /* From a journal entry: its document, read as a file is. */
       read = parse_timeline(*found.document, found.path, req);
@@ -645,7 +651,7 @@ class DiffRun {
     if (const std::string *pid = tl.field("COREDUMP_PID"); pid && !info.pid) info.pid = reader::parse_unsigned(*pid);
     if (const std::string *c = tl.field("COREDUMP_COMM"); c && info.comm.empty()) info.comm = *c;
     if (const std::string *s = tl.field("COREDUMP_SIGNAL_NAME"); s && info.signal_name.empty()) info.signal_name = *s;
-    if (!tl.has_events || (side.event_count == 0 && info.status != "ok")) {
+    if (!tl.has_events || (side.event_count == 0 && !says_ok(info))) {
       err_ << "ctl-query: " << letter << ": " << printable(found.path) << ": " << no_timeline(tl.top) << '\n';
       return kExitIncomplete;
     }

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "document.h"
+#include "document_reader.h"
 #include "expected.h"
 #include "core_timeline/document/names.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * query.h - ctl-query's commands (list, show, events, export) over its sources: the timeline
- * entries of a journal (journal.h) and the timeline files of directories (docs/ctl-query.md).
+ * entries of a journal (journal_source.h) and the timeline files of directories (docs/ctl-query.md).
  *
  *   0. the journal: ask its index for the timeline entries that the
  *      matches, --boot and events --name leave possible, reading only their
@@ -31,7 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core_timeline/reader/export.h"
-#include "document.h"
+#include "document_reader.h"
 #include "view.h"
 
 namespace core_timeline::ctlq {
@@ -88,7 +88,7 @@ struct QueryOptions {
   /** With json: show prints the document on one line (--json=short). */
   bool json_short = false;
   /** -D: directories to read.  Each is a journal directory when it holds
-   *  journal files (journal.h journal_files_in()), else a timeline
+   *  journal files (journal_source.h journal_files_in()), else a timeline
    *  directory.  With no -D, --file or -M the local journal is read. */
   std::vector<std::string> directories;
   /** --file: journal files to read (as journalctl --file). */
@@ -103,7 +103,7 @@ struct QueryOptions {
    *  ID+N / ID-N); unset: every boot. */
   std::optional<std::string> boot;
   /** --unverified: also the journal entries only their crashed user
-   *  vouches for that nothing corroborates (journal.h), marked so. */
+   *  vouches for that nothing corroborates (journal_source.h), marked so. */
   bool unverified = false;
   bool quiet = false;      /**< no per-file problem lines (the count stays) */
   bool no_legend = false;  /**< no column header */

@@ -29,7 +29,7 @@
 #include "document.h"
 #include "extract.h"
 #include "core_timeline/document/journal_entry.h"
-#include "ids.h"
+#include "message_ids.h"
 #include "log.h"
 
 namespace ctd {
@@ -1118,7 +1118,8 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
   std::string status, reason;
   if (const auto s = doc.tree.find(key::status); s != doc.tree.end() && s->is_string()) status = s->get<std::string>();
   if (const auto r = doc.tree.find(key::reason); r != doc.tree.end() && r->is_string()) reason = r->get<std::string>();
-  const int priority = status == "ok" || status == "no_ring" ? LOG_INFO : LOG_WARNING;
+  const std::optional<Status> parsed = parse_status(status);
+  const int priority = parsed == Status::kOk || parsed == Status::kNoRing ? LOG_INFO : LOG_WARNING;
   /* Sent whatever --log-target says: the entry is data (ctl-query reads
    * timelines from the journal), not a log line. */
   const std::uint64_t t0 = monotonic_usec();

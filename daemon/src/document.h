@@ -20,7 +20,7 @@
 #include "decode.h"
 #include "entry.h"
 #include "extract.h"
-#include "status.h"
+#include "stored_status.h"
 
 namespace ctd {
 

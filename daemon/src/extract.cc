@@ -267,10 +267,12 @@ Result<void> CoreSink::page_done(std::uint64_t offset, const std::uint8_t *bytes
     while (keep_idx_ < keep_.size() && keep_[keep_idx_].end <= offset) ++keep_idx_;
     keep = keep_idx_ < keep_.size() && keep_[keep_idx_].begin < offset + len;
   }
-  if (offset % kPage == 0 && len >= 56 && std::memcmp(bytes, core_timeline::format::kMagic, 4) == 0 &&
+  namespace f = core_timeline::format;
+  constexpr std::size_t kRegionEnd = offsetof(f::RingHeader, region_size) + sizeof(f::RingHeader::region_size);
+  if (offset % kPage == 0 && len >= kRegionEnd && std::memcmp(bytes, f::kMagic, sizeof f::kMagic) == 0 &&
       (keep_all_ || in_ranges(loads_, load_idx_, offset))) {
     std::uint64_t region;
-    std::memcpy(&region, bytes + 48, sizeof region); /* RingHeader::region_size */
+    std::memcpy(&region, bytes + offsetof(f::RingHeader, region_size), sizeof region);
     region = std::clamp<std::uint64_t>(region, kPage, kMaxRing);
     magic_until_ = std::max(magic_until_, offset + region);
     keep = true;

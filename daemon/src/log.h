@@ -10,7 +10,7 @@
  * handled), so `journalctl CORE_TIMELINE_PID=1234` finds everything said
  * about one crash.  With stderr on, the same line is printed there too.
  *
- * event() sends one entry with a MESSAGE_ID of ours (ids.h, documented in
+ * event() sends one entry with a MESSAGE_ID of ours (message_ids.h, documented in
  * units/core-timeline.catalog) and any fields: the entries meant for
  * people and programs to find (mapping absent, entry rejected, timeline
  * written).

@@ -41,7 +41,7 @@
 
 #include "decode.h"
 #include "extract.h"
-#include "status.h"
+#include "stored_status.h"
 
 namespace ctd {
 

@@ -190,7 +190,7 @@ uint64_t loader_generation() TL_HIDDEN;
 int helper_start() TL_HIDDEN;
 
 /** The ring header whose name table tl_name writes to, or NULL while there
- *  is none (names then wait in the pending table, names.cc).  Accessed
+ *  is none (names then wait in the pending table, name_table.cc).  Accessed
  *  with __atomic builtins only. */
 extern fmt::RingHeader *g_names_header TL_HIDDEN;
 

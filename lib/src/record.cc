@@ -43,7 +43,7 @@ ssize_t read_own_memory(void *dst, const void *src, size_t n) {
 }
 
 /* The key whose destructor releases a thread's lane at thread exit; set up
- * by tl_init (ring.cc). */
+ * by tl_init (ring_setup.cc). */
 extern pthread_key_t g_lane_key TL_HIDDEN;
 extern bool g_lane_key_ok TL_HIDDEN;
 

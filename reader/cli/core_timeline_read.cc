@@ -23,18 +23,9 @@
  * which writes it in place and keeps its mode; anything but a regular file
  * is refused).
  *
- * Exit codes (docs/timeline-json.md):
- *   0 timeline printed          1 no CTLN mapping found (the process did
- *                                 not use libtimeline)
- *   2 timeline mapping absent, or whether there was one cannot be told
- *     (excluded by coredump_filter, or the core is cut off)
- *   3 core unreadable, not an ELF core, or nothing to read in it; with
- *     --pid, no snapshot could be taken (no such process, access refused,
- *     it exited during the copy)
- *   4 ring invalid              5 EXECUTABLE refused (build-id mismatch)
- *   6 sidecar identity mismatch 7 usage error / unreadable --tlmap /
- *                                 --save FILE not written
- *   8 libtimeline was loaded but made no ring (its ring-less header says why)
+ * Exit codes: one per status of core-timeline-read, 0..8
+ * (core_timeline/document/status.h, exit_code() and exit_meaning(), which
+ * --help lists; docs/timeline-json.md, "Exit codes").
  * A failure prints one line "core-timeline-read: REASON" on stderr.
  */
 #include <cerrno>
@@ -128,14 +119,20 @@ bool write_timeline(const ctr::Analysis &a, Format format, const ctr::TextOption
   return r.ok();
 }
 
+/* "Exit codes: 0 timeline printed, 1 ...", from the one table of statuses
+ * (core_timeline/document/status.h exit_code(), exit_meaning()). */
+std::string exit_codes_help() {
+  std::string h = "Exit codes:";
+  for (const ctr::Status s : core_timeline::document::kReaderStatuses)
+    h += fmt::format("{}\n  {} {} ({})", s == ctr::Status::kOk ? "" : ",", ctr::exit_code(s),
+                     core_timeline::document::exit_meaning(s), ctr::status_name(s));
+  return h + ".";
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"Print the timeline that a process using libtimeline left in its core dump.\n"
-               "Exit codes: 0 timeline printed, 1 no CTLN mapping found, 2 timeline mapping absent\n"
-               "or cannot be told (excluded, or the core is cut off), 3 core unreadable, not an ELF core\n"
-               "or nothing to read, 4 ring invalid, 5 EXECUTABLE refused,\n"
-               "6 sidecar identity mismatch, 7 usage error, 8 libtimeline loaded but made no ring.",
+  CLI::App app{"Print the timeline that a process using libtimeline left in its core dump.\n" + exit_codes_help(),
                "core-timeline-read"};
   bool core_only = false, as_json = false, unverified = false, no_symbols = false, all_threads = false;
   ctr::TextOptions text;

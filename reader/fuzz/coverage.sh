@@ -60,6 +60,6 @@ llvm-cov-14 show "$build/bin/fuzz_recipe_cov" -object "$build/bin/fuzz_reader_co
 LLVM_PROFILE_FILE="$out/document-%p.profraw" "$build/bin/fuzz_document_cov" -runs=0 "$here/corpus-document" \
   > "$out/document.log" 2>&1
 llvm-profdata-14 merge -sparse "$out"/document-*.profraw -o "$out/document.profdata"
-echo "== fuzz_document over its corpus: reader/src/document and daemon/ctl-query/document.cc"
+echo "== fuzz_document over its corpus: reader/src/document and daemon/ctl-query/document_reader.cc"
 report "$out/document.profdata" "$base|reader/src/[a-z_]*\.cc$" "$build/bin/fuzz_document_cov"
 echo "(HTML: $out/html/index.html; columns: regions, functions, lines, branches)"

@@ -8,7 +8,7 @@
 //
 // The first byte picks the path (bits 0-1) and its options (bits 2-7); the
 // rest is the input:
-//   0: ctl-query's parse_timeline() (daemon/ctl-query/document.h), with
+//   0: ctl-query's parse_timeline() (daemon/ctl-query/document_reader.h), with
 //      the request bits 2-6 choose.  Oracles: input that is not JSON is
 //      never accepted; an accepted one has its "status" string and
 //      "coredump.fields" object, on_event saw exactly event_count events,
@@ -47,7 +47,7 @@
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/document/stored.h"
-#include "document.h"
+#include "document_reader.h"
 
 namespace {
 

@@ -508,6 +508,74 @@ Error proc_error(pid_t pid, const std::string &what, int err) {
   return system_error(err, fmt::format("pid {}: reading {}", pid, what));
 }
 
+/* e_phnum is 16 bits, and 0xffff (PN_XNUM) means "see section 0", which
+ * this builder does not write: past 65534 program headers (a process
+ * with more mappings than the default vm.max_map_count, 65530, allows)
+ * keep every load with bytes (the rings, the ELF first pages) and as many
+ * data-less ones as fit, rather than a truncated e_phnum.  An error when
+ * the loads with bytes alone are too many. */
+Result<void> fit_program_headers(pid_t pid, std::vector<Load> &loads, std::vector<std::string> &warnings) {
+  if (1 + loads.size() >= PN_XNUM) {
+    const std::size_t max_loads = PN_XNUM - 2;
+    std::size_t with_data = 0;
+    for (const auto &l : loads) with_data += !l.data.empty();
+    std::size_t room = max_loads > with_data ? max_loads - with_data : 0;
+    const std::size_t before = loads.size();
+    std::vector<Load> kept;
+    kept.reserve(max_loads);
+    for (auto &l : loads)
+      if (!l.data.empty() || (room > 0 && room-- > 0)) kept.push_back(std::move(l));
+    loads = std::move(kept);
+    if (loads.size() > max_loads)
+      return Error{Errc::kUnsupported, fmt::format("pid {}: {} mappings with bytes to copy are more than an ELF core "
+                                                   "without section headers can list ({})", pid, loads.size(),
+                                                   max_loads)};
+    warnings.push_back(fmt::format("the process has {} mappings, more than an ELF core without section headers "
+                                   "can list ({}): {} without copied bytes were left out", before, max_loads,
+                                   before - loads.size()));
+  }
+  return {};
+}
+
+/* The process's (pid, parent pid), and `tids` made its threads' ids, as
+ * its own pid namespace gives them.  In a pid namespace of its own, the ids
+ * its own namespace gives, as a kernel core has them (fs/binfmt_elf.c
+ * fill_prstatus(), fill_psinfo(): task_pid_vnr()) and as its ring records
+ * them (gettid(2)), so that the ring's pid and tids match the core's; the
+ * pid asked for (the reader's namespace's) stays in the CORE-TIMELINE note
+ * (snapshot.pid).  An error when a thread exits meanwhile. */
+Result<std::pair<std::uint32_t, std::uint32_t>> own_ids(pid_t pid, const std::string &proc, const std::string &status,
+                                                        std::uint32_t ppid, std::vector<std::uint32_t> &tids) {
+  const std::vector<std::uint64_t> ns_pids = core_timeline::document::namespace_pids(status);
+  std::uint32_t own_pid = static_cast<std::uint32_t>(pid), own_ppid = ppid;
+  if (ns_pids.size() > 1 && ns_pids.front() == static_cast<std::uint64_t>(pid)) {
+    const std::size_t level = ns_pids.size() - 1;
+    own_pid = static_cast<std::uint32_t>(ns_pids.back());
+    /* The parent is in the same namespace or an outer one: its id there,
+     * or 0 when it is outside (as the kernel writes it). */
+    own_ppid = 0;
+    if (auto ps = read_small(fmt::format("/proc/{}/status", ppid))) {
+      const auto pp = core_timeline::document::namespace_pids(*ps);
+      if (pp.size() > level) own_ppid = static_cast<std::uint32_t>(pp[level]);
+    }
+    for (auto &tid : tids) {
+      /* A thread's own id in each namespace is its NSpid line (NStgid is
+       * its process's), proc(5). */
+      const auto ts = read_small(fmt::format("{}/task/{}/status", proc, tid));
+      std::vector<std::uint64_t> t;
+      if (ts) {
+        std::istringstream in(status_field(*ts, "NSpid"));
+        for (std::uint64_t v = 0; in >> v;) t.push_back(v);
+      }
+      if (t.size() != ns_pids.size() || t.front() != tid)
+        return Error{Errc::kNotFound, fmt::format("pid {}: thread {} exited during the snapshot (its ids in the "
+                                                  "process's pid namespace cannot be read)", pid, tid)};
+      tid = static_cast<std::uint32_t>(t.back());
+    }
+  }
+  return std::pair{own_pid, own_ppid};
+}
+
 Result<LiveSnapshot> snapshot(pid_t pid, const SnapshotOptions &options) {
   if (pid <= 0) return Error{Errc::kInvalidArgument, fmt::format("pid {} is not a process id", pid)};
   const std::string proc = fmt::format("/proc/{}", pid);
@@ -562,30 +630,7 @@ Result<LiveSnapshot> snapshot(pid_t pid, const SnapshotOptions &options) {
     }
     loads.push_back(std::move(l));
   }
-  /* e_phnum is 16 bits, and 0xffff (PN_XNUM) means "see section 0", which
-   * this builder does not write: past 65534 program headers (a process
-   * with more mappings than the default vm.max_map_count, 65530, allows)
-   * keep every load with bytes (the rings, the ELF first pages) and as many
-   * data-less ones as fit, rather than a truncated e_phnum. */
-  if (1 + loads.size() >= PN_XNUM) {
-    const std::size_t max_loads = PN_XNUM - 2;
-    std::size_t with_data = 0;
-    for (const auto &l : loads) with_data += !l.data.empty();
-    std::size_t room = max_loads > with_data ? max_loads - with_data : 0;
-    const std::size_t before = loads.size();
-    std::vector<Load> kept;
-    kept.reserve(max_loads);
-    for (auto &l : loads)
-      if (!l.data.empty() || (room > 0 && room-- > 0)) kept.push_back(std::move(l));
-    loads = std::move(kept);
-    if (loads.size() > max_loads)
-      return Error{Errc::kUnsupported, fmt::format("pid {}: {} mappings with bytes to copy are more than an ELF core "
-                                                   "without section headers can list ({})", pid, loads.size(),
-                                                   max_loads)};
-    snap.warnings.push_back(fmt::format("the process has {} mappings, more than an ELF core without section headers "
-                                        "can list ({}): {} without copied bytes were left out", before, max_loads,
-                                        before - loads.size()));
-  }
+  CT_TRY_VOID(fit_program_headers(pid, loads, snap.warnings));
   /* The snapshot's own clock anchor, read as libtimeline reads its own:
    * the slot clock on both sides of CLOCK_MONOTONIC. */
   const std::uint64_t t0 = slot_clock_now();
@@ -633,38 +678,8 @@ Result<LiveSnapshot> snapshot(pid_t pid, const SnapshotOptions &options) {
   /* The thread asked for (the process's main thread) first, as the kernel
    * puts the thread that took the signal first. */
   std::stable_partition(tids.begin(), tids.end(), [&](std::uint32_t t) { return t == static_cast<std::uint32_t>(pid); });
-  /* In a pid namespace of its own, the ids its own namespace gives, as a
-   * kernel core has them (fs/binfmt_elf.c fill_prstatus(), fill_psinfo():
-   * task_pid_vnr()) and as its ring records them (gettid(2)), so that the
-   * ring's pid and tids match the core's; the pid asked for (the reader's
-   * namespace's) stays in the CORE-TIMELINE note (snapshot.pid). */
-  const std::vector<std::uint64_t> ns_pids = core_timeline::document::namespace_pids(*status);
-  std::uint32_t own_pid = static_cast<std::uint32_t>(pid), own_ppid = ppid;
-  if (ns_pids.size() > 1 && ns_pids.front() == static_cast<std::uint64_t>(pid)) {
-    const std::size_t level = ns_pids.size() - 1;
-    own_pid = static_cast<std::uint32_t>(ns_pids.back());
-    /* The parent is in the same namespace or an outer one: its id there,
-     * or 0 when it is outside (as the kernel writes it). */
-    own_ppid = 0;
-    if (auto ps = read_small(fmt::format("/proc/{}/status", ppid))) {
-      const auto pp = core_timeline::document::namespace_pids(*ps);
-      if (pp.size() > level) own_ppid = static_cast<std::uint32_t>(pp[level]);
-    }
-    for (auto &tid : tids) {
-      /* A thread's own id in each namespace is its NSpid line (NStgid is
-       * its process's), proc(5). */
-      const auto ts = read_small(fmt::format("{}/task/{}/status", proc, tid));
-      std::vector<std::uint64_t> t;
-      if (ts) {
-        std::istringstream in(status_field(*ts, "NSpid"));
-        for (std::uint64_t v = 0; in >> v;) t.push_back(v);
-      }
-      if (t.size() != ns_pids.size() || t.front() != tid)
-        return Error{Errc::kNotFound, fmt::format("pid {}: thread {} exited during the snapshot (its ids in the "
-                                                  "process's pid namespace cannot be read)", pid, tid)};
-      tid = static_cast<std::uint32_t>(t.back());
-    }
-  }
+  CT_TRY(own, own_ids(pid, proc, *status, ppid, tids));
+  const auto [own_pid, own_ppid] = own;
   for (const auto tid : tids) add_note(notes, "CORE", NT_PRSTATUS, prstatus(tid, own_ppid, machine));
   add_note(notes, "CORE", NT_PRPSINFO,
            prpsinfo(own_pid, own_ppid, uids.empty() ? 0 : static_cast<std::uint32_t>(uids[0]),

@@ -627,6 +627,208 @@ class VectorSink final : public RingEventSink {
   std::vector<RingEvent> &out_;
 };
 
+/* What decode_lane() shares across a ring's lanes. */
+struct LaneScratch {
+  std::vector<std::uint64_t> begins;  /* begin_seq of each present slot of the lane being decoded */
+  std::vector<std::uint64_t> seqs;    /* the accepted sequences, lane after lane */
+  std::uint64_t inline_total = 0;     /* inline bytes of the accepted slots */
+};
+
+/* A lane's summary as its descriptor and extent give it, before its slots
+ * are read. */
+LaneSummary lane_summary(const f::LaneDesc &d, const RingHeaderInfo &hd, std::uint32_t lane, const LaneExtent &x) {
+  LaneSummary ls;
+  ls.index = lane;
+  ls.owner_tid = d.owner_tid;
+  ls.flags = d.flags;
+  ls.shared = (d.flags & f::kLaneShared) != 0;
+  ls.write_index = d.write_index;
+  ls.synced_index = d.synced_index;
+  ls.claims = d.claims;
+  ls.owner_name = bounded_name(d.owner_name, sizeof d.owner_name);
+  if (hd.version >= 3) {
+    ls.source = lane / (hd.lane_count / f::kSourceCount);
+    ls.grown = d.grown;
+  }
+  ls.first_slot = x.first_slot;
+  ls.capacity = x.slots;
+  return ls;
+}
+
+/* Each of the lane's `present` slots (from `base`) judged: a committed
+ * one's seq into scratch.seqs, a torn or invalid one into `rejected` (and
+ * counted in `ls`), a live snapshot's slot caught mid-write into the
+ * returned list (DecodeOptions::live).  scratch.begins gets every slot's
+ * begin_seq. */
+std::vector<std::uint64_t> judge_slots(std::span<const std::uint8_t> bytes, const RingHeaderInfo &hd,
+                                       const DecodeOptions &options, std::uint64_t base, std::uint64_t present,
+                                       LaneSummary &ls, LaneScratch &scratch, std::vector<RejectedSlot> &rejected) {
+  const std::uint32_t lane = ls.index;
+  const std::uint64_t S = ls.capacity;
+  /* A live snapshot's slots caught mid-write: the lane's last reserved
+   * sequences (DecodeOptions::live). */
+  const std::uint64_t live_slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
+  const auto caught_writing = [&](std::uint64_t seq) {
+    return options.live && seq != 0 && seq <= ls.write_index && ls.write_index - seq < live_slack;
+  };
+  std::vector<std::uint64_t> caught; /* at most live_slack: one slot per sequence */
+  for (std::uint64_t i = 0; i < present; ++i) {
+    const f::Slot s = slot_at(bytes, base + i * f::kSlotSize);
+    scratch.begins[i] = s.begin_seq;
+    if (s.begin_seq == 0 && s.end_seq == 0) continue; /* never written */
+    RejectedSlot rej;
+    rej.lane = lane;
+    rej.slot = static_cast<std::uint32_t>(i);
+    rej.seq = s.begin_seq & ~f::kSeqWriting;
+    if ((s.begin_seq & f::kSeqWriting) != 0) {
+      rej.torn = true;
+      rej.reason = fmt::format("begin_seq has the WRITING bit: seq {} was being written", rej.seq);
+    } else if (s.begin_seq != s.end_seq) {
+      rej.torn = true;
+      rej.reason = fmt::format("begin_seq {} != end_seq {}", s.begin_seq, s.end_seq);
+    } else if (s.begin_seq == 0 || (s.begin_seq - 1) % S != i) {
+      rej.reason = fmt::format("seq {} does not belong in slot {} (expected slot {})", s.begin_seq, i,
+                               s.begin_seq == 0 ? 0 : (s.begin_seq - 1) % S);
+    } else if (hd.version < 4 && s.stack != 0) {
+      /* Before version 4, byte 23 is the high byte of a 16-bit inline_len. */
+      rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len | s.stack << 8, f::kInlineBytes);
+    } else if (s.inline_len > f::kInlineBytes) {
+      rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len, f::kInlineBytes);
+    } else if (s.kind == 0) {
+      rej.reason = "kind 0 is never written";
+    } else if (s.tid == 0) {
+      rej.reason = "tid 0 (a writer always stores its gettid())";
+    } else {
+      scratch.seqs.push_back(s.begin_seq);
+      scratch.inline_total += s.inline_len;
+      continue;
+    }
+    if (rej.torn && caught_writing(rej.seq) && (rej.seq - 1) % S == i) {
+      if (caught.size() < live_slack) {
+        caught.push_back(rej.seq);
+        continue;
+      }
+    }
+    if (rej.torn) ls.torn++;
+    else ls.invalid++;
+    rejected.push_back(std::move(rej));
+  }
+  return caught;
+}
+
+/* The untrusted write_index cross-checked with what the slots show
+ * (docs/design.md: integrity by cross-check, not by CRC): sets
+ * ls.counter_inconsistent with its reason, or ls.in_flight. */
+void check_write_index(LaneSummary &ls, std::uint64_t present, const std::vector<std::uint64_t> &begins) {
+  const std::uint64_t S = ls.capacity;
+  const std::uint64_t W = ls.write_index;
+  if (ls.committed > 0 && W == 0) {
+    ls.counter_inconsistent = true;
+    ls.counter_reason = fmt::format("write_index is 0 but {} slots hold events up to seq {} (zeroed counter)",
+                                    ls.committed, ls.last_seq);
+  } else if (W < ls.last_seq) {
+    ls.counter_inconsistent = true;
+    ls.counter_reason = fmt::format("write_index {} is below seq {}, which is committed (deflated counter)",
+                                    W, ls.last_seq);
+  } else if (W > ls.last_seq) {
+    const std::uint64_t gap = W - ls.last_seq;
+    if (gap > S) {
+      ls.counter_inconsistent = true;
+      ls.counter_reason = fmt::format(
+          "write_index {} is more than a lane ({} slots) beyond the highest committed seq {} "
+          "(inflated counter)", W, S, ls.last_seq);
+    } else {
+      /* Sequences in (last_seq, W] whose slot shows them being written
+       * (begin_seq == seq | WRITING).  The range holds at most one
+       * sequence per slot, so this looks at each present slot once. */
+      std::uint64_t writing = 0;
+      const auto reserved = [&](std::uint64_t seq, std::uint64_t i) {
+        return seq > ls.last_seq && seq <= W && (seq - 1) % S == i;
+      };
+      for (std::uint64_t i = 0; i < present; ++i) {
+        const std::uint64_t b = begins[i];
+        if ((b & f::kSeqWriting) != 0 && (reserved(b & ~f::kSeqWriting, i) || reserved(b, i))) writing++;
+      }
+      const std::uint64_t not_begun = gap - writing;
+      const std::uint64_t slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
+      ls.in_flight = gap;
+      if (not_begun > slack) {
+        ls.counter_inconsistent = true;
+        ls.counter_reason = fmt::format(
+            "write_index {} claims {} events after seq {} that no slot shows begun (at most {} can be "
+            "reserved and not yet begun; inflated counter)", W, not_begun, ls.last_seq, slack);
+      }
+    }
+  }
+}
+
+/* One lane of the ring: its summary into r.lanes, its committed slots'
+ * seqs (sorted) appended to scratch.seqs, its rejected slots, warnings and
+ * counts into r. */
+void decode_lane(std::span<const std::uint8_t> bytes, const DecodeOptions &options, std::uint32_t lane,
+                 const LaneExtent &x, std::uint64_t base, LaneScratch &scratch, DecodedRing &r) {
+  const RingHeaderInfo &hd = r.header;
+  f::LaneDesc d;
+  std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
+  LaneSummary ls = lane_summary(d, hd, lane, x);
+  const std::uint64_t S = x.slots;
+  std::vector<std::uint64_t> &seqs = scratch.seqs;
+  const std::size_t lane_start = seqs.size();
+  if (!x.problem.empty()) {
+    ls.counter_inconsistent = true;
+    ls.counter_reason = x.problem;
+    r.counter_inconsistent = true;
+    r.lanes.push_back(std::move(ls));
+    return;
+  }
+  std::uint64_t backwards = 0;
+  const std::uint64_t present =
+      base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
+  ls.slots_absent = S - present;
+  const std::vector<std::uint64_t> caught = judge_slots(bytes, hd, options, base, present, ls, scratch, r.rejected);
+  const auto first = seqs.begin() + static_cast<std::ptrdiff_t>(lane_start);
+  std::sort(first, seqs.end());
+  ls.committed = static_cast<std::uint64_t>(seqs.end() - first);
+  const auto timestamp_of = [&](std::uint64_t seq) {
+    std::uint64_t t;
+    std::memcpy(&t, bytes.data() + base + ((seq - 1) % S) * f::kSlotSize + offsetof(f::Slot, timestamp), sizeof t);
+    return t;
+  };
+  std::uint64_t previous = 0;
+  for (auto it = first; it != seqs.end(); ++it) {
+    const std::uint64_t t = timestamp_of(*it);
+    if (it != first && t != 0 && previous > t) backwards++;
+    previous = t;
+  }
+  if (ls.committed > 0) {
+    ls.first_seq = *first;
+    ls.first_timestamp = timestamp_of(*first);
+    ls.last_seq = seqs.back();
+    ls.overwritten = ls.first_seq - 1;
+    ls.missing = (ls.last_seq - ls.first_seq + 1) - ls.committed;
+  }
+  /* Caught below the last committed sequence (a signal handler's event
+   * committed above one being written): in flight, not missing.  Those
+   * above it are counted with the reserved ones, below. */
+  std::uint64_t caught_below = 0;
+  for (const std::uint64_t seq : caught) caught_below += ls.committed > 0 && seq > ls.first_seq && seq < ls.last_seq;
+  ls.missing -= std::min(ls.missing, caught_below);
+
+  check_write_index(ls, present, scratch.begins);
+  ls.in_flight += caught_below;
+  if (backwards > 0)
+    r.warnings.push_back(fmt::format("lane {}: {} events have an earlier timestamp than the event before "
+                                     "them in the lane (slot clock not monotonic across owners/CPUs)",
+                                     lane, backwards));
+  r.counter_inconsistent |= ls.counter_inconsistent;
+  r.overwritten += ls.overwritten;
+  r.torn += ls.torn;
+  r.invalid += ls.invalid;
+  r.missing += ls.missing;
+  r.in_flight += ls.in_flight;
+  r.lanes.push_back(std::move(ls));
+}
+
 }  // namespace
 
 Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64_t mapping_size) {
@@ -666,181 +868,21 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
    * in-flight check; reused across lanes.  Only slots whose bytes are there
    * are visited: a header may claim a region of 4 GiB with one page in the
    * core, and the work must follow the bytes, not the claim. */
-  std::vector<std::uint64_t> begins(std::min<std::uint64_t>(widest, bytes.size() / f::kSlotSize));
+  LaneScratch scratch;
+  scratch.begins.resize(std::min<std::uint64_t>(widest, bytes.size() / f::kSlotSize));
   /* The accepted sequences, lane after lane, each lane's sorted: the events
    * are read from their slots ((seq - 1) % S) once every lane is judged, in
    * this order.  At most one per slot present: reserving that many costs
    * address space, and memory only for what is written. */
-  std::vector<std::uint64_t> seqs;
+  std::vector<std::uint64_t> &seqs = scratch.seqs;
   seqs.reserve(bytes.size() / f::kSlotSize);
   std::vector<std::size_t> lane_start(hd.lane_count + std::size_t{1}, 0);
-  std::uint64_t inline_total = 0;
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
-    f::LaneDesc d;
-    std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
-    LaneSummary ls;
-    ls.index = lane;
-    ls.owner_tid = d.owner_tid;
-    ls.flags = d.flags;
-    ls.shared = (d.flags & f::kLaneShared) != 0;
-    ls.write_index = d.write_index;
-    ls.synced_index = d.synced_index;
-    ls.claims = d.claims;
-    ls.owner_name = bounded_name(d.owner_name, sizeof d.owner_name);
-    const LaneExtent &x = extents[lane];
-    if (hd.version >= 3) {
-      ls.source = lane / (hd.lane_count / f::kSourceCount);
-      ls.grown = d.grown;
-    }
-    ls.first_slot = x.first_slot;
-    ls.capacity = x.slots;
-    const std::uint64_t S = x.slots;
-
-    const std::uint64_t base = lane_base(lane);
     lane_start[lane] = seqs.size();
-    if (!x.problem.empty()) {
-      ls.counter_inconsistent = true;
-      ls.counter_reason = x.problem;
-      r.counter_inconsistent = true;
-      r.lanes.push_back(std::move(ls));
-      continue;
-    }
-    std::uint64_t backwards = 0;
-    const std::uint64_t present =
-        base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
-    ls.slots_absent = S - present;
-    /* A live snapshot's slots caught mid-write: the lane's last reserved
-     * sequences (DecodeOptions::live). */
-    const std::uint64_t live_slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
-    const auto caught_writing = [&](std::uint64_t seq) {
-      return options.live && seq != 0 && seq <= d.write_index && d.write_index - seq < live_slack;
-    };
-    std::vector<std::uint64_t> caught; /* at most live_slack: one slot per sequence */
-    for (std::uint64_t i = 0; i < present; ++i) {
-      const f::Slot s = slot_at(bytes, base + i * f::kSlotSize);
-      begins[i] = s.begin_seq;
-      if (s.begin_seq == 0 && s.end_seq == 0) continue; /* never written */
-      RejectedSlot rej;
-      rej.lane = lane;
-      rej.slot = static_cast<std::uint32_t>(i);
-      rej.seq = s.begin_seq & ~f::kSeqWriting;
-      if ((s.begin_seq & f::kSeqWriting) != 0) {
-        rej.torn = true;
-        rej.reason = fmt::format("begin_seq has the WRITING bit: seq {} was being written", rej.seq);
-      } else if (s.begin_seq != s.end_seq) {
-        rej.torn = true;
-        rej.reason = fmt::format("begin_seq {} != end_seq {}", s.begin_seq, s.end_seq);
-      } else if (s.begin_seq == 0 || (s.begin_seq - 1) % S != i) {
-        rej.reason = fmt::format("seq {} does not belong in slot {} (expected slot {})", s.begin_seq, i,
-                                 s.begin_seq == 0 ? 0 : (s.begin_seq - 1) % S);
-      } else if (hd.version < 4 && s.stack != 0) {
-        /* Before version 4, byte 23 is the high byte of a 16-bit inline_len. */
-        rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len | s.stack << 8, f::kInlineBytes);
-      } else if (s.inline_len > f::kInlineBytes) {
-        rej.reason = fmt::format("inline_len {} exceeds {}", s.inline_len, f::kInlineBytes);
-      } else if (s.kind == 0) {
-        rej.reason = "kind 0 is never written";
-      } else if (s.tid == 0) {
-        rej.reason = "tid 0 (a writer always stores its gettid())";
-      } else {
-        seqs.push_back(s.begin_seq);
-        inline_total += s.inline_len;
-        continue;
-      }
-      if (rej.torn && caught_writing(rej.seq) && (rej.seq - 1) % S == i) {
-        if (caught.size() < live_slack) {
-          caught.push_back(rej.seq);
-          continue;
-        }
-      }
-      if (rej.torn) ls.torn++;
-      else ls.invalid++;
-      r.rejected.push_back(std::move(rej));
-    }
-    const auto first = seqs.begin() + static_cast<std::ptrdiff_t>(lane_start[lane]);
-    std::sort(first, seqs.end());
-    ls.committed = static_cast<std::uint64_t>(seqs.end() - first);
-    const auto timestamp_of = [&](std::uint64_t seq) {
-      std::uint64_t t;
-      std::memcpy(&t, bytes.data() + base + ((seq - 1) % S) * f::kSlotSize + offsetof(f::Slot, timestamp), sizeof t);
-      return t;
-    };
-    std::uint64_t previous = 0;
-    for (auto it = first; it != seqs.end(); ++it) {
-      const std::uint64_t t = timestamp_of(*it);
-      if (it != first && t != 0 && previous > t) backwards++;
-      previous = t;
-    }
-    if (ls.committed > 0) {
-      ls.first_seq = *first;
-      ls.first_timestamp = timestamp_of(*first);
-      ls.last_seq = seqs.back();
-      ls.overwritten = ls.first_seq - 1;
-      ls.missing = (ls.last_seq - ls.first_seq + 1) - ls.committed;
-    }
-    /* Caught below the last committed sequence (a signal handler's event
-     * committed above one being written): in flight, not missing.  Those
-     * above it are counted with the reserved ones, below. */
-    std::uint64_t caught_below = 0;
-    for (const std::uint64_t seq : caught) caught_below += ls.committed > 0 && seq > ls.first_seq && seq < ls.last_seq;
-    ls.missing -= std::min(ls.missing, caught_below);
-
-    /* Cross-check the untrusted write_index with what the slots show
-     * (docs/design.md: integrity by cross-check, not by CRC). */
-    const std::uint64_t W = ls.write_index;
-    if (ls.committed > 0 && W == 0) {
-      ls.counter_inconsistent = true;
-      ls.counter_reason = fmt::format("write_index is 0 but {} slots hold events up to seq {} (zeroed counter)",
-                                      ls.committed, ls.last_seq);
-    } else if (W < ls.last_seq) {
-      ls.counter_inconsistent = true;
-      ls.counter_reason = fmt::format("write_index {} is below seq {}, which is committed (deflated counter)",
-                                      W, ls.last_seq);
-    } else if (W > ls.last_seq) {
-      const std::uint64_t gap = W - ls.last_seq;
-      if (gap > S) {
-        ls.counter_inconsistent = true;
-        ls.counter_reason = fmt::format(
-            "write_index {} is more than a lane ({} slots) beyond the highest committed seq {} "
-            "(inflated counter)", W, S, ls.last_seq);
-      } else {
-        /* Sequences in (last_seq, W] whose slot shows them being written
-         * (begin_seq == seq | WRITING).  The range holds at most one
-         * sequence per slot, so this looks at each present slot once. */
-        std::uint64_t writing = 0;
-        const auto reserved = [&](std::uint64_t seq, std::uint64_t i) {
-          return seq > ls.last_seq && seq <= W && (seq - 1) % S == i;
-        };
-        for (std::uint64_t i = 0; i < present; ++i) {
-          const std::uint64_t b = begins[i];
-          if ((b & f::kSeqWriting) != 0 && (reserved(b & ~f::kSeqWriting, i) || reserved(b, i))) writing++;
-        }
-        const std::uint64_t not_begun = gap - writing;
-        const std::uint64_t slack = ls.shared ? std::min<std::uint64_t>(kSharedLaneSlack, S) : kPrivateLaneSlack;
-        ls.in_flight = gap;
-        if (not_begun > slack) {
-          ls.counter_inconsistent = true;
-          ls.counter_reason = fmt::format(
-              "write_index {} claims {} events after seq {} that no slot shows begun (at most {} can be "
-              "reserved and not yet begun; inflated counter)", W, not_begun, ls.last_seq, slack);
-        }
-      }
-    }
-    ls.in_flight += caught_below;
-    if (backwards > 0)
-      r.warnings.push_back(fmt::format("lane {}: {} events have an earlier timestamp than the event before "
-                                       "them in the lane (slot clock not monotonic across owners/CPUs)",
-                                       lane, backwards));
-    r.counter_inconsistent |= ls.counter_inconsistent;
-    r.overwritten += ls.overwritten;
-    r.torn += ls.torn;
-    r.invalid += ls.invalid;
-    r.missing += ls.missing;
-    r.in_flight += ls.in_flight;
-    r.lanes.push_back(std::move(ls));
+    decode_lane(bytes, options, lane, extents[lane], lane_base(lane), scratch, r);
   }
   lane_start[hd.lane_count] = seqs.size();
-  sink.reserve(seqs.size(), inline_total);
+  sink.reserve(seqs.size(), scratch.inline_total);
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane)
     for (std::size_t k = lane_start[lane]; k < lane_start[lane + 1]; ++k) {
       const std::uint64_t slot = (seqs[k] - 1) % extents[lane].slots;

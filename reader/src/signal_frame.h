@@ -2,7 +2,7 @@
 /*
  * signal_frame.h - the kernel's signal frame on an unwound stack, and the
  * crash stack merged from the ring's walk and the core's unwind (private to
- * the reader; analyze.cc uses both).
+ * the reader; analyze_symbols.cc uses both).
  */
 #ifndef CORE_TIMELINE_READER_SRC_SIGNAL_FRAME_H
 #define CORE_TIMELINE_READER_SRC_SIGNAL_FRAME_H

@@ -37,6 +37,7 @@
 #include "daemon_harness.h"
 #include "leaves.h"
 #include "test_timelines.h"
+#include "test_files.h"
 
 namespace {
 
@@ -52,12 +53,7 @@ std::vector<std::string> lines_of(const std::string &s) {
   return v;
 }
 
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ct::test::slurp;
 
 std::string timeline_name_for(const std::map<std::string, std::string> &fields) {
   std::string core = fs::path(fields.at("COREDUMP_FILENAME")).filename().string();

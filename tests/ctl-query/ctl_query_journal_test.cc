@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
-#include "journal.h"
+#include "journal_source.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "sigbus.h"
@@ -666,7 +666,7 @@ TEST_F(JournalFleet, CutDocumentsEntriesWithoutDocumentsAndPrecedence) {
 // An entry only its crashed user vouches for (_UID == COREDUMP_UID, not
 // core-timelined's cgroup: journal_entry.h sender_trust() kUser) counts
 // only when the root-owned timeline file of that very crash backs it
-// (journal.h corroborated()).  The files here are root's (the test runs as
+// (journal_source.h corroborated()).  The files here are root's (the test runs as
 // root, as CI does) in directories made for each case.
 TEST(JournalTrust, UserVouchedEntriesCountOnlyWhenARootOwnedTimelineFileBacksThem) {
   if (access(kJournalRemote, X_OK) != 0) GTEST_FAIL() << kJournalRemote << " is missing";

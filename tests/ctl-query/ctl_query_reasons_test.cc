@@ -48,6 +48,7 @@
 #include "daemon_harness.h"
 #include "process.h"
 #include "test_user.h"
+#include "test_files.h"
 
 namespace {
 
@@ -66,19 +67,8 @@ std::vector<std::string> lines_of(const std::string &s) {
 
 // A directory of the test's, mode 0755 (the test user reads in it),
 // removed at the end.
-struct TempDir {
-  std::string path;
-  explicit TempDir(const std::string &stem) {
-    std::string t = "/tmp/" + stem + "-XXXXXX";
-    if (mkdtemp(t.data()) != nullptr) path = t;
-    if (!path.empty()) chmod(path.c_str(), 0755);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
+struct TempDir : ct::test::TempDir {
+  explicit TempDir(const std::string &stem) : ct::test::TempDir(stem, 0755) {}
 };
 
 // A regular user (uid > 999) with its own group, for the whole test.

@@ -16,7 +16,7 @@
 #include "core_timeline/document/ids.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/stored.h"
-#include "document.h"
+#include "document_reader.h"
 #include "match.h"
 #include "refusal.h"
 

@@ -21,7 +21,7 @@
 
 #include "cli.h"
 #include "leaves.h"
-#include "document.h"
+#include "document_reader.h"
 #include "match.h"
 #include "query.h"
 #include "text.h"
@@ -466,7 +466,7 @@ TEST(Document, MalformedDocumentsAreReportedWithWhatIsWrong) {
   for (const auto &c : cases) {
     auto t = ctlq::parse_timeline(c.bytes, "dir/bad.timeline.json", request());
     ASSERT_FALSE(t) << "accepted: " << c.bytes.substr(0, 80);
-    EXPECT_EQ(t.error().kind, ctlq::Problem::kMalformed);
+    EXPECT_EQ(t.error().code, ctlq::Errc::kBadData);
     EXPECT_NE(t.error().message.find(c.says), std::string::npos)
         << "message: " << t.error().message << "\nexpected to contain: " << c.says;
     EXPECT_EQ(t.error().message.rfind("dir/bad.timeline.json: malformed: ", 0), 0u) << t.error().message;
@@ -539,7 +539,7 @@ TEST(Document, MutatedDocumentsNeverCrashAndAreReadOnlyWhenNlohmannAcceptsThem) 
       EXPECT_TRUE(json::accept(m)) << "accepted invalid JSON: " << m;
     } else {
       ++rejected;
-      EXPECT_EQ(t.error().kind, ctlq::Problem::kMalformed);
+      EXPECT_EQ(t.error().code, ctlq::Errc::kBadData);
     }
   }
   EXPECT_GT(accepted, 0);
@@ -579,34 +579,34 @@ TEST(Document, FilesThatAreNotDocumentsAreRefusedBeforeReading) {
   }
   auto huge = ctlq::read_timeline(dfd, dir.path(), "huge.timeline.json", request());
   ASSERT_FALSE(huge);
-  EXPECT_EQ(huge.error().kind, ctlq::Problem::kTooLarge);
+  EXPECT_EQ(huge.error().code, ctlq::Errc::kTooLarge);
   EXPECT_NE(huge.error().message.find("too large"), std::string::npos);
 
   ctlq::ReadRequest small;
   small.max_bytes = good.size() - 1;
   auto capped = ctlq::read_timeline(dfd, dir.path(), "good.timeline.json", small);
   ASSERT_FALSE(capped);
-  EXPECT_EQ(capped.error().kind, ctlq::Problem::kTooLarge);
+  EXPECT_EQ(capped.error().code, ctlq::Errc::kTooLarge);
 
   ASSERT_EQ(symlink("good.timeline.json", (dir.path() + "/link.timeline.json").c_str()), 0);
   auto link = ctlq::read_timeline(dfd, dir.path(), "link.timeline.json", request());
   ASSERT_FALSE(link);
-  EXPECT_EQ(link.error().kind, ctlq::Problem::kNotRegularFile);
+  EXPECT_EQ(link.error().code, ctlq::Errc::kNotRegularFile);
   EXPECT_NE(link.error().message.find("symbolic link"), std::string::npos);
 
   ASSERT_EQ(mkfifo((dir.path() + "/fifo.timeline.json").c_str(), 0644), 0);
   auto fifo = ctlq::read_timeline(dfd, dir.path(), "fifo.timeline.json", request());  // must not block
   ASSERT_FALSE(fifo);
-  EXPECT_EQ(fifo.error().kind, ctlq::Problem::kNotRegularFile);
+  EXPECT_EQ(fifo.error().code, ctlq::Errc::kNotRegularFile);
 
   ASSERT_EQ(mkdir((dir.path() + "/d.timeline.json").c_str(), 0755), 0);
   auto d = ctlq::read_timeline(dfd, dir.path(), "d.timeline.json", request());
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.error().kind, ctlq::Problem::kNotRegularFile);
+  EXPECT_EQ(d.error().code, ctlq::Errc::kNotRegularFile);
 
   auto gone = ctlq::read_timeline(dfd, dir.path(), "gone.timeline.json", request());
   ASSERT_FALSE(gone);
-  EXPECT_EQ(gone.error().kind, ctlq::Problem::kVanished);
+  EXPECT_EQ(gone.error().code, ctlq::Errc::kNotFound);
   close(dfd);
 }
 

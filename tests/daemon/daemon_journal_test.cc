@@ -55,6 +55,7 @@
 
 #include "daemon_harness.h"
 #include "process.h"
+#include "test_files.h"
 
 namespace {
 
@@ -63,12 +64,7 @@ using json = nlohmann::ordered_json;
 
 constexpr const char kJournalRemote[] = "/lib/systemd/systemd-journal-remote";
 
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ct::test::slurp;
 
 void spit(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -47,7 +47,7 @@
 #include "process.h"
 #include "test_user.h"
 #include "daemon.h"
-#include "ids.h"
+#include "message_ids.h"
 #include "core_timeline/document/journal_entry.h"
 
 namespace fs = std::filesystem;

@@ -51,6 +51,7 @@
 #include "crash_harness.h"
 #include "daemon_harness.h"
 #include "process.h"
+#include "test_files.h"
 
 extern char **environ;
 
@@ -63,20 +64,9 @@ namespace {
 constexpr int kServerPort = 8002;  // in this test's own network namespace
 constexpr int kHungPort = 8003;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/ct-debuginfod-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-    chmod(path.c_str(), 0755);
-  }
-  ~TempDir() {
-    if (!::testing::Test::HasFailure()) {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  }
+struct TempDir : ct::test::TempDir {
+  TempDir() : ct::test::TempDir("ct-debuginfod", 0755) {}
+  ~TempDir() { keep = ::testing::Test::HasFailure(); }
 };
 
 std::string victim_build_id() {

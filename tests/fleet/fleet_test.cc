@@ -75,6 +75,7 @@
 #include "crash_harness.h"
 #include "daemon_harness.h"
 #include "process.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 namespace tj = core_timeline::document::journal;
@@ -104,12 +105,7 @@ std::vector<std::string> words_of(const std::string &line) {
   return v;
 }
 
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ct::test::slurp;
 
 // Until `done` holds, or `timeout` (which bounds a hang) passes.
 bool poll_until(const std::function<bool()> &done, std::chrono::milliseconds timeout) {

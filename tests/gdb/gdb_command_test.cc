@@ -27,6 +27,7 @@
 
 #include "crash_harness.h"
 #include "process.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -48,12 +49,7 @@ const std::string kShared = CT_CRASH_DEMO_SHARED;
                       "the timeline command runs inside gdb";                                     \
   } while (0)
 
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ct::test::slurp;
 
 // The environment of every gdb run: no debuginfod look-ups (no network), no
 // CORE_TIMELINE_READ, and unless `installed_reader` the reader of this

@@ -326,7 +326,7 @@ TEST(Names, TheWaitingTableHolds256AndASmallRingTableRefusesTheRest) {
 // of the waiting table, about 40 of the 200 are lost.)  The narrower race,
 // a tl_name that found no ring and committed its waiting entry just after
 // tl_init's copy read the table, is a window of a few ns this does not hit
-// in practice: names.cc argues that case (its second look for the ring).
+// in practice: name_table.cc argues that case (its second look for the ring).
 TEST(Names, NamesRacingTlInitAreNeverLost) {
   for (int round = 0; round < 20; ++round) {
     std::string failures = in_child([](Failures &f) {

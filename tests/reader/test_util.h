@@ -17,6 +17,7 @@
 
 #include "core_builder.h"
 #include "process.h"
+#include "test_files.h"
 
 namespace ct::testing {
 
@@ -25,12 +26,7 @@ struct RunResult {
   std::string out, err;
 };
 
-inline std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ct::test::slurp;
 
 /** Runs argv (argv[0] a path) with stdout/stderr captured (ct::test::run);
  *  with `as_limit` bytes of address space at most (RLIMIT_AS) when nonzero. */

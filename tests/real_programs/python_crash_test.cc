@@ -31,6 +31,7 @@
 #include "core_timeline/ring_format.h"
 #include "crash_harness.h"
 #include "process.h"
+#include "test_files.h"
 
 namespace {
 
@@ -63,14 +64,8 @@ std::string read_file(const std::string &path) {
 }
 
 /* A directory under /tmp, removed with what is in it on every path out. */
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/ct-python-XXXXXX";
-    if (!mkdtemp(t)) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+struct TempDir : ct::test::TempDir {
+  TempDir() : ct::test::TempDir("ct-python") {}
 };
 
 /* The python process: killed and reaped if the test leaves before it died. */

@@ -72,6 +72,7 @@
 #include "crash_harness.h"
 #include "daemon_harness.h"
 #include "process.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -83,19 +84,8 @@ constexpr const char kRedisServer[] = CT_REDIS_SERVER;
 constexpr const char kRedisCli[] = CT_REDIS_CLI;
 
 // A directory of its own, removed (with everything in it) on every way out.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/ct-redis-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
+struct TempDir : ct::test::TempDir {
+  TempDir() : ct::test::TempDir("ct-redis") {}
 };
 
 // A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice

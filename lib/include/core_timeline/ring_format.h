@@ -6,10 +6,14 @@
  * all follow this file.  Every offset and size below is pinned by a
  * static_assert; changing one is an incompatible format change.
  *
+ * This header describes version 5 (kVersion), which the writer writes; a
+ * reader of it reads versions 1 to 5 (kMinVersion..kVersion).  What each
+ * version added is below, newest first.
+ *
  * Region layout (one memfd named "core-timeline", mapped MAP_SHARED):
  *
  *   offset 0                      struct RingHeader (header_size bytes:
- *                                 512 in versions 1 and 2, 1024 in 3)
+ *                                 512 in versions 1 and 2, 1024 from 3 on)
  *   header.lane_table_offset      struct LaneDesc[lane_count]
  *   header.lanes_offset           the slot area: lane 0's first slots,
  *                                 lane 1's, ... (slots_per_lane each), then
@@ -56,7 +60,7 @@
  * LaneDesc.extent's; a version-1 or -2 lane's are slots_per_lane slots at
  * lanes_offset + lane * slots_per_lane * slot_size.
  *
- * Version 2 (this header) adds, to version 1: the name table, the crash
+ * Version 2 adds, to version 1: the name table, the crash
  * clock anchor, the anchors' spreads, span events (kKindSpanBegin/End) and
  * the ring-less header (kIncompatNoRing) that says why tl_init made no ring.
  * A reader of version 2 reads version-1 rings: every version-2 field is in
@@ -103,7 +107,7 @@ inline constexpr std::uint32_t kEndianMarker = 0x01020304u;
 
 /** Size in bytes of the version-1 and -2 header; header_size >= this. */
 inline constexpr std::uint32_t kHeaderSize = 512;
-/** Size in bytes of the version-3 header (the source table appended). */
+/** Size in bytes of the header from version 3 on (the source table appended). */
 inline constexpr std::uint32_t kHeaderSizeV3 = 1024;
 /** Size in bytes of one lane descriptor. */
 inline constexpr std::uint32_t kLaneDescSize = 64;

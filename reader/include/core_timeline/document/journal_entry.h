@@ -222,8 +222,8 @@ enum class Trust {
                 sends such entries from a child at uid U, so that they land
                 in user-U.journal, but U can send the same bytes.  Believe it
                 only when something U cannot make backs it (ctl-query: a
-                root-owned timeline file of that very crash, query.cc
-                corroborated()) */
+                root-owned timeline file of that very crash,
+                journal_source.cc corroborated()) */
   kDaemon,  /**< sent by root, or by uid U from core-timelined's cgroup */
 };
 

@@ -56,37 +56,13 @@
 
 namespace core_timeline::reader {
 
-/** The outcome, one per exit code of core-timeline-read. */
-enum class Status {
-  kOk,                /**< 0: a timeline was recovered */
-  kNoRing,            /**< 1: no CTLN mapping found (library never there) */
-  kMappingAbsent,     /**< 2: NT_FILE lists the ring, its bytes are not in
-                           the core (excluded, or cut off by truncation);
-                           or no ring was found in a core cut off where
-                           one could be, without NT_FILE to list it:
-                           whether libtimeline was used cannot be told */
-  kCoreUnreadable,    /**< 3: not an ELF core, unreadable, empty; or
-                           nothing to read: no PT_LOAD, and no PT_NOTE or
-                           no NT_FILE */
-  kRingInvalid,       /**< 4: a ring is there but none validates or belongs
-                           to this process */
-  kExecutableRefused, /**< 5: the EXECUTABLE's build-id contradicts the core */
-  kSidecarMismatch,   /**< 6: the sidecar's pid/build-id/header contradict
-                           the core (normal mode only) */
-  kUsage,             /**< 7: bad command line or unreadable --tlmap (CLI) */
-  kRingNotMade,       /**< 8: libtimeline was loaded but made no ring (its
-                           ring-less header, ring format 2, says why) */
-};
-
-/** Process exit code for a status (0..8, as listed above). */
-int exit_code(Status s) noexcept;
-/** The document's status for a reader status (core_timeline/document/status.h,
- *  which also names it). */
-document::Status document_status(Status s) noexcept;
-/** Stable name: "ok", "no_ring", "mapping_absent", "core_unreadable",
- *  "ring_invalid", "executable_refused", "sidecar_mismatch", "usage",
- *  "ring_not_made" (document::status_name()). */
-std::string_view status_name(Status s) noexcept;
+/** The outcome: the document's status (core_timeline/document/status.h),
+ *  one of those core-timeline-read gives (document::is_reader_status()),
+ *  with its exit code (exit_code(), 0..8) and its name ("ok", "no_ring",
+ *  ...: status_name()). */
+using Status = document::Status;
+using document::exit_code;
+using document::status_name;
 
 struct ReadOptions {
   bool core_only = false;                   /**< ignore any sidecar */
@@ -269,7 +245,7 @@ enum class StackState : std::uint8_t {
 std::string_view stack_state_name(StackState s) noexcept;
 
 /**
- * One event of the timeline.  Compact (152 bytes, pinned in analyze.cc), because a ring holds up
+ * One event of the timeline.  Compact (152 bytes, pinned in analyze.cc's static_assert), because a ring holds up
  * to millions of them: what many events share is kept once in the
  * Analysis's tables and named here by index, and read through the
  * Analysis (thread_of, name_of, location_of, ...):

@@ -41,6 +41,11 @@ enum class Errc : int {
   kInternal,        /**< a bug in the reader */
   kCancelled,       /**< the caller asked it to stop (the daemon's watchdog
                          or SIGTERM while a core decodes) */
+  kPermissionDenied, /**< open(2) said EACCES or EPERM (ctl-query: a file
+                          this user may not read) */
+  kNotRegularFile,  /**< a symbolic link, directory, FIFO... where a regular
+                         file must be */
+  kTooLarge,        /**< larger than the caller's bound */
 };
 
 /** An error: a code, a one-line message naming what and where, and the

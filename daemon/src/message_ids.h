@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ids.h - the journal MESSAGE_IDs core-timelined sends.  Each has an entry
+ * message_ids.h - the journal MESSAGE_IDs core-timelined sends.  Each has an entry
  * in units/core-timeline.catalog (journalctl -x shows it) and is described
  * in docs/core-timelined.md.  They were made once with
  * `journalctl --new-id128`-style random 128-bit ids; never change them:
  * people and ctl-query match on them.
  */
-#ifndef CORE_TIMELINE_DAEMON_IDS_H
-#define CORE_TIMELINE_DAEMON_IDS_H
+#ifndef CORE_TIMELINE_DAEMON_MESSAGE_IDS_H
+#define CORE_TIMELINE_DAEMON_MESSAGE_IDS_H
 
 #include <string_view>
 
@@ -42,4 +42,4 @@ inline constexpr std::string_view kMsgTimelineWritten = core_timeline::document:
 
 }  // namespace ctd
 
-#endif  // CORE_TIMELINE_DAEMON_IDS_H
+#endif  // CORE_TIMELINE_DAEMON_MESSAGE_IDS_H

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * status.h - the status of a stored timeline (docs/core-timelined.md,
+ * stored_status.h - the status of a stored timeline (docs/core-timelined.md,
  * "Statuses") is the document module's (core_timeline/document/status.h):
  * the reader's statuses and the daemon's own, for cores it could not hand
  * to the reader or whose decoding failed.  The daemon never stores "usage".
  *
  * Thread-safety: pure functions.
  */
-#ifndef CORE_TIMELINE_DAEMON_STATUS_H
-#define CORE_TIMELINE_DAEMON_STATUS_H
+#ifndef CORE_TIMELINE_DAEMON_STORED_STATUS_H
+#define CORE_TIMELINE_DAEMON_STORED_STATUS_H
 
 #include "core_timeline/document/status.h"
 
@@ -20,4 +20,4 @@ using core_timeline::document::status_name;
 
 }  // namespace ctd
 
-#endif  // CORE_TIMELINE_DAEMON_STATUS_H
+#endif  // CORE_TIMELINE_DAEMON_STORED_STATUS_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "document.h"
+#include "document_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -201,16 +201,15 @@ using reader::Fd;
 
 }  // namespace
 
-std::string_view problem_name(Problem p) noexcept {
-  switch (p) {
-    case Problem::kPermissionDenied: return "permission denied";
-    case Problem::kVanished: return "vanished";
-    case Problem::kNotRegularFile: return "not a regular file";
-    case Problem::kTooLarge: return "too large";
-    case Problem::kMalformed: return "malformed";
-    case Problem::kIoError: return "I/O error";
+std::string_view problem_name(Errc code) noexcept {
+  switch (code) {
+    case Errc::kPermissionDenied: return "permission denied";
+    case Errc::kNotFound: return "vanished";
+    case Errc::kNotRegularFile: return "not a regular file";
+    case Errc::kTooLarge: return "too large";
+    case Errc::kBadData: return "malformed";
+    default: return "I/O error";
   }
-  return "unknown problem";
 }
 
 const std::string &Timeline::status() const { return top.at(key::status).get_ref<const std::string &>(); }
@@ -245,7 +244,7 @@ const json *Timeline::lookup(std::string_view dotted) const {
   return cur == &top ? nullptr : cur;
 }
 
-Result<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
+Result<Timeline> parse_timeline(std::string_view bytes, const std::string &path,
                                              const ReadRequest &request) noexcept {
   try {
     Timeline t;
@@ -254,26 +253,26 @@ Result<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::st
     t.name = document::parse_timeline_name(slash == std::string::npos ? path : path.substr(slash + 1));
     const std::size_t first = bytes.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos || bytes[first] != '{')
-      return ReadError{Problem::kMalformed, path + ": malformed: the document is not a JSON object"};
+      return Error{Errc::kBadData, path + ": malformed: the document is not a JSON object"};
     Reader reader(t, request);
     try {
       t.top = json::parse(bytes.begin(), bytes.end(), std::ref(reader));
     } catch (const Stop &) {
-      return ReadError{Problem::kMalformed, path + ": malformed: " + reader.error()};
+      return Error{Errc::kBadData, path + ": malformed: " + reader.error()};
     } catch (const nlohmann::json::parse_error &e) {
-      return ReadError{Problem::kMalformed, path + ": malformed: " + syntax_error(e)};
+      return Error{Errc::kBadData, path + ": malformed: " + syntax_error(e)};
     }
     reader.finish();
     if (auto ev = t.top.find(key::events); ev != t.top.end() && ev->is_discarded()) t.top.erase(ev);
     auto st = t.top.find(key::status);
     if (st == t.top.end() || !st->is_string())
-      return ReadError{Problem::kMalformed, path + ": malformed: not a timeline document: no \"status\" string"};
+      return Error{Errc::kBadData, path + ": malformed: not a timeline document: no \"status\" string"};
     auto cd = t.top.find(key::coredump);
     if (cd == t.top.end() || !cd->is_object())
-      return ReadError{Problem::kMalformed, path + ": malformed: not a core-timelined document: no \"coredump\" object"};
+      return Error{Errc::kBadData, path + ": malformed: not a core-timelined document: no \"coredump\" object"};
     auto fields = cd->find(key::fields);
     if (fields == cd->end() || !fields->is_object())
-      return ReadError{Problem::kMalformed, path + ": malformed: not a core-timelined document: no \"coredump.fields\" object"};
+      return Error{Errc::kBadData, path + ": malformed: not a core-timelined document: no \"coredump.fields\" object"};
 
     std::optional<std::uint64_t> realtime;
     auto rt = cd->find(key::realtime_usec);
@@ -289,57 +288,57 @@ Result<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::st
     if (request.keep_raw) t.raw.assign(bytes.data(), bytes.size());
     return t;
   } catch (const std::bad_alloc &) {
-    return ReadError{Problem::kIoError, path + ": out of memory while reading it"};
+    return Error{Errc::kIo, path + ": out of memory while reading it"};
   } catch (const std::exception &e) {
-    return ReadError{Problem::kMalformed, path + ": malformed: " + e.what()};
+    return Error{Errc::kBadData, path + ": malformed: " + e.what()};
   }
 }
 
-Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
+Result<Timeline> read_timeline(int dirfd, const std::string &dir, const std::string &name,
                                             const ReadRequest &request) noexcept {
   std::string path;
   try {
     path = dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
   } catch (...) {
-    return ReadError{Problem::kIoError, "out of memory"};
+    return Error{Errc::kIo, "out of memory"};
   }
   Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     const int e = errno;
-    if (e == EACCES || e == EPERM) return ReadError{Problem::kPermissionDenied, path + ": permission denied"};
-    if (e == ENOENT) return ReadError{Problem::kVanished, path + ": removed while being listed"};
-    if (e == ELOOP) return ReadError{Problem::kNotRegularFile, path + ": is a symbolic link, not followed"};
-    return ReadError{Problem::kIoError, errno_text(path + ": cannot open", e)};
+    if (e == EACCES || e == EPERM) return Error{Errc::kPermissionDenied, path + ": permission denied"};
+    if (e == ENOENT) return Error{Errc::kNotFound, path + ": removed while being listed"};
+    if (e == ELOOP) return Error{Errc::kNotRegularFile, path + ": is a symbolic link, not followed"};
+    return Error{Errc::kIo, errno_text(path + ": cannot open", e)};
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) < 0) return ReadError{Problem::kIoError, errno_text(path + ": fstat", errno)};
-  if (!S_ISREG(st.st_mode)) return ReadError{Problem::kNotRegularFile, path + ": not a regular file"};
+  if (::fstat(fd.get(), &st) < 0) return Error{Errc::kIo, errno_text(path + ": fstat", errno)};
+  if (!S_ISREG(st.st_mode)) return Error{Errc::kNotRegularFile, path + ": not a regular file"};
   if (static_cast<std::uint64_t>(st.st_size) > request.max_bytes)
-    return ReadError{Problem::kTooLarge, fmt::format("{}: too large ({} bytes, the limit is {}; see --max-size)", path,
+    return Error{Errc::kTooLarge, fmt::format("{}: too large ({} bytes, the limit is {}; see --max-size)", path,
                                                      st.st_size, request.max_bytes)};
   std::string bytes;
   try {
     bytes.resize(static_cast<std::size_t>(st.st_size) + 1);
   } catch (...) {
-    return ReadError{Problem::kIoError, path + ": out of memory"};
+    return Error{Errc::kIo, path + ": out of memory"};
   }
   std::size_t got = 0;
   for (;;) {
     if (got == bytes.size()) {
       // It grew after fstat: read on, up to the limit.
       if (bytes.size() > request.max_bytes)
-        return ReadError{Problem::kTooLarge, fmt::format("{}: too large (more than {} bytes; see --max-size)", path,
+        return Error{Errc::kTooLarge, fmt::format("{}: too large (more than {} bytes; see --max-size)", path,
                                                          request.max_bytes)};
       try {
         bytes.resize(std::min<std::uint64_t>(bytes.size() * 2, request.max_bytes + 1));
       } catch (...) {
-        return ReadError{Problem::kIoError, path + ": out of memory"};
+        return Error{Errc::kIo, path + ": out of memory"};
       }
     }
     ssize_t n = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ReadError{Problem::kIoError, errno_text(path + ": read", errno)};
+      return Error{Errc::kIo, errno_text(path + ": read", errno)};
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);

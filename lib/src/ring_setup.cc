@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring.cc - creating the ring: tl_init, the memfd mapping, the header, the
+ * ring_setup.cc - creating the ring: tl_init, the memfd mapping, the header, the
  * no-ring page that says why there is no ring, fork and thread-exit
  * handling, the sidecar file.
  *
@@ -9,8 +9,8 @@
  * async-signal-safe calls are allowed; it uses the same ring_create and
  * no_ring_make paths, which are built from system calls only (memfd_create,
  * ftruncate, mmap, open, read, fstat, getrandom, clock_gettime), the Text
- * builder (text.h), strerrordesc_np/strerrorname_np (static tables) and the
- * name-table copy (names.cc), plus pthread_create for the helper thread.
+ * builder (text_builder.h), strerrordesc_np/strerrorname_np (static tables) and the
+ * name-table copy (name_table.cc), plus pthread_create for the helper thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +29,7 @@
 
 #include "internal.h"
 #include "unwind.h"
-#include "text.h"
+#include "text_builder.h"
 
 namespace core_timeline::lib {
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * document.h - reading one timeline document (docs/ctl-query.md,
+ * document_reader.h - reading one timeline document (docs/ctl-query.md,
  * "The stored document"), an untrusted file.
  *
  * A document is core-timeline-read's --json document plus "coredump",
@@ -27,8 +27,8 @@
  * Thread-safety: read_timeline() and parse_timeline() share no state; the
  * on_event callback runs on the calling thread.
  */
-#ifndef CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
-#define CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
+#ifndef CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H
+#define CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H
 
 #include <cstddef>
 #include <cstdint>
@@ -57,26 +57,14 @@ inline constexpr const char *kListFields[] = {"COREDUMP_PID",    "COREDUMP_UID",
                                               "COREDUMP_SIGNAL", "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE",
                                               "COREDUMP_COMM",   "COREDUMP_TIMESTAMP",   "_BOOT_ID"};
 
-/** Why a timeline file could not be used. */
-enum class Problem {
-  kPermissionDenied, /**< open(2) said EACCES or EPERM */
-  kVanished,         /**< it was listed, then gone (vacuumed): not reported */
-  kNotRegularFile,   /**< a symbolic link, directory, FIFO... */
-  kTooLarge,         /**< larger than max_bytes */
-  kMalformed,        /**< not JSON, or not a timeline document */
-  kIoError,          /**< any other open/read error */
-};
-
-/** "permission denied", "vanished", "not a regular file", "too large",
- *  "malformed", "I/O error". */
-std::string_view problem_name(Problem p) noexcept;
-
-/** A problem with one file: the kind, and a message that names the file
- *  and what was wrong (e.g. the byte offset of a syntax error). */
-struct ReadError {
-  Problem kind = Problem::kIoError;
-  std::string message;
-};
+/** What kind of problem a read's Error is, as the summary counts it:
+ *  "permission denied" (Errc::kPermissionDenied), "vanished" (kNotFound:
+ *  listed, then gone; not reported), "not a regular file"
+ *  (kNotRegularFile), "too large" (kTooLarge: larger than max_bytes),
+ *  "malformed" (kBadData: not JSON, or not a timeline document), else
+ *  "I/O error".  The Error's message names the file and what was wrong
+ *  (e.g. the byte offset of a syntax error). */
+std::string_view problem_name(Errc code) noexcept;
 
 /** What a read keeps besides the summary. */
 struct ReadRequest {
@@ -144,16 +132,16 @@ struct Timeline {
 
 /** Parses a document held in memory; `path` names it in messages and is
  *  stored in the result.  Never throws. */
-Result<Timeline, ReadError> parse_timeline(std::string_view bytes, const std::string &path,
+Result<Timeline> parse_timeline(std::string_view bytes, const std::string &path,
                                              const ReadRequest &request) noexcept;
 
 /** Opens `name` in the directory `dirfd` (openat, O_NOFOLLOW: a symbolic
  *  link is not followed), checks it is a regular file of at most
  *  request.max_bytes, reads and parses it.  `dir` is used for the path in
  *  messages.  Never throws. */
-Result<Timeline, ReadError> read_timeline(int dirfd, const std::string &dir, const std::string &name,
+Result<Timeline> read_timeline(int dirfd, const std::string &dir, const std::string &name,
                                             const ReadRequest &request) noexcept;
 
 }  // namespace core_timeline::ctlq
 
-#endif  // CORE_TIMELINE_CTL_QUERY_DOCUMENT_H
+#endif  // CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "journal.h"
+#include "journal_source.h"
 
 #include <dirent.h>
 #include <fcntl.h>

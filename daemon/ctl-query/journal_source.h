@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * journal.h - ctl-query's journal source: the timeline entries core-timelined
+ * journal_source.h - ctl-query's journal source: the timeline entries core-timelined
  * logs (core_timeline/document/journal_entry.h; docs/ctl-query.md,
  * "Sources"), read through sd-journal(3) and its index.
  *
@@ -32,8 +32,8 @@
  * allows to be used by one thread at a time; separate Journals are
  * independent.
  */
-#ifndef CORE_TIMELINE_CTL_QUERY_JOURNAL_H
-#define CORE_TIMELINE_CTL_QUERY_JOURNAL_H
+#ifndef CORE_TIMELINE_CTL_QUERY_JOURNAL_SOURCE_H
+#define CORE_TIMELINE_CTL_QUERY_JOURNAL_SOURCE_H
 
 #include <cstdint>
 #include <functional>
@@ -202,4 +202,4 @@ class Journal {
 
 }  // namespace core_timeline::ctlq
 
-#endif  // CORE_TIMELINE_CTL_QUERY_JOURNAL_H
+#endif  // CORE_TIMELINE_CTL_QUERY_JOURNAL_SOURCE_H

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * text.h - a fixed-size text builder for libtimeline's messages.
+ * text_builder.h - a fixed-size text builder for libtimeline's messages.
  *
  * ASYNC-SIGNAL-SAFE: plain stores into a caller's buffer, no malloc, no
  * stdio, no locale, errno untouched (a fork child, which may only make
  * async-signal-safe calls, writes its no-ring reason with it).  The text is
  * always NUL-terminated; what does not fit is cut off.
  */
-#ifndef CORE_TIMELINE_LIB_TEXT_H
-#define CORE_TIMELINE_LIB_TEXT_H
+#ifndef CORE_TIMELINE_LIB_TEXT_BUILDER_H
+#define CORE_TIMELINE_LIB_TEXT_BUILDER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -73,4 +73,4 @@ class Text {
 
 }  // namespace core_timeline::lib
 
-#endif  // CORE_TIMELINE_LIB_TEXT_H
+#endif  // CORE_TIMELINE_LIB_TEXT_BUILDER_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * names.cc - tl_name: the ring's name table, and the names registered
+ * name_table.cc - tl_name: the ring's name table, and the names registered
  * before there is a ring.
  *
  * ASYNC-SIGNAL-SAFE FILE.  tl_name may run in a signal handler, in a
