@@ -626,6 +626,18 @@ Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name,
                                            Fd *tmp_out) {
   const std::uint64_t t0 = monotonic_usec();
   CoreWork w;
+  /* An uncompressed core the decoder sees whole: it maps the stored file
+   * itself, and the state directory's space is not used (extract.h). */
+  struct stat st {};
+  if (fstat(core_fd, &st) == 0)
+    if (auto as_is = parts_.extractor->as_stored(name, st)) {
+      if (Fd same(fcntl(core_fd, F_DUPFD_CLOEXEC, 3)); same.valid()) {
+        w.extract = *as_is;
+        w.work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+        *tmp_out = std::move(same);
+        return w;
+      }
+    }
   auto tmp = make_temp_file(store_.tmp_path());
   if (!tmp) return std::move(tmp).error();
   auto x = parts_.extractor->from_file(core_fd, name, tmp->get(), [this] { return keep_going(); });

@@ -1642,6 +1642,21 @@ TEST_F(DaemonPipeline, AStateDirectorySmallerThanACoreStoresTheCrashAsFailedAndG
   EXPECT_EQ(err->at("PRIORITY"), "3");
   EXPECT_NE(err->at("MESSAGE").find("going on with the later entries"), std::string::npos) << err->at("MESSAGE");
 
+  // An uncompressed core (Compress=no) the decoder maps as stored: no
+  // space in the state directory needed, so it is ok on the full tmpfs.
+  {
+    CoredumpDropIn drop_in("Compress=no\n");
+    const auto plain = crash({CT_CRASH_DEMO, "--path=a"});
+    drop_in.remove();
+    const auto core = stored_core(plain);
+    ASSERT_TRUE(core) << "no stored core of pid " << plain.pid;
+    ASSERT_FALSE(core->ends_with(".zst") || core->ends_with(".lz4") || core->ends_with(".xz")) << *core;
+    const Timeline t3 = wait_timeline(daemon, plain.pid, 60s, plain.not_before_usec);
+    EXPECT_EQ(t3.doc["status"], "ok") << t3.path << "\n" << daemon.log_tail();
+    EXPECT_EQ(t3.doc["daemon"]["extraction"]["compression"], "none") << t3.path;
+    EXPECT_EQ(t3.doc["daemon"]["extraction"]["kept_bytes"], t3.doc["daemon"]["extraction"]["core_bytes"]) << t3.path;
+  }
+
   ASSERT_TRUE(small.resize("256m"));
   const auto c2 = crash({CT_CRASH_DEMO, "--path=b"});
   const Timeline t2 = wait_timeline(daemon, c2.pid, 60s, c2.not_before_usec);
