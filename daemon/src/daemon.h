@@ -217,8 +217,10 @@ class Daemon {
   /** Waits `ms` while pinging the watchdog and reading signals; false if
    *  asked to stop meanwhile. */
   bool pause_ms(std::uint64_t ms);
-  /** Logs the space of the state directory's tmp/ against the most a
-   *  core's extraction may need there (--max-kept), at start. */
+  /** Logs, at start, the space of the state directory's tmp/ against the
+   *  most a core's extraction may need there: the largest core
+   *  systemd-coredump may hand on (coredump.conf and its drop-ins,
+   *  coredump_conf.h), at most --max-kept; a warning when it is less. */
   void report_state_space() const;
   /** What kept the entry being handled from being finished, for want of a
    *  resource (fail_entry()). */
