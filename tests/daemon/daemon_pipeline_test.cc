@@ -10,8 +10,11 @@
 // Storage=journal, a missing core, forged and malformed entries, the saved
 // cursor) from real journal files; the tests here are end to end.
 //
-// The machine-wide setting a test changes (kernel.core_pipe_limit) is
-// restored by an RAII guard, also when the test fails.  Needs root.
+// The machine-wide settings a test changes (kernel.core_pipe_limit, a
+// drop-in in /etc/systemd/coredump.conf.d, empty files in the coredump
+// directory for the vacuum) are restored by RAII guards, also when the test
+// fails; the test holds RESOURCE_LOCK ct_coredump_pipeline
+// (ct_add_pipeline_test).  Needs root.
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
