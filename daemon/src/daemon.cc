@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "coredump_conf.h"
 #include "decode.h"
 #include "document.h"
 #include "extract.h"
@@ -138,15 +139,26 @@ void Daemon::report_state_space() const {
   }
   const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
   const auto mib = [](std::uint64_t b) { return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20)); };
-  /* A core is extracted into tmp/ whole up to --keep-whole-below, sparse
-   * beyond, and never more than --max-kept of it. */
-  if (free_bytes < opt_.max_kept)
-    spdlog::warn("{} has {} free, less than the {} a core's extraction may need there (--max-kept): a big core "
+  /* The largest core systemd-coredump may hand on (coredump_conf.h); it is
+   * extracted into tmp/ whole up to --keep-whole-below, sparse beyond, and
+   * never more than --max-kept of it. */
+  const CoredumpConf conf = read_coredump_conf();
+  for (const auto &note : conf.notes) spdlog::warn("coredump.conf: {}", note);
+  const std::uint64_t need = std::min(conf.largest_core(), opt_.max_kept);
+  std::string files;
+  for (const auto &f : conf.files) files += (files.empty() ? "" : ", ") + f;
+  const std::string why = fmt::format(
+      "systemd-coredump hands on cores of up to {} ({}, from {}), and a core's extraction keeps at most {} of it "
+      "(--max-kept)",
+      conf.largest_core() == UINT64_MAX ? std::string("any size") : mib(conf.largest_core()), conf.describe(),
+      files.empty() ? std::string("its defaults") : files,
+      mib(opt_.max_kept));
+  if (free_bytes < need)
+    spdlog::warn("{} has {} free, less than the {} a core's extraction may need there: {}; a core that does not fit "
                  "will fail for want of space, be tried {} times, then be stored as core_unreadable",
-                 tmp, mib(free_bytes), mib(opt_.max_kept), kResourceAttempts);
+                 tmp, mib(free_bytes), mib(need), why, kResourceAttempts);
   else
-    spdlog::info("{} has {} free; a core's extraction needs at most {} there (--max-kept)", tmp, mib(free_bytes),
-                 mib(opt_.max_kept));
+    spdlog::info("{} has {} free; a core's extraction needs at most {} there: {}", tmp, mib(free_bytes), mib(need), why);
 }
 
 Result<void> Daemon::position() {
@@ -614,6 +626,18 @@ Result<CoreWork> Daemon::extract_core_file(int core_fd, const std::string &name,
                                            Fd *tmp_out) {
   const std::uint64_t t0 = monotonic_usec();
   CoreWork w;
+  /* An uncompressed core the decoder sees whole: it maps the stored file
+   * itself, and the state directory's space is not used (extract.h). */
+  struct stat st {};
+  if (fstat(core_fd, &st) == 0)
+    if (auto as_is = parts_.extractor->as_stored(name, st)) {
+      if (Fd same(fcntl(core_fd, F_DUPFD_CLOEXEC, 3)); same.valid()) {
+        w.extract = *as_is;
+        w.work_ms = static_cast<double>(monotonic_usec() - t0) / 1000.0;
+        *tmp_out = std::move(same);
+        return w;
+      }
+    }
   auto tmp = make_temp_file(store_.tmp_path());
   if (!tmp) return std::move(tmp).error();
   auto x = parts_.extractor->from_file(core_fd, name, tmp->get(), [this] { return keep_going(); });

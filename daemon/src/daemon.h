@@ -13,7 +13,8 @@
  *      timestamp) already exists - after a restart, also after kill -9
  *      between writing a timeline and saving the cursor; a timeline cut
  *      short by a power cut is written again (files.h, existing_document);
- *   2. extracts the core into an unlinked temporary file (extract.h);
+ *   2. extracts the core into an unlinked temporary file (extract.h),
+ *      unless it is uncompressed and small enough to be decoded as stored;
  *   3. decodes it in an isolated child (decode.h);
  *   4. writes the document (document.h) atomically with the core's owner,
  *      mode and ACL (files.h), and names it at once, without waiting for
@@ -216,8 +217,10 @@ class Daemon {
   /** Waits `ms` while pinging the watchdog and reading signals; false if
    *  asked to stop meanwhile. */
   bool pause_ms(std::uint64_t ms);
-  /** Logs the space of the state directory's tmp/ against the most a
-   *  core's extraction may need there (--max-kept), at start. */
+  /** Logs, at start, the space of the state directory's tmp/ against the
+   *  most a core's extraction may need there: the largest core
+   *  systemd-coredump may hand on (coredump.conf and its drop-ins,
+   *  coredump_conf.h), at most --max-kept; a warning when it is less. */
   void report_state_space() const;
   /** What kept the entry being handled from being finished, for want of a
    *  resource (fail_entry()). */
@@ -261,7 +264,8 @@ class Daemon {
   Result<CoreWork> work_on_core_file(int core_fd, const std::string &name, const std::string &display,
                                      const std::optional<std::string> &tlmap, const DecoderCredentials &as);
   /** The extraction half of work_on_core_file: the core goes into a new
-   *  temporary file, *tmp. */
+   *  temporary file, *tmp; or *tmp is the stored core itself, when the
+   *  decoder may map it as it is (Extractor::as_stored()). */
   Result<CoreWork> extract_core_file(int core_fd, const std::string &name, const std::string &display, Fd *tmp);
   /** Decodes the extracted core in `tmp` into w.decoded (errors: as above);
    *  start_decoder() and finish_decoder() are its two halves. */

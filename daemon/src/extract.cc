@@ -556,6 +556,16 @@ Result<ExtractStats> extract_bytes(std::span<const std::uint8_t> core, int out_f
 StreamExtractor::StreamExtractor(std::uint64_t keep_whole_below, std::uint64_t max_kept) noexcept
     : keep_whole_below_(keep_whole_below), max_kept_(max_kept) {}
 
+std::optional<ExtractStats> StreamExtractor::as_stored(std::string_view name, const struct stat &st) const {
+  if (ends_with(name, ".zst") || ends_with(name, ".lz4") || ends_with(name, ".xz")) return std::nullopt;
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0 || static_cast<std::uint64_t>(st.st_size) > keep_whole_below_)
+    return std::nullopt;
+  ExtractStats stats;
+  stats.compression = "none";
+  stats.input_bytes = stats.core_bytes = stats.kept_bytes = static_cast<std::uint64_t>(st.st_size);
+  return stats;
+}
+
 ExtractOptions StreamExtractor::with(const std::function<bool()> &keep_going) const {
   ExtractOptions xo;
   xo.keep_whole_below = keep_whole_below_;

@@ -15,6 +15,9 @@
  * unlinked temporary file).  systemd-coredump writes one zstd frame, so the
  * core cannot be seeked; it is read once from the start.
  *
+ * An uncompressed core of at most `keep_whole_below` bytes is not copied
+ * at all (Extractor::as_stored()): the decoder maps the stored file.
+ *
  * What the sink keeps.  A core of at most `keep_whole_below` bytes is
  * written whole: the decoder then sees exactly what core-timeline-read
  * would.  A larger core is written SPARSE: the file gets the core's full
@@ -50,6 +53,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -108,6 +112,12 @@ Result<ExtractStats> extract_bytes(std::span<const std::uint8_t> core, int out_f
 class Extractor {
  public:
   virtual ~Extractor() = default;
+  /** The stored core `name` (fstat `st`) as the decoder may map it with no
+   *  copy: an uncompressed core (no .zst, .lz4 or .xz suffix) of 1 to
+   *  keep_whole_below bytes, which it would see whole anyway, so nothing
+   *  is written to the temporary directory; its stats (compression
+   *  "none", every byte kept).  nullopt for any other core: extract it. */
+  virtual std::optional<ExtractStats> as_stored(std::string_view name, const struct stat &st) const = 0;
   virtual Result<ExtractStats> from_file(int in_fd, std::string_view name, int out_fd,
                                          const std::function<bool()> &keep_going) = 0;
   virtual Result<ExtractStats> from_bytes(std::span<const std::uint8_t> core, int out_fd,
@@ -120,6 +130,7 @@ class Extractor {
 class StreamExtractor final : public Extractor {
  public:
   StreamExtractor(std::uint64_t keep_whole_below, std::uint64_t max_kept) noexcept;
+  std::optional<ExtractStats> as_stored(std::string_view name, const struct stat &st) const override;
   Result<ExtractStats> from_file(int in_fd, std::string_view name, int out_fd,
                                  const std::function<bool()> &keep_going) override;
   Result<ExtractStats> from_bytes(std::span<const std::uint8_t> core, int out_fd,

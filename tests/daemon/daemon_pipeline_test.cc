@@ -10,8 +10,11 @@
 // Storage=journal, a missing core, forged and malformed entries, the saved
 // cursor) from real journal files; the tests here are end to end.
 //
-// The machine-wide setting a test changes (kernel.core_pipe_limit) is
-// restored by an RAII guard, also when the test fails.  Needs root.
+// The machine-wide settings a test changes (kernel.core_pipe_limit, a
+// drop-in in /etc/systemd/coredump.conf.d, empty files in the coredump
+// directory for the vacuum) are restored by RAII guards, also when the test
+// fails; the test holds RESOURCE_LOCK ct_coredump_pipeline
+// (ct_add_pipeline_test).  Needs root.
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -24,6 +27,7 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -1307,58 +1311,181 @@ Crash crash_naming_itself(const std::string &pid_file) {
   return c;
 }
 
+// RAII: a coredump.conf drop-in of the test's in /etc/systemd/coredump.conf.d
+// (made if missing), which systemd-coredump reads at every crash; removed on
+// every way out, with the directory if the test made it.  One at a time;
+// the test holds RESOURCE_LOCK ct_coredump_pipeline (ct_add_pipeline_test).
+class CoredumpDropIn {
+ public:
+  explicit CoredumpDropIn(const std::string &settings) {
+    made_dir_ = mkdir(kDir, 0755) == 0;
+    std::ofstream(kPath) << "# core-timeline daemon_pipeline_test; removed when the test ends\n[Coredump]\n" << settings;
+  }
+  ~CoredumpDropIn() { remove(); }
+  void remove() {
+    unlink(kPath);
+    if (made_dir_) rmdir(kDir);  // leave the machine as found
+    made_dir_ = false;
+  }
+  static constexpr const char *kDir = "/etc/systemd/coredump.conf.d";
+  static constexpr const char *kPath = "/etc/systemd/coredump.conf.d/zz-ct-daemon-pipeline-test.conf";
+
+ private:
+  bool made_dir_ = false;
+};
+
+// What systemd-coredump's vacuum counts in its directory (systemd 252
+// src/coredump/coredump-vacuum.c): every regular file named core.COMM.UID.…,
+// timelines included, its st_blocks * 512 bytes, and how many each uid has.
+// The vacuum removes the oldest file (by mtime) of the uid with the most
+// files, again and again, while their sum is above MaxUse= (page-aligned).
+struct VacuumView {
+  std::uint64_t sum = 0;
+  std::map<std::uint64_t, std::size_t> files;  // uid -> count
+};
+VacuumView vacuum_view() {
+  VacuumView v;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator("/var/lib/systemd/coredump", ec)) {
+    const std::string name = e.path().filename();
+    if (!name.starts_with("core.")) continue;
+    const auto dot = name.find('.', 5);
+    const auto end = dot == std::string::npos ? dot : name.find('.', dot + 1);
+    if (end == std::string::npos) continue;
+    std::uint64_t uid = 0;
+    const auto [p, err] = std::from_chars(name.data() + dot + 1, name.data() + end, uid);
+    if (err != std::errc() || p != name.data() + end) continue;
+    struct stat st;
+    if (lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    v.sum += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    ++v.files[uid];
+  }
+  return v;
+}
+
+std::uint64_t disk_bytes(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
+}
+
+// RAII: `n` empty files of uid `uid` in the coredump directory, named as
+// systemd-coredump names cores (so its vacuum counts them: no bytes, one
+// file each), removed on every way out.  They make `uid` the user with the
+// most files, whose oldest files the vacuum removes first.
+struct VacuumPlaceholders {
+  std::vector<std::string> paths;
+  VacuumPlaceholders(std::uint64_t uid, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string p = "/var/lib/systemd/coredump/core.ct-vacuum-placeholder." + std::to_string(uid) + "." +
+                            boot_id() + "." + std::to_string(i) + "." + std::to_string(now_usec());
+      const int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0) continue;
+      close(fd);
+      paths.push_back(p);
+    }
+  }
+  ~VacuumPlaceholders() {
+    for (const auto &p : paths) unlink(p.c_str());
+  }
+};
+
 }  // namespace
 
-// A daemon stopped after it linked a timeline and sent its entry, before it
-// saved its cursor; meanwhile the vacuum removes the core and the timeline
-// beside it (here removed as systemd-coredump's vacuum removes them, by
-// unlink: a real MaxUse= vacuum would also take the cores of every other
-// test running on this machine).  The restart must not do that entry again
-// as core_missing: the journal holds one entry for the crash, ok, and
-// ctl-query list and show, over exactly this daemon's entries, give it.
+// A daemon stopped after it linked a timeline next to its core and sent its
+// entry, before it saved its cursor; meanwhile systemd-coredump's vacuum,
+// made to run by a MaxUse= drop-in and the next crash, removes the core and
+// the timeline.  The restart must not do that entry again as core_missing:
+// the journal holds one entry for the crash, ok, and ctl-query list and
+// show, over exactly this daemon's entries, give it.
+//
+// The vacuum is real (systemd-coredump's own, through
+// /etc/systemd/coredump.conf.d, removed at once) and takes exactly that
+// crash's core and timeline.  It removes the oldest file of the uid with the
+// most files while the directory holds more than MaxUse=: the crash's two
+// files are made root's oldest (their mtime set back to 1970), root is given
+// more (empty) files than any other uid has, and MaxUse= is what the
+// directory holds less those two files, so the vacuum stops after them.
+// Other tests' cores on the machine are left alone (unless one stores a core
+// in that second).
 TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMissing) {
+  // Timelines next to the cores, as the packaged daemon writes them: where
+  // the vacuum counts and removes them.
+  auto opts = daemon_options(dir.path);
+  opts.output_dir = false;
+  ct::test::DaemonHarness first{opts};
   const std::string pid_file = dir.path + "/stop-after-entry-of";
-  daemon.start({}, {{"CT_TEST_STOP_AFTER_ENTRY_OF", pid_file}});
+  first.start({}, {{"CT_TEST_STOP_AFTER_ENTRY_OF", pid_file}});
   // The first start's cursor (its anchor), saved once the backlog is done:
   // the start of a daemon below that has lost what this one knows.
-  const std::string cursor = daemon.state_dir() + "/cursor";
-  ASSERT_TRUE(ct::test::wait_until([&] { return fs::exists(cursor); }, 60s)) << daemon.log_tail();
+  const std::string cursor = first.state_dir() + "/cursor";
+  ASSERT_TRUE(ct::test::wait_until([&] { return fs::exists(cursor); }, 60s)) << first.log_tail();
   const std::string anchor = read_text(cursor);
   const auto c = crash_naming_itself(pid_file);
-  ASSERT_TRUE(ct::test::wait_until([&] { return process_stopped(daemon.pid()); }, 60s))
-      << "the daemon did not stop after the entry of pid " << c.pid << ":\n" << daemon.log_tail();
-  const auto t = daemon.find_timeline(c.pid, c.not_before_usec);
-  ASSERT_TRUE(t) << daemon.log_tail();
-  ASSERT_EQ(t->doc["status"], "ok");
-  ct::test::journal_barrier();
-  ASSERT_EQ(timeline_entries(c.pid, t->path).size(), 1u) << "its entry was sent before the stop";
-  daemon.kill_now();
+  ASSERT_TRUE(ct::test::wait_until([&] { return process_stopped(first.pid()); }, 60s))
+      << "the daemon did not stop after the entry of pid " << c.pid << ":\n" << first.log_tail();
   const auto core = stored_core(c);
   ASSERT_TRUE(core) << "no stored core of pid " << c.pid;
-  ASSERT_EQ(unlink(core->c_str()), 0) << *core;
-  ASSERT_EQ(unlink(t->path.c_str()), 0) << t->path;
+  const std::string core_name = fs::path(*core).filename();
+  const std::string timeline = "/var/lib/systemd/coredump/" + core_timeline::document::timeline_name_for_core(core_name);
+  ASSERT_TRUE(fs::exists(timeline)) << timeline << "\n" << first.log_tail();
+  ASSERT_EQ(json::parse(read_text(timeline))["status"], "ok");
+  ct::test::journal_barrier();
+  ASSERT_EQ(timeline_entries(c.pid, timeline).size(), 1u) << "its entry was sent before the stop";
+  first.kill_now();
 
-  daemon.start();
-  const std::string state_path = daemon.state_dir() + "/timelines/" + fs::path(t->path).filename().string();
+  {
+    const struct timespec core_time[2] = {{1, 0}, {1, 0}}, timeline_time[2] = {{2, 0}, {2, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, core->c_str(), core_time, AT_SYMLINK_NOFOLLOW), 0) << *core;
+    ASSERT_EQ(utimensat(AT_FDCWD, timeline.c_str(), timeline_time, AT_SYMLINK_NOFOLLOW), 0) << timeline;
+    std::size_t most = 0;
+    for (const auto &[u, n] : vacuum_view().files) most = std::max(most, n);
+    VacuumPlaceholders placeholders(0, most + 32);
+    ASSERT_EQ(placeholders.paths.size(), most + 32);
+    const std::uint64_t core_bytes = disk_bytes(*core), timeline_bytes = disk_bytes(timeline);
+    // The vacuum compares with MaxUse= rounded up to a page: it goes on
+    // after the core only while the timeline is at least a page.
+    ASSERT_GE(timeline_bytes, 4096u);
+    const VacuumView now = vacuum_view();
+    ASSERT_GT(now.sum, core_bytes + timeline_bytes);
+    const std::uint64_t max_use = now.sum - core_bytes - timeline_bytes;
+    const std::uint64_t since = now_usec();
+    CoredumpDropIn drop_in("MaxUse=" + std::to_string(max_use) + "\n");
+    // The next crash's systemd-coredump vacuums before it stores its core.
+    const auto trigger = crash({CT_CRASH_DEMO, "--path=b"});
+    EXPECT_TRUE(ct::test::wait_until([&] { return !fs::exists(*core) && !fs::exists(timeline); }, 30s))
+        << "the vacuum (MaxUse=" << max_use << ") left " << (fs::exists(*core) ? *core : timeline);
+    drop_in.remove();
+    ASSERT_FALSE(fs::exists(*core));
+    ASSERT_FALSE(fs::exists(timeline));
+    // systemd-coredump says so in the journal.
+    EXPECT_TRUE(wait_journal({"MESSAGE=Removed old coredump " + core_name + "."}, since, 30s))
+        << "no 'Removed old coredump " << core_name << ".' in the journal";
+    EXPECT_TRUE(stored_core(trigger)) << "the crash that ran the vacuum lost its own core";
+  }
+
+  first.start();
+  const std::string state_path = first.state_dir() + "/timelines/" + fs::path(timeline).filename().string();
   // Done with the entry: either it says it was sent before, or (a daemon
-  // that redoes it) a core_missing timeline appears in the state directory.
+  // that redoes it) a core_missing timeline appears.
   ASSERT_TRUE(ct::test::wait_until(
       [&] {
-        return daemon.log().find("pid " + std::to_string(c.pid) + ": its timeline entry was sent by an earlier run") !=
+        return first.log().find("pid " + std::to_string(c.pid) + ": its timeline entry was sent by an earlier run") !=
                    std::string::npos ||
-               fs::exists(state_path);
+               fs::exists(state_path) || fs::exists(timeline);
       },
       60s))
-      << daemon.log_tail();
+      << first.log_tail();
   ct::test::journal_barrier();
   EXPECT_FALSE(fs::exists(state_path)) << "the crash was stored again: " << read_text(state_path).substr(0, 300);
+  EXPECT_FALSE(fs::exists(timeline)) << "the crash was stored again: " << read_text(timeline).substr(0, 300);
   const auto redone = timeline_entries(c.pid, state_path);
   EXPECT_EQ(redone.size(), 0u) << "a second entry for the crash, status "
                                << (redone.empty() ? "" : one(redone[0], jn::kStatus));
-  const auto entries = timeline_entries(c.pid, t->path);
+  const auto entries = timeline_entries(c.pid);
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(one(entries[0], jn::kStatus), "ok");
-  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_EQ(one(entries[0], jn::kTimelinePath), timeline);
+  EXPECT_EQ(first.stop(), 0);
 
   // A daemon that has lost what the first one knew (its state directory:
   // a cursor that could not be saved, a new state directory) does the entry
@@ -1370,7 +1497,7 @@ TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMiss
   ct::test::DaemonHarness second{daemon_options(second_root)};
   const auto once = second.run_once();
   ASSERT_EQ(once.exit_code(), 0) << second.log_tail();
-  const std::string second_path = second.state_dir() + "/timelines/" + fs::path(t->path).filename().string();
+  const std::string second_path = second.state_dir() + "/timelines/" + fs::path(timeline).filename().string();
   ASSERT_TRUE(fs::exists(second_path)) << second.log_tail();
   ASSERT_EQ(json::parse(read_text(second_path))["status"], "core_missing");
   ct::test::journal_barrier();
@@ -1384,7 +1511,7 @@ TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMiss
       {"/bin/sh", "-c",
        "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) + " " + tp + "=\"$1\" " +
            tp + "=\"$2\" " + tp + "=\"$3\" | /lib/systemd/systemd-journal-remote -o \"$4\"/remote.journal -",
-       "sh", t->path, state_path, second_path, jdir});
+       "sh", timeline, state_path, second_path, jdir});
   ASSERT_TRUE(copied.ok()) << copied.err;
   // The journal holds the ok entry and the later core_missing one; the
   // second directory the core_missing file.  Each way, the ok one is shown.
@@ -1489,8 +1616,19 @@ struct SmallTmpfs {
 TEST_F(DaemonPipeline, AStateDirectorySmallerThanACoreStoresTheCrashAsFailedAndGoesOn) {
   SmallTmpfs small(daemon.state_dir(), "1m");
   ASSERT_TRUE(small.mounted) << "cannot mount a tmpfs on " << daemon.state_dir() << ": " << std::strerror(errno);
-  daemon.start();
-  EXPECT_TRUE(daemon.wait_log("less than the 1024.0 MiB a core's extraction may need there", 10s)) << daemon.log_tail();
+  {
+    // The largest core systemd-coredump may store, as the daemon reads it
+    // at start from coredump.conf and its drop-ins: 512 MiB, less than
+    // --max-kept (1 GiB), is what an extraction may need.
+    CoredumpDropIn drop_in("ProcessSizeMax=512M\nExternalSizeMax=512M\n");
+    daemon.start();
+  }
+  EXPECT_TRUE(daemon.wait_log("less than the 512.0 MiB a core's extraction may need there: systemd-coredump hands on "
+                              "cores of up to 512.0 MiB (Storage=external, ProcessSizeMax=512M, ExternalSizeMax=512M, "
+                              "from ",
+                              10s))
+      << daemon.log_tail();
+  EXPECT_NE(daemon.log().find(std::string(CoredumpDropIn::kPath) + ")"), std::string::npos) << daemon.log_tail();
   const pid_t first_daemon = daemon.pid();
   const std::uint64_t since = now_usec();
   const auto c = crash({CT_CRASH_DEMO, "--path=a"});
@@ -1506,6 +1644,21 @@ TEST_F(DaemonPipeline, AStateDirectorySmallerThanACoreStoresTheCrashAsFailedAndG
   ASSERT_TRUE(err) << "no error entry for pid " << c.pid;
   EXPECT_EQ(err->at("PRIORITY"), "3");
   EXPECT_NE(err->at("MESSAGE").find("going on with the later entries"), std::string::npos) << err->at("MESSAGE");
+
+  // An uncompressed core (Compress=no) the decoder maps as stored: no
+  // space in the state directory needed, so it is ok on the full tmpfs.
+  {
+    CoredumpDropIn drop_in("Compress=no\n");
+    const auto plain = crash({CT_CRASH_DEMO, "--path=a"});
+    drop_in.remove();
+    const auto core = stored_core(plain);
+    ASSERT_TRUE(core) << "no stored core of pid " << plain.pid;
+    ASSERT_FALSE(core->ends_with(".zst") || core->ends_with(".lz4") || core->ends_with(".xz")) << *core;
+    const Timeline t3 = wait_timeline(daemon, plain.pid, 60s, plain.not_before_usec);
+    EXPECT_EQ(t3.doc["status"], "ok") << t3.path << "\n" << daemon.log_tail();
+    EXPECT_EQ(t3.doc["daemon"]["extraction"]["compression"], "none") << t3.path;
+    EXPECT_EQ(t3.doc["daemon"]["extraction"]["kept_bytes"], t3.doc["daemon"]["extraction"]["core_bytes"]) << t3.path;
+  }
 
   ASSERT_TRUE(small.resize("256m"));
   const auto c2 = crash({CT_CRASH_DEMO, "--path=b"});
