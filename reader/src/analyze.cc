@@ -23,6 +23,7 @@
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/symbolize.h"
+#include "find_causes.h"
 #include "io_events.h"
 #include "signal_frame.h"
 #include "core_timeline/timeline.h"
@@ -2074,7 +2075,9 @@ std::vector<RingReport> locate_rings(const CoreFile &core) {
 
 Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept {
   try {
-    return Analyzer(core, options).run();
+    Analysis a = Analyzer(core, options).run();
+    detail::find_causes(core, options, a); /* cause.cc */
+    return a;
   } catch (const std::bad_alloc &) {
     Analysis a;
     a.status = Status::kCoreUnreadable;
