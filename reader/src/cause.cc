@@ -429,8 +429,6 @@ void Finder::overflow() {
 
 void Finder::heap_unknown() {
   if (alloc_ == nullptr || alloc_->events == 0 || alloc_->complete_since_init) return;
-  for (const auto &c : out_.causes)
-    if (c.kind == CauseKind::kUseAfterFree || c.kind == CauseKind::kOverflowHint) return;
   /* Stacks are writable anonymous memory too: the segments holding a
    * thread's stack pointer are left out. */
   std::set<const Segment *> stacks;
