@@ -15,7 +15,7 @@
 
 namespace core_timeline::reader::detail {
 
-/** The text's lines: "cause: ..." per claim (at most kMaxCauseLines), each
+/** The text's lines: "cause: ..." per claim (at most kMaxCauseLines, cause.h), each
  *  followed by "  relies on: WINDOW" when it has one, then "cause cannot
  *  be told: ..." lines; "" without a cause section.  Escaped (printable()). */
 std::string cause_text(const Analysis &a);
@@ -23,9 +23,6 @@ std::string cause_text(const Analysis &a);
 /** The document's "cause" member: null, or {"causes": [...],
  *  "cannot_tell": [...]} (docs/timeline-json.md, "cause"). */
 nlohmann::ordered_json cause_json(const Analysis &a);
-
-/** Most claims the text shows; the JSON has them all. */
-inline constexpr std::size_t kMaxCauseLines = 4;
 
 }  // namespace core_timeline::reader::detail
 

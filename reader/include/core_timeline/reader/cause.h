@@ -29,6 +29,7 @@
 #ifndef CORE_TIMELINE_READER_CAUSE_H
 #define CORE_TIMELINE_READER_CAUSE_H
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,6 +88,12 @@ struct CauseReport {
   std::vector<Cause> causes;
   std::vector<std::string> cannot_tell;
 };
+
+/** Most claims the text shows (one "cause:" line each, and a "relies on:"
+ *  line under each that has a window), then one line counting the rest
+ *  when there are more, then one "cause cannot be told:" line each; the
+ *  JSON has every claim.  Readers of stored texts count the lines so. */
+inline constexpr std::size_t kMaxCauseLines = 4;
 
 /** A register of NT_PRSTATUS's pr_reg by its index, for machine
  *  (EM_X86_64: user_regs_struct order; EM_AARCH64: "x0".."x30", "sp",
