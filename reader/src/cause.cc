@@ -132,6 +132,12 @@ class Finder {
     if (w->complete_since_init) return true;
     return e.age_ns && *e.age_ns <= 0 && -*e.age_ns <= *w->complete_for_ns;
   }
+  /* The abort message without its final newline, for one line of text. */
+  std::string abort_line() const {
+    std::string m = abort_ && abort_->message ? *abort_->message : std::string();
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    return m;
+  }
   std::string window_of(const SourceWindow *w) const { return w != nullptr ? absence_text(*w) : std::string(); }
   /* "at main+0x1c (v.c:12) in v (tid 7, -1.234ms)" */
   std::string where(std::uint32_t i) const;
@@ -262,9 +268,7 @@ void Finder::abort_message() {
   Cause c;
   c.kind = CauseKind::kAbortMessage;
   c.message = *abort_->message;
-  std::string m = *abort_->message;
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  c.text = fmt::format("abort message: {}{}", m, abort_->cut ? " (cut)" : "");
+  c.text = fmt::format("abort message: {}{}", abort_line(), abort_->cut ? " (cut)" : "");
   out_.causes.push_back(std::move(c));
 }
 
@@ -324,7 +328,7 @@ void Finder::frees() {
       last = static_cast<std::uint32_t>(n);
   const auto glibc_said = [&](std::uint32_t i) {
     return aborted && last == i && abort_ && abort_->message
-               ? fmt::format("; glibc aborted in it: \"{}\"", *abort_->message)
+               ? fmt::format("; glibc aborted in it: \"{}\"", abort_line())
                : std::string();
   };
   for (const auto &[ring, h] : heaps_) {
@@ -366,8 +370,8 @@ void Finder::invalid_free(const Heap &h, std::uint32_t i) {
   c.kind = CauseKind::kInvalidFree;
   c.pointers = {{"pointer", p}};
   c.window = window_of(alloc_);
-  const std::string said = abort_ && abort_->message ? fmt::format("; glibc aborted in it: \"{}\"", *abort_->message)
-                                                     : std::string();
+  const std::string said =
+      abort_ && abort_->message ? fmt::format("; glibc aborted in it: \"{}\"", abort_line()) : std::string();
   if (const Block *b = containing(h.live, p); b != nullptr && inside(alloc_, a_.events[b->alloc])) {
     c.block = b->start;
     c.block_size = b->size;
