@@ -19,6 +19,7 @@
 #include "core_timeline/reader/render.h"
 #include "core_timeline/ring_format.h"
 #include "crash_harness.h"
+#include "test_util.h"
 
 namespace {
 
@@ -50,7 +51,9 @@ Read crash(const std::vector<std::string> &argv, int signo, bool wrappers = true
   ro.symbolize = symbolize;
   Read r{rd::analyze_file(run.core_path, ro), {}, {}, run.core_path};
   r.text = rd::render_text(r.a);
-  r.doc = rd::to_json(r.a);
+  const std::string json = rd::render_json(r.a);
+  EXPECT_EQ(ct::testing::schema_errors(json), "") << "docs/timeline.schema.json, with its \"cause\"";
+  r.doc = nlohmann::ordered_json::parse(json);
   return r;
 }
 
