@@ -68,6 +68,12 @@ void read_struct(const CoreFile &core, std::uint64_t buffer, AbortMessage &out) 
 AbortMessage read_abort_message(const CoreFile &core, const SymbolizeOptions &options) {
   AbortMessage out;
   const Module *libc = libc_module(core);
+  if (libc != nullptr && libc->build_id.empty() && !options.unverified) {
+    out.note = fmt::format("__abort_msg cannot be found: the core attests no build-id for {} ({}), so no file can be "
+                           "verified to be the one that ran (--unverified-symbols uses it anyway)",
+                           libc->name, libc->build_id_note);
+    return out;
+  }
   const std::string prefix = libc == nullptr ? std::string() : libc->name.substr(libc->name.rfind('/') + 1);
   const auto found = find_symbol(core, "__abort_msg", prefix, options);
   if (!found) {

@@ -104,6 +104,10 @@ class Finder {
       if (w.source == f::kSourceAlloc) alloc_ = &w;
       if (w.source == f::kSourceIo) io_ = &w;
     }
+    /* Slots the core does not hold (a core cut off inside a ring) may be
+     * any source's, at any time: holes no window counts. */
+    for (const auto &r : a.rings)
+      if (r.state == RingReport::State::kValid && r.ring && (r.ring->truncated || r.ring->missing > 0)) cut_ = true;
   }
   CauseReport run();
 
@@ -128,7 +132,7 @@ class Finder {
            (w->complete_since_init || w->complete_for_ns);
   }
   bool inside(const SourceWindow *w, const Event &e) const {
-    if (!usable(w) || w->torn > 0) return false;
+    if (!usable(w) || w->torn > 0 || cut_) return false;
     if (w->complete_since_init) return true;
     return e.age_ns && *e.age_ns <= 0 && -*e.age_ns <= *w->complete_for_ns;
   }
@@ -138,7 +142,12 @@ class Finder {
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
     return m;
   }
-  std::string window_of(const SourceWindow *w) const { return w != nullptr ? absence_text(*w) : std::string(); }
+  std::string window_of(const SourceWindow *w) const {
+    if (w == nullptr) return {};
+    return absence_text(*w) + (cut_ ? "; but the core is cut off inside the ring: the slots it lacks may hold "
+                                      "any event"
+                                    : std::string());
+  }
   /* "at main+0x1c (v.c:12) in v (tid 7, -1.234ms)" */
   std::string where(std::uint32_t i) const;
   std::string block_text(const Block &b) const {
@@ -152,6 +161,7 @@ class Finder {
   const ReadOptions &opts_;
   const Analysis &a_;
   const SourceWindow *alloc_ = nullptr, *io_ = nullptr;
+  bool cut_ = false;  /* a valid ring lacks slots (truncated, missing) */
   std::map<std::uint32_t, Heap> heaps_;   /* by ring */
   std::vector<CausePointer> pointers_;    /* fault address, registers */
   std::optional<AbortMessage> abort_;
