@@ -259,7 +259,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   req.paths = {"cut"};
   ViewInput view;  /* what the view needs of the events (not the events) */
   if (!o.json) {
-    req.paths.insert(req.paths.end(), {key::threads, key::warnings, key::thread_stacks});
+    req.paths.insert(req.paths.end(), {key::threads, key::warnings, key::thread_stacks, key::cause});
     req.on_event = [&view](const json &e, std::size_t) { view.events.push_back(ViewEvent::of(e)); };
   }
   auto r = read(req);
@@ -292,6 +292,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
                                 name != th.end() && name->is_string() ? name->get<std::string>() : std::string()});
       }
     view.take_crash(t.lookup(key::crash), t.lookup(key::thread_stacks));
+    view.take_cause(t.lookup(key::cause));
     if (const json *w = t.lookup(key::warnings); w && w->is_array()) view.warnings = w->size();
     ViewOptions options = o.view;
     options.all = o.all;

@@ -8,6 +8,7 @@
 
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/stored.h"
+#include "core_timeline/reader/cause.h"
 #include "core_timeline/reader/render.h"
 #include "text.h"
 
@@ -85,6 +86,21 @@ void ViewInput::take_crash(const json *c, const json *thread_stacks) {
   if (thread_stacks != nullptr && thread_stacks->is_array())
     for (const json &t : *thread_stacks)
       if (t.is_object()) after_crash_lines += 1 + frames_of(t) + 1;
+}
+
+void ViewInput::take_cause(const json *cause) {
+  if (cause == nullptr || !cause->is_object()) return;
+  if (auto c = cause->find(key::causes); c != cause->end() && c->is_array()) {
+    std::size_t shown = 0;
+    for (const json &x : *c) {
+      if (shown == reader::kMaxCauseLines) break;
+      ++shown;
+      ++after_crash_lines;
+      if (x.is_object() && non_empty_string(x, key::window)) ++after_crash_lines;
+    }
+    if (c->size() > reader::kMaxCauseLines) ++after_crash_lines;
+  }
+  if (auto t = cause->find(key::cannot_tell); t != cause->end() && t->is_array()) after_crash_lines += t->size();
 }
 
 Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {

@@ -11,7 +11,9 @@
  * (reader/render.h): header lines; then, for each element of the document's
  * "events" in order, the event's line and, when it has a "stack", one line
  * per frame and a closing "(stack: ...)" line; then a "crash:" line when
- * "crash" is not null, and one "warning:" line per element of "warnings".
+ * "crash" is not null, with what follows it (the re-raised fault, the
+ * thread stacks, the "cause" section's lines), and one "warning:" line per
+ * element of "warnings".
  * The view cuts the text at those boundaries, checks that each event's
  * line names that event's tid and name (and the last lines are the crash
  * and the warnings), and puts the lines it keeps back together: the header
@@ -95,6 +97,10 @@ struct ViewInput {
   /** Fills crash, crash_tid, crash_stack_lines and after_crash_lines from
    *  the document's "crash" and "thread_stacks" (either may be null). */
   void take_crash(const nlohmann::ordered_json *crash, const nlohmann::ordered_json *thread_stacks);
+  /** Adds the lines of the cause section (after the crash's, before the
+   *  warnings: reader/cause.h kMaxCauseLines) to after_crash_lines, from
+   *  the document's "cause" (null, or missing in older documents: none). */
+  void take_cause(const nlohmann::ordered_json *cause);
 };
 
 /** The text show prints (every line ending in '\n'); kBadData with a

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "analyzer.h"
+#include "find_causes.h"
 
 namespace core_timeline::reader {
 
@@ -64,7 +65,9 @@ std::vector<RingReport> locate_rings(const CoreFile &core) {
 
 Analysis analyze(const CoreFile &core, const ReadOptions &options) noexcept {
   try {
-    return Analyzer(core, options).run();
+    Analysis a = Analyzer(core, options).run();
+    detail::find_causes(core, options, a); /* cause.cc */
+    return a;
   } catch (const std::bad_alloc &) {
     Analysis a;
     a.status = Status::kCoreUnreadable;

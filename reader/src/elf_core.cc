@@ -81,6 +81,8 @@ void parse_prstatus(std::span<const std::uint8_t> d, std::uint16_t machine, Core
   if (nregs != 0 && d.size() >= kPrstatusReg + nregs * 8) {
     load_at(d, kPrstatusReg + pc_idx * 8, t.pc);
     load_at(d, kPrstatusReg + sp_idx * 8, t.sp);
+    t.regs.resize(nregs);
+    for (std::size_t i = 0; i < nregs; ++i) load_at(d, kPrstatusReg + i * 8, t.regs[i]);
     t.has_regs = true;
   }
   out.threads.push_back(t);
@@ -249,7 +251,10 @@ void parse_core_notes(std::span<const std::uint8_t> data, std::uint64_t base, st
   if (!r) note_warning(out, [&] { return r.error().message + ", ignoring the rest of this PT_NOTE"; });
   /* A live snapshot's NT_PRSTATUS carries no registers (live.h). */
   if (out.live)
-    for (auto &t : out.threads) t.has_regs = false;
+    for (auto &t : out.threads) {
+      t.has_regs = false;
+      t.regs.clear();
+    }
 }
 
 std::string hex_bytes(std::span<const std::uint8_t> bytes) {

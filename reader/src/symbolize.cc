@@ -382,8 +382,54 @@ struct ElfDeleter {
   void operator()(Elf *e) const { elf_end(e); }
 };
 
+/* A symbol by name: which modules to search (find_symbol). */
+struct NameQuery {
+  std::string_view name;
+  std::string_view module_prefix;
+};
+
+bool module_matches(const Module &m, std::string_view prefix) {
+  const std::size_t slash = m.name.rfind('/');
+  return std::string_view(m.name).substr(slash == std::string::npos ? 0 : slash + 1).starts_with(prefix);
+}
+
+/* The first reported module (in `order`) whose symbol table defines
+ * `name` as an object or function. */
+std::optional<NamedSymbol> find_named(Dwfl *dwfl, const std::vector<const Module *> &order, std::string_view name) {
+  for (const Module *m : order) {
+    Dwfl_Module *mod = dwfl_addrmodule(dwfl, m->base);
+    if (mod == nullptr) continue;
+    const int n = dwfl_module_getsymtab(mod);
+    for (int i = 1; i < n; ++i) {
+      GElf_Sym sym;
+      GElf_Addr addr = 0;
+      const char *sname = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
+      if (sname == nullptr || name != sname || sym.st_shndx == SHN_UNDEF) continue;
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if (type != STT_OBJECT && type != STT_FUNC) continue;
+      NamedSymbol out;
+      out.address = addr;
+      out.size = sym.st_size;
+      out.module = m->name;
+      const char *mainfile = nullptr;
+      dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, &mainfile, nullptr);
+      if (mainfile != nullptr) out.module_file = mainfile;
+      GElf_Addr bias = 0;
+      if (Elf *melf = dwfl_module_getelf(mod, &bias)) {
+        const void *bid = nullptr;
+        const ssize_t len = dwelf_elf_gnu_build_id(melf, &bid);
+        if (len > 0 && len <= 64)
+          out.file_build_id.assign(static_cast<const std::uint8_t *>(bid), static_cast<const std::uint8_t *>(bid) + len);
+      }
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
 Result<SymbolizeResult> symbolize_here(const CoreFile &core, std::span<const SymbolQuery> queries,
-                                       const SymbolizeOptions &options, const UnwindRequest *unwind) {
+                                       const SymbolizeOptions &options, const UnwindRequest *unwind,
+                                       const NameQuery *named = nullptr) {
   static char *debuginfo_path = nullptr; /* libdwfl default: ":.debug:/usr/lib/debug" */
   static const Dwfl_Callbacks callbacks = {
       .find_elf = find_elf,
@@ -422,6 +468,16 @@ Result<SymbolizeResult> symbolize_here(const CoreFile &core, std::span<const Sym
   for (const auto &q : queries) want(core.module_for(q.is_return_address && q.address != 0 ? q.address - 1 : q.address));
   if (unwind != nullptr)
     for (const Module &m : core.modules()) want(&m);
+  std::vector<const Module *> named_order;  /* the executable first */
+  if (named != nullptr) {
+    for (const Module &m : core.modules())
+      if (module_matches(m, named->module_prefix) && (named->module_prefix.empty() ? &m == rules.exe : true))
+        named_order.push_back(&m);
+    if (named->module_prefix.empty())
+      for (const Module &m : core.modules())
+        if (&m != rules.exe) named_order.push_back(&m);
+    for (const Module *m : named_order) want(m);
+  }
   dwfl_report_begin(dwfl.get());
   for (const Module *m : wanted) {
     Dwfl_Module *mod = dwfl_report_module(dwfl.get(), m->name.c_str(), m->base, m->end);
@@ -486,6 +542,7 @@ Result<SymbolizeResult> symbolize_here(const CoreFile &core, std::span<const Sym
   for (const auto &q : queries) result.symbols.push_back(lookup(q));
   for (auto &t : result.threads)
     for (auto &f : t.frames) f.symbol = lookup({f.pc, !f.activation});
+  if (named != nullptr) result.named = find_named(dwfl.get(), named_order, named->name);
   return result;
 }
 
@@ -534,6 +591,15 @@ std::string encode(const Result<SymbolizeResult> &r) {
       put_u64(b, f.sp.value_or(0));
       put_symbol(b, f.symbol);
     }
+  }
+  b.push_back(r->named ? '1' : '0');
+  if (r->named) {
+    put_u64(b, r->named->address);
+    put_u64(b, r->named->size);
+    put_str(b, r->named->module);
+    put_str(b, r->named->module_file);
+    put_str(b, std::string_view(reinterpret_cast<const char *>(r->named->file_build_id.data()),
+                                r->named->file_build_id.size()));
   }
   return b;
 }
@@ -610,6 +676,21 @@ Result<SymbolizeResult> decode(std::span<const std::uint8_t> data, std::size_t e
     }
     out.threads.push_back(std::move(t));
   }
+  CT_TRY(has_named, c.u8("named"));
+  if (has_named == '1') {
+    NamedSymbol named;
+    CT_TRY(addr, c.u64("address"));
+    CT_TRY(size, c.u64("size"));
+    CT_TRY(module, get_str(c));
+    CT_TRY(file, get_str(c));
+    CT_TRY(bid, get_str(c));
+    named.address = addr;
+    named.size = size;
+    named.module = std::move(module);
+    named.module_file = std::move(file);
+    named.file_build_id.assign(bid.begin(), bid.end());
+    out.named = std::move(named);
+  }
   return out;
 }
 
@@ -624,6 +705,10 @@ bool write_all(int fd, const char *p, std::size_t n) {
   return true;
 }
 
+Result<SymbolizeResult> run_symbolizer(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                       const SymbolizeOptions &options, const UnwindRequest *unwind,
+                                       const NameQuery *named);
+
 }  // namespace
 
 Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::span<const SymbolQuery> queries,
@@ -634,7 +719,22 @@ Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::
 
 Result<SymbolizeResult> symbolize_and_unwind(const CoreFile &core, std::span<const SymbolQuery> queries,
                                              const SymbolizeOptions &options, const UnwindRequest *unwind) {
-  if (!options.isolate) return symbolize_here(core, queries, options, unwind);
+  return run_symbolizer(core, queries, options, unwind, nullptr);
+}
+
+Result<std::optional<NamedSymbol>> find_symbol(const CoreFile &core, std::string_view name,
+                                               std::string_view module_prefix, const SymbolizeOptions &options) {
+  const NameQuery q{name, module_prefix};
+  CT_TRY(r, run_symbolizer(core, {}, options, nullptr, &q));
+  return std::move(r.named);
+}
+
+namespace {
+
+Result<SymbolizeResult> run_symbolizer(const CoreFile &core, std::span<const SymbolQuery> queries,
+                                       const SymbolizeOptions &options, const UnwindRequest *unwind,
+                                       const NameQuery *named) {
+  if (!options.isolate) return symbolize_here(core, queries, options, unwind, named);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     return Error{Errc::kIo, fmt::format("symbolizer: pipe: {}", std::strerror(errno))};
@@ -655,7 +755,7 @@ Result<SymbolizeResult> symbolize_and_unwind(const CoreFile &core, std::span<con
       kill(getpid(), SIGKILL);
     std::string b;
     try {
-      b = encode(symbolize_here(core, queries, options, unwind));
+      b = encode(symbolize_here(core, queries, options, unwind, named));
     } catch (...) {
       _exit(3);
     }
@@ -692,6 +792,8 @@ Result<SymbolizeResult> symbolize_and_unwind(const CoreFile &core, std::span<con
     return Error{Errc::kInternal, fmt::format("symbolizer child failed (exit status {})", WEXITSTATUS(status))};
   return decode({reinterpret_cast<const std::uint8_t *>(buf.data()), buf.size()}, queries.size());
 }
+
+}  // namespace
 
 Result<std::vector<std::uint8_t>> file_build_id(const std::string &path) {
   elf_version(EV_CURRENT);

@@ -1028,6 +1028,28 @@ const std::string kStoredText =
 
 }  // namespace
 
+// Guards against: the cause section's lines (docs/cause.md) between the
+// "crash:" line and the warnings taken for events, which misaligns the view.
+TEST(ShowView, TheCauseSectionStaysWithTheCrashLine) {
+  std::string text = kStoredText;
+  const std::string cause =
+      "cause: use after free: rdi=0x10 is 0 bytes into a 24-byte block\n"
+      "  relies on: allocations are complete since tl_init (1.000ms)\n"
+      "cause: abort message: boom\n"
+      "cause cannot be told: something\n";
+  text.insert(text.find("warning: "), cause);
+  ctlq::ViewInput in = view_input(text);
+  EXPECT_FALSE(ctlq::view_text(in, {})) << "without the cause's lines counted, the view must not line up";
+  const json c = json::parse(R"({"causes": [{"kind": "use_after_free", "window": "allocations are complete"},
+                                            {"kind": "abort_message", "window": null}],
+                                 "cannot_tell": ["something"]})");
+  in.take_cause(&c);
+  const auto shown = ctlq::view_text(in, {});
+  ASSERT_TRUE(shown) << shown.error().message;
+  EXPECT_NE(shown->find("crash: SIGSEGV in tid 10\n" + cause + "warning: something\n"), std::string::npos) << *shown;
+  EXPECT_EQ(shown->find("LANE_CLAIM       lane="), std::string::npos) << *shown;
+}
+
 // Guards against: show printing the bookkeeping without an option, hiding
 // it without a word, and having none of the reader's view options.
 TEST(ShowView, BookkeepingLeftOutAndSaidAndTheReadersViewOptions) {

@@ -263,6 +263,17 @@ inline constexpr char windows[] = "windows";
 inline constexpr char write_index[] = "write_index";
 inline constexpr char writer_version[] = "writer_version";
 
+/* The "cause" section (docs/cause.md). */
+inline constexpr char block[] = "block";
+inline constexpr char cannot_tell[] = "cannot_tell";
+inline constexpr char cause[] = "cause";
+inline constexpr char causes[] = "causes";
+inline constexpr char message[] = "message";
+inline constexpr char pointers[] = "pointers";
+inline constexpr char role[] = "role";
+inline constexpr char value[] = "value";
+inline constexpr char window[] = "window";
+
 /** The dotted path of nested members, dotted({process, pid}) == "process.pid"
  *  (ctl-query's FIELD=VALUE paths, docs/ctl-query.md). */
 inline std::string dotted(std::initializer_list<std::string_view> members) {

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "core_timeline/document/status.h"
+#include "core_timeline/reader/cause.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/result.h"
 #include "core_timeline/reader/ring.h"
@@ -585,6 +586,9 @@ struct Analysis {
    *  relative to the snapshot's time. */
   std::optional<LiveSnapshotNote> snapshot;
   std::optional<CrashFacts> crash;
+  /** A probable cause and its evidence (cause.h, docs/cause.md); nullopt
+   *  when the evidence supports none and leaves nothing undecided. */
+  std::optional<CauseReport> cause;
   std::vector<RingReport> rings; /**< a valid ring's events are in `events`,
                                      not in its DecodedRing */
   std::vector<Event> events;     /**< merged order (docs/timeline-json.md) */

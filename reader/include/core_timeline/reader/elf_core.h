@@ -81,6 +81,11 @@ struct ThreadStatus {
   bool has_regs = false;     /**< pc and sp decoded (x86-64, AArch64) */
   std::uint64_t pc = 0;
   std::uint64_t sp = 0;
+  /** pr_reg as the kernel wrote it, with has_regs: x86-64's struct
+   *  user_regs_struct (27 words: r15, r14, ..., rip, ..., rsp, ...),
+   *  AArch64's struct user_pt_regs (x0..x30, sp, pc, pstate); names in
+   *  cause.h register_name().  Empty without has_regs. */
+  std::vector<std::uint64_t> regs;
 };
 
 /** NT_PRPSINFO (struct elf_prpsinfo). */

@@ -62,6 +62,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core_timeline/reader/elf_core.h"
@@ -153,8 +154,20 @@ struct UnwoundThread {
   std::string end;
 };
 
+/** A symbol found by its name (find_symbol). */
+struct NamedSymbol {
+  std::uint64_t address = 0;   /**< in the dead process: st_value plus the
+                                    module's load bias */
+  std::uint64_t size = 0;      /**< st_size, bytes */
+  std::string module;          /**< the module's NT_FILE name */
+  std::string module_file;     /**< the ELF file libdwfl read it from */
+  std::vector<std::uint8_t> file_build_id;  /**< that file's build-id */
+};
+
 struct SymbolizeResult {
   std::vector<std::optional<Symbol>> symbols;  /**< one per query */
+  /** find_symbol's answer; nullopt: no module searched defines it. */
+  std::optional<NamedSymbol> named;
   std::vector<UnwoundThread> threads;          /**< UnwindRequest's, in
                                                     NT_PRSTATUS order */
   std::string unwind_error;  /**< libdwfl could not attach to the core */
@@ -177,6 +190,21 @@ Result<SymbolizeResult> symbolize_and_unwind(const CoreFile &core, std::span<con
  */
 Result<std::vector<std::optional<Symbol>>> symbolize(const CoreFile &core, std::span<const SymbolQuery> queries,
                                                      const SymbolizeOptions &options);
+
+/**
+ * The data or function symbol `name` (STT_OBJECT, STT_TLS excluded, or
+ * STT_FUNC) in the modules of the core whose NT_FILE name's file name
+ * starts with `module_prefix` ("libc.so" finds libc.so.6), in NT_FILE
+ * order, from each module's symbol table as libdwfl reads it (.symtab of
+ * its debug file when there is one, else .dynsym), under the same file
+ * rules, isolation and time limits as symbolize().  An empty prefix
+ * searches every module (the executable first).  nullopt when no module
+ * searched defines it or none of their files was found.  The caller
+ * compares file_build_id with the module's build-id from the core before
+ * it trusts the address.  Errors as symbolize().
+ */
+Result<std::optional<NamedSymbol>> find_symbol(const CoreFile &core, std::string_view name,
+                                               std::string_view module_prefix, const SymbolizeOptions &options);
 
 /** The NT_GNU_BUILD_ID of the ELF file at `path` (libelf).  kIo, kNotElf,
  *  kNotFound (the file has no build-id). */
