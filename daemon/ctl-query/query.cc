@@ -24,11 +24,13 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/ids.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
+#include "group.h"
 #include "journal.h"
 #include "match.h"
 #include "refusal.h"
@@ -93,6 +95,7 @@ struct Row {
    * reader's own sentences (windows[].says), so an empty search is not
    * read as "it never happened". */
   std::vector<std::string> lossy_windows;
+  GroupFacts group;          /* its group signature (group.h) */
 };
 
 /* The result of reading one candidate. */
@@ -151,6 +154,7 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   r.event_count = t.event_count;
   r.last_event = std::move(t.last_event);
   r.events = std::move(events);
+  r.group = group_facts_of(t);
   return r;
 }
 
@@ -201,6 +205,7 @@ Row row_of_entry(const JournalEntry &e) {
   r.cut = e.get(jf::kDocumentCut) == "1";
   r.user_vouched = e.user_vouched;
   r.unverified = e.unverified;
+  r.group = group_facts_of(e);
   return r;
 }
 
@@ -801,6 +806,7 @@ std::optional<std::string> journal_field(const std::string &field) {
   if (same.count(field)) return field;
   if (field == "_BOOT_ID" || field == "coredump.boot_id") return std::string(jf::kBootId);
   if (field == key::status) return std::string(jf::kStatus);
+  if (field == jf::kGroup || field == jf::kGroupStack || field == jf::kGroupHistory) return field;
   return std::nullopt;
 }
 
@@ -1352,6 +1358,7 @@ class Query {
     req.fields.push_back("_HOSTNAME");
     req.fields.push_back("_MACHINE_ID");
     req.paths = match_fields_;
+    req.paths.push_back(core_timeline::document::group_key::group);  // group, and matches on its ids
     req.bookkeeping = o_.all;
     if (o_.command == Command::kEvents) {
       req.paths.push_back(key::windows);
@@ -1627,6 +1634,10 @@ class Query {
           whole = "on host " + r.host + " at " + whole;
         return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
       }
+    } else if (o_.command == Command::kGroup) {
+      std::vector<GroupMember> members;
+      for (const Row *r : rows_) members.push_back(GroupMember{&r->group, r->time_usec, r->host, r->exe, r->pid});
+      printed = print_groups(out_, members, o_);
     } else if (o_.command == Command::kList) {
       std::vector<const Row *> rows = rows_;
       if (o_.reverse) std::reverse(rows.begin(), rows.end());

@@ -2026,6 +2026,7 @@ Analysis Analyzer::run() {
         installed = installed.value_or(false) || (r.ring->header.compat_flags & f::kCompatHandlers) != 0;
     a_.warnings.push_back(detail::no_crash_event_text(*a_.crash, installed));
   }
+  a_.group = group_signature(a_);
   return std::move(a_);
 }
 
