@@ -138,7 +138,9 @@ TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
     EXPECT_EQ(g["basis"], "history+stack") << g;
     EXPECT_EQ(g["words"], kWords.at(kind)) << g;
     EXPECT_EQ(g["stack_words"], "SIGSEGV in crash_helper() <- dispatch() <- main()") << g;
-    if (id_of.count(kind)) EXPECT_EQ(g["id"], id_of[kind]) << kind << ": noise, pid or ASLR split the group";
+    if (id_of.count(kind)) {
+      EXPECT_EQ(g["id"], id_of[kind]) << kind << ": noise, pid or ASLR split the group";
+    }
     id_of.emplace(kind, g["id"]);
     if (stack_id.empty()) stack_id = g["stack_id"];
     EXPECT_EQ(g["stack_id"], stack_id);
@@ -156,13 +158,13 @@ TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
     return ct::test::run(args);
   };
   /* Over the timeline files (each document's "group") and over the
-   * journal (the entries' summary fields alone). */
-  const std::vector<std::vector<std::string>> sources = {{"-D", daemon.output_dir()},
-                                                          {"-S", since_arg(t0), CT_DISPATCHER}};
+   * journal (the entries' summary fields alone).  The daemon handles every
+   * crash of the machine, and the journal holds older runs: the fixture's
+   * executable (a path match) and -S keep this test's. */
+  const std::vector<std::vector<std::string>> sources = {{"-D", daemon.output_dir()}, {"-S", since_arg(t0)}};
   for (const auto &src : sources) {
     SCOPED_TRACE(src[0]);
-    std::vector<std::string> args = {src[0], src[1], "--json", "group"};
-    if (src.size() > 2) args.push_back(src[2]);
+    std::vector<std::string> args = {src[0], src[1], "--json", "group", CT_DISPATCHER};
     const ct::test::Ran r = query(args);
     ASSERT_EQ(r.exit_code(), 0) << r.err;
     const std::vector<json> groups = json_lines(r.out);
@@ -191,7 +193,7 @@ TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
 
     /* The text: a header and three lines, most crashes first. */
     args.erase(std::find(args.begin(), args.end(), "--json"));
-    args.pop_back();
+    args.pop_back();  // --stack
     const ct::test::Ran text = query(args);
     const auto tl = lines_of(text.out);
     ASSERT_EQ(tl.size(), 4u) << text.out;
@@ -199,7 +201,8 @@ TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
     for (std::size_t i = 1; i < tl.size(); ++i) EXPECT_NE(tl[i].find("SIGSEGV in crash_helper()"), std::string::npos);
 
     /* list CORE_TIMELINE_GROUP=ID: a group's members. */
-    std::vector<std::string> list = {src[0], src[1], "--no-legend", "list", "CORE_TIMELINE_GROUP=" + id_of["admin"]};
+    std::vector<std::string> list = {src[0], src[1], "--no-legend", "list", CT_DISPATCHER,
+                                     "CORE_TIMELINE_GROUP=" + id_of["admin"]};
     const ct::test::Ran members = query(list);
     ASSERT_EQ(members.exit_code(), 0) << members.err;
     EXPECT_EQ(lines_of(members.out).size(), static_cast<std::size_t>(kPerKind)) << members.out;
@@ -208,9 +211,12 @@ TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
   }
 
   /* journalctl finds a group's entries through the journal's index. */
+  ct::test::ProcessOptions search;
+  search.search_path = true;
   const ct::test::Ran jc = ct::test::run({"journalctl", "--since", since_arg(t0), "-o", "json",
-                                          "CORE_TIMELINE_GROUP=" + id_of["get"], "COREDUMP_EXE=" + fs::canonical(CT_DISPATCHER).string()},
-                                         {.search_path = true});
+                                          "CORE_TIMELINE_GROUP=" + id_of["get"],
+                                          "COREDUMP_EXE=" + fs::canonical(CT_DISPATCHER).string()},
+                                         search);
   ASSERT_EQ(jc.exit_code(), 0) << jc.err;
   const std::vector<json> entries = json_lines(jc.out);
   ASSERT_EQ(entries.size(), static_cast<std::size_t>(kPerKind)) << jc.out.substr(0, 2000);
@@ -248,7 +254,7 @@ TEST(CtlQueryGroup, CrashDemosTwoPathsAreTwoGroups) {
             "SIGSEGV in die() <- path_a() <- main() inside REQUEST, after REQ_PARSE, BEFORE_DIE");
   EXPECT_EQ(groups["b"]["words"],
             "SIGSEGV in die() <- path_b() <- main() inside RELOAD, after CONFIG_RELOAD, BEFORE_DIE");
-  const ct::test::Ran r = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "--json", "group"});
+  const ct::test::Ran r = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "--json", "group", CT_CRASH_DEMO});
   ASSERT_EQ(r.exit_code(), 0) << r.err;
   const std::vector<json> lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
