@@ -245,10 +245,11 @@ bool only_says_core_gone(const Row &r) { return r.status == "core_missing"; }
  * (`a_later`: `a` comes later in the reading order, journal order for
  * entries): not one that only says the core was gone, over one that says
  * more; core-timelined's over the crashed user's own word; a file (never
- * cut) over an entry; the later. */
+ * cut) over an entry; one with a group signature over one without; the
+ * later. */
 bool preferred(const Row &a, const Row &b, bool a_later) {
   const auto rank = [](const Row &r) {
-    return std::make_tuple(!only_says_core_gone(r), !r.user_vouched, !r.from_journal);
+    return std::make_tuple(!only_says_core_gone(r), !r.user_vouched, !r.from_journal, !r.group.id.empty());
   };
   if (rank(a) != rank(b)) return rank(a) > rank(b);
   return a_later;
@@ -269,6 +270,8 @@ std::string why_kept(const Row &kept, const Row &other) {
   if (other.user_vouched && !kept.user_vouched) return "another is only the crashed user's own word";
   if (!kept.from_journal && other.from_journal)
     return "a timeline file holds the whole document (an entry may hold part of it)";
+  if (!kept.group.id.empty() && other.group.id.empty())
+    return "it has a group signature (the other was written before grouping)";
   return "it is the last logged";
 }
 
