@@ -36,6 +36,8 @@ constexpr const char *kDescription =
     "info (the newest match's crash, as coredumpctl info: the fault, a re-raised fault,\n"
     "each thread's stack with where each frame came from),\n"
     "export (the newest match as a chrome-trace document or a CTF trace: --format, --output).\n"
+    "group (one line per group of crashes that are the same bug, the most first; --stack:\n"
+    "by the crash stack alone; docs/grouping.md),\n"
     "diff A B (per event and span name, what one timeline did that the other did not;\n"
     "A and B each a MATCH, or a core FILE: a path to an ELF core).\n"
     "MATCH: a number is a PID, a path (with '/') an executable, FIELD=VALUE a stored journal\n"
@@ -121,10 +123,10 @@ struct CommandLine {
   std::string since, until, name, kind, arg, id, tid, show_tid, json_mode, boot;
   std::size_t lines = 0;
   bool newest = false, version = false;
-  std::vector<std::string> list_matches, show_matches, events_matches, export_matches, info_matches;
+  std::vector<std::string> list_matches, show_matches, events_matches, export_matches, info_matches, group_matches;
   DiffOptions diff_options;
   CLI::App *list = nullptr, *show = nullptr, *events = nullptr, *export_ = nullptr, *diff = nullptr,
-           *info = nullptr;
+           *info = nullptr, *group = nullptr;
 
   CommandLine() {
     app.require_subcommand(0, 1);
@@ -222,7 +224,11 @@ struct CommandLine {
         ->required();
     diff->add_option("B", diff_options.b, "the same, for the other side")->required();
     diff->add_option("--tlmap", diff_options.tlmap, "Names for the user ids of a core FILE (core-timeline-read --tlmap)");
-    for (auto *sub : {list, show, events, export_, diff}) sub->fallthrough();
+    group = app.add_subcommand("group", "One line per group of crashes that are the same bug (the same stack "
+                                        "after the same history; docs/grouping.md), the most crashes first");
+    group->add_flag("--stack", o.group_by_stack, "Group by the crash stack alone (the stack part of the signature)");
+    group->add_option("MATCH", group_matches, "PID, /path/to/exe, COMM or FIELD=VALUE");
+    for (auto *sub : {list, show, events, export_, diff, group}) sub->fallthrough();
   }
 
   /* After parsing: the texts into QueryOptions.  A message for stderr
@@ -255,6 +261,9 @@ struct CommandLine {
       o.matches = export_matches;
       if (o.export_format == reader::ExportFormat::kCtf && o.export_output.empty())
         return std::string("export --format=ctf needs --output DIR (the directory to make the trace in)");
+    } else if (group->parsed()) {
+      o.command = Command::kGroup;
+      o.matches = group_matches;
     } else {
       o.command = Command::kList;
       o.matches = list_matches;

@@ -17,6 +17,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/reader/number.h"
@@ -124,6 +125,9 @@ const std::vector<std::string> kSummaryFields = {
     std::string(jf::kSignal), std::string(jf::kEvents), std::string(jf::kLastEvent), std::string(jf::kOpenSpans),
     std::string(jf::kEventNamesComplete), std::string(jf::kSchemaVersion), std::string(jf::kTimelinePath),
     std::string(jf::kDocumentCut), std::string(jf::kDocumentBytes), std::string(jf::kNamespacePid),
+    /* The group signature (group_keys.h), for ctl-query group. */
+    std::string(jf::kGroup), std::string(jf::kGroupStack), std::string(jf::kGroupHistory),
+    std::string(jf::kGroupWords), std::string(jf::kGroupStackWords), std::string(jf::kGroupBasis),
     /* The notice core-timelined logged with this MESSAGE_ID before the
      * entry carried the document: its pid, executable and uid. */
     "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",

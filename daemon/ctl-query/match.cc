@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/reader/number.h"
 #include "text.h"
 
@@ -30,8 +31,13 @@ void add(std::vector<MatchGroup> &groups, const std::string &field, std::string 
 
 /* The document value at a group's dotted path; _BOOT_ID is
  * coredump.boot_id (the boot id is in the document itself; the daemon need
- * not repeat the journal's _BOOT_ID among the fields). */
+ * not repeat the journal's _BOOT_ID among the fields), and the timeline
+ * entry's group fields are the document's "group" ids (group_keys.h). */
 const nlohmann::ordered_json *find(const Timeline &t, const std::string &field) {
+  namespace jf = core_timeline::document::journal;
+  if (field == jf::kGroup) return t.lookup("group.id");
+  if (field == jf::kGroupStack) return t.lookup("group.stack_id");
+  if (field == jf::kGroupHistory) return t.lookup("group.history_id");
   return t.lookup(field == "_BOOT_ID" ? "coredump.boot_id" : field);
 }
 

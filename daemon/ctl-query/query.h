@@ -52,7 +52,7 @@ enum ExitCode : int {
   kExitNoDirectory = 4, /**< a -D directory cannot be opened */
 };
 
-enum class Command { kList, kShow, kEvents, kExport, kInfo };
+enum class Command { kList, kShow, kEvents, kExport, kInfo, kGroup };
 
 /** The `events` command's conditions on one event; unset ones always hold. */
 struct EventFilter {
@@ -115,6 +115,8 @@ struct QueryOptions {
    *  empty; the directory to make for ctf, required). */
   reader::ExportFormat export_format = reader::ExportFormat::kChromeTrace;
   std::string export_output;
+  /** group: by the stack part of the signature alone (--stack). */
+  bool group_by_stack = false;
 };
 
 /** The timeline `locate_newest()` found. */

@@ -509,6 +509,10 @@ int Query::print() {
         whole = "on host " + r.host + " at " + whole;
       return show_it ? show(out_, err_, read, whole, o_) : export_timeline(out_, err_, read, whole, o_);
     }
+  } else if (o_.command == Command::kGroup) {
+    std::vector<GroupMember> members;
+    for (const Row *r : rows_) members.push_back(GroupMember{&r->group, r->time_usec, r->host, r->exe, r->pid});
+    printed = print_groups(out_, members, o_);
   } else if (o_.command == Command::kList) {
     std::vector<const Row *> rows = rows_;
     if (o_.reverse) std::reverse(rows.begin(), rows.end());

@@ -59,6 +59,7 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   r.event_count = t.event_count;
   r.last_event = std::move(t.last_event);
   r.events = std::move(events);
+  r.group = group_facts_of(t);
   return r;
 }
 
@@ -109,6 +110,7 @@ Row row_of_entry(const JournalEntry &e) {
   r.cut = e.get(jf::kDocumentCut) == "1";
   r.user_vouched = e.user_vouched;
   r.unverified = e.unverified;
+  r.group = group_facts_of(e);
   return r;
 }
 
@@ -139,10 +141,11 @@ bool only_says_core_gone(const Row &r) {
  * (`a_later`: `a` comes later in the reading order, journal order for
  * entries): not one that only says the core was gone, over one that says
  * more; core-timelined's over the crashed user's own word; a file (never
- * cut) over an entry; the later. */
+ * cut) over an entry; one with a group signature over one without; the
+ * later. */
 bool preferred(const Row &a, const Row &b, bool a_later) {
   const auto rank = [](const Row &r) {
-    return std::make_tuple(!only_says_core_gone(r), !r.user_vouched, !r.from_journal);
+    return std::make_tuple(!only_says_core_gone(r), !r.user_vouched, !r.from_journal, !r.group.id.empty());
   };
   if (rank(a) != rank(b)) return rank(a) > rank(b);
   return a_later;
@@ -156,6 +159,8 @@ std::string why_kept(const Row &kept, const Row &other) {
   if (other.user_vouched && !kept.user_vouched) return "another is only the crashed user's own word";
   if (!kept.from_journal && other.from_journal)
     return "a timeline file holds the whole document (an entry may hold part of it)";
+  if (!kept.group.id.empty() && other.group.id.empty())
+    return "it has a group signature (the other was written before grouping)";
   return "it is the last logged";
 }
 
@@ -283,6 +288,7 @@ ReadRequest Query::request_for(Found &found) const {
   req.fields.push_back("_HOSTNAME");
   req.fields.push_back("_MACHINE_ID");
   req.paths = match_fields_;
+  req.paths.push_back(core_timeline::document::group_key::group);  // group, and matches on its ids
   req.bookkeeping = o_.all;
   if (o_.command == Command::kEvents) {
     req.paths.push_back(key::windows);

@@ -15,6 +15,7 @@ std::optional<std::string> journal_field(const std::string &field) {
   if (same.count(field)) return field;
   if (field == "_BOOT_ID" || field == "coredump.boot_id") return std::string(jf::kBootId);
   if (field == key::status) return std::string(jf::kStatus);
+  if (field == jf::kGroup || field == jf::kGroupStack || field == jf::kGroupHistory) return field;
   return std::nullopt;
 }
 

@@ -39,11 +39,13 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/ids.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
+#include "group.h"
 #include "journal_source.h"
 #include "match.h"
 #include "refusal.h"
@@ -107,6 +109,7 @@ struct Row {
    * reader's own sentences (windows[].says), so an empty search is not
    * read as "it never happened". */
   std::vector<std::string> lossy_windows;
+  GroupFacts group;          /* its group signature (group.h) */
 };
 
 /* The result of reading one candidate. */

@@ -30,6 +30,7 @@ Analysis Analyzer::run() {
   if (a_.status == Status::kOk || a_.source == TimelineSource::kDegradedSidecar)
     symbolize_all();                   /* the symbols (analyze_symbols.cc) */
   warn_of_no_crash_event();
+  a_.group = group_signature(a_);     /* the crash's group (group.cc) */
   return std::move(a_);
 }
 

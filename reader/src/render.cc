@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/printable.h"
 #include "core_timeline/ring_format.h"
@@ -1061,6 +1062,7 @@ bool write_text(const Analysis &a, const Output &output, const TextOptions &o) {
     }
   }
   out += detail::cause_text(a); /* cause_render.cc */
+  if (a.group) out += group_text(*a.group);
   for (const auto &t : a.thread_stacks) {
     out += fmt::format("stack of tid {} (from the core's unwind):\n", t.tid);
     out += stack_frame_lines(t.frames, 0, false);
@@ -1258,6 +1260,7 @@ void write_document(const Analysis &a, JsonStream &w) {
     w.member(key::thread_stacks, crash[key::thread_stacks]);
   }
   w.member(key::cause, detail::cause_json(a)); /* cause_render.cc */
+  w.member(core_timeline::document::group_key::group, group_json(a));
   w.key(key::rings);
   w.begin_array();
   for (const auto &r : a.rings) write_ring(w, r);

@@ -769,6 +769,24 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
   ASSERT_EQ(peer_list.exit_code(), 0) << peer_list.err;
   EXPECT_EQ(rows_of(peer_list.out, peer.pid).size(), 1u) << peer_list.out;
   EXPECT_TRUE(rows_of(peer_list.out, local.pid).empty()) << peer_list.out;
+
+  // The peer's bug on this host too: ctl-query group makes the two hosts'
+  // crashes one group and names both hosts (docs/grouping.md).
+  const Crash again = crash(d, {CT_CRASH_DEMO, "--path=b"});
+  ASSERT_FALSE(again.timeline.path.empty());
+  ASSERT_TRUE(wait_remote_crash(*host, again)) << host->log();
+  const auto grouped = ctl_query({"-D", host->dir(), "--json", "group", CT_CRASH_DEMO});
+  ASSERT_EQ(grouped.exit_code(), 0) << grouped.err;
+  const auto groups = lines_of(grouped.out);
+  ASSERT_EQ(groups.size(), 2u) << grouped.out;
+  const auto first = nlohmann::json::parse(groups[0]), second = nlohmann::json::parse(groups[1]);
+  EXPECT_EQ(first["count"], 2) << first;
+  EXPECT_EQ(first["hosts"].get<std::set<std::string>>(), (std::set<std::string>{me, kPeerHost})) << first;
+  EXPECT_EQ(first["words"], "SIGSEGV in die() <- path_b() <- main() inside RELOAD, after CONFIG_RELOAD, BEFORE_DIE");
+  EXPECT_EQ(first["id"], again.timeline.doc["group"]["id"]);
+  EXPECT_EQ(first["id"], peer.timeline.doc["group"]["id"]);
+  EXPECT_EQ(second["count"], 1) << second;
+  EXPECT_EQ(second["hosts"], nlohmann::json::array({me})) << second;
 }
 
 // journal-upload stopped midway (SIGTERM once, SIGKILL once) and started

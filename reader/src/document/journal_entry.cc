@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/keys.h"
 
 namespace core_timeline::document::journal {
@@ -295,6 +296,7 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
     if (const auto it = in.coredump_fields->find("COREDUMP_SIGNAL_NAME"); it != in.coredump_fields->end())
       signal = &it->second;
   if (signal) f.emplace_back(std::string(kSignal), *signal);
+  group_entry_fields(doc, &f);
 
   const Json *events = member(doc, key::events);
   const std::size_t n = events && events->is_array() ? events->size() : 0;

@@ -24,6 +24,8 @@
  *     hold an event), kEventNamesComplete ("0" when not every name could
  *     be listed: such entries must be read whatever --name asks),
  *     kSchemaVersion, kTimelinePath (the file beside the core);
+ *     the group signature's fields (group_keys.h: CORE_TIMELINE_GROUP...),
+ *     when the document has a "group";
  *     kNamespacePid: the crash's pid in its own pid namespace ("pids.pid"),
  *     only when "pids.namespaced" is true (so that the journal's index
  *     answers a PID match on either pid).

@@ -51,6 +51,7 @@
 #include "core_timeline/document/status.h"
 #include "core_timeline/reader/cause.h"
 #include "core_timeline/reader/elf_core.h"
+#include "core_timeline/reader/group.h"
 #include "core_timeline/reader/result.h"
 #include "core_timeline/reader/ring.h"
 #include "core_timeline/reader/tlmap.h"
@@ -622,6 +623,8 @@ struct Analysis {
    *  all_threads), in NT_PRSTATUS order; the crashing thread's is
    *  crash->stack. */
   std::vector<ThreadStack> thread_stacks;
+  /** Which crashes are the same bug (group.h); nullopt without crash facts. */
+  std::optional<GroupSignature> group;
 
   /* An event's parts from the tables above. */
   std::string_view thread_of(const Event &e) const { return strings[e.thread]; }
