@@ -538,8 +538,10 @@ struct LaneDesc {
   std::uint64_t extent;        /**< (v3) the lane's slots: extent_first_slot
                                     (low 32 bits, counted from lanes_offset)
                                     and log2 of their count (bits 32-39);
-                                    stored with release, in one store, after
-                                    the slots it names hold their events */
+                                    (v6) a second segment (bits 40-62,
+                                    "split lanes"); stored with release,
+                                    in one store, after the slots it names
+                                    hold their events */
   std::uint32_t source;        /**< (v3) enum Source */
   std::uint32_t grown;         /**< (v3) times this lane grew */
 };
