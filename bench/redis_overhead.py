@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""bench/redis_overhead.py BUILD_DIR [--main-build DIR] [--reps N] ...
+"""bench/redis_overhead.py BUILD_DIR [--main-build DIR] [--other NAME=DIR] [--reps N] ...
 
 The overhead of libtimeline on a real server (docs/performance.md, "A real
 server: redis"): redis-benchmark against Debian's redis-server on
@@ -17,6 +17,8 @@ server: redis"): redis-benchmark against Debian's redis-server on
             given: the hook for a libtimeline that records them
   wrap_main wrap with the libraries of another build (--main-build), for
             the windows of two builds measured in the same run
+  NAME      likewise, with the libraries of build DIR (--other NAME=DIR,
+            repeatable)
 
 each without pipelining and with -P 16 (-c 50 clients, SET and GET,
 --requests and --pipelined-requests of each per measurement: 200,000
@@ -199,6 +201,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build")
     ap.add_argument("--main-build", help="another build whose wrappers run as wrap_main")
+    ap.add_argument("--other", action="append", default=[], metavar="NAME=DIR",
+                    help="also run NAME: wrap with the libraries of build DIR (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--requests", type=int, default=200000,
                     help="requests of each command per measurement without pipelining")
@@ -218,6 +222,13 @@ def main():
         mlib = os.path.join(os.path.abspath(args.main_build), "lib")
         configs.append(("wrap_main", {"LD_PRELOAD": f"{mlib}/libtimeline.so.1 {mlib}/libtimeline-alloc.so "
                                                     f"{mlib}/libtimeline-io.so"}))
+    for other in args.other:
+        name, _, build = other.partition("=")
+        if not name or not build or name in (c for c, _ in configs):
+            sys.exit(f"redis_overhead: --other {other}: give NAME=DIR with a NAME of its own")
+        olib = os.path.join(os.path.abspath(build), "lib")
+        configs.append((name, {"LD_PRELOAD": f"{olib}/libtimeline.so.1 {olib}/libtimeline-alloc.so "
+                                             f"{olib}/libtimeline-io.so"}))
     for _, env in configs:
         for path in env.get("LD_PRELOAD", "").split():
             if not os.path.exists(path):

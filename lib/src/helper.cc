@@ -101,6 +101,20 @@ static uint32_t g_synced_grown[fmt::kMaxLanes];
 
 void sidecar_forget() { memset(g_synced_grown, 0, sizeof g_synced_grown); }
 
+/* Copy the lane's slots of index [from, from + count) (within its
+ * extent, count <= its slots - from) to the sidecar at their offsets: one
+ * pwrite per segment they cross. */
+static void sync_lane_range(const Ring &r, uint64_t extent, uint64_t from, uint64_t count) {
+  const uint64_t segment = fmt::extent_split(extent) ? fmt::extent_segment_slots(extent) : fmt::extent_slots(extent);
+  while (count != 0) {
+    const uint64_t n = from < segment && from + count > segment ? segment - from : count;
+    const uint64_t at = r.header->lanes_offset + fmt::extent_slot(extent, from) * fmt::kSlotSize;
+    pwrite_all(r.sidecar_fd, r.base + at, n * fmt::kSlotSize, at);
+    from += n;
+    count -= n;
+  }
+}
+
 void sidecar_sync() {
   Ring &r = g_ring;
   if (r.sidecar_fd < 0 || r.base == nullptr) return;
@@ -111,17 +125,15 @@ void sidecar_sync() {
     const uint32_t grown = __atomic_load_n(&lane->grown, __ATOMIC_ACQUIRE);
     if (written == synced && grown == g_synced_grown[i]) continue;
     const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_ACQUIRE);
-    const uint64_t slots = uint64_t(1) << fmt::extent_log2(extent);
-    const uint64_t first = r.header->lanes_offset + uint64_t(fmt::extent_first_slot(extent)) * fmt::kSlotSize;
+    const uint64_t slots = fmt::extent_slots(extent);
     if (grown != g_synced_grown[i] || written < synced || written - synced >= slots) {
-      pwrite_all(r.sidecar_fd, r.base + first, slots * fmt::kSlotSize, first);
+      sync_lane_range(r, extent, 0, slots);
     } else {
       /* The slots of sequences synced + 1 .. written, which may wrap. */
       const uint64_t from = synced % slots, count = written - synced;
       const uint64_t head = from + count <= slots ? count : slots - from;
-      pwrite_all(r.sidecar_fd, r.base + first + from * fmt::kSlotSize, head * fmt::kSlotSize,
-                 first + from * fmt::kSlotSize);
-      if (head < count) pwrite_all(r.sidecar_fd, r.base + first, (count - head) * fmt::kSlotSize, first);
+      sync_lane_range(r, extent, from, head);
+      if (head < count) sync_lane_range(r, extent, 0, count - head);
     }
     /* A growth while we wrote: written whole next time. */
     if (__atomic_load_n(&lane->grown, __ATOMIC_ACQUIRE) == grown) g_synced_grown[i] = grown;

@@ -55,7 +55,11 @@ struct Ring {
 struct ThreadLane {
   fmt::LaneDesc *lane;   /* NULL until the thread's first event of the
                             source, and while the lane grows */
-  fmt::Slot *slots;      /* the lane's extent */
+  fmt::Slot *slots;      /* the lane's extent (its first segment) */
+  fmt::Slot *high;       /* a split lane's second segment minus `split`
+                            slots: the slot of index i >= split is
+                            high + i; else `slots` */
+  uint64_t split;        /* a split lane's segment size; else mask + 1 */
   uint64_t mask;         /* slots in the extent - 1 */
   uint64_t grow_at;      /* the sequence after whose commit the lane grows
                             (its extent's size, while it has never wrapped

@@ -112,6 +112,21 @@ void ensure_altstack() {
   tl->altstack_size = total;
 }
 
+/* The thread's view of an extent: where each index of the lane is. */
+static void set_view(ThreadLane *tl, uint64_t extent) {
+  Ring &r = g_ring;
+  const uint64_t slots = fmt::extent_slots(extent);
+  tl->slots = r.slots + fmt::extent_first_slot(extent);
+  tl->mask = slots - 1;
+  if (fmt::extent_split(extent)) {
+    tl->split = fmt::extent_segment_slots(extent);
+    tl->high = r.slots + fmt::extent_second_slot(extent) - tl->split;
+  } else {
+    tl->split = slots;
+    tl->high = tl->slots;
+  }
+}
+
 /* Point the thread's view at lane `index` (the lane's extent as it is now)
  * and say when it grows: at the end of its first pass over its extent, if
  * it has not wrapped yet and the ring has pools (its source's, or one it
@@ -120,10 +135,9 @@ static void view_lane(ThreadLane *tl, uint32_t index) {
   Ring &r = g_ring;
   fmt::LaneDesc *lane = &r.lanes[index];
   const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_ACQUIRE);
-  const uint64_t slots = uint64_t(1) << fmt::extent_log2(extent);
+  const uint64_t slots = fmt::extent_slots(extent);
   tl->index = index;
-  tl->slots = r.slots + fmt::extent_first_slot(extent);
-  tl->mask = slots - 1;
+  set_view(tl, extent);
   const uint64_t written = __atomic_load_n(&lane->write_index, __ATOMIC_RELAXED);
   bool pools = false;
   for (uint32_t c = 0; c < fmt::kSourceCount; ++c) pools |= r.sources[c].pool_slots != 0;
@@ -196,22 +210,38 @@ ThreadLane *claim_lane(uint32_t source, bool in_signal) {
 /* Take, from pool `a`, what a lane of `size` slots at `first` needs to
  * double: the `size` slots after its extent when the extent ends where
  * the pool's used part does (it grows in place), else 2 x size fresh
- * slots.  A `lender` (another source's pool) gives only while none of its
- * own lanes has ever grown, and counts what it gave in `lent`.  Lock-free
- * (compare-and-swap on pool_used).  Returns the first slot of the new
- * extent, or UINT64_MAX when the pool cannot give. */
-static uint64_t take_from_pool(fmt::SourceArea *a, uint64_t first, uint64_t size, bool lender) {
+ * slots.  Lock-free (compare-and-swap on pool_used).  Returns the first
+ * slot of the new extent, or UINT64_MAX when the pool has no room. */
+static uint64_t take_from_pool(fmt::SourceArea *a, uint64_t first, uint64_t size) {
   const uint64_t pool_first = a->pool_first_slot, pool_slots = a->pool_slots;
   uint64_t used = __atomic_load_n(&a->pool_used, __ATOMIC_RELAXED);
   for (;;) {
-    if (lender && __atomic_load_n(&a->grown, __ATOMIC_RELAXED) != 0) return UINT64_MAX;
     const bool in_place = first >= pool_first && first + size == pool_first + used;
     const uint64_t need = in_place ? size : 2 * size;
     if (used + need > pool_slots) return UINT64_MAX;
     if (__atomic_compare_exchange_n(&a->pool_used, &used, used + need, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      return in_place ? first : pool_first + used;
+  }
+}
+
+/* Take a second segment of `size` slots from pool `a`, starting at a
+ * multiple of kSegmentAlign.  A `lender` (another source's pool) gives
+ * only while none of its own lanes has ever grown, and counts what it
+ * gave (the segment and the slots skipped to align it) in `lent`.
+ * Lock-free.  Returns the segment's first slot, or UINT64_MAX. */
+static uint64_t take_segment(fmt::SourceArea *a, uint64_t size, bool lender) {
+  const uint64_t pool_first = a->pool_first_slot, pool_slots = a->pool_slots;
+  uint64_t used = __atomic_load_n(&a->pool_used, __ATOMIC_RELAXED);
+  for (;;) {
+    if (lender && __atomic_load_n(&a->grown, __ATOMIC_RELAXED) != 0) return UINT64_MAX;
+    const uint64_t at = (pool_first + used + fmt::kSegmentAlign - 1) / fmt::kSegmentAlign * fmt::kSegmentAlign;
+    const uint64_t need = at - (pool_first + used) + size;
+    if (used + need > pool_slots) return UINT64_MAX;
+    if (__atomic_compare_exchange_n(&a->pool_used, &used, used + need, false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED)) {
       if (lender) __atomic_add_fetch(&a->lent, need, __ATOMIC_RELAXED);
-      return in_place ? first : pool_first + used;
+      return at;
     }
   }
 }
@@ -222,12 +252,29 @@ static uint64_t pool_free(const fmt::SourceArea *a) {
   return used < a->pool_slots ? a->pool_slots - used : 0;
 }
 
-/* Where a lane of `size` slots at `first` of source `own` doubles: its own
- * source's pool, else the pool with most room of a source that has never
- * grown a lane (it lends).  UINT64_MAX: nowhere. */
-static uint64_t find_room(uint32_t own, uint64_t first, uint64_t size) {
+/* The extent a lane with extent `extent` (of source `own`, full on its
+ * first pass) doubles into, its events already copied where they must be;
+ * UINT64_MAX when no pool has room.  In order: its own pool, in place or
+ * by a copy into 2C fresh slots; then a second segment of its size C,
+ * from its own pool, else from the pool with most room of a source that
+ * has never grown a lane (it lends).  A lent pool thus goes, a segment at
+ * a time, to every source whose lane fills (a lane borrows at most its
+ * own size), not all to the first to ask.  A split lane grows no more:
+ * its own pool had no room for 2C, so it has none for 4C.  `moved` says
+ * whether slots were copied. */
+static uint64_t find_room(uint32_t own, uint64_t extent, bool *moved) {
   Ring &r = g_ring;
-  uint64_t to = take_from_pool(&r.sources[own], first, size, false);
+  *moved = false;
+  if (fmt::extent_split(extent)) return UINT64_MAX;
+  const uint64_t first = fmt::extent_first_slot(extent), size = fmt::extent_slots(extent);
+  const uint32_t log2 = fmt::extent_log2(extent);
+  const uint64_t to = take_from_pool(&r.sources[own], first, size);
+  if (to != UINT64_MAX) {
+    *moved = to != first;
+    if (*moved) memcpy(r.slots + to, r.slots + first, size * sizeof(fmt::Slot));
+    return fmt::make_extent(static_cast<uint32_t>(to), log2 + 1);
+  }
+  uint64_t second = take_segment(&r.sources[own], size, false);
   uint32_t lenders[fmt::kSourceCount - 1];
   uint32_t n = 0;
   for (uint32_t c = 0; c < fmt::kSourceCount; ++c)
@@ -237,21 +284,23 @@ static uint64_t find_room(uint32_t own, uint64_t first, uint64_t size) {
     lenders[0] = lenders[1];
     lenders[1] = t;
   }
-  for (uint32_t i = 0; i < n && to == UINT64_MAX; ++i) to = take_from_pool(&r.sources[lenders[i]], first, size, true);
-  return to;
+  for (uint32_t i = 0; i < n && second == UINT64_MAX; ++i) second = take_segment(&r.sources[lenders[i]], size, true);
+  if (second == UINT64_MAX) return UINT64_MAX;
+  return fmt::make_split_extent(static_cast<uint32_t>(first), log2, static_cast<uint32_t>(second));
 }
 
 /* The lane of `tl` has just committed the last slot of its first pass over
  * its extent (seq == grow_at == its size C): give it 2C slots (find_room:
- * from its source's pool, or lent by an idle source's), so that a thread
- * that writes much keeps much.  The lane has not wrapped, so sequence s
- * is in slot s - 1 under both sizes: growing in place (the extent ends
- * where a pool's used part does) takes the C slots after it; otherwise
- * the C slots are copied to the start of 2C fresh ones.  The pools are
- * taken by compare-and-swap (lock-free; other threads grow too), the new
- * extent is published in one release store after its slots hold the
- * events, and the old extent is never written again, so a reader (or
- * tl_span_end) that read either extent finds the same events.
+ * in its source's pool, or a second segment, lent by an idle source's
+ * pool if need be), so that a thread that writes much keeps much.  The
+ * lane has not wrapped, so sequence s is in its slot s - 1 under both
+ * sizes: growing in place takes the C slots after it, a second segment
+ * holds its slots C to 2C - 1, and a copy puts the C slots at the start
+ * of 2C fresh ones.  The pools are taken by compare-and-swap (lock-free; other
+ * threads grow too), the new extent is published in one release store
+ * after its slots hold the events, and a segment left behind is never
+ * written again, so a reader (or tl_span_end) that read either extent
+ * finds the same events.
  *
  * While this runs the thread's view is cleared: an event from a signal
  * handler that interrupts it finds no lane and is dropped (counted in
@@ -268,19 +317,15 @@ __attribute__((noinline, cold)) static void grow_lane(ThreadLane *tl) {
   tl->lane = nullptr;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   const uint64_t extent = __atomic_load_n(&lane->extent, __ATOMIC_RELAXED);
-  const uint64_t first = fmt::extent_first_slot(extent);
-  uint64_t to = UINT64_MAX;
-  if (__atomic_load_n(&lane->write_index, __ATOMIC_RELAXED) == size) to = find_room(tl->source, first, size);
-  if (to != UINT64_MAX) {
-    const bool in_place = to == first;
-    if (!in_place) memcpy(r.slots + to, r.slots + first, size * sizeof(fmt::Slot));
-    const uint32_t log2 = fmt::extent_log2(extent) + 1;
-    __atomic_store_n(&lane->extent, fmt::make_extent(static_cast<uint32_t>(to), log2), __ATOMIC_RELEASE);
+  uint64_t next = UINT64_MAX;
+  bool moved = false;
+  if (__atomic_load_n(&lane->write_index, __ATOMIC_RELAXED) == size) next = find_room(tl->source, extent, &moved);
+  if (next != UINT64_MAX) {
+    __atomic_store_n(&lane->extent, next, __ATOMIC_RELEASE);
     __atomic_add_fetch(&lane->grown, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&area->grown, 1, __ATOMIC_RELAXED);
-    if (!in_place) __atomic_add_fetch(&area->moved, 1, __ATOMIC_RELAXED);
-    tl->slots = r.slots + to;
-    tl->mask = 2 * size - 1;
+    if (moved) __atomic_add_fetch(&area->moved, 1, __ATOMIC_RELAXED);
+    set_view(tl, next);
     tl->grow_at = 2 * size;
   }
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -301,7 +346,8 @@ struct OpenSlot {
 __attribute__((always_inline)) inline OpenSlot open_slot(ThreadLane *tl, uint16_t kind, uint32_t id,
                                                          uint64_t arg0, uint64_t arg1, uint64_t return_address) {
   const uint64_t seq = reserve(tl);
-  fmt::Slot *s = &tl->slots[(seq - 1) & tl->mask];
+  const uint64_t index = (seq - 1) & tl->mask;
+  fmt::Slot *s = (index < tl->split ? tl->slots : tl->high) + index;
   __atomic_store_n(&s->begin_seq, seq | fmt::kSeqWriting, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   s->timestamp = read_ticks();
@@ -534,8 +580,7 @@ TL_EXPORT void tl_span_end(uint64_t token) {
     /* The lane's extent now: if the lane grew since the begin, its slot
      * was copied or stayed, at the same position. */
     const uint64_t extent = __atomic_load_n(&r.lanes[lane].extent, __ATOMIC_ACQUIRE);
-    const uint64_t mask = (uint64_t(1) << fmt::extent_log2(extent)) - 1;
-    const fmt::Slot *s = &r.slots[fmt::extent_first_slot(extent) + ((seq - 1) & mask)];
+    const fmt::Slot *s = &r.slots[fmt::extent_slot(extent, (seq - 1) & (fmt::extent_slots(extent) - 1))];
     if (__atomic_load_n(&s->begin_seq, __ATOMIC_ACQUIRE) == seq) {
       const uint32_t read_id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
       const uint64_t read_ts = __atomic_load_n(&s->timestamp, __ATOMIC_RELAXED);

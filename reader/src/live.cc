@@ -182,14 +182,17 @@ struct Reread {
   std::uint8_t bytes[f::kSlotSize] = {};
 };
 
-Result<std::vector<Reread>> reread_hot(const Target &t, std::uint64_t slots_at, std::uint64_t n, std::uint64_t w1,
-                                       bool shared) {
+/* `slots_at`: the address of the slot area (lanes_offset); `extent` the
+ * lane's (LaneDesc.extent, or its first slots' for versions 1 and 2) of
+ * n slots. */
+Result<std::vector<Reread>> reread_hot(const Target &t, std::uint64_t slots_at, std::uint64_t extent, std::uint64_t n,
+                                       std::uint64_t w1, bool shared) {
   const std::uint64_t slack = lane_slack(shared, n);
   std::vector<Reread> out;
   for (std::uint64_t seq = w1 > slack ? w1 - slack + 1 : 1; seq <= w1; ++seq) {
     Reread r;
     r.seq = seq;
-    CT_TRY_VOID(t.read(slots_at + ((seq - 1) % n) * f::kSlotSize, r.bytes, sizeof r.bytes));
+    CT_TRY_VOID(t.read(slots_at + f::extent_slot(extent, (seq - 1) % n) * f::kSlotSize, r.bytes, sizeof r.bytes));
     out.push_back(r);
   }
   return out;
@@ -198,17 +201,18 @@ Result<std::vector<Reread>> reread_hot(const Target &t, std::uint64_t slots_at, 
 /* The slots of one lane as copied, made to show the lane at its first
  * descriptor read (write_index w1) although its writer kept writing until
  * the second (w2): docs/ring-format.md, "Reading a live ring".  `slots`
- * is the lane's extent in the copy (n slots); `again` its last reserved
- * slots read again before the second descriptor read. */
-void settle_lane(std::uint8_t *slots, std::uint64_t n, std::uint64_t w1, std::uint64_t w2, bool shared,
-                 const std::vector<Reread> &again) {
+ * is the slot area (lanes_offset) in the copy and `extent` the lane's (n
+ * slots); `again` its last reserved slots read again before the second
+ * descriptor read. */
+void settle_lane(std::uint8_t *slots, std::uint64_t extent, std::uint64_t n, std::uint64_t w1, std::uint64_t w2,
+                 bool shared, const std::vector<Reread> &again) {
   const std::uint64_t slack = lane_slack(shared, n);
   if (w2 < w1) w2 = w1; /* a counter that went back: the reader judges it */
   /* Sequences up to `gone` had their slot reused by a sequence the lane
    * had reserved by the second read: overwritten, maybe during the copy. */
   const std::uint64_t gone = w2 > n ? w2 - n : 0;
   for (std::uint64_t i = 0; i < n; ++i) {
-    std::uint8_t *s = slots + i * f::kSlotSize;
+    std::uint8_t *s = slots + f::extent_slot(extent, i) * f::kSlotSize;
     std::uint64_t b = 0, e = 0;
     std::memcpy(&b, s + offsetof(f::Slot, begin_seq), 8);
     std::memcpy(&e, s + offsetof(f::Slot, end_seq), 8);
@@ -221,7 +225,7 @@ void settle_lane(std::uint8_t *slots, std::uint64_t n, std::uint64_t w1, std::ui
    * read was being written (in flight), whatever the copy shows. */
   for (const Reread &r : again) {
     if (r.seq <= gone) continue;
-    std::uint8_t *s = slots + ((r.seq - 1) % n) * f::kSlotSize;
+    std::uint8_t *s = slots + f::extent_slot(extent, (r.seq - 1) % n) * f::kSlotSize;
     std::uint64_t b = 0;
     std::memcpy(&b, s, 8);
     if (b == r.seq && std::memcmp(r.bytes, s, f::kSlotSize) != 0) {
@@ -275,44 +279,56 @@ Result<RingCopy> copy_ring(const Target &t, const Mapping &m) {
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
     const std::uint64_t desc_off = hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize;
     f::LaneDesc d1{}, d2{};
-    std::uint64_t x_first = 0, x_slots = 0;
+    std::uint64_t x_extent = 0, x_slots = 0;
     std::vector<Reread> again;
     bool settled = false;
+    /* The lane's segments (one, or two for a split lane): copy or clear. */
+    const auto segments = [&](auto &&each) -> Result<void> {
+      const std::uint64_t seg = f::extent_split(x_extent) ? f::extent_segment_slots(x_extent) : x_slots;
+      for (std::uint64_t i = 0; i < x_slots; i += seg)
+        CT_TRY_VOID(each(hd.lanes_offset + f::extent_slot(x_extent, i) * f::kSlotSize, seg * f::kSlotSize));
+      return {};
+    };
     for (int attempt = 0; attempt < kLaneAttempts && !settled; ++attempt) {
       if (attempt > 0) rc.retried++;
       pause_before(attempt);
       CT_TRY_VOID(t.read(m.start + desc_off, &d1, sizeof d1));
-      x_first = std::uint64_t{lane} * S;
-      x_slots = S;
-      if (hd.version >= 3) {
-        x_first = f::extent_first_slot(d1.extent);
-        const std::uint32_t log2 = f::extent_log2(d1.extent);
-        x_slots = log2 >= 3 && log2 <= 25 ? std::uint64_t{1} << log2 : 0;
-        if (x_slots == 0 || x_first + x_slots > slot_area) {
-          x_slots = 0; /* an extent the reader will refuse: no slots */
-          break;
-        }
+      std::uint32_t log2 = 0;
+      while ((std::uint64_t{1} << log2) < S && log2 < 32) ++log2;
+      x_extent = f::make_extent(static_cast<std::uint32_t>(std::uint64_t{lane} * S), log2);
+      if (hd.version >= 3)
+        x_extent = hd.version >= f::kSplitLaneVersion ? d1.extent : d1.extent & ((std::uint64_t{1} << 40) - 1);
+      const std::uint32_t x_log2 = f::extent_log2(x_extent);
+      x_slots = x_log2 >= 3 && x_log2 <= 25 ? f::extent_slots(x_extent) : 0;
+      const std::uint64_t seg = f::extent_split(x_extent) ? x_slots / 2 : x_slots;
+      if (x_slots == 0 || (x_extent >> 63) != 0 || f::extent_first_slot(x_extent) + seg > slot_area ||
+          (f::extent_split(x_extent) && f::extent_second_slot(x_extent) + seg > slot_area)) {
+        x_slots = 0; /* an extent the reader will refuse: no slots */
+        break;
       }
       if (d1.write_index == 0) {
         x_slots = 0; /* never written: its slots stay zero */
         break;
       }
-      const std::uint64_t off = hd.lanes_offset + x_first * f::kSlotSize;
       const bool shared = (d1.flags & f::kLaneShared) != 0;
-      CT_TRY_VOID(t.read(m.start + off, b.data() + off, x_slots * f::kSlotSize));
-      CT_TRY(hot, reread_hot(t, m.start + off, x_slots, d1.write_index, shared));
+      CT_TRY_VOID(segments([&](std::uint64_t off, std::uint64_t len) { return t.read(m.start + off, b.data() + off, len); }));
+      CT_TRY(hot, reread_hot(t, m.start + hd.lanes_offset, x_extent, x_slots, d1.write_index, shared));
       again = std::move(hot);
       CT_TRY_VOID(t.read(m.start + desc_off, &d2, sizeof d2));
       const std::uint64_t slack = lane_slack(shared, x_slots);
       settled = d2.extent == d1.extent && d2.write_index >= d1.write_index &&
                 d2.write_index - d1.write_index + slack < x_slots;
-      if (!settled && attempt + 1 < kLaneAttempts) std::memset(b.data() + off, 0, x_slots * f::kSlotSize);
+      if (!settled && attempt + 1 < kLaneAttempts)
+        CT_TRY_VOID(segments([&](std::uint64_t off, std::uint64_t len) -> Result<void> {
+          std::memset(b.data() + off, 0, len);
+          return {};
+        }));
       else if (!settled)
         rc.warnings.push_back(fmt::format("lane {}: its writer moved or wrapped it during each of {} copies; the "
                                           "last copy is used", lane, kLaneAttempts));
     }
     if (x_slots > 0)
-      settle_lane(b.data() + hd.lanes_offset + x_first * f::kSlotSize, x_slots, d1.write_index, d2.write_index,
+      settle_lane(b.data() + hd.lanes_offset, x_extent, x_slots, d1.write_index, d2.write_index,
                   (d1.flags & f::kLaneShared) != 0, again);
     std::memcpy(b.data() + desc_off, &d1, sizeof d1);
   }

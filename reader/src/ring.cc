@@ -524,7 +524,24 @@ namespace {
 struct LaneExtent {
   std::uint64_t first_slot = 0;
   std::uint64_t slots = 0;
+  std::uint64_t segment = 0;     /* slots of the first segment: `slots`, or
+                                    half of them in a split lane (v6) */
+  std::uint64_t second_slot = 0; /* a split lane's second segment */
   std::string problem;
+  /* The slot (from lanes_offset) of the lane's `index`th slot. */
+  std::uint64_t slot(std::uint64_t index) const {
+    return index < segment ? first_slot + index : second_slot + (index - segment);
+  }
+  /* How many of the lane's first slots (by index) lie whole in `size`
+   * bytes from region start: the decoder reads those. */
+  std::uint64_t present(std::uint64_t lanes_offset, std::uint64_t size) const {
+    const auto fit = [&](std::uint64_t first, std::uint64_t n) {
+      const std::uint64_t base = lanes_offset + first * f::kSlotSize;
+      return base >= size ? 0 : std::min<std::uint64_t>(n, (size - base) / f::kSlotSize);
+    };
+    const std::uint64_t a = fit(first_slot, segment);
+    return a < segment || segment == slots ? a : segment + fit(second_slot, slots - segment);
+  }
 };
 
 std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const RingHeaderInfo &hd,
@@ -534,6 +551,7 @@ std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const 
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
     out[lane].first_slot = std::uint64_t{lane} * S;
     out[lane].slots = S;
+    out[lane].segment = S;
   }
   if (hd.version < 3) return out;
   const std::uint32_t per_source = hd.lane_count / f::kSourceCount;
@@ -556,7 +574,24 @@ std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const 
       x.problem = fmt::format("its extent {:#x} gives 2^{} slots", d.extent, log2);
       continue;
     }
+    /* Version 6 splits lanes (bits 40-62); before it those bits were
+     * never written and are not read. */
+    const bool split = hd.version >= f::kSplitLaneVersion && f::extent_split(d.extent);
+    if (hd.version >= f::kSplitLaneVersion && (d.extent >> 63) != 0) {
+      x.problem = fmt::format("its extent {:#x} has bit 63 set", d.extent);
+      continue;
+    }
     const std::uint64_t slots = std::uint64_t{1} << log2;
+    if (split) {
+      const std::uint64_t second = f::extent_second_slot(d.extent);
+      if (second < pools_first || second + slots > pools_end) {
+        x.problem = fmt::format("its second segment (slot {}, {} slots) is not inside the pools (slot {}, {} slots)",
+                                second, slots, pools_first, pools_end - pools_first);
+        continue;
+      }
+      x.second_slot = second;
+      in_pools.push_back({second, slots, lane});
+    }
     const bool first_slots = first == std::uint64_t{lane} * S && slots == S;
     /* Version 5 lends: a lane may hold slots of any pool (the pools are
      * contiguous, after every lane's first slots). */
@@ -570,7 +605,8 @@ std::vector<LaneExtent> lane_extents(std::span<const std::uint8_t> bytes, const 
       continue;
     }
     x.first_slot = first;
-    x.slots = slots;
+    x.segment = slots;
+    x.slots = split ? 2 * slots : slots;
     if (in_pool) in_pools.push_back({first, slots, lane});
   }
   /* Lanes never share slots: of two that claim the same, neither is read. */
@@ -655,13 +691,13 @@ LaneSummary lane_summary(const f::LaneDesc &d, const RingHeaderInfo &hd, std::ui
   return ls;
 }
 
-/* Each of the lane's `present` slots (from `base`) judged: a committed
+/* Each of the lane's first `present` slots (where `x` puts them) judged: a committed
  * one's seq into scratch.seqs, a torn or invalid one into `rejected` (and
  * counted in `ls`), a live snapshot's slot caught mid-write into the
  * returned list (DecodeOptions::live).  scratch.begins gets every slot's
  * begin_seq. */
 std::vector<std::uint64_t> judge_slots(std::span<const std::uint8_t> bytes, const RingHeaderInfo &hd,
-                                       const DecodeOptions &options, std::uint64_t base, std::uint64_t present,
+                                       const DecodeOptions &options, const LaneExtent &x, std::uint64_t present,
                                        LaneSummary &ls, LaneScratch &scratch, std::vector<RejectedSlot> &rejected) {
   const std::uint32_t lane = ls.index;
   const std::uint64_t S = ls.capacity;
@@ -673,7 +709,7 @@ std::vector<std::uint64_t> judge_slots(std::span<const std::uint8_t> bytes, cons
   };
   std::vector<std::uint64_t> caught; /* at most live_slack: one slot per sequence */
   for (std::uint64_t i = 0; i < present; ++i) {
-    const f::Slot s = slot_at(bytes, base + i * f::kSlotSize);
+    const f::Slot s = slot_at(bytes, hd.lanes_offset + x.slot(i) * f::kSlotSize);
     scratch.begins[i] = s.begin_seq;
     if (s.begin_seq == 0 && s.end_seq == 0) continue; /* never written */
     RejectedSlot rej;
@@ -766,7 +802,7 @@ void check_write_index(LaneSummary &ls, std::uint64_t present, const std::vector
  * seqs (sorted) appended to scratch.seqs, its rejected slots, warnings and
  * counts into r. */
 void decode_lane(std::span<const std::uint8_t> bytes, const DecodeOptions &options, std::uint32_t lane,
-                 const LaneExtent &x, std::uint64_t base, LaneScratch &scratch, DecodedRing &r) {
+                 const LaneExtent &x, LaneScratch &scratch, DecodedRing &r) {
   const RingHeaderInfo &hd = r.header;
   f::LaneDesc d;
   std::memcpy(&d, bytes.data() + hd.lane_table_offset + std::uint64_t{lane} * f::kLaneDescSize, sizeof d);
@@ -782,16 +818,15 @@ void decode_lane(std::span<const std::uint8_t> bytes, const DecodeOptions &optio
     return;
   }
   std::uint64_t backwards = 0;
-  const std::uint64_t present =
-      base >= bytes.size() ? 0 : std::min<std::uint64_t>(S, (bytes.size() - base) / f::kSlotSize);
+  const std::uint64_t present = x.present(hd.lanes_offset, bytes.size());
   ls.slots_absent = S - present;
-  const std::vector<std::uint64_t> caught = judge_slots(bytes, hd, options, base, present, ls, scratch, r.rejected);
+  const std::vector<std::uint64_t> caught = judge_slots(bytes, hd, options, x, present, ls, scratch, r.rejected);
   const auto first = seqs.begin() + static_cast<std::ptrdiff_t>(lane_start);
   std::sort(first, seqs.end());
   ls.committed = static_cast<std::uint64_t>(seqs.end() - first);
   const auto timestamp_of = [&](std::uint64_t seq) {
     std::uint64_t t;
-    std::memcpy(&t, bytes.data() + base + ((seq - 1) % S) * f::kSlotSize + offsetof(f::Slot, timestamp), sizeof t);
+    std::memcpy(&t, bytes.data() + hd.lanes_offset + x.slot((seq - 1) % S) * f::kSlotSize + offsetof(f::Slot, timestamp), sizeof t);
     return t;
   };
   std::uint64_t previous = 0;
@@ -860,8 +895,9 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   const std::vector<LaneExtent> extents = lane_extents(bytes, hd, r.warnings);
   std::uint64_t widest = 0;
   for (const auto &x : extents) widest = std::max(widest, x.slots);
-  const auto lane_base = [&](std::uint32_t lane) {
-    return hd.lanes_offset + extents[lane].first_slot * f::kSlotSize;
+  /* Where the lane's `index`th slot is, from region start. */
+  const auto slot_offset = [&](std::uint32_t lane, std::uint64_t index) {
+    return hd.lanes_offset + extents[lane].slot(index) * f::kSlotSize;
   };
 
   /* begin_seq of each present slot of the lane being decoded, for the
@@ -879,14 +915,14 @@ Result<DecodedRing> decode_ring(std::span<const std::uint8_t> bytes, std::uint64
   std::vector<std::size_t> lane_start(hd.lane_count + std::size_t{1}, 0);
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane) {
     lane_start[lane] = seqs.size();
-    decode_lane(bytes, options, lane, extents[lane], lane_base(lane), scratch, r);
+    decode_lane(bytes, options, lane, extents[lane], scratch, r);
   }
   lane_start[hd.lane_count] = seqs.size();
   sink.reserve(seqs.size(), scratch.inline_total);
   for (std::uint32_t lane = 0; lane < hd.lane_count; ++lane)
     for (std::size_t k = lane_start[lane]; k < lane_start[lane + 1]; ++k) {
       const std::uint64_t slot = (seqs[k] - 1) % extents[lane].slots;
-      sink.event(event_of(slot_at(bytes, lane_base(lane) + slot * f::kSlotSize), lane,
+      sink.event(event_of(slot_at(bytes, slot_offset(lane, slot)), lane,
                           static_cast<std::uint32_t>(slot)));
     }
   std::uint64_t absent = 0, lanes_cut = 0, first_cut = 0;

@@ -438,14 +438,17 @@ TEST(Pools, SharesThatDoNotDivideEvenlyAreGivenWhole) {
 }
 
 // Guards against: a pool kept by a source that records nothing while
-// another's lanes, their own pool spent, overwrite their events; and
-// against a source that records being robbed of its pool.  Pools of 256
-// (user), 128 (alloc) and 128 (io) slots; one thread writes MALLOC and
-// READ events only: its allocation lane spends its pool first, then
-// grows into the user pool (256 slots, lent); its I/O lane finds nothing
-// left and keeps its 128.  In a second child the thread first writes
-// marks, whose lane grows: the user pool then lends nothing.
-TEST(Pools, AnIdleSourceLendsItsPoolAndABusyOneDoesNot) {
+// another's lanes, their own pool spent, overwrite their events; against
+// an idle pool that goes whole to the first source to ask; and against a
+// source that records being robbed of its pool.  Pools of 256 (user), 128
+// (alloc) and 128 (io) slots; one thread writes MALLOC and READ events
+// only: each of its two lanes spends its own pool (128 slots), then takes
+// a second segment of 128 from the idle user pool, so both keep 256
+// events and the user pool is lent whole, half to each.  (Ring format 5
+// gave the allocation lane the whole user pool and the I/O lane nothing.)
+// In a second child the thread first writes marks, whose lane grows: the
+// user pool then lends nothing.
+TEST(Pools, AnIdleSourceLendsItsPoolToEverySourceThatFills) {
   auto run = [](bool marks_first) {
     return in_child([marks_first](Failures &f) {
       tl_options o = options(8, 2, 0, 64 * 1024);
@@ -465,33 +468,118 @@ TEST(Pools, AnIdleSourceLendsItsPoolAndABusyOneDoesNot) {
       f.expect(ring.has_value(), "no ring");
       if (!ring) return;
       const uint32_t per_source = ring->header.lane_count / fmt::kSourceCount;
-      const uint32_t alloc_lane = per_source, io_lane = 2 * per_source;
+      const uint32_t lanes[2] = {per_source, 2 * per_source};
       const fmt::SourceArea &user = ring->source(fmt::kSourceUser);
-      const uint64_t alloc_slots = ring->lane_slots(alloc_lane), first = ring->lane_first_slot(alloc_lane);
-      f.expect(ring->lane_slots(io_lane) == 128,
-               "the I/O lane has " + std::to_string(ring->lane_slots(io_lane)) + " slots, not its pool's 128");
-      uint64_t mallocs = 0, newest = 0;
-      for (const auto &e : ring->events())
-        if (e.slot.kind == fmt::kKindMalloc) ++mallocs, newest = std::max<uint64_t>(newest, e.slot.arg0);
-      f.expect(newest == 599, "the newest MALLOC is " + std::to_string(newest));
-      if (marks_first) {
-        f.expect(alloc_slots == 128, "the allocation lane has " + std::to_string(alloc_slots) +
-                                         " slots: it borrowed from a user pool in use");
-        f.expect(user.lent == 0, "the user pool lent " + std::to_string(user.lent) + " slots");
-        f.expect(mallocs == 128, std::to_string(mallocs) + " MALLOCs kept, not 128");
-        return;
+      uint64_t kept[2] = {0, 0}, newest[2] = {0, 0};
+      for (const auto &e : ring->events()) {
+        const int k = e.slot.kind == fmt::kKindMalloc ? 0 : e.slot.kind == fmt::kKindRead ? 1 : -1;
+        if (k >= 0) ++kept[k], newest[k] = std::max<uint64_t>(newest[k], e.slot.arg0);
       }
-      f.expect(alloc_slots == 256, "the allocation lane has " + std::to_string(alloc_slots) +
-                                       " slots, not the 256 the idle user pool lends");
-      f.expect(first >= user.pool_first_slot && first + alloc_slots <= uint64_t(user.pool_first_slot) + user.pool_slots,
-               "the allocation lane's extent is not in the user pool");
-      f.expect(user.lent == 256, "the user pool says it lent " + std::to_string(user.lent) + " slots, not 256");
-      f.expect(user.pool_used == 256, "the user pool says " + std::to_string(user.pool_used) + " slots are used");
-      f.expect(mallocs == 256, std::to_string(mallocs) + " MALLOCs kept, not 256");
+      const uint64_t want = marks_first ? 128 : 256;
+      for (int k = 0; k < 2; ++k) {
+        const std::string what = k == 0 ? "the allocation lane" : "the I/O lane";
+        const fmt::SourceArea &own = ring->source(k + 1);
+        f.expect(ring->lane_slots(lanes[k]) == want,
+                 what + " has " + std::to_string(ring->lane_slots(lanes[k])) + " slots, not " + std::to_string(want));
+        f.expect(newest[k] == 599, what + "'s newest event is " + std::to_string(newest[k]));
+        f.expect(kept[k] == want, what + " kept " + std::to_string(kept[k]) + " events, not " + std::to_string(want));
+        const uint64_t first = ring->lane_first_slot(lanes[k]);
+        f.expect(first >= own.pool_first_slot && first + 128 <= uint64_t(own.pool_first_slot) + own.pool_slots,
+                 what + "'s first segment is not its own pool");
+        if (marks_first) {
+          f.expect(!ring->lane_split(lanes[k]), what + " borrowed from a user pool in use");
+          continue;
+        }
+        const uint64_t second = ring->lane_second_slot(lanes[k]);
+        f.expect(ring->lane_split(lanes[k]) && second >= user.pool_first_slot &&
+                     second + 128 <= uint64_t(user.pool_first_slot) + user.pool_slots,
+                 what + "'s second segment is not in the user pool");
+      }
+      f.expect(user.lent == (marks_first ? 0 : 256), "the user pool says it lent " + std::to_string(user.lent));
+      f.expect(user.pool_used == (marks_first ? 32 : 256),
+               "the user pool says " + std::to_string(user.pool_used) + " slots are used");
     });
   };
   EXPECT_EQ(run(false), "");
   EXPECT_EQ(run(true), "");
+}
+
+// Guards against: a lane that cannot grow in place (another lane took the
+// slots after it) and has no room for a copy of twice its size staying
+// small while its own pool has room for its size; and against a split
+// lane whose events are misplaced (read back from the wrong segment) or
+// that grows on past its pool.  An allocation pool alone, of 48 slots:
+// the main thread's lane grows from its 8 first slots to 16 pool slots,
+// another thread's lane takes the 16 after them, then the main thread's
+// lane, full again, takes a second segment of 16 (the last 16), and keeps
+// 32 slots while 200 more events go through it.
+TEST(Pools, ALaneGrowsByASecondSegmentOfItsOwnPool) {
+  auto run = [](uint64_t pool, uint64_t want_slots, bool want_split) {
+    return in_child([=](Failures &f) {
+      char dir[] = "/tmp/tl-split-sidecar-XXXXXX";
+      f.expect(mkdtemp(dir) != nullptr, "mkdtemp");
+      tl_options o = options(8, 2, 0, pool * fmt::kSlotSize);
+      o.share_percent[0] = 0;
+      o.share_percent[1] = 100;
+      o.share_percent[2] = 0;
+      o.no_helper_thread = 1;
+      o.sync_every = 1;  // the sidecar copies both segments as they fill
+      o.sidecar_dir = dir;
+      f.expect(tl_init(&o) == 0, "tl_init");
+      uintptr_t next = 0;
+      for (int i = 0; i < 8; ++i) tl_record(TL_KIND_MALLOC, 0, next++, 16); /* claim + 8: grown to 16 */
+      std::thread other([] {
+        for (uintptr_t i = 0; i < 8; ++i) tl_record(TL_KIND_FREE, 0, 1000 + i, 0);
+      });
+      other.join();
+      for (int i = 0; i < 200; ++i) tl_record(TL_KIND_MALLOC, 0, next++, 16);
+      auto ring = own_ring();
+      f.expect(ring.has_value(), "no ring");
+      if (!ring) return;
+      const uint32_t lane = ring->header.lane_count / fmt::kSourceCount; /* alloc's first */
+      const fmt::SourceArea &a = ring->source(fmt::kSourceAlloc);
+      f.expect(a.pool_slots == pool, "the pool has " + std::to_string(a.pool_slots) + " slots");
+      f.expect(ring->lane_slots(lane) == want_slots,
+               "the lane has " + std::to_string(ring->lane_slots(lane)) + " slots, not " + std::to_string(want_slots));
+      f.expect(ring->lane_split(lane) == want_split, want_split ? "the lane is not split" : "the lane is still split");
+      if (want_split)
+        f.expect(ring->lane_second_slot(lane) == a.pool_first_slot + 32 &&
+                     ring->lane_first_slot(lane) == a.pool_first_slot,
+                 "the segments are at slots " + std::to_string(ring->lane_first_slot(lane)) + " and " +
+                     std::to_string(ring->lane_second_slot(lane)));
+      f.expect(a.pool_used == pool, "pool_used " + std::to_string(a.pool_used));
+      f.expect(a.lent == 0, "the pool lent to itself");
+      /* The newest want_slots events of the lane, in sequence order:
+       * every sequence in the slot the extent maps it to. */
+      uint64_t kept = 0, expect = next - want_slots;
+      bool in_order = true;
+      for (const auto &e : ring->events())
+        if (e.lane == lane) {
+          ++kept;
+          in_order &= e.slot.kind == fmt::kKindMalloc && e.slot.arg0 == expect++;
+        }
+      f.expect(ring->torn == 0, std::to_string(ring->torn) + " slots torn or misplaced");
+      f.expect(kept == want_slots, std::to_string(kept) + " events kept");
+      f.expect(in_order, "the kept events are not the newest MALLOCs in order");
+      const std::string path = std::string(dir) + "/core-timeline." + std::to_string(getpid()) + "." +
+                               std::to_string(ring->header.process_start_ticks) + ".ring";
+      std::ifstream in(path, std::ios::binary);
+      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto copy = ct_test::RingView::from_bytes(bytes);
+      f.expect(copy.has_value(), "the sidecar " + path + " is no valid ring");
+      if (copy) {
+        uint64_t same = 0;
+        const auto mine = ring->events(), theirs = copy->events();
+        for (const auto &e : theirs)
+          for (const auto &m : mine)
+            same += e.lane == lane && m.lane == lane && e.seq == m.seq && e.slot.arg0 == m.slot.arg0;
+        f.expect(same == want_slots, "the sidecar holds " + std::to_string(same) + " of the lane's events");
+      }
+      unlink(path.c_str());
+      rmdir(dir);
+    });
+  };
+  EXPECT_EQ(run(48, 32, true), "");
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ TEST(Ring, HeaderIsVersion5WithItsNameTable) {
   auto ring = own_ring();
   ASSERT_TRUE(ring);
   const auto &h = ring->header;
-  EXPECT_EQ(h.version, 5);  // version 3's layout, with Slot.stack, the stack chain and lending (ring_format.h)
+  EXPECT_EQ(h.version, 6);  // version 3's layout, with Slot.stack, the stack chain, lending and split lanes (ring_format.h)
   EXPECT_EQ(h.incompat_flags, 0u);
   EXPECT_EQ(h.names_capacity, fmt::kDefaultNames);
   EXPECT_EQ(h.name_entry_size, fmt::kNameEntrySize);

@@ -82,7 +82,7 @@ TEST(Retention, AMarkSurvivesAHundredThousandAllocations) {
   ASSERT_EQ(marks(c.events, RETENTION_ONCE).size(), 1u) << "the mark was evicted";
   EXPECT_EQ(marks(c.events, RETENTION_ONCE)[0].slot.arg0, 42u);
   // The wrapper was seen at tl_init and given its share; its lane grew
-  // into its pool and then wrapped.
+  // through its pool, then by a segment of the user pool, and wrapped.
   EXPECT_TRUE(ring.source(fmt::kSourceAlloc).flags & fmt::kSourcePresent);
   EXPECT_GT(ring.source(fmt::kSourceAlloc).pool_slots, 0u);
   uint64_t alloc_written = 0, alloc_kept = 0;
@@ -91,7 +91,10 @@ TEST(Retention, AMarkSurvivesAHundredThousandAllocations) {
   for (uint32_t l = a.first_lane; l < a.first_lane + a.lane_count; ++l) alloc_written += ring.lane(l).write_index;
   EXPECT_GE(alloc_written, 200000u) << "a malloc and a free per round";
   EXPECT_LT(alloc_kept, alloc_written) << "the allocation lane never wrapped: the test shows nothing";
-  EXPECT_EQ(alloc_kept, a.pool_slots) << "one busy allocating thread keeps its whole pool";
+  // Its whole pool, and a second segment as big lent by the user pool,
+  // which one mark leaves idle (split lanes, ring format 6).
+  EXPECT_EQ(ring.source(fmt::kSourceUser).lent, a.pool_slots) << "the idle user pool lends the allocation lane a segment of its size";
+  EXPECT_EQ(alloc_kept, 2ull * a.pool_slots) << "one busy allocating thread keeps its whole pool and the segment lent";
 
   const std::string text = read_text(c);
   EXPECT_NE(text.find("id=0x7102"), std::string::npos) << text.substr(0, 2000);

@@ -43,9 +43,17 @@ struct RingView {
                                                     uint64_t(i) * fmt::kLaneDescSize);
   }
 
-  // Lane `i`'s slots: its extent (LaneDesc.extent, version 3).
+  // Lane `i`'s slots: its extent (LaneDesc.extent, version 3; its
+  // second segment when split, version 6).
   uint64_t lane_first_slot(uint32_t i) const { return fmt::extent_first_slot(lane(i).extent); }
-  uint64_t lane_slots(uint32_t i) const { return uint64_t(1) << fmt::extent_log2(lane(i).extent); }
+  uint64_t lane_slots(uint32_t i) const { return fmt::extent_slots(lane(i).extent); }
+  bool lane_split(uint32_t i) const { return fmt::extent_split(lane(i).extent); }
+  uint64_t lane_second_slot(uint32_t i) const { return fmt::extent_second_slot(lane(i).extent); }
+  // The slot (from lanes_offset) of lane `i`'s index `k`.
+  uint64_t lane_slot(uint32_t i, uint64_t k) const {
+    const uint64_t c = uint64_t(1) << fmt::extent_log2(lane(i).extent);
+    return k < c ? lane_first_slot(i) + k : lane_second_slot(i) + (k - c);
+  }
   // The lanes of `source`: [first, first + count), the last one shared.
   const fmt::SourceArea &source(uint32_t c) const { return header.sources[c]; }
   // The shared overflow lane of `source`.
@@ -63,7 +71,7 @@ struct RingView {
       for (uint64_t seq = first; seq <= wi && wi != 0; ++seq) {
         fmt::Slot s;
         std::memcpy(&s,
-                    bytes.data() + header.lanes_offset + (lane_first_slot(l) + (seq - 1) % n) * fmt::kSlotSize,
+                    bytes.data() + header.lanes_offset + lane_slot(l, (seq - 1) % n) * fmt::kSlotSize,
                     sizeof s);
         if (s.begin_seq == seq && s.end_seq == seq)
           out.push_back({l, seq, s});
@@ -124,10 +132,12 @@ struct RingView {
     // source's pool.
     const uint64_t pools_first = g.pool_first_slot[0], pools_end = g.slot_count;
     for (uint32_t l = 0; l < h.lane_count; ++l) {
-      const uint64_t first = v.lane_first_slot(l), n = v.lane_slots(l);
-      const bool own = first == uint64_t(l) * h.slots_per_lane && n == h.slots_per_lane;
-      const bool pooled = first >= pools_first && first + n <= pools_end;
+      const uint64_t first = v.lane_first_slot(l), c = uint64_t(1) << fmt::extent_log2(v.lane(l).extent);
+      const bool own = first == uint64_t(l) * h.slots_per_lane && c == h.slots_per_lane;
+      const bool pooled = first >= pools_first && first + c <= pools_end;
       if (!own && !pooled) return std::nullopt;
+      const uint64_t second = v.lane_second_slot(l);
+      if (v.lane_split(l) && (second < pools_first || second + c > pools_end)) return std::nullopt;
     }
     return v;
   }

@@ -278,8 +278,8 @@ std::vector<std::uint8_t> fake_elf_page(const std::vector<std::uint8_t> &build_i
 
 fmtx::Slot &RingV3::slot_of(std::uint32_t l, std::uint64_t seq) {
   const std::uint64_t extent = lane(l).extent;
-  const std::uint64_t n = std::uint64_t{1} << fmtx::extent_log2(extent);
-  return slot_at(fmtx::extent_first_slot(extent) + (seq - 1) % n);
+  const std::uint64_t n = fmtx::extent_slots(extent);
+  return slot_at(fmtx::extent_slot(extent, (seq - 1) % n));
 }
 
 fmtx::Slot &RingV3::commit(std::uint32_t l, std::uint64_t seq) {

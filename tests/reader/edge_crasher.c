@@ -21,9 +21,10 @@
  *            source, a 64 KiB budget shared 50/25/25: pools of 256, 128
  *            and 128 slots), then 600 MALLOC and 600 READ events
  *            (tl_record, alternating; arg0 the event's number) and no
- *            user mark: the user source lends its pool, and the
- *            allocation lane, first to spend its own pool, keeps the
- *            last 256 MALLOCs in it; crashes
+ *            user mark: the user source lends its pool, half to each:
+ *            the allocation lane and the I/O lane, each with its own
+ *            pool spent, take a second segment of 128 slots from it and
+ *            keep the last 256 MALLOCs and READs; crashes
  *
  * Exits 70 if tl_init fails, 2 on a bad command line.
  */

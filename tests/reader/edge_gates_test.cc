@@ -290,29 +290,41 @@ TEST(EdgeGates, TenThousandNestedSpansKeepTheHeadlineShortAndTheJsonWhole) {
 
 
 // Guards against: a budget kept by a source that records nothing while
-// the sources that do record overwrite their events.  edge_crasher lend
-// writes 600 MALLOCs and 600 READs and no user mark into pools of 256
-// (user), 128 (alloc) and 128 (io) slots: the allocation lane, first to
-// spend its pool, grows into the user pool and keeps 256 MALLOCs, the
-// READs keep their own 128, and the text says what the user pool lent.
-// The reader decodes the lent extent from the core, losses counted.
+// the sources that do record overwrite their events, or given whole to
+// the first of them.  edge_crasher lend writes 600 MALLOCs and 600 READs
+// and no user mark into pools of 256 (user), 128 (alloc) and 128 (io)
+// slots: the allocation and the I/O lanes each spend their own pool, then
+// take a second segment of 128 slots from the user pool (split lanes,
+// ring format 6) and keep 256 events each, and the text says what the
+// user pool lent.  The reader decodes both segments from the core, in
+// order, losses counted.
 TEST(EdgeGates, AnIdleSourcesPoolIsLentToTheLanesThatWrite) {
   const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "lend"});
   const json doc = read_json(run.core_path);
   std::map<std::string, std::uint64_t> kinds;
-  std::uint64_t newest_malloc = 0;
+  std::map<std::string, std::vector<std::uint64_t>> numbers;
   for (const auto &e : doc["events"]) {
     kinds[e["kind"].get<std::string>()]++;
-    if (e["kind"] == "MALLOC") newest_malloc = std::max(newest_malloc, e["args"][0].get<std::uint64_t>());
+    if (e["kind"] == "MALLOC" || e["kind"] == "READ")
+      numbers[e["kind"].get<std::string>()].push_back(e["args"][0].get<std::uint64_t>());
   }
-  EXPECT_EQ(kinds["MALLOC"], 256u) << "the allocation lane, grown into the user pool";
-  EXPECT_EQ(kinds["READ"], 128u) << "the I/O lane, in its own pool";
-  EXPECT_EQ(newest_malloc, 599u);
+  EXPECT_EQ(kinds["MALLOC"], 256u) << "the allocation lane: its own pool and a segment lent";
+  EXPECT_EQ(kinds["READ"], 256u) << "the I/O lane: its own pool and a segment lent";
+  for (const auto &[kind, n] : numbers) {
+    std::vector<std::uint64_t> sorted = n;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_FALSE(sorted.empty());
+    EXPECT_EQ(sorted.front(), 600u - 256u) << kind;
+    EXPECT_EQ(sorted.back(), 599u) << kind;
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << kind << ": an event twice";
+  }
   std::map<std::string, json> windows;
   for (const auto &w : doc["windows"]) windows[w["source"].get<std::string>()] = w;
-  EXPECT_EQ(windows["alloc"]["events"], 256) << windows["alloc"].dump();
-  EXPECT_EQ(windows["alloc"]["overwritten"], 601 - 256) << "LANE_CLAIM and 600 MALLOCs, 256 kept";
-  EXPECT_EQ(windows["alloc"]["dropped"], 0);
+  for (const char *source : {"alloc", "io"}) {
+    EXPECT_EQ(windows[source]["events"], 256) << windows[source].dump();
+    EXPECT_EQ(windows[source]["overwritten"], 601 - 256) << "LANE_CLAIM and 600 events, 256 kept";
+    EXPECT_EQ(windows[source]["dropped"], 0);
+  }
   for (const auto &ring : doc["rings"])
     for (const auto &l : ring["lanes"]) {
       EXPECT_EQ(l["torn"], 0) << l.dump();

@@ -1604,6 +1604,63 @@ TEST(RingV5, ALaneMayHoldSlotsLentByAnotherSourcesPool) {
   }
 }
 
+// Guards against: a version-6 split lane read as one segment (its second
+// half taken from the slots after its first), its second segment trusted
+// outside the pools or over another lane's slots, or the bits that say
+// "split" read in a version-5 ring, whose writer never set them.
+TEST(RingV6, ASplitLaneIsReadFromBothSegmentsInOrder) {
+  for (const std::uint16_t version : {std::uint16_t{5}, std::uint16_t{6}}) {
+    SCOPED_TRACE(version);
+    v3::Ring3 r = v3::make(10);
+    r.header().version = version;
+    // The alloc lane (2): its 8 first slots and 8 lent by the user pool
+    // (slots 16-23 of it).
+    const std::uint32_t head = fmtx::extent_first_slot(r.lane(2).extent);
+    const std::uint32_t lent = fmtx::extent_first_slot(r.lane(0).extent) + 16;
+    r.lane(2).extent = fmtx::make_split_extent(head, 3, lent);
+    for (std::uint64_t s = 1; s <= 20; ++s) r.commit(2, s);  // 20 events in 16 slots
+    r.header().sources[0].lent = 8;
+    r.header().sources[0].pool_used = 24;
+    r.seal();
+    auto d = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(d->lanes[0].committed, 10u);
+    const auto &l = d->lanes[2];
+    if (version < 6) {
+      EXPECT_EQ(l.capacity, 8u) << "version 5 has no split lanes";
+      continue;
+    }
+    EXPECT_FALSE(l.counter_inconsistent) << l.counter_reason;
+    EXPECT_EQ(l.capacity, 16u);
+    EXPECT_EQ(l.committed, 16u);
+    EXPECT_EQ(l.first_seq, 5u);
+    EXPECT_EQ(l.overwritten, 4u);
+    EXPECT_EQ(l.invalid, 0u);
+    std::uint64_t next = 5;
+    for (const auto &e : d->events)
+      if (e.lane == 2) {
+        EXPECT_EQ(e.seq, next);
+        EXPECT_EQ(e.arg0, next);
+        ++next;
+      }
+    EXPECT_EQ(next, 21u);
+    // Refused: a second segment over lane 0's slots, or beyond the pools.
+    r.lane(2).extent = fmtx::make_split_extent(head, 3, lent - 8);
+    auto overlap = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(overlap) << overlap.error().message;
+    EXPECT_TRUE(overlap->lanes[2].counter_inconsistent);
+    EXPECT_NE(overlap->lanes[2].counter_reason.find("overlaps lane 0"), std::string::npos)
+        << overlap->lanes[2].counter_reason;
+    EXPECT_EQ(overlap->lanes[2].committed, 0u);
+    r.lane(2).extent = fmtx::make_split_extent(head, 3, lent + 16);
+    auto beyond = ctr::decode_ring(r.bytes, r.bytes.size());
+    ASSERT_TRUE(beyond) << beyond.error().message;
+    EXPECT_TRUE(beyond->lanes[2].counter_inconsistent);
+    EXPECT_NE(beyond->lanes[2].counter_reason.find("second segment"), std::string::npos)
+        << beyond->lanes[2].counter_reason;
+  }
+}
+
 // Guards against: trusting a version-3 header's offsets or source table
 // instead of recomputing them from its geometry.
 TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {

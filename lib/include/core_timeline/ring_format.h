@@ -21,6 +21,16 @@
  *   header.names_offset           struct NameEntry[names_capacity] (v2)
  *   header.region_size            end of the region
  *
+ * Version 6 adds, to version 5: split lanes.  A lane that cannot double
+ * in place nor be copied into its own pool grows by a second segment of
+ * its size, from its own pool or lent by an idle source's
+ * (LaneDesc.extent bits 40-62, "split lanes" below): a lent pool is
+ * shared by every source whose lane needs it, and lending copies
+ * nothing and leaves nothing behind.  A version-5 reader refuses a
+ * version-6 ring (by its version: it would read a split lane's second
+ * half from the slots after its first); a version-6 reader reads
+ * versions 1 to 5, whose extents are one segment.
+ *
  * Version 5 adds, to version 4: the stack chain and lending.
  *  - The stack chain: a walk of more than 8 frames (the crash handler's,
  *    for the CRASH event: up to kMaxChainedStackDepth) is kept in several
@@ -98,7 +108,7 @@ namespace core_timeline::format {
 /** The four magic bytes at offset 0 of a ring: "CTLN". */
 inline constexpr char kMagic[4] = {'C', 'T', 'L', 'N'};
 /** Layout version this header describes (the writer writes it). */
-inline constexpr std::uint16_t kVersion = 5;
+inline constexpr std::uint16_t kVersion = 6;
 /** Oldest layout version a reader of this header reads. */
 inline constexpr std::uint16_t kMinVersion = 1;
 /** Written by the writer as 0x01020304 in host order; a reader that sees
@@ -296,7 +306,11 @@ inline constexpr std::uint32_t kSourcePresent = 1u << 0;
  * takes 2C fresh slots, or, when its extent ends exactly at pool_used,
  * only the C after it (it grows in place).  (v5) When its own pool has no
  * room, a lane takes them from the pool of a source none of whose lanes
- * has ever grown (the lender's `lent` counts them).  Nothing is ever given
+ * has ever grown (the lender's `lent` counts them).  (v6) Instead, a
+ * lane of C slots whose own pool has no room for 2C takes a second
+ * segment of C slots, from its own pool or lent (a split lane), so that
+ * a lent pool goes to every source that needs it, not to the first one
+ * to ask.  Nothing is ever given
  * back to a pool; a lane keeps its extent when its thread exits and the
  * next thread to claim it inherits it.
  */
@@ -528,8 +542,10 @@ struct LaneDesc {
   std::uint64_t extent;        /**< (v3) the lane's slots: extent_first_slot
                                     (low 32 bits, counted from lanes_offset)
                                     and log2 of their count (bits 32-39);
-                                    stored with release, in one store, after
-                                    the slots it names hold their events */
+                                    (v6) a second segment (bits 40-62,
+                                    "split lanes"); stored with release,
+                                    in one store, after the slots it names
+                                    hold their events */
   std::uint32_t source;        /**< (v3) enum Source */
   std::uint32_t grown;         /**< (v3) times this lane grew */
 };
@@ -544,12 +560,66 @@ static_assert(offsetof(LaneDesc, extent) == 48);
 static_assert(offsetof(LaneDesc, source) == 56);
 static_assert(offsetof(LaneDesc, grown) == 60);
 
-/** LaneDesc.extent's parts. */
+/** LaneDesc.extent's parts: its first segment's first slot (bits 0-31)
+ *  and log2 of that segment's slots (bits 32-39); (v6) bits 40-62, when
+ *  not 0, say the lane has a second segment of the same size ("split
+ *  lanes", below), whose first slot is (bits 40-62 - 1) x kSegmentAlign.
+ *  Bit 63 is 0. */
 constexpr std::uint64_t make_extent(std::uint32_t first_slot, std::uint32_t log2_slots) {
   return std::uint64_t(log2_slots) << 32 | first_slot;
 }
 constexpr std::uint32_t extent_first_slot(std::uint64_t extent) { return static_cast<std::uint32_t>(extent); }
 constexpr std::uint32_t extent_log2(std::uint64_t extent) { return static_cast<std::uint32_t>(extent >> 32) & 0xFF; }
+
+/* Split lanes (version 6).  A lane whose extent ends where no pool can
+ * double it in place, and whose own pool has no room for a copy of twice
+ * its size, grows by a second segment of its size taken from any pool
+ * with room (its own, or one lent): no slot is copied and none is left
+ * behind.  Sequence s of a lane of 2C slots in segments A and B (C each)
+ * is in slot (s - 1) mod 2C of the lane, that is A + i for i < C and
+ * B + (i - C) for i >= C.  A split lane grows no more (its own pool, which
+ * had no room for 2C when it split, has none for 4C). */
+/** The first version whose extents may have a second segment. */
+inline constexpr std::uint16_t kSplitLaneVersion = 6;
+/** A second segment starts at a multiple of this many slots. */
+inline constexpr std::uint32_t kSegmentAlign = 8;
+inline constexpr unsigned kExtentSecondShift = 40;
+inline constexpr std::uint64_t kExtentSecondMask = (1ull << 23) - 1; /* bits 40-62 */
+static_assert(kMaxRegionSize / kSlotSize / kSegmentAlign < kExtentSecondMask); /* every slot fits */
+/** An extent of two segments of 2^log2_slots slots each, at first_slot and
+ *  second_slot (a multiple of kSegmentAlign). */
+constexpr std::uint64_t make_split_extent(std::uint32_t first_slot, std::uint32_t log2_slots,
+                                          std::uint32_t second_slot) {
+  return (std::uint64_t(second_slot / kSegmentAlign) + 1) << kExtentSecondShift | make_extent(first_slot, log2_slots);
+}
+/** Whether the extent has a second segment (v6; a reader of an older
+ *  ring calls an extent with any of bits 40-63 set malformed). */
+constexpr bool extent_split(std::uint64_t extent) { return (extent >> kExtentSecondShift & kExtentSecondMask) != 0; }
+/** The second segment's first slot (meaningful when extent_split). */
+constexpr std::uint64_t extent_second_slot(std::uint64_t extent) {
+  return ((extent >> kExtentSecondShift & kExtentSecondMask) - 1) * kSegmentAlign;
+}
+/** Slots of one segment (2^log2), and of the whole lane. */
+constexpr std::uint64_t extent_segment_slots(std::uint64_t extent) { return std::uint64_t(1) << extent_log2(extent); }
+constexpr std::uint64_t extent_slots(std::uint64_t extent) {
+  return extent_segment_slots(extent) << (extent_split(extent) ? 1 : 0);
+}
+/** The slot (counted from lanes_offset) that holds the lane's `index`th
+ *  slot, 0 <= index < extent_slots(extent). */
+constexpr std::uint64_t extent_slot(std::uint64_t extent, std::uint64_t index) {
+  const std::uint64_t c = extent_segment_slots(extent);
+  return index < c ? extent_first_slot(extent) + index : extent_second_slot(extent) + (index - c);
+}
+static_assert(extent_slots(make_extent(64, 5)) == 32);
+static_assert(extent_slots(make_split_extent(64, 5, 4096)) == 64);
+static_assert(extent_first_slot(make_split_extent(64, 5, 4096)) == 64);
+static_assert(extent_log2(make_split_extent(64, 5, 4096)) == 5);
+static_assert(extent_slot(make_split_extent(64, 5, 4096), 31) == 95);
+static_assert(extent_slot(make_split_extent(64, 5, 4096), 32) == 4096);
+static_assert(extent_slot(make_split_extent(64, 5, 4096), 63) == 4127);
+static_assert(!extent_split(make_extent(0xFFFFFFFFu, 20)));
+static_assert(extent_second_slot(make_split_extent(0, 20, (1u << 25) - 8)) == (1u << 25) - 8);
+static_assert((make_split_extent(0, 20, (1u << 25) - 8) >> 63) == 0);
 
 /* -------------------------------------------------------------------- slot */
 
