@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""bench/bench_query.py [BUILD_DIR [N [RUNS]]] - ctl-query over N crashes
+"""bench/bench_query.py [BUILD_DIR [N [RUNS [LAYOUT]]]] - ctl-query over N crashes
 (default 100000) from the journal's index, beside coredumpctl over the same
 journal and beside the file scan (docs/performance.md, "bench_query";
 issue 16's targets).
 
 The corpus (bench/query_corpus.py: N systemd-coredump entries and N
-timeline entries in a journal made by systemd-journal-remote, and the N
-timeline files) is made once in BUILD_DIR/bench-query-N/ and kept for the
-next runs (its making is timed and printed when it is made).
+timeline entries in a journal made by systemd-journal-remote, each with its
+document entry (LAYOUT "split", the default: as core-timelined logs them)
+or with the document inside (LAYOUT "inline": as earlier daemons did), and
+the N timeline files) is made once in BUILD_DIR/bench-query-N-LAYOUT/ and
+kept for the next runs (its making is timed and printed when it is made).
 
 Each command runs RUNS times (default 3) with stdout on /dev/null; printed:
 the median and the slowest wall time, and the peak RSS of the slowest-RSS
@@ -51,11 +53,13 @@ def main():
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     ctlq = os.path.join(build, "bin", "ctl-query")
-    corpus = os.path.join(build, "bench-query-%d" % n)
+    layout = sys.argv[4] if len(sys.argv) > 4 else "split"
+    corpus = os.path.join(build, "bench-query-%d-%s" % (n, layout))
     if not os.path.exists(os.path.join(corpus, "done")):
         subprocess.run(["rm", "-rf", corpus], check=True)
         start = time.monotonic()
-        subprocess.run([sys.executable, os.path.join(src, "bench", "query_corpus.py"), str(n), corpus], check=True)
+        subprocess.run([sys.executable, os.path.join(src, "bench", "query_corpus.py"), str(n), corpus, layout],
+                       check=True)
         print("corpus made in %.1f s (kept in %s)" % (time.monotonic() - start, corpus))
         open(os.path.join(corpus, "done"), "w").close()
     else:
@@ -85,8 +89,9 @@ def main():
     t["f_events"] = row("ctl-query -D TIMELINES events --name " + name, [ctlq, "-D", tdir, "events", "--name", name])
     t["f_show"] = row("ctl-query -D TIMELINES show " + pid, [ctlq, "-D", tdir, "show", pid])
 
-    print("bench_query: %d crashes (%d timeline entries + %d coredump entries in the journal; %d files), "
-          "median of %d runs" % (n, n, n, n, runs))
+    print("bench_query: %d crashes (%d timeline entries (%s) + %d coredump entries in the journal; %d files), "
+          "median of %d runs" % (n, n, "document entries apart" if layout == "split" else "documents inside", n, n,
+                                 runs))
     print("| command | median s | slowest s | peak RSS MiB |")
     print("|---|---:|---:|---:|")
     for label, med, worst, rss, codes in rows:
@@ -101,6 +106,13 @@ def main():
     verdict("ctl-query list / coredumpctl list", t["list"] / t["cd_list"], 1.5)
     verdict("ctl-query events --name s", t["events"], 2.0)
     verdict("ctl-query show s", t["show"], 0.05)
+    verdict("ctl-query list / coredumpctl list (a summary apart from the document)", t["list"] / t["cd_list"], 0.25)
+    verdict("ctl-query events --name / coredumpctl list", t["events"] / t["cd_list"], 1.0)
+    rss = {label: r for label, _, _, r, _ in rows}
+    verdict("ctl-query list peak RSS / coredumpctl list's", rss["ctl-query -D JOURNAL list"] /
+            rss["coredumpctl -D JOURNAL list"], 1.0)
+    verdict("ctl-query events --name peak RSS / coredumpctl list's", rss["ctl-query -D JOURNAL events --name " + name] /
+            rss["coredumpctl -D JOURNAL list"], 1.0)
     if failed:
         sys.exit("bench_query: these commands failed, their times mean nothing: " + ", ".join(failed))
 

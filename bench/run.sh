@@ -31,7 +31,7 @@
 # minutes and a half on a 2-vCPU VM once built; the first run also makes
 # bench_reader's cores (1.2 GB in BUILD_DIR/bench-cores/, kept for the next
 # runs of the same build), some 10 s more, and bench_query's corpus (in
-# BUILD_DIR/bench-query-100000/, about 1 GB, kept too) some minutes more:
+# BUILD_DIR/bench-query-100000-split/, about 1 GB, kept too) some minutes more:
 # bench_query prints how long it took.
 set -euo pipefail
 

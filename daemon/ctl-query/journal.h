@@ -100,7 +100,14 @@ struct JournalEntry {
    *  (at most kSummaryValueMax bytes: longer ones are cut there), "" when
    *  absent. */
   std::vector<std::string> values;
-  bool has_document = false;          /**< it has a CORE_TIMELINE_DOCUMENT field */
+  /** It has a CORE_TIMELINE_DOCUMENT field, or names its document entry
+   *  (document_id). */
+  bool has_document = false;
+  /** Its CORE_TIMELINE_DOCUMENT_ID (document/document_entry.h): its
+   *  document is in the document entry of that id sent by the same process
+   *  (sender_pid, sender_boot_id, sender_uid: journald's _PID, _BOOT_ID and
+   *  _UID of this entry); "" when it carries the document itself, or none. */
+  std::string document_id, sender_pid, sender_boot_id, sender_uid;
   /** Only its crashed user vouches for it (sender_trust() kUser), whether
    *  or not corroborated: of two entries for one crash, core-timelined's wins. */
   bool user_vouched = false;
@@ -183,17 +190,23 @@ class Journal {
    *  scan()). */
   Result<std::vector<Withheld>> withheld(std::uint64_t uid, const JournalTerm &term);
 
-  /** The CORE_TIMELINE_DOCUMENT of the entry at `cursor`: nullopt when the
-   *  entry has none; an error when the entry cannot be found again or its
-   *  document is larger than max_bytes.  The entry is that very one
-   *  (sd_journal_test_cursor(3)), also among several hosts' files with
-   *  entries of the same __REALTIME_TIMESTAMP (then it is looked for in
-   *  each file alone). */
-  Result<std::optional<std::string>> document(const std::string &cursor, std::uint64_t max_bytes);
+  /** The document of timeline entry `e` (as scan() gave it): with a
+   *  document_id, the CORE_TIMELINE_DOCUMENT of its document entry, found
+   *  through the index (MESSAGE_ID and CORE_TIMELINE_DOCUMENT_ID) among
+   *  those of e's own sender (the same _PID, _BOOT_ID and _UID) that
+   *  sender_trust() does not refuse, the first in journal order; else the
+   *  CORE_TIMELINE_DOCUMENT of the entry at e.cursor itself.  nullopt when
+   *  there is none; an error when an entry cannot be found (again) or the
+   *  document is larger than max_bytes.  The entry at e.cursor is that
+   *  very one (sd_journal_test_cursor(3)), also among several hosts' files
+   *  with entries of the same __REALTIME_TIMESTAMP (then it is looked for
+   *  in each file alone). */
+  Result<std::optional<std::string>> document(const JournalEntry &e, std::uint64_t max_bytes);
 
  private:
   explicit Journal(sd_journal *j) : j_(j) {}
   Result<std::optional<std::string>> document_once(const std::string &cursor, std::uint64_t max_bytes);
+  Result<std::optional<std::string>> document_entry(const JournalEntry &e, std::uint64_t max_bytes);
   sd_journal *j_;
   /** kFiles's files: document() looks for an entry in each alone when the
    *  merged view does not give it back. */

@@ -884,7 +884,7 @@ class Query {
       return kExitFound;
     }
     const JournalEntry &e = entries_[*c.entry];
-    auto d = journal_->document(e.cursor, o_.max_bytes);
+    auto d = journal_->document(e, o_.max_bytes);
     if (!d) {
       err_ << "ctl-query: " << printable(d.error().message) << '\n';
       return kExitIncomplete;
@@ -1317,7 +1317,7 @@ class Query {
         for (std::size_t i : chunk) {
           const JournalEntry &e = entries_[*todo_[i]->entry];
           if (!e.has_document) continue;
-          auto d = journal_->document(e.cursor, o_.max_bytes);
+          auto d = journal_->document(e, o_.max_bytes);
           if (!d) {
             slots_[i].error = ReadError{d.error().code == Errc::kInvalidArgument ? Problem::kTooLarge : Problem::kIoError,
                                         d.error().message};
@@ -1589,7 +1589,7 @@ class Query {
     }
     const JournalEntry &e = entries_[*c.entry];
     *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
-    auto d = journal_->document(e.cursor, o_.max_bytes);
+    auto d = journal_->document(e, o_.max_bytes);
     if (!d) {
       ReadError err{Problem::kIoError, d.error().message};
       return [err](const ReadRequest &) -> Result<Timeline, ReadError> { return err; };

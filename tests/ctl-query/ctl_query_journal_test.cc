@@ -28,6 +28,7 @@
 
 #include "cli.h"
 #include "journal.h"
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "sigbus.h"
@@ -234,12 +235,37 @@ class JournalFleet : public ::testing::Test {
     auto add = [&](std::string &out, const Fields &e, std::uint64_t ts, const std::string &boot) {
       append_export(out, e, ts + 700, mono++, boot);
     };
+    /* Host alpha's entries as core-timelined sends them now: the document
+     * in an entry of its own, sent just before by the same process
+     * (document_entry.h); host beta's as earlier daemons did, the document
+     * in the timeline entry. */
+    unsigned sender = 5000;
+    auto add_two = [&](std::string &out, Fields e, std::uint64_t ts, const std::string &boot) {
+      char id[33];
+      std::snprintf(id, sizeof id, "%032x", sender);
+      set(e, "_PID", std::to_string(sender++));
+      auto pair = jf::split_document(e, id);
+      ASSERT_TRUE(pair.document.has_value());
+      for (const char *k : {"_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_PID", "_SYSTEMD_CGROUP"})
+        for (const auto &[name, value] : e)
+          if (name == k) pair.document->emplace_back(name, value);
+      /* Before it, a document entry with the same id from another process
+       * of another user: not its sender's, so never its document. */
+      Fields forged = *pair.document;
+      set(forged, "_PID", "4999");
+      set(forged, "_UID", "1000");
+      set(forged, "COREDUMP_UID", "1000");
+      set(forged, std::string(jf::kDocument), "{\"status\": \"ok\", \"text\": \"forged\\n\"}\n");
+      add(out, forged, ts - 1, boot);
+      add(out, *pair.document, ts, boot);
+      add(out, pair.timeline, ts, boot);
+    };
     docs_.push_back(document(101, "server", kBootA, kT0, {"REQ_PARSE", "BEFORE_DIE"}));
     docs_.push_back(document(102, "worker", kBootA, kT0 + 10000000, {"MALLOC", "FREE"}));
     docs_.push_back(document(103, "server", kBootA, kT0 + 20000000, {"REQ_PARSE", "RELOAD"}));
     docs_.push_back(document(104, "server", kBootB, kT0 + 3600000000ull, {"BEFORE_DIE"}));
-    for (std::size_t i = 0; i < 3; ++i) add(alpha, entry_of(docs_[i]), kT0 + 10000000 * i, kBootA);
-    add(alpha, entry_of(docs_[3]), kT0 + 3600000000ull, kBootB);
+    for (std::size_t i = 0; i < 3; ++i) add_two(alpha, entry_of(docs_[i]), kT0 + 10000000 * i, kBootA);
+    add_two(alpha, entry_of(docs_[3]), kT0 + 3600000000ull, kBootB);
     // Host beta: one crash, boot B.
     docs_.push_back(document(201, "server", kBootB, kT0 + 3700000000ull, {"REQ_PARSE"}, "beta"));
     add(beta, entry_of(docs_[4], "beta"), kT0 + 3700000000ull, kBootB);
@@ -264,7 +290,7 @@ class JournalFleet : public ::testing::Test {
       Fields f = entry_of(docs_.back());
       set(f, "_UID", "1000");
       set(f, "_SYSTEMD_CGROUP", std::string(jf::kDaemonCgroup));
-      add(alpha, f, kT0 + 7000000, kBootA);
+      add_two(alpha, f, kT0 + 7000000, kBootA);
     }
     std::filesystem::create_directories(dir_->path() + "/remote");
     write_journal(dir_->path() + "/remote/remote-alpha.journal", alpha);

@@ -59,6 +59,7 @@
 #include "rate_limit.h"
 #include "sandbox.h"
 #include "timeline_entry.h"
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 
 namespace fs = std::filesystem;
@@ -1915,7 +1916,7 @@ TEST(Catalog, ParsesAndHasAnEntryForEveryMessageId) {
   ASSERT_EQ(pclose(p), 0) << out;
   for (std::string_view id :
        {ctd::kMsgMappingAbsent, ctd::kMsgEntryRejected, ctd::kMsgEntryUnverified, ctd::kMsgTimelineWritten,
-        ctd::kMsgResourceGaveUp})
+        ctd::kMsgResourceGaveUp, core_timeline::document::journal::kDocumentMessageId})
     EXPECT_NE(out.find(std::string(id) + " core-timeline: "), std::string::npos) << id << " missing in:\n" << out;
 }
 
@@ -2294,6 +2295,53 @@ TEST(TimelineEntry, FieldsCarryJoinKeysSummaryAndTheDocument) {
   EXPECT_EQ(m0.count(std::string(jn::kDocument)), 0u);
   EXPECT_EQ(m0.count(std::string(jn::kDocumentCut)), 0u);
   EXPECT_EQ(m0.at(std::string(jn::kEvents)).at(0), "30");
+}
+
+// The document goes to an entry of its own, the timeline entry names it,
+// and nothing else moves (document_entry.h).
+TEST(TimelineEntry, SplitPutsTheDocumentInItsOwnEntryNamedByTheTimelineEntry) {
+  const Json d = synthetic_document(30, 5);
+  const std::string bytes = ctdoc::serialize(d);
+  const std::map<std::string, std::string> cd{{"COREDUMP_PID", "4242"}, {"COREDUMP_UID", "1000"},
+                                              {"COREDUMP_TIMESTAMP", "123"}, {"COREDUMP_EXE", "/bin/x"}};
+  jn::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  in.coredump_fields = &cd;
+  in.coredump_boot_id = kBoot;
+  jn::Fields whole = jn::entry_fields(in);
+  whole.insert(whole.begin(), {"MESSAGE", "pid 4242: timeline written"});
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  const auto pair = jn::split_document(whole, id);
+  ASSERT_TRUE(pair.document.has_value());
+  const auto t = by_name(pair.timeline), doc = by_name(*pair.document);
+  EXPECT_EQ(t.count(std::string(jn::kDocument)), 0u);
+  EXPECT_EQ(t.at(std::string(jn::kDocumentId)), std::vector<std::string>{id});
+  EXPECT_EQ(pair.timeline.size(), whole.size()) << "one field out (the document), one in (its id)";
+  for (const auto &[k, v] : whole) {
+    if (k == jn::kDocument) continue;
+    EXPECT_EQ(t.count(k), 1u) << k;
+  }
+  EXPECT_EQ(pair.document->front(), (std::pair<std::string, std::string>{"MESSAGE_ID", std::string(jn::kDocumentMessageId)}));
+  EXPECT_EQ(doc.at(std::string(jn::kDocumentId)), std::vector<std::string>{id});
+  EXPECT_EQ(doc.at(std::string(jn::kDocument)), std::vector<std::string>{bytes});
+  EXPECT_EQ(doc.at("COREDUMP_UID"), std::vector<std::string>{"1000"}) << "sender_trust() needs it";
+  EXPECT_EQ(doc.at("COREDUMP_PID"), std::vector<std::string>{"4242"});
+  EXPECT_EQ(doc.at(std::string(jn::kBootId)), std::vector<std::string>{kBoot});
+  EXPECT_EQ(doc.count("COREDUMP_EXE"), 0u);
+  // No field of the timeline entry is long enough for journald to
+  // compress it (Compress= threshold: 512 bytes).
+  for (const auto &[k, v] : pair.timeline) EXPECT_LT(k.size() + 1 + v.size(), 512u) << k;
+  // Without a document, or with an id of another form: one entry, as it was.
+  in.document_max = 0;
+  const auto none = jn::split_document(jn::entry_fields(in), id);
+  EXPECT_FALSE(none.document.has_value());
+  EXPECT_EQ(by_name(none.timeline).count(std::string(jn::kDocumentId)), 0u);
+  const auto bad = jn::split_document(whole, "not-an-id");
+  EXPECT_FALSE(bad.document.has_value());
+  EXPECT_EQ(bad.timeline, whole);
+  EXPECT_TRUE(jn::is_document_id(id));
+  EXPECT_FALSE(jn::is_document_id("0123456789ABCDEF0123456789abcdef"));
 }
 
 TEST(TimelineEntry, EventNamesStopAtTheirMaximumAndSaySo) {

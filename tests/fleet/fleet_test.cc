@@ -71,6 +71,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 #include "crash_harness.h"
 #include "daemon_harness.h"
@@ -527,6 +528,17 @@ Crash crash(const ct::test::DaemonHarness &daemon, const std::vector<std::string
   return c;
 }
 
+// The document entries (document_entry.h) at `dir` that timeline entry `t`
+// names and its sender sent (the same _PID and _UID).
+std::vector<Entry> document_entries(const std::string &dir, const Entry &t) {
+  std::vector<Entry> out;
+  if (!t.has(std::string(tj::kDocumentId))) return out;
+  for (auto &d : read_dir(dir, {"MESSAGE_ID=" + std::string(tj::kDocumentMessageId),
+                                std::string(tj::kDocumentId) + "=" + t.get(std::string(tj::kDocumentId))}))
+    if (d.get("_PID") == t.get("_PID") && d.get("_UID") == t.get("_UID")) out.push_back(std::move(d));
+  return out;
+}
+
 std::vector<std::string> crash_matches(const std::string &message_id, const Crash &c) {
   return {"MESSAGE_ID=" + message_id, "COREDUMP_PID=" + std::to_string(c.pid),
           "COREDUMP_TIMESTAMP=" + c.coredump_timestamp};
@@ -820,12 +832,15 @@ TEST_F(Fleet, UploadStoppedAndRestartedMidwayLosesNoEntryAndDuplicatesNone) {
   auto end = settle(up, "end");
   ASSERT_TRUE(end.has_value());
 
-  // Each crash's two entries, exactly once at the central host.
+  // Each crash's three entries (the coredump entry, the timeline entry and
+  // its document entry), exactly once at the central host.
   for (const auto &c : crashes) {
     EXPECT_EQ(read_dir(host->dir(), crash_matches(kCoredumpId, c)).size(), 1u) << "coredump entry of pid " << c.pid;
     const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
     ASSERT_EQ(t.size(), 1u) << "timeline entry of pid " << c.pid;
-    EXPECT_EQ(t[0].get(std::string(tj::kDocument)), slurp(c.timeline.path)) << "pid " << c.pid;
+    const auto d = document_entries(host->dir(), t[0]);
+    ASSERT_EQ(d.size(), 1u) << "document entry of pid " << c.pid;
+    EXPECT_EQ(d[0].get(std::string(tj::kDocument)), slurp(c.timeline.path)) << "pid " << c.pid;
   }
 
   // Entry by entry: every local entry from the start to the end mark is
@@ -946,7 +961,9 @@ TEST_F(Fleet, BigDocumentArrivesWhole) {
   ASSERT_TRUE(wait_remote_crash(*host, c)) << up.log() << host->log();
   const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
   ASSERT_EQ(t.size(), 1u);
-  const std::string doc = t[0].get(std::string(tj::kDocument));
+  const auto d = document_entries(host->dir(), t[0]);
+  ASSERT_EQ(d.size(), 1u);
+  const std::string doc = d[0].get(std::string(tj::kDocument));
   EXPECT_FALSE(t[0].has(std::string(tj::kDocumentCut))) << "the daemon cut the document (" << file.size() << " bytes)";
   EXPECT_EQ(t[0].get(std::string(tj::kDocumentBytes)), std::to_string(file.size()));
   EXPECT_EQ(doc.size(), file.size());
