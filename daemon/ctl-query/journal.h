@@ -8,10 +8,12 @@
  * MESSAGE_ID=kTimelineMessageId together with the fields its matches name
  * (sd_journal_add_match(3)), and of each entry found keeps only the
  * summary fields (kSummaryFields, in one sd_journal_enumerate_data(3)
- * pass); the document field is read only for the entries a command needs
- * it of (document()).  (sd-journal of systemd 252 still decompresses the
- * document during that pass: the data threshold set does not bound it,
- * measured in bench_query.)
+ * pass); the document is read only for the entries a command needs it of
+ * (document()), from the document entry the timeline entry names
+ * (core_timeline/document/document_entry.h), or, in an entry of an
+ * earlier daemon, from the entry itself (sd-journal of systemd 252
+ * decompresses such a document during the pass too: the data threshold
+ * does not bound it, measured in bench_query).
  *
  * Every entry's fields are untrusted (any local user can log an entry with
  * this MESSAGE_ID): scan() hands on the entries core-timelined sent

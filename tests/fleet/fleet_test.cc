@@ -838,9 +838,9 @@ TEST_F(Fleet, UploadStoppedAndRestartedMidwayLosesNoEntryAndDuplicatesNone) {
     EXPECT_EQ(read_dir(host->dir(), crash_matches(kCoredumpId, c)).size(), 1u) << "coredump entry of pid " << c.pid;
     const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
     ASSERT_EQ(t.size(), 1u) << "timeline entry of pid " << c.pid;
-    const auto d = document_entries(host->dir(), t[0]);
-    ASSERT_EQ(d.size(), 1u) << "document entry of pid " << c.pid;
-    EXPECT_EQ(d[0].get(std::string(tj::kDocument)), slurp(c.timeline.path)) << "pid " << c.pid;
+    const auto de = document_entries(host->dir(), t[0]);
+    ASSERT_EQ(de.size(), 1u) << "document entry of pid " << c.pid;
+    EXPECT_EQ(de[0].get(std::string(tj::kDocument)), slurp(c.timeline.path)) << "pid " << c.pid;
   }
 
   // Entry by entry: every local entry from the start to the end mark is
@@ -961,9 +961,9 @@ TEST_F(Fleet, BigDocumentArrivesWhole) {
   ASSERT_TRUE(wait_remote_crash(*host, c)) << up.log() << host->log();
   const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
   ASSERT_EQ(t.size(), 1u);
-  const auto d = document_entries(host->dir(), t[0]);
-  ASSERT_EQ(d.size(), 1u);
-  const std::string doc = d[0].get(std::string(tj::kDocument));
+  const auto de = document_entries(host->dir(), t[0]);
+  ASSERT_EQ(de.size(), 1u);
+  const std::string doc = de[0].get(std::string(tj::kDocument));
   EXPECT_FALSE(t[0].has(std::string(tj::kDocumentCut))) << "the daemon cut the document (" << file.size() << " bytes)";
   EXPECT_EQ(t[0].get(std::string(tj::kDocumentBytes)), std::to_string(file.size()));
   EXPECT_EQ(doc.size(), file.size());
