@@ -39,7 +39,7 @@
 #include "core_timeline/document/stored.h"
 
 namespace doc = core_timeline::document;
-namespace jn = core_timeline::document::journal;
+namespace dj = core_timeline::document::journal;
 using Json = doc::Json;
 
 namespace {
@@ -133,16 +133,16 @@ int main(int argc, char **argv) {
       const std::string bytes = doc::serialize(s);
       row.serialize.push_back(ms_since(t0));
       row.stored_bytes = bytes.size();
-      jn::EntryInput e;
+      dj::EntryInput e;
       e.document = &s;
       e.document_bytes = bytes;
       e.coredump_fields = &fields;
       e.timeline_path = "/var/lib/systemd/coredump/core.x.timeline.json";
       t0 = std::chrono::steady_clock::now();
-      auto f = jn::entry_fields(e);
+      auto f = dj::entry_fields(e);
       row.entry.push_back(ms_since(t0));
       t0 = std::chrono::steady_clock::now();
-      const auto pair = jn::split_document(std::move(f), "0123456789abcdef0123456789abcdef");
+      const auto pair = dj::split_document(std::move(f), "0123456789abcdef0123456789abcdef");
       row.split.push_back(ms_since(t0));
       row.entry_bytes = 0;
       if (pair.document)

@@ -1400,13 +1400,15 @@ TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMiss
   ct::test::journal_barrier();
 
   // ctl-query over these daemons' entries of the crash only (other tests'
-  // daemons follow the same journal): a journal file of them.
+  // daemons follow the same journal), with their document entries: a
+  // journal file of them.
   const std::string jdir = dir.path + "/journal";
   fs::create_directories(jdir);
   const std::string tp(jn::kTimelinePath);
   const auto copied = ct::test::run(
       {"/bin/sh", "-c",
-       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) + " " + tp + "=\"$1\" " +
+       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) +
+           " MESSAGE_ID=" + std::string(jn::kDocumentMessageId) + " " + tp + "=\"$1\" " +
            tp + "=\"$2\" " + tp + "=\"$3\" | /lib/systemd/systemd-journal-remote -o \"$4\"/remote.journal -",
        "sh", t->path, state_path, second_path, jdir});
   ASSERT_TRUE(copied.ok()) << copied.err;

@@ -725,6 +725,9 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
   std::vector<Entry> peer_entries = local_all(crash_matches(kCoredumpId, peer));
   ASSERT_EQ(peer_entries.size(), 1u) << "the peer crash's coredump entry, once in the local journal";
   {
+    const auto de = local_all(crash_matches(std::string(tj::kDocumentMessageId), peer));
+    ASSERT_EQ(de.size(), 1u) << "the peer crash's document entry, once in the local journal";
+    peer_entries.push_back(de[0]);
     const auto t = local_all(crash_matches(kTimelineId, peer));
     ASSERT_EQ(t.size(), 1u) << "the peer crash's timeline entry, once in the local journal";
     peer_entries.push_back(t[0]);
@@ -893,7 +896,7 @@ TEST_F(Fleet, UploadResendsTheSavedCursorsEntryAndCtlQueryListsTheCrashOnce) {
   const Crash c = crash(d, {CT_CRASH_DEMO, "--path=a"});
   ASSERT_FALSE(c.timeline.path.empty());
   std::vector<Entry> entries;
-  for (const auto &id : {kCoredumpId, kTimelineId}) {
+  for (const auto &id : {kCoredumpId, std::string(tj::kDocumentMessageId), kTimelineId}) {
     const auto e = wait_local(crash_matches(id, c), 5s);
     ASSERT_TRUE(e.has_value()) << id;
     entries.push_back(*e);

@@ -15,8 +15,8 @@
  *   the document entry   MESSAGE_ID kDocumentMessageId, sent first:
  *     kDocumentId (a random 128-bit id, 32 lower-case hex digits: this
  *     entry's), kDocument, and of the timeline entry's fields those in
- *     kDocumentEntryCopies (the crash's join keys, so that it reads alone,
- *     and COREDUMP_UID, which sender_trust() needs);
+ *     kDocumentEntryCopies (the crash's join keys and timeline file, so
+ *     that it reads alone, and COREDUMP_UID, which sender_trust() needs);
  *   the timeline entry   MESSAGE_ID kTimelineMessageId (journal_entry.h),
  *     sent second: every field entry_fields() gives but kDocument, and
  *     kDocumentId naming its document entry.  It holds no field long
@@ -55,7 +55,8 @@ inline constexpr std::string_view kDocumentId = "CORE_TIMELINE_DOCUMENT_ID";
 
 /** The timeline entry's fields the document entry carries too. */
 inline constexpr std::string_view kDocumentEntryCopies[] = {
-    "COREDUMP_PID", "COREDUMP_UID", "COREDUMP_TIMESTAMP", kBootId, kDocumentBytes, kDocumentCut, kPayload};
+    "COREDUMP_PID", "COREDUMP_UID", "COREDUMP_TIMESTAMP", kBootId, kTimelinePath, kDocumentBytes, kDocumentCut,
+    kPayload};
 
 /** Whether `id` has the form of a kDocumentId value: 32 lower-case hex
  *  digits.  Pure. */
