@@ -2464,25 +2464,41 @@ TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
         setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
       report("socket: " + std::string(strerror(errno)));
     const ctd::log::Fields f{{"MESSAGE", "probe"}, {"CORE_TIMELINE_PROBE", "1"}};
+    // One datagram and its sender's credentials.
+    auto receive = [&](ucred &cr) {
+      char buf[4096];
+      char control[CMSG_SPACE(sizeof(ucred))];
+      iovec iov{buf, sizeof buf};
+      msghdr mh{};
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = control;
+      mh.msg_controllen = sizeof control;
+      const ssize_t n = recvmsg(s, &mh, MSG_DONTWAIT);
+      if (n < 0) report("recvmsg: " + std::string(strerror(errno)));
+      const cmsghdr *c = CMSG_FIRSTHDR(&mh);
+      if (!c || c->cmsg_type != SCM_CREDENTIALS) report("no credentials");
+      std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+      return std::string(buf, static_cast<std::size_t>(n));
+    };
+    // The two entries of a crash (send_entries()): both from one child, in order.
+    const ctd::log::Fields doc{{"MESSAGE", "document"}}, timeline{{"MESSAGE", "timeline"}};
+    if (auto r2 = ctd::send_entries({&doc, &timeline}, ctd::SendAs{47099, 47098}); !r2)
+      report("send_entries: " + r2.error().message);
+    ucred c1{}, c2{};
+    const std::string d1 = receive(c1), d2 = receive(c2);
+    const std::string pair = std::string(" pair=") + (c1.pid == c2.pid && c1.pid != getpid() ? "one-child" : "two") +
+                             (c1.uid == 47099 && c2.uid == 47099 ? "" : "-wrong-uid") +
+                             (d1.find("MESSAGE=document\n") != std::string::npos &&
+                                      d2.find("MESSAGE=timeline\n") != std::string::npos
+                                  ? "-in-order"
+                                  : "-out-of-order");
     auto r = ctd::send_entry(f, ctd::SendAs{47099, 47098});
     if (!r) report("send_entry: " + r.error().message);
-    char buf[4096];
-    char control[CMSG_SPACE(sizeof(ucred))];
-    iovec iov{buf, sizeof buf};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    const ssize_t n = recvmsg(s, &mh, MSG_DONTWAIT);
-    if (n < 0) report("recvmsg: " + std::string(strerror(errno)));
-    const cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (!c || c->cmsg_type != SCM_CREDENTIALS) report("no credentials");
     ucred cr{};
-    std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+    const std::string data = receive(cr);
     report("uid=" + std::to_string(cr.uid) + " gid=" + std::to_string(cr.gid) + " self=" +
-           std::to_string(cr.pid == getpid()) + " getuid=" + std::to_string(getuid()) + " data=" +
-           std::string(buf, static_cast<std::size_t>(n)));
+           std::to_string(cr.pid == getpid()) + " getuid=" + std::to_string(getuid()) + pair + " data=" + data);
   }
   close(out[1]);
   std::string got;
@@ -2492,7 +2508,7 @@ TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
   close(out[0]);
   int st = 0;
   waitpid(p, &st, 0);
-  EXPECT_EQ(got.rfind("uid=47099 gid=47098 self=0 getuid=0 data=", 0), 0u)
+  EXPECT_EQ(got.rfind("uid=47099 gid=47098 self=0 getuid=0 pair=one-child-in-order data=", 0), 0u)
       << "the entry came from a child at the crashed uid and gid, and the daemon kept its own: " << got;
   EXPECT_NE(got.find("MESSAGE=probe\n"), std::string::npos) << got;
   EXPECT_NE(got.find("CORE_TIMELINE_PROBE=1\n"), std::string::npos) << got;
