@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""bench/query_corpus.py N DIR - the corpus bench_query.sh measures.
+"""bench/query_corpus.py N DIR [LAYOUT] - the corpus bench_query.sh measures.
 
 Writes, for N crashes of one boot of one host (pids 100000.., one second
 apart, COMM and EXE one of four programs):
@@ -10,9 +10,12 @@ apart, COMM and EXE one of four programs):
       (MESSAGE_ID fc2e22bc6ee647b6b90729ab34a250b1, systemd-coredump(8)'s
       fields and a stack-trace MESSAGE, as coredumpctl reads them) and the
       timeline entry core-timelined logs (the names of
-      reader/include/core_timeline/document/journal_entry.h, the document
-      included); journal-remote may split it into several files when one is
-      full;
+      reader/include/core_timeline/document/journal_entry.h) with, LAYOUT
+      "split" (the default), its document entry sent just before it
+      (document_entry.h: the document in an entry of its own), or, LAYOUT
+      "inline", the document in the timeline entry itself, as earlier
+      daemons logged it; journal-remote may split it into several files
+      when one is full;
   DIR/timelines/*.timeline.json  the same documents as files, named as
       core-timelined names them (the file-scan peer).
 
@@ -32,6 +35,7 @@ import time
 
 JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
 TIMELINE_ID = "9d72af4745ac4dc29e0df9be4f6139df"
+DOCUMENT_ID = "fdd4b45325c349edbc4246673119f49d"
 COREDUMP_ID = "fc2e22bc6ee647b6b90729ab34a250b1"
 BOOT = "5e1f0b6c0a3d4e0f9b8a7c6d5e4f3a2b"
 HOST = "bench-host"
@@ -52,7 +56,7 @@ def export_entry(fields, realtime, monotonic):
     return b"".join(out)
 
 
-def crash(i):
+def crash(i, layout="split"):
     pid = 100000 + i
     comm = PROGRAMS[i % len(PROGRAMS)]
     exe = "/usr/bin/" + comm
@@ -105,13 +109,29 @@ def crash(i):
     name = "core.%s.1000.%s.%d.%d.timeline.json" % (comm, BOOT, pid, ts)
     timeline_entry += [("CORE_TIMELINE_EVENT_NAMES_COMPLETE", "1"), ("CORE_TIMELINE_SCHEMA_VERSION", "1"),
                        ("CORE_TIMELINE_TIMELINE", "/var/lib/systemd/coredump/" + name),
-                       ("CORE_TIMELINE_DOCUMENT", document),
                        ("CORE_TIMELINE_DOCUMENT_BYTES", str(len(document.encode())))]
-    return ts, coredump_entry, timeline_entry, name, document
+    if layout == "inline":
+        timeline_entry.append(("CORE_TIMELINE_DOCUMENT", document))
+        return ts, coredump_entry, [timeline_entry], name, document
+    sender = [("_PID", str(20000 + i % 30000))]
+    doc_id = "%032x" % (0xd0c << 64 | i)
+    document_entry = [("MESSAGE_ID", DOCUMENT_ID), ("PRIORITY", "7"), ("SYSLOG_IDENTIFIER", "core-timelined"),
+                      ("_UID", "0"), ("_GID", "0"), ("_COMM", "core-timelined"),
+                      ("_EXE", "/usr/sbin/core-timelined"), ("_TRANSPORT", "journal"), ("_HOSTNAME", HOST),
+                      ("MESSAGE", "the timeline document of pid %d (%s)" % (pid, exe)),
+                      ("CORE_TIMELINE_DOCUMENT_ID", doc_id), ("COREDUMP_PID", str(pid)),
+                      ("COREDUMP_UID", "1000"), ("COREDUMP_TIMESTAMP", str(ts)), ("CORE_TIMELINE_BOOT_ID", BOOT),
+                      ("CORE_TIMELINE_DOCUMENT_BYTES", str(len(document.encode()))),
+                      ("CORE_TIMELINE_DOCUMENT", document)] + sender
+    timeline_entry += [("CORE_TIMELINE_DOCUMENT_ID", doc_id)] + sender
+    return ts, coredump_entry, [document_entry, timeline_entry], name, document
 
 
 def main():
     n, top = int(sys.argv[1]), sys.argv[2]
+    layout = sys.argv[3] if len(sys.argv) > 3 else "split"
+    if layout not in ("split", "inline"):
+        sys.exit("query_corpus.py: LAYOUT is split or inline")
     jdir, tdir = os.path.join(top, "journal"), os.path.join(top, "timelines")
     os.makedirs(jdir, exist_ok=True)
     os.makedirs(tdir, exist_ok=True)
@@ -121,9 +141,10 @@ def main():
     buf = []
     size = 0
     for i in range(n):
-        ts, cd, tl, name, document = crash(i)
-        buf.append(export_entry(cd, ts + 100000, 1000000 + 2 * i))
-        buf.append(export_entry(tl, ts + 200000, 1000001 + 2 * i))
+        ts, cd, tl, name, document = crash(i, layout)
+        buf.append(export_entry(cd, ts + 100000, 1000000 + 3 * i))
+        for k, e in enumerate(tl, 1):
+            buf.append(export_entry(e, ts + 200000 + k, 1000000 + 3 * i + k))
         with open(os.path.join(tdir, name), "w") as f:
             f.write(document)
         if len(buf) >= 2000:

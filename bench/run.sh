@@ -12,6 +12,8 @@
 #                    beside eu-stack and gdb
 #   bench_daemon     a crash to its timeline.json, beside zstd -d and
 #                    coredumpctl dump; a storm of 32
+#   bench_document_path  the daemon's document path (parse, build,
+#                    serialize, journal entry) step by step, big rings
 #   event_rates.sh   events per second of python3, a multi-threaded C++
 #                    program and a shell pipeline under the preload
 #                    wrappers (cores by gdb's gcore, not the pipeline)
@@ -31,7 +33,7 @@
 # minutes and a half on a 2-vCPU VM once built; the first run also makes
 # bench_reader's cores (1.2 GB in BUILD_DIR/bench-cores/, kept for the next
 # runs of the same build), some 10 s more, and bench_query's corpus (in
-# BUILD_DIR/bench-query-100000/, about 1 GB, kept too) some minutes more:
+# BUILD_DIR/bench-query-100000-split/, about 1 GB, kept too) some minutes more:
 # bench_query prints how long it took.
 set -euo pipefail
 
@@ -42,7 +44,7 @@ build=${1:-$src/build}
 "$src/packaging/install-build-deps"
 cmake -S "$src" -B "$build" -G Ninja >/dev/null
 cmake --build "$build" --target bench_overhead bench_instr bench_reader bench_daemon \
-  rates_workload timeline timeline_alloc timeline_io core-timeline-read ctl-query
+  rates_workload timeline timeline_alloc timeline_io core-timeline-read ctl-query bench_document_path
 
 export CT_PIPELINE_HOLDER=$$
 "$src/tests/support/pipeline" start
@@ -68,6 +70,7 @@ run bench_overhead "$build/bin/bench_overhead" --benchmark_repetitions=5 --bench
 run instructions "$src/bench/instructions.sh" "$build"
 run bench_reader "$build/bin/bench_reader"
 run bench_daemon "$build/bin/bench_daemon"
+run bench_document_path "$build/bin/bench_document_path" 3 65536 131071
 run event_rates "$src/bench/event_rates.sh" "$build"
 redis_args=()
 [[ -n ${BENCH_IO_BYTES:-} ]] && redis_args+=(--io-bytes "$BENCH_IO_BYTES")

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core_timeline/document/group_keys.h"
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/reader/number.h"
@@ -128,11 +129,12 @@ const std::vector<std::string> kSummaryFields = {
     /* The group signature (group_keys.h), for ctl-query group. */
     std::string(jf::kGroup), std::string(jf::kGroupStack), std::string(jf::kGroupHistory),
     std::string(jf::kGroupWords), std::string(jf::kGroupStackWords), std::string(jf::kGroupBasis),
+    std::string(jf::kDocumentId),
     /* The notice core-timelined logged with this MESSAGE_ID before the
      * entry carried the document: its pid, executable and uid. */
     "CORE_TIMELINE_PID", "CORE_TIMELINE_EXE", "CORE_TIMELINE_UID", "CORE_TIMELINE_REASON",
     /* journald's, trusted: the sender and the host. */
-    "_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_BOOT_ID", "_SYSTEMD_CGROUP", "_MACHINE_ID"};
+    "_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_BOOT_ID", "_SYSTEMD_CGROUP", "_MACHINE_ID", "_PID"};
 
 namespace {
 
@@ -352,6 +354,13 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
       continue;
     }
     e.user_vouched = trust == jf::Trust::kUser;
+    if (const std::string &id = e.get(jf::kDocumentId); jf::is_document_id(id)) {
+      e.document_id = id;
+      e.sender_pid = e.get("_PID");
+      e.sender_boot_id = e.get("_BOOT_ID");
+      e.sender_uid = e.get("_UID");
+      e.has_document = true;
+    }
     e.unverified = e.user_vouched && !corroborated(e, machine_id);
     char *cursor = nullptr;
     if (sd_journal_get_cursor(j_, &cursor) >= 0 && cursor) {
@@ -409,11 +418,11 @@ Result<std::vector<Journal::Withheld>> Journal::withheld(std::uint64_t uid, cons
   return out;
 }
 
-Result<std::optional<std::string>> Journal::document(const std::string &cursor, std::uint64_t max_bytes) {
+Result<std::optional<std::string>> Journal::document(const JournalEntry &e, std::uint64_t max_bytes) {
   const sigbus::Scope truncated;
-  auto out = document_once(cursor, max_bytes);
+  auto out = e.document_id.empty() ? document_once(e.cursor, max_bytes) : document_entry(e, max_bytes);
   /* The copy was made from the mapping too: checked after it. */
-  if (truncated.moved()) return cut_short("the document of entry " + cursor + " was read");
+  if (truncated.moved()) return cut_short("the document of entry " + e.cursor + " was read");
   return out;
 }
 
@@ -448,6 +457,59 @@ Result<std::optional<std::string>> document_here(sd_journal *j, const std::strin
 }
 
 }  // namespace
+
+Result<std::optional<std::string>> Journal::document_entry(const JournalEntry &e, std::uint64_t max_bytes) {
+  sd_journal_flush_matches(j_);
+  int r = 0;
+  for (const std::string &m : {"MESSAGE_ID=" + std::string(jf::kDocumentMessageId),
+                               std::string(jf::kDocumentId) + "=" + e.document_id, "_PID=" + e.sender_pid,
+                               "_BOOT_ID=" + e.sender_boot_id})
+    if (r >= 0) r = sd_journal_add_match(j_, m.data(), m.size());
+  if (r >= 0) r = sd_journal_seek_head(j_);
+  if (r < 0) return journal_error(r, "journal entry " + e.cursor + ": looking for its document entry");
+  /* One pass over each entry found: sd-journal decompresses each
+   * compressed field it visits, so the document is read once. */
+  sd_journal_set_data_threshold(j_, 0);
+  const std::string_view doc_name = jf::kDocument;
+  std::optional<std::string> found;
+  std::size_t too_large = 0;
+  while (!found && (r = sd_journal_next(j_)) > 0) {
+    std::map<std::string_view, std::string> who{
+        {"_UID", {}}, {"_TRANSPORT", {}}, {"COREDUMP_UID", {}}, {"_SYSTEMD_CGROUP", {}}};
+    std::optional<std::string> doc;
+    std::size_t size = 0;
+    const void *data;
+    size_t len;
+    SD_JOURNAL_FOREACH_DATA(j_, data, len) {
+      const std::string_view d(static_cast<const char *>(data), len);
+      const auto eq = d.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view name = d.substr(0, eq);
+      if (name == doc_name && !doc && !size) {
+        size = len - eq - 1;
+        if (size <= max_bytes) doc.emplace(d.substr(eq + 1));
+      } else if (const auto w = who.find(name); w != who.end() && w->second.empty()) {
+        w->second.assign(d.substr(eq + 1));
+      }
+    }
+    if (who["_UID"] != e.sender_uid ||
+        jf::sender_trust({present(who["_UID"]), present(who["_TRANSPORT"]), present(who["COREDUMP_UID"]),
+                          present(who["_SYSTEMD_CGROUP"])}) == jf::Trust::kNone)
+      continue;
+    if (size > max_bytes) too_large = size;
+    else if (doc) found = std::move(doc);
+  }
+  sd_journal_set_data_threshold(j_, kSummaryValueMax);
+  sd_journal_flush_matches(j_);
+  if (r < 0) return journal_error(r, "journal entry " + e.cursor + ": looking for its document entry");
+  if (found) return found;
+  if (too_large)
+    return Error{Errc::kInvalidArgument, "journal entry " + e.cursor + ": its document is too large (" +
+                                             std::to_string(too_large) + " bytes, the limit is " +
+                                             std::to_string(max_bytes) + "; see --max-size)"};
+  return journal_error(-ENOENT, "journal entry " + e.cursor + ": its document entry (" + std::string(jf::kDocumentId) +
+                                    "=" + e.document_id + ", from the same sender) is not in the journal");
+}
 
 Result<std::optional<std::string>> Journal::document_once(const std::string &cursor, std::uint64_t max_bytes) {
   sd_journal_flush_matches(j_);

@@ -8,10 +8,12 @@
  * MESSAGE_ID=kTimelineMessageId together with the fields its matches name
  * (sd_journal_add_match(3)), and of each entry found keeps only the
  * summary fields (kSummaryFields, in one sd_journal_enumerate_data(3)
- * pass); the document field is read only for the entries a command needs
- * it of (document()).  (sd-journal of systemd 252 still decompresses the
- * document during that pass: the data threshold set does not bound it,
- * measured in bench_query.)
+ * pass); the document is read only for the entries a command needs it of
+ * (document()), from the document entry the timeline entry names
+ * (core_timeline/document/document_entry.h), or, in an entry of an
+ * earlier daemon, from the entry itself (sd-journal of systemd 252
+ * decompresses such a document during the pass too: the data threshold
+ * does not bound it, measured in bench_query).
  *
  * Every entry's fields are untrusted (any local user can log an entry with
  * this MESSAGE_ID): scan() hands on the entries core-timelined sent
@@ -100,7 +102,14 @@ struct JournalEntry {
    *  (at most kSummaryValueMax bytes: longer ones are cut there), "" when
    *  absent. */
   std::vector<std::string> values;
-  bool has_document = false;          /**< it has a CORE_TIMELINE_DOCUMENT field */
+  /** It has a CORE_TIMELINE_DOCUMENT field, or names its document entry
+   *  (document_id). */
+  bool has_document = false;
+  /** Its CORE_TIMELINE_DOCUMENT_ID (document/document_entry.h): its
+   *  document is in the document entry of that id sent by the same process
+   *  (sender_pid, sender_boot_id, sender_uid: journald's _PID, _BOOT_ID and
+   *  _UID of this entry); "" when it carries the document itself, or none. */
+  std::string document_id, sender_pid, sender_boot_id, sender_uid;
   /** Only its crashed user vouches for it (sender_trust() kUser), whether
    *  or not corroborated: of two entries for one crash, core-timelined's wins. */
   bool user_vouched = false;
@@ -183,17 +192,23 @@ class Journal {
    *  scan()). */
   Result<std::vector<Withheld>> withheld(std::uint64_t uid, const JournalTerm &term);
 
-  /** The CORE_TIMELINE_DOCUMENT of the entry at `cursor`: nullopt when the
-   *  entry has none; an error when the entry cannot be found again or its
-   *  document is larger than max_bytes.  The entry is that very one
-   *  (sd_journal_test_cursor(3)), also among several hosts' files with
-   *  entries of the same __REALTIME_TIMESTAMP (then it is looked for in
-   *  each file alone). */
-  Result<std::optional<std::string>> document(const std::string &cursor, std::uint64_t max_bytes);
+  /** The document of timeline entry `e` (as scan() gave it): with a
+   *  document_id, the CORE_TIMELINE_DOCUMENT of its document entry, found
+   *  through the index (MESSAGE_ID and CORE_TIMELINE_DOCUMENT_ID) among
+   *  those of e's own sender (the same _PID, _BOOT_ID and _UID) that
+   *  sender_trust() does not refuse, the first in journal order; else the
+   *  CORE_TIMELINE_DOCUMENT of the entry at e.cursor itself.  nullopt when
+   *  there is none; an error when an entry cannot be found (again) or the
+   *  document is larger than max_bytes.  The entry at e.cursor is that
+   *  very one (sd_journal_test_cursor(3)), also among several hosts' files
+   *  with entries of the same __REALTIME_TIMESTAMP (then it is looked for
+   *  in each file alone). */
+  Result<std::optional<std::string>> document(const JournalEntry &e, std::uint64_t max_bytes);
 
  private:
   explicit Journal(sd_journal *j) : j_(j) {}
   Result<std::optional<std::string>> document_once(const std::string &cursor, std::uint64_t max_bytes);
+  Result<std::optional<std::string>> document_entry(const JournalEntry &e, std::uint64_t max_bytes);
   sd_journal *j_;
   /** kFiles's files: document() looks for an entry in each alone when the
    *  merged view does not give it back. */

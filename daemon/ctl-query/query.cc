@@ -20,7 +20,7 @@ int Query::locate(LocatedTimeline *found) {
     return kExitFound;
   }
   const JournalEntry &e = entries_[*c.entry];
-  auto d = journal_->document(e.cursor, o_.max_bytes);
+  auto d = journal_->document(e, o_.max_bytes);
   if (!d) {
     err_ << "ctl-query: " << printable(d.error().message) << '\n';
     return kExitIncomplete;

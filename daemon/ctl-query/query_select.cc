@@ -266,7 +266,7 @@ void Query::read_selected() {
       for (std::size_t i : chunk) {
         const JournalEntry &e = entries_[*todo_[i]->entry];
         if (!e.has_document) continue;
-        auto d = journal_->document(e.cursor, o_.max_bytes);
+        auto d = journal_->document(e, o_.max_bytes);
         if (!d) {
           slots_[i].error = Error{d.error().code == Errc::kInvalidArgument ? Errc::kTooLarge : Errc::kIo,
                                       d.error().message};
@@ -502,7 +502,7 @@ DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string 
   }
   const JournalEntry &e = entries_[*c.entry];
   *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
-  auto d = journal_->document(e.cursor, o_.max_bytes);
+  auto d = journal_->document(e, o_.max_bytes);
   if (!d) {
     Error err{Errc::kIo, d.error().message};
     return [err](const ReadRequest &) -> Result<Timeline> { return err; };

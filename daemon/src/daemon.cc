@@ -1172,7 +1172,13 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
   const std::size_t n_fields = f.size();
   std::optional<SentRecord> record;
   if (sent_log_) record = SentRecord{sent_log_->fd(), SentLog::prefix(e.key())};
-  auto sent = send_entry(f, as, record);
+  /* The document in an entry of its own, sent first (document_entry.h). */
+  const auto pair = split_for_journal(std::move(f), message);
+  const auto send = [&](const std::optional<SendAs> &who) {
+    return pair.document ? send_entries({&*pair.document, &pair.timeline}, who, record)
+                         : send_entry(pair.timeline, who, record);
+  };
+  auto sent = send(as);
   /* What the entry cost the daemon (bench_daemon reads it from stderr). */
   log::mirror(priority, fmt::format("{} [journal entry: {} fields, document {} bytes{}, sent as {} in {:.3f} ms]",
                                     message, n_fields, document, cut ? " (cut)" : "",
@@ -1184,7 +1190,7 @@ void Daemon::send_timeline_entry(const CoredumpEntry &e, const std::string &mess
     if (!as) return;
     /* Then as root, into the system journal: late readers (adm,
      * systemd-journal) still have it; the user has the file. */
-    if (auto r2 = send_entry(f, std::nullopt, record); !r2)
+    if (auto r2 = send(std::nullopt); !r2)
       spdlog::warn("pid {}: cannot send its timeline entry to the journal: {}", e.pid, r2.error().message);
   }
   stop_here_for_test(e);

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <systemd/sd-id128.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
@@ -54,8 +55,8 @@ std::optional<std::string> get(sd_journal *j, const char *field) {
 /* What the sending child is given, and what it says (in the memory it
  * shares with the daemon). */
 struct ChildSend {
-  const struct iovec *iov;
-  int n;
+  const std::vector<struct iovec> *entries;  /* one iovec array per entry */
+  std::size_t n_entries;
   uid_t uid;
   gid_t gid;
   int drop_errno;  /* set*id failed with this */
@@ -89,9 +90,15 @@ int send_as_child(void *arg) {
     syscall(SYS_exit, 1);
   }
   write_record(job->record_fd, job->record_prefix, job->record_prefix_len);
-  const int r = sd_journal_sendv(job->iov, job->n);
-  if (r < 0) job->send_errno = -r;
-  syscall(SYS_exit, r < 0 ? 2 : 0);
+  for (std::size_t i = 0; i < job->n_entries; ++i) {
+    const auto &iov = job->entries[i];
+    const int r = sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
+    if (r < 0) {
+      job->send_errno = -r;
+      syscall(SYS_exit, 2);
+    }
+  }
+  syscall(SYS_exit, 0);
   return 0;
 }
 
@@ -176,18 +183,31 @@ void SentLog::forget(const std::string &key) {
 
 Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as,
                         const std::optional<SentRecord> &record) {
-  std::vector<std::string> parts;
-  parts.reserve(fields.size());
-  for (const auto &[k, v] : fields) parts.push_back(k + "=" + v);
-  std::vector<struct iovec> iov;
-  iov.reserve(parts.size());
-  for (auto &p : parts) iov.push_back({p.data(), p.size()});
+  return send_entries({&fields}, as, record);
+}
+
+Result<void> send_entries(std::initializer_list<const log::Fields *> entries, const std::optional<SendAs> &as,
+                          const std::optional<SentRecord> &record) {
+  std::vector<std::vector<std::string>> parts;
+  std::vector<std::vector<struct iovec>> iovs;
+  parts.reserve(entries.size());
+  iovs.reserve(entries.size());
+  for (const log::Fields *fields : entries) {
+    auto &p = parts.emplace_back();
+    auto &iov = iovs.emplace_back();
+    p.reserve(fields->size());
+    for (const auto &[k, v] : *fields) p.push_back(k + "=" + v);
+    iov.reserve(p.size());
+    for (auto &f : p) iov.push_back({f.data(), f.size()});
+  }
   const int record_fd = record ? record->fd : -1;
   const std::string record_prefix = record ? record->prefix : std::string();
   if (!as) {
     write_record(record_fd, record_prefix.data(), record_prefix.size());
-    const int r = sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
-    if (r < 0) return errno_error(-r, "sd_journal_sendv");
+    for (const auto &iov : iovs) {
+      const int r = sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
+      if (r < 0) return errno_error(-r, "sd_journal_sendv");
+    }
     return {};
   }
   /* A child that shares this process's memory and descriptors while this
@@ -213,7 +233,7 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
     if (m == MAP_FAILED) return errno_error(errno, "mmap (the stack of the child sending the journal entry)");
     stack = m;
   }
-  ChildSend job{iov.data(), static_cast<int>(iov.size()), as->uid, as->gid, 0, 0,
+  ChildSend job{iovs.data(), iovs.size(), as->uid, as->gid, 0, 0,
                 record_fd, record_prefix.data(), record_prefix.size()};
   const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
   const pid_t pid = clone(send_as_child, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_FILES | SIGCHLD, &job);
@@ -239,6 +259,21 @@ Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &
                                            " to send the journal entry (the daemon needs CAP_SETUID and CAP_SETGID)");
   if (job.send_errno) return errno_error(job.send_errno, "sd_journal_sendv as uid " + std::to_string(as->uid));
   return {};
+}
+
+jn::EntryPair split_for_journal(log::Fields timeline, const std::string &message) {
+  sd_id128_t id;
+  char text[SD_ID128_STRING_MAX];
+  const bool random = sd_id128_randomize(&id) >= 0;
+  auto pair = jn::split_document(std::move(timeline), random ? sd_id128_to_string(id, text) : "");
+  if (pair.document) {
+    log::Fields head{{"MESSAGE", "the timeline document of " + message},
+                     {"PRIORITY", "7"},
+                     {"SYSLOG_IDENTIFIER", std::string(jn::kSyslogIdentifier)}};
+    pair.document->insert(pair.document->begin(), std::make_move_iterator(head.begin()),
+                          std::make_move_iterator(head.end()));
+  }
+  return pair;
 }
 
 Result<bool> TimelineEntries::has_entry(const CoredumpEntry &e, std::optional<pid_t> sender) {

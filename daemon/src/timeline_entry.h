@@ -34,10 +34,12 @@
 
 #include <sys/types.h>
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 
+#include "core_timeline/document/document_entry.h"
 #include "entry.h"
 #include "files.h"
 #include "log.h"
@@ -115,6 +117,22 @@ struct SentRecord {
  *  setgroups/setresgid/setresuid (EPERM without CAP_SETUID/CAP_SETGID). */
 Result<void> send_entry(const log::Fields &fields, const std::optional<SendAs> &as,
                         const std::optional<SentRecord> &record = std::nullopt);
+/** send_entry() of several entries, in order, from the one sending
+ *  process (so journald gives them all the same _PID), which writes the
+ *  SentLog line once, before the first.  It stops at the first that
+ *  fails: the ones before it are in the journal.  Errors: send_entry()'s. */
+Result<void> send_entries(std::initializer_list<const log::Fields *> entries, const std::optional<SendAs> &as,
+                          const std::optional<SentRecord> &record = std::nullopt);
+
+/** The fields `timeline` of a timeline entry (entry_fields() and the
+ *  sender's MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, MESSAGE_ID) as the two
+ *  entries document_entry.h describes (split_document()), with a fresh
+ *  random id (sd_id128_randomize(3)); the document entry gets PRIORITY 7,
+ *  the timeline entry's SYSLOG_IDENTIFIER and a MESSAGE saying whose
+ *  document it is (`message`: the timeline entry's).  When no random id
+ *  can be had, one entry with the document, as split_document() leaves
+ *  it. */
+core_timeline::document::journal::EntryPair split_for_journal(log::Fields timeline, const std::string &message);
 
 /** The local journal's timeline entries, looked up through its index. */
 class TimelineEntries {

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -28,6 +29,7 @@
 
 #include "cli.h"
 #include "journal_source.h"
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "sigbus.h"
@@ -234,12 +236,37 @@ class JournalFleet : public ::testing::Test {
     auto add = [&](std::string &out, const Fields &e, std::uint64_t ts, const std::string &boot) {
       append_export(out, e, ts + 700, mono++, boot);
     };
+    /* Host alpha's entries as core-timelined sends them now: the document
+     * in an entry of its own, sent just before by the same process
+     * (document_entry.h); host beta's as earlier daemons did, the document
+     * in the timeline entry. */
+    unsigned sender = 5000;
+    auto add_two = [&](std::string &out, Fields e, std::uint64_t ts, const std::string &boot) {
+      char id[33];
+      std::snprintf(id, sizeof id, "%032x", sender);
+      set(e, "_PID", std::to_string(sender++));
+      auto pair = jf::split_document(e, id);
+      ASSERT_TRUE(pair.document.has_value());
+      for (const char *k : {"_UID", "_TRANSPORT", "_COMM", "_HOSTNAME", "_PID", "_SYSTEMD_CGROUP"})
+        for (const auto &[name, value] : e)
+          if (name == k) pair.document->emplace_back(name, value);
+      /* Before it, a document entry with the same id from another process
+       * of another user: not its sender's, so never its document. */
+      Fields forged = *pair.document;
+      set(forged, "_PID", "4999");
+      set(forged, "_UID", "1000");
+      set(forged, "COREDUMP_UID", "1000");
+      set(forged, std::string(jf::kDocument), "{\"status\": \"ok\", \"text\": \"forged\\n\"}\n");
+      add(out, forged, ts - 1, boot);
+      add(out, *pair.document, ts, boot);
+      add(out, pair.timeline, ts, boot);
+    };
     docs_.push_back(document(101, "server", kBootA, kT0, {"REQ_PARSE", "BEFORE_DIE"}));
     docs_.push_back(document(102, "worker", kBootA, kT0 + 10000000, {"MALLOC", "FREE"}));
     docs_.push_back(document(103, "server", kBootA, kT0 + 20000000, {"REQ_PARSE", "RELOAD"}));
     docs_.push_back(document(104, "server", kBootB, kT0 + 3600000000ull, {"BEFORE_DIE"}));
-    for (std::size_t i = 0; i < 3; ++i) add(alpha, entry_of(docs_[i]), kT0 + 10000000 * i, kBootA);
-    add(alpha, entry_of(docs_[3]), kT0 + 3600000000ull, kBootB);
+    for (std::size_t i = 0; i < 3; ++i) add_two(alpha, entry_of(docs_[i]), kT0 + 10000000 * i, kBootA);
+    add_two(alpha, entry_of(docs_[3]), kT0 + 3600000000ull, kBootB);
     // Host beta: one crash, boot B.
     docs_.push_back(document(201, "server", kBootB, kT0 + 3700000000ull, {"REQ_PARSE"}, "beta"));
     add(beta, entry_of(docs_[4], "beta"), kT0 + 3700000000ull, kBootB);
@@ -264,7 +291,7 @@ class JournalFleet : public ::testing::Test {
       Fields f = entry_of(docs_.back());
       set(f, "_UID", "1000");
       set(f, "_SYSTEMD_CGROUP", std::string(jf::kDaemonCgroup));
-      add(alpha, f, kT0 + 7000000, kBootA);
+      add_two(alpha, f, kT0 + 7000000, kBootA);
     }
     std::filesystem::create_directories(dir_->path() + "/remote");
     write_journal(dir_->path() + "/remote/remote-alpha.journal", alpha);
@@ -529,6 +556,103 @@ TEST(JournalEntries, AnOlderEntryNamingBookkeepingAsItsLastEventIsReadFromItsDoc
   const Cli all = cli({"-D", dir.path() + "/remote", "--all", "--json", "list"});
   ASSERT_EQ(all.rc, 0) << all.err;
   EXPECT_EQ(json_lines(all.out).at(0)["last_event"], (json{{"name", "LANE_CLAIM"}})) << all.out;
+}
+
+// The fields of one entry in the journal export format (the first entry
+// of `text`), in order: NAME=value lines and the binary form.
+Fields parse_export(const std::string &text) {
+  Fields f;
+  std::size_t at = 0;
+  while (at < text.size() && text[at] != '\n') {
+    const std::size_t nl = text.find('\n', at);
+    const std::string line = text.substr(at, nl - at);
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) {
+      f.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+      at = nl + 1;
+      continue;
+    }
+    std::uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= std::uint64_t(static_cast<unsigned char>(text[nl + 1 + i])) << (8 * i);
+    f.emplace_back(line, text.substr(nl + 9, n));
+    at = nl + 9 + n + 1;
+  }
+  return f;
+}
+
+std::string field(const Fields &f, const std::string &name) {
+  for (const auto &[k, v] : f)
+    if (k == name) return v;
+  return {};
+}
+
+// Guards against: the layout of today's daemon (a timeline entry without
+// its document, the document in an entry of its own) leaving the entries
+// earlier daemons logged unread.  The fixture is a real timeline entry
+// with its document inside, as core-timelined of the previous layout sent
+// it to journald (journalctl -o export); it goes into a journal file
+// through systemd-journal-remote beside an entry of the new layout for
+// another crash with the same document, and list, show, export and diff
+// read both.
+TEST(JournalEntries, AnEntryWithItsDocumentInsideAsEarlierDaemonsLoggedItStillReads) {
+  if (access(kJournalRemote, X_OK) != 0) GTEST_SKIP() << kJournalRemote << " is missing";
+  std::ifstream in(CT_OLD_ENTRY_FIXTURE, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Fields old = parse_export(text);
+  const std::string doc_bytes = field(old, std::string(jf::kDocument));
+  ASSERT_FALSE(doc_bytes.empty()) << "the fixture carries its document";
+  ASSERT_EQ(field(old, std::string(jf::kDocumentId)), "");
+  const json doc = json::parse(doc_bytes);
+  const std::string pid = field(old, "COREDUMP_PID"), boot = field(old, "_BOOT_ID");
+  const auto realtime = std::stoull(field(old, "__REALTIME_TIMESTAMP"));
+  Fields entry;
+  for (const auto &kv : old)
+    if (!kv.first.starts_with("__")) entry.push_back(kv);
+  // The same crash once more as today's daemon sends it, as pid + 1.
+  Fields now = entry;
+  set(now, "COREDUMP_PID", std::to_string(std::stoul(pid) + 1));
+  set(now, "_PID", "77");
+  auto pair = jf::split_document(now, "00112233445566778899aabbccddeeff");
+  ASSERT_TRUE(pair.document.has_value());
+  for (const char *k : {"_UID", "_TRANSPORT", "_PID", "_HOSTNAME"}) set(*pair.document, k, field(now, k));
+  std::string out;
+  append_export(out, entry, realtime, 1000, boot);
+  append_export(out, *pair.document, realtime + 10, 1001, boot);
+  append_export(out, pair.timeline, realtime + 11, 1002, boot);
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/remote");
+  write_journal(dir.path() + "/remote/remote.journal", out);
+  const std::string d = dir.path() + "/remote";
+  const Cli list = cli({"-D", d, "--json", "list"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  const auto rows = json_lines(list.out);
+  ASSERT_EQ(rows.size(), 2u) << list.out;
+  for (const auto &r : rows) {
+    EXPECT_EQ(r["status"], "ok") << r;
+    EXPECT_EQ(r["events"], doc["events"].size()) << r;
+  }
+  std::vector<std::string> shown;
+  for (const std::string &p : {pid, std::to_string(std::stoul(pid) + 1)}) {
+    const Cli show = cli({"-D", d, "show", p});
+    ASSERT_EQ(show.rc, 0) << p << ": " << show.err;
+    EXPECT_NE(show.out.find("BEFORE_DIE       arg=1001"), std::string::npos) << show.out;
+    shown.push_back(show.out);
+    const Cli j = cli({"-D", d, "--json", "show", p});
+    ASSERT_EQ(j.rc, 0) << j.err;
+    EXPECT_EQ(json::parse(j.out), doc) << p;
+  }
+  EXPECT_EQ(shown[0], shown[1]) << "the same document shows the same from either layout";
+  const Cli e1 = cli({"-D", d, "export", "--format=chrome-trace", pid});
+  const Cli e2 = cli({"-D", d, "export", "--format=chrome-trace", std::to_string(std::stoul(pid) + 1)});
+  ASSERT_EQ(e1.rc, 0) << e1.err;
+  ASSERT_EQ(e2.rc, 0) << e2.err;
+  EXPECT_TRUE(json::parse(e1.out).contains("traceEvents"));
+  EXPECT_EQ(e1.out, e2.out) << "the same document gives the same export from either layout";
+  const Cli diff = cli({"-D", d, "--json", "diff", pid, std::to_string(std::stoul(pid) + 1)});
+  ASSERT_EQ(diff.rc, 0) << diff.err;
+  const json dj = json::parse(diff.out);
+  EXPECT_EQ(dj["a"]["source"], "journal");
+  EXPECT_EQ(dj["b"]["source"], "journal");
 }
 
 TEST(JournalSources, MachineWithoutMachinedIsAnError) {

@@ -52,6 +52,7 @@
 #include "test_user.h"
 #include "daemon.h"
 #include "message_ids.h"
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 
 namespace fs = std::filesystem;
@@ -825,20 +826,12 @@ std::vector<std::string> all(const Entry &e, std::string_view k) {
   return v;
 }
 
-// Every timeline entry (MESSAGE_ID 9d72af47...) of crash `pid` of this boot
-// in the local journal, every field whole (data threshold 0).
-std::vector<Entry> timeline_entries(pid_t pid, const std::string &path = "") {
+// Every entry of `j` that meets `matches`, every field whole.
+std::vector<Entry> entries_matching(sd_journal *j, const std::vector<std::string> &matches) {
   std::vector<Entry> out;
-  sd_journal *j = nullptr;
-  if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0) return out;
-  sd_journal_set_data_threshold(j, 0);
-  for (const std::string &m : {"MESSAGE_ID=" + std::string(jn::kTimelineMessageId),
-                               "COREDUMP_PID=" + std::to_string(pid), std::string(jn::kBootId) + "=" + boot_id()})
-    sd_journal_add_match(j, m.data(), m.size());
-  if (!path.empty()) {
-    const std::string m = std::string(jn::kTimelinePath) + "=" + path;
-    sd_journal_add_match(j, m.data(), m.size());
-  }
+  sd_journal_flush_matches(j);
+  for (const std::string &m : matches) sd_journal_add_match(j, m.data(), m.size());
+  sd_journal_seek_head(j);
   while (sd_journal_next(j) > 0) {
     Entry f;
     const void *data;
@@ -849,6 +842,35 @@ std::vector<Entry> timeline_entries(pid_t pid, const std::string &path = "") {
       if (eq != std::string::npos) f.emplace(kv.substr(0, eq), kv.substr(eq + 1));
     }
     out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Every timeline entry (MESSAGE_ID 9d72af47...) of crash `pid` of this boot
+// in the local journal, every field whole (data threshold 0).  An entry
+// that names its document entry (document_entry.h) gets that entry's
+// CORE_TIMELINE_DOCUMENT, and "document entries" the number of entries
+// with its id from its sender (_PID, _UID): the reader's rule.
+std::vector<Entry> timeline_entries(pid_t pid, const std::string &path = "") {
+  sd_journal *j = nullptr;
+  if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0) return {};
+  sd_journal_set_data_threshold(j, 0);
+  std::vector<std::string> m{"MESSAGE_ID=" + std::string(jn::kTimelineMessageId), "COREDUMP_PID=" + std::to_string(pid),
+                             std::string(jn::kBootId) + "=" + boot_id()};
+  if (!path.empty()) m.push_back(std::string(jn::kTimelinePath) + "=" + path);
+  std::vector<Entry> out = entries_matching(j, m);
+  for (Entry &e : out) {
+    const auto id = e.find(std::string(jn::kDocumentId));
+    if (id == e.end()) continue;
+    EXPECT_EQ(e.count(std::string(jn::kDocument)), 0u) << "the timeline entry carries its document itself";
+    std::size_t n = 0;
+    for (const Entry &d : entries_matching(j, {"MESSAGE_ID=" + std::string(jn::kDocumentMessageId),
+                                                std::string(jn::kDocumentId) + "=" + id->second})) {
+      if (one(d, "_PID") != one(e, "_PID") || one(d, "_UID") != one(e, "_UID")) continue;
+      if (n++ == 0)
+        for (auto [a, b] = d.equal_range(std::string(jn::kDocument)); a != b; ++a) e.emplace(a->first, a->second);
+    }
+    e.emplace("document entries", std::to_string(n));
   }
   sd_journal_close(j);
   return out;
@@ -977,8 +999,10 @@ TEST_F(DaemonPipeline, TimelineEntryCarriesTheWholeDocumentAndTheCrashedUserRead
   EXPECT_EQ(one(e, "COREDUMP_UID"), std::to_string(user.uid));
   // Sent as the crashed user, so journald put it where that user reads it.
   EXPECT_EQ(one(e, "_UID"), std::to_string(user.uid));
-  // The document is the file, byte for byte.
+  // The document is the file, byte for byte, in its document entry, sent
+  // by the same process just before.
   const std::string file = read_text(t.path);
+  EXPECT_EQ(one(e, "document entries"), "1");
   EXPECT_EQ(one(e, jn::kDocument), file);
   EXPECT_EQ(one(e, jn::kDocumentBytes), std::to_string(file.size()));
   EXPECT_EQ(one(e, jn::kDocumentCut), "<absent>");
@@ -1503,13 +1527,15 @@ TEST_F(DaemonPipeline, ATimelineVacuumedBeforeTheCursorSaveIsNotRedoneAsCoreMiss
   ct::test::journal_barrier();
 
   // ctl-query over these daemons' entries of the crash only (other tests'
-  // daemons follow the same journal): a journal file of them.
+  // daemons follow the same journal), with their document entries: a
+  // journal file of them.
   const std::string jdir = dir.path + "/journal";
   fs::create_directories(jdir);
   const std::string tp(jn::kTimelinePath);
   const auto copied = ct::test::run(
       {"/bin/sh", "-c",
-       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) + " " + tp + "=\"$1\" " +
+       "journalctl --no-pager -o export MESSAGE_ID=" + std::string(jn::kTimelineMessageId) +
+           " MESSAGE_ID=" + std::string(jn::kDocumentMessageId) + " " + tp + "=\"$1\" " +
            tp + "=\"$2\" " + tp + "=\"$3\" | /lib/systemd/systemd-journal-remote -o \"$4\"/remote.journal -",
        "sh", timeline, state_path, second_path, jdir});
   ASSERT_TRUE(copied.ok()) << copied.err;

@@ -61,6 +61,7 @@
 #include "rate_limit.h"
 #include "sandbox.h"
 #include "timeline_entry.h"
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 #include "test_files.h"
 

@@ -27,6 +27,6 @@ TEST(Catalog, ParsesAndHasAnEntryForEveryMessageId) {
   ASSERT_EQ(pclose(p), 0) << out;
   for (std::string_view id :
        {ctd::kMsgMappingAbsent, ctd::kMsgEntryRejected, ctd::kMsgEntryUnverified, ctd::kMsgTimelineWritten,
-        ctd::kMsgResourceGaveUp})
+        ctd::kMsgResourceGaveUp, core_timeline::document::journal::kDocumentMessageId})
     EXPECT_NE(out.find(std::string(id) + " core-timeline: "), std::string::npos) << id << " missing in:\n" << out;
 }

@@ -194,6 +194,53 @@ TEST(TimelineEntry, FieldsCarryJoinKeysSummaryAndTheDocument) {
   EXPECT_EQ(m0.at(std::string(jn::kEvents)).at(0), "30");
 }
 
+// The document goes to an entry of its own, the timeline entry names it,
+// and nothing else moves (document_entry.h).
+TEST(TimelineEntry, SplitPutsTheDocumentInItsOwnEntryNamedByTheTimelineEntry) {
+  const Json d = synthetic_document(30, 5);
+  const std::string bytes = ctdoc::serialize(d);
+  const std::map<std::string, std::string> cd{{"COREDUMP_PID", "4242"}, {"COREDUMP_UID", "1000"},
+                                              {"COREDUMP_TIMESTAMP", "123"}, {"COREDUMP_EXE", "/bin/x"}};
+  jn::EntryInput in;
+  in.document = &d;
+  in.document_bytes = bytes;
+  in.coredump_fields = &cd;
+  in.coredump_boot_id = kBoot;
+  jn::Fields whole = jn::entry_fields(in);
+  whole.insert(whole.begin(), {"MESSAGE", "pid 4242: timeline written"});
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  const auto pair = jn::split_document(whole, id);
+  ASSERT_TRUE(pair.document.has_value());
+  const auto t = by_name(pair.timeline), doc = by_name(*pair.document);
+  EXPECT_EQ(t.count(std::string(jn::kDocument)), 0u);
+  EXPECT_EQ(t.at(std::string(jn::kDocumentId)), std::vector<std::string>{id});
+  EXPECT_EQ(pair.timeline.size(), whole.size()) << "one field out (the document), one in (its id)";
+  for (const auto &[k, v] : whole) {
+    if (k == jn::kDocument) continue;
+    EXPECT_EQ(t.count(k), 1u) << k;
+  }
+  EXPECT_EQ(pair.document->front(), (std::pair<std::string, std::string>{"MESSAGE_ID", std::string(jn::kDocumentMessageId)}));
+  EXPECT_EQ(doc.at(std::string(jn::kDocumentId)), std::vector<std::string>{id});
+  EXPECT_EQ(doc.at(std::string(jn::kDocument)), std::vector<std::string>{bytes});
+  EXPECT_EQ(doc.at("COREDUMP_UID"), std::vector<std::string>{"1000"}) << "sender_trust() needs it";
+  EXPECT_EQ(doc.at("COREDUMP_PID"), std::vector<std::string>{"4242"});
+  EXPECT_EQ(doc.at(std::string(jn::kBootId)), std::vector<std::string>{kBoot});
+  EXPECT_EQ(doc.count("COREDUMP_EXE"), 0u);
+  // No field of the timeline entry is long enough for journald to
+  // compress it (Compress= threshold: 512 bytes).
+  for (const auto &[k, v] : pair.timeline) EXPECT_LT(k.size() + 1 + v.size(), 512u) << k;
+  // Without a document, or with an id of another form: one entry, as it was.
+  in.document_max = 0;
+  const auto none = jn::split_document(jn::entry_fields(in), id);
+  EXPECT_FALSE(none.document.has_value());
+  EXPECT_EQ(by_name(none.timeline).count(std::string(jn::kDocumentId)), 0u);
+  const auto bad = jn::split_document(whole, "not-an-id");
+  EXPECT_FALSE(bad.document.has_value());
+  EXPECT_EQ(bad.timeline, whole);
+  EXPECT_TRUE(jn::is_document_id(id));
+  EXPECT_FALSE(jn::is_document_id("0123456789ABCDEF0123456789abcdef"));
+}
+
 TEST(TimelineEntry, EventNamesStopAtTheirMaximumAndSaySo) {
   const Json d = synthetic_document(jn::kMaxEventNames + 100, jn::kMaxEventNames + 50);
   const std::string bytes = ctdoc::serialize(d);
@@ -314,25 +361,41 @@ TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
         setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
       report("socket: " + std::string(strerror(errno)));
     const ctd::log::Fields f{{"MESSAGE", "probe"}, {"CORE_TIMELINE_PROBE", "1"}};
+    // One datagram and its sender's credentials.
+    auto receive = [&](ucred &cr) {
+      char buf[4096];
+      char control[CMSG_SPACE(sizeof(ucred))];
+      iovec iov{buf, sizeof buf};
+      msghdr mh{};
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = control;
+      mh.msg_controllen = sizeof control;
+      const ssize_t n = recvmsg(s, &mh, MSG_DONTWAIT);
+      if (n < 0) report("recvmsg: " + std::string(strerror(errno)));
+      const cmsghdr *c = CMSG_FIRSTHDR(&mh);
+      if (!c || c->cmsg_type != SCM_CREDENTIALS) report("no credentials");
+      std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+      return std::string(buf, static_cast<std::size_t>(n));
+    };
+    // The two entries of a crash (send_entries()): both from one child, in order.
+    const ctd::log::Fields doc{{"MESSAGE", "document"}}, timeline{{"MESSAGE", "timeline"}};
+    if (auto r2 = ctd::send_entries({&doc, &timeline}, ctd::SendAs{47099, 47098}); !r2)
+      report("send_entries: " + r2.error().message);
+    ucred c1{}, c2{};
+    const std::string d1 = receive(c1), d2 = receive(c2);
+    const std::string pair = std::string(" pair=") + (c1.pid == c2.pid && c1.pid != getpid() ? "one-child" : "two") +
+                             (c1.uid == 47099 && c2.uid == 47099 ? "" : "-wrong-uid") +
+                             (d1.find("MESSAGE=document\n") != std::string::npos &&
+                                      d2.find("MESSAGE=timeline\n") != std::string::npos
+                                  ? "-in-order"
+                                  : "-out-of-order");
     auto r = ctd::send_entry(f, ctd::SendAs{47099, 47098});
     if (!r) report("send_entry: " + r.error().message);
-    char buf[4096];
-    char control[CMSG_SPACE(sizeof(ucred))];
-    iovec iov{buf, sizeof buf};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    const ssize_t n = recvmsg(s, &mh, MSG_DONTWAIT);
-    if (n < 0) report("recvmsg: " + std::string(strerror(errno)));
-    const cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (!c || c->cmsg_type != SCM_CREDENTIALS) report("no credentials");
     ucred cr{};
-    std::memcpy(&cr, CMSG_DATA(c), sizeof cr);
+    const std::string data = receive(cr);
     report("uid=" + std::to_string(cr.uid) + " gid=" + std::to_string(cr.gid) + " self=" +
-           std::to_string(cr.pid == getpid()) + " getuid=" + std::to_string(getuid()) + " data=" +
-           std::string(buf, static_cast<std::size_t>(n)));
+           std::to_string(cr.pid == getpid()) + " getuid=" + std::to_string(getuid()) + pair + " data=" + data);
   }
   close(out[1]);
   std::string got;
@@ -342,7 +405,7 @@ TEST(TimelineEntry, SentAsAUserTheDatagramCarriesThatUsersCredentials) {
   close(out[0]);
   int st = 0;
   waitpid(p, &st, 0);
-  EXPECT_EQ(got.rfind("uid=47099 gid=47098 self=0 getuid=0 data=", 0), 0u)
+  EXPECT_EQ(got.rfind("uid=47099 gid=47098 self=0 getuid=0 pair=one-child-in-order data=", 0), 0u)
       << "the entry came from a child at the crashed uid and gid, and the daemon kept its own: " << got;
   EXPECT_NE(got.find("MESSAGE=probe\n"), std::string::npos) << got;
   EXPECT_NE(got.find("CORE_TIMELINE_PROBE=1\n"), std::string::npos) << got;

@@ -71,6 +71,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 #include "crash_harness.h"
 #include "daemon_harness.h"
@@ -523,6 +524,17 @@ Crash crash(const ct::test::DaemonHarness &daemon, const std::vector<std::string
   return c;
 }
 
+// The document entries (document_entry.h) at `dir` that timeline entry `t`
+// names and its sender sent (the same _PID and _UID).
+std::vector<Entry> document_entries(const std::string &dir, const Entry &t) {
+  std::vector<Entry> out;
+  if (!t.has(std::string(tj::kDocumentId))) return out;
+  for (auto &d : read_dir(dir, {"MESSAGE_ID=" + std::string(tj::kDocumentMessageId),
+                                std::string(tj::kDocumentId) + "=" + t.get(std::string(tj::kDocumentId))}))
+    if (d.get("_PID") == t.get("_PID") && d.get("_UID") == t.get("_UID")) out.push_back(std::move(d));
+  return out;
+}
+
 std::vector<std::string> crash_matches(const std::string &message_id, const Crash &c) {
   return {"MESSAGE_ID=" + message_id, "COREDUMP_PID=" + std::to_string(c.pid),
           "COREDUMP_TIMESTAMP=" + c.coredump_timestamp};
@@ -709,6 +721,9 @@ TEST_F(Fleet, CrashTimelineIsListedAndShownAtTheCentralHostWithItsHost) {
   std::vector<Entry> peer_entries = local_all(crash_matches(kCoredumpId, peer));
   ASSERT_EQ(peer_entries.size(), 1u) << "the peer crash's coredump entry, once in the local journal";
   {
+    const auto de = local_all(crash_matches(std::string(tj::kDocumentMessageId), peer));
+    ASSERT_EQ(de.size(), 1u) << "the peer crash's document entry, once in the local journal";
+    peer_entries.push_back(de[0]);
     const auto t = local_all(crash_matches(kTimelineId, peer));
     ASSERT_EQ(t.size(), 1u) << "the peer crash's timeline entry, once in the local journal";
     peer_entries.push_back(t[0]);
@@ -834,12 +849,15 @@ TEST_F(Fleet, UploadStoppedAndRestartedMidwayLosesNoEntryAndDuplicatesNone) {
   auto end = settle(up, "end");
   ASSERT_TRUE(end.has_value());
 
-  // Each crash's two entries, exactly once at the central host.
+  // Each crash's three entries (the coredump entry, the timeline entry and
+  // its document entry), exactly once at the central host.
   for (const auto &c : crashes) {
     EXPECT_EQ(read_dir(host->dir(), crash_matches(kCoredumpId, c)).size(), 1u) << "coredump entry of pid " << c.pid;
     const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
     ASSERT_EQ(t.size(), 1u) << "timeline entry of pid " << c.pid;
-    EXPECT_EQ(t[0].get(std::string(tj::kDocument)), slurp(c.timeline.path)) << "pid " << c.pid;
+    const auto de = document_entries(host->dir(), t[0]);
+    ASSERT_EQ(de.size(), 1u) << "document entry of pid " << c.pid;
+    EXPECT_EQ(de[0].get(std::string(tj::kDocument)), slurp(c.timeline.path)) << "pid " << c.pid;
   }
 
   // Entry by entry: every local entry from the start to the end mark is
@@ -892,7 +910,7 @@ TEST_F(Fleet, UploadResendsTheSavedCursorsEntryAndCtlQueryListsTheCrashOnce) {
   const Crash c = crash(d, {CT_CRASH_DEMO, "--path=a"});
   ASSERT_FALSE(c.timeline.path.empty());
   std::vector<Entry> entries;
-  for (const auto &id : {kCoredumpId, kTimelineId}) {
+  for (const auto &id : {kCoredumpId, std::string(tj::kDocumentMessageId), kTimelineId}) {
     const auto e = wait_local(crash_matches(id, c), 5s);
     ASSERT_TRUE(e.has_value()) << id;
     entries.push_back(*e);
@@ -960,7 +978,9 @@ TEST_F(Fleet, BigDocumentArrivesWhole) {
   ASSERT_TRUE(wait_remote_crash(*host, c)) << up.log() << host->log();
   const auto t = read_dir(host->dir(), crash_matches(kTimelineId, c));
   ASSERT_EQ(t.size(), 1u);
-  const std::string doc = t[0].get(std::string(tj::kDocument));
+  const auto de = document_entries(host->dir(), t[0]);
+  ASSERT_EQ(de.size(), 1u);
+  const std::string doc = de[0].get(std::string(tj::kDocument));
   EXPECT_FALSE(t[0].has(std::string(tj::kDocumentCut))) << "the daemon cut the document (" << file.size() << " bytes)";
   EXPECT_EQ(t[0].get(std::string(tj::kDocumentBytes)), std::to_string(file.size()));
   EXPECT_EQ(doc.size(), file.size());
