@@ -231,7 +231,7 @@ TEST(ReaderLiveRule, TheNoteMakesTheCoreASnapshot) {
   ASSERT_TRUE(la.snapshot.has_value());
   EXPECT_EQ(la.snapshot->pid, 4242u);
   EXPECT_FALSE(la.crash.has_value());
-  for (const auto t : lc->notes().threads) EXPECT_FALSE(t.has_regs) << "a snapshot's registers are unknown";
+  for (const auto &t : lc->notes().threads) EXPECT_FALSE(t.has_regs) << "a snapshot's registers are unknown";
   EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(la)), "");
   EXPECT_NE(ctr::render_text(la).find("live snapshot of pid 4242"), std::string::npos) << ctr::render_text(la);
 }
