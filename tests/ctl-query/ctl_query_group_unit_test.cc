@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "document.h"
+#include "document_reader.h"
 #include "group.h"
 #include "query.h"
 
