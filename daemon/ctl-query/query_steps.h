@@ -45,7 +45,7 @@
 #include "core_timeline/document/keys.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
-#include "group.h"
+#include "group_query.h"
 #include "journal_source.h"
 #include "match.h"
 #include "refusal.h"
@@ -109,7 +109,7 @@ struct Row {
    * reader's own sentences (windows[].says), so an empty search is not
    * read as "it never happened". */
   std::vector<std::string> lossy_windows;
-  GroupFacts group;          /* its group signature (group.h) */
+  GroupFacts group;          /* its group signature (group_query.h) */
 };
 
 /* The result of reading one candidate. */

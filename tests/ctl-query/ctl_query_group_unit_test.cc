@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // ctl_query_group_unit_test - ctl-query group's counting, ordering and
-// output (daemon/ctl-query/group.h) in-process, and the signature read
+// output (daemon/ctl-query/group_query.h) in-process, and the signature read
 // from a document's "group"; the same end to end on real crashes:
 // ctl_query_group_test.cc.
 #include <sstream>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "document_reader.h"
-#include "group.h"
+#include "group_query.h"
 #include "query.h"
 
 namespace {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * group.cc - ctl-query group (group.h).
+ * group_query.cc - ctl-query group (group_query.h).
  */
-#include "group.h"
+#include "group_query.h"
 
 #include <algorithm>
 #include <map>

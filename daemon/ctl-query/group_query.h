@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * group.h - ctl-query group: the matching crashes by their group signature
+ * group_query.h - ctl-query group: the matching crashes by their group signature
  * (docs/grouping.md; docs/ctl-query.md, "group"), one line per group, the
  * most crashes first.
  *
