@@ -6,8 +6,8 @@
  * all follow this file.  Every offset and size below is pinned by a
  * static_assert; changing one is an incompatible format change.
  *
- * This header describes version 5 (kVersion), which the writer writes; a
- * reader of it reads versions 1 to 5 (kMinVersion..kVersion).  What each
+ * This header describes version 6 (kVersion), which the writer writes; a
+ * reader of it reads versions 1 to 6 (kMinVersion..kVersion).  What each
  * version added is below, newest first.
  *
  * Region layout (one memfd named "core-timeline", mapped MAP_SHARED):
