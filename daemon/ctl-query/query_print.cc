@@ -259,7 +259,8 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   req.paths = {"cut"};
   ViewInput view;  /* what the view needs of the events (not the events) */
   if (!o.json) {
-    req.paths.insert(req.paths.end(), {key::threads, key::warnings, key::thread_stacks, key::cause});
+    req.paths.insert(req.paths.end(), {key::threads, key::warnings, key::thread_stacks, key::cause,
+                                         core_timeline::document::group_key::group});
     req.on_event = [&view](const json &e, std::size_t) { view.events.push_back(ViewEvent::of(e)); };
   }
   auto r = read(req);
@@ -293,6 +294,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
       }
     view.take_crash(t.lookup(key::crash), t.lookup(key::thread_stacks));
     view.take_cause(t.lookup(key::cause));
+    view.take_group(t.lookup(core_timeline::document::group_key::group));
     if (const json *w = t.lookup(key::warnings); w && w->is_array()) view.warnings = w->size();
     ViewOptions options = o.view;
     options.all = o.all;

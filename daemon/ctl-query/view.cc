@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/stored.h"
 #include "core_timeline/reader/cause.h"
@@ -101,6 +102,12 @@ void ViewInput::take_cause(const json *cause) {
     if (c->size() > reader::kMaxCauseLines) ++after_crash_lines;
   }
   if (auto t = cause->find(key::cannot_tell); t != cause->end() && t->is_array()) after_crash_lines += t->size();
+}
+
+void ViewInput::take_group(const json *group) {
+  namespace gk = core_timeline::document::group_key;
+  if (group == nullptr || !group->is_object()) return;
+  after_crash_lines += 2 + (non_empty_string(*group, gk::note) ? 1 : 0);
 }
 
 Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {

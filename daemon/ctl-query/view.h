@@ -101,6 +101,11 @@ struct ViewInput {
    *  warnings: reader/cause.h kMaxCauseLines) to after_crash_lines, from
    *  the document's "cause" (null, or missing in older documents: none). */
   void take_cause(const nlohmann::ordered_json *cause);
+  /** Adds the lines of the group signature (the "group:" line, "stack
+   *  alone:" and its note: reader/group.h group_text) to after_crash_lines,
+   *  from the document's "group" (null, or missing in older documents:
+   *  none). */
+  void take_group(const nlohmann::ordered_json *group);
 };
 
 /** The text show prints (every line ending in '\n'); kBadData with a

@@ -97,6 +97,16 @@ History history_part(const Analysis &a, const CrashFacts &c) {
   return h;
 }
 
+/* The open spans in words, outermost first: all of them up to
+ * kGroupWordSpans, else the two outermost and the two innermost around how
+ * many were left out, so that deep nesting (a recursion inside a span)
+ * keeps the line short.  The ids hash every one. */
+std::string span_words(const std::vector<std::string> &s) {
+  if (s.size() <= kGroupWordSpans) return join(s, " > ");
+  return join({s[0], s[1]}, " > ") + fmt::format(" > ({} more) > ", s.size() - 4) +
+         join({s[s.size() - 2], s[s.size() - 1]}, " > ");
+}
+
 }  // namespace
 
 std::string group_hash(std::string_view text) {
@@ -149,7 +159,7 @@ GroupSignature make_signature(std::string signal, std::vector<std::string> frame
   g.history_id = group_hash(rule + "history\n" + hist);
   g.id = group_hash(rule + "group\n" + stack + "\n" + hist);
   g.words = g.stack_words;
-  if (!g.open_spans.empty()) g.words += " inside " + join(g.open_spans, " > ");
+  if (!g.open_spans.empty()) g.words += " inside " + span_words(g.open_spans);
   if (!g.last_events.empty()) g.words += ", after " + join(g.last_events, ", ");
   return g;
 }

@@ -51,6 +51,9 @@ inline constexpr int kGroupRule = 1;
 inline constexpr std::size_t kGroupFrames = 3;
 /** Last user events of the crashing thread the history part takes. */
 inline constexpr std::size_t kGroupLastEvents = 3;
+/** Open spans the words name whole (more: the two outermost and the two
+ *  innermost, and how many between); the ids hash all of them. */
+inline constexpr std::size_t kGroupWordSpans = 4;
 
 struct GroupSignature {
   std::string id;          /**< the group: 16 lower-case hex digits */
