@@ -85,6 +85,20 @@ tl_options options(uint32_t slots, uint32_t lanes, uint32_t names, uint64_t budg
   return o;
 }
 
+/* The sidecar this process's `ring` is copied to in `dir`
+ * (core-timeline.PID.START.ring, docs/ring-format.md "The sidecar
+ * (degraded mode)"), and a file's bytes ("" when it cannot be read: then
+ * no valid ring). */
+std::string sidecar_path(const std::string &dir, const ct_test::RingView &ring) {
+  return dir + "/core-timeline." + std::to_string(getpid()) + "." + std::to_string(ring.header.process_start_ticks) +
+         ".ring";
+}
+
+std::vector<uint8_t> slurp_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 std::string text_of(const fmt::RingHeader &h) {
   return std::string(h.init_error_text, strnlen(h.init_error_text, sizeof h.init_error_text));
 }
@@ -387,11 +401,8 @@ TEST(Pools, TheSidecarFollowsALaneThatGrows) {
               f.expect(ring->lane_slots(0) == 512, "lane 0 has " + std::to_string(ring->lane_slots(0)) +
                                                         " slots, not the user pool's 512");
               f.expect(ring->source(fmt::kSourceUser).moved == 1, "the lane moved once into the pool");
-              const std::string path = std::string(dir) + "/core-timeline." + std::to_string(getpid()) + "." +
-                                       std::to_string(ring->header.process_start_ticks) + ".ring";
-              std::ifstream in(path, std::ios::binary);
-              std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-              auto copy = ct_test::RingView::from_bytes(bytes);
+              const std::string path = sidecar_path(dir, *ring);
+              auto copy = ct_test::RingView::from_bytes(slurp_bytes(path));
               f.expect(copy.has_value(), "the sidecar " + path + " is no valid ring");
               if (copy) {
                 uint64_t marks = 0, last = 0;
@@ -561,11 +572,8 @@ TEST(Pools, ALaneGrowsByASecondSegmentOfItsOwnPool) {
       f.expect(ring->torn == 0, std::to_string(ring->torn) + " slots torn or misplaced");
       f.expect(kept == want_slots, std::to_string(kept) + " events kept");
       f.expect(in_order, "the kept events are not the newest MALLOCs in order");
-      const std::string path = std::string(dir) + "/core-timeline." + std::to_string(getpid()) + "." +
-                               std::to_string(ring->header.process_start_ticks) + ".ring";
-      std::ifstream in(path, std::ios::binary);
-      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto copy = ct_test::RingView::from_bytes(bytes);
+      const std::string path = sidecar_path(dir, *ring);
+      auto copy = ct_test::RingView::from_bytes(slurp_bytes(path));
       f.expect(copy.has_value(), "the sidecar " + path + " is no valid ring");
       if (copy) {
         uint64_t same = 0;
