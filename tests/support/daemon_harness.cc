@@ -3,6 +3,9 @@
 // daemon_harness.cc - see daemon_harness.h.
 #include "daemon_harness.h"
 
+// Before <signal.h>, which defines si_pid (a member name of keys.h).
+#include "core_timeline/reader/compact.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -252,12 +255,32 @@ std::optional<Timeline> DaemonHarness::find_timeline(pid_t pid, std::uint64_t no
         // crash is minutes older).
         if (ts + 2000000 <= not_before_usec) continue;
       }
-      Timeline t{e.path(), nlohmann::json::parse(read_text(e.path()), nullptr, false)};
+      Timeline t{e.path(), full_document(nlohmann::json::parse(read_text(e.path()), nullptr, false))};
       if (t.doc.is_discarded()) continue;
       return t;
     }
   }
   return std::nullopt;
+}
+
+nlohmann::json full_document(const nlohmann::json &stored) {
+  namespace ctr = core_timeline::reader;
+  const nlohmann::ordered_json doc = stored;
+  if (!ctr::is_compact(doc)) return stored;
+  nlohmann::json full;
+  if (doc.contains("events")) {
+    auto a = ctr::analysis_of_compact(doc);
+    if (!a) return nlohmann::json(nlohmann::json::value_t::discarded);
+    full = nlohmann::json::parse(ctr::render_json(*a));
+    full["text"] = ctr::render_text(*a);
+  } else {
+    full["text"] = "core-timeline: " + doc.value("status", std::string()) + ": " + doc.value("reason", std::string()) + "\n";
+  }
+  /* The daemon's members, and the status and reason it may have replaced. */
+  for (const char *k : {"schema_version", "status", "reason", "coredump", "pids", "daemon", "cut"})
+    if (doc.contains(k)) full[k] = doc[k];
+  full["schema_version"] = 6;
+  return full;
 }
 
 std::optional<Timeline> DaemonHarness::wait_timeline(pid_t pid, std::chrono::milliseconds timeout,
