@@ -71,7 +71,9 @@ std::optional<std::string> read_compact(std::string_view bytes, const ReadReques
       }
     }
     if (all) t.top[key::events] = std::move(events);
-    if (request.want_text) t.text = ctr::render_text(*a);
+    if (request.want_text || wanted(request, key::text)) t.text = ctr::render_text(*a);
+    /* A path into "text" (a FIELD=VALUE match) reads the rendered text. */
+    if (wanted(request, key::text)) t.top[key::text] = *t.text;
   } else if (request.want_text) {
     /* Nothing was decoded: what core-timelined's document says. */
     const auto r = t.top.find(key::reason);

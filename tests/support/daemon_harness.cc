@@ -263,24 +263,30 @@ std::optional<Timeline> DaemonHarness::find_timeline(pid_t pid, std::uint64_t no
   return std::nullopt;
 }
 
-nlohmann::json full_document(const nlohmann::json &stored) {
+nlohmann::ordered_json full_document(const nlohmann::ordered_json &doc) {
   namespace ctr = core_timeline::reader;
-  const nlohmann::ordered_json doc = stored;
-  if (!ctr::is_compact(doc)) return stored;
-  nlohmann::json full;
+  if (!ctr::is_compact(doc)) return doc;
+  /* The stored members as they are; events, spans and time in the full
+   * shape, and the text, made by the reader from the document. */
+  nlohmann::ordered_json full = doc;
+  full.erase("tables");
   if (doc.contains("events")) {
     auto a = ctr::analysis_of_compact(doc);
-    if (!a) return nlohmann::json(nlohmann::json::value_t::discarded);
-    full = nlohmann::json::parse(ctr::render_json(*a));
+    if (!a) return nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
+    nlohmann::ordered_json events = nlohmann::ordered_json::array();
+    for (const auto &e : a->events) events.push_back(ctr::full_event(*a, e));
+    full["events"] = std::move(events);
+    full["spans"] = ctr::full_spans(*a);
+    full["time"] = ctr::full_time(*a);
     full["text"] = ctr::render_text(*a);
   } else {
     full["text"] = "core-timeline: " + doc.value("status", std::string()) + ": " + doc.value("reason", std::string()) + "\n";
   }
-  /* The daemon's members, and the status and reason it may have replaced. */
-  for (const char *k : {"schema_version", "status", "reason", "coredump", "pids", "daemon", "cut"})
-    if (doc.contains(k)) full[k] = doc[k];
-  full["schema_version"] = 6;
   return full;
+}
+
+nlohmann::json full_document(const nlohmann::json &stored) {
+  return nlohmann::json(full_document(nlohmann::ordered_json(stored)));
 }
 
 std::optional<Timeline> DaemonHarness::wait_timeline(pid_t pid, std::chrono::milliseconds timeout,
