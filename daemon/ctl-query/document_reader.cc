@@ -17,9 +17,11 @@
 
 #include <fmt/format.h>
 
+#include "compact_timeline.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/document/stored.h"
+#include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 
@@ -254,16 +256,21 @@ Result<Timeline> parse_timeline(std::string_view bytes, const std::string &path,
     const std::size_t first = bytes.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos || bytes[first] != '{')
       return Error{Errc::kBadData, path + ": malformed: the document is not a JSON object"};
-    Reader reader(t, request);
-    try {
-      t.top = json::parse(bytes.begin(), bytes.end(), std::ref(reader));
-    } catch (const Stop &) {
-      return Error{Errc::kBadData, path + ": malformed: " + reader.error()};
-    } catch (const nlohmann::json::parse_error &e) {
-      return Error{Errc::kBadData, path + ": malformed: " + syntax_error(e)};
+    if (reader::looks_compact(bytes)) {
+      /* The compact document (schema_version 7): compact_timeline.h. */
+      if (auto problem = read_compact(bytes, request, t)) return Error{Errc::kBadData, path + ": malformed: " + *problem};
+    } else {
+      Reader reader(t, request);
+      try {
+        t.top = json::parse(bytes.begin(), bytes.end(), std::ref(reader));
+      } catch (const Stop &) {
+        return Error{Errc::kBadData, path + ": malformed: " + reader.error()};
+      } catch (const nlohmann::json::parse_error &e) {
+        return Error{Errc::kBadData, path + ": malformed: " + syntax_error(e)};
+      }
+      reader.finish();
+      if (auto ev = t.top.find(key::events); ev != t.top.end() && ev->is_discarded()) t.top.erase(ev);
     }
-    reader.finish();
-    if (auto ev = t.top.find(key::events); ev != t.top.end() && ev->is_discarded()) t.top.erase(ev);
     auto st = t.top.find(key::status);
     if (st == t.top.end() || !st->is_string())
       return Error{Errc::kBadData, path + ": malformed: not a timeline document: no \"status\" string"};

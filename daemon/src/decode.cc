@@ -31,6 +31,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/reader/tlmap.h"
@@ -212,10 +213,11 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   for (auto &w : a.warnings) replace_all(w, kCoreFdPath, display);
   if (!tlmap_warning.empty()) a.warnings.push_back(tlmap_warning);
   for (auto &p : probed) a.warnings.push_back(std::move(p));
-  /* The document and the text are written as they are made (render.h),
-   * never held whole, so that the memory limit is for decoding, not for
-   * the output.  The header gives their sizes first: each is made twice,
-   * counted, then written; both are functions of the Analysis alone.
+  /* The document is written as it is made (compact.h), never held whole,
+   * so that the memory limit is for decoding, not for the output; its
+   * text part is empty (readers render the text from the document).  The
+   * header gives the sizes first: the document is made twice, counted,
+   * then written; it is a function of the Analysis alone.
    * Counting stops where the daemon would stop reading (kMaxOutput): a
    * timeline too big to be read costs at most that much making. */
   const std::size_t room = kMaxOutput - 128;  /* the header is shorter */
@@ -226,7 +228,8 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
       return json_bytes + text_bytes <= room;
     };
   };
-  if (!ctr::write_json(a, counter(json_bytes)) || !ctr::write_text(a, counter(text_bytes))) {
+  /* The compact document (compact.h): readers render the text from it. */
+  if (!ctr::write_compact(a, counter(json_bytes))) {
     std::fprintf(stderr,
                  "core-timelined decoder: not written: the timeline of %zu events is more than the %zu MiB the "
                  "daemon reads (decoded in VmHWM %llu kB)\n",
@@ -241,9 +244,7 @@ int decode_fd3(const std::string &display, const char *tlmap_path) {
   const ctr::Output to_stdout = [](std::string_view piece) {
     return static_cast<bool>(write_all(1, piece, "the decoder's output"));
   };
-  if (!write_all(1, header, "the decoder's output") || !ctr::write_json(a, to_stdout) ||
-      !ctr::write_text(a, to_stdout))
-    return 124;
+  if (!write_all(1, header, "the decoder's output") || !ctr::write_compact(a, to_stdout)) return 124;
   return 0;
 }
 

@@ -16,9 +16,7 @@
  *    memory";
  *  - nothing of the daemon's state (journal descriptors, spdlog, blocked
  *    signals) leaks into code that runs on hostile input;
- *  - one decode yields both outputs the document needs, the --json
- *    document and the text, from the same Analysis (running
- *    core-timeline-read twice would decode twice), and the daemon does not
+ *  - one decode yields the document from the Analysis, and the daemon does not
  *    depend on finding another binary on disk.  /proc/self/exe still works
  *    while a package upgrade replaces the file.
  * Whose rights.  The decoder does not run as root: before it opens
@@ -66,11 +64,11 @@
  *   "CTD1 <json bytes> <text bytes> <reader exit code> <VmHWM kB> <RssAnon kB> <Landlock ABI> <seccomp 0|1>
  *    <uid> <gid>\n"   (one line: its real, effective and saved uid and gid after the drop)
  *   <json> <text>
- * and exits 0.  A uid or gid other than the one asked for is a failure.  <json> is render_json() of the Analysis and <text> is
- * render_text() - exactly what `core-timeline-read --json CORE` and
- * `core-timeline-read CORE` print - with the core's path shown as the
- * display name given (not /proc/self/fd/3).  Anything else is a failure.
- * The child writes both as they are made (write_json, write_text), after
+ * and exits 0.  A uid or gid other than the one asked for is a failure.  <json> is write_compact() of the Analysis
+ * (core_timeline/reader/compact.h) - exactly what `core-timeline-read --format=compact CORE` prints - with the
+ * core's path shown as the display name given (not /proc/self/fd/3), and <text> is empty: readers render the
+ * text from the document.  Anything else is a failure.
+ * The child writes it as it is made (write_compact), after
  * counting them for the header, so it never holds them whole; output over
  * the daemon's 256 MiB (a ring of more than some 220000 events) it does
  * not write at all (it stops counting there), and exits 123 saying so.

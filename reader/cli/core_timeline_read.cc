@@ -7,7 +7,7 @@
  *                      [--sidecar PATH] [--tlmap FILE] [--unverified-symbols]
  *                      [--no-symbols] [--debuginfod-timeout SECONDS]
  *                      [--all-threads]
- *                      [--format=text|json|chrome-trace|ctf]
+ *                      [--format=text|json|compact|chrome-trace|ctf]
  *                      [--output PATH] CORE [EXECUTABLE]
  *
  * --format=chrome-trace and ctf export the timeline (export.h,
@@ -44,6 +44,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/export.h"
 #include "core_timeline/reader/live.h"
@@ -56,7 +57,7 @@ namespace ctr = core_timeline::reader;
 
 namespace {
 
-enum class Format { kText, kJson, kChromeTrace, kCtf };
+enum class Format { kText, kJson, kCompact, kChromeTrace, kCtf };
 
 /* The largest process id Linux gives (PID_MAX_LIMIT on 64-bit, 2^22;
  * /proc/sys/kernel/pid_max is at most that). */
@@ -98,6 +99,9 @@ bool write_timeline(const ctr::Analysis &a, Format format, const ctr::TextOption
       break;
     case Format::kJson:
       if (!ctr::write_json(a, to_file)) r = ctr::system_error(errno, what);
+      break;
+    case Format::kCompact:
+      if (!ctr::write_compact(a, to_file)) r = ctr::system_error(errno, what);
       break;
     case Format::kChromeTrace: {
       auto w = ctr::chrome_trace_writer(ctr::export_timeline_of(a), to_file);
@@ -144,10 +148,11 @@ int main(int argc, char **argv) {
   Format format = Format::kText;
   const std::map<std::string, Format> formats{{"text", Format::kText},
                                               {"json", Format::kJson},
+                                              {"compact", Format::kCompact},
                                               {"chrome-trace", Format::kChromeTrace},
                                               {"ctf", Format::kCtf}};
   app.add_option("--format", format,
-                 "Output: text (default), json, chrome-trace (Trace Event Format: Perfetto, chrome://tracing, "
+                 "Output: text (default), json, compact (the compact JSON document core-timelined stores), chrome-trace (Trace Event Format: Perfetto, chrome://tracing, "
                  "speedscope) or ctf (a CTF 1.8 directory: babeltrace2, Trace Compass); docs/export.md")
       ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
       ->type_name("FORMAT");

@@ -16,6 +16,7 @@
 #include "core_timeline/ring_format.h"
 #include "cause_render.h"
 #include "io_events.h"
+#include "render_parts.h"
 
 namespace core_timeline::reader {
 
@@ -1124,8 +1125,9 @@ json span_json(const Analysis &a, const Span &sp) {
   j[key::token] = fmt::format("{:#x}", sp.token);
   j[key::state] = std::string(span_state_name(sp.state));
   j[key::id] = sp.id_known ? json(sp.id) : json(nullptr);
-  const Event &any = a.events[sp.begin ? *sp.begin : *sp.end];
-  j[key::name] = sp.id_known ? json(a.name_of(any)) : json(nullptr);
+  /* A journal entry's cut copy may hold neither (compact.h). */
+  const Event *any = sp.begin ? &a.events[*sp.begin] : sp.end ? &a.events[*sp.end] : nullptr;
+  j[key::name] = sp.id_known && any ? json(a.name_of(*any)) : json(nullptr);
   j[key::arg] = sp.begin ? json(sp.arg) : json(nullptr);
   j[key::tid] = sp.tid;
   j[key::begin] = span_end_json(a, sp.begin);
@@ -1243,16 +1245,9 @@ void write_document(const Analysis &a, JsonStream &w) {
   w.member(key::exit_code, exit_code(a.status));
   w.member(key::reason, a.status == Status::kOk ? json(nullptr) : json(a.reason));
   w.member(key::source, a.source == TimelineSource::kNone ? json(nullptr) : json(timeline_source_name(a.source)));
-  w.member(key::core, {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
-                       {key::machine, a.machine}});
+  w.member(key::core, parts::core(a));
   w.member(key::process, process_json(a));
-  w.member(key::snapshot, a.snapshot ? json{{key::pid, a.snapshot->pid},
-                                            {key::realtime_ns, a.snapshot->realtime_ns},
-                                            {key::monotonic_ns, a.snapshot->monotonic_ns},
-                                            {key::ticks, a.snapshot->ticks != 0 ? json(a.snapshot->ticks) : json(nullptr)},
-                                            {key::duration_ns, a.snapshot->duration_ns},
-                                            {key::lanes_retried, a.snapshot->lanes_retried}}
-                                     : json(nullptr));
+  w.member(key::snapshot, parts::snapshot(a));
   {
     /* The members the exports read (crash_document()). */
     const json crash = crash_document(a);
@@ -1281,36 +1276,10 @@ void write_document(const Analysis &a, JsonStream &w) {
   w.begin_array();
   for (const auto &t : a.threads) w.value(thread_json(t));
   w.end();
-  json windows = json::array();
-  for (const auto &x : a.windows) {
-    const auto opt = [](const std::optional<std::int64_t> &v) { return v ? json(*v) : json(nullptr); };
-    windows.push_back({{key::source, f::source_name(x.source)},
-                       {key::events, x.events},
-                       {key::overwritten, x.overwritten},
-                       {key::dropped, x.dropped},
-                       {key::torn, x.torn},
-                       {key::losses_by_source, x.losses_by_source},
-                       {key::oldest_age_ns, opt(x.oldest_age_ns)},
-                       {key::complete_for_ns, opt(x.complete_for_ns)},
-                       {key::complete_since_init, x.complete_since_init},
-                       {key::recorder_loaded, x.recorder_loaded ? json(*x.recorder_loaded) : json(nullptr)},
-                       {key::enabled, x.enabled},
-                       {key::says, window_text(x)}});
-  }
-  w.member(key::windows, windows);
-  json names = json::array();
-  for (const auto &[id, n] : a.names)
-    names.push_back({{key::id, id}, {key::name, n.name},
-                     {key::arg_names, {n.arg0.empty() ? json(nullptr) : json(n.arg0), n.arg1.empty() ? json(nullptr) : json(n.arg1)}},
-                     {key::name_from, std::string(name_from_name(n.from))}});
-  w.member(key::names, names);
-  json mr = json::array();
-  for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
-  w.member(key::magic_rejected, {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}});
-  w.member(key::sidecar, a.sidecar_path ? json{{key::path, *a.sidecar_path},
-                                               {key::status, sidecar_status_name(a.sidecar_status)},
-                                               {key::detail, a.sidecar_detail}}
-                                        : json(nullptr));
+  w.member(key::windows, parts::windows(a));
+  w.member(key::names, parts::names(a));
+  w.member(key::magic_rejected, parts::magic_rejected(a));
+  w.member(key::sidecar, parts::sidecar(a));
   w.member(key::absence_proves_nothing, a.absence_proves_nothing);
   w.member(key::warnings, a.warnings);
   w.end();
@@ -1341,3 +1310,84 @@ json crash_document(const Analysis &a) {
 }
 
 }  // namespace core_timeline::reader
+
+namespace core_timeline::reader::parts {
+
+json location(const Location &l) { return location_json(l); }
+json mapping(const AddressMapping &m) { return mapping_json(m); }
+json process(const Analysis &a) { return process_json(a); }
+json event(const Analysis &a, const Event &e) { return event_json(a, e); }
+json time(const Analysis &a) { return time_json(a); }
+json span(const Analysis &a, const Span &sp) { return span_json(a, sp); }
+json thread(const ThreadSummary &t) { return thread_json(t); }
+
+json ring(const RingReport &r) {
+  json rj = ring_json(r);
+  if (r.ring) {
+    json torn = json::array();
+    for (const auto &t : r.ring->rejected)
+      torn.push_back({{key::lane, t.lane}, {key::slot, t.slot}, {key::seq, t.seq},
+                      {key::kind, t.torn ? "torn" : "invalid"}, {key::reason, t.reason}});
+    rj[key::torn] = std::move(torn);
+  }
+  return rj;
+}
+
+json core(const Analysis &a) {
+  return {{key::path, a.core_path}, {key::size, a.core_size}, {key::truncated, a.core_truncated},
+          {key::machine, a.machine}};
+}
+
+json snapshot(const Analysis &a) {
+  if (!a.snapshot) return nullptr;
+  return {{key::pid, a.snapshot->pid},
+          {key::realtime_ns, a.snapshot->realtime_ns},
+          {key::monotonic_ns, a.snapshot->monotonic_ns},
+          {key::ticks, a.snapshot->ticks != 0 ? json(a.snapshot->ticks) : json(nullptr)},
+          {key::duration_ns, a.snapshot->duration_ns},
+          {key::lanes_retried, a.snapshot->lanes_retried}};
+}
+
+json windows(const Analysis &a) {
+  json windows = json::array();
+  for (const auto &x : a.windows) {
+    const auto opt = [](const std::optional<std::int64_t> &v) { return v ? json(*v) : json(nullptr); };
+    windows.push_back({{key::source, f::source_name(x.source)},
+                       {key::events, x.events},
+                       {key::overwritten, x.overwritten},
+                       {key::dropped, x.dropped},
+                       {key::torn, x.torn},
+                       {key::losses_by_source, x.losses_by_source},
+                       {key::oldest_age_ns, opt(x.oldest_age_ns)},
+                       {key::complete_for_ns, opt(x.complete_for_ns)},
+                       {key::complete_since_init, x.complete_since_init},
+                       {key::recorder_loaded, x.recorder_loaded ? json(*x.recorder_loaded) : json(nullptr)},
+                       {key::enabled, x.enabled},
+                       {key::says, window_text(x)}});
+  }
+  return windows;
+}
+
+json names(const Analysis &a) {
+  json names = json::array();
+  for (const auto &[id, n] : a.names)
+    names.push_back({{key::id, id}, {key::name, n.name},
+                     {key::arg_names, {n.arg0.empty() ? json(nullptr) : json(n.arg0), n.arg1.empty() ? json(nullptr) : json(n.arg1)}},
+                     {key::name_from, std::string(name_from_name(n.from))}});
+  return names;
+}
+
+json magic_rejected(const Analysis &a) {
+  json mr = json::array();
+  for (const auto &m : a.magic_rejected) mr.push_back({{key::address, fmt::format("{:#x}", m.address)}, {key::reason, m.reason}});
+  return {{key::total, a.magic_rejected_total}, {key::first, std::move(mr)}};
+}
+
+json sidecar(const Analysis &a) {
+  return a.sidecar_path ? json{{key::path, *a.sidecar_path},
+                               {key::status, sidecar_status_name(a.sidecar_status)},
+                               {key::detail, a.sidecar_detail}}
+                        : json(nullptr);
+}
+
+}  // namespace core_timeline::reader::parts

@@ -143,7 +143,7 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   const std::string name_b = fs::path(tb->path).filename().string();
   ASSERT_EQ(tb->path, daemon.output_dir() + "/" + name_b);
   ASSERT_EQ(name_b.rfind(prefix_b, 0), 0u) << name_b;
-  const json doc_a = json::parse(slurp(ta->path));
+  const json doc_a = ct::test::full_document(json::parse(slurp(ta->path)));
   EXPECT_EQ(doc_a["status"], "ok");
 
   auto query = [&](std::vector<std::string> args, const std::function<void()> &in_child = {}) {
@@ -225,7 +225,7 @@ TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) 
   ct::test::CrashRun run = ct::test::run_and_collect_core({CT_SPANS_THREE_THREADS});
   const auto t = daemon.wait_timeline(run.pid, std::chrono::seconds(20));
   ASSERT_TRUE(t) << daemon.log();
-  const json stored = json::parse(slurp(t->path));
+  const json stored = ct::test::full_document(json::parse(slurp(t->path)));
   ASSERT_EQ(stored["status"], "ok") << stored.dump(1).substr(0, 2000);
 
   /* The same spans, threads and names as the reader's own reading. */

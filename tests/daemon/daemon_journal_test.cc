@@ -48,6 +48,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "core_timeline/reader/compact.h"
 #include "daemon.h"
 #include "journal.h"
 #include "parts.h"
@@ -293,9 +294,21 @@ json read_json(const std::string &path) {
   return json::parse(slurp(path));
 }
 
+// A stored document's events as the full document has them (objects): a
+// compact document's (schema_version 7) made again from it.
+json events_of(const json &doc) {
+  if (!core_timeline::reader::is_compact(doc)) return doc.value("events", json::array());
+  json out = json::array();
+  auto a = core_timeline::reader::analysis_of_compact(doc);
+  EXPECT_TRUE(a.ok()) << a.error().message;
+  if (a)
+    for (const auto &e : a->events) out.push_back(core_timeline::reader::full_event(*a, e));
+  return out;
+}
+
 // The a-path's last user event, as the tlmap names it.
 bool has_before_die_1001(const json &doc) {
-  for (const auto &ev : doc.value("events", json::array()))
+  for (const auto &ev : events_of(doc))
     if (ev.value("name", "") == "BEFORE_DIE" && ev.contains("args") && ev["args"].is_array() && !ev["args"].empty() &&
         ev["args"][0] == 1001)
       return true;
@@ -306,7 +319,7 @@ bool has_before_die_1001(const json &doc) {
 // REQ_PARSE(41), FREE, BEFORE_DIE(1001), CRASH.
 std::vector<std::string> a_path_events(const json &doc) {
   std::vector<std::string> out;
-  for (const auto &ev : doc.value("events", json::array())) {
+  for (const auto &ev : events_of(doc)) {
     const std::string name = ev.value("name", "");
     if (name == "LANE_CLAIM") continue;
     const bool user = ev.value("kind", "") == "USER";

@@ -3,6 +3,9 @@
 // daemon_harness.cc - see daemon_harness.h.
 #include "daemon_harness.h"
 
+// Before <signal.h>, which defines si_pid (a member name of keys.h).
+#include "core_timeline/reader/compact.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -252,12 +255,38 @@ std::optional<Timeline> DaemonHarness::find_timeline(pid_t pid, std::uint64_t no
         // crash is minutes older).
         if (ts + 2000000 <= not_before_usec) continue;
       }
-      Timeline t{e.path(), nlohmann::json::parse(read_text(e.path()), nullptr, false)};
+      Timeline t{e.path(), full_document(nlohmann::json::parse(read_text(e.path()), nullptr, false))};
       if (t.doc.is_discarded()) continue;
       return t;
     }
   }
   return std::nullopt;
+}
+
+nlohmann::ordered_json full_document(const nlohmann::ordered_json &doc) {
+  namespace ctr = core_timeline::reader;
+  if (!ctr::is_compact(doc)) return doc;
+  /* The stored members as they are; events, spans and time in the full
+   * shape, and the text, made by the reader from the document. */
+  nlohmann::ordered_json full = doc;
+  full.erase("tables");
+  if (doc.contains("events")) {
+    auto a = ctr::analysis_of_compact(doc);
+    if (!a) return nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
+    nlohmann::ordered_json events = nlohmann::ordered_json::array();
+    for (const auto &e : a->events) events.push_back(ctr::full_event(*a, e));
+    full["events"] = std::move(events);
+    full["spans"] = ctr::full_spans(*a);
+    full["time"] = ctr::full_time(*a);
+    full["text"] = ctr::render_text(*a);
+  } else {
+    full["text"] = "core-timeline: " + doc.value("status", std::string()) + ": " + doc.value("reason", std::string()) + "\n";
+  }
+  return full;
+}
+
+nlohmann::json full_document(const nlohmann::json &stored) {
+  return nlohmann::json(full_document(nlohmann::ordered_json(stored)));
 }
 
 std::optional<Timeline> DaemonHarness::wait_timeline(pid_t pid, std::chrono::milliseconds timeout,

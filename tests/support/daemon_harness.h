@@ -55,6 +55,15 @@ struct Timeline {
   nlohmann::json doc;
 };
 
+// A stored document in the full shape the tests read (schema 6: events,
+// spans and time as core-timeline-read --json has them, and "text"): a
+// compact one (schema_version 7, which it keeps) made again from it by the
+// reader (core_timeline/reader/compact.h), "text" rendered; any other as
+// it is.
+// wait_timeline() returns documents so.
+nlohmann::json full_document(const nlohmann::json &stored);
+nlohmann::ordered_json full_document(const nlohmann::ordered_json &stored);
+
 class DaemonHarness {
  public:
   struct Options {

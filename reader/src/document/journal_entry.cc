@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/document/group_keys.h"
+#include "core_timeline/document/compact.h"
 #include "core_timeline/document/keys.h"
 
 namespace core_timeline::document::journal {
@@ -119,6 +120,7 @@ void replace_all(std::string &text, const std::string &from) {
 /* Whether an event of `doc` has payload bytes omit_payload() would take:
  * tells whether the document needs copying. */
 bool has_payload(const Json &doc) {
+  if (compact::is_compact(doc)) return compact::has_payload(doc);
   const Json *events = member(doc, key::events);
   if (!events || !events->is_array()) return false;
   for (const Json &e : *events) {
@@ -130,6 +132,73 @@ bool has_payload(const Json &doc) {
   return false;
 }
 
+/* bound_document() of a compact document (compact.h): its newest events
+ * that fit, the first of them carrying its whole timestamp, and "cut";
+ * every other member whole (there is no text to cut). */
+reader::Result<EntryDocument> bound_compact(const Json &doc, std::string_view whole, std::uint64_t max_bytes) {
+  Json c = Json::object();
+  const Json *events = nullptr;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() == key::events && it->is_array()) events = &*it;
+    else c[it.key()] = *it;
+  }
+  const std::size_t total = events ? events->size() : 0;
+  Json left_out = Json::array();
+  if (Json *cd = c.contains(key::coredump) ? &c[key::coredump] : nullptr; cd && cd->is_object()) {
+    if (auto f = cd->find(key::fields); f != cd->end() && f->is_object()) {
+      for (auto it = f->begin(); it != f->end();) {
+        if (it->is_string() && it->get_ref<const std::string &>().size() > kCutFieldMax) {
+          left_out.push_back(it.key());
+          it = f->erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  const auto set_cut = [&](std::size_t kept) {
+    c[key::cut] = {
+        {key::limit, max_bytes},
+        {key::document_bytes, whole.size()},
+        {key::events_total, total},
+        {key::events_kept, kept},
+        {key::fields_left_out, left_out},
+        {key::kept, fmt::format("the newest {} of {} events; every coredump field but the {} larger than {} bytes; "
+                                "every other member whole",
+                                kept, total, left_out.size(), kCutFieldMax)},
+    };
+  };
+  set_cut(total);  // the widest numbers, so the base size is an upper bound
+  c[key::events] = Json::array();
+  const std::size_t base = compact::serialize(c).size() + 2;
+  if (base > max_bytes)
+    return Error{Errc::kBadData, fmt::format("even without its events the document takes {} bytes, more than the "
+                                             "bound of {}",
+                                             base, max_bytes)};
+  /* The first kept event's step may grow to a whole timestamp: 20 digits. */
+  std::size_t budget = static_cast<std::size_t>(max_bytes) - base, kept = 0;
+  budget = budget > 24 ? budget - 24 : 0;
+  for (std::size_t i = total; i > 0; --i) {
+    const std::size_t size = compact::event_size((*events)[i - 1]) + 2;
+    if (size > budget) break;
+    budget -= size;
+    ++kept;
+  }
+  for (;;) {
+    Json ev = Json::array();
+    for (std::size_t i = total - kept; i < total; ++i) ev.push_back((*events)[i]);
+    compact::rebase_ticks(ev, *events);
+    c[key::events] = std::move(ev);
+    set_cut(kept);
+    std::string bytes = compact::serialize(c);
+    if (bytes.size() <= max_bytes) return EntryDocument{std::move(bytes), true};
+    if (kept == 0)
+      return Error{Errc::kBadData, fmt::format("the cut document takes {} bytes, more than the bound of {}",
+                                               bytes.size(), max_bytes)};
+    --kept;
+  }
+}
+
 }  // namespace
 
 bool is_payload_kind(std::string_view kind) noexcept {
@@ -137,6 +206,7 @@ bool is_payload_kind(std::string_view kind) noexcept {
 }
 
 std::size_t omit_payload(Json &doc) {
+  if (compact::is_compact(doc)) return compact::omit_payload(doc);
   Json *events = doc.is_object() && doc.contains(key::events) ? &doc[key::events] : nullptr;
   if (!events || !events->is_array()) return 0;
   std::vector<std::string> in_text;
@@ -171,6 +241,7 @@ std::size_t omit_payload(Json &doc) {
 reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view whole, std::uint64_t max_bytes) {
   if (whole.size() <= max_bytes) return EntryDocument{std::string(whole), false};
   if (!doc.is_object()) return Error{Errc::kBadData, "the document is not a JSON object"};
+  if (compact::is_compact(doc)) return bound_compact(doc, whole, max_bytes);
   /* Everything but the events, copied; the events are chosen below. */
   Json c = Json::object();
   const Json *events = nullptr;
@@ -301,21 +372,28 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
   const Json *events = member(doc, key::events);
   const std::size_t n = events && events->is_array() ? events->size() : 0;
   f.emplace_back(std::string(kEvents), std::to_string(n));
+  /* A full document's events and spans are objects; a compact one's
+   * arrays that refer to its tables (compact.h). */
+  const bool is_compact = compact::is_compact(doc);
+  const auto kind_of = [&](const Json &e) { return is_compact ? compact::event_kind(doc, e) : string_member(e, key::kind); };
+  const auto name_of = [&](const Json &e) { return is_compact ? compact::event_name(doc, e) : string_member(e, key::name); };
   for (std::size_t i = n; i > 0; --i) {
     const Json &e = (*events)[i - 1];
-    const std::string *kind = string_member(e, key::kind);
-    if ((kind && *kind == "CRASH") || is_bookkeeping_event(e)) continue;
-    if (const std::string *name = string_member(e, key::name)) f.emplace_back(std::string(kLastEvent), *name);
+    const std::string *kind = kind_of(e);
+    if (kind && (*kind == "CRASH" || *kind == "LANE_CLAIM" || *kind == "STACK")) continue;
+    if (const std::string *name = name_of(e)) f.emplace_back(std::string(kLastEvent), *name);
     break;
   }
   std::size_t open = 0;
   std::set<std::string> span_names;
   if (const Json *spans = member(doc, key::spans); spans && spans->is_array()) {
     for (const Json &s : *spans) {
-      const std::string *state = string_member(s, key::state);
+      const Json *st = is_compact ? (s.is_array() && s.size() > compact::kSpanState ? &s[compact::kSpanState] : nullptr)
+                                  : member(s, key::state);
+      const std::string *state = st && st->is_string() ? &st->get_ref<const std::string &>() : nullptr;
       if (!state || (*state != "open" && *state != "open_or_end_lost")) continue;
       ++open;
-      const std::string *name = string_member(s, key::name);
+      const std::string *name = is_compact ? compact::span_name(doc, s) : string_member(s, key::name);
       if (name && span_names.size() < kMaxOpenSpanNames && span_names.insert(*name).second)
         f.emplace_back(std::string(kOpenSpan), *name);
     }
@@ -324,7 +402,7 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
   std::set<std::string> names;
   bool complete = true;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string *name = string_member((*events)[i], key::name);
+    const std::string *name = name_of((*events)[i]);
     if (!name || names.count(*name)) continue;
     if (names.size() == kMaxEventNames) {
       complete = false;

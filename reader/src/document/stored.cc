@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/compact.h"
 #include "core_timeline/document/ids.h"
 #include "core_timeline/document/keys.h"
 
@@ -107,15 +108,26 @@ reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
 
 Json stored_document(const StoredParts &p) {
   Json doc;
+  /* A compact reader's document (compact.h) keeps no text: readers render
+   * it from the document; so does one with nothing decoded. */
+  const bool compact = !p.reader || compact::is_compact(p.reader->tree);
   if (p.reader) {
     doc = p.reader->tree;
     doc[key::status] = std::string(status_name(p.status));
     if (p.status != p.reader->summary.status) doc[key::reason] = p.reason;
   } else {
-    doc[key::schema_version] = kSchemaVersion;
+    doc[key::schema_version] = kCompactSchemaVersion;
     doc[key::status] = std::string(status_name(p.status));
     doc[key::reason] = p.reason;
   }
+  /* The compact document's bulk (tables, spans, events) stays last. */
+  Json tail = Json::object();
+  if (compact)
+    for (const char *k : {key::tables, key::spans, key::events})
+      if (auto it = doc.find(k); it != doc.end()) {
+        tail[k] = std::move(*it);
+        doc.erase(k);
+      }
 
   const Coredump &c = p.coredump;
   Json fields = Json::object();
@@ -161,11 +173,13 @@ Json stored_document(const StoredParts &p) {
       daemon[key::decoder][key::run_as] = {{key::uid, u->uid}, {key::gid, u->gid}, {key::as, u->as}};
   }
   doc[key::daemon] = std::move(daemon);
-  doc[key::text] = p.text;
+  if (!compact) doc[key::text] = p.text;
+  for (auto it = tail.begin(); it != tail.end(); ++it) doc[it.key()] = std::move(*it);
   return doc;
 }
 
 std::string serialize(const Json &doc) {
+  if (compact::is_compact(doc)) return compact::serialize(doc);
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
