@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core_timeline/document/compact.h"
+#include "core_timeline/document/compact_shape.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/stored.h"
 #include "core_timeline/reader/compact.h"
@@ -55,7 +55,8 @@ std::optional<std::string> read_compact(std::string_view bytes, const ReadReques
     json events = json::array();
     if (request.on_event || all)
       for (std::size_t i = 0; i < a->events.size(); ++i) {
-        json e = ctr::full_event(*a, a->events[i]);
+        json e = request.summary_events && !all ? ctr::event_summary(*a, a->events[i])
+                                                : ctr::full_event(*a, a->events[i]);
         if (request.on_event) request.on_event(e, i);
         if (all) events.push_back(std::move(e));
       }

@@ -88,6 +88,11 @@ struct ReadRequest {
    *  0-based index.  Each event is an object (else the document is
    *  malformed and the read fails after the calls already made). */
   std::function<void(const nlohmann::ordered_json &event, std::size_t index)> on_event;
+  /** on_event reads only an event's "kind", "name", "tid", "time_ns" and
+   *  "stack": a compact document (compact_timeline.h) then hands it those
+   *  members alone (reader::event_summary), which is much cheaper than
+   *  the full event; a full document hands the full event all the same. */
+  bool summary_events = false;
   /** Called with the top-level "process" object once it is parsed: in
    *  the reader's documents it comes before "events", so on_event can use
    *  process.pid (the crash's own pid namespace's).  Not called for a

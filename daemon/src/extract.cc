@@ -244,6 +244,7 @@ Result<void> CoreSink::plan(std::uint16_t machine, const std::vector<Elf64_Phdr>
       if (it->end > ph.p_vaddr && it->name.rfind("/memfd:", 0) == 0) memfd = true;
     if (memfd || ph.p_filesz <= kSmallSegment) keep_.push_back({begin, end});
   }
+  keep_stacks(notes, loads);
   std::sort(loads_.begin(), loads_.end(), [](const Range &a, const Range &b) { return a.begin < b.begin; });
   std::sort(keep_.begin(), keep_.end(), [](const Range &a, const Range &b) { return a.begin < b.begin; });
   std::vector<Range> merged;
@@ -253,6 +254,25 @@ Result<void> CoreSink::plan(std::uint16_t machine, const std::vector<Elf64_Phdr>
   }
   keep_ = std::move(merged);
   return {};
+}
+
+/* The stacks the unwinder walks (extract.h): file ranges of the PT_LOAD
+ * segments that hold each thread's stack pointer and AT_RANDOM. */
+void CoreSink::keep_stacks(const core_timeline::reader::CoreNotes &notes, const std::vector<Elf64_Phdr> &loads) {
+  const auto keep_around = [&](std::uint64_t address, std::uint64_t below, std::uint64_t above) {
+    for (const Elf64_Phdr &ph : loads) {
+      if (address < ph.p_vaddr || address - ph.p_vaddr >= ph.p_filesz) continue;
+      const std::uint64_t at = address - ph.p_vaddr;
+      const std::uint64_t from = at > below ? at - below : 0;
+      const std::uint64_t to = std::min<std::uint64_t>(ph.p_filesz, ph.p_filesz - at > above ? at + above : ph.p_filesz);
+      keep_.push_back({ph.p_offset + from, ph.p_offset + to});
+      return;
+    }
+  };
+  for (const auto &t : notes.threads)
+    if (t.has_regs) keep_around(t.sp, kPage, kStackKeep);
+  for (const auto &[type, value] : notes.auxv)
+    if (type == AT_RANDOM) keep_around(value, kStackKeep, kStackKeep);
 }
 
 bool CoreSink::in_ranges(const std::vector<Range> &r, std::size_t &idx, std::uint64_t off) const {

@@ -32,11 +32,20 @@
  *     the link_map: libdwfl needs them to symbolize);
  *   - from every page-aligned "CTLN" in a PT_LOAD segment, the ring's
  *     region_size bytes (ring_format.h), the reader's magic scan;
- * up to `max_kept` bytes in all.  Anonymous memory (heap, stacks, big
- * mmaps), where a core's size usually is, is dropped, so disk and memory
- * use follow the rings, not the core.  What the decoder then cannot see:
- * bytes of dropped segments, which only matter to symbolization through a
- * link_map in the heap (libdwfl falls back to NT_FILE).
+ *   - the stacks the unwinder walks: in the segment holding each thread's
+ *     stack pointer (NT_PRSTATUS), from a page below it up to kStackKeep
+ *     bytes above it (a stack grows down: the live frames are above); and
+ *     the top kStackKeep bytes of the segment holding AT_RANDOM's address
+ *     (auxv; the kernel puts those bytes near the top of the main thread's
+ *     stack), where the interrupted frames are when the fatal signal was
+ *     taken on an alternate stack;
+ * up to `max_kept` bytes in all.  Other anonymous memory (heap, big mmaps),
+ * where a core's size usually is, is dropped, so disk and memory use follow
+ * the rings, not the core.  What the decoder then cannot see: bytes of
+ * dropped segments: a link_map in the heap (libdwfl falls back to
+ * NT_FILE), a heap block a probable cause would read, and the frames of a
+ * thread that took its fatal signal on an alternate stack other than the
+ * main thread.
  *
  * Errors: Result errors are I/O errors on `out_fd` or a cancelled run;
  * problems of the input (corrupt or truncated compressed data) are not
@@ -62,10 +71,17 @@
 #include "core_timeline/document/stored.h"
 #include "util.h"
 
+namespace core_timeline::reader {
+struct CoreNotes;
+}  // namespace core_timeline::reader
+
 namespace ctd {
 
 inline constexpr std::uint64_t kPage = 4096;
 inline constexpr std::uint64_t kSmallSegment = 1 << 20;
+/** Bytes of a stack kept above a stack pointer (a sparse core): the
+ *  default RLIMIT_STACK, 8 MiB. */
+inline constexpr std::uint64_t kStackKeep = 8 << 20;
 
 struct ExtractOptions {
   std::uint64_t keep_whole_below = 64ull << 20;
@@ -160,6 +176,7 @@ class CoreSink {
   };
   Result<void> feed_head(std::span<const std::uint8_t> &data);
   Result<void> plan(std::uint16_t machine, const std::vector<Elf64_Phdr> &phdrs);
+  void keep_stacks(const core_timeline::reader::CoreNotes &notes, const std::vector<Elf64_Phdr> &loads);
   Result<void> page_done(std::uint64_t offset, const std::uint8_t *bytes, std::size_t len);
   Result<void> emit(std::uint64_t offset, const std::uint8_t *bytes, std::size_t len);
   Result<void> flush();

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "core_timeline/document/compact.h"
+#include "core_timeline/document/compact_shape.h"
 #include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/stored.h"

@@ -19,7 +19,7 @@
 //                   prints for the core; export equals the reader's.
 // The project's headers first: keys.h names a member "si_pid", which
 // <signal.h> (through gtest) defines as a macro.
-#include "core_timeline/document/compact.h"
+#include "core_timeline/document/compact_shape.h"
 #include "core_timeline/document/stored.h"
 #include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/render.h"

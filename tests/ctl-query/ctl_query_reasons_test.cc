@@ -147,7 +147,7 @@ json read_json(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  return json::parse(ss.str());
+  return ct::test::full_document(json::parse(ss.str()));  // a compact one in the full shape
 }
 
 // docs/timeline.schema.json (python3-jsonschema) on the stored document at

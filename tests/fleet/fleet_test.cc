@@ -959,7 +959,7 @@ TEST_F(Fleet, UploadResendsTheSavedCursorsEntryAndCtlQueryListsTheCrashOnce) {
   EXPECT_EQ(s.out, c.text());
 }
 
-// A big document (several hundred KiB: a crash with 512 events, under the
+// A big document (several hundred KiB: a crash with some 12,000 events, under the
 // daemon's default --journal-document-max of 1 MiB)
 // arrives whole: journal-upload does not cut fields at sd-journal's
 // default 64 KiB threshold.
@@ -969,7 +969,7 @@ TEST_F(Fleet, BigDocumentArrivesWhole) {
   ASSERT_FALSE(tail.empty());
   auto &up = uploader("upload");
   up.start(tail);
-  const Crash c = crash(d, {CT_BIG_RING_CRASHER, "1", "512", "512"});
+  const Crash c = crash(d, {CT_BIG_RING_CRASHER, "3", "4096", "5000"});
   ASSERT_FALSE(c.timeline.path.empty());
   const std::string file = slurp(c.timeline.path);
   ASSERT_GT(file.size(), 300u * 1024) << "the fixture's document is too small to prove anything";

@@ -276,6 +276,10 @@ nlohmann::ordered_json full_document(const nlohmann::ordered_json &doc) {
     nlohmann::ordered_json events = nlohmann::ordered_json::array();
     for (const auto &e : a->events) events.push_back(ctr::full_event(*a, e));
     full["events"] = std::move(events);
+    /* A compact ring object is the full one with what the text needs
+     * besides (compact_write.cc, ring_object). */
+    for (auto &r : full["rings"])
+      for (const char *k : {"pools", "live", "torn_slots", "invalid_slots", "anchors"}) r.erase(k);
     full["spans"] = ctr::full_spans(*a);
     full["time"] = ctr::full_time(*a);
     full["text"] = ctr::render_text(*a);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* compact_shape.cc - the compact document's shape (document/compact.h). */
-#include "core_timeline/document/compact.h"
+/* compact_shape.cc - the compact document's shape (document/compact_shape.h). */
+#include "core_timeline/document/compact_shape.h"
 
 #include <set>
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/document/group_keys.h"
-#include "core_timeline/document/compact.h"
+#include "core_timeline/document/compact_shape.h"
 #include "core_timeline/document/keys.h"
 
 namespace core_timeline::document::journal {
@@ -132,7 +132,7 @@ bool has_payload(const Json &doc) {
   return false;
 }
 
-/* bound_document() of a compact document (compact.h): its newest events
+/* bound_document() of a compact document (compact_shape.h): its newest events
  * that fit, the first of them carrying its whole timestamp, and "cut";
  * every other member whole (there is no text to cut). */
 reader::Result<EntryDocument> bound_compact(const Json &doc, std::string_view whole, std::uint64_t max_bytes) {
@@ -373,7 +373,7 @@ Fields entry_fields(const EntryInput &in, std::string *note) {
   const std::size_t n = events && events->is_array() ? events->size() : 0;
   f.emplace_back(std::string(kEvents), std::to_string(n));
   /* A full document's events and spans are objects; a compact one's
-   * arrays that refer to its tables (compact.h). */
+   * arrays that refer to its tables (compact_shape.h). */
   const bool is_compact = compact::is_compact(doc);
   const auto kind_of = [&](const Json &e) { return is_compact ? compact::event_kind(doc, e) : string_member(e, key::kind); };
   const auto name_of = [&](const Json &e) { return is_compact ? compact::event_name(doc, e) : string_member(e, key::name); };

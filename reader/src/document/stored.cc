@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core_timeline/document/compact.h"
+#include "core_timeline/document/compact_shape.h"
 #include "core_timeline/document/ids.h"
 #include "core_timeline/document/keys.h"
 
@@ -108,7 +108,7 @@ reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept {
 
 Json stored_document(const StoredParts &p) {
   Json doc;
-  /* A compact reader's document (compact.h) keeps no text: readers render
+  /* A compact reader's document (document/compact_shape.h) keeps no text: readers render
    * it from the document; so does one with nothing decoded. */
   const bool compact = !p.reader || compact::is_compact(p.reader->tree);
   if (p.reader) {

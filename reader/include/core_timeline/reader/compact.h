@@ -76,6 +76,11 @@ Result<Analysis> analysis_of_compact(const nlohmann::ordered_json &doc) noexcept
  * readers of those members: one event ("events" element), "spans" and
  * "time" (whose reference_event is an object there). */
 nlohmann::ordered_json full_event(const Analysis &a, const Event &e);
+/* Of one event, only what a viewer of the text needs (ctl-query show:
+ * which lines are its): the full event's "kind", "name", "tid", "time_ns"
+ * and, for an event with a stack, "stack" ({"frames", "end"}), the same
+ * values as full_event's.  Some 20 times cheaper than full_event. */
+nlohmann::ordered_json event_summary(const Analysis &a, const Event &e);
 nlohmann::ordered_json full_spans(const Analysis &a);
 nlohmann::ordered_json full_time(const Analysis &a);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * compact.h - the compact document's shape (schema_version 7,
+ * compact_shape.h - the compact document's shape (schema_version 7,
  * docs/timeline-json.md "The compact document"): the positions of an
  * event's and a span's members in their arrays, the layout it is written
  * in, and what the daemon and ctl-query do to one without the reader
@@ -16,8 +16,8 @@
  * Thread-safety: constants and pure functions.  Nothing here throws but
  * std::bad_alloc.
  */
-#ifndef CORE_TIMELINE_DOCUMENT_COMPACT_H
-#define CORE_TIMELINE_DOCUMENT_COMPACT_H
+#ifndef CORE_TIMELINE_DOCUMENT_COMPACT_SHAPE_H
+#define CORE_TIMELINE_DOCUMENT_COMPACT_SHAPE_H
 
 #include <cstddef>
 #include <string>
@@ -123,4 +123,4 @@ void rebase_ticks(Json &kept, const Json &all);
 
 }  // namespace core_timeline::document::compact
 
-#endif  // CORE_TIMELINE_DOCUMENT_COMPACT_H
+#endif  // CORE_TIMELINE_DOCUMENT_COMPACT_SHAPE_H
