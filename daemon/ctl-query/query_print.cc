@@ -327,16 +327,29 @@ void print_frames(std::ostream &out, const std::vector<reader::ExportFrame> &fra
     out << std::string(16, ' ') << printable(reader::frame_line(i, frames[i])) << '\n';
 }
 
+/* The cause section's lines (export.h cause_lines(): the text's), after
+ * a blank line, 16 spaces in as the stacks' lines are. */
+void print_cause(std::ostream &out, const reader::ExportCause &cause) {
+  out << '\n';
+  const std::string lines = reader::cause_lines(cause);
+  for (std::size_t at = 0, end; at < lines.size(); at = end + 1) {
+    end = lines.find('\n', at);
+    if (end == std::string::npos) end = lines.size();
+    out << std::string(16, ' ') << std::string_view(lines).substr(at, end - at) << '\n';
+  }
+}
+
 /* info: the newest matching crash as `coredumpctl info` prints one, from
- * its list row and its document's "crash", "thread_stacks" and "warnings"
- * (read as the exports read them: export_stacks_of_document()).  The
- * fault, a fault the program's own handler re-raised, then "Stack trace
- * of thread N:" blocks, the crashing thread's whole stack first, each
+ * its list row and its document's "crash", "thread_stacks", "cause" and
+ * "warnings" (read as the exports read them: export_stacks_of_document(),
+ * export_cause_of_document()).  The fault, a fault the program's own
+ * handler re-raised, the cause section's lines, then "Stack trace of
+ * thread N:" blocks, the crashing thread's whole stack first, each
  * frame saying where it came from (docs/ctl-query.md, "info"). */
 int info(std::ostream &out, std::ostream &err, const DocumentReader &read, const Row &row, const QueryOptions &o) {
   ReadRequest req;
   req.max_bytes = o.max_bytes;
-  req.paths = {key::threads, key::warnings, key::thread_stacks, key::spans, "cut"};
+  req.paths = {key::threads, key::warnings, key::thread_stacks, key::spans, key::cause, "cut"};
   auto r = read(req);
   if (!r) {
     err << "ctl-query: " << printable(r.error().message) << '\n';
@@ -344,13 +357,14 @@ int info(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   }
   if (o.json) {
     /* The document's own members, as stored. */
-    const json *crash = r->lookup(key::crash), *stacks = r->lookup(key::thread_stacks);
+    const json *crash = r->lookup(key::crash), *stacks = r->lookup(key::thread_stacks), *cause = r->lookup(key::cause);
     json j;
     j["pid"] = number_or_null(row.pid);
     j["exe"] = string_or_null(row.exe);
     j["file"] = string_or_null(row.path);
     j[key::crash] = crash ? *crash : json(nullptr);
     j[key::thread_stacks] = stacks ? *stacks : json::array();
+    j[key::cause] = cause ? *cause : json(nullptr);
     out << dump_object(j, o) << '\n';
     return kExitFound;
   }
@@ -381,6 +395,7 @@ int info(std::ostream &out, std::ostream &err, const DocumentReader &read, const
   field("Fault", fault);
   if (c.reraised) field("Re-raised", printable(reader::reraised_line(*c.reraised)));
   if (!c.reraised_note.empty()) field("Re-raise", printable(c.reraised_note));
+  if (t.cause) print_cause(out, *t.cause);
   if (c.stack) {
     const reader::ExportCrashStack &s = *c.stack;
     std::size_t ring = 0, core = 0;
@@ -421,7 +436,7 @@ int export_timeline(std::ostream &out, std::ostream &err, const DocumentReader &
   ReadRequest first;
   first.max_bytes = o.max_bytes;
   first.paths = {key::rings, key::time, key::spans, key::threads, key::windows, key::warnings,
-                 key::absence_proves_nothing, "cut"};
+                 key::absence_proves_nothing, key::cause, "cut"};
   first.on_event = [&](const json &e, std::size_t) { scan.scan(e); };
   auto r = read(first);
   if (!r) {

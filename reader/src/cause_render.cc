@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core_timeline/document/keys.h"
-#include "core_timeline/reader/printable.h"
+#include "core_timeline/reader/export.h"
 
 namespace core_timeline::reader::detail {
 
@@ -16,16 +16,12 @@ using json = nlohmann::ordered_json;
 
 std::string cause_text(const Analysis &a) {
   if (!a.cause) return {};
-  std::string out;
-  const auto &causes = a.cause->causes;
-  for (std::size_t i = 0; i < causes.size() && i < kMaxCauseLines; ++i) {
-    out += "cause: " + printable(causes[i].text) + "\n";
-    if (!causes[i].window.empty()) out += "  relies on: " + printable(causes[i].window) + "\n";
-  }
-  if (causes.size() > kMaxCauseLines)
-    out += fmt::format("cause: {} more in the JSON document\n", causes.size() - kMaxCauseLines);
-  for (const auto &t : a.cause->cannot_tell) out += "cause cannot be told: " + printable(t) + "\n";
-  return out;
+  /* The lines of export.h cause_lines(), which ctl-query info and the
+   * exports use on a stored document: one wording. */
+  ExportCause c;
+  for (const auto &x : a.cause->causes) c.causes.push_back({std::string(cause_kind_name(x.kind)), x.text, x.window});
+  c.cannot_tell = a.cause->cannot_tell;
+  return cause_lines(c);
 }
 
 namespace {

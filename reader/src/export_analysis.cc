@@ -15,6 +15,7 @@
 #include "core_timeline/reader/export.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/ring_format.h"
+#include "cause_render.h"
 
 namespace core_timeline::reader {
 
@@ -103,6 +104,9 @@ ExportTimeline export_timeline_of(const Analysis &a) {
    * document has them: the one reading a stored document's export uses. */
   const nlohmann::ordered_json stacks = crash_document(a);
   export_stacks_of_document(&stacks[document::key::crash], &stacks[document::key::thread_stacks], t);
+  /* The cause section likewise, from its document form (cause_render.cc). */
+  const nlohmann::ordered_json cause = detail::cause_json(a);
+  export_cause_of_document(&cause, t);
   for (const SourceWindow &w : a.windows)
     t.windows.push_back({w.name.empty() ? std::string(f::source_name(w.source)) : w.name, w.events, w.overwritten,
                          w.dropped, w.torn, w.complete_for_ns, window_text(w)});

@@ -20,7 +20,9 @@
  *    viewers pass over), and as args.crash_stack, one line a frame, for
  *    Perfetto, which does not read stackFrames from JSON; the re-raised
  *    fault in args.reraised; each other thread's stack an instant
- *    "stack at the crash" on its track.
+ *    "stack at the crash" on its track;
+ *  - the cause section, when there is one, as an instant "cause: KIND"
+ *    (cat CAUSE) at the time reference and otherData.cause.
  *
  * Each event is written with fmt into the buffer, its strings escaped by
  * nlohmann (invalid UTF-8 replaced); the few distinct names and argument
@@ -438,6 +440,7 @@ class ChromeWriter final : public ExportWriter {
       if (c.stack && !c.stack->frames.empty()) ev["sf"] = stack_id(c.stack->frames);
       raw(ev);
     }
+    if (t_.cause) write_cause_instant(ref);
     for (const ExportThreadStack &ts : t_.thread_stacks) {
       threads_[ts.tid];
       ojson lines = ojson::array();
@@ -456,6 +459,43 @@ class ChromeWriter final : public ExportWriter {
       if (!ts.frames.empty()) ev["sf"] = stack_id(ts.frames);
       raw(ev);
     }
+  }
+
+  /* The cause section (docs/cause.md) as an instant at the time reference
+   * (the crash) on the crashing thread's track, process-scoped as the
+   * crash is: named "cause: KIND" by its first claim ("cause cannot be
+   * told" without one), its args the first claim's kind, says and
+   * relies_on, and every claim and cannot_tell line (cause_args()). */
+  void write_cause_instant(const std::string &ref) {
+    const ExportCause &c = *t_.cause;
+    const std::uint32_t tid = t_.crash ? t_.crash->tid : 0;
+    threads_[tid];
+    ojson args = ojson::object();
+    if (!c.causes.empty()) {
+      const ExportCauseClaim &first = c.causes.front();
+      args["kind"] = first.kind;
+      args["says"] = first.says;
+      args["relies_on"] = first.window.empty() ? ojson(nullptr) : ojson(first.window);
+    }
+    const ojson all = cause_args(c);
+    for (const auto &[k, v] : all.items()) args[k] = v;
+    raw({{"name", c.causes.empty() ? std::string("cause cannot be told") : "cause: " + c.causes.front().kind},
+         {"cat", "CAUSE"},
+         {"ph", "i"},
+         {"ts", ojson::parse(ref)},
+         {"s", "p"},
+         {"pid", t_.pid},
+         {"tid", tid},
+         {"args", std::move(args)}});
+  }
+
+  /* {"causes": [{kind, says, window}], "cannot_tell": [...]}: the
+   * instant's and otherData's. */
+  static ojson cause_args(const ExportCause &c) {
+    ojson causes = ojson::array();
+    for (const ExportCauseClaim &x : c.causes)
+      causes.push_back({{"kind", x.kind}, {"says", x.says}, {"window", x.window.empty() ? ojson(nullptr) : ojson(x.window)}});
+    return {{"causes", std::move(causes)}, {"cannot_tell", c.cannot_tell}};
   }
 
   void write_metadata() {
@@ -575,6 +615,7 @@ class ChromeWriter final : public ExportWriter {
     d["absence_proves_nothing"] = t_.absence_proves_nothing;
     d["crash"] = t_.crash ? crash_json(*t_.crash, "") : ojson(nullptr);
     d["warnings"] = t_.warnings;
+    if (t_.cause) d["cause"] = cause_args(*t_.cause);
     return d;
   }
 

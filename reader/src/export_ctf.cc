@@ -24,8 +24,9 @@
  *  - the crashing thread's CRASH carries the crash's whole stack (the
  *    document's crash.stack, each frame's origin in stack_from) and the
  *    re-raised fault; without one, finish() writes a CRASH from the core's
- *    notes at the time reference, and a THREAD_STACK per other thread
- *    unwound from the core;
+ *    notes at the time reference, then the cause section's CAUSE events
+ *    (when there is one; env.cause_* too), and a THREAD_STACK per other
+ *    thread unwound from the core;
  *  - the clock: 1 GHz, time 0 the oldest placed event, offset_s/offset the
  *    wall clock of time 0 when known.
  *
@@ -122,6 +123,7 @@ struct EventClass {
   bool crash_stack = false;  /* core_end, stack_agree, stack_note */
   bool reraised = false;     /* the re-raised fault's fields */
   bool placed = false;       /* placed: a crash from the core's notes */
+  bool cause = false;        /* kind, says, relies_on: a CAUSE event */
 };
 
 /* What an event carries beyond its ExportEvent: the crashing thread's
@@ -133,6 +135,7 @@ struct Extra {
   const ExportCrash *crash = nullptr;                /* its stack's and
                                                         re-raised fault's */
   std::string_view placed;                           /* "" : none */
+  const ExportCauseClaim *cause = nullptr;           /* a CAUSE event's */
 };
 
 class CtfWriter final : public ExportWriter {
@@ -224,6 +227,7 @@ class CtfWriter final : public ExportWriter {
       CT_TRY_VOID(write_event(e, static_cast<std::uint64_t>(ref), x));
       ++crash_events_;
     }
+    if (t_.cause) CT_TRY_VOID(write_cause_events(static_cast<std::uint64_t>(ref)));
     for (const ExportThreadStack &ts : t_.thread_stacks) {
       ExportEvent e;
       e.tid = ts.tid;
@@ -235,6 +239,30 @@ class CtfWriter final : public ExportWriter {
       x.from = true;
       CT_TRY_VOID(write_event(e, static_cast<std::uint64_t>(ref), x));
       ++crash_events_;
+    }
+    return {};
+  }
+
+  /* The cause section (docs/cause.md) at the time reference on the
+   * crashing thread's stream, after its CRASH: one CAUSE event per claim
+   * (kind, says, relies_on) and then one per cannot_tell line (kind
+   * "cannot_tell"), each with line (its index among them) and lines (how
+   * many), its strings escaped as the text escapes them (printable()). */
+  Result<void> write_cause_events(std::uint64_t ref) {
+    const ExportCause &c = *t_.cause;
+    std::vector<ExportCauseClaim> lines;
+    for (const ExportCauseClaim &x : c.causes)
+      lines.push_back({printable(x.kind), printable(x.says), printable(x.window)});
+    for (const std::string &t : c.cannot_tell) lines.push_back({"cannot_tell", printable(t), ""});
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      ExportEvent e;
+      e.tid = t_.crash ? t_.crash->tid : 0;
+      e.kind = "CAUSE";
+      e.name = "CAUSE";
+      e.args = {{{"line", i}, {"lines", lines.size()}}};
+      Extra x;
+      x.cause = &lines[i];
+      CT_TRY_VOID(write_event(e, ref, x));
     }
     return {};
   }
@@ -304,6 +332,11 @@ class CtfWriter final : public ExportWriter {
       put_string(b, r.raised_with);
     }
     if (c.placed) put_string(b, x.placed);
+    if (c.cause) {
+      put_string(b, x.cause->kind);
+      put_string(b, x.cause->says);
+      put_string(b, x.cause->window);
+    }
     if (b.size() >= kStreamBuffer && !flush(st)) return *error_;
     return {};
   }
@@ -400,7 +433,7 @@ class CtfWriter final : public ExportWriter {
     const bool stack = e.stack_end.has_value() || x.frames;
     const unsigned flags = (e.text ? 1u : 0u) | (span ? 2u : 0u) | (e.signal ? 4u : 0u) | (stack ? 8u : 0u) |
                            (x.from ? 16u : 0u) | (crash_stack ? 32u : 0u) | (reraised ? 64u : 0u) |
-                           (x.placed.empty() ? 0u : 128u);
+                           (x.placed.empty() ? 0u : 128u) | (x.cause ? 256u : 0u);
     auto key = std::make_tuple(std::string(e.kind), std::string(e.name), std::string(e.args[0].name),
                                std::string(e.args[1].name), flags);
     auto it = classes_.find(key);
@@ -429,7 +462,23 @@ class CtfWriter final : public ExportWriter {
     c.crash_stack = crash_stack;
     c.reraised = reraised;
     c.placed = !x.placed.empty();
+    c.cause = x.cause != nullptr;
     return classes_.emplace(std::move(key), std::move(c)).first->second;
+  }
+
+  /* The cause section in env: cause_N_kind, cause_N (the claim),
+   * cause_N_relies_on (when it has a window), cause_cannot_tell_N. */
+  static std::string cause_env(const ExportCause &c) {
+    std::string m;
+    for (std::size_t i = 0; i < c.causes.size(); ++i) {
+      const ExportCauseClaim &x = c.causes[i];
+      m += fmt::format("\tcause_{}_kind = \"{}\";\n\tcause_{} = \"{}\";\n", i, literal(x.kind), i,
+                       literal(printable(x.says)));
+      if (!x.window.empty()) m += fmt::format("\tcause_{}_relies_on = \"{}\";\n", i, literal(printable(x.window)));
+    }
+    for (std::size_t i = 0; i < c.cannot_tell.size(); ++i)
+      m += fmt::format("\tcause_cannot_tell_{} = \"{}\";\n", i, literal(printable(c.cannot_tell[i])));
+    return m;
   }
 
   std::string metadata() const {
@@ -475,6 +524,7 @@ class CtfWriter final : public ExportWriter {
       if (!c.reraised_note.empty()) m += fmt::format("\tcrash_reraised_note = \"{}\";\n", literal(c.reraised_note));
     }
     m += fmt::format("\tevents_from_core = {};\n", crash_events_);
+    if (t_.cause) m += cause_env(*t_.cause);
     for (const auto &tr : t_.tracks)
       m += fmt::format("\tthread_{}_lost = {};\n", tr.tid, tr.lost());
     for (const auto &w : t_.windows) m += fmt::format("\twindow_{} = \"{}\";\n", identifier(w.source), literal(w.says));
@@ -517,6 +567,7 @@ class CtfWriter final : public ExportWriter {
              "\t\tuint64_hex_t reraised_fault_address;\n\t\tuint64_hex_t reraised_pc;\n\t\tstring reraised_at;\n"
              "\t\tstring reraised_handler;\n\t\tstring reraised_with;\n";
       if (c->placed) m += "\t\tstring placed;\n";
+      if (c->cause) m += "\t\tstring kind;\n\t\tstring says;\n\t\tstring relies_on;\n";
       m += "\t};\n};\n\n";
     }
     return m;

@@ -13,7 +13,9 @@
 #include <fmt/format.h>
 
 #include "core_timeline/document/keys.h"
+#include "core_timeline/reader/cause.h"
 #include "core_timeline/reader/export.h"
+#include "core_timeline/reader/printable.h"
 
 namespace core_timeline::reader {
 
@@ -163,6 +165,31 @@ void export_stacks_of_document(const ojson *crash, const ojson *thread_stacks, E
     }
 }
 
+void export_cause_of_document(const ojson *cause, ExportTimeline &t) {
+  if (!cause || !cause->is_object()) return;
+  ExportCause c;
+  for (const ojson &j : array_or_empty(*cause, key::causes)) {
+    const ojson *kind = member(j, key::kind), *says = member(j, key::says);
+    if (!kind || !kind->is_string() || !says || !says->is_string()) continue;
+    c.causes.push_back({kind->get<std::string>(), says->get<std::string>(), std::string(str(j, key::window))});
+  }
+  for (const ojson &line : array_or_empty(*cause, key::cannot_tell))
+    if (line.is_string()) c.cannot_tell.push_back(line.get<std::string>());
+  if (!c.causes.empty() || !c.cannot_tell.empty()) t.cause = std::move(c);
+}
+
+std::string cause_lines(const ExportCause &c) {
+  std::string out;
+  for (std::size_t i = 0; i < c.causes.size() && i < kMaxCauseLines; ++i) {
+    out += "cause: " + printable(c.causes[i].says) + "\n";
+    if (!c.causes[i].window.empty()) out += "  relies on: " + printable(c.causes[i].window) + "\n";
+  }
+  if (c.causes.size() > kMaxCauseLines)
+    out += fmt::format("cause: {} more in the JSON document\n", c.causes.size() - kMaxCauseLines);
+  for (const auto &line : c.cannot_tell) out += "cause cannot be told: " + printable(line) + "\n";
+  return out;
+}
+
 std::string frame_line(std::size_t index, const ExportFrame &f) {
   std::string s = fmt::format("#{:<2} {:#018x} {}", index, f.address, f.name);
   if (!f.module.empty()) s += fmt::format(" in {}", f.module.substr(f.module.rfind('/') + 1));
@@ -269,6 +296,7 @@ ExportTimeline export_timeline_of_document(const ojson &top, const DocumentEvent
     t.crash = std::move(x);
   }
   export_stacks_of_document(member(top, key::crash), member(top, key::thread_stacks), t);
+  export_cause_of_document(member(top, key::cause), t);
   for (const ojson &w : array_or_empty(top, key::windows))
     t.windows.push_back({std::string(str(w, key::source)), u64(w, key::events).value_or(0),
                          u64(w, key::overwritten).value_or(0), u64(w, key::dropped).value_or(0),

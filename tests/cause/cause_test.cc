@@ -4,15 +4,23 @@
 // cause_victim's modes under libtimeline-alloc.so and libtimeline-io.so,
 // each read from its core by ct::reader with symbols (libdwfl), and the
 // controls that must give no cause: crash_demo's NULL dereference, and a
-// use after free without the wrappers.
+// use after free without the wrappers.  The exports carry the cause
+// (docs/export.md, "The cause"): core-timeline-read --format=chrome-trace
+// and --format=ctf on the cores, the CTF read back by babeltrace2; and
+// through the real core-timelined, ctl-query info and export of the stored
+// documents (when the build has the daemon).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +28,8 @@
 #include "core_timeline/reader/render.h"
 #include "core_timeline/ring_format.h"
 #include "crash_harness.h"
+#include "daemon_harness.h"
+#include "process.h"
 #include "test_util.h"
 
 namespace {
@@ -92,6 +102,119 @@ void done(const Read &r, bool failed) {
   if (!failed) unlink(r.core.c_str()); /* kept when a check failed */
 }
 
+/* What the exports of a core (or of a stored timeline) say: the
+ * chrome-trace document, and babeltrace2's print of the CTF trace with
+ * the trace's metadata file. */
+struct Exported {
+  nlohmann::ordered_json chrome;
+  std::string babeltrace, metadata;
+};
+
+/* `command` (core-timeline-read CORE, or ctl-query ... export MATCH) run
+ * with --format=chrome-trace and --format=ctf --output DIR, the CTF read by
+ * the real babeltrace2. */
+Exported exported(const std::vector<std::string> &before, const std::vector<std::string> &after) {
+  Exported x;
+  std::vector<std::string> chrome = before;
+  chrome.push_back("--format=chrome-trace");
+  chrome.insert(chrome.end(), after.begin(), after.end());
+  const ct::test::Ran c = ct::test::run(chrome);
+  EXPECT_EQ(c.exit_code(), 0) << c.err;
+  x.chrome = nlohmann::ordered_json::parse(c.out, nullptr, false);
+  EXPECT_TRUE(x.chrome.is_object()) << c.out.substr(0, 2000);
+  std::string dir = "/tmp/cause-ctf-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp";
+    return x;
+  }
+  std::vector<std::string> ctf = before;
+  ctf.insert(ctf.end(), {"--format=ctf", "--output", dir + "/trace"});
+  ctf.insert(ctf.end(), after.begin(), after.end());
+  const ct::test::Ran t = ct::test::run(ctf);
+  EXPECT_EQ(t.exit_code(), 0) << t.err;
+  const ct::test::Ran bt = ct::test::run({"/usr/bin/babeltrace2", dir + "/trace"});
+  EXPECT_EQ(bt.exit_code(), 0) << bt.err;
+  x.babeltrace = bt.out;
+  x.metadata = ct::test::read_text(dir + "/trace/metadata");
+  std::filesystem::remove_all(dir);
+  return x;
+}
+
+Exported exported_core(const Read &r) { return exported({CT_READER_BIN}, {r.core}); }
+
+/* The chrome-trace export's CAUSE instants. */
+std::vector<nlohmann::ordered_json> cause_instants(const nlohmann::ordered_json &trace) {
+  std::vector<nlohmann::ordered_json> v;
+  if (trace.contains("traceEvents"))
+    for (const auto &e : trace["traceEvents"])
+      if (e.value("cat", "") == "CAUSE") v.push_back(e);
+  return v;
+}
+
+/* The exports carry the document's cause (docs/export.md, "The cause"):
+ * a chrome-trace instant at the crash, process-scoped, on the crashing
+ * thread's track, with the first claim's kind and words and every claim,
+ * and otherData.cause; a CAUSE event per claim in the crashing thread's
+ * CTF stream, printed by babeltrace2, and env.cause_N. */
+void expect_cause_exported(const Exported &x, const nlohmann::ordered_json &cause, std::uint64_t crash_tid) {
+  ASSERT_TRUE(cause.is_object());
+  const auto &first = cause["causes"][0];
+  const auto instants = cause_instants(x.chrome);
+  ASSERT_EQ(instants.size(), 1u) << x.chrome["traceEvents"].dump().substr(0, 3000);
+  const auto &i = instants[0];
+  EXPECT_EQ(i["name"], "cause: " + first["kind"].get<std::string>());
+  EXPECT_EQ(i["ph"], "i");
+  EXPECT_EQ(i["s"], "p");
+  EXPECT_EQ(i["tid"], crash_tid);
+  EXPECT_EQ(i["args"]["kind"], first["kind"]);
+  EXPECT_EQ(i["args"]["says"], first["says"]);
+  EXPECT_EQ(i["args"]["relies_on"], first["window"]);
+  ASSERT_EQ(i["args"]["causes"].size(), cause["causes"].size());
+  for (std::size_t n = 0; n < cause["causes"].size(); ++n) {
+    EXPECT_EQ(i["args"]["causes"][n]["kind"], cause["causes"][n]["kind"]);
+    EXPECT_EQ(i["args"]["causes"][n]["says"], cause["causes"][n]["says"]);
+  }
+  EXPECT_EQ(i["args"]["cannot_tell"], cause["cannot_tell"]);
+  /* At the crash: the CRASH instant's time. */
+  for (const auto &e : x.chrome["traceEvents"]) {
+    if (e.value("cat", "") == "CRASH" && e["tid"] == crash_tid) {
+      EXPECT_EQ(e["ts"], i["ts"]) << e.dump();
+    }
+  }
+  EXPECT_EQ(x.chrome["otherData"]["cause"]["causes"], i["args"]["causes"]);
+  /* CTF: babeltrace2 prints one CAUSE event per claim and cannot_tell
+   * line, in order, after the CRASH; the metadata's env names them. */
+  const std::size_t crash_at = x.babeltrace.find(" CRASH: ");
+  ASSERT_NE(crash_at, std::string::npos) << x.babeltrace;
+  std::size_t at = crash_at;
+  for (std::size_t n = 0; n < cause["causes"].size(); ++n) {
+    const auto &c = cause["causes"][n];
+    const std::string kind = "kind = \"" + c["kind"].get<std::string>() + "\"";
+    at = x.babeltrace.find(" CAUSE: ", at);
+    ASSERT_NE(at, std::string::npos) << "claim " << n << "\n" << x.babeltrace;
+    const std::string line = x.babeltrace.substr(at, x.babeltrace.find('\n', at) - at);
+    EXPECT_NE(line.find(kind), std::string::npos) << line;
+    /* babeltrace2 prints the string as it is, up to the first quote of
+     * an abort message's own. */
+    const std::string says = c["says"].get<std::string>();
+    EXPECT_NE(line.find("says = \"" + says.substr(0, says.find('"'))), std::string::npos) << line;
+    EXPECT_NE(x.metadata.find("cause_" + std::to_string(n) + "_kind = \"" + c["kind"].get<std::string>() + "\";"),
+              std::string::npos)
+        << x.metadata;
+    ++at;
+  }
+}
+
+/* No cause: nothing of it in either export. */
+void expect_no_cause_exported(const Exported &x) {
+  EXPECT_TRUE(cause_instants(x.chrome).empty()) << x.chrome.dump().substr(0, 3000);
+  EXPECT_FALSE(x.chrome["otherData"].contains("cause")) << x.chrome["otherData"].dump();
+  EXPECT_EQ(x.babeltrace.find(" CAUSE: "), std::string::npos) << x.babeltrace;
+  EXPECT_NE(x.babeltrace.find(" CRASH: "), std::string::npos) << x.babeltrace;
+  EXPECT_EQ(x.metadata.find("\tcause_"), std::string::npos) << x.metadata;
+  EXPECT_EQ(x.metadata.find("name = \"CAUSE\""), std::string::npos) << x.metadata;
+}
+
 TEST(Cause, UseAfterFreeNamesTheBlockItsAllocationAndItsFree) {
   const Read r = victim("uaf", SIGSEGV);
   ASSERT_EQ(r.a.status, rd::Status::kOk) << r.a.reason;
@@ -121,6 +244,7 @@ TEST(Cause, UseAfterFreeNamesTheBlockItsAllocationAndItsFree) {
   EXPECT_EQ(j["events"][0]["role"], "allocation");
   EXPECT_EQ(j["events"][0]["kind"], "MALLOC");
   EXPECT_EQ(j["events"][1]["role"], "free");
+  expect_cause_exported(exported_core(r), r.doc["cause"], r.a.crash->tid);
   done(r, HasFailure());
 }
 
@@ -157,6 +281,9 @@ TEST(Cause, DoubleFreeWithGlibcsAbortMessage) {
       << r.text;
   EXPECT_EQ(r.doc["cause"]["causes"][0]["message"], "free(): double free detected in tcache 2\n");
   EXPECT_EQ(r.doc["cause"]["causes"][0]["window"], nullptr) << "the core alone";
+  const Exported x = exported_core(r);
+  expect_cause_exported(x, r.doc["cause"], r.a.crash->tid);
+  EXPECT_NE(x.babeltrace.find("kind = \"double_free\""), std::string::npos) << x.babeltrace;
   /* The same lookup of __abort_msg in the reader's own process. */
   rd::ReadOptions here;
   here.core_only = true;
@@ -314,6 +441,7 @@ TEST(Cause, CrashDemoNullDereferenceHasNoCause) {
     EXPECT_FALSE(r.a.cause) << path << "\n" << r.text;
     EXPECT_EQ(r.text.find("cause"), std::string::npos) << r.text;
     EXPECT_TRUE(r.doc["cause"].is_null());
+    expect_no_cause_exported(exported_core(r));
     done(r, HasFailure());
   }
 }
@@ -325,5 +453,108 @@ TEST(Cause, UseAfterFreeWithoutTheWrappersHasNoCause) {
   EXPECT_TRUE(r.doc["cause"].is_null());
   done(r, HasFailure());
 }
+
+#ifdef CT_DAEMON
+/* The lines of `text` that begin with one of `prefixes`. */
+std::vector<std::string> lines_starting(const std::string &text, const std::vector<std::string> &prefixes) {
+  std::vector<std::string> v;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    for (const auto &p : prefixes)
+      if (line.rfind(p, 0) == 0) {
+        v.push_back(line);
+        break;
+      }
+    at = end + 1;
+  }
+  return v;
+}
+
+/* A crash stored by the real core-timelined (a daemon of the test's own,
+ * writing into a directory of its own), then ctl-query -D on it: info
+ * prints the cause section's lines as show's text has them, and export
+ * carries the cause as core-timeline-read's export of a core does; a
+ * crash without one (crash_demo) gets none of it. */
+TEST(CauseStored, CtlQueryInfoAndExportOfTheDaemonsDocument) {
+  ASSERT_EQ(geteuid(), 0u) << "core-timelined reads every crash: root";
+  std::string root = "/tmp/cause-daemon-XXXXXX";
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  std::filesystem::permissions(root, std::filesystem::perms(0755));
+  std::ofstream(root + "/empty.conf").flush();
+  ct::test::DaemonHarness::Options opts;
+  opts.binary = CT_DAEMON;
+  opts.root = root;
+  opts.log_target = "stderr";
+  opts.config = root + "/empty.conf";
+  ct::test::DaemonHarness daemon(opts);
+  daemon.start();
+  const std::string wrappers = std::string(CT_LIBTIMELINE_SO) + " " + CT_PRELOAD_ALLOC_SO + " " + CT_PRELOAD_IO_SO;
+  struct Case {
+    std::vector<std::string> argv;
+    int signo;
+    bool wrappers;
+    const char *kind;  // a claim the stored cause must make; nullptr: no cause
+  };
+  const std::vector<Case> cases = {{{CT_CAUSE_VICTIM, "uaf"}, SIGSEGV, true, "use_after_free"},
+                                   {{CT_CAUSE_VICTIM, "double_free"}, SIGABRT, true, "double_free"},
+                                   {{CT_CRASH_DEMO, "--path=a"}, SIGSEGV, false, nullptr}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.argv[0] + " " + c.argv[1]);
+    ct::test::ProcessOptions o;
+    o.out = ct::test::Stream::null();
+    o.err = ct::test::Stream::null();
+    if (c.wrappers) o.env["LD_PRELOAD"] = wrappers;
+    else o.unset_env.push_back("LD_PRELOAD");
+    o.in_child = [] {
+      const struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
+      setrlimit(RLIMIT_CORE, &unlimited);
+    };
+    const ct::test::Ran ran = ct::test::run(c.argv, o);
+    ASSERT_TRUE(WIFSIGNALED(ran.wait_status) && WTERMSIG(ran.wait_status) == c.signo) << ran.wait_status;
+    const auto t = daemon.wait_timeline(ran.pid, std::chrono::seconds(60));
+    ASSERT_TRUE(t) << "no timeline of pid " << ran.pid << "\n" << daemon.log_tail();
+    const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(ct::test::read_text(t->path));
+    const std::string pid = std::to_string(ran.pid);
+    const ct::test::Ran info = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "info", pid});
+    ASSERT_EQ(info.exit_code(), 0) << info.err;
+    const ct::test::Ran show = ct::test::run({CT_CTL_QUERY, "-D", daemon.output_dir(), "show", pid});
+    ASSERT_EQ(show.exit_code(), 0) << show.err;
+    const std::string in16(16, ' ');
+    const auto shown = lines_starting(show.out, {"cause: ", "  relies on: ", "cause cannot be told: "});
+    const auto in_info =
+        lines_starting(info.out, {in16 + "cause: ", in16 + "  relies on: ", in16 + "cause cannot be told: "});
+    const Exported x = exported({CT_CTL_QUERY, "-D", daemon.output_dir(), "export"}, {pid});
+    if (!c.kind) {
+      EXPECT_TRUE(doc["cause"].is_null()) << doc["cause"].dump();
+      EXPECT_TRUE(shown.empty()) << show.out;
+      EXPECT_TRUE(in_info.empty()) << info.out;
+      expect_no_cause_exported(x);
+      continue;
+    }
+    ASSERT_TRUE(doc["cause"].is_object()) << doc.dump().substr(0, 2000);
+    bool claimed = false;
+    for (const auto &claim : doc["cause"]["causes"]) claimed = claimed || claim["kind"] == c.kind;
+    EXPECT_TRUE(claimed) << doc["cause"].dump(2);
+    /* info: show's cause lines, each 16 spaces in, in order. */
+    ASSERT_FALSE(shown.empty()) << show.out;
+    std::size_t at = 0;
+    for (const auto &line : shown) {
+      at = info.out.find("\n" + std::string(16, ' ') + line + "\n", at);
+      EXPECT_NE(at, std::string::npos) << "info lacks: " << line << "\n" << info.out;
+      if (at == std::string::npos) break;
+    }
+    EXPECT_EQ(in_info.size(), shown.size()) << info.out;
+    EXPECT_NE(info.out.find(std::string(16, ' ') + "cause: " + (c.signo == SIGSEGV ? "use after free: " : "")),
+              std::string::npos)
+        << info.out;
+    expect_cause_exported(x, doc["cause"], doc["crash"]["tid"].get<std::uint64_t>());
+  }
+  daemon.stop();
+  std::filesystem::remove_all(root);
+}
+#endif
 
 }  // namespace

@@ -506,6 +506,122 @@ TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
   fs::remove_all(dir);
 }
 
+// Guards against: an untrusted "cause" of the wrong shape making the
+// exporter throw, or a malformed claim kept; and a section with nothing in
+// it exported as if it had a cause.
+TEST(ExportDocument, ACauseOfTheWrongShapeKeepsOnlyWhatIsWellFormed) {
+  for (const char *none : {R"({"cause": null})", R"({"cause": [1]})", R"({"cause": {"causes": 3}})",
+                           R"({"cause": {"causes": [{"kind": 1, "says": "x"}, {"says": "y"}], "cannot_tell": [7]}})",
+                           R"({})"}) {
+    ctr::ExportTimeline t;
+    EXPECT_NO_THROW(t = ctr::export_timeline_of_document(nlohmann::ordered_json::parse(none), {}));
+    EXPECT_FALSE(t.cause) << none;
+  }
+  const auto some = nlohmann::ordered_json::parse(R"({"cause": {"causes": [7, {"kind": "bad_fd", "says": "s",
+      "window": 5}, {"kind": "use_after_free", "says": "u", "window": "w"}], "cannot_tell": ["c", null]}})");
+  const ctr::ExportTimeline t = ctr::export_timeline_of_document(some, {});
+  ASSERT_TRUE(t.cause);
+  ASSERT_EQ(t.cause->causes.size(), 2u);
+  EXPECT_EQ(t.cause->causes[0].kind, "bad_fd");
+  EXPECT_EQ(t.cause->causes[0].window, "");
+  EXPECT_EQ(t.cause->causes[1].window, "w");
+  EXPECT_EQ(t.cause->cannot_tell, std::vector<std::string>{"c"});
+  EXPECT_EQ(ctr::cause_lines(*t.cause), "cause: s\ncause: u\n  relies on: w\ncause cannot be told: c\n");
+}
+
+// Guards against: the cause's words losing bytes or breaking a format on
+// the way out: a quote, a backslash, a byte outside ASCII and a newline in
+// the claim (an abort message is the program's own bytes) stay valid JSON
+// in chrome-trace and readable CTF, escaped as the text escapes them.
+TEST(ExportCtf, TheCauseIsAnEventBabeltrace2ReadsAndAnInstantInChromeTrace) {
+  const std::string bt = ct::testing::babeltrace2_path();
+  if (bt.empty())
+    GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF trace "
+                    "cannot be read back";
+  ctr::ExportTimeline t;
+  t.pid = 5;
+  t.origin_age_ns = -10;
+  t.crash = ctr::ExportCrash{};
+  t.crash->tid = 5;
+  t.crash->signo = 6;
+  t.crash->signal_name = "SIGABRT";
+  t.cause = ctr::ExportCause{{{"abort_message", "abort message: \"q\" \\ caf\xc3\xa9\n", ""},
+                              {"double_free", "double free: 0x10", "allocations are complete since tl_init (1.000ms)"}},
+                             {"one undecided thing"}};
+  ctr::ExportEvent e;
+  e.tid = 5;
+  e.kind = "USER";
+  e.name = "X";
+  e.age_ns = -10;
+  std::string out;
+  auto c = ctr::chrome_trace_writer(t, [&](std::string_view s) {
+    out.append(s);
+    return true;
+  });
+  ASSERT_TRUE(c->event(e).ok());
+  ASSERT_TRUE(c->finish().ok());
+  const json trace = json::parse(out);
+  const json i = named(trace, "cause: abort_message", "i");
+  ASSERT_TRUE(i.is_object()) << out;
+  EXPECT_EQ(i["cat"], "CAUSE");
+  EXPECT_EQ(i["s"], "p");
+  EXPECT_EQ(i["tid"], 5);
+  EXPECT_EQ(i["ts"], 0.01);  /* the time reference: 10 ns after the oldest event */
+  EXPECT_EQ(i["args"]["says"], "abort message: \"q\" \\ caf\xc3\xa9\n");
+  EXPECT_EQ(i["args"]["relies_on"], nullptr);
+  EXPECT_EQ(i["args"]["causes"][1]["window"], "allocations are complete since tl_init (1.000ms)");
+  EXPECT_EQ(i["args"]["cannot_tell"], json::array({"one undecided thing"}));
+  EXPECT_EQ(trace["otherData"]["cause"]["causes"].size(), 2u);
+  const std::string dir = temp_dir("cause");
+  auto w = ctr::ctf_writer(t, dir);
+  ASSERT_TRUE(w) << w.error().message;
+  ASSERT_TRUE((*w)->event(e).ok());
+  ASSERT_TRUE((*w)->finish().ok());
+  const auto r = ct::testing::run({bt, "--clock-seconds", "--no-delta", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string bad;
+  const auto events = ct::testing::babeltrace2_events(r.out, &bad);
+  EXPECT_EQ(bad, "");
+  ASSERT_EQ(events.size(), 5u) << r.out;  // X, the CRASH from the notes, three CAUSE
+  EXPECT_EQ(events[1].name, "CRASH");
+  for (std::size_t n = 0; n < 3; ++n) {
+    const auto &x = events[2 + n];
+    EXPECT_EQ(x.name, "CAUSE") << x.line;
+    EXPECT_EQ(x.ns, events[1].ns) << "at the crash";
+    ASSERT_EQ(x.fields.size(), 5u) << x.line;
+    EXPECT_EQ(x.fields[0], (std::pair<std::string, std::string>{"line", std::to_string(n)}));
+    EXPECT_EQ(x.fields[1], (std::pair<std::string, std::string>{"lines", "3"}));
+  }
+  EXPECT_EQ(events[2].fields[2].second, "\"abort_message\"");
+  /* printable()'s escapes, which babeltrace2 prints with its own. */
+  EXPECT_NE(events[2].line.find(R"(says = "abort message: \"q\" \\ caf\\xc3\\xa9\\x0a")"), std::string::npos)
+      << events[2].line;
+  EXPECT_EQ(events[3].fields[4].second, "\"allocations are complete since tl_init (1.000ms)\"");
+  EXPECT_EQ(events[4].fields[2].second, "\"cannot_tell\"");
+  EXPECT_EQ(events[4].fields[3].second, "\"one undecided thing\"");
+  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  EXPECT_NE(metadata.find("cause_1_kind = \"double_free\";"), std::string::npos) << metadata;
+  EXPECT_NE(metadata.find("cause_1_relies_on = \"allocations are complete since tl_init (1.000ms)\";"),
+            std::string::npos);
+  EXPECT_EQ(metadata.find("cause_0_relies_on"), std::string::npos) << "the core alone: no window";
+  EXPECT_NE(metadata.find("cause_cannot_tell_0 = \"one undecided thing\";"), std::string::npos);
+  const auto d = ct::testing::run({bt, "-c", "sink.text.details", dir});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("cause_1: double free: 0x10\n"), std::string::npos) << d.out;
+  fs::remove_all(dir);
+  /* Without a cause: nothing of it. */
+  t.cause.reset();
+  out.clear();
+  auto n = ctr::chrome_trace_writer(t, [&](std::string_view s) {
+    out.append(s);
+    return true;
+  });
+  ASSERT_TRUE(n->event(e).ok());
+  ASSERT_TRUE(n->finish().ok());
+  EXPECT_EQ(out.find("CAUSE"), std::string::npos) << out;
+  EXPECT_FALSE(json::parse(out)["otherData"].contains("cause"));
+}
+
 // Guards against: a trace written over another one's streams.
 TEST(ExportCtf, ANonEmptyDirectoryIsRefusedAndLeftAlone) {
   const std::string dir = temp_dir("full");

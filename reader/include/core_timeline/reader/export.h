@@ -29,6 +29,10 @@
  * not given one: it is left out and counted (otherData.events_without_time,
  * CTF env.events_without_time).
  *
+ * The cause section (docs/cause.md), when the timeline has one, goes with
+ * the crash: an instant at the time reference in chrome-trace, CAUSE
+ * events after the CRASH in CTF; without one nothing of it is written.
+ *
  * Losses are never silent: per thread (the lanes it owned: overwritten,
  * torn or invalid, missing slots) on that thread's track, and the ring's
  * dropped events and the shared lane's losses in the document's top-level
@@ -176,6 +180,23 @@ struct ExportCrash {
                                       frame tells the fault; "" otherwise */
 };
 
+/** One claim of the cause section (cause.h Cause; the document's
+ *  cause.causes[]): its kind ("use_after_free", ...: cause_kind_name()),
+ *  the claim as its text line has it (raw: writers escape it), and the
+ *  window it relies on ("" for the core alone). */
+struct ExportCauseClaim {
+  std::string kind;
+  std::string says;
+  std::string window;
+};
+
+/** The cause section (docs/cause.md; the document's "cause"): its claims,
+ *  strongest first, and what the evidence could not decide. */
+struct ExportCause {
+  std::vector<ExportCauseClaim> causes;
+  std::vector<std::string> cannot_tell;
+};
+
 /** One source's window (analyze.h SourceWindow), for the metadata. */
 struct ExportWindow {
   std::string source;            /**< "user", "alloc", "io" */
@@ -211,6 +232,9 @@ struct ExportTimeline {
   std::vector<std::string> warnings;
   /** The other threads' stacks unwound from the core (--all-threads). */
   std::vector<ExportThreadStack> thread_stacks;
+  /** The cause section; nullopt when the document has none (then the
+   *  writers add nothing of it). */
+  std::optional<ExportCause> cause;
 };
 
 /** The tracks of `t` by tid (the first of a repeated tid), pointing into
@@ -294,6 +318,23 @@ std::string reraised_line(const ExportReraised &r);
  *  crash's parts to be kept. */
 void export_stacks_of_document(const nlohmann::ordered_json *crash, const nlohmann::ordered_json *thread_stacks,
                                ExportTimeline &t);
+
+/** The document's "cause" (null, missing or of another type: none;
+ *  docs/timeline-json.md, "cause") into t.cause: each claim of
+ *  "causes" that is an object with a string "kind" and "says" (and
+ *  "window", a string or null), each string of "cannot_tell"; other
+ *  elements are left out (the document is untrusted).  A section with
+ *  neither is none.  The one reading of it that both inputs use:
+ *  export_timeline_of() passes the document form of its Analysis. */
+void export_cause_of_document(const nlohmann::ordered_json *cause, ExportTimeline &t);
+
+/** The cause section's lines as the text has them (render.h; cause.h
+ *  kMaxCauseLines): "cause: SAYS" for at most kMaxCauseLines claims, each
+ *  followed by "  relies on: WINDOW" when it has one, then "cause: N more
+ *  in the JSON document" when there are more, then "cause cannot be
+ *  told: ..." per line of cannot_tell; each line escaped (printable())
+ *  and ended by '\n'.  Pure; allocates. */
+std::string cause_lines(const ExportCause &c);
 
 /** One event.  The views point into the Analysis or the JSON event it
  *  was made from, and are used only during ExportWriter::event(). */
