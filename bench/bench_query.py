@@ -10,7 +10,9 @@ timeline entries in a journal made by systemd-journal-remote, each with its
 document entry (LAYOUT "split", the default: as core-timelined logs them)
 or with the document inside (LAYOUT "inline": as earlier daemons did), and
 the N timeline files) is made once in BUILD_DIR/bench-query-N-LAYOUT/ and
-kept for the next runs (its making is timed and printed when it is made).
+kept for the next runs (its making is timed and printed when it is made);
+a corpus whose "done" file does not hold query_corpus.VERSION (one made
+before the timeline entries carried group signatures) is made anew.
 
 Each command runs RUNS times (default 3) with stdout on /dev/null; printed:
 the median and the slowest wall time, the median CPU time (user + system,
@@ -57,13 +59,16 @@ def main():
     ctlq = os.path.join(build, "bin", "ctl-query")
     layout = sys.argv[4] if len(sys.argv) > 4 else "split"
     corpus = os.path.join(build, "bench-query-%d-%s" % (n, layout))
-    if not os.path.exists(os.path.join(corpus, "done")):
+    done = os.path.join(corpus, "done")
+    made = open(done).read().strip() if os.path.exists(done) else None
+    if made != query_corpus.VERSION:
         subprocess.run(["rm", "-rf", corpus], check=True)
         start = time.monotonic()
         subprocess.run([sys.executable, os.path.join(src, "bench", "query_corpus.py"), str(n), corpus, layout],
                        check=True)
         print("corpus made in %.1f s (kept in %s)" % (time.monotonic() - start, corpus))
-        open(os.path.join(corpus, "done"), "w").close()
+        with open(done, "w") as f:
+            f.write(query_corpus.VERSION + "\n")
     else:
         print("corpus: %s (made by an earlier run)" % corpus)
     jdir, tdir = os.path.join(corpus, "journal"), os.path.join(corpus, "timelines")
@@ -86,6 +91,8 @@ def main():
     t = {}
     t["list"] = row("ctl-query -D JOURNAL list", [ctlq, "-D", jdir, "list"])
     t["cd_list"] = row("coredumpctl -D JOURNAL list", ["coredumpctl", "--no-pager", "-D", jdir, "list"])
+    t["group"] = row("ctl-query -D JOURNAL group", [ctlq, "-D", jdir, "group"])
+    t["group_stack"] = row("ctl-query -D JOURNAL group --stack", [ctlq, "-D", jdir, "group", "--stack"])
     t["events"] = row("ctl-query -D JOURNAL events --name " + name, [ctlq, "-D", jdir, "events", "--name", name])
     t["show"] = row("ctl-query -D JOURNAL show " + pid, [ctlq, "-D", jdir, "show", pid])
     t["cd_info"] = row("coredumpctl -D JOURNAL info " + pid, ["coredumpctl", "--no-pager", "-D", jdir, "info", pid])
@@ -122,6 +129,12 @@ def main():
             rss["coredumpctl -D JOURNAL list"], 1.0)
     verdict("ctl-query events --name peak RSS / coredumpctl list's", rss["ctl-query -D JOURNAL events --name " + name] /
             rss["coredumpctl -D JOURNAL list"], 1.0)
+    # No target of its own: ctl-query group beside coredumpctl list and ctl-query list, this run.
+    cd_list, q_list = "coredumpctl -D JOURNAL list", "ctl-query -D JOURNAL list"
+    for key, label in (("group", "ctl-query -D JOURNAL group"), ("group_stack", "ctl-query -D JOURNAL group --stack")):
+        print("ratio: %s / coredumpctl list: wall %.2f, CPU %.2f, peak RSS %.2f; / ctl-query list: wall %.2f, CPU %.2f"
+              % (label, t[key] / t["cd_list"], cpus[label] / cpus[cd_list], rss[label] / rss[cd_list],
+                 t[key] / t["list"], cpus[label] / cpus[q_list]))
     if failed:
         sys.exit("bench_query: these commands failed, their times mean nothing: " + ", ".join(failed))
 

@@ -12,6 +12,12 @@
 //                        merged.
 //   BM_DecodeSymbolize/MiB  the same with libdwfl's symbols, in process
 //                        (the CLI runs libdwfl in a child of its own).
+//   BM_GroupSignature/MiB  group_signature() of the core's Analysis (made
+//                        once with symbols, untimed, as the daemon reads a
+//                        core), in process: what grouping adds per crash;
+//                        /0 is the big ring's core (below).  The summary
+//                        sets it beside that one analyze_file() with
+//                        symbols, timed, and beside BM_DecodeSymbolize.
 //   BM_Read/MiB          core-timeline-read CORE (find, decode, symbolize,
 //                        print), as a user runs it.
 //   BM_ReadJson/MiB      core-timeline-read --json CORE.
@@ -89,6 +95,7 @@
 #include "core_timeline/reader/analyze.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/export.h"
+#include "core_timeline/reader/group.h"
 #include "core_timeline/reader/symbolize.h"
 #include "bench_stats.h"
 #include "crash_harness.h"
@@ -263,6 +270,41 @@ void BM_DecodeSymbolize(benchmark::State &state) {
   in_process_benchmark(state, "decode_symbolize", o);
 }
 
+// group_signature() alone (see the top of the file).  Arg: a core's MiB, or
+// 0 for the big ring's core.
+void BM_GroupSignature(benchmark::State &state) {
+  const int mib = static_cast<int>(state.range(0));
+  const std::string &core = mib == 0 ? g_big_core : g_cores[mib];
+  const std::string key = mib == 0 ? std::string("group/big") : key_of("group", mib);
+  ctr::ReadOptions o;
+  o.isolate_symbolizer = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ctr::Analysis a = ctr::analyze_file(core, o);
+  const double analyze_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.status != ctr::Status::kOk) {
+    state.SkipWithError(("cannot read " + core + ": " + a.reason).c_str());
+    return;
+  }
+  g_samples[key + "/analyze"].seconds = {analyze_s};
+  std::string words;
+  for (auto _ : state) {
+    const auto t = std::chrono::steady_clock::now();
+    const auto g = ctr::group_signature(a);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    if (!g) {
+      state.SkipWithError(("no group signature for " + core).c_str());
+      return;
+    }
+    words = g->words;
+    benchmark::DoNotOptimize(words.data());
+    state.SetIterationTime(s);
+    record(key, s, 0);
+  }
+  state.SetLabel(words);
+  state.counters["events"] = double(a.events.size());
+  state.counters["analyze_ms"] = analyze_s * 1e3;
+}
+
 void BM_Read(benchmark::State &state) {
   child_benchmark(state, "read", {g_bin_dir + "/core-timeline-read", g_cores[int(state.range(0))]}, exited_0);
 }
@@ -360,6 +402,9 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("BM_FindRing", BM_FindRing)->Apply(sizes)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Decode", BM_Decode)->Apply(sizes)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_DecodeSymbolize", BM_DecodeSymbolize)->Apply(sizes)->Unit(benchmark::kMicrosecond);
+  auto *group = benchmark::RegisterBenchmark("BM_GroupSignature", BM_GroupSignature)->Apply(sizes);
+  if (!g_big_ring.empty()) group->Arg(0);
+  group->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Read", BM_Read)->Apply(sizes)->Iterations(5);
   benchmark::RegisterBenchmark("BM_ReadJson", BM_ReadJson)->Apply(sizes)->Iterations(5);
   benchmark::RegisterBenchmark("BM_EuStack", BM_EuStack)->Apply(sizes)->Iterations(5);
@@ -493,6 +538,16 @@ void print_summary() {
                 cell(ratio(ms("read", mib), ms("eu-stack", mib)), 2).c_str(),
                 cell(ratio(ms("read_json", mib), ms("eu-stack", mib)), 2).c_str(),
                 cell(ratio(ms("read", mib), ms("gdb", mib)), 2).c_str());
+  std::printf("\nThe group signature per crash, in process: group_signature() median us | analyze_file() with "
+              "symbols ms (once) | share | BM_DecodeSymbolize median ms | share\n");
+  auto group_row = [&](const std::string &label, const std::string &key, double decode_ms) {
+    const double us = median(g_samples[key].seconds) * 1e6, analyze_ms = median(g_samples[key + "/analyze"].seconds) * 1e3;
+    std::printf("%-9s %9s %9s %8s%% %9s %8s%%\n", label.c_str(), cell(us, 2).c_str(), cell(analyze_ms, 1).c_str(),
+                cell(ratio(us / 1e3, analyze_ms) * 100, 4).c_str(), cell(decode_ms, 1).c_str(),
+                cell(ratio(us / 1e3, decode_ms) * 100, 4).c_str());
+  };
+  for (int mib : g_sizes) group_row(std::to_string(mib) + " MiB", key_of("group", mib), ms("decode_symbolize", mib));
+  if (!g_big_ring.empty()) group_row("big ring", "group/big", 0);
   const int lo = g_sizes.front(), hi = g_sizes.back();
   std::printf("read peak RSS, %d MiB core / %d MiB core: %s\n", hi, lo,
               cell(ratio(rss("read", hi), rss("read", lo)), 2).c_str());

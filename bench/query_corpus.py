@@ -20,12 +20,17 @@ apart, COMM and EXE one of four programs):
       core-timelined names them (the file-scan peer).
 
 Each document is small and realistic (about 2 KiB: status, process, crash,
-coredump with its fields, daemon, 6 events, text).  Every crash has the events
-LANE_CLAIM, REQ_PARSE, MALLOC, FREE, then one of BEFORE_DIE, RELOAD,
+coredump with its fields, daemon, 6 events, group, text).  Every crash has the
+events LANE_CLAIM, REQ_PARSE, MALLOC, FREE, then one of BEFORE_DIE, RELOAD,
 CONFIG_LOAD, FLUSH by turns (so "RELOAD" is in a quarter of them), then CRASH.
+Its group signature (docs/grouping.md; the document's "group", the timeline
+entry's CORE_TIMELINE_GROUP* fields) has the stack SIGSEGV in die() <-
+handle_COMM() <- main() and the history inside REQUEST, after REQ_PARSE,
+LAST: 16 groups of 4 stacks, ids hashed by rule 1's canonical text.
 
 Prints "generated N crashes in S s (journal X MiB in F files, timelines Y MiB)".
 """
+import hashlib
 import json
 import os
 import struct
@@ -33,6 +38,9 @@ import subprocess
 import sys
 import time
 
+# What bench_query.py finds in a corpus's "done" file: a corpus of another
+# version (made before the entries carried group signatures) is made anew.
+VERSION = "corpus with group signatures, 16 groups"
 JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
 TIMELINE_ID = "9d72af4745ac4dc29e0df9be4f6139df"
 DOCUMENT_ID = "fdd4b45325c349edbc4246673119f49d"
@@ -42,6 +50,24 @@ HOST = "bench-host"
 T0 = 1796020111000000  # 2026-11-30 06:28:31 UTC
 PROGRAMS = ["server", "worker", "backup", "indexer"]
 LAST = ["BEFORE_DIE", "RELOAD", "CONFIG_LOAD", "FLUSH"]
+
+
+def group_of(comm, last):
+    """The group signature of one crash, as reader/src/group.cc makes it."""
+    rule = "core-timeline group rule 1\n"
+    frames = ["die", "handle_" + comm, "main"]
+    spans, events = ["REQUEST"], ["REQ_PARSE", last]
+    stack = "signal SIGSEGV\nframes\n" + "\n".join(frames)
+    hist = "spans\n" + "\n".join(spans) + "\nevents\n" + "\n".join(events)
+
+    def h(text):
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+    stack_words = "SIGSEGV in " + " <- ".join(f + "()" for f in frames)
+    return {"rule": 1, "id": h(rule + "group\n" + stack + "\n" + hist), "stack_id": h(rule + "stack\n" + stack),
+            "history_id": h(rule + "history\n" + hist), "basis": "history+stack", "signal": "SIGSEGV",
+            "frames": frames, "open_spans": spans, "last_events": events,
+            "words": stack_words + " inside REQUEST, after " + ", ".join(events), "stack_words": stack_words,
+            "note": None}
 
 
 def export_entry(fields, realtime, monotonic):
@@ -58,7 +84,7 @@ def export_entry(fields, realtime, monotonic):
 
 def crash(i, layout="split"):
     pid = 100000 + i
-    comm = PROGRAMS[i % len(PROGRAMS)]
+    comm = PROGRAMS[(i // len(LAST)) % len(PROGRAMS)]  # with LAST by turns: 16 groups
     exe = "/usr/bin/" + comm
     ts = T0 + i * 1000000
     core = "/var/lib/systemd/coredump/core.%s.1000.%s.%d.%d.zst" % (comm, BOOT, pid, ts)
@@ -83,6 +109,7 @@ def crash(i, layout="split"):
            "events": events,
            "coredump": {"journal_cursor": "s=1;i=%x" % (2 * i + 1), "boot_id": BOOT, "realtime_usec": ts + 100000,
                         "core_file": core, "storage": "external", "fields": fields},
+           "group": group_of(comm, LAST[i % len(LAST)]),
            "daemon": {"version": "0.1.0", "decoded_usec": ts + 150000, "duration_ms": 12},
            "text": "core-timeline: core-only, pid %d (%s), %d events\n" % (pid, comm, len(events))}
     document = json.dumps(doc, indent=2) + "\n"
@@ -105,6 +132,11 @@ def crash(i, layout="split"):
     timeline_entry += [("CORE_TIMELINE_BOOT_ID", BOOT), ("CORE_TIMELINE_STATUS", "ok"),
                        ("CORE_TIMELINE_SIGNAL", "11"), ("CORE_TIMELINE_EVENTS", str(len(events))),
                        ("CORE_TIMELINE_LAST_EVENT", json.dumps(events[-2]))]
+    g = doc["group"]
+    timeline_entry += [("CORE_TIMELINE_GROUP", g["id"]), ("CORE_TIMELINE_GROUP_STACK", g["stack_id"]),
+                       ("CORE_TIMELINE_GROUP_HISTORY", g["history_id"]), ("CORE_TIMELINE_GROUP_WORDS", g["words"]),
+                       ("CORE_TIMELINE_GROUP_STACK_WORDS", g["stack_words"]),
+                       ("CORE_TIMELINE_GROUP_BASIS", g["basis"])]
     timeline_entry += [("CORE_TIMELINE_EVENT_NAME", n) for n in sorted(set(names + ["CRASH"]))]
     name = "core.%s.1000.%s.%d.%d.timeline.json" % (comm, BOOT, pid, ts)
     timeline_entry += [("CORE_TIMELINE_EVENT_NAMES_COMPLETE", "1"), ("CORE_TIMELINE_SCHEMA_VERSION", "1"),

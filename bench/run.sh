@@ -9,7 +9,8 @@
 #   bench_overhead   recording one event, beside spdlog and LTTng-UST
 #   instructions.sh  instructions per tl_mark2 call under callgrind
 #   bench_reader     core-timeline-read on 10 MiB, 100 MiB, 1 GiB cores,
-#                    beside eu-stack and gdb
+#                    beside eu-stack and gdb; group_signature() beside the
+#                    analysis of the same core
 #   bench_daemon     a crash to its timeline.json, beside zstd -d and
 #                    coredumpctl dump; a storm of 32
 #   bench_document_path  the daemon's document path (parse, build,
@@ -23,7 +24,7 @@
 #                    with BENCH_MAIN_BUILD=DIR, another build's wrappers
 #                    beside, for the ring's windows), interleaved, with and
 #                    without -P 16: requests/s ratios, RSS, windows
-#   bench_query.py   ctl-query list / events --name / show over 100,000
+#   bench_query.py   ctl-query list / group / events --name / show over 100,000
 #                    timeline entries in a journal, beside coredumpctl list
 #                    and info over 100,000 coredump entries and beside the
 #                    scan of 100,000 timeline files

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core_timeline/document/group_keys.h"
 #include "core_timeline/document/keys.h"
 #include "core_timeline/document/status.h"
 #include "core_timeline/reader/analyze.h"
@@ -364,10 +365,12 @@ json side_json(const SideInfo &i, const DiffSide &s) {
 
 }  // namespace
 
-json diff_json(const SideInfo &ia, const DiffSide &a, const SideInfo &ib, const DiffSide &b, const Diff &d) {
+json diff_json(const SideInfo &ia, const DiffSide &a, const SideInfo &ib, const DiffSide &b, const Diff &d,
+               const GroupDiff &group) {
   json j;
   j["a"] = side_json(ia, a);
   j["b"] = side_json(ib, b);
+  j["group"] = group_diff_json(group);
   j["compared_ns"] = opt_json(d.compared_ns);
   json events = json::array();
   for (const auto &r : d.events) {
@@ -460,8 +463,9 @@ std::string side_heading(const char *letter, const SideInfo &i, const DiffSide &
 }  // namespace
 
 void print_diff_text(std::ostream &out, const SideInfo &ia, const DiffSide &a, const SideInfo &ib, const DiffSide &b,
-                     const Diff &d, bool legend) {
+                     const Diff &d, const GroupDiff &group, bool legend) {
   out << side_heading("A", ia, a) << '\n' << side_heading("B", ib, b) << '\n';
+  print_group_section(out, group, legend);
   out << "compared: "
       << (d.compared_ns ? fmt::format("the last {} before each side's reference", reader::format_duration(*d.compared_ns))
                         : std::string("cannot be told (a side has no event placed in time): only a window complete "
@@ -551,32 +555,35 @@ class DiffRun {
     }
     SideInfo ia, ib;
     DiffSide a, b;
-    if (const int rc = resolve("A", d_.a, ia, a)) return rc;
-    if (const int rc = resolve("B", d_.b, ib, b)) return rc;
+    SideGroup ga, gb;
+    if (const int rc = resolve("A", d_.a, ia, a, ga)) return rc;
+    if (const int rc = resolve("B", d_.b, ib, b, gb)) return rc;
+    const GroupDiff group = compare_groups(std::move(ga), std::move(gb));
     if (ia.label == ib.label && !o_.quiet)
       err_ << "ctl-query: A and B are the same " << (ia.from == DiffArgument::kCore ? "core" : "timeline") << " ("
            << printable(ia.label) << ")\n";
     const Diff diff = compare_sides(a, b);
     if (o_.json) {
-      const json j = diff_json(ia, a, ib, b, diff);
+      const json j = diff_json(ia, a, ib, b, diff, group);
       out_ << (o_.json_pretty ? j.dump(2, ' ', false, json::error_handler_t::replace)
                               : j.dump(-1, ' ', false, json::error_handler_t::replace))
            << '\n';
     } else {
-      print_diff_text(out_, ia, a, ib, b, diff, !o_.no_legend);
+      print_diff_text(out_, ia, a, ib, b, diff, group, !o_.no_legend);
     }
     out_.flush();
     return kExitFound;
   }
 
  private:
-  int resolve(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side) {
+  int resolve(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side, SideGroup &group) {
     info.argument = arg;
     info.from = classify_diff_argument(arg, o_.cwd);
-    return info.from == DiffArgument::kCore ? from_core(letter, arg, info, side) : from_match(letter, arg, info, side);
+    return info.from == DiffArgument::kCore ? from_core(letter, arg, info, side, group)
+                                            : from_match(letter, arg, info, side, group);
   }
 
-  int from_core(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side) {
+  int from_core(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side, SideGroup &group) {
     std::filesystem::path p(arg);
     if (p.is_relative()) p = std::filesystem::path(o_.cwd) / p;
     info.file = info.label = p.lexically_normal().string();
@@ -588,8 +595,7 @@ class DiffRun {
       return kExitIncomplete;
     }
     reader::ReadOptions ro;
-    ro.symbolize = false;  // names and counts only: no libdwfl
-    ro.tlmap = tlmap_ ? &*tlmap_ : nullptr;
+    ro.tlmap = tlmap_ ? &*tlmap_ : nullptr;  // symbols on: the group's stack part is function names
     const json doc = reader::to_json(reader::analyze(*core, ro));
     fill_from_document(info, doc);
     const json *events = member(doc, key::events);
@@ -598,10 +604,11 @@ class DiffRun {
       return kExitIncomplete;
     }
     side = DiffSide::of_document(doc);
+    group = side_group_of(doc);
     return 0;
   }
 
-  int from_match(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side) {
+  int from_match(const char *letter, const std::string &arg, SideInfo &info, DiffSide &side, SideGroup &group) {
     QueryOptions q = o_;
     q.matches = {arg};
     LocatedTimeline found;
@@ -626,7 +633,7 @@ class DiffRun {
            << "; comparing the newest (" << printable(found.path) << ")\n";
     ReadRequest req;
     req.max_bytes = o_.max_bytes;
-    req.paths = {key::spans, key::windows, key::time};
+    req.paths = {key::spans, key::windows, key::time, core_timeline::document::group_key::group};
     req.on_event = [&side](const json &e, std::size_t) { side.add_event(e); };
     std::optional<Result<Timeline>> read;
     if (found.document) {
@@ -656,6 +663,7 @@ class DiffRun {
       return kExitIncomplete;
     }
     side.add_rest(tl.top);
+    group = side_group_of(tl.top);
     return 0;
   }
 

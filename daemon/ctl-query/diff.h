@@ -21,9 +21,15 @@
  * the compared time (absence_on()); otherwise "not seen; window incomplete
  * (N overwritten)".
  *
- * Memory: a stored side keeps its "spans", "windows" and "time" whole
+ * Before the tables, the group section (diff_group.h): whether A and B
+ * are one group, or share a stack but not a group (and what in their
+ * histories differs), from each document's "group".
+ *
+ * Memory: a stored side keeps its "spans", "windows", "time" and "group" whole
  * (ReadRequest::paths) and of its events only the counts; a core FILE's
- * document is built whole by to_json(), as core-timeline-read --json does.
+ * document is built whole by to_json(), as core-timeline-read --json does,
+ * with symbols (libdwfl, in a child as the reader isolates it), since the
+ * group's stack part is function names.
  *
  * Untrusted input: documents are checked member by member; a value of the
  * wrong type counts as missing, never as a crash.
@@ -44,6 +50,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diff_group.h"
 #include "query.h"
 
 namespace core_timeline::ctlq {
@@ -234,13 +241,15 @@ struct SideInfo {
   std::string comm, exe, signal_name;
 };
 
-/** The --json object (docs/ctl-query.md, "diff --json"). */
+/** The --json object (docs/ctl-query.md, "diff --json"); "group" is
+ *  group_diff_json(group). */
 nlohmann::ordered_json diff_json(const SideInfo &ia, const DiffSide &a, const SideInfo &ib, const DiffSide &b,
-                                 const Diff &d);
+                                 const Diff &d, const GroupDiff &group);
 
-/** The text: the two sides, then the EVENT table and the SPAN table. */
+/** The text: the two sides, the group section (print_group_section), then
+ *  the EVENT table and the SPAN table. */
 void print_diff_text(std::ostream &out, const SideInfo &ia, const DiffSide &a, const SideInfo &ib,
-                     const DiffSide &b, const Diff &d, bool legend);
+                     const DiffSide &b, const Diff &d, const GroupDiff &group, bool legend);
 
 /** diff's own arguments. */
 struct DiffOptions {

@@ -219,6 +219,15 @@ class DiffOfTheTwoPaths : public ::testing::Test {
     }
     EXPECT_EQ(j["a"]["pid"], doc_a_["process"]["pid"]);
     EXPECT_EQ(j["b"]["pid"], doc_b_["process"]["pid"]);
+    // The group section: the two paths die through different stacks (a
+    // core side is read with symbols, so its stack is named as the
+    // daemon names it).
+    const json &g = j.at("group");
+    EXPECT_EQ(g["relation"], "different_stacks") << g.dump(1);
+    EXPECT_EQ(g["a"]["stack_words"], "SIGSEGV in die() <- path_a() <- main()") << g.dump(1);
+    EXPECT_EQ(g["b"]["stack_words"], "SIGSEGV in die() <- path_b() <- main()") << g.dump(1);
+    EXPECT_EQ(g["a"]["words"], doc_a_["group"]["words"]);
+    EXPECT_EQ(g["b"]["id"], doc_b_["group"]["id"]);
   }
 
   /* The text: the same four first, then the two spans, worded. */
@@ -293,6 +302,7 @@ TEST_F(DiffOfTheTwoPaths, AsStoredCrashes) {
   EXPECT_EQ(j["events"], cores["events"]);
   EXPECT_EQ(j["spans"], cores["spans"]);
   EXPECT_EQ(j["compared_ns"], cores["compared_ns"]);
+  EXPECT_EQ(j["group"], cores["group"]);
 
   const ct::test::Ran text = diff({pid(a_), pid(b_)});
   ASSERT_EQ(text.exit_code(), 0) << text.err;

@@ -24,7 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "core_timeline/reader/group.h"
 #include "diff.h"
+#include "diff_group.h"
 #include "query.h"
 
 namespace ctlq = core_timeline::ctlq;
@@ -410,7 +412,9 @@ TEST_F(DiffCommand, JsonShape) {
   const json j = json::parse(r.out);
   std::vector<std::string> top;
   for (const auto &[k, v] : j.items()) top.push_back(k);
-  EXPECT_EQ(top, (std::vector<std::string>{"a", "b", "compared_ns", "events", "spans"}));
+  EXPECT_EQ(top, (std::vector<std::string>{"a", "b", "group", "compared_ns", "events", "spans"}));
+  EXPECT_EQ(j["group"]["relation"], "unknown") << "documents made here have no group";
+  EXPECT_FALSE(j["group"]["a"]["known"].get<bool>());
   EXPECT_EQ(j["a"]["from"], "timeline");
   EXPECT_EQ(j["a"]["argument"], "101");
   EXPECT_EQ(j["a"]["pid"], 101);
@@ -519,6 +523,121 @@ TEST_F(DiffCommand, AnArgumentIsACoreFileOnlyWhenItIsAnEtCorePath) {
   const Out r = run({"diff", dir_ + "/core.le", dir_ + "/core.be"});
   EXPECT_EQ(r.rc, ctlq::kExitIncomplete);
   EXPECT_TRUE(contains(r.err, "ctl-query: A: " + dir_ + "/core.le: ")) << r.err;
+}
+
+// The document's "group" of a signature made by the reader's own rule.
+json group_of(std::vector<std::string> frames, std::vector<std::string> spans, std::vector<std::string> events) {
+  const auto g = core_timeline::reader::make_signature("SIGSEGV", std::move(frames), std::move(spans),
+                                                      std::move(events), true, "");
+  return {{"rule", core_timeline::reader::kGroupRule}, {"id", g.id}, {"stack_id", g.stack_id},
+          {"history_id", g.history_id}, {"basis", "history+stack"}, {"signal", g.signal}, {"frames", g.frames},
+          {"open_spans", g.open_spans}, {"last_events", g.last_events}, {"words", g.words},
+          {"stack_words", g.stack_words}, {"note", nullptr}};
+}
+
+const std::vector<std::string> kStack = {"crash_helper", "dispatch", "main"};
+
+TEST(DiffGroup, AGroupOfTheWrongShapeIsUntoldAndSaysWhy) {
+  json d = document({}, 1000);
+  EXPECT_TRUE(contains(ctlq::side_group_of(d).unknown, "no group signature (written before signatures)"));
+  d["group"] = nullptr;
+  EXPECT_TRUE(contains(ctlq::side_group_of(d).unknown, "null")) << ctlq::side_group_of(d).unknown;
+  d["group"] = "3f96ada7e83f594b";
+  EXPECT_TRUE(contains(ctlq::side_group_of(d).unknown, "not an object"));
+  d["group"] = group_of(kStack, {"REQUEST"}, {"PARSE"});
+  d["group"]["id"] = 12;
+  EXPECT_TRUE(contains(ctlq::side_group_of(d).unknown, "no id or stack_id string"));
+  d["group"] = group_of(kStack, {"REQUEST"}, {"PARSE"});
+  d["group"]["last_events"] = json::array({"PARSE", 7});
+  EXPECT_TRUE(contains(ctlq::side_group_of(d).unknown, "wrong type"));
+  EXPECT_FALSE(ctlq::side_group_of(json::array()).known);
+  d["group"] = group_of(kStack, {"REQUEST"}, {"PARSE"});
+  const ctlq::SideGroup g = ctlq::side_group_of(d);
+  ASSERT_TRUE(g.known) << g.unknown;
+  EXPECT_EQ(g.open_spans, std::vector<std::string>{"REQUEST"});
+  EXPECT_EQ(g.words, "SIGSEGV in crash_helper() <- dispatch() <- main() inside REQUEST, after PARSE");
+}
+
+TEST(DiffGroup, TheSameStackMarksWhatDiffersAtItsPlace) {
+  json a = document({}, 1000), b = document({}, 1000);
+  a["group"] = group_of(kStack, {"REQUEST_B"}, {"PARSE", "LOOKUP_B"});
+  b["group"] = group_of(kStack, {}, {"START", "PARSE", "LOOKUP_C"});
+  const ctlq::GroupDiff g = ctlq::compare_groups(ctlq::side_group_of(a), ctlq::side_group_of(b));
+  EXPECT_EQ(g.relation, ctlq::GroupRelation::kSameStack);
+  EXPECT_EQ(g.a_spans_differ, std::vector<bool>{true});
+  EXPECT_EQ(g.a_events_differ, (std::vector<bool>{false, true}));  // aligned at the newest
+  EXPECT_EQ(g.b_events_differ, (std::vector<bool>{true, false, true}));
+  std::ostringstream out;
+  ctlq::print_group_section(out, g, true);
+  const std::string ida = a["group"]["id"], idb = b["group"]["id"], stack = a["group"]["stack_id"];
+  EXPECT_EQ(out.str(), "group: different groups through the same stack\n"
+                       "  stack: " + stack + " SIGSEGV in crash_helper() <- dispatch() <- main()\n"
+                       "  A: " + ida + " inside *REQUEST_B*, after PARSE, *LOOKUP_B*\n"
+                       "  B: " + idb + " after *START*, PARSE, *LOOKUP_C*\n"
+                       "  (*NAME*: not the other side's at that place)\n");
+  const json j = ctlq::group_diff_json(g);
+  EXPECT_EQ(j["relation"], "same_stack");
+  EXPECT_TRUE(j["id"].is_null());
+  EXPECT_EQ(j["stack_id"], stack);
+  EXPECT_EQ(j["a"]["open_spans"], json::array({"REQUEST_B"}));
+  EXPECT_EQ(j["a"]["last_events_differ"], json::array({false, true}));
+  EXPECT_EQ(j["b"]["open_spans_differ"], json::array());
+  EXPECT_TRUE(j["b"]["unknown"].is_null());
+
+  // One group; different stacks.
+  b["group"] = a["group"];
+  const ctlq::GroupDiff same = ctlq::compare_groups(ctlq::side_group_of(a), ctlq::side_group_of(b));
+  EXPECT_EQ(same.relation, ctlq::GroupRelation::kSameGroup);
+  out.str("");
+  ctlq::print_group_section(out, same, true);
+  EXPECT_EQ(out.str(), "group: same group " + ida +
+                           " SIGSEGV in crash_helper() <- dispatch() <- main() inside REQUEST_B, after PARSE, LOOKUP_B\n");
+  b["group"] = group_of({"die", "path_b", "main"}, {"REQUEST_B"}, {"PARSE", "LOOKUP_B"});
+  const ctlq::GroupDiff other = ctlq::compare_groups(ctlq::side_group_of(a), ctlq::side_group_of(b));
+  EXPECT_EQ(other.relation, ctlq::GroupRelation::kDifferentStacks);
+  out.str("");
+  ctlq::print_group_section(out, other, true);
+  EXPECT_EQ(out.str(), "group: different stacks\n  A: stack " + stack +
+                           " SIGSEGV in crash_helper() <- dispatch() <- main() (group " + ida + ")\n  B: stack " +
+                           b["group"]["stack_id"].get<std::string>() + " SIGSEGV in die() <- path_b() <- main() (group " +
+                           b["group"]["id"].get<std::string>() + ")\n");
+  EXPECT_TRUE(ctlq::group_diff_json(other)["stack_id"].is_null());
+}
+
+TEST_F(DiffCommand, TheGroupSectionComesBeforeTheTablesAndAnOldDocumentsCannotBeTold) {
+  json a = document({{"USER", "LOOKUP_B", 1}}, 1000), b = document({{"USER", "LOOKUP_C", 1}}, 1000);
+  a["group"] = group_of(kStack, {"REQUEST"}, {"PARSE", "LOOKUP_B"});
+  b["group"] = group_of(kStack, {"REQUEST"}, {"PARSE", "LOOKUP_C"});
+  store(dir_, a, 101, 1796020100000000);
+  store(dir_, b, 202, 1796020110000000);
+  Out r = run({"diff", "101", "202"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto l = lines_of(r.out);
+  ASSERT_GE(l.size(), 8u) << r.out;
+  EXPECT_EQ(l[4], "group: different groups through the same stack") << r.out;
+  EXPECT_EQ(l[6], "  A: " + a["group"]["id"].get<std::string>() + " inside REQUEST, after PARSE, *LOOKUP_B*");
+  EXPECT_EQ(l[7], "  B: " + b["group"]["id"].get<std::string>() + " inside REQUEST, after PARSE, *LOOKUP_C*");
+  EXPECT_LT(r.out.find("group: "), r.out.find("\nEVENT")) << r.out;
+  const json j = json::parse(run({"diff", "--json", "101", "202"}).out);
+  EXPECT_EQ(j["group"]["relation"], "same_stack");
+  EXPECT_EQ(j["group"]["b"]["last_events"], json::array({"PARSE", "LOOKUP_C"}));
+
+  // A document written before group signatures (schema_version 6): that
+  // side cannot be told; the other's group is still named.
+  std::filesystem::copy_file(CT_FIXTURES "/crash_demo-a.schema6.timeline.json",
+                             dir_ + "/" + std::filesystem::path(CT_FIXTURES "/crash_demo-a.schema6.timeline.json")
+                                              .filename()
+                                              .string());
+  r = run({"diff", "23318", "202"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\ngroup: cannot be told for A (its document has no group signature (written before "
+                              "signatures))\n  B: " + b["group"]["id"].get<std::string>() + " SIGSEGV in crash_helper()"))
+      << r.out;
+  const json old = json::parse(run({"diff", "--json", "23318", "202"}).out);
+  EXPECT_EQ(old["group"]["relation"], "unknown");
+  EXPECT_FALSE(old["group"]["a"]["known"].get<bool>());
+  EXPECT_TRUE(old["group"]["a"]["id"].is_null());
+  EXPECT_EQ(old["group"]["b"]["id"], b["group"]["id"]);
 }
 
 }  // namespace
