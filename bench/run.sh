@@ -24,6 +24,10 @@
 #                    with BENCH_MAIN_BUILD=DIR, another build's wrappers
 #                    beside, for the ring's windows), interleaved, with and
 #                    without -P 16: requests/s ratios, RSS, windows
+#   redis_document.sh  redis under all wrappers crashed through the
+#                    pipeline: the stored document's bytes an event, the
+#                    daemon's time, beside core-timeline-read on the core,
+#                    and ctl-query show of it
 #   bench_query.py   ctl-query list / group / events --name / show over 100,000
 #                    timeline entries in a journal, beside coredumpctl list
 #                    and info over 100,000 coredump entries and beside the
@@ -78,6 +82,7 @@ redis_args=()
 [[ -n ${BENCH_MAIN_BUILD:-} ]] && redis_args+=(--main-build "$BENCH_MAIN_BUILD")
 run redis_overhead /usr/bin/python3 "$src/bench/redis_overhead.py" "$build" --out "$out/redis_overhead.json" \
   "${redis_args[@]}"
+run redis_document "$src/bench/redis_document.sh" "$build"
 run bench_query /usr/bin/python3 "$src/bench/bench_query.py" "$build"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 echo

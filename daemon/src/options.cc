@@ -153,7 +153,7 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   Options o;
   Given g;
   CLI::App app{"core-timelined: for every crash that systemd-coredump stores, write the timeline the crashed\n"
-               "process left in its core (core-timeline-read --json) next to the core.\n"
+               "process left in its core (the compact document of core-timeline-read --format=compact) next to the core.\n"
                "See docs/core-timelined.md.",
                "core-timelined"};
   declare_options(app, o, g);
