@@ -20,7 +20,7 @@
 //   BM_BigRing/read, BM_BigRing/read_json
 //                        core-timeline-read [--json] on the core of a full
 //                        ring of about a million events (big_ring_crasher
-//                        16 65536 70000, tests/reader/big_ring_crasher.c),
+//                        16 65536 70000, tests/crashers/big_ring_crasher.c),
 //                        for the memory the reader needs beside the ring's
 //                        bytes (issue 13, item 5)
 //   BM_BigRing/read_chrome_trace
@@ -47,7 +47,7 @@
 // the context as rss_floor_KiB.  The cores are in the page cache (warm):
 // what is measured is the tools' work, not the disk.
 //
-// The cores are real: big_crasher MIB (tests/daemon/big_crasher.c, a
+// The cores are real: big_crasher MIB (tests/crashers/big_crasher.c, a
 // libtimeline process with MIB MiB of touched anonymous memory) crashes
 // through the real systemd-coredump pipeline (tests/support/pipeline start),
 // and the harness decompresses its stored core.  They are kept in

@@ -2,7 +2,7 @@
 //
 // The timeline's edges on REAL cores from the REAL systemd-coredump
 // pipeline (tests/support/crash_harness.h), each a crash of edge_crasher
-// (tests/reader/edge_crasher.c), read by the real core-timeline-read and,
+// (tests/crashers/edge_crasher.c), read by the real core-timeline-read and,
 // for the CTF export, the real babeltrace2:
 //  - arguments named like the chrome-trace export's own keys (id, kind,
 //    state, ends; lane and seq through a --tlmap): no key is written twice,

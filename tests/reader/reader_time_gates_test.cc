@@ -4,12 +4,12 @@
 // systemd-coredump pipeline (tests/support/crash_harness.h), read by the
 // real core-timeline-read with no tlmap:
 //
-//  - the outside clock: clock_check (tests/lib/clock_check.c) prints its own
+//  - the outside clock: clock_check (tests/crashers/clock_check.c) prints its own
 //    CLOCK_MONOTONIC readings just before and just after each mark; the
 //    reader's ages, from the core alone, must fall between them.  Also for
 //    a process that crashes right after its start (--fast: no helper-thread
 //    anchor), whose rate comes from the init and crash anchors only;
-//  - spans and names: spans_three_threads (tests/lib/spans_three_threads.c),
+//  - spans and names: spans_three_threads (tests/crashers/spans_three_threads.c),
 //    one thread crashing inside two nested open spans, one with a span
 //    open, one with only closed spans, and a span ended by another thread;
 //  - bad settings: a TL_SLOTS that makes no ring, or is no number, gives a
