@@ -65,44 +65,12 @@ std::string timeline_name_for(const std::map<std::string, std::string> &fields) 
   return core + ".timeline.json";
 }
 
-/* A daemon of the test's own: a temporary root (removed at the end) with an
- * empty configuration and a tlmap directory, not the machine's. */
-struct DaemonRoot {
-  explicit DaemonRoot(const std::string &stem) {
-    std::string t = "/tmp/" + stem + "-XXXXXX";
-    if (mkdtemp(t.data()) == nullptr) return;
-    root = t;
-    chmod(root.c_str(), 0755);
-    tlmaps = root + "/tlmap.d";
-    config = root + "/empty.conf";
-    fs::create_directories(tlmaps);
-    std::ofstream(config).flush();
-  }
-  ~DaemonRoot() {
-    std::error_code ec;
-    if (!root.empty()) fs::remove_all(root, ec);
-  }
-  DaemonRoot(const DaemonRoot &) = delete;
-  DaemonRoot &operator=(const DaemonRoot &) = delete;
-  ct::test::DaemonHarness::Options options() const {
-    ct::test::DaemonHarness::Options opts;
-    opts.binary = CT_DAEMON;
-    opts.root = root;
-    opts.log_target = "stderr";
-    opts.tlmap_dir = tlmaps;
-    opts.config = config;
-    return opts;
-  }
-  std::string root, tlmaps, config;  // root "" when mkdtemp failed
-};
-
 TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   ASSERT_EQ(geteuid(), 0u);
   // Its own configuration (not the machine's) and event names.
-  const DaemonRoot dr("ctlq-e2e");
-  ASSERT_FALSE(dr.root.empty()) << "mkdtemp failed";
-  fs::copy_file(CT_TLMAP, dr.tlmaps + "/crash_demo.tlmap");
-  ct::test::DaemonHarness daemon(dr.options());
+  const ct::test::DaemonRoot dr("ctlq-e2e");
+  fs::copy_file(CT_TLMAP, dr.tlmap_dir() + "/crash_demo.tlmap");
+  ct::test::DaemonHarness daemon(dr.options(CT_DAEMON));
   daemon.start();
 
   // Root's crash.
@@ -217,9 +185,8 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
  * gives from the core, and ctl-query show prints it as stored. */
 TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) {
   ASSERT_EQ(geteuid(), 0u);
-  const DaemonRoot dr("ctlq-spans");  // no tlmap: the names come from the core
-  ASSERT_FALSE(dr.root.empty()) << "mkdtemp failed";
-  ct::test::DaemonHarness daemon(dr.options());
+  const ct::test::DaemonRoot dr("ctlq-spans");  // no tlmap: the names come from the core
+  ct::test::DaemonHarness daemon(dr.options(CT_DAEMON));
   daemon.start();
 
   ct::test::CrashRun run = ct::test::run_and_collect_core({CT_SPANS_THREE_THREADS});
