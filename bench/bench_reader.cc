@@ -22,10 +22,10 @@
 //                        ring of about a million events (big_ring_crasher
 //                        16 65536 70000, tests/crashers/big_ring_crasher.c),
 //                        for the memory the reader needs beside the ring's
-//                        bytes (issue 13, item 5)
+//                        bytes
 //   BM_BigRing/read_chrome_trace
 //                        core-timeline-read --format=chrome-trace on that
-//                        core (issue 15: <= 1 s, and peak RSS beyond the
+//                        core (target: <= 1 s, and peak RSS beyond the
 //                        baseline <= 3 x the ring's bytes)
 //   BM_BigRing/export_chrome_trace
 //                        the export alone, in process: export_events() of

@@ -2,10 +2,10 @@
 //
 // ctl_query_daemon_test - end to end: real crashes, the real pipeline, the
 // real core-timelined writing the timelines, then ctl-query reading them
-// (issue 4: "crash_demo --path=a gives a timeline.json next to its core
-// with status ok and the a-path events; `ctl-query show <pid>` prints them;
-// `ctl-query list` lists it"; "as an unprivileged user, ctl-query lists that
-// user's timelines and says which others it may not read").
+// (crash_demo --path=a gives a timeline.json next to its core with status
+// ok and the a-path events; `ctl-query show <pid>` prints them; `ctl-query
+// list` lists it; as an unprivileged user, ctl-query lists that user's
+// timelines and says which others it may not read).
 //
 // The daemon runs in the foreground with its own state and output
 // directories (--first-start new; tests/support/daemon_harness.h), so the
@@ -180,7 +180,7 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   EXPECT_EQ(daemon.stop(), 0) << daemon.log();
 }
 
-/* Issue 13: spans_three_threads' timeline, stored by the daemon with no
+/* spans_three_threads' timeline, stored by the daemon with no
  * tlmap, has the same open spans, closed spans and names as core-timeline-read
  * gives from the core, and ctl-query show prints it as stored. */
 TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) {

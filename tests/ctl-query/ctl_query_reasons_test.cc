@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
-// ctl_query_reasons_test - the right reasons and the right ids (issue 17,
-// item 3), end to end: real crashes, the real pipeline, the real
+// ctl_query_reasons_test - the right reasons and the right ids, end to
+// end: real crashes, the real pipeline, the real
 // core-timelined, then ctl-query as the crashed user and as root.
 //
 //  - A setuid-root program run by a test user sets its uids back to that

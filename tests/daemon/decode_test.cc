@@ -324,7 +324,7 @@ int big_ring_core(const TempDir &dir, std::uint32_t lanes, std::uint32_t slots, 
   return open((dir.path + "/big").c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-// Issue 13, item 5: the decoder decodes a big ring within its own memory
+// The decoder decodes a big ring within its own memory
 // (RLIMIT_DATA: the memory limit; decode.h), because the document and the
 // text are written as they are made, never held whole.  These 65536 events
 // make 72 MB of JSON and text; held whole, with the tree the JSON was

@@ -155,7 +155,7 @@ RingBuilder three_events();
  *  events from four call sites in the executable, every 16th a USER_PTR
  *  with 16 inline bytes into the stack, a span begun and ended every 64,
  *  two ids named in the ring; lane `lanes` is the shared one, empty.  For
- *  the memory bounds of big rings (issue 13, item 5). */
+ *  the memory bounds of big rings. */
 RingBuilder full_ring(std::uint32_t lanes, std::uint32_t slots);
 
 /** Makes `r` a ring of a second tl_init one tick after the first: its clock

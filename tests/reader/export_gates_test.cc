@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// Issue 15's export checks on REAL kernel cores from the REAL
+// The export checks on REAL kernel cores from the REAL
 // systemd-coredump pipeline (tests/support/crash_harness.h), with the real
 // third-party reader:
 //  - babeltrace2 (Debian's) prints every event of crash_demo's CTF export

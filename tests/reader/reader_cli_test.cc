@@ -131,7 +131,7 @@ long reader_peak_kib(std::vector<std::string> args, const std::string &core) {
   return kib;
 }
 
-/* Issue 13, item 5: a big ring decodes and renders, to text and to JSON,
+/* A big ring decodes and renders, to text and to JSON,
  * within 3 times its bytes beyond the reader's baseline (the same reader
  * on a ring of 8 slots a lane).  Memory, not time: the peak RSS of the same
  * work on the same input is the same on a loaded machine.  (Before the

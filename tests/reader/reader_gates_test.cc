@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// The acceptance gates of issue 3 on REAL kernel cores from the REAL
+// The reader's acceptance gates on REAL kernel cores from the REAL
 // systemd-coredump pipeline (tests/support/crash_harness.h): the fixture is
 // crash_demo --path=a|b (fixtures/crash_demo.c) and crash_demo_nolib.
 // Every JSON document the reader prints here is validated against

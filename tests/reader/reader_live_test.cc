@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // reader_live_test - core-timeline-read --pid: live snapshots of real
-// running processes (issue 15, part 4).  The writers are live_writers
+// running processes.  The writers are live_writers
 // (threads recording spans and marks at full speed until killed); every
 // snapshot is read by the real reader binary, or by snapshot_process() for
 // the process that exits in the middle of one.

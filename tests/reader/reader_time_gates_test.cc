@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// The acceptance checks of issue 13 on REAL cores from the REAL
+// Times, spans and names checked on REAL cores from the REAL
 // systemd-coredump pipeline (tests/support/crash_harness.h), read by the
 // real core-timeline-read with no tlmap:
 //

@@ -664,7 +664,7 @@ nlohmann::ordered_json last_event(const ctr::Analysis &a) { return ctr::to_json(
 
 }  // namespace
 
-// Guards against: a path shown as hex bytes nobody reads (issue 14 item 5),
+// Guards against: a path shown as hex bytes nobody reads,
 // or a JSON that has the string but not the exact bytes.
 TEST(InlineText, PlainPathIsAQuotedStringBesideItsExactBytes) {
   auto a = with_inline_event(fmtx::kKindOpen, 0, 3, 0, "/etc/hostname");
@@ -1452,7 +1452,7 @@ TEST(Printable, QuotedWritesCEscapes) {
 }
 
 // Guards against: binary bytes called text, or text called binary because
-// of its NUL padding, a few odd bytes, or UTF-8 (issue 14 item 5).
+// of its NUL padding, a few odd bytes, or UTF-8.
 TEST(Printable, PayloadTextIsMostlyPrintableWithoutInnerNul) {
   using core_timeline::reader::payload_text;
   const auto text = [](std::string_view s) {
