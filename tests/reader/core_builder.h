@@ -20,7 +20,7 @@
 
 #include "core_timeline/ring_format.h"
 
-namespace ct::testing {
+namespace ct::test {
 
 namespace fmtx = core_timeline::format;
 
@@ -187,6 +187,6 @@ inline constexpr std::uint64_t kExeAddr = 0x400000;
 /** Writes bytes to a fresh file under $TMPDIR and returns its path. */
 std::string write_temp(const std::vector<std::uint8_t> &bytes, const std::string &stem);
 
-}  // namespace ct::testing
+}  // namespace ct::test
 
 #endif  // CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H

@@ -42,14 +42,14 @@ namespace {
 const std::string kReader = CT_READER_BIN;
 
 json read_json(const std::string &core) {
-  const auto r = ct::testing::run({kReader, "--json", core}, 1ull << 30);
+  const auto r = ct::test::run({kReader, "--json", core}, ct::test::address_space_limit(1ull << 30));
   json doc = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
-  EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+  EXPECT_EQ(ct::test::schema_errors(r.out), "");
   return doc;
 }
 
-std::string read_text(const std::string &core) { return ct::testing::run({kReader, core}, 1ull << 30).out; }
+std::string read_text(const std::string &core) { return ct::test::run({kReader, core}, ct::test::address_space_limit(1ull << 30)).out; }
 
 bool has(const std::string &h, const std::string &n) { return h.find(n) != std::string::npos; }
 
@@ -282,9 +282,9 @@ TEST(BadSettings, ARingThatCouldNotBeMadeIsSaidFromTheCoreNotTakenForNoLibrary) 
     ct::test::CrashOptions o;
     o.env = {{"LD_PRELOAD", CT_LIBTIMELINE}, {"TL_SLOTS", slots}};
     const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_CRASH_DEMO_NOLIB, "--path=a"}, o);
-    const auto r = ct::testing::run({kReader, "--json", run.core_path}, 1ull << 30);
-    EXPECT_EQ(r.exit_code, 8) << r.err;
-    EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+    const auto r = ct::test::run({kReader, "--json", run.core_path}, ct::test::address_space_limit(1ull << 30));
+    EXPECT_EQ(r.exit_code(), 8) << r.err;
+    EXPECT_EQ(ct::test::schema_errors(r.out), "");
     const json doc = json::parse(r.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded());
     EXPECT_EQ(doc["status"], "ring_not_made");
@@ -296,7 +296,7 @@ TEST(BadSettings, ARingThatCouldNotBeMadeIsSaidFromTheCoreNotTakenForNoLibrary) 
   }
   /* The control: the same program without the library is no_ring (exit 1). */
   const ct::test::CrashRun none = ct::test::run_and_collect_core({CT_CRASH_DEMO_NOLIB, "--path=a"});
-  EXPECT_EQ(ct::testing::run({kReader, none.core_path}, 1ull << 30).exit_code, 1);
+  EXPECT_EQ(ct::test::run({kReader, none.core_path}, ct::test::address_space_limit(1ull << 30)).exit_code(), 1);
 }
 
 TEST(BadSettings, TlDisableStopsTheConstructorOnlyNotAnExplicitTlInit) {
