@@ -74,7 +74,8 @@ json crash_and_store(ct::test::DaemonHarness &daemon, const std::vector<std::str
     ADD_FAILURE() << "no timeline of pid " << r.pid << "\n" << daemon.log_tail();
     return nullptr;
   }
-  json doc = json::parse(ct::test::read_text(t->path));
+  // In the full shape (a compact stored document made whole again).
+  json doc = ct::test::full_document(json::parse(ct::test::read_text(t->path)));
   doc["test_pid"] = r.pid;
   return doc;
 }

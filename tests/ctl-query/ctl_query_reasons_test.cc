@@ -143,11 +143,12 @@ std::optional<std::string> wait_timeline_of(const std::string &dir, const std::s
   }
 }
 
+/* A stored timeline in the full shape (a compact one made whole again). */
 json read_json(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  return json::parse(ss.str());
+  return ct::test::full_document(json::parse(ss.str()));
 }
 
 // docs/timeline.schema.json (python3-jsonschema) on the stored document at
