@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bench_daemon - core-timelined end to end (issue 6 part 3): a real crash to
+// bench_daemon - core-timelined end to end: a real crash to
 // its timeline.json on disk, beside what anyone else does with the same
 // stored core, a plain `zstd -d` and `coredumpctl dump`; and a storm of 32
 // simultaneous crashes.
@@ -1050,7 +1050,7 @@ int run(const Config &cfg) {
               "(entry→death), so (a) death→TL is shorter than (b), and negative when the timeline is on disk\n"
               "before the crasher is reaped. crash→TL starts at the CRASH event (the crash handler's TSC).\n");
 
-  // ---- the timeline entry's cost (issue 16) ----
+  // ---- the timeline entry's cost ----
   // The daemon's stderr line for each entry says what sending it took
   // (fields built, the document bounded, sd_journal_sendv, and the fork of
   // the child that sends it as the crashed user, when it does):
@@ -1082,7 +1082,7 @@ int run(const Config &cfg) {
   }
   json jentry = json::array();
   std::printf("\n## The timeline entry in the journal: the daemon's added cost per crash (medians)\n\n");
-  std::printf("TARGET (issue 16) \"the daemon's added cost per crash for the journal entry <= 10%% of its per-crash "
+  std::printf("TARGET \"the daemon's added cost per crash for the journal entry <= 10%% of its per-crash "
               "time\": **entry / daemon work <= 0.10**\n\n");
   std::printf("| case | n | document in the entry, bytes | cut | entry ms | daemon work ms (duration_ms) | "
               "**entry / daemon work** |\n|---|---|---|---|---|---|---|\n");

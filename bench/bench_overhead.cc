@@ -175,7 +175,7 @@ void BM_TlMarkEnabled(benchmark::State &state) {
 }
 BENCHMARK(BM_TlMarkEnabled);
 
-/* Stacks (issue 18): the same walk depth on both unwinding paths, beside
+/* Stacks: the same walk depth on both unwinding paths, beside
  * glibc's backtrace() and libunwind's unw_backtrace, each from the
  * innermost of 12 frames built with .sframe or with frame pointers
  * (stack_chain.cc).  Arg: the depth. */
@@ -427,7 +427,7 @@ void print_summary(const SummaryReporter &rep) {
               counter("BM_TlMarkContended/real_time/threads:1", "p50_ns"), true, 1.1);
   print_ratio("ReadTicks (rdtsc alone, the TSC writer's floor) / TlMarkEnabled", cpu("BM_ReadTicks"),
               cpu("BM_TlMarkEnabled"), true, 0);
-  /* Issue 18's targets: the peer over us (>= 10: we are 10 x faster). */
+  /* The stack targets: the peer over us (>= 10: we are 10 x faster). */
   print_ratio("GlibcBacktrace/8 / TlMarkStack_SFrame/8", cpu("BM_GlibcBacktrace/8"), cpu("BM_TlMarkStack_SFrame/8"),
               false, 10);
   print_ratio("UnwBacktrace/8 / TlMarkStack_SFrame/8", cpu("BM_UnwBacktrace/8"), cpu("BM_TlMarkStack_SFrame/8"),

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """bench/bench_query.py [BUILD_DIR [N [RUNS [LAYOUT]]]] - ctl-query over N crashes
 (default 100000) from the journal's index, beside coredumpctl over the same
-journal and beside the file scan (docs/performance.md, "bench_query";
-issue 16's targets).
+journal and beside the file scan (docs/performance.md, "bench_query",
+with its targets).
 
 The corpus (bench/query_corpus.py: N systemd-coredump entries and N
 timeline entries in a journal made by systemd-journal-remote, each with its

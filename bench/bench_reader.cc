@@ -26,12 +26,12 @@
 //   BM_BigRing/read, BM_BigRing/read_json
 //                        core-timeline-read [--json] on the core of a full
 //                        ring of about a million events (big_ring_crasher
-//                        16 65536 70000, tests/reader/big_ring_crasher.c),
+//                        16 65536 70000, tests/crashers/big_ring_crasher.c),
 //                        for the memory the reader needs beside the ring's
-//                        bytes (issue 13, item 5)
+//                        bytes
 //   BM_BigRing/read_chrome_trace
 //                        core-timeline-read --format=chrome-trace on that
-//                        core (issue 15: <= 1 s, and peak RSS beyond the
+//                        core (target: <= 1 s, and peak RSS beyond the
 //                        baseline <= 3 x the ring's bytes)
 //   BM_BigRing/export_chrome_trace
 //                        the export alone, in process: export_events() of
@@ -53,7 +53,7 @@
 // the context as rss_floor_KiB.  The cores are in the page cache (warm):
 // what is measured is the tools' work, not the disk.
 //
-// The cores are real: big_crasher MIB (tests/daemon/big_crasher.c, a
+// The cores are real: big_crasher MIB (tests/crashers/big_crasher.c, a
 // libtimeline process with MIB MiB of touched anonymous memory) crashes
 // through the real systemd-coredump pipeline (tests/support/pipeline start),
 // and the harness decompresses its stored core.  They are kept in

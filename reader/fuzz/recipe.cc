@@ -18,9 +18,9 @@ namespace ct::fuzz {
 namespace {
 
 namespace fmtx = core_timeline::format;
-using ct::testing::CoreBuilder;
-using ct::testing::NoteSpec;
-using ct::testing::RingBuilder;
+using ct::test::CoreBuilder;
+using ct::test::NoteSpec;
+using ct::test::RingBuilder;
 
 /** The recipe's bytes; a read past the end gives 0. */
 class In {
@@ -431,8 +431,8 @@ std::vector<std::uint8_t> default_desc(NoteKind k, const CoreBuilder &c, std::ui
       break;
     }
     case kNoteAuxv:
-      put(std::uint64_t{AT_PHDR}); put(std::uint64_t{ct::testing::kExeAddr + 0x40});
-      put(std::uint64_t{AT_ENTRY}); put(std::uint64_t{ct::testing::kExeAddr + 0x1000});
+      put(std::uint64_t{AT_PHDR}); put(std::uint64_t{ct::test::kExeAddr + 0x40});
+      put(std::uint64_t{AT_ENTRY}); put(std::uint64_t{ct::test::kExeAddr + 0x1000});
       put(std::uint64_t{AT_NULL}); put(std::uint64_t{0});
       break;
     case kNoteBuildId: d = kBuildId; break;
@@ -549,14 +549,14 @@ void builder_op(In &in, Op op, CoreBuilder &c, const Ring &ring, std::vector<std
     }
     case kOpMap: {
       const std::uint8_t what = in.u8();
-      const std::uint64_t vaddr = value(in, ct::testing::kRingAddr + 0x200000, 0);
+      const std::uint64_t vaddr = value(in, ct::test::kRingAddr + 0x200000, 0);
       const std::size_t pages = in.u8() % 4 + 1;
       const char *path = kPaths[(what >> 2) % std::size(kPaths)];
       switch (what % 4) {
         case 0: c.map(vaddr, std::vector<std::uint8_t>(pages * 4096, 0), (what & 0x80) ? path : ""); break;
         case 1: c.map(vaddr, ring.bytes, path); break;  // the same ring twice
         case 2: c.map_excluded(vaddr, pages * 4096, path); break;
-        default: c.map(vaddr, ct::testing::fake_elf_page({1, 2, 3, 4}), path, 0x2000, 5); break;
+        default: c.map(vaddr, ct::test::fake_elf_page({1, 2, 3, 4}), path, 0x2000, 5); break;
       }
       break;
     }
@@ -568,7 +568,7 @@ void builder_op(In &in, Op op, CoreBuilder &c, const Ring &ring, std::vector<std
     }
     case kOpAuxv: {
       const std::uint64_t type = in.u8();
-      c.auxv.insert(c.auxv.begin(), {type, value(in, ct::testing::kExeAddr + 0x40, 0)});
+      c.auxv.insert(c.auxv.begin(), {type, value(in, ct::test::kExeAddr + 0x40, 0)});
       break;
     }
     case kOpSiginfo: {
@@ -715,9 +715,9 @@ Made make(std::span<const std::uint8_t> recipe) {
     c.extra_notes.push_back({"CORE-TIMELINE", 1, default_desc(kNoteLive, c, ring.last_ts)});
   }
   if ((shape & 3) == kShapeNoFileNote) c.with_file_note = false;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page(exe_build_id), "/usr/bin/victim", 0x2000, 5);
-  if (shape & kShapeExcluded) c.map_excluded(ct::testing::kRingAddr, ring.bytes.size(), memfd);
-  else c.map(ct::testing::kRingAddr, ring.bytes, memfd);
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page(exe_build_id), "/usr/bin/victim", 0x2000, 5);
+  if (shape & kShapeExcluded) c.map_excluded(ct::test::kRingAddr, ring.bytes.size(), memfd);
+  else c.map(ct::test::kRingAddr, ring.bytes, memfd);
   if (shape & kShapeTwoRings) {
     Ring second = make_ring(static_cast<std::uint8_t>(shape & ~kShapeRingless), 0);
     add_event(second, 0, 2, 5, 0);
@@ -725,13 +725,13 @@ Made make(std::span<const std::uint8_t> recipe) {
     second.header().anchor_ticks += 1;
     second.header().anchor_realtime_ns += 1;
     second.header().header_crc = fmtx::header_crc(second.bytes.data());
-    c.map(ct::testing::kRingAddr + 0x100000, second.bytes, memfd);
+    c.map(ct::test::kRingAddr + 0x100000, second.bytes, memfd);
   }
   c.map(0x7ffd00000000, std::vector<std::uint8_t>(4096, 0x5a), "", 0x10000, 6);  // a stack
   // The builder edits see the standard mappings (and may change their
   // NT_FILE entries); the build-id note kind changes the executable's page.
   pass(kBuilder, nullptr);
-  if (exe_build_id != kBuildId) c.loads[0].data = ct::testing::fake_elf_page(exe_build_id);
+  if (exe_build_id != kBuildId) c.loads[0].data = ct::test::fake_elf_page(exe_build_id);
   out.bytes = c.build();
   pass(kElf, &out.bytes);
   return out;

@@ -63,7 +63,7 @@ Read crash(const std::vector<std::string> &argv, int signo, bool wrappers = true
   Read r{rd::analyze_file(run.core_path, ro), {}, {}, run.core_path};
   r.text = rd::render_text(r.a);
   const std::string json = rd::render_json(r.a);
-  EXPECT_EQ(ct::testing::schema_errors(json), "") << "docs/timeline.schema.json, with its \"cause\"";
+  EXPECT_EQ(ct::test::schema_errors(json), "") << "docs/timeline.schema.json, with its \"cause\"";
   r.doc = nlohmann::ordered_json::parse(json);
   return r;
 }

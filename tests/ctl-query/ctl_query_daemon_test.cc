@@ -2,10 +2,10 @@
 //
 // ctl_query_daemon_test - end to end: real crashes, the real pipeline, the
 // real core-timelined writing the timelines, then ctl-query reading them
-// (issue 4: "crash_demo --path=a gives a timeline.json next to its core
-// with status ok and the a-path events; `ctl-query show <pid>` prints them;
-// `ctl-query list` lists it"; "as an unprivileged user, ctl-query lists that
-// user's timelines and says which others it may not read").
+// (crash_demo --path=a gives a timeline.json next to its core with status
+// ok and the a-path events; `ctl-query show <pid>` prints them; `ctl-query
+// list` lists it; as an unprivileged user, ctl-query lists that user's
+// timelines and says which others it may not read).
 //
 // The daemon runs in the foreground with its own state and output
 // directories (--first-start new; tests/support/daemon_harness.h), so the
@@ -65,44 +65,12 @@ std::string timeline_name_for(const std::map<std::string, std::string> &fields) 
   return core + ".timeline.json";
 }
 
-/* A daemon of the test's own: a temporary root (removed at the end) with an
- * empty configuration and a tlmap directory, not the machine's. */
-struct DaemonRoot {
-  explicit DaemonRoot(const std::string &stem) {
-    std::string t = "/tmp/" + stem + "-XXXXXX";
-    if (mkdtemp(t.data()) == nullptr) return;
-    root = t;
-    chmod(root.c_str(), 0755);
-    tlmaps = root + "/tlmap.d";
-    config = root + "/empty.conf";
-    fs::create_directories(tlmaps);
-    std::ofstream(config).flush();
-  }
-  ~DaemonRoot() {
-    std::error_code ec;
-    if (!root.empty()) fs::remove_all(root, ec);
-  }
-  DaemonRoot(const DaemonRoot &) = delete;
-  DaemonRoot &operator=(const DaemonRoot &) = delete;
-  ct::test::DaemonHarness::Options options() const {
-    ct::test::DaemonHarness::Options opts;
-    opts.binary = CT_DAEMON;
-    opts.root = root;
-    opts.log_target = "stderr";
-    opts.tlmap_dir = tlmaps;
-    opts.config = config;
-    return opts;
-  }
-  std::string root, tlmaps, config;  // root "" when mkdtemp failed
-};
-
 TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   ASSERT_EQ(geteuid(), 0u);
   // Its own configuration (not the machine's) and event names.
-  const DaemonRoot dr("ctlq-e2e");
-  ASSERT_FALSE(dr.root.empty()) << "mkdtemp failed";
-  fs::copy_file(CT_TLMAP, dr.tlmaps + "/crash_demo.tlmap");
-  ct::test::DaemonHarness daemon(dr.options());
+  const ct::test::DaemonRoot dr("ctlq-e2e");
+  fs::copy_file(CT_TLMAP, dr.tlmap_dir() + "/crash_demo.tlmap");
+  ct::test::DaemonHarness daemon(dr.options(CT_DAEMON));
   daemon.start();
 
   // Root's crash.
@@ -212,14 +180,13 @@ TEST(CtlQueryWithDaemon, TheDaemonsTimelinesAreFoundListedAndShown) {
   EXPECT_EQ(daemon.stop(), 0) << daemon.log();
 }
 
-/* Issue 13: spans_three_threads' timeline, stored by the daemon with no
+/* spans_three_threads' timeline, stored by the daemon with no
  * tlmap, has the same open spans, closed spans and names as core-timeline-read
  * gives from the core, and ctl-query show prints it as stored. */
 TEST(CtlQueryWithDaemon, SpansAndNamesFromTheCoreReachTheStoredTimelineAndShow) {
   ASSERT_EQ(geteuid(), 0u);
-  const DaemonRoot dr("ctlq-spans");  // no tlmap: the names come from the core
-  ASSERT_FALSE(dr.root.empty()) << "mkdtemp failed";
-  ct::test::DaemonHarness daemon(dr.options());
+  const ct::test::DaemonRoot dr("ctlq-spans");  // no tlmap: the names come from the core
+  ct::test::DaemonHarness daemon(dr.options(CT_DAEMON));
   daemon.start();
 
   ct::test::CrashRun run = ct::test::run_and_collect_core({CT_SPANS_THREE_THREADS});

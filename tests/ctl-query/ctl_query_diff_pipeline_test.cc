@@ -71,42 +71,15 @@ std::map<std::string, std::uint64_t> counts_of(const json &doc) {
   return m;
 }
 
-#ifdef CT_DAEMON
-/* A daemon of the test's own: a temporary root (removed at the end) with
- * an empty configuration and crash_demo's tlmap, not the machine's. */
-struct DaemonRoot {
-  DaemonRoot() {
-    std::string t = "/tmp/ctlq-diff-XXXXXX";
-    if (mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    root = t;
-    fs::create_directories(root + "/tlmap.d");
-    fs::copy_file(CT_TLMAP, root + "/tlmap.d/crash_demo.tlmap");
-    std::ofstream(root + "/empty.conf").flush();
-  }
-  ~DaemonRoot() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  ct::test::DaemonHarness::Options options() const {
-    ct::test::DaemonHarness::Options o;
-    o.binary = CT_DAEMON;
-    o.root = root;
-    o.log_target = "stderr";
-    o.tlmap_dir = root + "/tlmap.d";
-    o.config = root + "/empty.conf";
-    return o;
-  }
-  std::string root;
-};
-#endif
-
 class DiffOfTheTwoPaths : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     try {
 #ifdef CT_DAEMON
-      root_ = new DaemonRoot();
-      daemon_ = new ct::test::DaemonHarness(root_->options());
+      // crash_demo's tlmap, not the machine's.
+      root_ = new ct::test::DaemonRoot("ctlq-diff");
+      fs::copy_file(CT_TLMAP, root_->tlmap_dir() + "/crash_demo.tlmap");
+      daemon_ = new ct::test::DaemonHarness(root_->options(CT_DAEMON));
       daemon_->start();
 #endif
       a_ = ct::test::run_and_collect_core({CT_CRASH_DEMO, "--path=a"});
@@ -255,7 +228,7 @@ class DiffOfTheTwoPaths : public ::testing::Test {
   static inline json doc_a_, doc_b_;
   static inline std::string stored_dir_, setup_error_;
 #ifdef CT_DAEMON
-  static inline DaemonRoot *root_ = nullptr;
+  static inline ct::test::DaemonRoot *root_ = nullptr;
   static inline ct::test::DaemonHarness *daemon_ = nullptr;
 #endif
 };

@@ -58,32 +58,6 @@ std::vector<json> json_lines(const std::string &s) {
   return v;
 }
 
-struct DaemonRoot {
-  explicit DaemonRoot(const std::string &stem) {
-    std::string t = "/tmp/" + stem + "-XXXXXX";
-    if (mkdtemp(t.data()) == nullptr) return;
-    root = t;
-    fs::permissions(root, fs::perms(0755));
-    config = root + "/empty.conf";
-    std::ofstream(config).flush();
-  }
-  ~DaemonRoot() {
-    std::error_code ec;
-    if (!root.empty()) fs::remove_all(root, ec);
-  }
-  DaemonRoot(const DaemonRoot &) = delete;
-  DaemonRoot &operator=(const DaemonRoot &) = delete;
-  ct::test::DaemonHarness::Options options() const {
-    ct::test::DaemonHarness::Options opts;
-    opts.binary = CT_DAEMON;
-    opts.root = root;
-    opts.log_target = "stderr";
-    opts.config = config;
-    return opts;
-  }
-  std::string root, config;
-};
-
 /* Crashes `argv` (a core of any size) and returns the daemon's timeline. */
 json crash_and_store(ct::test::DaemonHarness &daemon, const std::vector<std::string> &argv) {
   ct::test::ProcessOptions o;
@@ -160,9 +134,8 @@ void expect_diff_tells_the_groups(const std::string &dir, const std::map<std::st
 
 TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
   ASSERT_EQ(geteuid(), 0u);
-  const DaemonRoot dr("ctlq-group");
-  ASSERT_FALSE(dr.root.empty()) << "mkdtemp failed";
-  ct::test::DaemonHarness daemon(dr.options());
+  const ct::test::DaemonRoot dr("ctlq-group");
+  ct::test::DaemonHarness daemon(dr.options(CT_DAEMON));
   daemon.start();
   const std::uint64_t t0 = ct::test::now_usec() - 1000000;  // whole seconds: -S @SECONDS
 
@@ -294,9 +267,8 @@ TEST(CtlQueryGroup, DispatcherHandlersGroupApartThroughTheSameStack) {
 
 TEST(CtlQueryGroup, CrashDemosTwoPathsAreTwoGroups) {
   ASSERT_EQ(geteuid(), 0u);
-  const DaemonRoot dr("ctlq-group-demo");
-  ASSERT_FALSE(dr.root.empty()) << "mkdtemp failed";
-  ct::test::DaemonHarness daemon(dr.options());
+  const ct::test::DaemonRoot dr("ctlq-group-demo");
+  ct::test::DaemonHarness daemon(dr.options(CT_DAEMON));
   daemon.start();
   std::map<std::string, json> groups;
   for (const char *path : {"a", "b", "a", "b"}) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
-// ctl_query_reasons_test - the right reasons and the right ids (issue 17,
-// item 3), end to end: real crashes, the real pipeline, the real
+// ctl_query_reasons_test - the right reasons and the right ids, end to
+// end: real crashes, the real pipeline, the real
 // core-timelined, then ctl-query as the crashed user and as root.
 //
 //  - A setuid-root program run by a test user sets its uids back to that
@@ -143,6 +143,7 @@ std::optional<std::string> wait_timeline_of(const std::string &dir, const std::s
   }
 }
 
+/* A stored timeline in the full shape (a compact one made whole again). */
 json read_json(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// ctl_query_reasons_unit_test - the parts of issue 17 item 3 in-process:
+// ctl_query_reasons_unit_test - the right reasons and ids, in-process:
 // the two namespaces' ids a stored document gets from an entry and a
 // reader document (core_timeline/document/ids.h), the COREDUMP_DUMPABLE
 // member, the timeline entry's CORE_TIMELINE_NAMESPACE_PID, PID matches on

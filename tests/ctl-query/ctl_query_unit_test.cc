@@ -293,7 +293,7 @@ TEST(Matches, SameFieldIsOrDifferentFieldsAreAnd) {
 }
 
 // Guards against: matches on the paths that the summary did not keep
-// ("rings", "events", "text", null values) saying "no match" (issue 12).
+// ("rings", "events", "text", null values) saying "no match".
 TEST(Matches, EveryLeafOfTheDocumentMatchesByItsDottedPath) {
   const json d = sample_document();
   const std::vector<std::string> leaves = ct::test::ctlq::leaf_matches(d);

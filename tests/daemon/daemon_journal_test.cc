@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // daemon_journal_test - core-timelined driven from journal files and real
-// cores, without the system's crash pipeline (issue 12, "the daemon in
-// seams").
+// cores, without the system's crash pipeline: the binary, and the daemon
+// in this process from its parts.
 //
 // The inputs are a real core of `crash_demo --path=a` and its real
 // systemd-coredump journal entry, made once through the pipeline and
@@ -481,7 +481,7 @@ TEST(DaemonFromJournalFiles, ForgedAndMalformedEntriesPlantNothing) {
     EXPECT_NE(s.log().find(why), std::string::npos) << why << "\n" << s.log();
 }
 
-// ---- entries only the crashed user vouches for (issue 17 item 2) ----------
+// ---- entries only the crashed user vouches for -----------------------------
 
 constexpr const char kUser[] = "1234";
 constexpr const char kCoredumpCgroup[] =
@@ -530,7 +530,7 @@ Entry user_crash_in_journal(Scratch &s, const Entry &root_crash, const std::stri
   return e;
 }
 
-// Guards against: the forged-entry attack of issue 17 - an entry only its
+// Guards against: a forged entry - an entry only its
 // user vouches for, about a core that does not exist or that systemd-coredump
 // did not mark, planting a record (a core_missing timeline) - and against
 // such entries blocking the cursor or being retried, while root's and

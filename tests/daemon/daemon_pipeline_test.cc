@@ -1870,7 +1870,8 @@ std::vector<std::map<std::string, std::string>> journal_entries(const std::vecto
 
 }  // namespace
 
-// Guards against: the forged-entry attack of issue 17 planting a record.
+// Guards against: a forged entry (a user's own entry dressed as
+// systemd-coredump's) planting a record.
 // A test user runs forge_and_exec (comm "systemd-coredum", an entry about
 // its own uid saying pid 1 (/bin/bash) crashed, with a core file name of
 // the right shape for a core that does not exist, then exec of
@@ -2074,7 +2075,7 @@ TEST_F(DaemonPipeline, NotifiesReadinessPingsTheWatchdogAndStopsCleanlyOnSigterm
   EXPECT_NE(daemon.log().find("SIGTERM received: stopping"), std::string::npos);
 }
 
-// ---- whose rights a decoder has (issue 17, item 1) ------------------------------
+// ---- whose rights a decoder has ------------------------------------------------
 
 namespace {
 

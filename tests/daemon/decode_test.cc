@@ -317,14 +317,14 @@ TEST_P(Decoder, MemoryLimitTooSmallMakesItUndecodableNotFatal) {
 // A core with a full ring of `lanes` x `slots` events (full_ring), on a
 // descriptor; its size in *size.
 int big_ring_core(const TempDir &dir, std::uint32_t lanes, std::uint32_t slots, std::uint64_t *size) {
-  ct::testing::RingBuilder ring = ct::testing::full_ring(lanes, slots);
-  const std::vector<std::uint8_t> core = ct::testing::standard_core(ring).build();
+  ct::test::RingBuilder ring = ct::test::full_ring(lanes, slots);
+  const std::vector<std::uint8_t> core = ct::test::standard_core(ring).build();
   write_bytes(dir.path + "/big", core);
   *size = core.size();
   return open((dir.path + "/big").c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-// Issue 13, item 5: the decoder decodes a big ring within its own memory
+// The decoder decodes a big ring within its own memory
 // (RLIMIT_DATA: the memory limit; decode.h), because the document and the
 // text are written as they are made, never held whole.  These 65536 events
 // make 72 MB of JSON and text; held whole, with the tree the JSON was

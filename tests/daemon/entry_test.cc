@@ -142,7 +142,7 @@ TEST(Entry, CommIsEscapedAsSystemdDoes) {
 }
 
 // ---- corroboration of an entry only the crashed user vouches for -------------
-// (issue 17 item 2; entry.h).  A user U can make an entry with _UID U about
+// (entry.h).  A user U can make an entry with _UID U about
 // a crash of U pass every rule above (a sender that execs systemd-coredump
 // wins journald's _EXE race), so such an entry needs a witness U cannot
 // make: the root-owned core with systemd-coredump's xattrs, or journald's
@@ -208,7 +208,7 @@ TEST(Corroboration, OnlyAnEntryTheCrashedUserAloneVouchesForNeedsIt) {
   EXPECT_EQ(valid(with_cgroup).sender_cgroup.value_or(""), kUserCgroup);
 }
 
-// Guards against: the forged-entry attack of issue 17 (an entry about a
+// Guards against: a forged entry (an entry about a
 // core that does not exist, or one the user made) planting a record: only
 // a root-owned core whose user.coredump.pid, .uid and .timestamp are there
 // and agree corroborates; and against refusing the genuine case.

@@ -59,7 +59,7 @@ Core build_core(const std::vector<Seg> &segs) {
   const std::size_t phnum = 1 + segs.size();
   const std::size_t note_off = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
   std::uint64_t off = (note_off + note.size() + 4095) / 4096 * 4096;
-  const Elf64_Ehdr eh = ct::testing::core_ehdr(static_cast<Elf64_Half>(phnum));
+  const Elf64_Ehdr eh = ct::test::core_ehdr(static_cast<Elf64_Half>(phnum));
   put(c.bytes, 0, &eh, sizeof eh);
   Elf64_Phdr np{};
   np.p_type = PT_NOTE;

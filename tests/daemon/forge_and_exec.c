@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * forge_and_exec TIMESTAMP - the forged-entry attack of issue 17, as an
- * unprivileged user runs it: name itself like systemd-coredump (comm is cut
+ * forge_and_exec TIMESTAMP - a forged systemd-coredump entry, as an
+ * unprivileged user would make it: name itself like systemd-coredump (comm is cut
  * at 15 bytes), send a systemd-coredump-shaped entry about its own uid to
  * the journal (pid 1, /bin/bash, a COREDUMP_FILENAME of the right shape
  * for a core that does not exist), and exec /lib/systemd/systemd-coredump

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // debuginfod_test - symbols from a real debuginfod server (Debian's
-// debuginfod 0.188 serving tests/debuginfod's served/ directory), for a
+// debuginfod 0.188 serving debuginfod_victim's debug info directory), for a
 // real crash of debuginfod_victim, a stripped executable whose debug info
 // is only on that server:
 //  - server up: function and source file:line, from core-timeline-read on

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // fleet_test - timelines travel to a central host on the journal's own
-// transport (issue 16, part 3; docs/fleet.md), on this machine, loopback
+// transport (docs/fleet.md), on this machine, loopback
 // only, with every part real:
 //
 //   real crashes -> the kernel -> systemd-coredump -> journald (the

@@ -704,7 +704,7 @@ TEST_F(SidecarDir, APlantedSymlinkIsNeverFollowed) {
   EXPECT_TRUE(S_ISLNK(sb.st_mode)) << "the planted link was replaced";
 }
 
-// Spans open in three threads at a crash (tests/lib/spans_three_threads.c):
+// Spans open in three threads at a crash (tests/crashers/spans_three_threads.c):
 // what the core holds for each, and the names of their ids.
 TEST(Spans, ThreeThreadsCrashWithTheirSpansOpenOrClosedAsTheyLeftThem) {
   Crash c = crash("spans_three_threads", {});

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-namespace ct::testing {
+namespace ct::test {
 
 RingBuilder::RingBuilder(std::uint32_t lanes, std::uint32_t spl, std::uint32_t pid,
                          std::vector<std::uint8_t> build_id, std::uint32_t names)
@@ -439,4 +439,4 @@ Elf64_Ehdr core_ehdr(std::uint16_t phnum, std::uint16_t machine) {
   return eh;
 }
 
-}  // namespace ct::testing
+}  // namespace ct::test

@@ -20,7 +20,7 @@
 
 #include "core_timeline/ring_format.h"
 
-namespace ct::testing {
+namespace ct::test {
 
 namespace fmtx = core_timeline::format;
 
@@ -155,7 +155,7 @@ RingBuilder three_events();
  *  events from four call sites in the executable, every 16th a USER_PTR
  *  with 16 inline bytes into the stack, a span begun and ended every 64,
  *  two ids named in the ring; lane `lanes` is the shared one, empty.  For
- *  the memory bounds of big rings (issue 13, item 5). */
+ *  the memory bounds of big rings. */
 RingBuilder full_ring(std::uint32_t lanes, std::uint32_t slots);
 
 /** Makes `r` a ring of a second tl_init one tick after the first: its clock
@@ -187,6 +187,6 @@ inline constexpr std::uint64_t kExeAddr = 0x400000;
 /** Writes bytes to a fresh file under $TMPDIR and returns its path. */
 std::string write_temp(const std::vector<std::uint8_t> &bytes, const std::string &stem);
 
-}  // namespace ct::testing
+}  // namespace ct::test
 
 #endif  // CORE_TIMELINE_TESTS_READER_CORE_BUILDER_H

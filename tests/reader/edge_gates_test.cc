@@ -2,7 +2,7 @@
 //
 // The timeline's edges on REAL cores from the REAL systemd-coredump
 // pipeline (tests/support/crash_harness.h), each a crash of edge_crasher
-// (tests/reader/edge_crasher.c), read by the real core-timeline-read and,
+// (tests/crashers/edge_crasher.c), read by the real core-timeline-read and,
 // for the CTF export, the real babeltrace2:
 //  - arguments named like the chrome-trace export's own keys (id, kind,
 //    state, ends; lane and seq through a --tlmap): no key is written twice,
@@ -32,7 +32,7 @@
 #include "trace_checks.h"
 
 using json = nlohmann::json;
-using ct::testing::RunResult;
+using ct::test::Ran;
 namespace fs = std::filesystem;
 
 namespace {
@@ -42,17 +42,17 @@ const std::string kCrasher = CT_EDGE_CRASHER;
 
 bool has(const std::string &h, const std::string &n) { return h.find(n) != std::string::npos; }
 
-RunResult read(const std::vector<std::string> &args) {
+Ran read(const std::vector<std::string> &args) {
   std::vector<std::string> argv{kReader};
   argv.insert(argv.end(), args.begin(), args.end());
-  return ct::testing::run(argv, 1ull << 30);
+  return ct::test::run(argv, ct::test::address_space_limit(1ull << 30));
 }
 
 json read_json(const std::string &core, bool validate = true) {
-  const RunResult r = read({"--json", core});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = read({"--json", core});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   if (validate) {
-    EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+    EXPECT_EQ(ct::test::schema_errors(r.out), "");
   }
   return json::parse(r.out);
 }
@@ -95,8 +95,8 @@ std::string losses(const json &doc) {
 }
 
 std::string babeltrace2(const std::string &dir, std::string *err = nullptr) {
-  const RunResult r = ct::testing::run({ct::testing::babeltrace2_path(), "--clock-seconds", "--no-delta", dir});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = ct::test::run({ct::test::babeltrace2_path(), "--clock-seconds", "--no-delta", dir});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   if (err) *err = r.err;
   return r.out;
 }
@@ -106,17 +106,17 @@ std::string babeltrace2(const std::string &dir, std::string *err = nullptr) {
 // one value and the user's is lost.
 TEST(EdgeGates, ArgumentsNamedLikeTheExportsKeysKeepTheirValuesUnderKeysOfTheirOwn) {
   const ct::test::CrashRun run = ct::test::run_and_collect_core({kCrasher, "args"});
-  const std::string map = ct::testing::write_temp(
+  const std::string map = ct::test::write_temp(
       [] {
         const std::string m = "0x7003 MAPPED lane seq\n";
         return std::vector<std::uint8_t>(m.begin(), m.end());
       }(),
       "tlmap");
-  const RunResult r = read({"--tlmap", map, "--format=chrome-trace", run.core_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = read({"--tlmap", map, "--format=chrome-trace", run.core_path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_EQ(duplicate_keys(r.out), std::vector<std::string>{});
   const json trace = json::parse(r.out);
-  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  EXPECT_EQ(ct::test::tef_errors(trace), "");
   std::map<std::string, json> by_name;
   for (const auto &e : trace["traceEvents"])
     if (e["ph"] != "M") by_name[e["name"]] = e;
@@ -148,8 +148,8 @@ TEST(EdgeGates, AProcessNameWithAnEscapeIsWrittenEscapedByBothExports) {
   ASSERT_EQ(doc["process"]["comm"], "ev\x1b[2Jil") << "the core's own name, the input of this test";
   const std::string escaped = "ev\\x1b[2Jil";
 
-  const RunResult r = read({"--format=chrome-trace", run.core_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = read({"--format=chrome-trace", run.core_path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   const json trace = json::parse(r.out);
   EXPECT_EQ(trace["otherData"]["comm"], escaped);
   bool named = false;
@@ -161,16 +161,16 @@ TEST(EdgeGates, AProcessNameWithAnEscapeIsWrittenEscapedByBothExports) {
   EXPECT_TRUE(named);
   EXPECT_FALSE(has(r.out, "\\u001b")) << "no ESC in any string of the trace";
 
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
   const std::string dir = scratch_dir("ctf-comm");
-  const RunResult c = read({"--format=ctf", "--output", dir, run.core_path});
-  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const Ran c = read({"--format=ctf", "--output", dir, run.core_path});
+  ASSERT_EQ(c.exit_code(), 0) << c.err;
   std::string err;
   const std::string out = babeltrace2(dir, &err);
   EXPECT_FALSE(has(out + err, "\x1b")) << "babeltrace2 printed a raw ESC";
   EXPECT_TRUE(has(out, escaped)) << out;
-  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  const std::string metadata = ct::test::slurp(dir + "/metadata");
   EXPECT_FALSE(has(metadata, "\\033")) << "env.procname holds the ESC byte itself";
   fs::remove_all(dir);
 }
@@ -217,8 +217,8 @@ TEST(EdgeGates, ATokenThatNamesNoBeginIsNotABeginLostAndAnEndsArgumentsAreItsOwn
     ++not_a_span;
   EXPECT_EQ(not_a_span, 3u) << text;
 
-  const RunResult r = read({"--format=chrome-trace", run.core_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = read({"--format=chrome-trace", run.core_path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   const json trace = json::parse(r.out);
   std::size_t instants = 0;
   for (const auto &e : trace["traceEvents"]) {
@@ -231,12 +231,12 @@ TEST(EdgeGates, ATokenThatNamesNoBeginIsNotABeginLostAndAnEndsArgumentsAreItsOwn
   }
   EXPECT_EQ(instants, 3u) << "REQ's end is its slice's end; the three others are instants";
 
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
   const std::string dir = scratch_dir("ctf-tokens");
-  ASSERT_EQ(read({"--format=ctf", "--output", dir, run.core_path}).exit_code, 0);
+  ASSERT_EQ(read({"--format=ctf", "--output", dir, run.core_path}).exit_code(), 0);
   std::string bad;
-  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  const auto bt = ct::test::babeltrace2_events(babeltrace2(dir), &bad);
   EXPECT_EQ(bad, "");
   std::size_t bt_ends = 0, bt_no_begin = 0, req = 0;
   for (const auto &b : bt) {

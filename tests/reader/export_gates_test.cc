@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// Issue 15's export checks on REAL kernel cores from the REAL
+// The export checks on REAL kernel cores from the REAL
 // systemd-coredump pipeline (tests/support/crash_harness.h), with the real
 // third-party reader:
 //  - babeltrace2 (Debian's) prints every event of crash_demo's CTF export
@@ -32,7 +32,7 @@
 #include "trace_checks.h"
 
 using json = nlohmann::json;
-using ct::testing::RunResult;
+using ct::test::Ran;
 namespace fs = std::filesystem;
 
 namespace {
@@ -49,8 +49,8 @@ struct Core {
 Core crash(const std::vector<std::string> &argv) {
   Core c;
   c.crash = ct::test::run_and_collect_core(argv);
-  const RunResult r = ct::testing::run({kReader, "--json", c.crash.core_path});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = ct::test::run({kReader, "--json", c.crash.core_path});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   c.doc = json::parse(r.out);
   return c;
 }
@@ -63,17 +63,17 @@ std::string scratch_dir(const std::string &name) {
 }
 
 json chrome_trace(const std::string &core) {
-  const RunResult r = ct::testing::run({kReader, "--format=chrome-trace", core});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = ct::test::run({kReader, "--format=chrome-trace", core});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   json doc = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << r.out.substr(0, 2000);
   return doc;
 }
 
 std::string babeltrace2(const std::string &dir) {
-  const std::string bt = ct::testing::babeltrace2_path();
-  const RunResult r = ct::testing::run({bt, "--clock-seconds", "--no-delta", dir});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string bt = ct::test::babeltrace2_path();
+  const Ran r = ct::test::run({bt, "--clock-seconds", "--no-delta", dir});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   return r.out;
 }
 
@@ -98,7 +98,7 @@ std::int64_t oldest_age(const json &doc) {
 
 /* What every chrome-trace export must show of its document. */
 void expect_trace_shows(const json &doc, const json &trace) {
-  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  EXPECT_EQ(ct::test::tef_errors(trace), "");
   const std::int64_t origin = oldest_age(doc);
   const auto events = by_lane_seq(trace);
   const std::uint64_t pid = doc["process"]["pid"];
@@ -158,21 +158,21 @@ void expect_trace_shows(const json &doc, const json &trace) {
 // other names, fields, threads, times or order than the reader's own
 // document says.
 TEST(ExportGates, Babeltrace2PrintsEveryEventOfCrashDemoAsTheJsonDocumentHasIt) {
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF export "
                     "cannot be read back";
   const Core c = crash({CT_CRASH_DEMO, "--path=a"});
   const std::string dir = scratch_dir("ctf-demo");
-  const RunResult r = ct::testing::run({kReader, "--format=ctf", "--output", dir, c.crash.core_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = ct::test::run({kReader, "--format=ctf", "--output", dir, c.crash.core_path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   std::string bad;
-  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  const auto bt = ct::test::babeltrace2_events(babeltrace2(dir), &bad);
   EXPECT_EQ(bad, "");
   const json &events = c.doc["events"];
   ASSERT_EQ(bt.size(), events.size());
   // Each thread's events in its exact order; across threads by time.
   std::map<std::uint64_t, std::vector<const json *>> doc_by_tid;
-  std::map<std::uint64_t, std::vector<const ct::testing::BtEvent *>> bt_by_tid;
+  std::map<std::uint64_t, std::vector<const ct::test::BtEvent *>> bt_by_tid;
   for (const auto &e : events) doc_by_tid[e["tid"]].push_back(&e);
   for (const auto &e : bt) bt_by_tid[e.tid].push_back(&e);
   ASSERT_EQ(doc_by_tid.size(), bt_by_tid.size());
@@ -185,7 +185,7 @@ TEST(ExportGates, Babeltrace2PrintsEveryEventOfCrashDemoAsTheJsonDocumentHasIt) 
     ASSERT_EQ(des.size(), bes.size()) << "tid " << tid;
     for (std::size_t i = 0; i < des.size(); ++i) {
       const json &e = *des[i];
-      const ct::testing::BtEvent &b = *bes[i];
+      const ct::test::BtEvent &b = *bes[i];
       SCOPED_TRACE(b.line);
       EXPECT_EQ(b.name, e["name"].get<std::string>());
       EXPECT_EQ(b.thread_name, names[tid]);
@@ -311,14 +311,14 @@ TEST(ExportGates, ChromeTraceAndCtfShowTheLossesOnTheTrackTheyHit) {
   }
   EXPECT_TRUE(trace["otherData"]["absence_proves_nothing"].get<bool>());
 
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF "
                     "events_discarded cannot be read back";
   const std::string dir = scratch_dir("ctf-lossy");
-  const RunResult r = ct::testing::run({kReader, "--format=ctf", "--output", dir, c.crash.core_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const RunResult bt = ct::testing::run({ct::testing::babeltrace2_path(), dir});
-  ASSERT_EQ(bt.exit_code, 0) << bt.err;
+  const Ran r = ct::test::run({kReader, "--format=ctf", "--output", dir, c.crash.core_path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const Ran bt = ct::test::run({ct::test::babeltrace2_path(), dir});
+  ASSERT_EQ(bt.exit_code(), 0) << bt.err;
   for (const auto &[tid, n] : lost)
     EXPECT_NE(bt.err.find("Tracer discarded " + std::to_string(n) + " events between") , std::string::npos)
         << "tid " << tid << ": " << bt.err;
@@ -334,33 +334,33 @@ TEST(ExportGates, CtlQueryExportsTheStoredDocumentAsTheReaderExportsItsCore) {
   ct::test::ctlq::write_test_timeline(dir, t);
   const std::string pid = std::to_string(run.pid);
 
-  const RunResult reader = ct::testing::run({kReader, "--tlmap", kTlmap, "--format=chrome-trace", run.core_path});
-  ASSERT_EQ(reader.exit_code, 0) << reader.err;
-  const RunResult q = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", pid});
-  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const Ran reader = ct::test::run({kReader, "--tlmap", kTlmap, "--format=chrome-trace", run.core_path});
+  ASSERT_EQ(reader.exit_code(), 0) << reader.err;
+  const Ran q = ct::test::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", pid});
+  ASSERT_EQ(q.exit_code(), 0) << q.err;
   EXPECT_EQ(q.out, reader.out);
-  EXPECT_EQ(ct::testing::tef_errors(json::parse(q.out)), "");
+  EXPECT_EQ(ct::test::tef_errors(json::parse(q.out)), "");
 
   const std::string out_file = dir + "/trace.json";
-  const RunResult qf = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", "--output",
+  const Ran qf = ct::test::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", "--output",
                                          out_file, pid});
-  ASSERT_EQ(qf.exit_code, 0) << qf.err;
-  EXPECT_EQ(ct::testing::slurp(out_file), reader.out);
+  ASSERT_EQ(qf.exit_code(), 0) << qf.err;
+  EXPECT_EQ(ct::test::slurp(out_file), reader.out);
 
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
   const std::string from_reader = scratch_dir("ctf-reader"), from_query = scratch_dir("ctf-query");
-  ASSERT_EQ(ct::testing::run({kReader, "--tlmap", kTlmap, "--format=ctf", "--output", from_reader, run.core_path})
-                .exit_code,
+  ASSERT_EQ(ct::test::run({kReader, "--tlmap", kTlmap, "--format=ctf", "--output", from_reader, run.core_path})
+                .exit_code(),
             0);
-  const RunResult qc = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
-  ASSERT_EQ(qc.exit_code, 0) << qc.err;
+  const Ran qc = ct::test::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
+  ASSERT_EQ(qc.exit_code(), 0) << qc.err;
   const std::string a = babeltrace2(from_reader), b = babeltrace2(from_query);
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, b);
   // An existing directory that is not empty is refused, and left alone.
-  const RunResult again = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
-  EXPECT_EQ(again.exit_code, 2);
+  const Ran again = ct::test::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
+  EXPECT_EQ(again.exit_code(), 2);
   EXPECT_NE(again.err.find("exists and is not empty"), std::string::npos) << again.err;
   EXPECT_EQ(babeltrace2(from_query), b);
 }
@@ -446,11 +446,11 @@ std::vector<std::string> bt_array(const std::string &v) {
 void expect_ctf_crash_stack(const json &doc, const std::string &dir, const std::string &who) {
   SCOPED_TRACE(who);
   std::string bad;
-  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  const auto bt = ct::test::babeltrace2_events(babeltrace2(dir), &bad);
   EXPECT_EQ(bad, "");
   const json &crash = doc["crash"];
   const json &frames = crash["stack"]["frames"];
-  const ct::testing::BtEvent *ev = nullptr;
+  const ct::test::BtEvent *ev = nullptr;
   for (const auto &b : bt)
     if (b.name == "CRASH" && b.tid == crash["tid"].get<std::uint64_t>()) ev = &b;
   ASSERT_NE(ev, nullptr) << "no CRASH event in the crashing thread's stream";
@@ -479,8 +479,8 @@ void expect_ctf_crash_stack(const json &doc, const std::string &dir, const std::
 /* ctl-query info of the stored timeline: the fault, the re-raised fault,
  * and "Stack trace of thread N:" with every frame and where it came from. */
 void expect_info_crash_stack(const json &doc, const std::string &dir, const std::string &pid) {
-  const RunResult q = ct::testing::run({kCtlQuery, "-D", dir, "info", pid});
-  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const Ran q = ct::test::run({kCtlQuery, "-D", dir, "info", pid});
+  ASSERT_EQ(q.exit_code(), 0) << q.err;
   const json &crash = doc["crash"];
   const json &frames = crash["stack"]["frames"];
   const std::string head = "Stack trace of thread " + std::to_string(crash["tid"].get<std::uint64_t>()) + ":\n";
@@ -500,8 +500,8 @@ void expect_info_crash_stack(const json &doc, const std::string &dir, const std:
     EXPECT_EQ(line.substr(line.size() - from.size() - 4), "  [" + from + "]");
   }
   // --json: the document's crash and thread_stacks, as stored.
-  const RunResult qj = ct::testing::run({kCtlQuery, "-D", dir, "--json", "info", pid});
-  ASSERT_EQ(qj.exit_code, 0) << qj.err;
+  const Ran qj = ct::test::run({kCtlQuery, "-D", dir, "--json", "info", pid});
+  ASSERT_EQ(qj.exit_code(), 0) << qj.err;
   const json j = json::parse(qj.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << qj.out;
   EXPECT_EQ(j["crash"], crash);
@@ -533,28 +533,28 @@ void expect_crash_stack_everywhere(const ct::test::CrashRun &run, const std::str
   ct::test::ctlq::write_test_timeline(dir, t);
   const std::string pid = std::to_string(run.pid);
 
-  const RunResult reader = ct::testing::run({kReader, "--tlmap", kTlmap, "--format=chrome-trace", run.core_path});
-  ASSERT_EQ(reader.exit_code, 0) << reader.err;
+  const Ran reader = ct::test::run({kReader, "--tlmap", kTlmap, "--format=chrome-trace", run.core_path});
+  ASSERT_EQ(reader.exit_code(), 0) << reader.err;
   const json trace = json::parse(reader.out);
-  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  EXPECT_EQ(ct::test::tef_errors(trace), "");
   expect_chrome_crash_stack(doc, trace, "core-timeline-read --format=chrome-trace");
-  const RunResult q = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", pid});
-  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const Ran q = ct::test::run({kCtlQuery, "-D", dir, "export", "--format=chrome-trace", pid});
+  ASSERT_EQ(q.exit_code(), 0) << q.err;
   expect_chrome_crash_stack(doc, json::parse(q.out), "ctl-query export --format=chrome-trace");
   EXPECT_EQ(q.out, reader.out);
 
   expect_info_crash_stack(doc, dir, pid);
 
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
   const std::string from_reader = scratch_dir("stack-ctf-reader-" + name);
-  ASSERT_EQ(ct::testing::run({kReader, "--tlmap", kTlmap, "--format=ctf", "--output", from_reader, run.core_path})
-                .exit_code,
+  ASSERT_EQ(ct::test::run({kReader, "--tlmap", kTlmap, "--format=ctf", "--output", from_reader, run.core_path})
+                .exit_code(),
             0);
   expect_ctf_crash_stack(doc, from_reader, "core-timeline-read --format=ctf");
   const std::string from_query = scratch_dir("stack-ctf-query-" + name);
-  const RunResult qc = ct::testing::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
-  ASSERT_EQ(qc.exit_code, 0) << qc.err;
+  const Ran qc = ct::test::run({kCtlQuery, "-D", dir, "export", "--format=ctf", "--output", from_query, pid});
+  ASSERT_EQ(qc.exit_code(), 0) << qc.err;
   expect_ctf_crash_stack(doc, from_query, "ctl-query export --format=ctf");
 }
 
@@ -582,14 +582,14 @@ TEST(ExportGates, ACrashStackFromTheRingAndTheCoreReachesEveryExportAndCtlQueryI
 // track (chrome-trace) and in its stream (ctf), at the crash.
 TEST(ExportGates, OtherThreadsStacksReachBothExports) {
   const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_RERAISE_FIXTURE, "thread"});
-  const RunResult r = ct::testing::run({kReader, "--json", "--all-threads", run.core_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Ran r = ct::test::run({kReader, "--json", "--all-threads", run.core_path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   const json doc = json::parse(r.out);
   ASSERT_FALSE(doc["thread_stacks"].empty());
-  const RunResult c = ct::testing::run({kReader, "--format=chrome-trace", "--all-threads", run.core_path});
-  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const Ran c = ct::test::run({kReader, "--format=chrome-trace", "--all-threads", run.core_path});
+  ASSERT_EQ(c.exit_code(), 0) << c.err;
   const json trace = json::parse(c.out);
-  EXPECT_EQ(ct::testing::tef_errors(trace), "");
+  EXPECT_EQ(ct::test::tef_errors(trace), "");
   for (const auto &ts : doc["thread_stacks"]) {
     SCOPED_TRACE("tid " + ts["tid"].dump());
     const json *ev = nullptr;
@@ -600,15 +600,15 @@ TEST(ExportGates, OtherThreadsStacksReachBothExports) {
     ASSERT_EQ(chain.size(), ts["frames"].size());
     for (const auto &f : chain) EXPECT_EQ(f.value("from", ""), "core");
   }
-  if (ct::testing::babeltrace2_path().empty())
+  if (ct::test::babeltrace2_path().empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it)";
   const std::string dir = scratch_dir("thread-stacks");
-  ASSERT_EQ(ct::testing::run({kReader, "--format=ctf", "--all-threads", "--output", dir, run.core_path}).exit_code, 0);
+  ASSERT_EQ(ct::test::run({kReader, "--format=ctf", "--all-threads", "--output", dir, run.core_path}).exit_code(), 0);
   std::string bad;
-  const auto bt = ct::testing::babeltrace2_events(babeltrace2(dir), &bad);
+  const auto bt = ct::test::babeltrace2_events(babeltrace2(dir), &bad);
   EXPECT_EQ(bad, "");
   for (const auto &ts : doc["thread_stacks"]) {
-    const ct::testing::BtEvent *ev = nullptr;
+    const ct::test::BtEvent *ev = nullptr;
     for (const auto &b : bt)
       if (b.name == "THREAD_STACK" && b.tid == ts["tid"].get<std::uint64_t>()) ev = &b;
     ASSERT_NE(ev, nullptr) << "tid " << ts["tid"];

@@ -161,7 +161,7 @@ std::string temp_dir(const std::string &name) {
 // or not at all.
 TEST(ExportChrome, ASpanWhoseBeginWasLostSaysSoAndStartsNoEarlierThanItsRecordedBegin) {
   const json t = json::parse(chrome_of(hand_made()));
-  EXPECT_EQ(ct::testing::tef_errors(t), "");
+  EXPECT_EQ(ct::test::tef_errors(t), "");
   const json x = named(t, "JOB", "X");
   ASSERT_FALSE(x.is_null()) << t.dump(1);
   // Time 0 is where the first span's end says it began: -9000 - 1500.
@@ -416,7 +416,7 @@ TEST(ExportChrome, AFailedWriteIsAnErrorAndStopsTheWriter) {
 // Guards against: a CTF trace babeltrace2 cannot read, or that does not
 // report the torn slots of a thread as discarded events.
 TEST(ExportCtf, Babeltrace2ReadsTheHandMadeTraceWithItsLosses) {
-  const std::string bt = ct::testing::babeltrace2_path();
+  const std::string bt = ct::test::babeltrace2_path();
   if (bt.empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF trace "
                     "cannot be read back";
@@ -425,10 +425,10 @@ TEST(ExportCtf, Babeltrace2ReadsTheHandMadeTraceWithItsLosses) {
   auto w = ctr::ctf_writer(ctr::export_timeline_of(a), dir);
   ASSERT_TRUE(w) << w.error().message;
   ASSERT_TRUE(ctr::export_events(a, **w).ok());
-  const auto r = ct::testing::run({bt, "--clock-seconds", "--no-delta", dir});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto r = ct::test::run({bt, "--clock-seconds", "--no-delta", dir});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   std::string bad;
-  const auto events = ct::testing::babeltrace2_events(r.out, &bad);
+  const auto events = ct::test::babeltrace2_events(r.out, &bad);
   EXPECT_EQ(bad, "");
   ASSERT_EQ(events.size(), 4u) << r.out;  // the one without time is left out
   EXPECT_EQ(events[0].name, "JOB");
@@ -441,7 +441,7 @@ TEST(ExportCtf, Babeltrace2ReadsTheHandMadeTraceWithItsLosses) {
   EXPECT_EQ(events[2].ns - events[0].ns, 2000);
   EXPECT_EQ(events[3].name, "CRASH");
   EXPECT_NE(r.err.find("Tracer discarded 3 events"), std::string::npos) << r.err;
-  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  const std::string metadata = ct::test::slurp(dir + "/metadata");
   EXPECT_NE(metadata.find("events_without_time = 1;"), std::string::npos);
   EXPECT_NE(metadata.find("dropped = 4;"), std::string::npos);
   EXPECT_NE(metadata.find("shared_lane_lost = 5;"), std::string::npos);
@@ -466,7 +466,7 @@ TEST(ExportCtf, ArgumentNamesStayDistinctAfterTheRenaming) {
   e.args[1].name = "text_arg";
   ASSERT_TRUE((*w)->event(e).ok());
   ASSERT_TRUE((*w)->finish().ok());
-  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  const std::string metadata = ct::test::slurp(dir + "/metadata");
   EXPECT_NE(metadata.find("uint64_t text_arg;"), std::string::npos) << metadata;
   EXPECT_NE(metadata.find("uint64_t text_arg_1;"), std::string::npos) << metadata;
   fs::remove_all(dir);
@@ -478,7 +478,7 @@ TEST(ExportCtf, ArgumentNamesStayDistinctAfterTheRenaming) {
 // than the document's, or refuses the metadata.  The process's name is
 // escaped before that, as thread names are (printable_name()).
 TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
-  const std::string bt = ct::testing::babeltrace2_path();
+  const std::string bt = ct::test::babeltrace2_path();
   if (bt.empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF trace "
                     "cannot be read back";
@@ -496,11 +496,11 @@ TEST(ExportCtf, BytesOutsideAsciiInTheMetadataReadBackAsThemselves) {
   e.age_ns = 0;
   ASSERT_TRUE((*w)->event(e).ok());
   ASSERT_TRUE((*w)->finish().ok());
-  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  const std::string metadata = ct::test::slurp(dir + "/metadata");
   EXPECT_NE(metadata.find("status = \"caf\\303\\2511\";"), std::string::npos) << metadata;
   EXPECT_NE(metadata.find("procname = \"caf\\134xc3\\134xa91\";"), std::string::npos) << metadata;
-  const auto r = ct::testing::run({bt, "-c", "sink.text.details", dir});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto r = ct::test::run({bt, "-c", "sink.text.details", dir});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_NE(r.out.find("status: caf\xc3\xa9" "1\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("procname: caf\\xc3\\xa91\n"), std::string::npos) << r.out;
   fs::remove_all(dir);
@@ -631,7 +631,7 @@ TEST(ExportCtf, ANonEmptyDirectoryIsRefusedAndLeftAlone) {
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().code, ctr::Errc::kInvalidArgument);
   EXPECT_NE(w.error().message.find("exists and is not empty"), std::string::npos);
-  EXPECT_EQ(ct::testing::slurp(dir + "/keep"), "mine");
+  EXPECT_EQ(ct::test::slurp(dir + "/keep"), "mine");
   fs::remove_all(dir);
   // An empty one is used.
   fs::create_directories(dir);
@@ -642,23 +642,23 @@ TEST(ExportCtf, ANonEmptyDirectoryIsRefusedAndLeftAlone) {
 // Guards against: export options that are silently ignored or that clash.
 TEST(ExportCli, FormatsAndOutputAreChecked) {
   const std::string r = CT_READER_BIN;
-  const auto ctf = ct::testing::run({r, "--format=ctf", "/nonexistent.core"});
-  EXPECT_EQ(ctf.exit_code, 7);
+  const auto ctf = ct::test::run({r, "--format=ctf", "/nonexistent.core"});
+  EXPECT_EQ(ctf.exit_code(), 7);
   EXPECT_NE(ctf.err.find("--format=ctf needs --output"), std::string::npos) << ctf.err;
-  const auto clash = ct::testing::run({r, "--json", "--format=chrome-trace", "/nonexistent.core"});
-  EXPECT_EQ(clash.exit_code, 7);
+  const auto clash = ct::test::run({r, "--json", "--format=chrome-trace", "/nonexistent.core"});
+  EXPECT_EQ(clash.exit_code(), 7);
   EXPECT_NE(clash.err.find("--json is --format=json"), std::string::npos) << clash.err;
-  const auto bogus = ct::testing::run({r, "--format=perfetto", "/nonexistent.core"});
-  EXPECT_EQ(bogus.exit_code, 7);
+  const auto bogus = ct::test::run({r, "--format=perfetto", "/nonexistent.core"});
+  EXPECT_EQ(bogus.exit_code(), 7);
   EXPECT_NE(bogus.err.find("--format"), std::string::npos) << bogus.err;
   // --json=--format=json, to a file: the same document.
   const std::string out = temp_dir("out.json");
-  const auto a = ct::testing::run({r, "--format=json", "--output", out, "/nonexistent.core"});
-  const auto b = ct::testing::run({r, "--json", "/nonexistent.core"});
-  EXPECT_EQ(a.exit_code, 3);
-  EXPECT_EQ(b.exit_code, 3);
+  const auto a = ct::test::run({r, "--format=json", "--output", out, "/nonexistent.core"});
+  const auto b = ct::test::run({r, "--json", "/nonexistent.core"});
+  EXPECT_EQ(a.exit_code(), 3);
+  EXPECT_EQ(b.exit_code(), 3);
   EXPECT_EQ(a.out, "");
-  EXPECT_EQ(ct::testing::slurp(out), b.out);
+  EXPECT_EQ(ct::test::slurp(out), b.out);
   // --output naming the CORE (through another name) is refused, and the
   // core is left as it was.
   const std::string core = temp_dir("a.core"), alias = temp_dir("alias.core");
@@ -666,10 +666,10 @@ TEST(ExportCli, FormatsAndOutputAreChecked) {
     std::ofstream(core) << "not a core, but an input all the same";
   }
   fs::create_symlink(core, alias);
-  const auto self = ct::testing::run({r, "--format=chrome-trace", "--output", alias, core});
-  EXPECT_EQ(self.exit_code, 7);
+  const auto self = ct::test::run({r, "--format=chrome-trace", "--output", alias, core});
+  EXPECT_EQ(self.exit_code(), 7);
   EXPECT_NE(self.err.find("is an input"), std::string::npos) << self.err;
-  EXPECT_EQ(ct::testing::slurp(core), "not a core, but an input all the same");
+  EXPECT_EQ(ct::test::slurp(core), "not a core, but an input all the same");
   fs::remove(alias);
   fs::remove(core);
   fs::remove(out);

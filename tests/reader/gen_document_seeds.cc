@@ -19,7 +19,7 @@
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
 
-using ct::testing::RingBuilder;
+using ct::test::RingBuilder;
 using namespace std::string_literals;
 namespace fmtx = core_timeline::format;
 namespace doc = core_timeline::document;
@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
   auto &c = r.add(0, 6, fmtx::kKindCrash, 11, 0, 0x7ffd0000f000, 4242, 0, 0x401100);
   c.inline_len = sizeof(fmtx::CrashInfo);
   c.inline_data[0] = 1;
-  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "seed");
+  auto core = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "seed");
   if (!core) {
     std::fprintf(stderr, "gen_document_seeds: the built core does not read: %s\n", core.error().message.c_str());
     return 1;

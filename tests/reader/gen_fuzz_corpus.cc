@@ -9,8 +9,8 @@
 
 #include "core_builder.h"
 
-using ct::testing::CoreBuilder;
-using ct::testing::RingBuilder;
+using ct::test::CoreBuilder;
+using ct::test::RingBuilder;
 namespace fmtx = core_timeline::format;
 
 namespace {
@@ -44,21 +44,21 @@ int main(int argc, char **argv) {
   t.slot(0, 1).begin_seq |= fmtx::kSeqWriting;
   t.lane(0).write_index = 100;
   put(dir, "ring-torn-inflated", 1, t.bytes());
-  put(dir, "core-healthy", 0, ct::testing::standard_core(r).build());
-  CoreBuilder n = ct::testing::standard_core(r);
+  put(dir, "core-healthy", 0, ct::test::standard_core(r).build());
+  CoreBuilder n = ct::test::standard_core(r);
   n.with_file_note = false;
   put(dir, "core-no-nt-file", 0, n.build());
   CoreBuilder x;
-  x.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2}), "/usr/bin/victim", 0x2000, 5);
-  x.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+  x.map(ct::test::kExeAddr, ct::test::fake_elf_page({1, 2}), "/usr/bin/victim", 0x2000, 5);
+  x.map_excluded(ct::test::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
   put(dir, "core-excluded", 0, x.build());
   RingBuilder r2(2, 8, 4242);
   r2.add(0, 1, fmtx::kKindThreadName, 0, 0).inline_len = 6;
-  CoreBuilder two = ct::testing::standard_core(r);
-  two.map(ct::testing::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
+  CoreBuilder two = ct::test::standard_core(r);
+  two.map(ct::test::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
   put(dir, "core-two-rings", 0, two.build());
   /* Ring format 5: a CRASH whose 20-frame walk is a chain of 3 STACK slots. */
-  ct::testing::RingV3 chained = ct::testing::ring_with_crash_chain(20, fmtx::kStackComplete);
-  put(dir, "core-stack-chain", 0, ct::testing::standard_core(chained).build());
+  ct::test::RingV3 chained = ct::test::ring_with_crash_chain(20, fmtx::kStackComplete);
+  put(dir, "core-stack-chain", 0, ct::test::standard_core(chained).build());
   return 0;
 }

@@ -25,7 +25,7 @@
 #define CT_HAVE_CALLGRIND 0
 #endif
 
-namespace ct::testing {
+namespace ct::test {
 
 namespace {
 
@@ -181,4 +181,4 @@ std::vector<std::uint64_t> instructions_of(const std::vector<std::function<void(
 #endif
 }
 
-}  // namespace ct::testing
+}  // namespace ct::test

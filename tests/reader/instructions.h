@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-namespace ct::testing {
+namespace ct::test {
 
 /**
  * The instructions each of `works` executes (with what it calls), in order.
@@ -51,19 +51,19 @@ inline constexpr bool kCountsInstructions = false;
 inline constexpr bool kCountsInstructions = true;
 #endif
 
-}  // namespace ct::testing
+}  // namespace ct::test
 
 /** In a test, right after instructions_of(): skips the rest of the test
  *  when nothing was counted (kCountsInstructions), saying why. */
 #define CT_SKIP_UNLESS_COUNTED()                                                                        \
   do {                                                                                                 \
-    if (!::ct::testing::kCountsInstructions)                                                           \
+    if (!::ct::test::kCountsInstructions)                                                           \
       GTEST_SKIP() << "a sanitizer build counts no instructions (tests/reader/instructions.h); the works " \
                       "ran once under the sanitizers";                                                 \
   } while (0)
 
-namespace ct::testing {
+namespace ct::test {
 
-}  // namespace ct::testing
+}  // namespace ct::test
 
 #endif

@@ -13,11 +13,11 @@
 #include "core_builder.h"
 #include "test_util.h"
 
-using ct::testing::full_ring;
-using ct::testing::RingBuilder;
-using ct::testing::RunResult;
-using ct::testing::run;
-using ct::testing::write_temp;
+using ct::test::full_ring;
+using ct::test::RingBuilder;
+using ct::test::Ran;
+using ct::test::run;
+using ct::test::write_temp;
 
 namespace {
 const std::string kReader = CT_READER_BIN;
@@ -35,67 +35,67 @@ class Cli : public ::testing::Test {
   std::string healthy_core() {
     RingBuilder r;
     r.add(0, 1, core_timeline::format::kKindUser, 0x1001, 41);
-    return file(ct::testing::standard_core(r).build(), "core");
+    return file(ct::test::standard_core(r).build(), "core");
   }
   std::vector<std::string> files_;
 };
 
 TEST_F(Cli, HealthyCoreExitsZeroAndJsonIsValid) {
   const std::string core = healthy_core();
-  RunResult t = run({kReader, "--no-symbols", core});
-  EXPECT_EQ(t.exit_code, 0) << t.err;
+  Ran t = run({kReader, "--no-symbols", core});
+  EXPECT_EQ(t.exit_code(), 0) << t.err;
   EXPECT_NE(t.out.find("core-timeline: core-only"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("id=0x1001"), std::string::npos) << t.out;
   EXPECT_EQ(t.err, "");
-  RunResult j = run({kReader, "--json", "--no-symbols", core});
-  EXPECT_EQ(j.exit_code, 0);
-  EXPECT_EQ(ct::testing::schema_errors(j.out), "");
+  Ran j = run({kReader, "--json", "--no-symbols", core});
+  EXPECT_EQ(j.exit_code(), 0);
+  EXPECT_EQ(ct::test::schema_errors(j.out), "");
 }
 
 TEST_F(Cli, UnreadableOrNonCoreExitsThree) {
   for (const auto &bytes : {std::vector<std::uint8_t>{}, std::vector<std::uint8_t>{'#', '!', '/', 'b'}}) {
     const std::string p = file(bytes, "notcore");
-    RunResult r = run({kReader, p});
-    EXPECT_EQ(r.exit_code, 3);
+    Ran r = run({kReader, p});
+    EXPECT_EQ(r.exit_code(), 3);
     EXPECT_NE(r.err.find("core-timeline-read: cannot read the core"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line on stderr: " << r.err;
-    RunResult j = run({kReader, "--json", p});
-    EXPECT_EQ(j.exit_code, 3);
-    EXPECT_EQ(ct::testing::schema_errors(j.out), "");
+    Ran j = run({kReader, "--json", p});
+    EXPECT_EQ(j.exit_code(), 3);
+    EXPECT_EQ(ct::test::schema_errors(j.out), "");
   }
-  RunResult missing = run({kReader, "/nonexistent/core"});
-  EXPECT_EQ(missing.exit_code, 3);
+  Ran missing = run({kReader, "/nonexistent/core"});
+  EXPECT_EQ(missing.exit_code(), 3);
   EXPECT_NE(missing.err.find("No such file"), std::string::npos) << missing.err;
-  RunResult exe = run({kReader, "/bin/true"});
-  EXPECT_EQ(exe.exit_code, 3);
+  Ran exe = run({kReader, "/bin/true"});
+  EXPECT_EQ(exe.exit_code(), 3);
   EXPECT_NE(exe.err.find("not ET_CORE"), std::string::npos) << exe.err;
 }
 
 TEST_F(Cli, MismatchedExecutableIsRefusedWithFive) {
-  RunResult r = run({kReader, "--json", healthy_core(), "/bin/true"});
-  EXPECT_EQ(r.exit_code, 5);
+  Ran r = run({kReader, "--json", healthy_core(), "/bin/true"});
+  EXPECT_EQ(r.exit_code(), 5);
   EXPECT_NE(r.err.find("is not the executable of this core"), std::string::npos) << r.err;
-  EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+  EXPECT_EQ(ct::test::schema_errors(r.out), "");
 }
 
 TEST_F(Cli, UsageErrorsExitSeven) {
-  EXPECT_EQ(run({kReader}).exit_code, 7);
-  EXPECT_EQ(run({kReader, "--bogus", "x"}).exit_code, 7);
-  RunResult t = run({kReader, "--tlmap", "/nonexistent.tlmap", healthy_core()});
-  EXPECT_EQ(t.exit_code, 7);
+  EXPECT_EQ(run({kReader}).exit_code(), 7);
+  EXPECT_EQ(run({kReader, "--bogus", "x"}).exit_code(), 7);
+  Ran t = run({kReader, "--tlmap", "/nonexistent.tlmap", healthy_core()});
+  EXPECT_EQ(t.exit_code(), 7);
   EXPECT_NE(t.err.find("--tlmap"), std::string::npos) << t.err;
   /* "ID NAME [ARG0 [ARG1]]": a third argument name is a usage error. */
   const std::string bad = file({'1', ' ', 'a', ' ', 'b', ' ', 'c', ' ', 'd', '\n'}, "tlmap");
-  EXPECT_EQ(run({kReader, "--tlmap", bad, healthy_core()}).exit_code, 7);
-  RunResult h = run({kReader, "--help"});
-  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_EQ(run({kReader, "--tlmap", bad, healthy_core()}).exit_code(), 7);
+  Ran h = run({kReader, "--help"});
+  EXPECT_EQ(h.exit_code(), 0);
   EXPECT_NE(h.out.find("--core-only"), std::string::npos);
 }
 
 TEST_F(Cli, TlmapNamesUserEvents) {
   const std::string map = file({'0', 'x', '1', '0', '0', '1', ' ', 'R', 'E', 'Q', '\n'}, "tlmap");
-  RunResult r = run({kReader, "--no-symbols", "--tlmap", map, healthy_core()});
-  EXPECT_EQ(r.exit_code, 0);
+  Ran r = run({kReader, "--no-symbols", "--tlmap", map, healthy_core()});
+  EXPECT_EQ(r.exit_code(), 0);
   EXPECT_NE(r.out.find(" REQ "), std::string::npos) << r.out;
 }
 
@@ -105,15 +105,15 @@ TEST_F(Cli, TlmapNamesUserEvents) {
 TEST_F(Cli, TlmapErrorsQuoteTheFilesBytesEscapedAndWhole) {
   const std::string line = std::string("0x10 A\x1b[2J") + '\0' + "B\n";
   const std::string map = file(std::vector<std::uint8_t>(line.begin(), line.end()), "tlmap");
-  const RunResult r = run({kReader, "--tlmap", map, healthy_core()});
-  EXPECT_EQ(r.exit_code, 7);
+  const Ran r = run({kReader, "--tlmap", map, healthy_core()});
+  EXPECT_EQ(r.exit_code(), 7);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(":1: name \"A\\x1b[2J\\x00B\" has a character outside [A-Za-z0-9_.:-]\n"), std::string::npos)
       << r.err;
   const std::string id = std::string("0x1\x07") + " NAME\n";
-  const RunResult i = run({kReader, "--tlmap", file(std::vector<std::uint8_t>(id.begin(), id.end()), "tlmap"),
+  const Ran i = run({kReader, "--tlmap", file(std::vector<std::uint8_t>(id.begin(), id.end()), "tlmap"),
                            healthy_core()});
-  EXPECT_EQ(i.exit_code, 7);
+  EXPECT_EQ(i.exit_code(), 7);
   EXPECT_NE(i.err.find(":1: id \"0x1\\x07\" is not a 32-bit decimal or 0x-hex number\n"), std::string::npos) << i.err;
 }
 
@@ -123,7 +123,7 @@ long reader_peak_kib(std::vector<std::string> args, const std::string &core) {
   std::vector<std::string> argv = {CT_PEAK_RSS, kReader};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back(core);
-  const RunResult r = run(argv);
+  const Ran r = run(argv);
   int status = -1;
   long kib = -1;
   EXPECT_EQ(std::sscanf(r.out.c_str(), "%d %ld", &status, &kib), 2) << r.out << r.err;
@@ -131,7 +131,7 @@ long reader_peak_kib(std::vector<std::string> args, const std::string &core) {
   return kib;
 }
 
-/* Issue 13, item 5: a big ring decodes and renders, to text and to JSON,
+/* A big ring decodes and renders, to text and to JSON,
  * within 3 times its bytes beyond the reader's baseline (the same reader
  * on a ring of 8 slots a lane).  Memory, not time: the peak RSS of the same
  * work on the same input is the same on a loaded machine.  (Before the
@@ -148,8 +148,8 @@ TEST_F(Cli, BigRingNeedsAtMostThreeTimesItsBytes) {
 #endif
   RingBuilder big = full_ring(16, 16384), tiny = full_ring(16, 8);
   const double region = static_cast<double>(big.header().region_size);
-  const std::string big_core = file(ct::testing::standard_core(big).build(), "big-core");
-  const std::string tiny_core = file(ct::testing::standard_core(tiny).build(), "tiny-core");
+  const std::string big_core = file(ct::test::standard_core(big).build(), "big-core");
+  const std::string tiny_core = file(ct::test::standard_core(tiny).build(), "tiny-core");
   big.bytes() = {};
   tiny.bytes() = {};
   for (const auto &args : {std::vector<std::string>{"--no-symbols"}, {"--json", "--no-symbols"}}) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// The acceptance gates of issue 3 on REAL kernel cores from the REAL
+// The reader's acceptance gates on REAL kernel cores from the REAL
 // systemd-coredump pipeline (tests/support/crash_harness.h): the fixture is
 // crash_demo --path=a|b (fixtures/crash_demo.c) and crash_demo_nolib.
 // Every JSON document the reader prints here is validated against
@@ -35,7 +35,7 @@
 namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
 using json = nlohmann::json;
-using ct::testing::RunResult;
+using ct::test::Ran;
 
 namespace {
 
@@ -45,7 +45,7 @@ const std::string kNolib = CT_CRASH_DEMO_NOLIB;
 const std::string kTlmap = CT_TLMAP;
 
 struct Read {
-  RunResult run;
+  Ran run;
   json doc;
 };
 
@@ -56,12 +56,12 @@ Read read_json(std::vector<std::string> args) {
   std::vector<std::string> argv = {kReader, "--json", "--tlmap", kTlmap};
   argv.insert(argv.end(), args.begin(), args.end());
   Read r;
-  r.run = ct::testing::run(argv, 1ull << 30);
+  r.run = ct::test::run(argv, ct::test::address_space_limit(1ull << 30));
   r.doc = json::parse(r.run.out, nullptr, false);
   EXPECT_FALSE(r.doc.is_discarded()) << "not JSON: " << r.run.out << r.run.err;
   if (r.doc.is_discarded()) return r;
-  EXPECT_EQ(ct::testing::schema_errors(r.run.out), "");
-  EXPECT_EQ(r.doc["exit_code"].get<int>(), r.run.exit_code);
+  EXPECT_EQ(ct::test::schema_errors(r.run.out), "");
+  EXPECT_EQ(r.doc["exit_code"].get<int>(), r.run.exit_code());
   return r;
 }
 
@@ -82,7 +82,7 @@ std::vector<std::string> story(const json &doc) {
 }
 
 std::string gdb_info_symbol_pc(const std::string &exe, const std::string &core) {
-  RunResult g = ct::testing::run({"/usr/bin/gdb", "-nx", "-batch", "-ex", "info symbol $pc", exe, core});
+  Ran g = ct::test::run({"/usr/bin/gdb", "-nx", "-batch", "-ex", "info symbol $pc", exe, core});
   std::string line;
   std::size_t at = g.out.find(" in section ");
   if (at == std::string::npos) return "gdb said: " + g.out + g.err;
@@ -117,8 +117,8 @@ ct::test::CrashRun *Gates::core_b_ = nullptr;
 TEST_F(Gates, A_TwoPathsSameInstructionDifferentTimelines) {
   Read a = read_json({"--core-only", core_a_->core_path, kDemo});
   Read b = read_json({"--core-only", core_b_->core_path, kDemo});
-  ASSERT_EQ(a.run.exit_code, 0) << a.run.err;
-  ASSERT_EQ(b.run.exit_code, 0) << b.run.err;
+  ASSERT_EQ(a.run.exit_code(), 0) << a.run.err;
+  ASSERT_EQ(b.run.exit_code(), 0) << b.run.err;
   EXPECT_EQ(story(a.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
   EXPECT_EQ(story(b.doc),
             (std::vector<std::string>{"begin RELOAD(7)", "CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
@@ -141,7 +141,7 @@ TEST_F(Gates, A_TwoPathsSameInstructionDifferentTimelines) {
   }
   EXPECT_EQ(a.doc["crash"]["location"]["file_offset"], b.doc["crash"]["location"]["file_offset"]);
   /* The text form tells them apart too. */
-  RunResult ta = ct::testing::run({kReader, "--core-only", "--tlmap", kTlmap, core_a_->core_path});
+  Ran ta = ct::test::run({kReader, "--core-only", "--tlmap", kTlmap, core_a_->core_path});
   EXPECT_NE(ta.out.find("REQ_PARSE"), std::string::npos) << ta.out;
   EXPECT_NE(ta.out.find("sig=SIGSEGV"), std::string::npos) << ta.out;
   EXPECT_EQ(ta.out.find("CONFIG_RELOAD"), std::string::npos) << ta.out;
@@ -154,7 +154,7 @@ TEST_F(Gates, B_ExcludedMappingAndNoLibrary) {
   o.coredump_filter = 0x31;
   auto ex = ct::test::run_and_collect_core({kDemo, "--path=a"}, o);
   Read r = read_json({ex.core_path});
-  EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+  EXPECT_EQ(r.run.exit_code(), 2) << r.run.err;
   EXPECT_NE(r.run.err.find("timeline mapping absent"), std::string::npos) << r.run.err;
   EXPECT_NE(r.run.err.find("excluded"), std::string::npos) << r.run.err;
   EXPECT_EQ(r.doc["status"], "mapping_absent");
@@ -162,7 +162,7 @@ TEST_F(Gates, B_ExcludedMappingAndNoLibrary) {
 
   auto nolib = ct::test::run_and_collect_core({kNolib, "--path=a"});
   Read n = read_json({nolib.core_path});
-  EXPECT_EQ(n.run.exit_code, 1) << n.run.err;
+  EXPECT_EQ(n.run.exit_code(), 1) << n.run.err;
   EXPECT_NE(n.run.err.find("no CTLN mapping found"), std::string::npos) << n.run.err;
   EXPECT_TRUE(n.doc["events"].empty());
 }
@@ -173,7 +173,7 @@ TEST_F(Gates, B_ExcludedMappingAndNoLibrary) {
 TEST_F(Gates, C_MarkersSurviveCorruptedHeap) {
   for (auto *run : {core_a_, core_b_}) {
     Read r = read_json({"--core-only", "--no-symbols", run->core_path});
-    ASSERT_EQ(r.run.exit_code, 0);
+    ASSERT_EQ(r.run.exit_code(), 0);
     std::uint64_t ptr = 0;
     for (const auto &e : r.doc["events"])
       if (e["kind"] == "FREE" || e["kind"] == "MALLOC") ptr = e["args"][0];
@@ -194,7 +194,7 @@ TEST_F(Gates, C_MarkersSurviveCorruptedHeap) {
 TEST_F(Gates, D_NoHandlersNoCrashSlot) {
   auto run = ct::test::run_and_collect_core({kDemo, "--path=a", "--no-handlers"});
   Read r = read_json({"--core-only", run.core_path, kDemo});
-  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
   EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)"}));
   EXPECT_FALSE(r.doc["crash"]["ring_slot"].get<bool>());
   EXPECT_EQ(r.doc["crash"]["signal_name"], "SIGSEGV");
@@ -233,7 +233,7 @@ TEST_F(Gates, ARebuiltProgramIsNamedWithBothBuildIds) {
   };
   {
     Read same = read_json({run.core_path});
-    ASSERT_EQ(same.run.exit_code, 0) << same.run.err;
+    ASSERT_EQ(same.run.exit_code(), 0) << same.run.err;
     EXPECT_EQ(same.doc["crash"]["location"]["function"], "victim_die");
     EXPECT_EQ(same.doc["crash"]["location"]["verification"], "verified");
     EXPECT_FALSE(same.doc["crash"]["location"].contains("refused_file"));
@@ -244,7 +244,7 @@ TEST_F(Gates, ARebuiltProgramIsNamedWithBothBuildIds) {
   ASSERT_EQ(rename((exe + ".new").c_str(), exe.c_str()), 0);
   const std::string sentence = "the file at " + exe + " has build-id " + have + ", the core wants " + want;
   Read r = read_json({run.core_path});
-  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
   for (const json &loc : {r.doc["crash"]["location"], mark_of(r.doc)}) {
     ASSERT_TRUE(loc.is_object()) << r.doc["events"];
     EXPECT_EQ(loc["verification"], "raw") << loc;
@@ -257,8 +257,8 @@ TEST_F(Gates, ARebuiltProgramIsNamedWithBothBuildIds) {
   for (const auto &w : r.doc["warnings"])
     warned |= w.get<std::string>().rfind("BUILD-ID MISMATCH: " + sentence, 0) == 0;
   EXPECT_TRUE(warned) << r.doc["warnings"];
-  const RunResult text = ct::testing::run({kReader, run.core_path});
-  EXPECT_EQ(text.exit_code, 0) << text.err;
+  const Ran text = ct::test::run({kReader, run.core_path});
+  EXPECT_EQ(text.exit_code(), 0) << text.err;
   EXPECT_NE(text.out.find(sentence), std::string::npos) << text.out;
 }
 
@@ -307,7 +307,7 @@ class GateE : public Gates {
     return l.doc["events"][0];
   }
   Read read_edited(const Layout &l, const std::string &stem) {
-    const std::string p = ct::testing::write_temp(l.bytes, stem);
+    const std::string p = ct::test::write_temp(l.bytes, stem);
     Read r = read_json({"--core-only", "--no-symbols", p});
     unlink(p.c_str());
     return r;
@@ -321,7 +321,7 @@ TEST_F(GateE, TornSlotIsSkippedAndReported) {
   std::uint64_t torn = seq | fmtx::kSeqWriting;
   std::memcpy(l.bytes.data() + slot_off(l, bd), &torn, 8);
   Read r = read_edited(l, "torn");
-  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
   EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "CRASH SIGSEGV"}));
   ASSERT_EQ(r.doc["rings"][0]["torn"].size(), 1u);
   EXPECT_EQ(r.doc["rings"][0]["torn"][0]["seq"], seq);
@@ -337,7 +337,7 @@ TEST_F(GateE, InflatedDeflatedZeroedIndexFlaggedTimelineIntact) {
     Layout e = l;
     std::memcpy(e.bytes.data() + lane_desc_off(e, lane) + offsetof(fmtx::LaneDesc, write_index), &w, 8);
     Read r = read_edited(e, "index");
-    ASSERT_EQ(r.run.exit_code, 0) << w << ": " << r.run.err;
+    ASSERT_EQ(r.run.exit_code(), 0) << w << ": " << r.run.err;
     EXPECT_EQ(story(r.doc), want) << "write_index " << w;
     EXPECT_TRUE(r.doc["rings"][0]["counter_inconsistent"].get<bool>()) << "write_index " << w;
     EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
@@ -355,7 +355,7 @@ TEST_F(GateE, LengthsBeyondTheirBoundsAreRefused) {
     const std::uint16_t len = 200;
     std::memcpy(e.bytes.data() + slot_off(e, event(e, "REQ_PARSE")) + offsetof(fmtx::Slot, inline_len), &len, 2);
     Read r = read_edited(e, "inline");
-    ASSERT_EQ(r.run.exit_code, 0);
+    ASSERT_EQ(r.run.exit_code(), 0);
     EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
     EXPECT_EQ(r.doc["rings"][0]["torn"][0]["kind"], "invalid");
   }
@@ -368,7 +368,7 @@ TEST_F(GateE, LengthsBeyondTheirBoundsAreRefused) {
     const std::uint32_t crc = fmtx::header_crc(e.bytes.data() + e.ring_off);
     std::memcpy(e.bytes.data() + e.ring_off + offsetof(fmtx::RingHeader, header_crc), &crc, 4);
     Read r = read_edited(e, "region");
-    EXPECT_EQ(r.run.exit_code, 4) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 4) << r.run.err;
     EXPECT_NE(r.run.err.find("region_size"), std::string::npos) << r.run.err;
     EXPECT_TRUE(r.doc["events"].empty());
   }
@@ -383,7 +383,7 @@ TEST_F(GateE, LengthsBeyondTheirBoundsAreRefused) {
     const std::uint32_t crc = fmtx::header_crc(e.bytes.data() + e.ring_off);
     std::memcpy(e.bytes.data() + e.ring_off + offsetof(fmtx::RingHeader, header_crc), &crc, 4);
     Read r = read_edited(e, "geometry");
-    EXPECT_EQ(r.run.exit_code, 4) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 4) << r.run.err;
   }
 }
 
@@ -407,8 +407,8 @@ TEST_F(GateE, RatesTheCoreOffersAreCheckedAgainstEachOther) {
     return e;
   };
   const auto text_of = [](const Layout &e) {
-    const std::string p = ct::testing::write_temp(e.bytes, "rate-text");
-    RunResult t = ct::testing::run({kReader, "--core-only", "--no-symbols", p});
+    const std::string p = ct::test::write_temp(e.bytes, "rate-text");
+    Ran t = ct::test::run({kReader, "--core-only", "--no-symbols", p});
     unlink(p.c_str());
     std::istringstream in(t.out);
     for (std::string line; std::getline(in, line);)
@@ -425,7 +425,7 @@ TEST_F(GateE, RatesTheCoreOffersAreCheckedAgainstEachOther) {
 
   /* Control: the unedited core. */
   Read clean = read_edited(l, "rate-clean");
-  ASSERT_EQ(clean.run.exit_code, 0) << clean.run.err;
+  ASSERT_EQ(clean.run.exit_code(), 0) << clean.run.err;
   const json &ct = clean.doc["time"];
   ASSERT_EQ(ct["rate_from"], "init_and_crash_anchors") << ct;
   ASSERT_TRUE(ct["ticks_per_second"].is_number()) << ct;
@@ -447,7 +447,7 @@ TEST_F(GateE, RatesTheCoreOffersAreCheckedAgainstEachOther) {
   {
     Layout e = edited([&](fmtx::RingHeader &h) { h.ticks_per_second = static_cast<std::uint64_t>(rate / 2); });
     Read r = read_edited(e, "rate-half");
-    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
     const json &t = r.doc["time"];
     EXPECT_EQ(t["rate_from"], "init_and_crash_anchors") << t;
     EXPECT_EQ(t["ticks_per_second"], ct["ticks_per_second"]) << t;
@@ -470,7 +470,7 @@ TEST_F(GateE, RatesTheCoreOffersAreCheckedAgainstEachOther) {
   {
     Layout e = edited([&](fmtx::RingHeader &h) { h.ticks_per_second = static_cast<std::uint64_t>(rate); });
     Read r = read_edited(e, "rate-same");
-    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
     const json &t = r.doc["time"];
     EXPECT_EQ(t["rate_from"], "header") << t;
     EXPECT_TRUE(t["note"].is_null()) << t;
@@ -491,7 +491,7 @@ TEST_F(GateE, RatesTheCoreOffersAreCheckedAgainstEachOther) {
       h.latest_ticks = h.anchor_ticks + dt;
     });
     Read r = read_edited(e, "rate-anchors");
-    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
     const json &t = r.doc["time"];
     EXPECT_TRUE(t["ticks_per_second"].is_null()) << t;
     EXPECT_TRUE(t["rate_from"].is_null()) << t;
@@ -527,18 +527,18 @@ TEST_F(Gates, ForeignSidecarIsRefused) {
   ASSERT_FALSE(sidecar.empty()) << "crash_demo left no sidecar in " << dir;
 
   Read own = read_json({"--sidecar", sidecar, a.core_path});
-  EXPECT_EQ(own.run.exit_code, 0) << own.run.err;
+  EXPECT_EQ(own.run.exit_code(), 0) << own.run.err;
   EXPECT_EQ(own.doc["sidecar"]["status"], "merged") << own.doc["sidecar"];
   EXPECT_EQ(own.doc["source"], "core+sidecar");
 
   Read ignored = read_json({"--core-only", "--sidecar", sidecar, core_b_->core_path});
-  EXPECT_EQ(ignored.run.exit_code, 0) << ignored.run.err;
+  EXPECT_EQ(ignored.run.exit_code(), 0) << ignored.run.err;
   EXPECT_EQ(ignored.doc["sidecar"]["status"], "ignored");
   EXPECT_EQ(story(ignored.doc),
             (std::vector<std::string>{"begin RELOAD(7)", "CONFIG_RELOAD(7)", "MALLOC(128)", "BEFORE_DIE(2002)", "CRASH SIGSEGV"}));
 
   Read refused = read_json({"--sidecar", sidecar, core_b_->core_path});
-  EXPECT_EQ(refused.run.exit_code, 6) << refused.run.err;
+  EXPECT_EQ(refused.run.exit_code(), 6) << refused.run.err;
   EXPECT_NE(refused.run.err.find("sidecar identity mismatch"), std::string::npos) << refused.run.err;
   EXPECT_TRUE(refused.doc["events"].empty());
 
@@ -553,7 +553,7 @@ TEST_F(Gates, NoBuildIdMeansRawAddressesUnlessUnverified) {
   const std::string exe = CT_NOBUILDID_VICTIM;
   auto run = ct::test::run_and_collect_core({exe});
   Read plain = read_json({run.core_path, exe});
-  ASSERT_EQ(plain.run.exit_code, 0) << plain.run.err;
+  ASSERT_EQ(plain.run.exit_code(), 0) << plain.run.err;
   EXPECT_TRUE(plain.doc["process"]["build_id"].is_null());
   EXPECT_EQ(plain.doc["rings"][0]["identity"]["build_id"]["result"], "unchecked");
   bool loud = false;
@@ -568,7 +568,7 @@ TEST_F(Gates, NoBuildIdMeansRawAddressesUnlessUnverified) {
   EXPECT_EQ(plain.doc["crash"]["location"]["verification"], "raw");
 
   Read unv = read_json({"--unverified-symbols", run.core_path, exe});
-  ASSERT_EQ(unv.run.exit_code, 0) << unv.run.err;
+  ASSERT_EQ(unv.run.exit_code(), 0) << unv.run.err;
   for (const auto &e : unv.doc["events"])
     if (e["id"] == 0x1001) {
       EXPECT_EQ(e["location"]["verification"], "unverified-no-core-buildid");
@@ -577,7 +577,7 @@ TEST_F(Gates, NoBuildIdMeansRawAddressesUnlessUnverified) {
     }
   EXPECT_EQ(unv.doc["crash"]["location"]["function"], "victim_die");
   EXPECT_EQ(unv.doc["crash"]["location"]["verification"], "unverified-no-core-buildid");
-  RunResult text = ct::testing::run({kReader, "--unverified-symbols", run.core_path, exe});
+  Ran text = ct::test::run({kReader, "--unverified-symbols", run.core_path, exe});
   EXPECT_NE(text.out.find("victim_die+0x0"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("UNVERIFIED"), std::string::npos) << text.out;
 }
@@ -625,7 +625,7 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
     auto run = ct::test::run_and_collect_core({kDemo, "--path=a"});
     EXPECT_EQ(run.journal_fields["COREDUMP_TRUNCATED"], "1");
     Read r = read_json({run.core_path});
-    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 2) << r.run.err;
     EXPECT_NE(r.run.err.find("cut off by truncation"), std::string::npos) << r.run.err;
     EXPECT_TRUE(r.doc["core"]["truncated"].get<bool>());
     EXPECT_TRUE(r.doc["events"].empty());
@@ -643,7 +643,7 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
     auto run = ct::test::run_and_collect_core({kDemo, "--path=a"});
     EXPECT_EQ(run.journal_fields["COREDUMP_TRUNCATED"], "1");
     Read r = read_json({"--no-symbols", run.core_path});
-    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
     EXPECT_TRUE(r.doc["rings"][0]["truncated"].get<bool>());
     EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
     EXPECT_EQ(story(r.doc), (std::vector<std::string>{"begin REQUEST(41)", "REQ_PARSE(41)", "FREE", "BEFORE_DIE(1001)", "CRASH SIGSEGV"}));
@@ -653,9 +653,9 @@ TEST_F(Gates, TruncatedCoresGiveAClearStatus) {
 /* Writes `b` to a temporary file and reads it with --core-only --no-symbols
  * (read_json), and into `text` in text form when given; removes the file. */
 Read read_bytes(const std::vector<std::uint8_t> &b, const std::string &stem, std::string *text = nullptr) {
-  const std::string p = ct::testing::write_temp(b, stem);
+  const std::string p = ct::test::write_temp(b, stem);
   Read r = read_json({"--core-only", "--no-symbols", p});
-  if (text != nullptr) *text = ct::testing::run({kReader, "--core-only", "--no-symbols", p}).out;
+  if (text != nullptr) *text = ct::test::run({kReader, "--core-only", "--no-symbols", p}).out;
   unlink(p.c_str());
   return r;
 }
@@ -703,7 +703,7 @@ TEST_F(Gates, CutBeforeItsSegmentsCannotTellWhetherLibtimelineRan) {
   const std::size_t phdrs_end = eh.e_phoff + std::size_t{eh.e_phnum} * sizeof(Elf64_Phdr);
   {
     Read r = read_bytes({orig.begin(), orig.begin() + static_cast<std::ptrdiff_t>(phdrs_end + 6)}, "cut-notes");
-    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 2) << r.run.err;
     EXPECT_EQ(r.run.err, "core-timeline-read: the core is cut off before its notes and segments: whether "
                          "libtimeline was used cannot be told\n");
     EXPECT_EQ(r.doc["status"], "mapping_absent");
@@ -723,12 +723,12 @@ TEST_F(Gates, CutBeforeItsSegmentsCannotTellWhetherLibtimelineRan) {
   hide_note(no_file, nt_file);
   {
     Read r = read_bytes(no_file, "no-nt-file");
-    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
     EXPECT_EQ(r.doc["rings"][0]["found_by"], "magic_scan");
   }
   {
     Read r = read_bytes({no_file.begin(), no_file.begin() + static_cast<std::ptrdiff_t>(ring_off)}, "no-nt-file-cut");
-    EXPECT_EQ(r.run.exit_code, 2) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 2) << r.run.err;
     EXPECT_NE(r.run.err.find("whether libtimeline was used cannot be told"), std::string::npos) << r.run.err;
     EXPECT_EQ(r.run.err.find("did not run"), std::string::npos) << r.run.err;
     EXPECT_TRUE(r.doc["absence_proves_nothing"].get<bool>());
@@ -740,7 +740,7 @@ TEST_F(Gates, CutBeforeItsSegmentsCannotTellWhetherLibtimelineRan) {
   std::uint64_t notes_end = 0;
   for (const auto &n : ncore->note_segments()) notes_end = std::max(notes_end, n.offset + n.filesz);
   Read n = read_bytes({nb.begin(), nb.begin() + static_cast<std::ptrdiff_t>(notes_end)}, "nolib-cut");
-  EXPECT_EQ(n.run.exit_code, 1) << n.run.err;
+  EXPECT_EQ(n.run.exit_code(), 1) << n.run.err;
   EXPECT_NE(n.run.err.find("did not run with libtimeline"), std::string::npos) << n.run.err;
   EXPECT_TRUE(n.doc["core"]["truncated"].get<bool>());
 }
@@ -772,7 +772,7 @@ TEST_F(Gates, NoSegmentsAndNoNotesIsNothingToRead) {
   hide_note(loads_null_no_file, nt_file);
   for (const auto *b : {&no_phdrs, &all_null, &loads_null_no_file}) {
     Read r = read_bytes(*b, "nothing-to-read");
-    EXPECT_EQ(r.run.exit_code, 3) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 3) << r.run.err;
     EXPECT_EQ(r.doc["status"], "core_unreadable");
     EXPECT_NE(r.run.err.find("cannot read the core: "), std::string::npos) << r.run.err;
     EXPECT_NE(r.run.err.find(b == &loads_null_no_file ? "no PT_LOAD program header and no NT_FILE note"
@@ -784,7 +784,7 @@ TEST_F(Gates, NoSegmentsAndNoNotesIsNothingToRead) {
     EXPECT_EQ(r.doc["core"]["machine"], eh.e_machine);
   }
   Read listed = read_bytes(loads_null, "loads-null");
-  EXPECT_EQ(listed.run.exit_code, 2) << listed.run.err;
+  EXPECT_EQ(listed.run.exit_code(), 2) << listed.run.err;
   EXPECT_NE(listed.run.err.find("no PT_LOAD segment covers it"), std::string::npos) << listed.run.err;
 }
 
@@ -812,7 +812,7 @@ TEST_F(Gates, WithoutSiginfoTheSiCodeIsUnknown) {
   ASSERT_NE(siginfo, 0u);
   hide_note(b, siginfo);
   Read r = read_bytes(b, "no-siginfo", &text);
-  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
   const json &c = r.doc["crash"];
   EXPECT_EQ(c["from"], "NT_PRSTATUS");
   EXPECT_EQ(c["signal"], 11);
@@ -842,7 +842,7 @@ TEST_F(Gates, CursigZeroIsNoSignalRecorded) {
   std::memcpy(b.data() + desc + 12, &cursig, 2);  // pr_cursig
   std::string text;
   Read r = read_bytes(b, "cursig-0", &text);
-  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.run.exit_code(), 0) << r.run.err;
   const json &c = r.doc["crash"];
   EXPECT_TRUE(c["signal"].is_null()) << c;
   EXPECT_TRUE(c["signal_name"].is_null()) << c;
@@ -871,7 +871,7 @@ TEST_F(Gates, UnsupportedCoreReportsItsSizeAndMachine) {
   for (const auto &[b, machine, why] : {std::tuple{&c32, EM_386, "not a 64-bit ELF file"},
                                         std::tuple{&msb, EM_PPC64, "not a little-endian ELF file"}}) {
     Read r = read_bytes(*b, "unsupported");
-    EXPECT_EQ(r.run.exit_code, 3) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 3) << r.run.err;
     EXPECT_NE(r.run.err.find(why), std::string::npos) << r.run.err;
     EXPECT_EQ(r.doc["core"]["size"], orig.size()) << why;
     EXPECT_EQ(r.doc["core"]["machine"], machine) << why;
@@ -947,7 +947,7 @@ TEST_F(Gates, F_SymbolizerOpensOnlyVerifiedFilesTheUserCouldRead) {
     if (replace_cstr(b, libc, libc_fifo) > 0) {
       ASSERT_EQ(mkfifo(libc_fifo.c_str(), 0644), 0);
     }
-    const std::string path = ct::testing::write_temp(b, "fifo-core");
+    const std::string path = ct::test::write_temp(b, "fifo-core");
     auto core = ctr::CoreFile::open(path);
     ASSERT_TRUE(core);
     const ctr::SymbolQuery q{pc_of(*core), false};
@@ -957,7 +957,7 @@ TEST_F(Gates, F_SymbolizerOpensOnlyVerifiedFilesTheUserCouldRead) {
     ASSERT_TRUE(res) << res.error().message;
     EXPECT_TRUE(!(*res)[0] || (*res)[0]->function.empty()) << "symbols from a FIFO?";
     Read r = read_json({"--core-only", path});
-    EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(r.run.exit_code(), 0) << r.run.err;
     EXPECT_EQ(r.doc["crash"]["location"]["verified"], false);
     unlink(path.c_str());
     unlink(exe_fifo.c_str());
@@ -977,7 +977,7 @@ TEST_F(Gates, F_SymbolizerOpensOnlyVerifiedFilesTheUserCouldRead) {
       out.write(reinterpret_cast<const char *>(exe.data()), static_cast<std::streamsize>(exe.size()));
     }
     ASSERT_EQ(chown(exe_fifo.c_str(), 0, 0), 0);
-    const std::string path = ct::testing::write_temp(b, "uid-core");
+    const std::string path = ct::test::write_temp(b, "uid-core");
     auto core = ctr::CoreFile::open(path);
     ASSERT_TRUE(core);
     ASSERT_EQ(core->notes().process->uid, 1234u);
@@ -1042,7 +1042,7 @@ TEST_F(Gates, G_BuildIdDirectoryWithoutLoadingDebuginfod) {
   const std::string gone = path_of_length(dir, kDemo.size());
   ASSERT_FALSE(gone.empty()) << kDemo << " is too short a path to replace";
   ASSERT_GT(replace_cstr(b, kDemo, gone), 0);
-  const std::string path = ct::testing::write_temp(b, "buildid-core");
+  const std::string path = ct::test::write_temp(b, "buildid-core");
   auto core = ctr::CoreFile::open(path);
   ASSERT_TRUE(core) << core.error().message;
   const ctr::Module *exe = core->executable();

@@ -33,9 +33,9 @@
 
 namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
-using ct::testing::CoreBuilder;
-using ct::testing::RingBuilder;
-using ct::testing::three_events;
+using ct::test::CoreBuilder;
+using ct::test::RingBuilder;
+using ct::test::three_events;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
@@ -61,7 +61,7 @@ Elf64_Phdr *phdr(Bytes &core, std::size_t i) {
 std::vector<std::uint64_t> analysis_instructions(const std::vector<Bytes> &cores) {
   std::vector<std::function<void()>> works;
   for (const Bytes &c : cores) works.emplace_back([&c] { analyze_bytes(c); });
-  return ct::testing::instructions_of(works);
+  return ct::test::instructions_of(works);
 }
 
 double ratio(std::uint64_t a, std::uint64_t b) { return static_cast<double>(a) / static_cast<double>(b); }
@@ -81,7 +81,7 @@ constexpr double kUnchanged = 1.5;
  * which follows the header table) and one PT_NOTE holding `notes`. */
 Bytes raw_core(std::vector<Elf64_Phdr> phs, const Bytes &data, const Bytes &notes = {}) {
   const std::size_t n = phs.size() + (notes.empty() ? 0 : 1);
-  const Elf64_Ehdr eh = ct::testing::core_ehdr(static_cast<std::uint16_t>(n));
+  const Elf64_Ehdr eh = ct::test::core_ehdr(static_cast<std::uint16_t>(n));
   const std::uint64_t data_off = sizeof eh + n * sizeof(Elf64_Phdr);
   for (auto &p : phs)
     if (p.p_filesz != 0) p.p_offset += data_off;
@@ -124,8 +124,8 @@ Elf64_Phdr load(std::uint64_t vaddr, std::uint64_t memsz, std::uint64_t offset, 
 TEST(HostileCore, ProgramHeadersOverTheSameFileBytesAreRefused) {
   {
     RingBuilder r = three_events();
-    CoreBuilder c = ct::testing::standard_core(r);
-    c.map(ct::testing::kRingAddr + 0x100000, r.bytes());  // phdr 4: a second copy
+    CoreBuilder c = ct::test::standard_core(r);
+    c.map(ct::test::kRingAddr + 0x100000, r.bytes());  // phdr 4: a second copy
     Bytes bytes = c.build();
     phdr(bytes, 4)->p_offset = phdr(bytes, 2)->p_offset;  // now over the first copy
     auto core = ctr::CoreFile::from_bytes(bytes, "two-loads-one-ring");
@@ -138,7 +138,7 @@ TEST(HostileCore, ProgramHeadersOverTheSameFileBytesAreRefused) {
   }
   {
     RingBuilder r = three_events();
-    CoreBuilder c = ct::testing::standard_core(r);
+    CoreBuilder c = ct::test::standard_core(r);
     c.map(0x7e0000000000, Bytes(64, 0));  // phdr 4, turned into a second PT_NOTE
     Bytes bytes = c.build();
     *phdr(bytes, 4) = *phdr(bytes, 0);
@@ -150,7 +150,7 @@ TEST(HostileCore, ProgramHeadersOverTheSameFileBytesAreRefused) {
     /* Segments that merely touch, and excluded (p_filesz 0) segments at
      * offset 0, are what the kernel writes: still accepted. */
     RingBuilder r = three_events();
-    CoreBuilder c = ct::testing::standard_core(r);
+    CoreBuilder c = ct::test::standard_core(r);
     c.map_excluded(0x7e0000000000, 0x10000, "/memfd:other (deleted)");
     auto a = analyze_bytes(c.build());
     EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
@@ -270,7 +270,7 @@ Bytes many_modules(std::uint64_t modules, std::uint64_t events) {
   RingBuilder r(2, slots);
   for (std::uint64_t i = 0; i < events; ++i)
     r.add(0, i + 1, fmtx::kKindUser, 0x1001, i, 0, 4242, 0, kBase + (i * 7 % modules) * 4096 + 16);
-  CoreBuilder c = ct::testing::standard_core(r);
+  CoreBuilder c = ct::test::standard_core(r);
   for (std::uint64_t i = 0; i < modules; ++i)  // page offset 1: no ELF header of theirs is dumped
     c.files.push_back({kBase + i * 4096, kBase + i * 4096 + 4096, 1, "/lib/m" + std::to_string(i)});
   return c.build();
@@ -313,7 +313,7 @@ Bytes threads_on_one_stack(std::uint32_t threads, std::uint32_t events) {
   while (slots < events) slots *= 2;
   RingBuilder r(2, slots);
   for (std::uint64_t i = 0; i < events; ++i) r.add(0, i + 1, fmtx::kKindFree, 0, 0x7ffd00000100, 0, 4242, 0, 0);
-  CoreBuilder c = ct::testing::standard_core(r);  // its stack: 0x7ffd00000000 + 64 KiB, thread 4242's sp in it
+  CoreBuilder c = ct::test::standard_core(r);  // its stack: 0x7ffd00000000 + 64 KiB, thread 4242's sp in it
   for (std::uint32_t i = 0; i < threads; ++i)
     c.threads.push_back({5000 + i, 0, 0x401000, 0x7ffd00000800ull + i * 2ull});
   return c.build();
@@ -369,7 +369,7 @@ ClaimedRing ring_claiming(std::uint32_t lanes, std::uint32_t slots) {
 TEST(HostileCore, AbsentSlotsAreCountedNotVisited) {
   constexpr std::uint32_t kLanes = 31, kSlots = 1u << 20;
   const ClaimedRing ring = ring_claiming(kLanes, kSlots), fewer = ring_claiming(kLanes, kSlots >> 6);
-  const auto ir = ct::testing::instructions_of({[&] { (void)ctr::decode_ring(fewer.page, fewer.mapping); },
+  const auto ir = ct::test::instructions_of({[&] { (void)ctr::decode_ring(fewer.page, fewer.mapping); },
                                                 [&] { (void)ctr::decode_ring(ring.page, ring.mapping); }});
   CT_SKIP_UNLESS_COUNTED();
   ASSERT_EQ(ir.size(), 2u);
@@ -414,7 +414,7 @@ TEST(HostileCore, OverlappingRingsAreDecodedOnce) {
     h->header_crc = fmtx::header_crc(at);
   }
   CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}), "/usr/bin/victim",
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}), "/usr/bin/victim",
         0x2000, 5);
   c.map(0x10000000000, seg);
   /* Without NT_FILE the magic scan is all there is (with it, headers not at
@@ -429,9 +429,9 @@ TEST(HostileCore, OverlappingRingsAreDecodedOnce) {
   EXPECT_NE(a.magic_rejected[0].reason.find("overlaps"), std::string::npos) << a.magic_rejected[0].reason;
   /* Two rings side by side are still two rings. */
   RingBuilder r1 = three_events(), r2 = three_events();
-  ct::testing::init_one_tick_later(r2);
-  CoreBuilder two = ct::testing::standard_core(r1);
-  two.map(ct::testing::kRingAddr + r1.bytes().size(), r2.bytes(), "/memfd:core-timeline (deleted)");
+  ct::test::init_one_tick_later(r2);
+  CoreBuilder two = ct::test::standard_core(r1);
+  two.map(ct::test::kRingAddr + r1.bytes().size(), r2.bytes(), "/memfd:core-timeline (deleted)");
   auto b = analyze_bytes(two.build());
   EXPECT_EQ(b.rings.size(), 2u);
   EXPECT_EQ(b.events.size(), 6u);
@@ -465,7 +465,7 @@ TEST(HostileCore, RingReportsAreBounded) {
 TEST(HostileCore, NoteWarningsAreBounded) {
   constexpr std::size_t kNotes = 100000;
   RingBuilder r = three_events();
-  CoreBuilder c = ct::testing::standard_core(r);
+  CoreBuilder c = ct::test::standard_core(r);
   for (std::size_t i = 0; i < kNotes; ++i) c.extra_notes.push_back({"CORE", NT_PRPSINFO, {}});
   auto core = ctr::CoreFile::from_bytes(c.build(), "notes");
   ASSERT_TRUE(core) << core.error().message;
@@ -538,7 +538,7 @@ TEST(HostileCore, BuildIdSearchIsBoundedPerImage) {
   constexpr std::size_t kSameBase = 1000, kImages = 500;
   const Bytes quiet = noisy_images(1, kSameBase, 0), noisy = noisy_images(1, kSameBase, 0x2000),
               noisier = noisy_images(1, kSameBase, 0x8000);
-  const auto ir = ct::testing::instructions_of({[&] { (void)ctr::CoreFile::from_bytes(quiet, "quiet"); },
+  const auto ir = ct::test::instructions_of({[&] { (void)ctr::CoreFile::from_bytes(quiet, "quiet"); },
                                                 [&] { (void)ctr::CoreFile::from_bytes(noisy, "noisy"); },
                                                 [&] { (void)ctr::CoreFile::from_bytes(noisier, "noisier"); }});
   CT_SKIP_UNLESS_COUNTED();
@@ -557,7 +557,7 @@ TEST(HostileCore, BuildIdSearchIsBoundedPerImage) {
   /* A build-id in the first notes is still found (fake_elf_page: one
    * PT_NOTE at 0x200). */
   RingBuilder r = three_events();
-  auto healthy = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "healthy");
+  auto healthy = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "healthy");
   ASSERT_TRUE(healthy);
   EXPECT_EQ(ctr::hex_bytes(healthy->executable()->build_id), "aabbccdd01020304");
 }
@@ -568,7 +568,7 @@ TEST(HostileCore, BuildIdSearchIsBoundedPerImage) {
  * run: whoever can put a FIFO at the path (the crashed process owns its
  * sidecar directory) hung the reader.  They are opened O_NONBLOCK now. */
 TEST(HostileCore, FifoInsteadOfAFileDoesNotBlock) {
-  const std::string fifo = ct::testing::write_temp({}, "fifo");
+  const std::string fifo = ct::test::write_temp({}, "fifo");
   ASSERT_EQ(unlink(fifo.c_str()), 0);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const pid_t pid = fork();
@@ -578,7 +578,7 @@ TEST(HostileCore, FifoInsteadOfAFileDoesNotBlock) {
     auto core = ctr::CoreFile::open(fifo);
     if (core || core.error().message.find("not a regular file") == std::string::npos) failures |= 1;
     RingBuilder r = three_events();
-    auto good = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "core");
+    auto good = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "core");
     ctr::ReadOptions opts;
     opts.symbolize = false;
     opts.sidecar_path = fifo;

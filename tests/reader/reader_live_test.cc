@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // reader_live_test - core-timeline-read --pid: live snapshots of real
-// running processes (issue 15, part 4).  The writers are live_writers
+// running processes.  The writers are live_writers
 // (threads recording spans and marks at full speed until killed); every
 // snapshot is read by the real reader binary, or by snapshot_process() for
 // the process that exits in the middle of one.
@@ -39,7 +39,7 @@
 namespace {
 
 using nlohmann::json;
-using ct::testing::run;
+using ct::test::run;
 namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
 
@@ -95,7 +95,7 @@ json read_pid(pid_t pid, std::vector<std::string> extra = {}) {
   std::vector<std::string> argv = {reader_bin(), "--pid", std::to_string(pid), "--json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   const auto r = run(argv);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
   return json::parse(r.out);
 }
 
@@ -164,7 +164,7 @@ ctr::DecodeOptions live_options() {
  * last reserved sequences is in flight in a live snapshot, torn in a core;
  * one far below them is torn in both. */
 TEST(ReaderLiveRule, CaughtMidWriteIsInFlightOnlyInALiveSnapshot) {
-  ct::testing::RingBuilder r = ct::testing::three_events();
+  ct::test::RingBuilder r = ct::test::three_events();
   r.lane(0).write_index = 5;
   r.add(0, 4, fmtx::kKindUser, 0x1004, 4);
   r.slot(0, 4).begin_seq = 5 | fmtx::kSeqWriting;  // seq 5 being written
@@ -184,7 +184,7 @@ TEST(ReaderLiveRule, CaughtMidWriteIsInFlightOnlyInALiveSnapshot) {
 
   /* A signal handler's event (5) committed above one being written (4):
    * in flight, not missing. */
-  ct::testing::RingBuilder h = ct::testing::three_events();
+  ct::test::RingBuilder h = ct::test::three_events();
   h.add(0, 5, fmtx::kKindUser, 0x1005, 5);
   h.slot(0, 3).begin_seq = 4 | fmtx::kSeqWriting;
   h.slot(0, 3).end_seq = 0;
@@ -195,7 +195,7 @@ TEST(ReaderLiveRule, CaughtMidWriteIsInFlightOnlyInALiveSnapshot) {
   EXPECT_EQ(hl->torn, 0u);
 
   /* Stuck mid-write far below the lane's newest: torn, live or not. */
-  ct::testing::RingBuilder t = ct::testing::three_events();
+  ct::test::RingBuilder t = ct::test::three_events();
   for (std::uint64_t seq = 4; seq <= 7; ++seq) t.add(0, seq, fmtx::kKindUser, 0x1001, seq);
   t.slot(0, 1).begin_seq = 2 | fmtx::kSeqWriting;
   auto tl = ctr::decode_ring(t.bytes(), t.bytes().size(), keep, live_options());
@@ -207,9 +207,9 @@ TEST(ReaderLiveRule, CaughtMidWriteIsInFlightOnlyInALiveSnapshot) {
 /* A core with the CORE-TIMELINE note is a live snapshot: no crash, the
  * snapshot's time as the reference; without it, the same core is a crash. */
 TEST(ReaderLiveRule, TheNoteMakesTheCoreASnapshot) {
-  ct::testing::RingBuilder r = ct::testing::three_events();
-  ct::testing::CoreBuilder plain = ct::testing::standard_core(r);
-  ct::testing::CoreBuilder live = ct::testing::standard_core(r);
+  ct::test::RingBuilder r = ct::test::three_events();
+  ct::test::CoreBuilder plain = ct::test::standard_core(r);
+  ct::test::CoreBuilder live = ct::test::standard_core(r);
   live.sig_signo.reset();
   ctr::LiveSnapshotNote n{};
   n.version = ctr::kLiveNoteVersion;
@@ -232,7 +232,7 @@ TEST(ReaderLiveRule, TheNoteMakesTheCoreASnapshot) {
   EXPECT_EQ(la.snapshot->pid, 4242u);
   EXPECT_FALSE(la.crash.has_value());
   for (const auto &t : lc->notes().threads) EXPECT_FALSE(t.has_regs) << "a snapshot's registers are unknown";
-  EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(la)), "");
+  EXPECT_EQ(ct::test::schema_errors(ctr::render_json(la)), "");
   EXPECT_NE(ctr::render_text(la).find("live snapshot of pid 4242"), std::string::npos) << ctr::render_text(la);
 }
 
@@ -248,14 +248,14 @@ TEST(ReaderLive, SnapshotsWhileEightThreadsWriteAtFullSpeed) {
   }
   /* The writers ran throughout: the process is still there, not stopped
    * (its main thread waits in pause(): S). */
-  const std::string stat = ct::testing::slurp("/proc/" + std::to_string(w.pid()) + "/stat");
+  const std::string stat = ct::test::slurp("/proc/" + std::to_string(w.pid()) + "/stat");
   EXPECT_EQ(stat.substr(stat.rfind(')') + 2, 1), "S") << stat;
 }
 
 TEST(ReaderLive, TextSaysLiveSnapshotAndInFlight) {
   Writers w(2);
   const auto r = run({reader_bin(), "--pid", std::to_string(w.pid()), "--no-symbols"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_NE(r.out.find("core-timeline: live snapshot of pid " + std::to_string(w.pid()) + " (live_writers), taken at "),
             std::string::npos)
       << r.out.substr(0, 400);
@@ -279,8 +279,8 @@ TEST(ReaderLive, BuildIdsAndSymbolsComeFromTheSnapshot) {
 TEST(ReaderLive, DocumentMatchesTheSchema) {
   Writers w(2, "1048576");
   const auto r = run({reader_bin(), "--pid", std::to_string(w.pid()), "--json", "--no-symbols"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(ct::test::schema_errors(r.out), "");
 }
 
 TEST(ReaderLive, StoppedProcessStaysStoppedAndReadsTheSameTwice) {
@@ -303,7 +303,7 @@ TEST(ReaderLive, StoppedProcessStaysStoppedAndReadsTheSameTwice) {
   };
   EXPECT_EQ(timeless(a["events"]), timeless(b["events"])) << "a stopped process's ring does not change";
   EXPECT_EQ(a["rings"][0]["lanes"], b["rings"][0]["lanes"]);
-  const std::string stat = ct::testing::slurp("/proc/" + std::to_string(w.pid()) + "/stat");
+  const std::string stat = ct::test::slurp("/proc/" + std::to_string(w.pid()) + "/stat");
   EXPECT_EQ(stat.substr(stat.rfind(')') + 2, 1), "T") << "still stopped: " << stat;
   kill(w.pid(), SIGCONT);
 }
@@ -341,7 +341,7 @@ TEST(ReaderLive, ProcessThatIsGoneIsExitThree) {
     gone = w.pid();
   }
   const auto r = run({reader_bin(), "--pid", std::to_string(gone)});
-  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.exit_code(), 3) << r.err;
   EXPECT_NE(r.err.find("cannot take a live snapshot: pid " + std::to_string(gone) + ": no such process"),
             std::string::npos)
       << r.err;
@@ -357,7 +357,7 @@ TEST(ReaderLive, ProcessWithoutRingIsExitOne) {
   const auto r = run({reader_bin(), "--pid", std::to_string(p)});
   kill(p, SIGKILL);
   waitpid(p, nullptr, 0);
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.exit_code(), 1) << r.out << r.err;
 }
 
 /* setpriv(1) (util-linux) runs the reader with another uid, or without
@@ -372,7 +372,7 @@ std::string setpriv_or_skip() {
  * path searchable): else the refusal tested would be exec's. */
 std::string nobody_cannot_run_reader(const std::string &setpriv) {
   const auto r = run({setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", reader_bin(), "--help"});
-  return r.exit_code == 0 ? "" : "uid 65534 cannot run " + reader_bin() + " (exit " + std::to_string(r.exit_code) +
+  return r.exit_code() == 0 ? "" : "uid 65534 cannot run " + reader_bin() + " (exit " + std::to_string(r.exit_code()) +
                                       ": " + r.err + "); a directory on its path is not searchable by others";
 }
 
@@ -384,7 +384,7 @@ TEST(ReaderLive, AnotherUsersProcessIsRefusedNamingTheRule) {
   Writers w(2);  // root's
   const auto r = run({setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                       "--bounding-set=-all", reader_bin(), "--pid", std::to_string(w.pid())});
-  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.exit_code(), 3) << r.out << r.err;
   EXPECT_NE(r.err.find("reading its memory was refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("reading another user's process needs the same ids or CAP_SYS_PTRACE"), std::string::npos)
       << r.err;
@@ -408,11 +408,11 @@ TEST(ReaderLive, NotDumpableProcessOfTheSameUserIsRefusedNamingTheRule) {
   });
   const auto r = run({setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                       "--bounding-set=-all", reader_bin(), "--pid", std::to_string(w.pid())});
-  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.exit_code(), 3) << r.out << r.err;
   EXPECT_NE(r.err.find("the process is not dumpable"), std::string::npos) << r.err;
   /* And root, with CAP_SYS_PTRACE, reads it. */
   const auto root = run({reader_bin(), "--pid", std::to_string(w.pid()), "--no-symbols"});
-  EXPECT_EQ(root.exit_code, 0) << root.err;
+  EXPECT_EQ(root.exit_code(), 0) << root.err;
 }
 
 TEST(ReaderLive, SavedSnapshotReadsAsTheSameLiveSnapshot) {
@@ -425,7 +425,7 @@ TEST(ReaderLive, SavedSnapshotReadsAsTheSameLiveSnapshot) {
   ASSERT_EQ(stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   const auto again = run({reader_bin(), file, "--json", "--no-symbols"});
-  ASSERT_EQ(again.exit_code, 0) << again.err;
+  ASSERT_EQ(again.exit_code(), 0) << again.err;
   const json saved = json::parse(again.out);
   check_snapshot(saved, w.pid());
   EXPECT_EQ(saved["snapshot"], direct["snapshot"]);
@@ -434,12 +434,12 @@ TEST(ReaderLive, SavedSnapshotReadsAsTheSameLiveSnapshot) {
   EXPECT_TRUE(saved["crash"].is_null());
   /* An existing FILE is refused unless --force. */
   const auto refused = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file});
-  EXPECT_EQ(refused.exit_code, 7) << refused.err;
+  EXPECT_EQ(refused.exit_code(), 7) << refused.err;
   EXPECT_NE(refused.err.find("core-timeline-read: --save " + file + ": the file exists; --force replaces it"),
             std::string::npos)
       << refused.err;
   const auto forced = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file, "--force", "--no-symbols"});
-  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(forced.exit_code(), 0) << forced.err;
   unlink(file.c_str());
   rmdir(dir);
 }
@@ -504,7 +504,7 @@ TEST(ReaderLive, SaveRefusesWhatIsNotARegularFile) {
       EXPECT_EQ(st.st_ino, st0.st_ino) << c.is;
     }
   }
-  EXPECT_EQ(ct::testing::slurp(target), "the target") << "written through the symbolic link";
+  EXPECT_EQ(ct::test::slurp(target), "the target") << "written through the symbolic link";
   close(sock);
   std::filesystem::remove_all(dir);
   if (!have_device) GTEST_SKIP() << "not root: mknod of a character device was refused, its case was not run";
@@ -523,17 +523,17 @@ TEST(ReaderLive, SaveForceKeepsTheModeOfAFileItDidNotCreate) {
   struct stat st0 {};
   ASSERT_EQ(stat(file.c_str(), &st0), 0);
   const auto r = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file, "--force", "--no-symbols"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   struct stat st {};
   ASSERT_EQ(stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0644u) << "the mode of a file --save did not create was changed";
   EXPECT_EQ(st.st_ino, st0.st_ino) << "written in place";
   const auto again = run({reader_bin(), file, "--json", "--no-symbols"});
-  ASSERT_EQ(again.exit_code, 0) << again.err;
+  ASSERT_EQ(again.exit_code(), 0) << again.err;
   EXPECT_EQ(json::parse(again.out)["snapshot"]["pid"], w.pid());
 
   const auto created = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", fresh, "--force"});
-  ASSERT_EQ(created.exit_code, 0) << created.err;
+  ASSERT_EQ(created.exit_code(), 0) << created.err;
   ASSERT_EQ(stat(fresh.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   std::filesystem::remove_all(dir);
@@ -547,9 +547,9 @@ TEST(ReaderLive, SnapshotExportsToChromeTrace) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string file = std::string(dir) + "/snap.core";
   const auto direct = run({reader_bin(), "--pid", std::to_string(w.pid()), "--save", file, "--format=chrome-trace"});
-  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  ASSERT_EQ(direct.exit_code(), 0) << direct.err;
   const auto saved = run({reader_bin(), file, "--format=chrome-trace"});
-  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  ASSERT_EQ(saved.exit_code(), 0) << saved.err;
   for (const auto *out : {&direct.out, &saved.out}) {
     const json t = json::parse(*out);
     ASSERT_TRUE(t["traceEvents"].is_array());
@@ -561,9 +561,9 @@ TEST(ReaderLive, SnapshotExportsToChromeTrace) {
 }
 
 TEST(ReaderLive, UsageErrors) {
-  EXPECT_EQ(run({reader_bin()}).exit_code, 7);
-  EXPECT_EQ(run({reader_bin(), "--save", "/tmp/x", "core"}).exit_code, 7) << "--save needs --pid";
-  EXPECT_EQ(run({reader_bin(), "--pid", "1", "a", "b"}).exit_code, 7) << "--pid takes no CORE";
+  EXPECT_EQ(run({reader_bin()}).exit_code(), 7);
+  EXPECT_EQ(run({reader_bin(), "--save", "/tmp/x", "core"}).exit_code(), 7) << "--save needs --pid";
+  EXPECT_EQ(run({reader_bin(), "--pid", "1", "a", "b"}).exit_code(), 7) << "--pid takes no CORE";
 }
 
 /* A --pid that is not a process id: exit 7, and a sentence about the value
@@ -587,7 +587,7 @@ TEST(ReaderLive, PidThatIsNotAProcessIdIsASentenceAboutIt) {
     std::vector<std::string> argv = {reader_bin()};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     const auto r = run(argv);
-    EXPECT_EQ(r.exit_code, 7) << c.args.back();
+    EXPECT_EQ(r.exit_code(), 7) << c.args.back();
     EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1), c.says) << r.err;
     EXPECT_EQ(r.err.find("range"), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
@@ -604,11 +604,11 @@ TEST(ReaderLive, PidWithACoreOrANonElfFileSaysWhatTheFileIs) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, core = dir + "/snap.core", text = dir + "/notes.txt";
   const std::string pid = std::to_string(w.pid());
-  ASSERT_EQ(run({reader_bin(), "--pid", pid, "--save", core, "--no-symbols"}).exit_code, 0);
+  ASSERT_EQ(run({reader_bin(), "--pid", pid, "--save", core, "--no-symbols"}).exit_code(), 0);
   { std::ofstream(text) << "not a program\n"; }
 
   const auto with_core = run({reader_bin(), "--pid", pid, core});
-  EXPECT_EQ(with_core.exit_code, 7) << with_core.err;
+  EXPECT_EQ(with_core.exit_code(), 7) << with_core.err;
   EXPECT_EQ(with_core.err, "core-timeline-read: " + core +
                                " is a core file, and --pid reads a running process, not a core (with --pid the one "
                                "file named is the process's EXECUTABLE): give the core without --pid, or --pid "
@@ -616,7 +616,7 @@ TEST(ReaderLive, PidWithACoreOrANonElfFileSaysWhatTheFileIs) {
   EXPECT_TRUE(with_core.out.empty()) << with_core.out;
 
   const auto with_text = run({reader_bin(), "--pid", pid, text, "--no-symbols"});
-  EXPECT_EQ(with_text.exit_code, 5) << with_text.err;
+  EXPECT_EQ(with_text.exit_code(), 5) << with_text.err;
   EXPECT_EQ(with_text.err.rfind("core-timeline-read: " + text + ": not an ELF file, so it cannot be the executable of "
                                 "process " + pid + " (",
                                 0),

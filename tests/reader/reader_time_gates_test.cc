@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
-// The acceptance checks of issue 13 on REAL cores from the REAL
+// Times, spans and names checked on REAL cores from the REAL
 // systemd-coredump pipeline (tests/support/crash_harness.h), read by the
 // real core-timeline-read with no tlmap:
 //
-//  - the outside clock: clock_check (tests/lib/clock_check.c) prints its own
+//  - the outside clock: clock_check (tests/crashers/clock_check.c) prints its own
 //    CLOCK_MONOTONIC readings just before and just after each mark; the
 //    reader's ages, from the core alone, must fall between them.  Also for
 //    a process that crashes right after its start (--fast: no helper-thread
 //    anchor), whose rate comes from the init and crash anchors only;
-//  - spans and names: spans_three_threads (tests/lib/spans_three_threads.c),
+//  - spans and names: spans_three_threads (tests/crashers/spans_three_threads.c),
 //    one thread crashing inside two nested open spans, one with a span
 //    open, one with only closed spans, and a span ended by another thread;
 //  - bad settings: a TL_SLOTS that makes no ring, or is no number, gives a
@@ -42,14 +42,14 @@ namespace {
 const std::string kReader = CT_READER_BIN;
 
 json read_json(const std::string &core) {
-  const auto r = ct::testing::run({kReader, "--json", core}, 1ull << 30);
+  const auto r = ct::test::run({kReader, "--json", core}, ct::test::address_space_limit(1ull << 30));
   json doc = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
-  EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+  EXPECT_EQ(ct::test::schema_errors(r.out), "");
   return doc;
 }
 
-std::string read_text(const std::string &core) { return ct::testing::run({kReader, core}, 1ull << 30).out; }
+std::string read_text(const std::string &core) { return ct::test::run({kReader, core}, ct::test::address_space_limit(1ull << 30)).out; }
 
 bool has(const std::string &h, const std::string &n) { return h.find(n) != std::string::npos; }
 
@@ -282,9 +282,9 @@ TEST(BadSettings, ARingThatCouldNotBeMadeIsSaidFromTheCoreNotTakenForNoLibrary) 
     ct::test::CrashOptions o;
     o.env = {{"LD_PRELOAD", CT_LIBTIMELINE}, {"TL_SLOTS", slots}};
     const ct::test::CrashRun run = ct::test::run_and_collect_core({CT_CRASH_DEMO_NOLIB, "--path=a"}, o);
-    const auto r = ct::testing::run({kReader, "--json", run.core_path}, 1ull << 30);
-    EXPECT_EQ(r.exit_code, 8) << r.err;
-    EXPECT_EQ(ct::testing::schema_errors(r.out), "");
+    const auto r = ct::test::run({kReader, "--json", run.core_path}, ct::test::address_space_limit(1ull << 30));
+    EXPECT_EQ(r.exit_code(), 8) << r.err;
+    EXPECT_EQ(ct::test::schema_errors(r.out), "");
     const json doc = json::parse(r.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded());
     EXPECT_EQ(doc["status"], "ring_not_made");
@@ -296,7 +296,7 @@ TEST(BadSettings, ARingThatCouldNotBeMadeIsSaidFromTheCoreNotTakenForNoLibrary) 
   }
   /* The control: the same program without the library is no_ring (exit 1). */
   const ct::test::CrashRun none = ct::test::run_and_collect_core({CT_CRASH_DEMO_NOLIB, "--path=a"});
-  EXPECT_EQ(ct::testing::run({kReader, none.core_path}, 1ull << 30).exit_code, 1);
+  EXPECT_EQ(ct::test::run({kReader, none.core_path}, ct::test::address_space_limit(1ull << 30)).exit_code(), 1);
 }
 
 TEST(BadSettings, TlDisableStopsTheConstructorOnlyNotAnExplicitTlInit) {

@@ -21,16 +21,16 @@
 
 namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
-using ct::testing::RingBuilder;
+using ct::test::RingBuilder;
 
 namespace {
 
 ctr::Analysis analyze_ring(RingBuilder &r, ctr::ReadOptions opts = {}) {
-  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "test-core");
+  auto core = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "test-core");
   EXPECT_TRUE(core);
   opts.symbolize = false;
   ctr::Analysis a = ctr::analyze(*core, opts);
-  EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(a)), "");
+  EXPECT_EQ(ct::test::schema_errors(ctr::render_json(a)), "");
   return a;
 }
 

@@ -32,9 +32,9 @@
 
 namespace ctr = core_timeline::reader;
 namespace fmtx = core_timeline::format;
-using ct::testing::CoreBuilder;
-using ct::testing::RingBuilder;
-using ct::testing::three_events;
+using ct::test::CoreBuilder;
+using ct::test::RingBuilder;
+using ct::test::three_events;
 
 namespace {
 
@@ -53,7 +53,7 @@ std::vector<std::string> names(const ctr::Analysis &a) {
 
 /* Every Analysis a test produces also goes through the JSON schema. */
 void expect_schema_valid(const ctr::Analysis &a) {
-  EXPECT_EQ(ct::testing::schema_errors(ctr::render_json(a)), "");
+  EXPECT_EQ(ct::test::schema_errors(ctr::render_json(a)), "");
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ using Bytes = std::vector<std::uint8_t>;
  * to the header before it is written. */
 template <class Edit>
 Bytes elf_file(const std::vector<Elf64_Phdr> &phdrs, Edit &&edit) {
-  Elf64_Ehdr eh = ct::testing::core_ehdr(static_cast<std::uint16_t>(phdrs.size()));
+  Elf64_Ehdr eh = ct::test::core_ehdr(static_cast<std::uint16_t>(phdrs.size()));
   edit(eh);
   Bytes b(sizeof eh + phdrs.size() * sizeof(Elf64_Phdr));
   std::memcpy(b.data(), &eh, sizeof eh);
@@ -464,7 +464,7 @@ TEST(Ring, InflatedIndexIsFlaggedAndTimelineKept) {
    * decoding the claim of 2^64 - 1 sequences costs what r's claim of 16
    * does, not more with the claim.  (A loop over the claim would not
    * return: ctest's timeout would fail the test.) */
-  const auto ir = ct::testing::instructions_of({[&] { (void)ctr::decode_ring(r.bytes(), r.bytes().size()); },
+  const auto ir = ct::test::instructions_of({[&] { (void)ctr::decode_ring(r.bytes(), r.bytes().size()); },
                                                 [&] { (void)ctr::decode_ring(r3.bytes(), r3.bytes().size()); }});
   CT_SKIP_UNLESS_COUNTED();
   ASSERT_EQ(ir.size(), 2u);
@@ -553,7 +553,7 @@ TEST(CoreFile, EmptyAndNonElfAndNonCoreAreRefused) {
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().code, ctr::Errc::kNotElf);
   RingBuilder r;
-  auto bytes = ct::testing::standard_core(r).build();
+  auto bytes = ct::test::standard_core(r).build();
   bytes[16] = ET_EXEC;
   auto x = ctr::CoreFile::from_bytes(bytes, "exec");
   ASSERT_FALSE(x);
@@ -565,7 +565,7 @@ TEST(CoreFile, EmptyAndNonElfAndNonCoreAreRefused) {
 
 TEST(CoreFile, ProgramHeadersPastEndOfFileAreTruncated) {
   RingBuilder r;
-  auto bytes = ct::testing::standard_core(r).build();
+  auto bytes = ct::test::standard_core(r).build();
   bytes.resize(sizeof(Elf64_Ehdr) + 10);
   auto c = ctr::CoreFile::from_bytes(bytes, "cut");
   ASSERT_FALSE(c);
@@ -574,7 +574,7 @@ TEST(CoreFile, ProgramHeadersPastEndOfFileAreTruncated) {
 
 TEST(CoreFile, NotesAreParsed) {
   RingBuilder r;
-  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "core");
+  auto core = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "core");
   ASSERT_TRUE(core) << core.error().message;
   const auto &n = core->notes();
   ASSERT_TRUE(n.process);
@@ -596,7 +596,7 @@ TEST(CoreFile, NotesAreParsed) {
 
 TEST(CoreFile, HostileNtFileCountIsIgnoredWithWarning) {
   RingBuilder r;
-  CoreBuilder c = ct::testing::standard_core(r);
+  CoreBuilder c = ct::test::standard_core(r);
   c.with_file_note = false;
   std::vector<std::uint8_t> d(16 + 24, 0);
   const std::uint64_t count = 1ull << 60, page = 4096;
@@ -622,7 +622,7 @@ TEST(Analyze, ThreadNamesAreEscapedInText) {
   name.inline_len = sizeof evil - 1;
   r.add(0, 5, fmtx::kKindUser, 0x1003, 1001);
   std::memcpy(r.lane(0).owner_name, "\x1b[2Jlane", 9);
-  auto a = analyze_bytes(ct::testing::standard_core(r).build(), ctr::ReadOptions{});
+  auto a = analyze_bytes(ct::test::standard_core(r).build(), ctr::ReadOptions{});
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   const std::string text = ctr::render_text(a);
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
@@ -640,7 +640,7 @@ ctr::Analysis with_inline_event(std::uint16_t kind, std::uint32_t id, std::uint6
   fmtx::Slot &s = r.add(0, 4, kind, id, arg0, arg1);
   std::memcpy(s.inline_data, inline_bytes.data(), inline_bytes.size());
   s.inline_len = static_cast<std::uint16_t>(inline_bytes.size());
-  return analyze_bytes(ct::testing::standard_core(r).build());
+  return analyze_bytes(ct::test::standard_core(r).build());
 }
 
 /* A string literal's bytes, NULs and all, but its terminating NUL. */
@@ -664,7 +664,7 @@ nlohmann::ordered_json last_event(const ctr::Analysis &a) { return ctr::to_json(
 
 }  // namespace
 
-// Guards against: a path shown as hex bytes nobody reads (issue 14 item 5),
+// Guards against: a path shown as hex bytes nobody reads,
 // or a JSON that has the string but not the exact bytes.
 TEST(InlineText, PlainPathIsAQuotedStringBesideItsExactBytes) {
   auto a = with_inline_event(fmtx::kKindOpen, 0, 3, 0, "/etc/hostname");
@@ -893,7 +893,7 @@ TEST(IoEvents, FdsAreNamedByTheLatestOriginBeforeThemUntilClosed) {
   add(fmtx::kKindWrite, 20, 5, 5);                                                                                // 20
   add(fmtx::kKindDup, 9, 21);                                                                                     // 21
   add(fmtx::kKindRead, 21, 1, 1);                                                                                 // 22
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   ASSERT_EQ(a.status, ctr::Status::kOk) << a.reason;
   const std::string text = ctr::render_text(a);
   const auto line = [&](std::size_t n) { return line_of_seq(text, n); };
@@ -957,7 +957,7 @@ TEST(Analyze, HealthyCoreGivesNamedTimeline) {
   ASSERT_TRUE(tl);
   ctr::ReadOptions o;
   o.tlmap = &*tl;
-  auto a = analyze_bytes(ct::testing::standard_core(r).build(), o);
+  auto a = analyze_bytes(ct::test::standard_core(r).build(), o);
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
   EXPECT_EQ(a.source, ctr::TimelineSource::kCoreOnly);
   EXPECT_EQ(names(a), (std::vector<std::string>{"REQ_PARSE", "FREE", "BEFORE_DIE"}));
@@ -988,7 +988,7 @@ TEST(Analyze, MappingChangedOnlyBetweenKnownGenerations) {
   r.slot(0, 0).mmap_generation = 8;  // loaded objects changed after seq 1
   r.slot(0, 1).mmap_generation = 9;
   r.slot(0, 2).mmap_generation = 0;  // written before the writer knew
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   ASSERT_EQ(a.events.size(), 3u);
   EXPECT_TRUE(a.location_of(a.events[0])->mapping_changed);
   EXPECT_FALSE(a.location_of(a.events[1])->mapping_changed);
@@ -997,7 +997,7 @@ TEST(Analyze, MappingChangedOnlyBetweenKnownGenerations) {
 
 TEST(Analyze, UnnamedUserIdsShowTheirId) {
   RingBuilder r = three_events();
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   EXPECT_EQ(names(a), (std::vector<std::string>{"id=0x1001", "FREE", "id=0x1003"}));
 }
 
@@ -1008,7 +1008,7 @@ TEST(Analyze, CrashSlotIsDecoded) {
   ci.code = 1;
   std::memcpy(s.inline_data, &ci, sizeof ci);
   s.inline_len = sizeof ci;
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   ASSERT_EQ(a.events.size(), 4u);
   ASSERT_TRUE(a.crash_of(a.events[3]));
   EXPECT_EQ(a.crash_of(a.events[3])->signal_name, "SIGSEGV");
@@ -1019,13 +1019,13 @@ TEST(Analyze, CrashSlotIsDecoded) {
 
 TEST(Analyze, MissingNtFileFindsRingByValidatedMagic) {
   RingBuilder r = three_events();
-  CoreBuilder c = ct::testing::standard_core(r);
+  CoreBuilder c = ct::test::standard_core(r);
   c.with_file_note = false;
   auto a = analyze_bytes(c.build());
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
   ASSERT_EQ(a.rings.size(), 1u);
   EXPECT_EQ(a.rings[0].found_by, ctr::FoundBy::kMagicScan);
-  EXPECT_EQ(a.rings[0].address, ct::testing::kRingAddr);
+  EXPECT_EQ(a.rings[0].address, ct::test::kRingAddr);
   EXPECT_EQ(a.events.size(), 3u);
   expect_schema_valid(a);
 }
@@ -1034,9 +1034,9 @@ TEST(Analyze, RenamedMemfdAndSharedAnonRingsAreFound) {
   for (const char *path : {"/memfd:core-timeline", "/memfd:renamed-ring (deleted)", "/dev/zero (deleted)"}) {
     RingBuilder r = three_events();
     CoreBuilder c;
-    c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+    c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
           "/usr/bin/victim", 0x2000, 5);
-    c.map(ct::testing::kRingAddr, r.bytes(), path);
+    c.map(ct::test::kRingAddr, r.bytes(), path);
     auto a = analyze_bytes(c.build());
     EXPECT_EQ(a.status, ctr::Status::kOk) << path << ": " << a.reason;
     ASSERT_EQ(a.rings.size(), 1u) << path;
@@ -1053,28 +1053,28 @@ TEST(Analyze, ACopyOfTheRingInPrivateMemoryIsNotASecondRing) {
   RingBuilder r = three_events();
   for (bool ring_dumped : {true, false}) {
     CoreBuilder c;
-    c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+    c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
           "/usr/bin/victim", 0x2000, 5);
     if (ring_dumped)
-      c.map(ct::testing::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
+      c.map(ct::test::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
     else
-      c.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+      c.map_excluded(ct::test::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
     c.map(0x7f1000000000, r.bytes());  // private anonymous: not in NT_FILE
     auto a = analyze_bytes(c.build());
     if (ring_dumped) {
       EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
       ASSERT_EQ(a.rings.size(), 1u);
-      EXPECT_EQ(a.rings[0].address, ct::testing::kRingAddr);
+      EXPECT_EQ(a.rings[0].address, ct::test::kRingAddr);
       EXPECT_EQ(a.events.size(), 3u) << "events of the copy merged in";
     } else {
       EXPECT_EQ(a.status, ctr::Status::kMappingAbsent) << a.reason;
-      EXPECT_TRUE(a.rings.empty() || a.rings[0].address == ct::testing::kRingAddr);
+      EXPECT_TRUE(a.rings.empty() || a.rings[0].address == ct::test::kRingAddr);
     }
     // With NT_FILE, only the starts of the mappings it lists are candidates:
     // private memory is not looked at, so the copy is not even a miss.
     EXPECT_EQ(a.magic_rejected_total, 0u);
     for (const auto &found : ctr::locate_rings(*ctr::CoreFile::from_bytes(c.build(), "copy")))
-      EXPECT_EQ(found.address, ct::testing::kRingAddr);
+      EXPECT_EQ(found.address, ct::test::kRingAddr);
     expect_schema_valid(a);
   }
 }
@@ -1092,7 +1092,7 @@ TEST(Analyze, MagicInOrdinaryDataIsNotARing) {
   for (bool file_note : {false, true}) {
     CoreBuilder c;
     c.with_file_note = file_note;
-    c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
+    c.map(ct::test::kExeAddr, ct::test::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
     c.map(0x600000, data);
     c.map(0x700000, std::vector<std::uint8_t>(data.begin() + 4096, data.end()), "/dev/zero (deleted)");
     auto a = analyze_bytes(c.build());
@@ -1110,22 +1110,22 @@ TEST(Analyze, MagicInOrdinaryDataIsNotARing) {
 TEST(Analyze, LocateRingsValidatesHeadersWithoutDecoding) {
   RingBuilder r = three_events();
   CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
         "/usr/bin/victim", 0x2000, 5);
-  c.map(ct::testing::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
+  c.map(ct::test::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
   auto core = ctr::CoreFile::from_bytes(c.build(), "locate");
   ASSERT_TRUE(core) << core.error().message;
   auto rings = ctr::locate_rings(*core);
   ASSERT_EQ(rings.size(), 1u);
   EXPECT_EQ(rings[0].state, ctr::RingReport::State::kValid) << rings[0].reason;
   EXPECT_EQ(rings[0].found_by, ctr::FoundBy::kNtFile);
-  EXPECT_EQ(rings[0].address, ct::testing::kRingAddr);
+  EXPECT_EQ(rings[0].address, ct::test::kRingAddr);
   EXPECT_FALSE(rings[0].ring.has_value());
   // A bad header CRC is found the same way, and refused.
   RingBuilder bad = three_events();
   bad.bytes()[100] ^= 0xff;
   CoreBuilder c2;
-  c2.map(ct::testing::kRingAddr, bad.bytes(), "/memfd:core-timeline (deleted)");
+  c2.map(ct::test::kRingAddr, bad.bytes(), "/memfd:core-timeline (deleted)");
   auto core2 = ctr::CoreFile::from_bytes(c2.build(), "locate-bad");
   ASSERT_TRUE(core2) << core2.error().message;
   auto rings2 = ctr::locate_rings(*core2);
@@ -1135,7 +1135,7 @@ TEST(Analyze, LocateRingsValidatesHeadersWithoutDecoding) {
 
 TEST(Analyze, NoLibraryAtAllIsNoRing) {
   CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page({1, 2, 3, 4}), "/usr/bin/victim", 0x2000, 5);
   auto a = analyze_bytes(c.build());
   EXPECT_EQ(a.status, ctr::Status::kNoRing);
   EXPECT_NE(a.reason.find("no CTLN mapping found"), std::string::npos);
@@ -1144,8 +1144,8 @@ TEST(Analyze, NoLibraryAtAllIsNoRing) {
 TEST(Analyze, ExcludedMappingIsTimelineMappingAbsent) {
   RingBuilder r = three_events();
   CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa}), "/usr/bin/victim", 0x2000, 5);
-  c.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa}), "/usr/bin/victim", 0x2000, 5);
+  c.map_excluded(ct::test::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
   auto a = analyze_bytes(c.build());
   EXPECT_EQ(a.status, ctr::Status::kMappingAbsent);
   EXPECT_EQ(ctr::exit_code(a.status), 2);
@@ -1157,9 +1157,9 @@ TEST(Analyze, ExcludedMappingIsTimelineMappingAbsent) {
 TEST(Analyze, TruncatedBeforeTheRingIsAbsentByTruncation) {
   RingBuilder r = three_events();
   CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa}), "/usr/bin/victim", 0x2000, 5);
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa}), "/usr/bin/victim", 0x2000, 5);
   c.map(0x500000, std::vector<std::uint8_t>(16384, 1));
-  c.map(ct::testing::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
+  c.map(ct::test::kRingAddr, r.bytes(), "/memfd:core-timeline (deleted)");
   auto bytes = c.build();
   bytes.resize(bytes.size() - r.bytes().size() - 100);  // ends before the ring
   auto a = analyze_bytes(bytes);
@@ -1172,12 +1172,12 @@ TEST(Analyze, TruncatedBeforeTheRingIsAbsentByTruncation) {
 TEST(Analyze, TruncatedInsideTheRingKeepsThePresentLanes) {
   RingBuilder r = three_events();
   r.add(2, 1, fmtx::kKindUser, 9, 9);
-  auto bytes = ct::testing::standard_core(r).build();
+  auto bytes = ct::test::standard_core(r).build();
   /* The ring is the second PT_LOAD; the stack page follows it.  Cut the
    * file in lane 1 of the ring. */
   auto core = ctr::CoreFile::from_bytes(bytes, "x");
   ASSERT_TRUE(core);
-  const auto *seg = core->segment_for(ct::testing::kRingAddr);
+  const auto *seg = core->segment_for(ct::test::kRingAddr);
   ASSERT_NE(seg, nullptr);
   bytes.resize(seg->offset + fmtx::lane_slots_offset(r.header(), 1) + 128);
   auto a = analyze_bytes(bytes);
@@ -1193,9 +1193,9 @@ TEST(Analyze, TwoRingsAreBothReportedAndMerged) {
   r1.add(0, 1, fmtx::kKindUser, 1, 1, 0, 4242, 1'000'100);
   r1.add(0, 2, fmtx::kKindUser, 3, 3, 0, 4242, 1'000'300);
   r2.add(0, 1, fmtx::kKindUser, 2, 2, 0, 4243, 1'000'200);
-  ct::testing::init_one_tick_later(r2);  // a second tl_init: its own anchor
-  CoreBuilder c = ct::testing::standard_core(r1);
-  c.map(ct::testing::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
+  ct::test::init_one_tick_later(r2);  // a second tl_init: its own anchor
+  CoreBuilder c = ct::test::standard_core(r1);
+  c.map(ct::test::kRingAddr + 0x100000, r2.bytes(), "/memfd:core-timeline (deleted)");
   auto a = analyze_bytes(c.build());
   EXPECT_EQ(a.status, ctr::Status::kOk);
   ASSERT_EQ(a.rings.size(), 2u);
@@ -1215,7 +1215,7 @@ TEST(Analyze, TwoRingsAreBothReportedAndMerged) {
 TEST(Analyze, OneRingSeenTwiceIsOneRing) {
   RingBuilder r = three_events();
   for (const char *second : {"/memfd:core-timeline (deleted)", "/home/user/data.bin"}) {
-    CoreBuilder c = ct::testing::standard_core(r);
+    CoreBuilder c = ct::test::standard_core(r);
     c.map(0x500000000, r.bytes(), second);
     auto a = analyze_bytes(c.build());
     EXPECT_EQ(a.status, ctr::Status::kOk) << second << ": " << a.reason;
@@ -1241,7 +1241,7 @@ TEST(Analyze, LanesMergeByTimestampThenLaneThenSeq) {
   r.add(0, 1, fmtx::kKindUser, 11, 0, 0, 4242, 400);
   r.add(0, 2, fmtx::kKindUser, 12, 0, 0, 4242, 500);  // same tick as lane 1 seq 1
   r.add(0, 3, fmtx::kKindUser, 13, 0, 0, 4242, 1);    // clock went back: stays after seq 2
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   std::vector<std::uint32_t> ids;
   for (const auto &e : a.events) ids.push_back(e.id);
   EXPECT_EQ(ids, (std::vector<std::uint32_t>{11, 12, 13, 10}));
@@ -1250,7 +1250,7 @@ TEST(Analyze, LanesMergeByTimestampThenLaneThenSeq) {
 TEST(Analyze, ForeignPidRingIsNotThisProcesssTimeline) {
   RingBuilder r(3, 8, /*pid=*/999);
   r.add(0, 1, fmtx::kKindUser, 1, 1);
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   EXPECT_EQ(a.status, ctr::Status::kRingInvalid);
   EXPECT_EQ(ctr::exit_code(a.status), 4);
   EXPECT_EQ(a.rings[0].state, ctr::RingReport::State::kForeign);
@@ -1261,8 +1261,8 @@ TEST(Analyze, ForeignPidRingIsNotThisProcesssTimeline) {
 
 TEST(Analyze, ForeignBuildIdRingIsRejected) {
   RingBuilder r = three_events();
-  CoreBuilder c = ct::testing::standard_core(r);
-  c.loads[0].data = ct::testing::fake_elf_page({9, 9, 9, 9});
+  CoreBuilder c = ct::test::standard_core(r);
+  c.loads[0].data = ct::test::fake_elf_page({9, 9, 9, 9});
   auto a = analyze_bytes(c.build());
   EXPECT_EQ(a.status, ctr::Status::kRingInvalid);
   EXPECT_EQ(a.rings[0].build_id.result, ctr::Check::kMismatch);
@@ -1271,14 +1271,14 @@ TEST(Analyze, ForeignBuildIdRingIsRejected) {
 TEST(Analyze, CorruptRingInNamedMemfdIsRingInvalid) {
   RingBuilder r = three_events();
   r.header().lane_count = 3000;  // CRC now wrong
-  auto a = analyze_bytes(ct::testing::standard_core(r).build());
+  auto a = analyze_bytes(ct::test::standard_core(r).build());
   EXPECT_EQ(a.status, ctr::Status::kRingInvalid);
   EXPECT_NE(a.reason.find("header_crc"), std::string::npos) << a.reason;
 }
 
 TEST(Analyze, SymbolizerFailureCostsSymbolsNotTheTimeline) {
   RingBuilder r = three_events();
-  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "synthetic");
+  auto core = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "synthetic");
   ASSERT_TRUE(core);
   ctr::ReadOptions o;  // symbolize = true: libdwfl finds no files for /usr/bin/victim
   auto a = ctr::analyze(*core, o);
@@ -1294,7 +1294,7 @@ TEST(Analyze, SymbolizerFailureCostsSymbolsNotTheTimeline) {
 
 TEST(Analyze, SymbolizerCrashCostsOnlySymbols) {
   RingBuilder r = three_events();
-  auto core = ctr::CoreFile::from_bytes(ct::testing::standard_core(r).build(), "synthetic");
+  auto core = ctr::CoreFile::from_bytes(ct::test::standard_core(r).build(), "synthetic");
   ASSERT_TRUE(core);
   setenv("CT_READER_TEST_KILL_SYMBOLIZER", "1", 1);
   auto a = ctr::analyze(*core, ctr::ReadOptions{});
@@ -1326,10 +1326,10 @@ TEST_F(Sidecar, SameRingMergesOlderEvents) {
   for (std::uint64_t s = 1; s <= 8; ++s) old_copy.add(0, s, fmtx::kKindUser, 7, s);
   RingBuilder now = old_copy;  // the core: 4 more events overwrote seqs 1..4
   for (std::uint64_t s = 9; s <= 12; ++s) now.add(0, s, fmtx::kKindUser, 7, s);
-  const std::string sc = keep(ct::testing::write_temp(old_copy.bytes(), "sidecar"));
+  const std::string sc = keep(ct::test::write_temp(old_copy.bytes(), "sidecar"));
   ctr::ReadOptions o;
   o.sidecar_path = sc;
-  auto a = analyze_bytes(ct::testing::standard_core(now).build(), o);
+  auto a = analyze_bytes(ct::test::standard_core(now).build(), o);
   EXPECT_EQ(a.status, ctr::Status::kOk) << a.reason;
   EXPECT_EQ(a.source, ctr::TimelineSource::kCoreAndSidecar);
   ASSERT_EQ(a.events.size(), 12u);
@@ -1344,10 +1344,10 @@ TEST_F(Sidecar, ForeignPidIsRefusedUnlessCoreOnly) {
   RingBuilder core_ring = three_events();
   RingBuilder other(3, 8, /*pid=*/5555);
   other.add(0, 1, fmtx::kKindUser, 0x1002, 7, 0, 5555);
-  const std::string sc = keep(ct::testing::write_temp(other.bytes(), "sidecar"));
+  const std::string sc = keep(ct::test::write_temp(other.bytes(), "sidecar"));
   ctr::ReadOptions o;
   o.sidecar_path = sc;
-  auto bytes = ct::testing::standard_core(core_ring).build();
+  auto bytes = ct::test::standard_core(core_ring).build();
   auto a = analyze_bytes(bytes, o);
   EXPECT_EQ(a.status, ctr::Status::kSidecarMismatch);
   EXPECT_EQ(ctr::exit_code(a.status), 6);
@@ -1367,8 +1367,8 @@ TEST_F(Sidecar, SamePidOtherStartTimeIsRefused) {
   reused.header().process_start_ticks = 9999;
   reused.seal();
   ctr::ReadOptions o;
-  o.sidecar_path = keep(ct::testing::write_temp(reused.bytes(), "sidecar"));
-  auto a = analyze_bytes(ct::testing::standard_core(core_ring).build(), o);
+  o.sidecar_path = keep(ct::test::write_temp(reused.bytes(), "sidecar"));
+  auto a = analyze_bytes(ct::test::standard_core(core_ring).build(), o);
   EXPECT_EQ(a.status, ctr::Status::kSidecarMismatch);
   EXPECT_NE(a.reason.find("start"), std::string::npos) << a.reason;
 }
@@ -1376,11 +1376,11 @@ TEST_F(Sidecar, SamePidOtherStartTimeIsRefused) {
 TEST_F(Sidecar, DegradedModeIsLoudAndKeepsExitTwo) {
   RingBuilder r = three_events();
   CoreBuilder c;
-  c.map(ct::testing::kExeAddr, ct::testing::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
+  c.map(ct::test::kExeAddr, ct::test::fake_elf_page({0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}),
         "/usr/bin/victim", 0x2000, 5);
-  c.map_excluded(ct::testing::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
+  c.map_excluded(ct::test::kRingAddr, r.bytes().size(), "/memfd:core-timeline (deleted)");
   ctr::ReadOptions o;
-  o.sidecar_path = keep(ct::testing::write_temp(r.bytes(), "sidecar"));
+  o.sidecar_path = keep(ct::test::write_temp(r.bytes(), "sidecar"));
   auto a = analyze_bytes(c.build(), o);
   EXPECT_EQ(a.status, ctr::Status::kMappingAbsent);
   EXPECT_EQ(a.source, ctr::TimelineSource::kDegradedSidecar);
@@ -1420,7 +1420,7 @@ TEST(Instructions, CountEachWorksOwnInstructions) {
     volatile int sink = 0;
     for (int i = 0; i < n; ++i) sink = sink + i;
   };
-  const auto ir = ct::testing::instructions_of({[&] { loop(10000); }, [&] { loop(40000); }, [] {}});
+  const auto ir = ct::test::instructions_of({[&] { loop(10000); }, [&] { loop(40000); }, [] {}});
   CT_SKIP_UNLESS_COUNTED();
   ASSERT_EQ(ir.size(), 3u);
   EXPECT_NEAR(static_cast<double>(ir[1]) / static_cast<double>(ir[0]), 4.0, 0.05) << ir[0] << ", " << ir[1];
@@ -1452,7 +1452,7 @@ TEST(Printable, QuotedWritesCEscapes) {
 }
 
 // Guards against: binary bytes called text, or text called binary because
-// of its NUL padding, a few odd bytes, or UTF-8 (issue 14 item 5).
+// of its NUL padding, a few odd bytes, or UTF-8.
 TEST(Printable, PayloadTextIsMostlyPrintableWithoutInnerNul) {
   using core_timeline::reader::payload_text;
   const auto text = [](std::string_view s) {
@@ -1502,9 +1502,9 @@ TEST(Number, OnlyWholeUnsignedNumbersParse) {
 // A version-3 ring laid out by geometry_v3 (core_builder.h's RingV3): lane
 // 0 has grown into the user pool with `seqs` events.
 namespace v3 {
-using Ring3 = ct::testing::RingV3;
-constexpr std::uint32_t kUserPool = ct::testing::RingV3::kUserPool;
-Ring3 make(std::uint64_t seqs) { return ct::testing::ring_v3(seqs); }
+using Ring3 = ct::test::RingV3;
+constexpr std::uint32_t kUserPool = ct::test::RingV3::kUserPool;
+Ring3 make(std::uint64_t seqs) { return ct::test::ring_v3(seqs); }
 }  // namespace v3
 
 // Guards against: a version-3 lane read at its first slots after it grew
@@ -1698,18 +1698,18 @@ TEST(RingV3, AHeaderWhoseLayoutIsNotItsGeometrysIsRefused) {
 // USER event at seq 1, the CRASH at seq 2, then its parts.
 namespace chain {
 
-using Ring5 = ct::testing::RingV3;
-using ct::testing::chain_frame;
+using Ring5 = ct::test::RingV3;
+using ct::test::chain_frame;
 
 /* A USER event at seq 1, the CRASH at seq 2 with a walk of `depth` frames
  * that ended `end`, and every part of its chain after it. */
 Ring5 with_chain(std::uint32_t depth, std::uint32_t end = fmtx::kStackComplete) {
-  return ct::testing::ring_with_crash_chain(depth, end);
+  return ct::test::ring_with_crash_chain(depth, end);
 }
 
 ctr::Analysis analyze(Ring5 &r) {
   r.seal();
-  return analyze_bytes(ct::testing::standard_core(r).build());
+  return analyze_bytes(ct::test::standard_core(r).build());
 }
 
 const ctr::Event *event_of_kind(const ctr::Analysis &a, std::uint16_t kind) {

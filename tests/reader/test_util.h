@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// test_util.h - running core-timeline-read and validating its JSON (tests only).
+// test_util.h - validating core-timeline-read's JSON (tests only); run it
+// with ct::test::run (process.h).
 #ifndef CORE_TIMELINE_TESTS_READER_TEST_UTIL_H
 #define CORE_TIMELINE_TESTS_READER_TEST_UTIL_H
 
@@ -19,30 +20,18 @@
 #include "process.h"
 #include "test_files.h"
 
-namespace ct::testing {
+namespace ct::test {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-using ct::test::slurp;
-
-/** Runs argv (argv[0] a path) with stdout/stderr captured (ct::test::run);
- *  with `as_limit` bytes of address space at most (RLIMIT_AS) when nonzero. */
-inline RunResult run(const std::vector<std::string> &argv, unsigned long long as_limit = 0) {
-  ct::test::ProcessOptions o;
-  if (as_limit != 0)
-    o.in_child = [as_limit] {
-      struct rlimit rl = {as_limit, as_limit};
-      setrlimit(RLIMIT_AS, &rl);
-    };
-  const ct::test::Ran ran = ct::test::run(argv, o);
-  RunResult r;
-  r.exit_code = ran.exit_code();
-  r.out = ran.out;
-  r.err = ran.err;
-  return r;
+/** Options for run() (process.h): the child gets at most `bytes` of
+ *  address space (RLIMIT_AS), so a reader that allocates without bound
+ *  fails instead of taking the machine's memory. */
+inline ProcessOptions address_space_limit(unsigned long long bytes) {
+  ProcessOptions o;
+  o.in_child = [bytes] {
+    struct rlimit rl = {bytes, bytes};
+    setrlimit(RLIMIT_AS, &rl);
+  };
+  return o;
 }
 
 /** "" if `doc` is byte for byte what nlohmann's dump(2) of the whole
@@ -66,17 +55,17 @@ inline std::string differs_from_whole_dump(const std::string &doc) {
 inline std::string schema_errors(const std::string &doc) {
   if (std::string d = differs_from_whole_dump(doc); !d.empty()) return d;
   const std::string path = write_temp(std::vector<std::uint8_t>(doc.begin(), doc.end()), "json");
-  RunResult r = run({"/usr/bin/python3", "-c",
+  const Ran r = run({"/usr/bin/python3", "-c",
                      "import json,sys,jsonschema\n"
                      "s=json.load(open(sys.argv[1]))\n"
                      "jsonschema.Draft202012Validator(s, format_checker=jsonschema.FormatChecker())"
                      ".validate(json.load(open(sys.argv[2])))\n",
                      CT_SCHEMA_PATH, path});
   unlink(path.c_str());
-  if (r.exit_code == 0) return "";
-  return "schema validation failed (exit " + std::to_string(r.exit_code) + "): " + r.err;
+  if (r.exit_code() == 0) return "";
+  return "schema validation failed (exit " + std::to_string(r.exit_code()) + "): " + r.err;
 }
 
-}  // namespace ct::testing
+}  // namespace ct::test
 
 #endif

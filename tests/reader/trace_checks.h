@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ct::testing {
+namespace ct::test {
 
 /** The rules above, one line per event that breaks one; "" when none. */
 inline std::string tef_errors(const nlohmann::json &doc) {
@@ -171,6 +171,6 @@ inline std::string babeltrace2_path() {
   return "";
 }
 
-}  // namespace ct::testing
+}  // namespace ct::test
 
 #endif  // CORE_TIMELINE_TESTS_READER_TRACE_CHECKS_H

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -22,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 namespace ct::test {
@@ -316,6 +318,38 @@ namespace {
 constexpr const char kPipeLimitPath[] = "/proc/sys/kernel/core_pipe_limit";
 std::atomic<CorePipeLimit *> g_active_limit{nullptr};
 }  // namespace
+
+DaemonRoot::DaemonRoot(const std::string &stem) {
+  std::string t = "/tmp/" + stem + "-XXXXXX";
+  if (mkdtemp(t.data()) == nullptr) fail("DaemonRoot: mkdtemp " + t + ": " + strerror(errno));
+  root_ = t;
+  tlmap_dir_ = root_ + "/tlmap.d";
+  config_ = root_ + "/empty.conf";
+  std::error_code ec;
+  fs::permissions(root_, fs::perms(0755), ec);
+  if (!ec) fs::create_directory(tlmap_dir_, ec);
+  if (!ec && !std::ofstream(config_).flush()) ec = std::make_error_code(std::errc::io_error);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove_all(root_, ec);
+    fail("DaemonRoot: cannot prepare " + root_ + ": " + why);
+  }
+}
+
+DaemonRoot::~DaemonRoot() {
+  std::error_code ec;
+  fs::remove_all(root_, ec);
+}
+
+DaemonHarness::Options DaemonRoot::options(const std::string &binary) const {
+  DaemonHarness::Options o;
+  o.binary = binary;
+  o.root = root_;
+  o.log_target = "stderr";
+  o.tlmap_dir = tlmap_dir_;
+  o.config = config_;
+  return o;
+}
 
 CorePipeLimit::CorePipeLimit(int at_least) {
   std::string old = read_text(kPipeLimitPath);

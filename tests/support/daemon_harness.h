@@ -169,6 +169,32 @@ class DaemonHarness {
   pid_t pid_ = -1;
 };
 
+// RAII: a directory of a test's own for a DaemonHarness, so that the
+// daemon reads neither the machine's configuration nor its tlmaps:
+// /tmp/STEM-XXXXXX, mode 0755 (the daemon's unprivileged decoder and
+// ctl-query run as another user read below it), holding an empty
+// configuration file (config()) and an empty tlmap directory (tlmap_dir(),
+// where the test puts the tlmaps it wants).  The destructor removes it with
+// everything in it.  Throws std::runtime_error when it cannot be made.
+class DaemonRoot {
+ public:
+  explicit DaemonRoot(const std::string &stem);
+  ~DaemonRoot();
+  DaemonRoot(const DaemonRoot &) = delete;
+  DaemonRoot &operator=(const DaemonRoot &) = delete;
+
+  const std::string &root() const { return root_; }
+  const std::string &tlmap_dir() const { return tlmap_dir_; }
+  const std::string &config() const { return config_; }
+  // DaemonHarness's options for the daemon `binary` here: this root, the
+  // empty configuration, the tlmap directory, its log to stderr (so to
+  // DaemonHarness's log file); the rest as Options has them.
+  DaemonHarness::Options options(const std::string &binary) const;
+
+ private:
+  std::string root_, tlmap_dir_, config_;
+};
+
 // RAII: kernel.core_pipe_limit raised to at least `at_least` for a crash
 // storm (systemd's 16 makes the kernel drop the cores beyond it), and put
 // back as it was on every way out: the destructor, restore(), and - for a

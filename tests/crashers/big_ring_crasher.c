@@ -2,7 +2,7 @@
 /*
  * big_ring_crasher THREADS SLOTS_PER_LANE EVENTS_PER_THREAD - a libtimeline
  * process with a big ring, full, that then dies of SIGSEGV: the core of
- * "a ring of about a million events" (issue 13, item 5) for bench_reader
+ * a ring of about a million events, for bench_reader, export_gates_test
  * and the reader's memory measurements.
  *
  * tl_init makes THREADS + 1 lanes (one per worker, one for the main thread)

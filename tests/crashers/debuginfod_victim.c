@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * debuginfod_victim - a libtimeline process that crashes, built with -g and
- * then stripped (tests/debuginfod/CMakeLists.txt): the executable keeps its
+ * then stripped (tests/crashers/CMakeLists.txt): the executable keeps its
  * build-id but no symbols, and its debug info is only in the directory the
  * tests' local debuginfod serves.  So a function name or a source line in
  * its timeline can only have come from that server.

@@ -23,7 +23,7 @@
  *           each gets a stack without asking (REALLOC's in the STACK slot
  *           after it, its inline bytes being its own)
  *
- * Built three ways (tests/stacks/CMakeLists.txt): with .sframe
+ * Built three ways (tests/crashers/CMakeLists.txt): with .sframe
  * (-Wa,--gsframe -fomit-frame-pointer), with frame pointers, and with
  * neither.  Every function is noipa and does work after its call, so each
  * keeps its frame and its return address.

@@ -14,7 +14,7 @@
  * events, a random request id (the events' argument), a handler event
  * repeated a random number of times, and a random pause inside the span.
  *
- * Built three ways (tests/ctl-query/CMakeLists.txt): -O0; -O2; -O0 with
+ * Built three ways (tests/crashers/CMakeLists.txt): -O0; -O2; -O0 with
  * CT_EXTRA_FUNCTION, a function placed before the handlers that moves
  * every address after it.  The group ids must not change.
  */

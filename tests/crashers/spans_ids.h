@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Event ids of spans_three_threads and clock_check, shared with
  * lib_crash_test (C and C++). */
-#ifndef CORE_TIMELINE_TESTS_LIB_SPANS_IDS_H
-#define CORE_TIMELINE_TESTS_LIB_SPANS_IDS_H
+#ifndef CORE_TIMELINE_TESTS_CRASHERS_SPANS_IDS_H
+#define CORE_TIMELINE_TESTS_CRASHERS_SPANS_IDS_H
 
 enum {
   SPANS_OUTER = 0x5001,
