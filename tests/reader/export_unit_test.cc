@@ -534,7 +534,7 @@ TEST(ExportDocument, ACauseOfTheWrongShapeKeepsOnlyWhatIsWellFormed) {
 // the claim (an abort message is the program's own bytes) stay valid JSON
 // in chrome-trace and readable CTF, escaped as the text escapes them.
 TEST(ExportCtf, TheCauseIsAnEventBabeltrace2ReadsAndAnInstantInChromeTrace) {
-  const std::string bt = ct::testing::babeltrace2_path();
+  const std::string bt = ct::test::babeltrace2_path();
   if (bt.empty())
     GTEST_SKIP() << "babeltrace2 is not installed (packaging/install-build-deps installs it): the CTF trace "
                     "cannot be read back";
@@ -577,10 +577,10 @@ TEST(ExportCtf, TheCauseIsAnEventBabeltrace2ReadsAndAnInstantInChromeTrace) {
   ASSERT_TRUE(w) << w.error().message;
   ASSERT_TRUE((*w)->event(e).ok());
   ASSERT_TRUE((*w)->finish().ok());
-  const auto r = ct::testing::run({bt, "--clock-seconds", "--no-delta", dir});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto r = ct::test::run({bt, "--clock-seconds", "--no-delta", dir});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
   std::string bad;
-  const auto events = ct::testing::babeltrace2_events(r.out, &bad);
+  const auto events = ct::test::babeltrace2_events(r.out, &bad);
   EXPECT_EQ(bad, "");
   ASSERT_EQ(events.size(), 5u) << r.out;  // X, the CRASH from the notes, three CAUSE
   EXPECT_EQ(events[1].name, "CRASH");
@@ -599,14 +599,14 @@ TEST(ExportCtf, TheCauseIsAnEventBabeltrace2ReadsAndAnInstantInChromeTrace) {
   EXPECT_EQ(events[3].fields[4].second, "\"allocations are complete since tl_init (1.000ms)\"");
   EXPECT_EQ(events[4].fields[2].second, "\"cannot_tell\"");
   EXPECT_EQ(events[4].fields[3].second, "\"one undecided thing\"");
-  const std::string metadata = ct::testing::slurp(dir + "/metadata");
+  const std::string metadata = ct::test::slurp(dir + "/metadata");
   EXPECT_NE(metadata.find("cause_1_kind = \"double_free\";"), std::string::npos) << metadata;
   EXPECT_NE(metadata.find("cause_1_relies_on = \"allocations are complete since tl_init (1.000ms)\";"),
             std::string::npos);
   EXPECT_EQ(metadata.find("cause_0_relies_on"), std::string::npos) << "the core alone: no window";
   EXPECT_NE(metadata.find("cause_cannot_tell_0 = \"one undecided thing\";"), std::string::npos);
-  const auto d = ct::testing::run({bt, "-c", "sink.text.details", dir});
-  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const auto d = ct::test::run({bt, "-c", "sink.text.details", dir});
+  ASSERT_EQ(d.exit_code(), 0) << d.err;
   EXPECT_NE(d.out.find("cause_1: double free: 0x10\n"), std::string::npos) << d.out;
   fs::remove_all(dir);
   /* Without a cause: nothing of it. */
