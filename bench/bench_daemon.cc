@@ -551,7 +551,8 @@ Sample make_sample(const Crasher &c, const Arrival &arr, const Entry &e, const s
   s.b_durable = static_cast<double>(arr.durable_real - e.realtime) / 1000.0;
   s.entry_to_death = static_cast<double>(c.death_real - e.realtime) / 1000.0;
   if (auto w = woke.find(c.pid); w != woke.end()) s.reader_wake = static_cast<double>(w->second - e.realtime) / 1000.0;
-  json doc = json::parse(read_text(arr.path), nullptr, false);
+  // A compact stored document in the full shape (events as objects).
+  json doc = ct::test::full_document(json::parse(read_text(arr.path), nullptr, false));
   if (doc.is_discarded()) fail("timeline " + arr.path + " is not JSON");
   s.status = doc.value("status", "?");
   if (auto t = crash_mono_us(doc)) {
