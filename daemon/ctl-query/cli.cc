@@ -23,7 +23,7 @@
 #define CT_VERSION "unknown"
 #endif
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace {
 
@@ -331,4 +331,4 @@ int ctl_query_main(const std::vector<std::string> &argv_in, std::ostream &out, s
   }
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

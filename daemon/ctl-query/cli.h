@@ -19,7 +19,7 @@
 #include "expected.h"
 #include "query.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Parses an unsigned number in decimal or 0x-hexadecimal ("1001",
  *  "0x3e9"), as --arg, --id and --tid take it. */
@@ -32,6 +32,6 @@ Result<std::uint64_t> parse_u64(const std::string &text);
 int ctl_query_main(const std::vector<std::string> &argv, std::ostream &out, std::ostream &err,
                    std::int64_t now_usec) noexcept;
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_CLI_H

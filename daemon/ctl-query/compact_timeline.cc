@@ -10,7 +10,7 @@
 #include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/render.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace key = core_timeline::document::key;
 namespace ctr = core_timeline::reader;
@@ -86,4 +86,4 @@ std::optional<std::string> read_compact(std::string_view bytes, const ReadReques
   return std::nullopt;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

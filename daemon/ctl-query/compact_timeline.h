@@ -18,13 +18,13 @@
 
 #include "document_reader.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Fills `t` (its path and name already set) from the compact document
  *  `bytes`; nullopt when done, else what makes it malformed.  Throws
  *  std::bad_alloc. */
 std::optional<std::string> read_compact(std::string_view bytes, const ReadRequest &request, Timeline &t);
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_COMPACT_TIMELINE_H

@@ -13,8 +13,8 @@
 int main(int argc, char **argv) {
   std::ios::sync_with_stdio(false);
   std::vector<std::string> args(argv, argv + argc);
-  const int rc = core_timeline::ctlq::ctl_query_main(args, std::cout, std::cerr,
-                                                      core_timeline::ctlq::realtime_now_usec());
+  const int rc = core_timeline::ctl_query::ctl_query_main(args, std::cout, std::cerr,
+                                                      core_timeline::ctl_query::realtime_now_usec());
   std::cout.flush();
   return rc;
 }

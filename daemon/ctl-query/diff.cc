@@ -29,7 +29,7 @@
 #include "text.h"
 #include "time_spec.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using json = nlohmann::ordered_json;
 namespace key = core_timeline::document::key;
@@ -685,4 +685,4 @@ int run_diff(const QueryOptions &o, const DiffOptions &d, std::ostream &out, std
   }
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

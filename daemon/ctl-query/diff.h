@@ -53,7 +53,7 @@
 #include "diff_group.h"
 #include "query.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** What a diff argument names. */
 enum class DiffArgument {
@@ -265,6 +265,6 @@ struct DiffOptions {
  *  kExitNoDirectory.  Never throws. */
 int run_diff(const QueryOptions &o, const DiffOptions &d, std::ostream &out, std::ostream &err) noexcept;
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_DIFF_H

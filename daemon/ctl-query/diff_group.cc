@@ -9,7 +9,7 @@
 #include "core_timeline/document/group_keys.h"
 #include "text.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using json = nlohmann::ordered_json;
 namespace gk = core_timeline::document::group_key;
@@ -196,4 +196,4 @@ json group_diff_json(const GroupDiff &g) {
   return j;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

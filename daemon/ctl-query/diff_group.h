@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** One side's group signature, as its document stores it. */
 struct SideGroup {
@@ -86,6 +86,6 @@ void print_group_section(std::ostream &out, const GroupDiff &g, bool legend);
  *  open_spans_differ, last_events_differ (null where unknown). */
 nlohmann::ordered_json group_diff_json(const GroupDiff &g);
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_DIFF_GROUP_H

@@ -25,7 +25,7 @@
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/number.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using json = nlohmann::ordered_json;
 namespace document = core_timeline::document;
@@ -354,4 +354,4 @@ Result<Timeline> read_timeline(int dirfd, const std::string &dir, const std::str
   return parse_timeline(bytes, path, request);
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

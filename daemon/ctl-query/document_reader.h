@@ -43,7 +43,7 @@
 #include "expected.h"
 #include "core_timeline/document/names.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Most events a document may hold (the default ring holds at most
  *  137,312; a 64 MiB document, about 200,000; a bigger TL_BUDGET can make
@@ -147,6 +147,6 @@ Result<Timeline> parse_timeline(std::string_view bytes, const std::string &path,
 Result<Timeline> read_timeline(int dirfd, const std::string &dir, const std::string &name,
                                             const ReadRequest &request) noexcept;
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_DOCUMENT_READER_H

@@ -14,7 +14,7 @@
 
 #include "core_timeline/reader/result.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using core_timeline::reader::Errc;
 using core_timeline::reader::Error;
@@ -23,6 +23,6 @@ using core_timeline::reader::Result;
 /** The Error of a value the user gave that cannot be used. */
 inline Error invalid(std::string message) { return Error{Errc::kInvalidArgument, std::move(message)}; }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_EXPECTED_H

@@ -13,7 +13,7 @@
 #include "text.h"
 #include "time_spec.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace jf = core_timeline::document::journal;
 namespace gk = core_timeline::document::group_key;
@@ -142,4 +142,4 @@ std::size_t print_groups(std::ostream &out, const std::vector<GroupMember> &memb
   return groups.size();
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

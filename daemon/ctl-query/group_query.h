@@ -25,7 +25,7 @@
 #include "document_reader.h"
 #include "journal_source.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 struct QueryOptions;
 
@@ -61,6 +61,6 @@ struct GroupMember {
  */
 std::size_t print_groups(std::ostream &out, const std::vector<GroupMember> &members, const QueryOptions &o);
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_GROUP_H

@@ -24,7 +24,7 @@
 #include "core_timeline/reader/number.h"
 #include "sigbus.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace jf = core_timeline::document::journal;
 
@@ -536,4 +536,4 @@ Result<std::optional<std::string>> Journal::document_once(const std::string &cur
   return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

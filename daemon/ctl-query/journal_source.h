@@ -52,7 +52,7 @@
 
 typedef struct sd_journal sd_journal;
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Which journal files to open. */
 struct JournalSpec {
@@ -215,6 +215,6 @@ class Journal {
   std::vector<std::string> files_;
 };
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_JOURNAL_SOURCE_H

@@ -11,7 +11,7 @@
 #include "core_timeline/reader/number.h"
 #include "text.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace {
 
@@ -129,4 +129,4 @@ bool MatchSet::matches(const Timeline &t) const {
   return true;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

@@ -42,7 +42,7 @@
 #include "expected.h"
 #include "core_timeline/document/names.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /* Timeline file names are the document module's (core_timeline/document/names.h). */
 using core_timeline::document::is_timeline_file_name;
@@ -111,6 +111,6 @@ class MatchSet {
   std::vector<MatchGroup> groups_;
 };
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_MATCH_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "query_steps.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 int Query::locate(LocatedTimeline *found) {
   if (const auto rc = gather()) return *rc;
@@ -100,4 +100,4 @@ int run_query(const QueryOptions &o, std::ostream &out, std::ostream &err) noexc
   }
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

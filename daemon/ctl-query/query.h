@@ -34,7 +34,7 @@
 #include "document_reader.h"
 #include "view.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Where core-timelined writes timelines: next to the cores, and in its
  *  state directory for cores that are not files (Storage=journal). */
@@ -152,6 +152,6 @@ int locate_newest(const QueryOptions &options, std::ostream &err, LocatedTimelin
  *  Returns an ExitCode.  Never throws. */
 int run_query(const QueryOptions &options, std::ostream &out, std::ostream &err) noexcept;
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_QUERY_H

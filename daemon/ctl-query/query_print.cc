@@ -3,7 +3,7 @@
  * (query_steps.h). */
 #include "query_steps.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace {
 
@@ -581,4 +581,4 @@ int Query::print() {
   return kExitNoMatch;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

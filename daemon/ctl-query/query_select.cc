@@ -5,7 +5,7 @@
 
 #include "core_timeline/document/status.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace {
 
@@ -518,4 +518,4 @@ DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string 
   return [path = *whole](const ReadRequest &req) { return read_timeline_path(path, req); };
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

@@ -3,7 +3,7 @@
  * their timeline entries, --boot (query_steps.h). */
 #include "query_steps.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /* The journal field a match's field is in the timeline entry (so that the
  * journal's index answers it), or nullopt when only the document has it. */
@@ -353,4 +353,4 @@ NamespacePidHint Query::namespace_pid_hint(const Directory &d, const std::string
   return {Kind::kUnknown, {}};
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

@@ -52,7 +52,7 @@
 #include "text.h"
 #include "time_spec.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using json = nlohmann::ordered_json;
 namespace key = core_timeline::document::key;
@@ -323,6 +323,6 @@ class Query {
   std::vector<const Candidate *> row_candidates_;
 };
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_QUERY_STEPS_H

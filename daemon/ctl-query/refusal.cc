@@ -10,7 +10,7 @@
 
 #include "text.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace {
 
@@ -58,4 +58,4 @@ Refusal refusal(std::uint32_t caller, const std::optional<core_timeline::documen
   return {"permission denied", crash + ": your crash, but " + seen + "; why you may not read it cannot be told"};
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

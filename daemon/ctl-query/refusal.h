@@ -38,7 +38,7 @@
 
 #include "core_timeline/document/names.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** What can be seen of a file without reading it. */
 struct FileFacts {
@@ -69,6 +69,6 @@ inline constexpr const char kAnotherUser[] = "another user's";
 Refusal refusal(std::uint32_t caller, const std::optional<core_timeline::document::TimelineName> &name,
                 const FileFacts &facts);
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_REFUSAL_H

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using json = nlohmann::ordered_json;
 namespace key = core_timeline::document::key;
@@ -208,4 +208,4 @@ std::string location_text(const json &e) {
   return s;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Printable ASCII as is, anything else as \xNN.  With keep_lines, '\n' and
  *  '\t' are kept too (for the stored multi-line "text"). */
@@ -54,6 +54,6 @@ std::string location_text(const nlohmann::ordered_json &event);
 void print_table(std::ostream &out, const std::vector<std::string> &header, const std::vector<bool> &right,
                  const std::vector<std::vector<std::string>> &cells, bool legend);
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_TEXT_H

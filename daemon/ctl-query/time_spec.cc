@@ -12,7 +12,7 @@
 #include <limits>
 #include <optional>
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 namespace {
 
@@ -336,4 +336,4 @@ std::string format_time_usec(std::int64_t usec) {
   return out;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

@@ -29,7 +29,7 @@
 
 #include "expected.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** Parses a time as above into microseconds since the epoch.  `now_usec`
  *  is "now" (CLOCK_REALTIME) for the relative forms and for "today".  The
@@ -50,6 +50,6 @@ std::string format_time_usec(std::int64_t usec);
 /** CLOCK_REALTIME now, in microseconds since the epoch. */
 std::int64_t realtime_now_usec() noexcept;
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_TIME_SPEC_H

@@ -13,7 +13,7 @@
 #include "core_timeline/reader/render.h"
 #include "text.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 using json = nlohmann::ordered_json;
 namespace key = core_timeline::document::key;
@@ -216,4 +216,4 @@ Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {
   return out;
 }
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query

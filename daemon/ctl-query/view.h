@@ -45,7 +45,7 @@
 
 #include "expected.h"
 
-namespace core_timeline::ctlq {
+namespace core_timeline::ctl_query {
 
 /** show's options over the events. */
 struct ViewOptions {
@@ -112,6 +112,6 @@ struct ViewInput {
  *  sentence saying where the text does not line up with the events. */
 Result<std::string> view_text(const ViewInput &in, const ViewOptions &options);
 
-}  // namespace core_timeline::ctlq
+}  // namespace core_timeline::ctl_query
 
 #endif  // CORE_TIMELINE_CTL_QUERY_VIEW_H

@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 CoreWatch::CoreWatch(std::string dir) : dir_(std::move(dir)) { retry(); }
 
@@ -95,4 +95,4 @@ int CoreWatch::timeout_ms(std::uint64_t now_usec) {
   return expected_.empty() ? -1 : kEagerPollMs;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -34,7 +34,7 @@
 
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 class CoreWatch {
  public:
@@ -81,6 +81,6 @@ class CoreWatch {
   std::vector<std::string> new_;  /* bounded by kMaxExpected */
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_CORE_WATCH_H

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -164,4 +164,4 @@ CoredumpConf read_coredump_conf(const std::string &root) {
   return c;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

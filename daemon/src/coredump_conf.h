@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 struct CoredumpConf {
   enum class Storage { kNone, kExternal, kJournal };
@@ -69,6 +69,6 @@ CoredumpConf read_coredump_conf(const std::string &root = "");
 /** A size as systemd parses it (above); nullopt if it is not one. */
 std::optional<std::uint64_t> parse_systemd_size(std::string_view s);
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_COREDUMP_CONF_H

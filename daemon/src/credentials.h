@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** Whether `uid` is a system uid for journald's and systemd-coredump's
  *  purposes here: <= 999 (SYSTEM_UID_MAX of Debian's login.defs; systemd
@@ -51,6 +51,6 @@ inline int become(uid_t uid, gid_t gid) noexcept {
   return 0;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_CREDENTIALS_H

@@ -33,7 +33,7 @@
 #include "message_ids.h"
 #include "log.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -1241,4 +1241,4 @@ void Daemon::ensure_entry(const CoredumpEntry &e, int dirfd, const std::string &
                       owner_of_core(fd, st));
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

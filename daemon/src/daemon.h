@@ -80,7 +80,7 @@
 #include "timeline_entry.h"
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 class Daemon {
  public:
@@ -394,6 +394,6 @@ class Daemon {
   TokenBucket unverified_log_{kUnverifiedBurst, kUnverifiedPerMinute, 60ull * 1000 * 1000};
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_DAEMON_H

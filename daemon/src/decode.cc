@@ -41,7 +41,7 @@
 
 extern char **environ;
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -1059,4 +1059,4 @@ void ChildDecoder::after(const DecodeResult &d) {
     spdlog::debug("a decoder died by a signal: decoder server renewed (pid {})", server_.pid());
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -111,7 +111,7 @@
 
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** The decoder's debuginfod budget in ms, in its environment. */
 inline constexpr char kDebuginfodTimeoutEnv[] = "CORE_TIMELINED_DEBUGINFOD_TIMEOUT_MS";
@@ -410,6 +410,6 @@ int decoder_server_main(int argc, char **argv);
  */
 void limit_own_memory();
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_DECODE_H

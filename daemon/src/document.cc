@@ -4,7 +4,7 @@
 
 #include "options.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace doc = core_timeline::document;
 
@@ -70,4 +70,4 @@ doc::Json build_document(const DocumentParts &p) {
   return doc::stored_document(s);
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

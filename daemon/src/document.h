@@ -22,7 +22,7 @@
 #include "extract.h"
 #include "stored_status.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 using core_timeline::document::serialize;
 
@@ -55,6 +55,6 @@ struct DocumentParts {
 /** The stored document's JSON (document::stored_document()). */
 core_timeline::document::Json build_document(const DocumentParts &parts);
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_DOCUMENT_H

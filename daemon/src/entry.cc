@@ -10,7 +10,7 @@
 
 #include <cstdio>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 std::vector<std::string_view> RawEntry::values(std::string_view name) const {
   std::vector<std::string_view> out;
@@ -266,4 +266,4 @@ std::string cgroup_uncorroborated(const CoredumpEntry &entry, const TrustPolicy 
          std::string(kCoredumpCgroupPrefix) + "*.service)";
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

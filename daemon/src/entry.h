@@ -89,7 +89,7 @@
 #include "core_timeline/document/names.h"
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** MESSAGE_ID of systemd-coredump's entries, fc2e22bc6ee647b6b90729ab34a250b1
  *  (<systemd/sd-messages.h>). */
@@ -218,6 +218,6 @@ using core_timeline::document::strip_compression_suffix;
 using core_timeline::document::timeline_name_for_core;
 using core_timeline::document::xescape_comm;
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_ENTRY_H

@@ -18,7 +18,7 @@
 #include "core_timeline/reader/elf_headers.h"
 #include "core_timeline/ring_format.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -604,4 +604,4 @@ Result<ExtractStats> StreamExtractor::from_bytes(std::span<const std::uint8_t> c
   return extract_bytes(core, out_fd, with(keep_going));
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -75,7 +75,7 @@ namespace core_timeline::reader {
 struct CoreNotes;
 }  // namespace core_timeline::reader
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 inline constexpr std::uint64_t kPage = 4096;
 inline constexpr std::uint64_t kSmallSegment = 1 << 20;
@@ -201,6 +201,6 @@ class CoreSink {
   std::uint64_t kept_ = 0;
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_EXTRACT_H

@@ -15,7 +15,7 @@
 
 #include "extract.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -314,4 +314,4 @@ Result<void> FileStore::sync_directory(const std::string &dir) {
   return {};
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

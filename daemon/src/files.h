@@ -48,7 +48,7 @@
 
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 struct FileOwner {
   uid_t uid = 0;
@@ -225,6 +225,6 @@ class FileStore : public Store {
   StateDir state_;
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_FILES_H

@@ -13,7 +13,7 @@
 
 #include "sigbus.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 using core_timeline::sigbus::zeroed_pages;
 
@@ -301,4 +301,4 @@ Result<int> Journal::process() {
   return r;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -44,7 +44,7 @@
 
 struct sd_journal;
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 inline constexpr std::size_t kFieldThreshold = 1 << 20;
 
@@ -156,6 +156,6 @@ class Journal final : public EntrySource {
   std::uint64_t seen_pages_ = 0; /**< sigbus::zeroed_pages() at the last look */
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_JOURNAL_H

@@ -15,7 +15,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
-namespace ctd::log {
+namespace core_timeline::daemon::log {
 
 namespace {
 
@@ -137,4 +137,4 @@ Scope::Scope(Fields fields) : previous_size_(t_scope.size()) {
 
 Scope::~Scope() { t_scope.resize(previous_size_); }
 
-}  // namespace ctd::log
+}  // namespace core_timeline::daemon::log

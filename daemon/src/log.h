@@ -29,7 +29,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace ctd::log {
+namespace core_timeline::daemon::log {
 
 enum class Target {
   kAuto,     /**< journal; plus stderr unless stderr is the journal
@@ -78,6 +78,6 @@ class Scope {
   std::size_t previous_size_;
 };
 
-}  // namespace ctd::log
+}  // namespace core_timeline::daemon::log
 
 #endif  // CORE_TIMELINE_DAEMON_LOG_H

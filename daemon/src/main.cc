@@ -37,31 +37,31 @@ std::vector<std::string> ct_test_decoder_probe();
 
 int main(int argc, char **argv) {
 #ifdef CT_TEST_HOOKS
-  ctd::set_decoder_probe(&ct_test_decoder_probe);
+  core_timeline::daemon::set_decoder_probe(&ct_test_decoder_probe);
 #endif
-  if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return ctd::decoder_child_main(argc, argv);
-  if (argc >= 2 && std::strcmp(argv[1], "--decoder-server") == 0) return ctd::decoder_server_main(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "--decode-child") == 0) return core_timeline::daemon::decoder_child_main(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "--decoder-server") == 0) return core_timeline::daemon::decoder_server_main(argc, argv);
   int exit_now = -1;
-  auto opts = ctd::parse_options(argc, argv, &exit_now);
+  auto opts = core_timeline::daemon::parse_options(argc, argv, &exit_now);
   if (!opts) {
     std::fprintf(stderr, "core-timelined: %s\n", opts.error().message.c_str());
     return 2;
   }
   if (exit_now >= 0) return exit_now;
   const auto &o = *opts;
-  ctd::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
+  core_timeline::daemon::log::setup(o.log_target, spdlog::level::from_str(o.log_level));
   /* Before the journal is opened: a journal file truncated under its
    * mapping reads as zeros, not SIGBUS (sigbus.h). */
   if (!core_timeline::sigbus::install()) spdlog::warn("cannot install the SIGBUS handler: {}", strerrordesc_np(errno));
   /* Before any decoder, and while single-threaded (setenv). */
-  if (const std::string d = ctd::prepare_debuginfod(o.state_dir, o.debuginfod_timeout_ms, o.decode_timeout_ms);
+  if (const std::string d = core_timeline::daemon::prepare_debuginfod(o.state_dir, o.debuginfod_timeout_ms, o.decode_timeout_ms);
       !d.empty())
     spdlog::info("{}", d);
-  auto parts = ctd::make_parts(o);
+  auto parts = core_timeline::daemon::make_parts(o);
   if (!parts) {
     spdlog::error("cannot start: {}", parts.error().message);
     return 1;
   }
-  ctd::Daemon daemon(o, ctd::default_trust_policy(), std::move(*parts));
+  core_timeline::daemon::Daemon daemon(o, core_timeline::daemon::default_trust_policy(), std::move(*parts));
   return daemon.run();
 }

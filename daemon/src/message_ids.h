@@ -13,7 +13,7 @@
 
 #include "core_timeline/document/journal_entry.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** PRIORITY=3: a process carried a ring but its mapping is not in the core
  *  (coredump_filter, MADV_DONTDUMP): the timeline is lost. */
@@ -40,6 +40,6 @@ inline constexpr std::string_view kMsgResourceGaveUp = "99703ef76b5949a28bbeea41
  *  (core_timeline/document/journal_entry.h, which defines the id). */
 inline constexpr std::string_view kMsgTimelineWritten = core_timeline::document::journal::kTimelineMessageId;
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_MESSAGE_IDS_H

@@ -11,7 +11,7 @@
 #define CT_VERSION "0.0.0"
 #endif
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 const char *version() { return CT_VERSION; }
 
@@ -175,4 +175,4 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now) {
   return o;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

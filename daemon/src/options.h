@@ -21,7 +21,7 @@
 #include "log.h"
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 inline constexpr const char kDefaultConfig[] = "/etc/core-timeline/core-timelined.conf";
 
@@ -80,6 +80,6 @@ Result<Options> parse_options(int argc, char **argv, int *exit_now);
 /** The daemon's version (the project version). */
 const char *version();
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_OPTIONS_H

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 Result<Parts> make_parts(const Options &o) {
   Parts p;
@@ -20,4 +20,4 @@ Result<Parts> make_parts(const Options &o) {
   return p;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -29,7 +29,7 @@
 #include "options.h"
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 struct Parts {
   std::unique_ptr<EntrySource> entries;
@@ -49,6 +49,6 @@ struct Parts {
  */
 Result<Parts> make_parts(const Options &o);
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_PARTS_H

@@ -2,7 +2,7 @@
 /* prepared.cc - see prepared.h. */
 #include "prepared.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -86,4 +86,4 @@ void PreparedCores::drop_oldest() {
   cores_.erase(oldest);
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -43,7 +43,7 @@
 #include "extract.h"
 #include "stored_status.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** What extraction and decoding made of one core. */
 struct CoreWork {
@@ -121,6 +121,6 @@ class PreparedCores {
   std::uint64_t bytes_ = 0;
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_PREPARED_H

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 class TokenBucket {
  public:
@@ -71,6 +71,6 @@ class TokenBucket {
   std::uint64_t suppressed_ = 0;
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_RATE_LIMIT_H

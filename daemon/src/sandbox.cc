@@ -46,7 +46,7 @@
 #define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
 #endif
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 namespace {
 
@@ -352,4 +352,4 @@ Confinement confine_decoder() {
   return c;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

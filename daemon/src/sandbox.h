@@ -46,7 +46,7 @@
 #include <string>
 #include <vector>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** The TCP ports of the servers a DEBUGINFOD_URLS value names (space
  *  separated URLs; the explicit :PORT, else 80 for http and 443 for
@@ -72,6 +72,6 @@ struct Confinement {
  *  achieved. */
 Confinement confine_decoder();
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_SANDBOX_H

@@ -12,12 +12,12 @@
 
 #include "core_timeline/document/status.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 using Status = core_timeline::document::Status;
 using core_timeline::document::parse_status;
 using core_timeline::document::status_name;
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_STORED_STATUS_H

@@ -24,7 +24,7 @@
 #include "credentials.h"
 #include "sigbus.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 using core_timeline::sigbus::zeroed_pages;
 
@@ -319,4 +319,4 @@ Result<bool> TimelineEntries::has_entry_once(const CoredumpEntry &e, std::option
   return false;
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -45,7 +45,7 @@
 #include "log.h"
 #include "util.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /** The credentials a child sends an entry with. */
 struct SendAs {
@@ -156,6 +156,6 @@ class TimelineEntries {
   Result<bool> has_entry_once(const CoredumpEntry &e, std::optional<pid_t> sender);
 };
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_TIMELINE_ENTRY_H

@@ -11,7 +11,7 @@
 
 #include <cstdio>
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 Error error_of(int err, std::string message) {
   const Errc code = err == 0 ? Errc::kBadData
@@ -50,4 +50,4 @@ std::string printable(std::string_view s, std::size_t max_len) {
   return core_timeline::reader::printable(s, {.escape_backslash = true, .max_len = max_len});
 }
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon

@@ -24,7 +24,7 @@
 #include "core_timeline/reader/fd.h"
 #include "core_timeline/reader/result.h"
 
-namespace ctd {
+namespace core_timeline::daemon {
 
 /* The project's errors (core_timeline/reader/result.h). */
 using core_timeline::reader::Errc;
@@ -57,6 +57,6 @@ Result<void> write_all(int fd, std::string_view data, std::string_view what);
  *  that quote untrusted strings (journal fields, paths). */
 std::string printable(std::string_view s, std::size_t max_len = 256);
 
-}  // namespace ctd
+}  // namespace core_timeline::daemon
 
 #endif  // CORE_TIMELINE_DAEMON_UTIL_H

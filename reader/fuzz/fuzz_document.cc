@@ -53,7 +53,7 @@ namespace {
 
 namespace doc = core_timeline::document;
 namespace jn = core_timeline::document::journal;
-namespace ctlq = core_timeline::ctlq;
+namespace ctlq = core_timeline::ctl_query;
 using Json = nlohmann::ordered_json;
 
 [[noreturn]] void fail(const char *what, std::string_view detail = {}) {

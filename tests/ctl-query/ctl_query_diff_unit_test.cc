@@ -29,7 +29,7 @@
 #include "diff_group.h"
 #include "query.h"
 
-namespace ctlq = core_timeline::ctlq;
+namespace ctlq = core_timeline::ctl_query;
 using json = nlohmann::ordered_json;
 
 namespace {

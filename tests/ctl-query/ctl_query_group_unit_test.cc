@@ -17,7 +17,7 @@
 
 namespace {
 
-using namespace core_timeline::ctlq;
+using namespace core_timeline::ctl_query;
 using json = nlohmann::ordered_json;
 
 std::vector<std::string> lines_of(const std::string &s) {

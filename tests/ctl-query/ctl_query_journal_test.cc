@@ -34,7 +34,7 @@
 #include "core_timeline/document/names.h"
 #include "sigbus.h"
 
-namespace ctlq = core_timeline::ctlq;
+namespace ctlq = core_timeline::ctl_query;
 namespace jf = core_timeline::document::journal;
 using json = nlohmann::ordered_json;
 

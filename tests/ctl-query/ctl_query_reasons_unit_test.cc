@@ -23,7 +23,7 @@
 namespace {
 
 namespace ctdoc = core_timeline::document;
-namespace ctlq = core_timeline::ctlq;
+namespace ctlq = core_timeline::ctl_query;
 using json = nlohmann::ordered_json;
 
 // /proc/PID/status as systemd-coredump stores it in COREDUMP_PROC_STATUS,

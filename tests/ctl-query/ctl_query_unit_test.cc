@@ -31,7 +31,7 @@
 #include "core_timeline/document/names.h"
 #include "core_timeline/reader/render.h"
 
-namespace ctlq = core_timeline::ctlq;
+namespace ctlq = core_timeline::ctl_query;
 namespace ctdoc = core_timeline::document;
 using json = nlohmann::ordered_json;
 

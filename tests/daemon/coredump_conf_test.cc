@@ -17,6 +17,8 @@
 
 #include "coredump_conf.h"
 
+namespace ctd = core_timeline::daemon;
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -58,6 +58,8 @@
 #include "process.h"
 #include "test_files.h"
 
+namespace ctd = core_timeline::daemon;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -55,6 +55,8 @@
 #include "core_timeline/document/document_entry.h"
 #include "core_timeline/document/journal_entry.h"
 
+namespace ctd = core_timeline::daemon;
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;

@@ -67,6 +67,7 @@
 
 namespace fs = std::filesystem;
 namespace ctdoc = core_timeline::document;
+namespace ctd = core_timeline::daemon;
 
 inline constexpr char kBoot[] = "feac8a91104c4813a37419e2b9ab4803";
 
