@@ -24,27 +24,12 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-/* Output gathered into pieces of about 64 KiB. */
-class Pieces {
+/* Buffered output (render_parts.h) that also writes a JSON value. */
+class Pieces : public Buffered {
  public:
-  explicit Pieces(const Output &out) : out_(out) { buf_.reserve(kPiece + 4096); }
-  void add(std::string_view s) {
-    buf_.append(s);
-    if (buf_.size() >= kPiece) flush();
-  }
+  using Buffered::Buffered;
+  void add(std::string_view s) { *this += s; }
   void value(const json &v) { add(v.dump(-1, ' ', false, json::error_handler_t::replace)); }
-  bool flush() {
-    if (ok_ && !buf_.empty()) ok_ = out_(buf_);
-    buf_.clear();
-    return ok_;
-  }
-  bool ok() const { return ok_; }
-
- private:
-  static constexpr std::size_t kPiece = 64 * 1024;
-  const Output &out_;
-  std::string buf_;
-  bool ok_ = true;
 };
 
 /* `n` as hex, "0x..." (addresses, as the full document writes them). */

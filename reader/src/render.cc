@@ -947,34 +947,6 @@ std::string format_wall_clock(std::int64_t ns) { return wall_text(ns); }
 
 namespace {
 
-/* Output gathered into pieces of about 64 KiB before they go to `out`. */
-class Buffered {
- public:
-  explicit Buffered(const Output &out) : out_(out) { buf_.reserve(kPiece + 4096); }
-  Buffered &operator+=(std::string_view s) {
-    buf_.append(s);
-    if (buf_.size() >= kPiece) flush();
-    return *this;
-  }
-  Buffered &operator+=(char c) {
-    buf_.push_back(c);
-    if (buf_.size() >= kPiece) flush();
-    return *this;
-  }
-  /* False once `out` said stop. */
-  bool flush() {
-    if (ok_ && !buf_.empty()) ok_ = out_(buf_);
-    buf_.clear();
-    return ok_;
-  }
-  bool ok() const { return ok_; }
-
- private:
-  static constexpr std::size_t kPiece = 64 * 1024;
-  const Output &out_;
-  std::string buf_;
-  bool ok_ = true;
-};
 
 /* The events of each thread in a.threads' order, each thread's in merged
  * order: one pass to count, one to place (--by-thread). */

@@ -11,10 +11,46 @@
 #define CORE_TIMELINE_READER_RENDER_PARTS_H
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/render.h"
+
+namespace core_timeline::reader {
+
+/* Output gathered into pieces of about 64 KiB before they go to `out`. */
+class Buffered {
+ public:
+  explicit Buffered(const Output &out) : out_(out) { buf_.reserve(kPiece + 4096); }
+  Buffered &operator+=(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= kPiece) flush();
+    return *this;
+  }
+  Buffered &operator+=(char c) {
+    buf_.push_back(c);
+    if (buf_.size() >= kPiece) flush();
+    return *this;
+  }
+  /* False once `out` said stop. */
+  bool flush() {
+    if (ok_ && !buf_.empty()) ok_ = out_(buf_);
+    buf_.clear();
+    return ok_;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static constexpr std::size_t kPiece = 64 * 1024;
+  const Output &out_;
+  std::string buf_;
+  bool ok_ = true;
+};
+
+}  // namespace core_timeline::reader
 
 namespace core_timeline::reader::parts {
 

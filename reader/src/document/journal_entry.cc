@@ -132,6 +132,25 @@ bool has_payload(const Json &doc) {
   return false;
 }
 
+/* Takes the coredump.fields values over kCutFieldMax bytes out of the
+ * cut copy `c`; their names, in order. */
+Json leave_out_big_fields(Json &c) {
+  Json left_out = Json::array();
+  Json *cd = c.contains(key::coredump) ? &c[key::coredump] : nullptr;
+  if (!cd || !cd->is_object()) return left_out;
+  auto f = cd->find(key::fields);
+  if (f == cd->end() || !f->is_object()) return left_out;
+  for (auto it = f->begin(); it != f->end();) {
+    if (it->is_string() && it->get_ref<const std::string &>().size() > kCutFieldMax) {
+      left_out.push_back(it.key());
+      it = f->erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return left_out;
+}
+
 /* bound_document() of a compact document (compact_shape.h): its newest events
  * that fit, the first of them carrying its whole timestamp, and "cut";
  * every other member whole (there is no text to cut). */
@@ -143,19 +162,7 @@ reader::Result<EntryDocument> bound_compact(const Json &doc, std::string_view wh
     else c[it.key()] = *it;
   }
   const std::size_t total = events ? events->size() : 0;
-  Json left_out = Json::array();
-  if (Json *cd = c.contains(key::coredump) ? &c[key::coredump] : nullptr; cd && cd->is_object()) {
-    if (auto f = cd->find(key::fields); f != cd->end() && f->is_object()) {
-      for (auto it = f->begin(); it != f->end();) {
-        if (it->is_string() && it->get_ref<const std::string &>().size() > kCutFieldMax) {
-          left_out.push_back(it.key());
-          it = f->erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-  }
+  Json left_out = leave_out_big_fields(c);
   const auto set_cut = [&](std::size_t kept) {
     c[key::cut] = {
         {key::limit, max_bytes},
@@ -254,19 +261,7 @@ reader::Result<EntryDocument> bound_document(const Json &doc, std::string_view w
     }
   }
   const std::size_t total = events ? events->size() : 0;
-  Json left_out = Json::array();
-  if (Json *cd = c.contains(key::coredump) ? &c[key::coredump] : nullptr; cd && cd->is_object()) {
-    if (auto f = cd->find(key::fields); f != cd->end() && f->is_object()) {
-      for (auto it = f->begin(); it != f->end();) {
-        if (it->is_string() && it->get_ref<const std::string &>().size() > kCutFieldMax) {
-          left_out.push_back(it.key());
-          it = f->erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-  }
+  Json left_out = leave_out_big_fields(c);
   std::size_t text_bytes = 0, text_kept = 0;
   if (auto t = c.find(key::text); t != c.end() && t->is_string()) {
     const std::string &text = t->get_ref<const std::string &>();
