@@ -27,9 +27,11 @@
 #include <vector>
 
 #include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/ring_format.h"
 #include "crash_harness.h"
+#include "schema_check.h"
 #include "process.h"
 
 namespace {
@@ -129,6 +131,9 @@ TEST(NginxCrash, WorkerTimelineShowsTheAcceptRequestFileAndResponseInOrder) {
   ro.symbolize = false;
   const rd::Analysis a = rd::analyze_file(core, ro);
   ASSERT_EQ(a.status, rd::Status::kOk) << a.reason;
+  /* Both documents of this real program's timeline are what the schema says. */
+  EXPECT_EQ(ct::test::schema_errors_of(rd::render_compact(a), CT_SCHEMA_PATH), "") << "the compact document";
+  EXPECT_EQ(ct::test::schema_errors_of(rd::render_json(a), CT_SCHEMA_PATH), "") << "the full document";
   const std::string text = rd::render_text(a);
 
   /* The OPEN of the file, then around it the connection's events. */

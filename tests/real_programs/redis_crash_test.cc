@@ -71,6 +71,7 @@
 
 #include "crash_harness.h"
 #include "daemon_harness.h"
+#include "schema_check.h"
 #include "process.h"
 #include "test_files.h"
 
@@ -238,9 +239,11 @@ class RedisCrash : public ::testing::Test {
                                                           60s);
     if (auto it = fields.find("MESSAGE"); it != fields.end()) c.coredump_message = it->second;
     if (want_timeline) {
-      if (auto t = daemon_->wait_timeline(c.pid, 60s, redis.not_before_usec()))
+      if (auto t = daemon_->wait_timeline(c.pid, 60s, redis.not_before_usec())) {
         c.doc = t->doc;
-      else
+        /* The stored (compact) document is what the schema says. */
+        EXPECT_EQ(ct::test::schema_errors_of(ct::test::read_text(t->path), CT_SCHEMA_PATH), "") << t->path;
+      } else
         ADD_FAILURE() << "no timeline for redis-server pid " << c.pid << "; daemon log:\n" << daemon_->log_tail();
     }
     return c;

@@ -22,9 +22,11 @@
 #include <vector>
 
 #include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/render.h"
 #include "core_timeline/ring_format.h"
 #include "crash_harness.h"
+#include "schema_check.h"
 
 namespace {
 
@@ -67,6 +69,9 @@ TEST(SqliteCrash, TimelineShowsThePreadAndPwriteOfTheDatabaseNamedByItsPath) {
   ro.symbolize = false;
   const rd::Analysis a = rd::analyze_file(run.core_path, ro);
   ASSERT_EQ(a.status, rd::Status::kOk) << a.reason;
+  /* Both documents of this real program's timeline are what the schema says. */
+  EXPECT_EQ(ct::test::schema_errors_of(rd::render_compact(a), CT_SCHEMA_PATH), "") << "the compact document";
+  EXPECT_EQ(ct::test::schema_errors_of(rd::render_json(a), CT_SCHEMA_PATH), "") << "the full document";
   const std::string text = rd::render_text(a);
 
   /* The database's OPEN, and the reads and writes the reader ties to it. */
