@@ -45,11 +45,10 @@ namespace core_timeline::daemon {
 
 namespace {
 
-/* What the daemon reads from a decoder.  An event is about 1.2 KiB of it
- * (1 KiB of JSON, with its location and its module's path, and a line of
- * text), so this holds the timeline of a ring of some 220000 events; a full
- * ring of a million makes 1.2 GiB (docs/performance.md, "Big rings"),
- * which the decoder does not write (decode_fd3). */
+/* What the daemon reads from a decoder: the compact document, some 40 to
+ * 60 bytes an event (docs/performance.md, "redis_document.sh"), so this
+ * holds the timeline of several million events; a bigger one the decoder
+ * does not write (decode_fd3). */
 constexpr std::size_t kMaxOutput = 256u << 20;
 constexpr std::size_t kMaxStderr = 16u << 10;
 constexpr const char kCoreFdPath[] = "/proc/self/fd/3";

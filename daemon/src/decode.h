@@ -70,7 +70,7 @@
  * text from the document.  Anything else is a failure.
  * The child writes it as it is made (write_compact), after
  * counting them for the header, so it never holds them whole; output over
- * the daemon's 256 MiB (a ring of more than some 220000 events) it does
+ * the daemon's 256 MiB (a ring of several million events) it does
  * not write at all (it stops counting there), and exits 123 saying so.
  *
  * debuginfod.  A decoder symbolizes as core-timeline-read does, so with
