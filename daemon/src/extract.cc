@@ -263,8 +263,10 @@ void CoreSink::keep_stacks(const core_timeline::reader::CoreNotes &notes, const 
     for (const Elf64_Phdr &ph : loads) {
       if (address < ph.p_vaddr || address - ph.p_vaddr >= ph.p_filesz) continue;
       const std::uint64_t at = address - ph.p_vaddr;
-      const std::uint64_t from = at > below ? at - below : 0;
-      const std::uint64_t to = std::min<std::uint64_t>(ph.p_filesz, ph.p_filesz - at > above ? at + above : ph.p_filesz);
+      /* Whole pages, as the sink writes them. */
+      const std::uint64_t from = (at > below ? at - below : 0) / kPage * kPage;
+      const std::uint64_t end = ph.p_filesz - at > above ? at + above : ph.p_filesz;
+      const std::uint64_t to = std::min<std::uint64_t>(ph.p_filesz, (end + kPage - 1) / kPage * kPage);
       keep_.push_back({ph.p_offset + from, ph.p_offset + to});
       return;
     }

@@ -79,9 +79,10 @@ namespace core_timeline::daemon {
 
 inline constexpr std::uint64_t kPage = 4096;
 inline constexpr std::uint64_t kSmallSegment = 1 << 20;
-/** Bytes of a stack kept above a stack pointer (a sparse core): the
- *  default RLIMIT_STACK, 8 MiB. */
-inline constexpr std::uint64_t kStackKeep = 8 << 20;
+/** Bytes of a stack kept above a stack pointer (a sparse core): 1 MiB,
+ *  thousands of frames, while a server of a hundred threads adds at most
+ *  100 MiB to what the budget (`max_kept`) must hold besides its rings. */
+inline constexpr std::uint64_t kStackKeep = 1 << 20;
 
 struct ExtractOptions {
   std::uint64_t keep_whole_below = 64ull << 20;

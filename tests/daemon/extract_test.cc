@@ -26,9 +26,16 @@ void put(std::vector<std::uint8_t> &b, std::size_t off, const void *p, std::size
   std::memcpy(b.data() + off, p, n);
 }
 
-// ELF header, PT_NOTE with an NT_FILE note, one PT_LOAD per segment; each
-// segment filled with a pattern that differs per page.
-Core build_core(const std::vector<Seg> &segs) {
+// A note besides NT_FILE: its type and its descriptor.
+struct ExtraNote {
+  Elf64_Word type;
+  std::vector<std::uint8_t> desc;
+};
+
+// ELF header, PT_NOTE with an NT_FILE note (and `extra` after it), one
+// PT_LOAD per segment; each segment filled with a pattern that differs per
+// page.
+Core build_core(const std::vector<Seg> &segs, const std::vector<ExtraNote> &extra = {}) {
   std::vector<std::uint8_t> note;
   auto add = [&](const void *p, std::size_t n) {
     const auto *c = static_cast<const std::uint8_t *>(p);
@@ -54,6 +61,13 @@ Core build_core(const std::vector<Seg> &segs) {
   add(&nh, sizeof nh);
   add("CORE\0\0\0", 8);
   note.insert(note.end(), desc.begin(), desc.end());
+  for (const auto &x : extra) {
+    Elf64_Nhdr xh{5, static_cast<Elf64_Word>(x.desc.size()), x.type};
+    add(&xh, sizeof xh);
+    add("CORE\0\0\0", 8);
+    note.insert(note.end(), x.desc.begin(), x.desc.end());
+    while (note.size() % 4) note.push_back(0);
+  }
 
   Core c;
   const std::size_t phnum = 1 + segs.size();
@@ -167,6 +181,55 @@ TEST(CoreSink, BigCoreKeepsHeadersRingsSmallSegmentsAndMagicRegionsOnly) {
   struct stat st;
   fstat(tmp->get(), &st);
   EXPECT_LT(static_cast<std::uint64_t>(st.st_blocks) * 512, c.bytes.size() / 2);
+}
+
+// Guards against: a big core's sparse copy that drops the stacks, so the
+// decoder's unwind stops at the crashing frame where core-timeline-read on
+// the whole core walks the stack (and finds a program's handler that
+// re-raised the fault).  Kept: a page below each thread's stack pointer
+// (NT_PRSTATUS) and kStackKeep above it, and kStackKeep below AT_RANDOM's
+// address (auxv), up to the end of its segment.
+TEST(CoreSink, BigCoreKeepsTheStacksTheUnwinderWalks) {
+  const std::uint64_t MiB = 1 << 20;
+  const std::uint64_t thread_stack = 0x7f0000000000, main_stack = 0x7ffd00000000;
+  const std::uint64_t sp = thread_stack + 2 * MiB + 0x100, at_random = main_stack + 3 * MiB - 0x200;
+  std::vector<std::uint8_t> prstatus(336, 0);
+  std::memcpy(prstatus.data() + 112 + 19 * 8, &sp, 8);  /* pr_reg: user_regs_struct's rsp */
+  std::vector<std::uint8_t> auxv;
+  for (const std::uint64_t v : {std::uint64_t{AT_RANDOM}, at_random, std::uint64_t{AT_NULL}, std::uint64_t{0}})
+    for (int i = 0; i < 8; ++i) auxv.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  Core c = build_core({{0x10000000, 2 * 4096, "/memfd:core-timeline (deleted)"},
+                       {thread_stack, 4 * MiB, ""},
+                       {0x20000000, 3 * MiB, ""},  // heap: its first page only
+                       {main_stack, 3 * MiB, ""}},
+                      {{NT_PRSTATUS, prstatus}, {NT_AUXV, auxv}});
+  TempDir dir;
+  auto tmp = ctd::make_temp_file(dir.path);
+  ASSERT_TRUE(tmp) << tmp.error().message;
+  ctd::ExtractOptions o;
+  o.keep_whole_below = 1 * MiB;
+  auto stats = feed_random(c.bytes, tmp->get(), o, 3);
+  auto out = read_file(tmp->get());
+  ASSERT_EQ(out.size(), c.bytes.size());
+  const std::uint64_t ts = c.seg_ranges[1].first;
+  const auto [ms, ms_size] = c.seg_ranges[3];
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> keep = {
+      {0, c.head_end},
+      c.seg_ranges[0],
+      {ts, 4096},
+      {ts + 2 * MiB - 4096, 4096 + ctd::kStackKeep + 4096},  // whole pages around the stack pointer
+      {c.seg_ranges[2].first, 4096},
+      {ms, 4096},
+      {ms + 2 * MiB - 4096, ms_size - 2 * MiB + 4096},  // below AT_RANDOM, up to the segment's end
+  };
+  std::vector<bool> kept(c.bytes.size());
+  for (auto [at, n] : keep)
+    for (std::uint64_t i = at; i < at + n; ++i) kept[i] = true;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] != (kept[i] ? c.bytes[i] : 0)) ++wrong;
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(stats.kept_bytes, static_cast<std::uint64_t>(std::count(kept.begin(), kept.end(), true)));
 }
 
 TEST(CoreSink, SmallCoreIsKeptWholeWhateverTheChunks) {
