@@ -114,7 +114,9 @@ struct Timeline {
   std::size_t event_count = 0;
   /** The last event whose kind is not CRASH (the crash itself is in
    *  "crash") and that is not bookkeeping (unless ReadRequest::bookkeeping),
-   *  among the last 64 events; null when there is none. */
+   *  among the last 64 events; null when there is none.  Of a compact
+   *  document read without events (no on_event, text or path into them),
+   *  only its "kind" and "name". */
   nlohmann::ordered_json last_event;
   std::optional<std::string> text;   /**< with want_text, if a string */
   std::string raw;                   /**< with keep_raw */

@@ -283,6 +283,18 @@ TEST(DaemonCompact, ShowOfTheStoredDocumentIsTheReadersText) {
   ASSERT_TRUE(diff.ok()) << said(diff);
   EXPECT_NE(diff.out.find("id=0x1003  user   1   - 1   - count x1.00"), std::string::npos) << diff.out;
 
+  /* list reads the stored document without its events' bulk: their count
+   * and the last one's name, as the reader's full document has them. */
+  const auto list = run({CT_CTL_QUERY, "-D", s.path("out"), "list", "--json"});
+  ASSERT_TRUE(list.ok()) << said(list);
+  const json row = json::parse(list.out.substr(0, list.out.find('\n')));
+  const auto full = run({CT_READER, "--json", core});
+  ASSERT_TRUE(full.ok()) << said(full);
+  const json f = json::parse(full.out);
+  EXPECT_EQ(row["events"], f["events"].size());
+  ASSERT_GE(f["events"].size(), 2u);
+  EXPECT_EQ(f["events"].back()["kind"], "CRASH");
+  EXPECT_EQ(row["last_event"]["name"], f["events"][f["events"].size() - 2]["name"]) << row;  // the one before the CRASH
   const auto events = run({CT_CTL_QUERY, "-D", s.path("out"), "events"});
   ASSERT_TRUE(events.ok()) << said(events);
   EXPECT_NE(events.out.find("id=0x1003"), std::string::npos) << events.out;
