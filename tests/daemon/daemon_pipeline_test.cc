@@ -833,12 +833,21 @@ std::vector<std::string> all(const Entry &e, std::string_view k) {
 }
 
 // Every entry of `j` that meets `matches`, every field whole.
-std::vector<Entry> entries_matching(sd_journal *j, const std::vector<std::string> &matches) {
+// When this test program started: the journal of a machine that runs the
+// suite again and again holds earlier runs' entries, and a crash's pid may
+// be an earlier run's crash's (pids wrap).
+const std::uint64_t g_started_usec = ct::test::now_usec();
+
+// The entries matching all of `matches`, logged at `since_usec` or later.
+std::vector<Entry> entries_matching(sd_journal *j, const std::vector<std::string> &matches,
+                                    std::uint64_t since_usec = 0) {
   std::vector<Entry> out;
   sd_journal_flush_matches(j);
   for (const std::string &m : matches) sd_journal_add_match(j, m.data(), m.size());
   sd_journal_seek_head(j);
   while (sd_journal_next(j) > 0) {
+    std::uint64_t t = 0;
+    if (since_usec && (sd_journal_get_realtime_usec(j, &t) < 0 || t < since_usec)) continue;
     Entry f;
     const void *data;
     size_t len;
@@ -853,7 +862,8 @@ std::vector<Entry> entries_matching(sd_journal *j, const std::vector<std::string
 }
 
 // Every timeline entry (MESSAGE_ID 9d72af47...) of crash `pid` of this boot
-// in the local journal, every field whole (data threshold 0).  An entry
+// logged since this test program started, in the local journal, every field
+// whole (data threshold 0).  An entry
 // that names its document entry (document_entry.h) gets that entry's
 // CORE_TIMELINE_DOCUMENT, and "document entries" the number of entries
 // with its id from its sender (_PID, _UID): the reader's rule.
@@ -864,7 +874,7 @@ std::vector<Entry> timeline_entries(pid_t pid, const std::string &path = "") {
   std::vector<std::string> m{"MESSAGE_ID=" + std::string(jn::kTimelineMessageId), "COREDUMP_PID=" + std::to_string(pid),
                              std::string(jn::kBootId) + "=" + boot_id()};
   if (!path.empty()) m.push_back(std::string(jn::kTimelinePath) + "=" + path);
-  std::vector<Entry> out = entries_matching(j, m);
+  std::vector<Entry> out = entries_matching(j, m, g_started_usec);
   for (Entry &e : out) {
     const auto id = e.find(std::string(jn::kDocumentId));
     if (id == e.end()) continue;
