@@ -133,6 +133,43 @@ ctd::ExtractStats feed_random(const std::vector<std::uint8_t> &bytes, int fd, co
   return s;
 }
 
+// A big core (keep_whole_below 1 MiB) through the sink in random chunks:
+// what it wrote, and the disk that took.
+struct SparseCopy {
+  ctd::ExtractStats stats;
+  std::vector<std::uint8_t> bytes;
+  std::uint64_t disk_bytes = 0;
+};
+
+SparseCopy copy_sparse(const Core &c, unsigned seed) {
+  SparseCopy copy;
+  TempDir dir;
+  auto tmp = ctd::make_temp_file(dir.path);
+  EXPECT_TRUE(tmp) << tmp.error().message;
+  if (!tmp) return copy;
+  ctd::ExtractOptions o;
+  o.keep_whole_below = 1 << 20;
+  copy.stats = feed_random(c.bytes, tmp->get(), o, seed);
+  copy.bytes = read_file(tmp->get());
+  struct stat st;
+  if (fstat(tmp->get(), &st) == 0) copy.disk_bytes = static_cast<std::uint64_t>(st.st_blocks) * 512;
+  return copy;
+}
+
+// Checks that `out` holds the core's bytes in the (offset, size) ranges
+// `keep` and zeros elsewhere; returns how many bytes the ranges cover.
+std::uint64_t expect_only_kept(const Core &c, const std::vector<std::uint8_t> &out,
+                               const std::vector<std::pair<std::uint64_t, std::uint64_t>> &keep) {
+  std::vector<bool> kept(c.bytes.size());
+  for (auto [at, n] : keep)
+    for (std::uint64_t i = at; i < at + n; ++i) kept[i] = true;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] != (kept[i] ? c.bytes[i] : 0)) ++wrong;
+  EXPECT_EQ(wrong, 0u);
+  return static_cast<std::uint64_t>(std::count(kept.begin(), kept.end(), true));
+}
+
 }  // namespace
 
 // ---- the sparse sink ---------------------------------------------------
@@ -147,14 +184,9 @@ TEST(CoreSink, BigCoreKeepsHeadersRingsSmallSegmentsAndMagicRegionsOnly) {
   });
   const std::uint64_t anon = c.seg_ranges[1].first;
   plant_ring(c, anon + 100 * 4096, 2 * 4096);
-  TempDir dir;
-  auto tmp = ctd::make_temp_file(dir.path);
-  ASSERT_TRUE(tmp) << tmp.error().message;
-  ctd::ExtractOptions o;
-  o.keep_whole_below = 1 * MiB;
-  auto stats = feed_random(c.bytes, tmp->get(), o, 1);
-  auto out = read_file(tmp->get());
-  ASSERT_EQ(out.size(), c.bytes.size());
+  const SparseCopy copy = copy_sparse(c, 1);
+  const auto &stats = copy.stats;
+  ASSERT_EQ(copy.bytes.size(), c.bytes.size());
   EXPECT_TRUE(stats.sparse);
 
   std::vector<std::pair<std::uint64_t, std::uint64_t>> keep = {
@@ -166,21 +198,12 @@ TEST(CoreSink, BigCoreKeepsHeadersRingsSmallSegmentsAndMagicRegionsOnly) {
       {c.seg_ranges[3].first, 4096},                                // first page
   };
   std::uint64_t expect_kept = 0;
-  std::vector<bool> kept(c.bytes.size());
-  for (auto [o2, n] : keep) {
-    expect_kept += n;
-    for (std::uint64_t i = o2; i < o2 + n; ++i) kept[i] = true;
-  }
-  std::size_t wrong = 0;
-  for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i] != (kept[i] ? c.bytes[i] : 0)) ++wrong;
-  EXPECT_EQ(wrong, 0u);
+  for (auto [at, n] : keep) expect_kept += n;
+  expect_only_kept(c, copy.bytes, keep);
   EXPECT_EQ(stats.kept_bytes, expect_kept);
   EXPECT_EQ(stats.core_bytes, c.bytes.size());
   // Holes cost no disk.
-  struct stat st;
-  fstat(tmp->get(), &st);
-  EXPECT_LT(static_cast<std::uint64_t>(st.st_blocks) * 512, c.bytes.size() / 2);
+  EXPECT_LT(copy.disk_bytes, c.bytes.size() / 2);
 }
 
 // Guards against: a big core's sparse copy that drops the stacks, so the
@@ -203,14 +226,8 @@ TEST(CoreSink, BigCoreKeepsTheStacksTheUnwinderWalks) {
                        {0x20000000, 3 * MiB, ""},  // heap: its first page only
                        {main_stack, 3 * MiB, ""}},
                       {{NT_PRSTATUS, prstatus}, {NT_AUXV, auxv}});
-  TempDir dir;
-  auto tmp = ctd::make_temp_file(dir.path);
-  ASSERT_TRUE(tmp) << tmp.error().message;
-  ctd::ExtractOptions o;
-  o.keep_whole_below = 1 * MiB;
-  auto stats = feed_random(c.bytes, tmp->get(), o, 3);
-  auto out = read_file(tmp->get());
-  ASSERT_EQ(out.size(), c.bytes.size());
+  const SparseCopy copy = copy_sparse(c, 3);
+  ASSERT_EQ(copy.bytes.size(), c.bytes.size());
   const std::uint64_t ts = c.seg_ranges[1].first;
   const auto [ms, ms_size] = c.seg_ranges[3];
   const std::vector<std::pair<std::uint64_t, std::uint64_t>> keep = {
@@ -222,14 +239,7 @@ TEST(CoreSink, BigCoreKeepsTheStacksTheUnwinderWalks) {
       {ms, 4096},
       {ms + 2 * MiB - 4096, ms_size - 2 * MiB + 4096},  // below AT_RANDOM, up to the segment's end
   };
-  std::vector<bool> kept(c.bytes.size());
-  for (auto [at, n] : keep)
-    for (std::uint64_t i = at; i < at + n; ++i) kept[i] = true;
-  std::size_t wrong = 0;
-  for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i] != (kept[i] ? c.bytes[i] : 0)) ++wrong;
-  EXPECT_EQ(wrong, 0u);
-  EXPECT_EQ(stats.kept_bytes, static_cast<std::uint64_t>(std::count(kept.begin(), kept.end(), true)));
+  EXPECT_EQ(copy.stats.kept_bytes, expect_only_kept(c, copy.bytes, keep));
 }
 
 TEST(CoreSink, SmallCoreIsKeptWholeWhateverTheChunks) {
