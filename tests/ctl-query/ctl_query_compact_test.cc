@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process.h"
+#include "schema_check.h"
 
 namespace {
 
@@ -95,12 +96,7 @@ std::string core_of(const Scratch &s) {
 
 /* `path` checked against docs/timeline.schema.json (python3-jsonschema). */
 void expect_valid(const std::string &path) {
-  const auto v = run({"/usr/bin/python3", "-c",
-                      "import json,sys,jsonschema\n"
-                      "s=json.load(open(sys.argv[1]))\n"
-                      "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))\n",
-                      CT_SCHEMA_PATH, path});
-  EXPECT_TRUE(v.ok()) << path << " does not match docs/timeline.schema.json:\n" << said(v);
+  EXPECT_EQ(ct::test::schema_errors_of_file(path, CT_SCHEMA_PATH), "") << path << " does not match docs/timeline.schema.json";
 }
 
 // ---- the compact document of a real core ------------------------------------

@@ -55,6 +55,7 @@
 #include "sigbus.h"
 
 #include "daemon_harness.h"
+#include "schema_check.h"
 #include "process.h"
 #include "test_files.h"
 
@@ -287,12 +288,7 @@ Entry crash_of_pid(const Entry &first, const std::string &pid) {
 // docs/timeline.schema.json (Debian's python3-jsonschema): every document a
 // test here reads is a real one the daemon stored.
 json read_json(const std::string &path) {
-  const ct::test::Ran v = run({"/usr/bin/python3", "-c",
-                     "import json,sys,jsonschema\n"
-                     "s=json.load(open(sys.argv[1]))\n"
-                     "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))\n",
-                     CT_SCHEMA_PATH, path});
-  EXPECT_TRUE(v.ok()) << path << " does not match docs/timeline.schema.json:\n" << output_of(v);
+  EXPECT_EQ(ct::test::schema_errors_of_file(path, CT_SCHEMA_PATH), "") << path << " does not match docs/timeline.schema.json";
   return json::parse(slurp(path));
 }
 

@@ -18,8 +18,20 @@
 
 namespace ct::test {
 
-// "" when the JSON document `bytes` validates against the schema at
-// `schema_path`, else what the validator said (or why it could not run).
+// "" when the JSON document in the file `path` validates against the
+// schema at `schema_path`, else what the validator said (or why it could
+// not run).
+inline std::string schema_errors_of_file(const std::string &path, const std::string &schema_path) {
+  const Ran r = run({"/usr/bin/python3", "-c",
+                     "import json,sys,jsonschema\n"
+                     "jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))"
+                     ".validate(json.load(open(sys.argv[2])))\n",
+                     schema_path, path});
+  if (r.exit_code() == 0) return "";
+  return "schema validation failed (exit " + std::to_string(r.exit_code()) + "): " + r.err.substr(0, 4000);
+}
+
+// The same for the document `bytes` (written to a temporary file).
 inline std::string schema_errors_of(std::string_view bytes, const std::string &schema_path) {
   char path[] = "/tmp/ct-schema-XXXXXX";
   const int fd = mkstemp(path);
@@ -35,14 +47,9 @@ inline std::string schema_errors_of(std::string_view bytes, const std::string &s
     ::unlink(path);
     return "cannot write the document to a temporary file";
   }
-  const Ran r = run({"/usr/bin/python3", "-c",
-                     "import json,sys,jsonschema\n"
-                     "jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))"
-                     ".validate(json.load(open(sys.argv[2])))\n",
-                     schema_path, path});
+  std::string errors = schema_errors_of_file(path, schema_path);
   ::unlink(path);
-  if (r.exit_code() == 0) return "";
-  return "schema validation failed (exit " + std::to_string(r.exit_code()) + "): " + r.err.substr(0, 4000);
+  return errors;
 }
 
 }  // namespace ct::test
