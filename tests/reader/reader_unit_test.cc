@@ -1441,6 +1441,22 @@ TEST(Printable, UntrustedBytesBecomeHexEscapes) {
   EXPECT_EQ(printable(""), "");
 }
 
+// Guards against: the cut at max_len moving when the escaper copies runs of
+// plain bytes whole (the "..." only when something is left out; an escape
+// finishes before the cut; the first NUL ends a C string before any cut).
+TEST(Printable, MaxLenCutsAfterWholeEscapes) {
+  using core_timeline::reader::printable;
+  EXPECT_EQ(printable("ab\x01" "cd", {.max_len = 3}), "ab\\x01...");
+  EXPECT_EQ(printable("ab\x01", {.max_len = 3}), "ab\\x01");
+  EXPECT_EQ(printable("ab\x01\x02", {.max_len = 2}), "ab...");
+  EXPECT_EQ(printable("ab\x01\x02", {.max_len = 3}), "ab\\x01...");
+  EXPECT_EQ(printable(std::string("abc\0d", 5), {.stop_at_nul = true, .max_len = 3}), "abc");
+  EXPECT_EQ(printable(std::string("abc\0d", 5), {.max_len = 3}), "abc...");
+  EXPECT_EQ(printable("abc", {.max_len = 0}), "...");
+  EXPECT_EQ(printable("x\"y", {.max_len = 1, .quoted = true}), "x...");
+  EXPECT_EQ(printable(std::string(100000, 'a') + "\n", {.keep_lines = true}), std::string(100000, 'a') + "\n");
+}
+
 // Guards against: a quoted string that a quote, a backslash or a control
 // byte can end early or forge (path="..." in the text, "inline_text").
 TEST(Printable, QuotedWritesCEscapes) {

@@ -18,6 +18,7 @@
 #ifndef CORE_TIMELINE_READER_PRINTABLE_H
 #define CORE_TIMELINE_READER_PRINTABLE_H
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,39 +47,61 @@ struct PrintableOptions {
   bool quoted = false;
 };
 
-/** `s` with printable ASCII as is and every other byte as \xNN. */
+/** Whether printable() writes the byte `c` as it is under `o`. */
+constexpr bool printable_as_is(unsigned char c, const PrintableOptions &o) {
+  if (c == 0 && o.stop_at_nul) return false;
+  if (o.quoted) return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  return (c >= 0x20 && c < 0x7f && !(c == '\\' && o.escape_backslash)) ||
+         (o.keep_lines && (c == '\n' || c == '\t'));
+}
+
+/** `s` with printable ASCII as is and every other byte as \xNN.  Runs of
+ *  bytes kept as they are are copied whole (a 20 MB text of printable
+ *  lines is one copy). */
 inline std::string printable(std::string_view s, const PrintableOptions &o = {}) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size() < o.max_len ? s.size() : o.max_len);
-  for (const char ch : s) {
+  /* A long text is scanned through a table of the 256 answers. */
+  bool table[256];
+  const bool tabled = s.size() >= 1024;
+  if (tabled)
+    for (int c = 0; c < 256; ++c) table[c] = printable_as_is(static_cast<unsigned char>(c), o);
+  const auto as_is = [&](char ch) {
     const auto c = static_cast<unsigned char>(ch);
+    return tabled ? table[c] : printable_as_is(c, o);
+  };
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t run = i;
+    while (run < s.size() && as_is(s[run])) ++run;
+    const std::size_t room = o.max_len > out.size() ? o.max_len - out.size() : 0;
+    out.append(s.substr(i, std::min(run - i, room)));
+    if (run - i > room) {
+      out += "...";
+      break;
+    }
+    if (run == s.size()) break;
+    const auto c = static_cast<unsigned char>(s[run]);
     if (c == 0 && o.stop_at_nul) break;
     if (out.size() >= o.max_len) {
       out += "...";
       break;
     }
-    if (o.quoted) {
-      const char *named = c == '"'      ? "\\\""
-                          : c == '\\'  ? "\\\\"
-                          : c == '\n'  ? "\\n"
-                          : c == '\t'  ? "\\t"
-                          : c == '\r'  ? "\\r"
-                                        : nullptr;
-      if (named != nullptr) {
-        out += named;
-        continue;
-      }
+    i = run + 1;
+    const char *named = !o.quoted    ? nullptr
+                        : c == '"'   ? "\\\""
+                        : c == '\\'  ? "\\\\"
+                        : c == '\n'  ? "\\n"
+                        : c == '\t'  ? "\\t"
+                        : c == '\r'  ? "\\r"
+                                     : nullptr;
+    if (named != nullptr) {
+      out += named;
+      continue;
     }
-    const bool keep = (c >= 0x20 && c < 0x7f && !(c == '\\' && o.escape_backslash)) ||
-                      (o.keep_lines && (c == '\n' || c == '\t'));
-    if (keep) {
-      out.push_back(ch);
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
+    out += "\\x";
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
   }
   return out;
 }
