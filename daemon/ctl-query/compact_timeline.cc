@@ -11,6 +11,7 @@
 #include "core_timeline/document/stored.h"
 #include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/render.h"
+#include "view.h"
 
 namespace core_timeline::ctl_query {
 
@@ -34,38 +35,24 @@ bool needs_analysis(const ReadRequest &r) {
          wanted(r, key::text);
 }
 
-struct TooDeep {};
-
 /* The document without its bulk, for listing and selection: the elements
  * of "events" are counted and dropped as they are parsed (the last
  * kLastEvents kept aside), those of "spans" dropped; the tables stay for
  * naming those last events.  No Analysis is made, so a malformed event is
  * not seen here (show and events read the whole document). */
-class Summary {
- public:
+struct Summary {
   static constexpr std::size_t kLastEvents = 64;
-  bool has_events = false;
   std::size_t events = 0;
   std::deque<json> last;
 
-  bool on(int depth, json::parse_event_t ev, json &parsed) {
-    using E = json::parse_event_t;
-    if ((ev == E::object_start || ev == E::array_start) && depth >= core_timeline::document::kMaxDepth) throw TooDeep{};
-    if (depth == 1 && ev == E::key) member_ = parsed.is_string() ? parsed.get<std::string>() : std::string();
-    if (depth == 1 && ev == E::array_start && member_ == key::events) has_events = true;
-    /* An element of "events" or "spans" ends at depth 2. */
-    if (depth != 2 || (ev != E::array_end && ev != E::object_end && ev != E::value)) return true;
-    if (member_ == key::events) {
-      ++events;
-      last.push_back(std::move(parsed));
-      if (last.size() > kLastEvents) last.pop_front();
-      return false;
-    }
-    return member_ != key::spans;
+  std::optional<std::string> on(std::string_view member, const json &element) {
+    if (member != key::events) return std::nullopt;
+    ++events;
+    if (element.is_null()) return std::nullopt;  // not built (ReadRequest::last_event)
+    last.push_back(element);
+    if (last.size() > kLastEvents) last.pop_front();
+    return std::nullopt;
   }
-
- private:
-  std::string member_;
 };
 
 /* Timeline::last_event of a summary: the kind and name of the newest of
@@ -86,20 +73,18 @@ json last_event_of(const json &doc, const Summary &sum, const ReadRequest &reque
 
 std::optional<std::string> read_summary(std::string_view bytes, const ReadRequest &request, Timeline &t) {
   Summary sum;
-  json d;
-  try {
-    d = json::parse(bytes.begin(), bytes.end(),
-                    [&sum](int depth, json::parse_event_t ev, json &parsed) { return sum.on(depth, ev, parsed); },
-                    /*allow_exceptions=*/false);
-  } catch (const TooDeep &) {
-    return "the document nests deeper than " + std::to_string(core_timeline::document::kMaxDepth) + " levels";
-  }
-  if (d.is_discarded()) return "the document is not valid JSON";
+  static constexpr std::string_view kStreamed[] = {key::events, key::spans};
+  auto parsed = core_timeline::document::parse_streaming(
+      bytes, kStreamed,
+      [&sum](const json &, std::string_view member, const json &element, std::size_t) { return sum.on(member, element); },
+      request.last_event);
+  if (!parsed) return parsed.error().message;
+  json &d = *parsed;
   if (!d.is_object()) return "the document is not a JSON object";
   if (sum.events > kMaxEvents) return "more than " + std::to_string(kMaxEvents) + " events";
-  t.has_events = sum.has_events;
+  t.has_events = d.contains(key::events) && d[key::events].is_array();
   t.event_count = sum.events;
-  if (sum.has_events) t.last_event = last_event_of(d, sum, request);
+  if (t.has_events && request.last_event) t.last_event = last_event_of(d, sum, request);
   for (const char *k : {key::events, key::tables, key::spans}) d.erase(k);
   t.top = std::move(d);
   if (const auto p = t.top.find(key::process); p != t.top.end() && p->is_object() && request.on_process)
@@ -107,21 +92,24 @@ std::optional<std::string> read_summary(std::string_view bytes, const ReadReques
   return std::nullopt;
 }
 
-}  // namespace
+/* What show's view needs of an event (ViewEvent::of() of its full
+ * event object, without making one). */
+ViewEvent view_event(const ctr::Analysis &a, const ctr::Event &e) {
+  ViewEvent v;
+  v.kind = a.kind_name_of(e);
+  v.name = a.name_of(e);
+  v.tid = e.tid;
+  v.time_ns = e.realtime_ns;
+  if (e.stack != ctr::StackState::kNone) v.stack_lines = a.frames_of(e).size() + 1;
+  v.bookkeeping = core_timeline::document::is_bookkeeping_kind(v.kind);
+  return v;
+}
 
-std::optional<std::string> read_compact(std::string_view bytes, const ReadRequest &request, Timeline &t) {
-  if (!needs_analysis(request)) return read_summary(bytes, request, t);
-  auto doc = core_timeline::document::parse_stored_document(bytes);
-  if (!doc) return doc.error().message;
-  json &d = *doc;
-  const bool decoded = d.contains(key::events);
-  std::optional<ctr::Analysis> a;
-  if (decoded) {
-    auto loaded = ctr::analysis_of_compact(d);
-    if (!loaded) return loaded.error().message;
-    a = std::move(*loaded);
-    if (a->events.size() > kMaxEvents) return "more than " + std::to_string(kMaxEvents) + " events";
-  }
+/* `t` from a compact document read whole (the rest of its tree, `d`, and
+ * its Analysis when it has events), as `request` asks. */
+std::optional<std::string> fill(json &&d, const std::optional<ctr::Analysis> &a, const ReadRequest &request,
+                                Timeline &t) {
+  if (a && a->events.size() > kMaxEvents) return "more than " + std::to_string(kMaxEvents) + " events";
   for (const char *k : {key::events, key::tables}) d.erase(k);
   if (a) {
     /* The members in the full document's shape for those who read them. */
@@ -136,11 +124,15 @@ std::optional<std::string> read_compact(std::string_view bytes, const ReadReques
     t.event_count = a->events.size();
     const bool all = wanted(request, key::events);
     json events = json::array();
-    if (request.on_event || all)
+    if (request.view_events) {
+      request.view_events->reserve(a->events.size());
+      for (const ctr::Event &e : a->events) request.view_events->push_back(view_event(*a, e));
+    }
+    const bool call = request.on_event && !request.view_events;
+    if (call || all)
       for (std::size_t i = 0; i < a->events.size(); ++i) {
-        json e = request.summary_events && !all ? ctr::event_summary(*a, a->events[i])
-                                                : ctr::full_event(*a, a->events[i]);
-        if (request.on_event) request.on_event(e, i);
+        json e = ctr::full_event(*a, a->events[i]);
+        if (call) request.on_event(e, i);
         if (all) events.push_back(std::move(e));
       }
     /* The last event that is not the CRASH slot nor, unless asked,
@@ -167,6 +159,29 @@ std::optional<std::string> read_compact(std::string_view bytes, const ReadReques
                (r != t.top.end() && r->is_string() ? ": " + r->get<std::string>() : std::string()) + "\n";
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> read_compact(std::string_view bytes, const ReadRequest &request, Timeline &t) {
+  CompactCache *cache = request.compact_cache.get();
+  if (cache && cache->doc && cache->path == t.path) {
+    /* Read whole already (the selection's read of the same file). */
+    ctr::CompactDocument doc = std::move(*cache->doc);
+    cache->doc.reset();
+    return fill(std::move(doc.rest), doc.analysis, request, t);
+  }
+  if (!needs_analysis(request) && !cache) return read_summary(bytes, request, t);
+  auto doc = ctr::read_compact_document(bytes);
+  if (!doc) return doc.error().message;
+  if (!cache) return fill(std::move(doc->rest), doc->analysis, request, t);
+  json rest = doc->rest;
+  auto problem = fill(std::move(rest), doc->analysis, request, t);
+  if (!problem) {
+    cache->path = t.path;
+    cache->doc = std::move(*doc);
+  }
+  return problem;
 }
 
 }  // namespace core_timeline::ctl_query

@@ -16,9 +16,17 @@
 #include <string>
 #include <string_view>
 
+#include "core_timeline/reader/compact.h"
 #include "document_reader.h"
 
 namespace core_timeline::ctl_query {
+
+/** A compact document read whole, kept for one more read of the same path
+ *  (ReadRequest::compact_cache).  Not thread-safe: one reader at a time. */
+struct CompactCache {
+  std::string path;                          /**< Timeline::path of the document */
+  std::optional<reader::CompactDocument> doc;  /**< taken by the next read */
+};
 
 /** Fills `t` (its path and name already set) from the compact document
  *  `bytes`; nullopt when done, else what makes it malformed.  Throws

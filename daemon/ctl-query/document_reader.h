@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +68,9 @@ inline constexpr const char *kListFields[] = {"COREDUMP_PID",    "COREDUMP_UID",
 std::string_view problem_name(Errc code) noexcept;
 
 /** What a read keeps besides the summary. */
+struct CompactCache;
+struct ViewEvent;
+
 struct ReadRequest {
   std::uint64_t max_bytes = kDefaultMaxBytes;
   bool want_text = false;     /**< keep the stored "text" */
@@ -79,6 +83,16 @@ struct ReadRequest {
    *  document::is_bookkeeping_event()); by default those are passed over,
    *  as the CRASH slot is. */
   bool bookkeeping = false;
+  /** Find Timeline::last_event.  False lets a compact document's summary
+   *  read (compact_timeline.h) lex its events without building them
+   *  (Timeline::event_count is still counted, last_event stays null):
+   *  for those who print no LAST EVENT (show, info, export). */
+  bool last_event = true;
+  /** When set, a compact document is read whole (its Analysis) and kept
+   *  here, and the next read with the same cache of the same path takes
+   *  it from here instead of parsing the file again (compact_timeline.h):
+   *  `show` of the one timeline it selected parses it once. */
+  std::shared_ptr<CompactCache> compact_cache;
   /** Dotted paths the caller will look up (Timeline::lookup): the
    *  top-level value each begins with is kept whole in Timeline::top
    *  ("events" and "text" too), and so is the coredump.fields member that
@@ -88,11 +102,11 @@ struct ReadRequest {
    *  0-based index.  Each event is an object (else the document is
    *  malformed and the read fails after the calls already made). */
   std::function<void(const nlohmann::ordered_json &event, std::size_t index)> on_event;
-  /** on_event reads only an event's "kind", "name", "tid", "time_ns" and
-   *  "stack": a compact document (compact_timeline.h) then hands it those
-   *  members alone (reader::event_summary), which is much cheaper than
-   *  the full event; a full document hands the full event all the same. */
-  bool summary_events = false;
+  /** For show's view (view.h): a compact document (compact_timeline.h)
+   *  appends each event's ViewEvent here, made straight from its
+   *  Analysis, and does not call on_event; a full document calls on_event
+   *  all the same (its caller makes the ViewEvents, ViewEvent::of). */
+  std::vector<ViewEvent> *view_events = nullptr;
   /** Called with the top-level "process" object once it is parsed: in
    *  the reader's documents it comes before "events", so on_event can use
    *  process.pid (the crash's own pid namespace's).  Not called for a

@@ -262,7 +262,7 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
     req.paths.insert(req.paths.end(), {key::threads, key::warnings, key::thread_stacks, key::cause,
                                          core_timeline::document::group_key::group});
     req.on_event = [&view](const json &e, std::size_t) { view.events.push_back(ViewEvent::of(e)); };
-    req.summary_events = true;  /* ViewEvent::of reads no more */
+    req.view_events = &view.events;  /* a compact document's, straight */
   }
   auto r = read(req);
   if (!r) {

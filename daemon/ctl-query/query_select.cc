@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Query's selection: the candidates by name, the documents read, each
  * made a row, the rows matched and ordered (query_steps.h). */
+#include "compact_timeline.h"
 #include "query_steps.h"
 
 #include "core_timeline/document/status.h"
@@ -278,6 +279,8 @@ void Query::read_selected() {
       for (std::size_t i : chunk) docs_[i].reset();
     }
   }
+  const bool printed_whole = o_.command == Command::kShow || o_.command == Command::kInfo || o_.command == Command::kExport;
+  if (printed_whole && files.size() == 1 && entries.empty()) lone_ = std::make_shared<CompactCache>();
   parallel(files, [&](std::size_t i) { read_one(i); });
 }
 
@@ -290,6 +293,8 @@ ReadRequest Query::request_for(Found &found) const {
   req.paths = match_fields_;
   req.paths.push_back(core_timeline::document::group_key::group);  // group, and matches on its ids
   req.bookkeeping = o_.all;
+  req.last_event = o_.command == Command::kList;  // the LAST EVENT column
+  req.compact_cache = lone_;
   if (o_.command == Command::kEvents) {
     req.paths.push_back(key::windows);
     if (o_.event_filter.tid)
@@ -498,7 +503,11 @@ DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string 
   if (!c.entry) {
     const Directory &dir = dirs_[c.dir];
     *whole = dir.path + "/" + c.name;
-    return [&dir, name = c.name](const ReadRequest &req) { return read_timeline(dir.fd, dir.path, name, req); };
+    return [&dir, name = c.name, cache = lone_](const ReadRequest &req) {
+      ReadRequest r = req;
+      r.compact_cache = cache;
+      return read_timeline(dir.fd, dir.path, name, r);
+    };
   }
   const JournalEntry &e = entries_[*c.entry];
   *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE

@@ -313,6 +313,9 @@ class Query {
   std::optional<std::string> boot_id_;
   MatchSet residual_;
   std::vector<std::optional<std::string>> docs_;
+  /* show, info and export of a lone timeline file: its document, read
+   * whole by the selection, for the printing to take (compact_timeline.h). */
+  std::shared_ptr<CompactCache> lone_;
   std::vector<Candidate> candidates_;
   std::vector<const Candidate *> todo_;
   std::vector<std::string> match_fields_;

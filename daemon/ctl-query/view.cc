@@ -110,21 +110,23 @@ void ViewInput::take_group(const json *group) {
   after_crash_lines += 2 + (non_empty_string(*group, gk::note) ? 1 : 0);
 }
 
-Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {
-  const std::vector<std::string_view> lines = lines_of(in_.text);
+Result<std::string> view_text(const ViewInput &in, const ViewOptions &o) {
+  const std::vector<std::string_view> lines = lines_of(in.text);
   /* The CRASH event of the crashing thread carries the crash's whole
    * stack in place of its own walk; without one, the stack follows the
    * "crash:" line, under a line of its own. */
-  ViewInput in = in_;
+  std::vector<std::size_t> stack_lines(in.events.size());
   bool stack_placed = false;
-  if (in.crash_stack_lines != 0)
-    for (auto &e : in.events)
-      if (e.kind == "CRASH" && e.tid && e.tid == in.crash_tid) {
-        e.stack_lines = in.crash_stack_lines;
-        stack_placed = true;
-      }
+  for (std::size_t i = 0; i < in.events.size(); ++i) {
+    const ViewEvent &e = in.events[i];
+    stack_lines[i] = e.stack_lines;
+    if (in.crash_stack_lines != 0 && e.kind == "CRASH" && e.tid && e.tid == in.crash_tid) {
+      stack_lines[i] = in.crash_stack_lines;
+      stack_placed = true;
+    }
+  }
   std::size_t event_lines = 0;
-  for (const auto &e : in.events) event_lines += 1 + e.stack_lines;
+  for (const std::size_t n : stack_lines) event_lines += 1 + n;
   const std::size_t crash_footer =
       in.crash ? 1 + in.after_crash_lines + (in.crash_stack_lines != 0 && !stack_placed ? 1 + in.crash_stack_lines : 0)
                : 0;
@@ -141,12 +143,16 @@ Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {
       return misaligned(fmt::format("line {} is not a \"warning:\" line", footer_at + crash_footer + w + 1));
   /* Each event's first line, checked: "AGE tid TID THREAD NAME ARGS". */
   std::vector<std::size_t> at(in.events.size());
-  for (std::size_t i = 0, line = header; i < in.events.size(); line += 1 + in.events[i].stack_lines, ++i) {
+  std::string tid, name;  // what event i's line holds
+  for (std::size_t i = 0, line = header; i < in.events.size(); line += 1 + stack_lines[i], ++i) {
     at[i] = line;
     const std::string_view l = lines[line];
-    const std::string tid = " tid " + (in.events[i].tid ? std::to_string(*in.events[i].tid) : std::string("?")) + " ";
+    tid.assign(" tid ");
+    if (in.events[i].tid) fmt::format_to(std::back_inserter(tid), "{} ", *in.events[i].tid);
+    else tid += "? ";
+    ((name.assign(" ")) += printable(in.events[i].name)) += ' ';
     const auto t = l.find(tid);
-    if (t == std::string_view::npos || l.find(" " + printable(in.events[i].name) + " ", t) == std::string_view::npos)
+    if (t == std::string_view::npos || l.find(name, t) == std::string_view::npos)
       return misaligned(fmt::format("line {} is not event {} (tid {}, {})", line + 1, i,
                                     in.events[i].tid ? std::to_string(*in.events[i].tid) : "?",
                                     printable(in.events[i].name)));
@@ -168,6 +174,7 @@ Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {
   if (cut_to_last) kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(*o.last));
 
   std::string out;
+  out.reserve(in.text.size());
   for (std::size_t l = 0; l < header; ++l) (out += lines[l]) += '\n';
   if (kept.size() != in.events.size()) {
     std::vector<std::string> why;
@@ -185,14 +192,14 @@ Result<std::string> view_text(const ViewInput &in_, const ViewOptions &o) {
   const auto emit = [&](std::size_t i) {
     const std::size_t first = at[i];
     if (!o.wall_clock) {
-      for (std::size_t l = first; l <= first + in.events[i].stack_lines; ++l) (out += lines[l]) += '\n';
+      for (std::size_t l = first; l <= first + stack_lines[i]; ++l) (out += lines[l]) += '\n';
       return;
     }
     const std::string_view l = lines[first];
     const std::string when = in.events[i].time_ns ? reader::format_wall_clock(*in.events[i].time_ns) : "?";
     out += fmt::format("{:>{}}", when, kWallWidth);
     (out += l.substr(l.find(" tid "))) += '\n';
-    for (std::size_t s = first + 1; s <= first + in.events[i].stack_lines; ++s)
+    for (std::size_t s = first + 1; s <= first + stack_lines[i]; ++s)
       ((out += std::string(kWallWidth - kAgeWidth, ' ')) += lines[s]) += '\n';
   };
   if (!o.by_thread) {

@@ -121,16 +121,30 @@ E named(const json &v, Name name, int count, std::string_view what) {
   bad(fmt::format("{} \"{}\" is not a known name", what, s));
 }
 
+/* The Analysis of a compact document: run() from its whole tree, or
+ * row() for each element of "events" as it is parsed (parse_streaming())
+ * and then finish() with the rest of the tree. */
 class Loader {
  public:
-  explicit Loader(const json &doc) : d_(doc) {}
-  Analysis run();
+  Analysis run(const json &doc);
+  std::optional<std::string> row(const json &so_far, const json &r);
+  Analysis finish(const json &doc);
 
  private:
+  const json &doc() const { return *d_; }
+  /* The members an event refers to: head, rings, tables. */
+  void prepare() {
+    head();
+    rings();
+    tables();
+    prepared_ = true;
+  }
   void head();
   void rings();
   void tables();
-  void events();
+  void event(const json &r);
+  void end_events();
+  void rest();
   void spans();
   void time();
   void summaries();
@@ -154,7 +168,11 @@ class Loader {
     return it->second;
   }
 
-  const json &d_;
+  const json *d_ = nullptr;
+  bool prepared_ = false;
+  json pending_ = json::array();  // rows that came before the members they refer to
+  std::vector<std::pair<std::size_t, std::uint64_t>> fd_origins_;  // (event, the whole document's index)
+  std::uint64_t ticks_ = 0;  // the last row's timestamp
   Analysis a_;
   std::size_t first_ = 0;  // the whole document's index of events[0]
   std::map<std::string, std::uint32_t> strings_;
@@ -174,19 +192,19 @@ class Loader {
 };
 
 void Loader::head() {
-  a_.status = named<Status>(at(d_, key::status, "the document"), status_name, 9, "status");
-  if (const json *r = opt(d_, key::reason)) a_.reason = str(*r, "reason");
-  a_.source = d_.contains(key::source) && !d_[key::source].is_null()
-                  ? named<TimelineSource>(d_[key::source], timeline_source_name, 4, "source")
+  a_.status = named<Status>(at(doc(), key::status, "the document"), status_name, 9, "status");
+  if (const json *r = opt(doc(), key::reason)) a_.reason = str(*r, "reason");
+  a_.source = doc().contains(key::source) && !doc()[key::source].is_null()
+                  ? named<TimelineSource>(doc()[key::source], timeline_source_name, 4, "source")
                   : TimelineSource::kNone;
-  const json &c = at(d_, key::core, "the document");
+  const json &c = at(doc(), key::core, "the document");
   a_.core_path = str(at(c, key::path, "core"), "core.path");
   a_.core_size = u64(at(c, key::size, "core"), "core.size");
   a_.core_truncated = boolean(at(c, key::truncated, "core"), "core.truncated");
   const std::uint32_t machine = u32(at(c, key::machine, "core"), "core.machine");
   if (machine > UINT16_MAX) bad("core.machine is out of range");
   a_.machine = static_cast<std::uint16_t>(machine);
-  const json &p = at(d_, key::process, "the document");
+  const json &p = at(doc(), key::process, "the document");
   if (const json *pid = opt(p, key::pid)) {
     a_.process.pid = u32(*pid, "process.pid");
     a_.process.ppid = u32(at(p, key::ppid, "process"), "process.ppid");
@@ -198,7 +216,7 @@ void Loader::head() {
   a_.process.build_id_note = str_or_empty(opt(p, key::build_id_note), "process.build_id_note");
   for (const json &t : array(at(p, key::threads, "process"), "process.threads"))
     a_.process.threads.push_back(u32(t, "process.threads[]"));
-  if (const json *s = opt(d_, key::snapshot)) {
+  if (const json *s = opt(doc(), key::snapshot)) {
     LiveSnapshotNote n{};
     n.pid = u32(at(*s, key::pid, "snapshot"), "snapshot.pid");
     n.realtime_ns = i64(at(*s, key::realtime_ns, "snapshot"), "snapshot.realtime_ns");
@@ -208,7 +226,7 @@ void Loader::head() {
     n.lanes_retried = u32(at(*s, key::lanes_retried, "snapshot"), "snapshot.lanes_retried");
     a_.snapshot = n;
   }
-  if (const json *cut = opt(d_, key::cut)) {
+  if (const json *cut = opt(doc(), key::cut)) {
     const std::uint64_t total = u64(at(*cut, key::events_total, "cut"), "cut.events_total");
     const std::uint64_t kept = u64(at(*cut, key::events_kept, "cut"), "cut.events_kept");
     if (kept > total) bad("cut.events_kept is more than cut.events_total");
@@ -217,7 +235,7 @@ void Loader::head() {
 }
 
 void Loader::rings() {
-  for (const json &r : array(at(d_, key::rings, "the document"), "rings")) {
+  for (const json &r : array(at(doc(), key::rings, "the document"), "rings")) {
     RingReport rr;
     rr.index = u32(at(r, key::index, "a ring"), "rings[].index");
     rr.state = named<RingReport::State>(at(r, key::state, "a ring"), ring_state_name, 5, "rings[].state");
@@ -304,7 +322,7 @@ std::vector<StackFrame> Loader::frames(const json &v, std::string_view what) con
 }
 
 void Loader::tables() {
-  const json &t = at(d_, key::tables, "the document");
+  const json &t = at(doc(), key::tables, "the document");
   for (const json &r : array(at(t, key::threads, "tables"), "tables.threads")) {
     const json &name = item(r, 1, "a thread row");
     threads_.push_back({u32(item(r, 0, "a thread row"), "a thread's tid"),
@@ -394,72 +412,75 @@ void Loader::tables() {
   }
 }
 
-void Loader::events() {
-  std::uint64_t ticks = 0;
-  const json &rows = array(at(d_, key::events, "the document"), "events");
-  a_.events.reserve(rows.size());
-  for (const json &r : rows) {
-    Event e;
-    e.lane = u32(item(r, 0, "an event"), "an event's lane");
-    e.seq = u64(item(r, 1, "an event"), "an event's seq");
-    const ThreadRow &t = threads_[index(item(r, 2, "an event"), threads_.size(), "an event's thread")];
-    e.tid = t.tid;
-    e.thread = t.name;
-    e.tid_in_core = t.in_core;
-    const TypeRow &y = types_[index(item(r, 3, "an event"), types_.size(), "an event's type")];
-    e.kind = y.kind;
-    e.kind_name = y.kind_name;
-    e.name = y.name;
-    e.named = y.named;
-    e.name_from = y.from;
-    e.id = u32(item(r, 4, "an event"), "an event's id");
-    e.arg0 = u64(item(r, 5, "an event"), "an event's arg0");
-    e.arg1 = u64(item(r, 6, "an event"), "an event's arg1");
-    if (const json &l = item(r, 7, "an event"); !l.is_null()) {
-      e.location = static_cast<std::uint32_t>(index(l, a_.locations.size(), "an event's location"));
-      e.return_address = a_.locations[e.location].address;
-    }
-    ticks += static_cast<std::uint64_t>(i64(item(r, 8, "an event"), "an event's timestamp step"));
-    e.timestamp = ticks;
-    if (r.size() > 9) {
-      const json &x = r[9];
-      if (!x.is_object()) bad("an event's extras are not an object");
-      if (const json *v = opt(x, key::x_ring)) e.ring = static_cast<std::uint32_t>(index(*v, a_.rings.size(), "an event's ring"));
-      if (const json *v = opt(x, key::x_source)) e.source = named<Origin>(*v, origin_name, 2, "an event's source");
-      if (const json *v = opt(x, key::x_pointer))
-        e.pointer = static_cast<std::uint32_t>(index(*v, a_.mappings.size(), "an event's pointer"));
-      if (const json *v = opt(x, key::x_bytes)) {
-        const auto &[off, len] = bytes_[index(*v, bytes_.size(), "an event's bytes")];
-        e.inline_at = off;
-        e.inline_len = len;
-      }
-      if (const json *v = opt(x, key::x_stack)) {
-        e.stack = named<StackState>(item(*v, 0, "an event's stack"), stack_state_name, 8, "an event's stack end");
-        const json &fr = array(item(*v, 1, "an event's stack"), "an event's stack frames");
-        if (fr.size() > 255) bad("an event's stack has more than 255 frames");
-        e.frames_at = static_cast<std::uint32_t>(a_.frames.size());
-        e.stack_depth = static_cast<std::uint8_t>(fr.size());
-        for (const json &l : fr)
-          a_.frames.push_back(static_cast<std::uint32_t>(index(l, a_.locations.size(), "a stack frame")));
-      }
-      if (const json *v = opt(x, key::x_crash))
-        e.crash = static_cast<std::uint32_t>(index(*v, a_.crash_slots.size(), "an event's crash slot"));
-      if (const json *v = opt(x, key::x_fd)) {
-        e.fd_state = named<FdOrigin>(item(*v, 0, "an event's fd"), fd_origin_name, 4, "an event's fd origin");
-        if (const json &o = item(*v, 1, "an event's fd"); !o.is_null()) {
-          const std::uint64_t n = u64(o, "an event's fd origin");
-          e.fd_origin = n >= first_ && n - first_ < rows.size() ? static_cast<std::uint32_t>(n - first_) : kNoIndex;
-        }
-      }
-      if (const json *v = opt(x, key::x_span)) e.span = u32(*v, "an event's span");
-    }
-    if (e.kind == f::kKindCrash && e.crash == kNoIndex) bad("a CRASH event without its crash slot");
-    a_.events.push_back(std::move(e));
+/* One "events" row; its timestamp is a step from the previous row's. */
+void Loader::event(const json &r) {
+  Event e;
+  e.lane = u32(item(r, 0, "an event"), "an event's lane");
+  e.seq = u64(item(r, 1, "an event"), "an event's seq");
+  const ThreadRow &t = threads_[index(item(r, 2, "an event"), threads_.size(), "an event's thread")];
+  e.tid = t.tid;
+  e.thread = t.name;
+  e.tid_in_core = t.in_core;
+  const TypeRow &y = types_[index(item(r, 3, "an event"), types_.size(), "an event's type")];
+  e.kind = y.kind;
+  e.kind_name = y.kind_name;
+  e.name = y.name;
+  e.named = y.named;
+  e.name_from = y.from;
+  e.id = u32(item(r, 4, "an event"), "an event's id");
+  e.arg0 = u64(item(r, 5, "an event"), "an event's arg0");
+  e.arg1 = u64(item(r, 6, "an event"), "an event's arg1");
+  if (const json &l = item(r, 7, "an event"); !l.is_null()) {
+    e.location = static_cast<std::uint32_t>(index(l, a_.locations.size(), "an event's location"));
+    e.return_address = a_.locations[e.location].address;
   }
+  ticks_ += static_cast<std::uint64_t>(i64(item(r, 8, "an event"), "an event's timestamp step"));
+  e.timestamp = ticks_;
+  if (r.size() > 9) {
+    const json &x = r[9];
+    if (!x.is_object()) bad("an event's extras are not an object");
+    if (const json *v = opt(x, key::x_ring)) e.ring = static_cast<std::uint32_t>(index(*v, a_.rings.size(), "an event's ring"));
+    if (const json *v = opt(x, key::x_source)) e.source = named<Origin>(*v, origin_name, 2, "an event's source");
+    if (const json *v = opt(x, key::x_pointer))
+      e.pointer = static_cast<std::uint32_t>(index(*v, a_.mappings.size(), "an event's pointer"));
+    if (const json *v = opt(x, key::x_bytes)) {
+      const auto &[off, len] = bytes_[index(*v, bytes_.size(), "an event's bytes")];
+      e.inline_at = off;
+      e.inline_len = len;
+    }
+    if (const json *v = opt(x, key::x_stack)) {
+      e.stack = named<StackState>(item(*v, 0, "an event's stack"), stack_state_name, 8, "an event's stack end");
+      const json &fr = array(item(*v, 1, "an event's stack"), "an event's stack frames");
+      if (fr.size() > 255) bad("an event's stack has more than 255 frames");
+      e.frames_at = static_cast<std::uint32_t>(a_.frames.size());
+      e.stack_depth = static_cast<std::uint8_t>(fr.size());
+      for (const json &l : fr)
+        a_.frames.push_back(static_cast<std::uint32_t>(index(l, a_.locations.size(), "a stack frame")));
+    }
+    if (const json *v = opt(x, key::x_crash))
+      e.crash = static_cast<std::uint32_t>(index(*v, a_.crash_slots.size(), "an event's crash slot"));
+    if (const json *v = opt(x, key::x_fd)) {
+      e.fd_state = named<FdOrigin>(item(*v, 0, "an event's fd"), fd_origin_name, 4, "an event's fd origin");
+      /* An index into the events, checked once all are read. */
+      if (const json &o = item(*v, 1, "an event's fd"); !o.is_null())
+        fd_origins_.emplace_back(a_.events.size(), u64(o, "an event's fd origin"));
+    }
+    if (const json *v = opt(x, key::x_span)) e.span = u32(*v, "an event's span");
+  }
+  if (e.kind == f::kKindCrash && e.crash == kNoIndex) bad("a CRASH event without its crash slot");
+  a_.events.push_back(std::move(e));
+}
+
+/* The fd origins, which may point forward: one a cut copy left out, or
+ * past the last event, is none. */
+void Loader::end_events() {
+  for (const auto &[i, n] : fd_origins_)
+    a_.events[i].fd_origin =
+        n >= first_ && n - first_ < a_.events.size() ? static_cast<std::uint32_t>(n - first_) : kNoIndex;
 }
 
 void Loader::spans() {
-  for (const json &r : array(at(d_, key::spans, "the document"), "spans")) {
+  for (const json &r : array(at(doc(), key::spans, "the document"), "spans")) {
     Span s;
     const std::string what = fmt::format("span {}", a_.spans.size());
     s.token = hex_u64(item(r, 0, what), what);
@@ -487,7 +508,7 @@ void Loader::spans() {
 }
 
 void Loader::time() {
-  const json &t = at(d_, key::time, "the document");
+  const json &t = at(doc(), key::time, "the document");
   TimeBase &b = a_.time;
   if (const json *r = opt(t, key::reference))
     b.reference = named<TimeBase::Reference>(*r, reference_name, 4, "time.reference");
@@ -533,7 +554,7 @@ void Loader::summaries() {
     }
     return out;
   };
-  for (const json &t : array(at(d_, key::threads, "the document"), "threads")) {
+  for (const json &t : array(at(doc(), key::threads, "the document"), "threads")) {
     ThreadSummary s;
     s.tid = u32(at(t, key::tid, "a thread"), "threads[].tid");
     s.name = str_or_empty(opt(t, key::name), "threads[].name");
@@ -542,7 +563,7 @@ void Loader::summaries() {
     s.open_spans = spans_of(at(t, key::open_spans, "a thread"), "threads[].open_spans");
     a_.threads.push_back(std::move(s));
   }
-  for (const json &w : array(at(d_, key::windows, "the document"), "windows")) {
+  for (const json &w : array(at(doc(), key::windows, "the document"), "windows")) {
     SourceWindow x;
     const std::string &name = str(at(w, key::source, "a window"), "windows[].source");
     if (name == "user") x.source = f::kSourceUser;
@@ -563,7 +584,7 @@ void Loader::summaries() {
     x.lost = x.overwritten > 0 || x.dropped > 0;
     a_.windows.push_back(std::move(x));
   }
-  for (const json &n : array(at(d_, key::names, "the document"), "names")) {
+  for (const json &n : array(at(doc(), key::names, "the document"), "names")) {
     EventName x;
     x.name = str(at(n, key::name, "a name"), "names[].name");
     const json &an = at(n, key::arg_names, "a name");
@@ -572,19 +593,19 @@ void Loader::summaries() {
     x.from = named<NameFrom>(at(n, key::name_from, "a name"), name_from_name, 3, "names[].name_from");
     a_.names.insert_or_assign(u32(at(n, key::id, "a name"), "names[].id"), std::move(x));
   }
-  const json &mr = at(d_, key::magic_rejected, "the document");
+  const json &mr = at(doc(), key::magic_rejected, "the document");
   a_.magic_rejected_total = u64(at(mr, key::total, "magic_rejected"), "magic_rejected.total");
   for (const json &m : array(at(mr, key::first, "magic_rejected"), "magic_rejected.first"))
     a_.magic_rejected.push_back({hex_u64(at(m, key::address, "a candidate"), "magic_rejected address"),
                                  str(at(m, key::reason, "a candidate"), "magic_rejected reason")});
-  if (const json *s = opt(d_, key::sidecar)) {
+  if (const json *s = opt(doc(), key::sidecar)) {
     a_.sidecar_path = str(at(*s, key::path, "sidecar"), "sidecar.path");
     a_.sidecar_status = named<SidecarStatus>(at(*s, key::status, "sidecar"), sidecar_status_name, 6, "sidecar.status");
     a_.sidecar_detail = str(at(*s, key::detail, "sidecar"), "sidecar.detail");
   }
-  a_.absence_proves_nothing = boolean(at(d_, key::absence_proves_nothing, "the document"), "absence_proves_nothing");
-  for (const json &w : array(at(d_, key::warnings, "the document"), "warnings")) a_.warnings.push_back(str(w, "warnings[]"));
-  for (const json &t : array(at(d_, key::thread_stacks, "the document"), "thread_stacks")) {
+  a_.absence_proves_nothing = boolean(at(doc(), key::absence_proves_nothing, "the document"), "absence_proves_nothing");
+  for (const json &w : array(at(doc(), key::warnings, "the document"), "warnings")) a_.warnings.push_back(str(w, "warnings[]"));
+  for (const json &t : array(at(doc(), key::thread_stacks, "the document"), "thread_stacks")) {
     ThreadStack s;
     s.tid = u32(at(t, key::tid, "a thread stack"), "thread_stacks[].tid");
     s.frames = frames(at(t, key::frames, "a thread stack"), "thread_stacks[].frames");
@@ -594,7 +615,7 @@ void Loader::summaries() {
 }
 
 void Loader::crash() {
-  const json *c = opt(d_, key::crash);
+  const json *c = opt(doc(), key::crash);
   if (c == nullptr) return;
   CrashFacts x;
   if (const json *s = opt(*c, key::signal)) {
@@ -655,14 +676,18 @@ void Loader::crash() {
 /* "cause" as cause_render.cc writes it; a cited event is found by its
  * ring, lane and sequence (one a cut copy left out is not cited). */
 void Loader::cause() {
-  const json *c = opt(d_, key::cause);
+  const json *c = opt(doc(), key::cause);
   if (c == nullptr || c->is_null()) return;
+  /* The events by slot, made when the first cited event is met. */
   std::map<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>, std::uint32_t> by_slot;
-  for (std::size_t i = 0; i < a_.events.size(); ++i) {
-    const Event &e = a_.events[i];
-    by_slot.emplace(std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>(e.ring, e.lane, e.seq),
-                    static_cast<std::uint32_t>(i));
-  }
+  const auto index_slots = [&] {
+    if (!by_slot.empty()) return;
+    for (std::size_t i = 0; i < a_.events.size(); ++i) {
+      const Event &e = a_.events[i];
+      by_slot.emplace(std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>(e.ring, e.lane, e.seq),
+                      static_cast<std::uint32_t>(i));
+    }
+  };
   CauseReport report;
   for (const json &j : array(at(*c, key::causes, "cause"), "cause.causes")) {
     Cause x;
@@ -680,6 +705,7 @@ void Loader::cause() {
     if (const json *v = opt(j, key::fd)) x.fd = i32(*v, "cause.causes[].fd");
     if (const json *v = opt(j, key::message)) x.message = str(*v, "cause.causes[].message");
     for (const json &e : array(at(j, key::events, "a cause"), "cause.causes[].events")) {
+      index_slots();
       const auto found = by_slot.find({u64(at(e, key::ring, "a cited event"), "events[].ring"),
                                        u64(at(e, key::lane, "a cited event"), "events[].lane"),
                                        u64(at(e, key::seq, "a cited event"), "events[].seq")});
@@ -695,7 +721,7 @@ void Loader::cause() {
 /* "group" as group_json.cc writes it. */
 void Loader::group() {
   namespace gk = core_timeline::document::group_key;
-  const json *g = opt(d_, gk::group);
+  const json *g = opt(doc(), gk::group);
   if (g == nullptr || g->is_null()) return;
   const auto strings = [&](const char *k) {
     std::vector<std::string> out;
@@ -717,18 +743,58 @@ void Loader::group() {
   a_.group = std::move(x);
 }
 
-Analysis Loader::run() {
-  head();
-  rings();
-  tables();
-  events();
+Analysis Loader::run(const json &doc) {
+  d_ = &doc;
+  prepare();
+  const json &rows = array(at(doc, key::events, "the document"), "events");
+  a_.events.reserve(rows.size());
+  for (const json &r : rows) event(r);
+  rest();
+  return std::move(a_);
+}
+
+std::optional<std::string> Loader::row(const json &so_far, const json &r) {
+  try {
+    if (!prepared_) {
+      /* Tables first, as write_compact() writes them; else the row waits
+       * for the whole document. */
+      bool ready = is_compact(so_far);
+      for (const char *k : {key::status, key::core, key::process, key::rings, key::tables})
+        ready = ready && so_far.contains(k);
+      if (!ready) {
+        pending_.push_back(r);
+        return std::nullopt;
+      }
+      d_ = &so_far;
+      prepare();
+    }
+    event(r);
+    return std::nullopt;
+  } catch (const Bad &b) {
+    return "compact document: " + b.what;
+  }
+}
+
+Analysis Loader::finish(const json &doc) {
+  d_ = &doc;
+  if (!is_compact(doc)) bad("not a compact document (schema_version 7)");
+  array(at(doc, key::events, "the document"), "events");
+  if (!prepared_) {
+    prepare();
+    for (const json &r : pending_) event(r);
+  }
+  rest();
+  return std::move(a_);
+}
+
+void Loader::rest() {
+  end_events();
   spans();
   time();
   summaries();
   crash();
   cause();
   group();
-  return std::move(a_);
 }
 
 }  // namespace
@@ -743,7 +809,33 @@ bool looks_compact(std::string_view bytes) noexcept {
 Result<Analysis> analysis_of_compact(const json &doc) noexcept {
   try {
     if (!is_compact(doc)) return Error{Errc::kBadData, "not a compact document (schema_version 7)"};
-    return Loader(doc).run();
+    return Loader().run(doc);
+  } catch (const Bad &b) {
+    return Error{Errc::kBadData, "compact document: " + b.what};
+  } catch (const std::bad_alloc &) {
+    return Error{Errc::kNoMemory, "out of memory while reading the compact document"};
+  } catch (const std::exception &e) {
+    return Error{Errc::kBadData, std::string("compact document: ") + e.what()};
+  }
+}
+
+Result<CompactDocument> read_compact_document(std::string_view bytes) noexcept {
+  try {
+    Loader loader;
+    static constexpr std::string_view kStreamed[] = {key::events};
+    auto tree = document::parse_streaming(bytes, kStreamed,
+                                          [&loader](const json &so_far, std::string_view, const json &r, std::size_t) {
+                                            return loader.row(so_far, r);
+                                          });
+    if (!tree) return std::move(tree).error();
+    if (!tree->is_object()) return Error{Errc::kBadData, "the document is not a JSON object"};
+    if (const auto st = tree->find(key::status); st == tree->end() || !st->is_string())
+      return Error{Errc::kBadData, "no \"status\" string"};
+    if (!is_compact(*tree)) return Error{Errc::kBadData, "not a compact document (schema_version 7)"};
+    CompactDocument out;
+    if (tree->contains(key::events)) out.analysis = loader.finish(*tree);
+    out.rest = std::move(*tree);
+    return out;
   } catch (const Bad &b) {
     return Error{Errc::kBadData, "compact document: " + b.what};
   } catch (const std::bad_alloc &) {

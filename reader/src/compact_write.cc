@@ -274,20 +274,6 @@ bool write_compact(const Analysis &a, const Output &output) {
 
 json full_event(const Analysis &a, const Event &e) { return parts::event(a, e); }
 
-json event_summary(const Analysis &a, const Event &e) {
-  json j;
-  j[key::tid] = e.tid;
-  j[key::kind] = a.kind_name_of(e);
-  j[key::name] = a.name_of(e);
-  j[key::time_ns] = e.realtime_ns ? json(*e.realtime_ns) : json(nullptr);
-  if (e.stack != StackState::kNone) {
-    json frames = json::array();
-    for (const std::uint32_t l : a.frames_of(e)) frames.push_back(parts::location(a.locations[l]));
-    j[key::stack] = {{key::frames, std::move(frames)}, {key::end, stack_state_name(e.stack)}};
-  }
-  return j;
-}
-
 json full_spans(const Analysis &a) {
   json spans = json::array();
   for (const auto &sp : a.spans) spans.push_back(parts::span(a, sp));

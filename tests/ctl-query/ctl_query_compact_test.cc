@@ -37,6 +37,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "compact_timeline.h"
 #include "process.h"
 #include "schema_check.h"
 
@@ -158,6 +159,138 @@ TEST(Compact, IndicesOutOfBoundsAreRefused) {
   bad["spans"] = json::array({json::array({"0x1", "open", 1, 0, 99999, nullptr, nullptr, nullptr, nullptr, 0, 0,
                                            nullptr, 1, 0, 0})});
   EXPECT_FALSE(core_timeline::reader::analysis_of_compact(bad).ok());
+}
+
+// ---- read from the bytes, no tree of the events ---------------------------------
+
+// Guards against: the streaming read (what ctl-query show takes) differing
+// from the tree's: the same text, rows before the tables they refer to
+// (a document not in write_compact()'s order), no events, faults.
+TEST(Compact, ReadFromItsBytesGivesTheTreesAnalysis) {
+  Scratch s;
+  const std::string core = core_of(s);
+  const auto text = run({CT_READER, core});
+  const auto compact = run({CT_READER, "--format=compact", core});
+  ASSERT_TRUE(text.ok() && compact.ok()) << said(text) << said(compact);
+  namespace ctr = core_timeline::reader;
+  auto streamed = ctr::read_compact_document(compact.out);
+  ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+  ASSERT_TRUE(streamed->analysis);
+  EXPECT_EQ(ctr::render_text(*streamed->analysis), text.out);
+  EXPECT_EQ(streamed->rest["events"], json::array());
+  EXPECT_TRUE(streamed->rest.contains("tables"));
+
+  /* The events first: the rows wait for the tables. */
+  const json doc = json::parse(compact.out);
+  json reordered = {{"schema_version", 7}, {"events", doc["events"]}};
+  for (const auto &[k, v] : doc.items())
+    if (k != "events" && k != "schema_version") reordered[k] = v;
+  auto late = ctr::read_compact_document(reordered.dump());
+  ASSERT_TRUE(late.ok()) << late.error().message;
+  EXPECT_EQ(ctr::render_text(*late->analysis), text.out);
+
+  json none = doc;
+  none.erase("events");
+  auto undecoded = ctr::read_compact_document(none.dump());
+  ASSERT_TRUE(undecoded.ok()) << undecoded.error().message;
+  EXPECT_FALSE(undecoded->analysis);
+
+  json bad = doc;
+  bad["events"][0][core_timeline::document::compact::kType] = 1000000;
+  auto refused = ctr::read_compact_document(bad.dump());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("out of bounds"), std::string::npos) << refused.error().message;
+  std::string twice = compact.out;
+  twice.insert(twice.rfind('}'), ",\"events\":[]");
+  auto doubled = ctr::read_compact_document(twice);
+  ASSERT_FALSE(doubled.ok());
+  EXPECT_NE(doubled.error().message.find("\"events\" twice"), std::string::npos) << doubled.error().message;
+  EXPECT_FALSE(ctr::read_compact_document(compact.out.substr(0, compact.out.size() / 2)).ok());
+  EXPECT_FALSE(ctr::read_compact_document(R"({"schema_version":6,"status":"ok","events":[]})").ok());
+}
+
+// Guards against: show parsing the timeline it selected twice, or a kept
+// document being given for another file or given twice.
+TEST(Compact, ACachedDocumentIsReadOnceForTheSamePath) {
+  Scratch s;
+  const auto compact = run({CT_READER, "--format=compact", core_of(s)});
+  ASSERT_TRUE(compact.ok()) << said(compact);
+  json doc = json::parse(compact.out);
+  doc["coredump"] = {{"fields", json::object()}};  // as core-timelined stores it
+  const std::string bytes = doc.dump();
+  namespace ctlq = core_timeline::ctl_query;
+  ctlq::ReadRequest summary;
+  summary.compact_cache = std::make_shared<ctlq::CompactCache>();
+  auto first = ctlq::parse_timeline(bytes, "/t/a.timeline.json", summary);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->event_count, doc["events"].size());
+  ASSERT_TRUE(summary.compact_cache->doc);
+
+  /* Bytes that do not parse: only the kept document can answer. */
+  const std::string broken = R"({"schema_version":7, broken)";
+  ctlq::ReadRequest text;
+  text.want_text = true;
+  text.compact_cache = summary.compact_cache;
+  EXPECT_FALSE(ctlq::parse_timeline(broken, "/t/other.timeline.json", text).ok());
+  auto second = ctlq::parse_timeline(broken, "/t/a.timeline.json", text);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_TRUE(second->text);
+  EXPECT_EQ(*second->text, core_timeline::reader::render_text(*core_timeline::reader::analysis_of_compact(doc)));
+  EXPECT_FALSE(summary.compact_cache->doc);
+  EXPECT_FALSE(ctlq::parse_timeline(broken, "/t/a.timeline.json", text).ok());
+}
+
+// Guards against: the streaming parser keeping what it streams, losing a
+// member, counting wrong when it only lexes, or nesting past the bound.
+TEST(StreamParse, HandsOnEachElementAndKeepsTheRest) {
+  namespace doc = core_timeline::document;
+  static constexpr std::string_view kStreamed[] = {"events"};
+  const std::string bytes = R"({"a":1,"events":[[1,{"x":[2]}],3,{"y":null}],"b":{"events":[9]},"c":"z"})";
+  std::vector<std::string> seen;
+  auto tree = doc::parse_streaming(bytes, kStreamed, [&](const json &so_far, std::string_view member, const json &e,
+                                                         std::size_t i) -> std::optional<std::string> {
+    EXPECT_EQ(member, "events");
+    EXPECT_EQ(so_far["a"], 1);
+    EXPECT_FALSE(so_far.contains("b"));
+    seen.push_back(std::to_string(i) + ":" + e.dump());
+    return std::nullopt;
+  });
+  ASSERT_TRUE(tree.ok()) << tree.error().message;
+  EXPECT_EQ(seen, (std::vector<std::string>{"0:[1,{\"x\":[2]}]", "1:3", "2:{\"y\":null}"}));
+  EXPECT_EQ(tree->dump(), R"({"a":1,"events":[],"b":{"events":[9]},"c":"z"})");
+
+  std::size_t counted = 0;
+  auto lexed = doc::parse_streaming(
+      bytes, kStreamed,
+      [&](const json &, std::string_view, const json &e, std::size_t) -> std::optional<std::string> {
+        EXPECT_TRUE(e.is_null());
+        ++counted;
+        return std::nullopt;
+      },
+      /*build=*/false);
+  ASSERT_TRUE(lexed.ok()) << lexed.error().message;
+  EXPECT_EQ(counted, 3u);
+  EXPECT_EQ(lexed->dump(), tree->dump());
+
+  const auto none = [](const json &, std::string_view, const json &, std::size_t) -> std::optional<std::string> {
+    return std::nullopt;
+  };
+  auto scalar = doc::parse_streaming(R"({"events":5})", kStreamed, none);
+  ASSERT_TRUE(scalar.ok());
+  EXPECT_EQ((*scalar)["events"], 5);
+  const std::string deep = R"({"events":[)" + std::string(100, '[') + std::string(100, ']') + "]}";
+  for (const bool build : {true, false}) {
+    auto too_deep = doc::parse_streaming(deep, kStreamed, none, build);
+    ASSERT_FALSE(too_deep.ok());
+    EXPECT_NE(too_deep.error().message.find("deeper than"), std::string::npos) << too_deep.error().message;
+    EXPECT_FALSE(doc::parse_streaming(R"({"events":[1,)", kStreamed, none, build).ok());
+  }
+  auto stopped = doc::parse_streaming(bytes, kStreamed,
+                                      [](const json &, std::string_view, const json &, std::size_t i) {
+                                        return i == 1 ? std::optional<std::string>("no second") : std::nullopt;
+                                      });
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.error().message, "no second");
 }
 
 // ---- the schema-6 fixtures ------------------------------------------------------

@@ -29,8 +29,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -82,6 +84,30 @@ reader::Result<ReaderDocument> parse_reader_document(std::string_view bytes) noe
  *  string.  kBadData says what is wrong; kNoMemory.  Never throws. */
 reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept;
 
+/** What parse_streaming() calls with each element of a streamed array:
+ *  the document as parsed so far (without the streamed elements; the
+ *  members after this array are not there yet), the array's top-level
+ *  member name, the element, its index in the array.  An error message
+ *  stops the parse (parse_streaming() returns it as kBadData); nullopt
+ *  goes on.  May throw std::bad_alloc only. */
+using ElementFn = std::function<std::optional<std::string>(const Json &so_far, std::string_view member,
+                                                           const Json &element, std::size_t index)>;
+
+/** Parses `bytes` as parse_stored_document()'s first step does (valid
+ *  JSON, nested at most kMaxDepth deep) but builds no tree of the
+ *  elements of the top-level arrays named in `streamed` (a compact
+ *  document's "events"): each is handed to `on_element` once it is parsed,
+ *  then dropped, and the member stays in the tree as an empty array.  A
+ *  streamed member that is not an array is kept as any other; one that is
+ *  there twice is refused (kBadData).  The rest of the tree is returned,
+ *  not checked further (an object, "status": the caller's).  Memory: the
+ *  tree without the streamed elements, and one element.  With `build`
+ *  false the elements are only lexed (valid JSON, depth), not built:
+ *  on_element gets null for each, so it can count them.  kBadData,
+ *  kNoMemory; never throws. */
+reader::Result<Json> parse_streaming(std::string_view bytes, std::span<const std::string_view> streamed,
+                                     const ElementFn &on_element, bool build = true) noexcept;
+
 /** Whether an event object of a timeline document ("events" element,
  *  docs/timeline-json.md) is bookkeeping: of a kind that only libtimeline's
  *  own machinery writes, never a call of the program -- LANE_CLAIM (a
@@ -91,6 +117,9 @@ reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept;
  *  person reads first.  False for anything that is not such an object.
  *  Pure; never throws. */
 bool is_bookkeeping_event(const Json &event) noexcept;
+
+/** Whether an event of this "kind" is bookkeeping (is_bookkeeping_event()). */
+bool is_bookkeeping_kind(std::string_view kind) noexcept;
 
 /** The summary of a reader's document tree; kBadData names the member
  *  that is missing or of the wrong type. */
