@@ -112,9 +112,9 @@ std::optional<std::string> fill(json &&d, const std::optional<ctr::Analysis> &a,
   if (a && a->events.size() > kMaxEvents) return "more than " + std::to_string(kMaxEvents) + " events";
   for (const char *k : {key::events, key::tables}) d.erase(k);
   if (a) {
-    /* The members in the full document's shape for those who read them. */
-    d[key::spans] = ctr::full_spans(*a);
-    d[key::time] = ctr::full_time(*a);
+    /* The members in the full document's shape for those who ask. */
+    if (wanted(request, key::spans)) d[key::spans] = ctr::full_spans(*a);
+    if (wanted(request, key::time)) d[key::time] = ctr::full_time(*a);
   }
   t.top = std::move(d);
   if (const auto p = t.top.find(key::process); p != t.top.end() && p->is_object() && request.on_process)
@@ -131,14 +131,18 @@ std::optional<std::string> fill(json &&d, const std::optional<ctr::Analysis> &a,
     const bool call = request.on_event && !request.view_events;
     if (call || all)
       for (std::size_t i = 0; i < a->events.size(); ++i) {
+        const bool wanted_event = call && (!request.event_name || a->name_of(a->events[i]) == *request.event_name) &&
+                                  (!request.event_kind || a->kind_name_of(a->events[i]) == *request.event_kind);
+        if (!wanted_event && !all) continue;
         json e = ctr::full_event(*a, a->events[i]);
-        if (call) request.on_event(e, i);
+        if (wanted_event) request.on_event(e, i);
         if (all) events.push_back(std::move(e));
       }
     /* The last event that is not the CRASH slot nor, unless asked,
      * bookkeeping, among the last 64 (as document.cc's reader). */
     constexpr std::size_t kTail = 64;
-    for (std::size_t back = 1; back <= std::min<std::size_t>(a->events.size(), kTail); ++back) {
+    const std::size_t tail = request.last_event ? std::min<std::size_t>(a->events.size(), kTail) : 0;
+    for (std::size_t back = 1; back <= tail; ++back) {
       json e = ctr::full_event(*a, a->events[a->events.size() - back]);
       if (!request.bookkeeping && core_timeline::document::is_bookkeeping_event(e)) continue;
       if (e[key::kind] != "CRASH") {

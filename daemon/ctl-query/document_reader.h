@@ -107,6 +107,10 @@ struct ReadRequest {
    *  Analysis, and does not call on_event; a full document calls on_event
    *  all the same (its caller makes the ViewEvents, ViewEvent::of). */
   std::vector<ViewEvent> *view_events = nullptr;
+  /** The `events` command's --name and --kind: a compact document calls
+   *  on_event only for the events of this "name" and "kind" (an event
+   *  object is made for those alone); a full document calls it for all. */
+  std::optional<std::string> event_name, event_kind;
   /** Called with the top-level "process" object once it is parsed: in
    *  the reader's documents it comes before "events", so on_event can use
    *  process.pid (the crash's own pid namespace's).  Not called for a

@@ -297,6 +297,8 @@ ReadRequest Query::request_for(Found &found) const {
   req.compact_cache = lone_;
   if (o_.command == Command::kEvents) {
     req.paths.push_back(key::windows);
+    req.event_name = o_.event_filter.name;
+    req.event_kind = o_.event_filter.kind;
     if (o_.event_filter.tid)
       req.on_process = [&found](const json &p) {
         if (const auto it = p.find(key::pid); it != p.end() && it->is_number_unsigned())

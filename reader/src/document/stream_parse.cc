@@ -65,7 +65,7 @@ class Builder final : public nlohmann::json_sax<Json> {
       top.push_back(std::move(v));
       return &top.back();
     }
-    return &(top[key_] = std::move(v));
+    return &(top[std::move(key_)] = std::move(v));  // key() sets the next
   }
   bool value(Json &&v) {
     if (skipping_ > 0) return true;
@@ -86,9 +86,10 @@ class Builder final : public nlohmann::json_sax<Json> {
         return fail(fmt::format("the document has \"{}\" twice", key_));
       seen_.push_back(key_);
     }
+    /* The array is placed (under key_) before its stream begins. */
     stack_.push_back(place(std::move(v)));
     if (starts_stream) {
-      member_ = key_;
+      member_ = seen_.back();
       index_ = 0;
     }
     return true;
