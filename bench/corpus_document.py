@@ -11,8 +11,8 @@ adds (coredump, pids, daemon) where and as core-timelined adds them
 crash: its program, pid, times, its events (LANE_CLAIM, REQ_PARSE, MALLOC,
 FREE, one last user event, CRASH, all on the crashing thread) and its
 group signature, given by the caller.  The documents validate against
-docs/timeline.schema.json and read back in ctl-query show as the text
-core-timeline-read would print.
+docs/timeline.schema.json, and ctl-query list, events, group and show read
+them from the journal and from files alike.
 """
 import hashlib
 import json
