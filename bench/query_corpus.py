@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""bench/query_corpus.py N DIR [LAYOUT] - the corpus bench_query.sh measures.
+"""bench/query_corpus.py N DIR [LAYOUT] - the corpus bench_query.py measures.
 
 Writes, for N crashes of one boot of one host (pids 100000.., one second
 apart, COMM and EXE one of four programs):
@@ -9,7 +9,7 @@ apart, COMM and EXE one of four programs):
       format on its stdin): per crash the systemd-coredump entry
       (MESSAGE_ID fc2e22bc6ee647b6b90729ab34a250b1, systemd-coredump(8)'s
       fields and a stack-trace MESSAGE, as coredumpctl reads them) and the
-      timeline entry core-timelined logs (the names of
+      timeline entry core-timelined logs (the fields of
       reader/include/core_timeline/document/journal_entry.h) with, LAYOUT
       "split" (the default), its document entry sent just before it
       (document_entry.h: the document in an entry of its own), or, LAYOUT
@@ -19,14 +19,16 @@ apart, COMM and EXE one of four programs):
   DIR/timelines/*.timeline.json  the same documents as files, named as
       core-timelined names them (the file-scan peer).
 
-Each document is small and realistic (about 2 KiB: status, process, crash,
-coredump with its fields, daemon, 6 events, group, text).  Every crash has the
-events LANE_CLAIM, REQ_PARSE, MALLOC, FREE, then one of BEFORE_DIE, RELOAD,
-CONFIG_LOAD, FLUSH by turns (so "RELOAD" is in a quarter of them), then CRASH.
-Its group signature (docs/grouping.md; the document's "group", the timeline
-entry's CORE_TIMELINE_GROUP* fields) has the stack SIGSEGV in die() <-
-handle_COMM() <- main() and the history inside REQUEST, after REQ_PARSE,
-LAST: 16 groups of 4 stacks, ids hashed by rule 1's canonical text.
+Each document is the compact document (schema_version 7) as core-timelined
+stores it, byte for byte in its layout (bench/corpus_document.py: about
+11 KiB, most of it the systemd-coredump entry's fields and the crash
+stack).  Every crash has the events LANE_CLAIM, REQ_PARSE, MALLOC, FREE,
+then one of BEFORE_DIE, RELOAD, CONFIG_LOAD, FLUSH by turns (so "RELOAD" is
+in a quarter of them), then CRASH.  Its group signature (docs/grouping.md;
+the document's "group", the timeline entry's CORE_TIMELINE_GROUP* fields)
+has the stack SIGSEGV in die() <- handle_COMM() <- main() and the history
+inside REQUEST, after REQ_PARSE, LAST: 16 groups of 4 stacks, ids hashed by
+rule 1's canonical text.
 
 Prints "generated N crashes in S s (journal X MiB in F files, timelines Y MiB)".
 """
@@ -38,9 +40,12 @@ import subprocess
 import sys
 import time
 
+import corpus_document
+
 # What bench_query.py finds in a corpus's "done" file: a corpus of another
-# version (made before the entries carried group signatures) is made anew.
-VERSION = "corpus with group signatures, 16 groups"
+# version (made before the documents were compact, or before the entries
+# carried group signatures) is made anew.
+VERSION = "corpus of compact documents (schema_version 7) with group signatures, 16 groups"
 JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
 TIMELINE_ID = "9d72af4745ac4dc29e0df9be4f6139df"
 DOCUMENT_ID = "fdd4b45325c349edbc4246673119f49d"
@@ -82,81 +87,91 @@ def export_entry(fields, realtime, monotonic):
     return b"".join(out)
 
 
+# What journald and sd_journal_send() add to each entry core-timelined sends.
+DAEMON_SENT = [("_UID", "0"), ("_GID", "0"), ("_COMM", "core-timelined"), ("_EXE", "/usr/sbin/core-timelined"),
+               ("_CMDLINE", "/usr/sbin/core-timelined"), ("_CAP_EFFECTIVE", "1fffeffffff"),
+               ("_TRANSPORT", "journal"), ("_RUNTIME_SCOPE", "system"), ("_HOSTNAME", HOST),
+               ("CODE_FILE", "../daemon/src/timeline_entry.cc"), ("CODE_LINE", "208"), ("CODE_FUNC", "send_entries")]
+
+
+def coredump_entry(pid, comm, exe, ts, core, i):
+    """systemd-coredump's entry of the crash (its fields, in order) and the
+    fields core-timelined keeps of it in the document."""
+    fields = {"COREDUMP_PID": str(pid), "COREDUMP_UID": "1000", "COREDUMP_GID": "1000", "COREDUMP_SIGNAL": "11",
+              "COREDUMP_SIGNAL_NAME": "SIGSEGV", "COREDUMP_EXE": exe, "COREDUMP_COMM": comm,
+              "COREDUMP_CMDLINE": exe + " --serve --port 8080", "COREDUMP_TIMESTAMP": str(ts),
+              "COREDUMP_RLIMIT": "18446744073709551615", "COREDUMP_HOSTNAME": HOST, "COREDUMP_DUMPABLE": "1",
+              "COREDUMP_FILENAME": core}
+    stack = "".join("#%d  0x%016x path_%d (%s + 0x%x)\n" % (f, 0x55b48db81000 + f * 0x40, f, exe, f * 0x40)
+                    for f in range(8))
+    entry = [("MESSAGE_ID", COREDUMP_ID), ("PRIORITY", "2"), ("SYSLOG_IDENTIFIER", "systemd-coredump"),
+             ("_UID", "0"), ("_GID", "0"), ("_COMM", "systemd-coredum"),
+             ("_EXE", "/usr/lib/systemd/systemd-coredump"), ("_TRANSPORT", "journal"), ("_HOSTNAME", HOST),
+             ("MESSAGE", "Process %d (%s) of user 1000 dumped core.\n\nStack trace of thread %d:\n%s"
+              % (pid, comm, pid, stack))]
+    entry += list(fields.items())
+    kept = dict(entry, _BOOT_ID=BOOT)  # all of them (but COREDUMP=, which it has not)
+    cursor = "s=%s;i=%x;b=%s;m=%x;t=%x;x=%016x" % (BOOT, 3 * i + 1, BOOT, 1000000 + 3 * i, ts + 100000, i)
+    return entry, (kept, cursor)
+
+
+def timeline_fields(c, doc, cursor, path, size):
+    """The timeline entry's fields core-timelined sends for crash `c`, but
+    the document's own (CORE_TIMELINE_DOCUMENT or _ID) and _PID."""
+    said = "pid %d (%s): timeline with %d events written to %s" % (c.pid, c.exe, len(c.names), path)
+    f = doc["coredump"]["fields"]
+    g = doc["group"]
+    return ([("MESSAGE_ID", TIMELINE_ID), ("PRIORITY", "6"), ("SYSLOG_IDENTIFIER", "core-timelined")] + DAEMON_SENT +
+            [("MESSAGE", said), ("CORE_TIMELINE_EXE", c.exe), ("CORE_TIMELINE_UID", "1000")] +
+            [(k, f[k]) for k in ("COREDUMP_PID", "COREDUMP_UID", "COREDUMP_GID", "COREDUMP_SIGNAL",
+                                 "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE", "COREDUMP_COMM", "COREDUMP_TIMESTAMP",
+                                 "COREDUMP_FILENAME")] +
+            [("CORE_TIMELINE_BOOT_ID", BOOT), ("CORE_TIMELINE_KEY", "%s.%d.%d" % (BOOT, c.pid, c.ts)),
+             ("CORE_TIMELINE_COREDUMP_CURSOR", cursor), ("CORE_TIMELINE_STATUS", "ok"),
+             ("CORE_TIMELINE_SIGNAL", "SIGSEGV"), ("CORE_TIMELINE_EVENTS", str(len(c.names))),
+             ("CORE_TIMELINE_LAST_EVENT", c.last), ("CORE_TIMELINE_OPEN_SPANS", "0"),
+             ("CORE_TIMELINE_GROUP", g["id"]), ("CORE_TIMELINE_GROUP_STACK", g["stack_id"]),
+             ("CORE_TIMELINE_GROUP_HISTORY", g["history_id"]), ("CORE_TIMELINE_GROUP_WORDS", g["words"]),
+             ("CORE_TIMELINE_GROUP_STACK_WORDS", g["stack_words"]), ("CORE_TIMELINE_GROUP_BASIS", g["basis"])] +
+            [("CORE_TIMELINE_EVENT_NAME", n) for n in c.names] +
+            [("CORE_TIMELINE_EVENT_NAMES_COMPLETE", "1"), ("CORE_TIMELINE_PID", str(c.pid)),
+             ("CORE_TIMELINE_SCHEMA_VERSION", "7"), ("CORE_TIMELINE_TIMELINE", path),
+             ("CORE_TIMELINE_DOCUMENT_BYTES", size), ("CORE_TIMELINE_PAYLOAD", "omitted"),
+             ("CORE_TIMELINE_PAYLOAD_OMITTED", "0")])
+
+
 def crash(i, layout="split"):
+    """Crash i: its time, systemd-coredump's entry, core-timelined's entries
+    (LAYOUT split: the document entry, then the timeline entry; inline: the
+    timeline entry with the document), the timeline file's name and bytes."""
     pid = 100000 + i
     comm = PROGRAMS[(i // len(LAST)) % len(PROGRAMS)]  # with LAST by turns: 16 groups
     exe = "/usr/bin/" + comm
     ts = T0 + i * 1000000
     core = "/var/lib/systemd/coredump/core.%s.1000.%s.%d.%d.zst" % (comm, BOOT, pid, ts)
-    names = ["LANE_CLAIM", "REQ_PARSE", "MALLOC", "FREE", LAST[i % len(LAST)]]
-    events = []
-    for seq, n in enumerate(names, 1):
-        kind = "LANE_CLAIM" if n == "LANE_CLAIM" else ("MALLOC" if n == "MALLOC" else ("FREE" if n == "FREE" else "USER"))
-        events.append({"seq": seq, "tid": pid, "kind": kind, "name": n, "id": 4096 + seq,
-                       "args": [seq * 41, 0], "age_ns": -21000 + seq * 2000,
-                       "location": {"module": exe, "offset": 4096 + seq * 16, "function": "path_a",
-                                    "function_offset": seq * 8, "file": comm + ".c", "line": 70 + seq}})
-    events.append({"seq": len(names) + 1, "tid": pid, "kind": "CRASH", "name": "CRASH", "id": 0, "args": [0, 0],
-                   "age_ns": 0, "crash": {"signal": 11, "signal_name": "SIGSEGV", "code_name": "SEGV_MAPERR"}})
-    fields = {"COREDUMP_PID": str(pid), "COREDUMP_UID": "1000", "COREDUMP_GID": "1000", "COREDUMP_SIGNAL": "11",
-              "COREDUMP_SIGNAL_NAME": "SIGSEGV", "COREDUMP_EXE": exe, "COREDUMP_COMM": comm,
-              "COREDUMP_CMDLINE": exe + " --serve --port 8080", "COREDUMP_TIMESTAMP": str(ts),
-              "COREDUMP_RLIMIT": "18446744073709551615", "COREDUMP_HOSTNAME": HOST,
-              "COREDUMP_FILENAME": core, "_BOOT_ID": BOOT, "_HOSTNAME": HOST}
-    doc = {"schema_version": 1, "status": "ok", "exit_code": 0, "reason": None, "source": "core-only",
-           "process": {"pid": pid, "comm": comm, "exe": exe},
-           "crash": {"signal": 11, "signal_name": "SIGSEGV", "code_name": "SEGV_MAPERR", "addr": "0x0", "tid": pid},
-           "events": events,
-           "coredump": {"journal_cursor": "s=1;i=%x" % (2 * i + 1), "boot_id": BOOT, "realtime_usec": ts + 100000,
-                        "core_file": core, "storage": "external", "fields": fields},
-           "group": group_of(comm, LAST[i % len(LAST)]),
-           "daemon": {"version": "0.1.0", "decoded_usec": ts + 150000, "duration_ms": 12},
-           "text": "core-timeline: core-only, pid %d (%s), %d events\n" % (pid, comm, len(events))}
-    document = json.dumps(doc, indent=2) + "\n"
-    stack = "".join("#%d  0x%016x path_%d (%s + 0x%x)\n" % (f, 0x55b48db81000 + f * 0x40, f, exe, f * 0x40)
-                    for f in range(8))
-    coredump_entry = [("MESSAGE_ID", COREDUMP_ID), ("PRIORITY", "2"), ("SYSLOG_IDENTIFIER", "systemd-coredump"),
-                      ("_UID", "0"), ("_GID", "0"), ("_COMM", "systemd-coredum"),
-                      ("_EXE", "/usr/lib/systemd/systemd-coredump"), ("_TRANSPORT", "journal"),
-                      ("_HOSTNAME", HOST),
-                      ("MESSAGE", "Process %d (%s) of user 1000 dumped core.\n\nStack trace of thread %d:\n%s"
-                       % (pid, comm, pid, stack))]
-    coredump_entry += [(k, v) for k, v in fields.items() if k.startswith("COREDUMP_")]
-    timeline_entry = [("MESSAGE_ID", TIMELINE_ID), ("PRIORITY", "6"), ("SYSLOG_IDENTIFIER", "core-timelined"),
-                      ("_UID", "0"), ("_GID", "0"), ("_COMM", "core-timelined"),
-                      ("_EXE", "/usr/sbin/core-timelined"), ("_TRANSPORT", "journal"), ("_HOSTNAME", HOST),
-                      ("MESSAGE", "pid %d (%s): timeline with %d events written" % (pid, exe, len(events)))]
-    timeline_entry += [(k, fields[k]) for k in ("COREDUMP_PID", "COREDUMP_UID", "COREDUMP_GID", "COREDUMP_SIGNAL",
-                                                "COREDUMP_SIGNAL_NAME", "COREDUMP_EXE", "COREDUMP_COMM",
-                                                "COREDUMP_TIMESTAMP", "COREDUMP_FILENAME")]
-    timeline_entry += [("CORE_TIMELINE_BOOT_ID", BOOT), ("CORE_TIMELINE_STATUS", "ok"),
-                       ("CORE_TIMELINE_SIGNAL", "11"), ("CORE_TIMELINE_EVENTS", str(len(events))),
-                       ("CORE_TIMELINE_LAST_EVENT", json.dumps(events[-2]))]
-    g = doc["group"]
-    timeline_entry += [("CORE_TIMELINE_GROUP", g["id"]), ("CORE_TIMELINE_GROUP_STACK", g["stack_id"]),
-                       ("CORE_TIMELINE_GROUP_HISTORY", g["history_id"]), ("CORE_TIMELINE_GROUP_WORDS", g["words"]),
-                       ("CORE_TIMELINE_GROUP_STACK_WORDS", g["stack_words"]),
-                       ("CORE_TIMELINE_GROUP_BASIS", g["basis"])]
-    timeline_entry += [("CORE_TIMELINE_EVENT_NAME", n) for n in sorted(set(names + ["CRASH"]))]
+    last = LAST[i % len(LAST)]
+    cd_entry, (fields, cursor) = coredump_entry(pid, comm, exe, ts, core, i)
+    c = corpus_document.Crash(pid, comm, exe, ts, core, last, group_of(comm, last))
+    doc = corpus_document.document(c, fields, cursor)
+    document = corpus_document.compact_layout(doc)
     name = "core.%s.1000.%s.%d.%d.timeline.json" % (comm, BOOT, pid, ts)
-    timeline_entry += [("CORE_TIMELINE_EVENT_NAMES_COMPLETE", "1"), ("CORE_TIMELINE_SCHEMA_VERSION", "1"),
-                       ("CORE_TIMELINE_TIMELINE", "/var/lib/systemd/coredump/" + name),
-                       ("CORE_TIMELINE_DOCUMENT_BYTES", str(len(document.encode())))]
+    path = "/var/lib/systemd/coredump/" + name
+    size = str(len(document.encode()))
+    timeline_entry = timeline_fields(c, doc, cursor, path, size)
     if layout == "inline":
         timeline_entry.append(("CORE_TIMELINE_DOCUMENT", document))
-        return ts, coredump_entry, [timeline_entry], name, document
+        return ts, cd_entry, [timeline_entry], name, document
     sender = [("_PID", str(20000 + i % 30000))]
     doc_id = "%032x" % (0xd0c << 64 | i)
-    document_entry = [("MESSAGE_ID", DOCUMENT_ID), ("PRIORITY", "7"), ("SYSLOG_IDENTIFIER", "core-timelined"),
-                      ("_UID", "0"), ("_GID", "0"), ("_COMM", "core-timelined"),
-                      ("_EXE", "/usr/sbin/core-timelined"), ("_TRANSPORT", "journal"), ("_HOSTNAME", HOST),
-                      ("MESSAGE", "the timeline document of pid %d (%s)" % (pid, exe)),
-                      ("CORE_TIMELINE_DOCUMENT_ID", doc_id), ("COREDUMP_PID", str(pid)),
-                      ("COREDUMP_UID", "1000"), ("COREDUMP_TIMESTAMP", str(ts)), ("CORE_TIMELINE_BOOT_ID", BOOT),
-                      ("CORE_TIMELINE_DOCUMENT_BYTES", str(len(document.encode()))),
-                      ("CORE_TIMELINE_DOCUMENT", document)] + sender
+    message = "the timeline document of " + dict(timeline_entry)["MESSAGE"]
+    document_entry = ([("MESSAGE_ID", DOCUMENT_ID), ("PRIORITY", "7"), ("SYSLOG_IDENTIFIER", "core-timelined")] +
+                      DAEMON_SENT +
+                      [("MESSAGE", message), ("CORE_TIMELINE_DOCUMENT_ID", doc_id), ("COREDUMP_PID", str(pid)),
+                       ("COREDUMP_UID", "1000"), ("COREDUMP_TIMESTAMP", str(ts)), ("CORE_TIMELINE_BOOT_ID", BOOT),
+                       ("CORE_TIMELINE_TIMELINE", path), ("CORE_TIMELINE_DOCUMENT_BYTES", size),
+                       ("CORE_TIMELINE_PAYLOAD", "omitted"), ("CORE_TIMELINE_DOCUMENT", document)] + sender)
     timeline_entry += [("CORE_TIMELINE_DOCUMENT_ID", doc_id)] + sender
-    return ts, coredump_entry, [document_entry, timeline_entry], name, document
+    return ts, cd_entry, [document_entry, timeline_entry], name, document
 
 
 def main():

@@ -14,7 +14,8 @@
 #   bench_daemon     a crash to its timeline.json, beside zstd -d and
 #                    coredumpctl dump; a storm of 32
 #   bench_document_path  the daemon's document path (parse, build,
-#                    serialize, journal entry) step by step, big rings
+#                    serialize, journal entry) step by step, big rings: the
+#                    compact document it stores, beside the full one
 #   event_rates.sh   events per second of python3, a multi-threaded C++
 #                    program and a shell pipeline under the preload
 #                    wrappers (cores by gdb's gcore, not the pipeline)
