@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,8 @@
 #include "core_timeline/document/journal_entry.h"
 #include "core_timeline/document/names.h"
 #include "core_timeline/document/stored.h"
+#include "core_timeline/reader/compact.h"
+#include "core_timeline/reader/render.h"
 #include "document_reader.h"
 
 namespace {
@@ -61,7 +64,37 @@ using Json = nlohmann::ordered_json;
   std::abort();
 }
 
+/* A compact document read from its bytes (read_compact_document(), what
+ * show takes) and from its tree (parse_stored_document() then
+ * analysis_of_compact()): one is accepted when the other is, with the
+ * same text; only a document with "events" twice may be refused by the
+ * bytes alone (the tree keeps the last). */
+void compact_agrees(std::string_view in) {
+  namespace ctr = core_timeline::reader;
+  const auto streamed = ctr::read_compact_document(in);
+  std::optional<ctr::Analysis> from_tree;
+  bool tree_ok = false;
+  if (auto tree = doc::parse_stored_document(in); tree && ctr::is_compact(*tree)) {
+    tree_ok = true;
+    if (tree->contains("events")) {
+      auto a = ctr::analysis_of_compact(*tree);
+      tree_ok = a.ok();
+      if (a) from_tree = std::move(*a);
+    }
+  }
+  if (streamed.ok() != tree_ok) {
+    const bool twice = !streamed.ok() && streamed.error().message.find("twice") != std::string::npos;
+    if (!twice) fail("the compact document's bytes and tree disagree", streamed.ok() ? "bytes accept" : streamed.error().message);
+    return;
+  }
+  if (!streamed.ok()) return;
+  if (streamed->analysis.has_value() != from_tree.has_value()) fail("one read has events, the other none");
+  if (from_tree && ctr::render_text(*streamed->analysis) != ctr::render_text(*from_tree))
+    fail("the compact document's bytes and tree give different texts");
+}
+
 void timeline(std::uint8_t opts, std::string_view in) {
+  if (core_timeline::reader::looks_compact(in)) compact_agrees(in);
   ctlq::ReadRequest r;
   r.want_text = (opts & 1) != 0;
   r.keep_raw = (opts & 2) != 0;

@@ -143,6 +143,7 @@ class Loader {
   void rings();
   void tables();
   void event(const json &r);
+  void cut();
   void end_events();
   void rest();
   void spans();
@@ -226,6 +227,11 @@ void Loader::head() {
     n.lanes_retried = u32(at(*s, key::lanes_retried, "snapshot"), "snapshot.lanes_retried");
     a_.snapshot = n;
   }
+}
+
+/* A journal copy's cut: the whole document's index of its first event
+ * (read with the rest: the member may follow the events). */
+void Loader::cut() {
   if (const json *cut = opt(doc(), key::cut)) {
     const std::uint64_t total = u64(at(*cut, key::events_total, "cut"), "cut.events_total");
     const std::uint64_t kept = u64(at(*cut, key::events_kept, "cut"), "cut.events_kept");
@@ -788,6 +794,7 @@ Analysis Loader::finish(const json &doc) {
 }
 
 void Loader::rest() {
+  cut();
   end_events();
   spans();
   time();

@@ -205,6 +205,11 @@ TEST(Compact, ReadFromItsBytesGivesTheTreesAnalysis) {
   auto doubled = ctr::read_compact_document(twice);
   ASSERT_FALSE(doubled.ok());
   EXPECT_NE(doubled.error().message.find("\"events\" twice"), std::string::npos) << doubled.error().message;
+  /* A table given again after the events would have them read against
+   * the first and the rest against the second: refused. */
+  std::string tables_twice = compact.out;
+  tables_twice.insert(tables_twice.rfind('}'), ",\"tables\":{}");
+  EXPECT_FALSE(ctr::read_compact_document(tables_twice).ok());
   EXPECT_FALSE(ctr::read_compact_document(compact.out.substr(0, compact.out.size() / 2)).ok());
   EXPECT_FALSE(ctr::read_compact_document(R"({"schema_version":6,"status":"ok","events":[]})").ok());
 }

@@ -16,6 +16,7 @@
 #include "core_builder.h"
 #include "core_timeline/document/stored.h"
 #include "core_timeline/reader/analyze.h"
+#include "core_timeline/reader/compact.h"
 #include "core_timeline/reader/elf_core.h"
 #include "core_timeline/reader/render.h"
 
@@ -95,6 +96,15 @@ int main(int argc, char **argv) {
   p.daemon.reader_status = reader->summary.status;
   p.text = ctr::render_text(a);
   const std::string stored = doc::serialize(doc::stored_document(p));
+  /* The compact document (schema_version 7), stored as core-timelined
+   * stores it now. */
+  auto compact_reader = doc::parse_reader_document(ctr::render_compact(a));
+  if (!compact_reader) {
+    std::fprintf(stderr, "gen_document_seeds: %s\n", compact_reader.error().message.c_str());
+    return 1;
+  }
+  p.reader = &*compact_reader;
+  const std::string compact = doc::serialize(doc::stored_document(p));
   doc::StoredParts none;
   none.status = doc::Status::kCoreMissing;
   none.reason = "the core was not stored (Storage=none)";
@@ -106,6 +116,8 @@ int main(int argc, char **argv) {
   put(dir, "timeline-ok", "\x00"s, stored);
   put(dir, "timeline-ok-all-options", std::string(1, static_cast<char>(31 << 2)), stored);
   put(dir, "timeline-core-missing", "\x00"s, missing);
+  put(dir, "timeline-compact", "\x00"s, compact);
+  put(dir, "timeline-compact-text", std::string(1, static_cast<char>(1 << 2)), compact);
   // 1: the journal bound: one that keeps it whole, one that cuts events
   // and text, one too small for even the rest.
   put(dir, "bound-whole", "\x01\xff\xff"s, stored);

@@ -2,7 +2,6 @@
 /* stream_parse.cc - parse_streaming() (stored.h): nlohmann's SAX
  * interface (json_sax) driving a tree builder that hands the elements of
  * the named top-level arrays on as they end instead of keeping them. */
-#include <algorithm>
 #include <new>
 #include <string>
 #include <utility>
@@ -39,6 +38,11 @@ class Builder final : public nlohmann::json_sax<Json> {
   bool end_object() override { return close(); }
   bool end_array() override { return close(); }
   bool key(string_t &k) override {
+    /* A stored document never repeats a top-level member; one that does
+     * could have the events read against one table and the rest against
+     * another. */
+    if (stack_.size() == 1 && root.contains(k))
+      return fail(fmt::format("the document has \"{}\" twice", k));
     key_ = std::move(k);
     return true;
   }
@@ -80,18 +84,11 @@ class Builder final : public nlohmann::json_sax<Json> {
       ++skipping_;
       return true;
     }
-    const bool starts_stream = stack_.size() == 1 && v.is_array() && !member_ && is_streamed(key_);
-    if (starts_stream) {
-      if (std::find(seen_.begin(), seen_.end(), key_) != seen_.end())
-        return fail(fmt::format("the document has \"{}\" twice", key_));
-      seen_.push_back(key_);
-    }
-    /* The array is placed (under key_) before its stream begins. */
-    stack_.push_back(place(std::move(v)));
-    if (starts_stream) {
-      member_ = seen_.back();
+    if (stack_.size() == 1 && v.is_array() && is_streamed(key_)) {
+      member_ = key_;  // in_stream() from the array's first element on
       index_ = 0;
     }
+    stack_.push_back(place(std::move(v)));
     return true;
   }
   bool close() {
@@ -119,7 +116,6 @@ class Builder final : public nlohmann::json_sax<Json> {
   std::vector<Json *> stack_;        // the open containers, outermost first
   std::string key_;                  // the key of the open object's next value
   std::optional<std::string> member_;  // the streamed array being read
-  std::vector<std::string> seen_;    // the streamed arrays read so far
   std::size_t index_ = 0;            // the next element's index in it
   Json element_;                     // the element being built
 };

@@ -98,9 +98,10 @@ using ElementFn = std::function<std::optional<std::string>(const Json &so_far, s
  *  elements of the top-level arrays named in `streamed` (a compact
  *  document's "events"): each is handed to `on_element` once it is parsed,
  *  then dropped, and the member stays in the tree as an empty array.  A
- *  streamed member that is not an array is kept as any other; one that is
- *  there twice is refused (kBadData).  The rest of the tree is returned,
- *  not checked further (an object, "status": the caller's).  Memory: the
+ *  streamed member that is not an array is kept as any other.  The rest of the tree is returned,
+ *  not checked further (an object, "status": the caller's), except that a
+ *  top-level member given twice is refused (kBadData; the tree's parser
+ *  keeps the last).  Memory: the
  *  tree without the streamed elements, and one element.  With `build`
  *  false the elements are only lexed (valid JSON, depth), not built:
  *  on_element gets null for each, so it can count them.  kBadData,
