@@ -914,13 +914,32 @@ std::string reraised_text(const ReraisedFault &r) {
   return s;
 }
 
+/* `s` after `out`, padded with spaces to `width` on the left (right
+ * aligned) or on the right: fmt's "{:>N}" and "{:<N}" of printable ASCII,
+ * which is all esc() and the numbers give (one column a byte). */
+void padded(std::string &out, std::string_view s, std::size_t width, bool right_aligned) {
+  const std::size_t fill = s.size() < width ? width - s.size() : 0;
+  if (right_aligned) out.append(fill, ' ');
+  out += s;
+  if (!right_aligned) out.append(fill, ' ');
+}
+
 std::string event_line(const Analysis &a, const Event &e, const TextOptions &o) {
   std::string when;
   if (o.wall_clock) when = e.realtime_ns ? wall_text(*e.realtime_ns) : "?";
   else when = e.age_ns ? format_age(*e.age_ns) : "?";
-  std::string line = fmt::format("{:>{}} tid {:<7} {:<15} {:<16} {}", when, o.wall_clock ? 22 : 12, e.tid,
-                                 e.thread == 0 ? std::string("-") : esc(a.thread_of(e)), esc(a.name_of(e)),
-                                 args_text(a, e));
+  /* "{:>12} tid {:<7} {:<15} {:<16} {}", without fmt's width count. */
+  std::string line;
+  line.reserve(128);
+  padded(line, when, o.wall_clock ? 22 : 12, true);
+  line += " tid ";
+  padded(line, fmt::format_int(e.tid).str(), 7, false);
+  line += ' ';
+  padded(line, e.thread == 0 ? std::string("-") : esc(a.thread_of(e)), 15, false);
+  line += ' ';
+  padded(line, esc(a.name_of(e)), 16, false);
+  line += ' ';
+  line += args_text(a, e);
   if (const Location *l = a.location_of(e); l && (e.return_address != 0 || e.kind == f::kKindCrash))
     line += "  at " + location_text(*l);
   if (e.source != Origin::kCore) line += fmt::format("  [from {}]", origin_name(e.source));

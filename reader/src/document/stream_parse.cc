@@ -84,6 +84,9 @@ class Builder final : public nlohmann::json_sax<Json> {
       ++skipping_;
       return true;
     }
+    /* An element array gets room for a compact events row (9 or 10
+     * values) at once. */
+    if (in_stream() && v.is_array()) v.get_ref<Json::array_t &>().reserve(12);
     if (stack_.size() == 1 && v.is_array() && is_streamed(key_)) {
       member_ = key_;  // in_stream() from the array's first element on
       index_ = 0;
