@@ -70,11 +70,11 @@ core=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["coredump
 pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["coredump"]["fields"]["COREDUMP_PID"])' "$timeline")
 zstd -q -d -c "$core" >"$work/core"
 for format in json compact text; do
-  /usr/bin/time -f "%e s, %M KB peak RSS" -o "$work/time" \
+  /usr/bin/time -f "%e s (CPU %U s user, %S s system), %M KB peak RSS" -o "$work/time" \
     "$build/bin/core-timeline-read" --format="$format" "$work/core" >"$work/read.$format" 2>/dev/null || true
   echo "core-timeline-read --format=$format: $(cat "$work/time"), $(stat -c %s "$work/read.$format") bytes"
 done
-/usr/bin/time -f "%e s, %M KB peak RSS" -o "$work/time" \
+/usr/bin/time -f "%e s (CPU %U s user, %S s system), %M KB peak RSS" -o "$work/time" \
   "$build/bin/ctl-query" -D "$work/out" show "$pid" >"$work/show.txt" 2>/dev/null || true
 same=no
 cmp -s "$work/show.txt" "$work/read.text" && same=yes

@@ -305,11 +305,11 @@ int show(std::ostream &out, std::ostream &err, const DocumentReader &read, const
       err << "ctl-query: show: " << printable(shown.error().message) << "; "
           << (options.reshapes() ? "--wall-clock, --by-thread, --tid and -n cannot be applied: " : "")
           << "the stored text follows as it is, every event in it\n";
-      out << printable(*t.text, true);
+      write_printable(out, *t.text, true);
       if (t.text->empty() || t.text->back() != '\n') out << '\n';
       return kExitFound;
     }
-    out << printable(*shown, true);
+    write_printable(out, *shown, true);
     return kExitFound;
   }
   // No stored text (decoding did not happen): say what the document says.

@@ -60,6 +60,14 @@ std::string printable(std::string_view s, bool keep_lines) {
   return reader::printable(s, {.keep_lines = keep_lines});
 }
 
+void write_printable(std::ostream &out, std::string_view s, bool keep_lines) {
+  const reader::PrintableOptions o{.keep_lines = keep_lines};
+  bool plain = true;
+  for (const char c : s) plain = plain && reader::printable_as_is(static_cast<unsigned char>(c), o);
+  if (plain) out.write(s.data(), static_cast<std::streamsize>(s.size()));
+  else out << reader::printable(s, o);
+}
+
 std::string scalar_text(const json *v) {
   if (!v || v->is_null()) return "-";
   if (v->is_string()) return printable(v->get_ref<const std::string &>());

@@ -26,6 +26,10 @@ namespace core_timeline::ctl_query {
  *  '\t' are kept too (for the stored multi-line "text"). */
 std::string printable(std::string_view s, bool keep_lines = false);
 
+/** `s` written to `out` as printable() makes it, without a copy when it
+ *  has nothing to escape (show's text: tens of megabytes). */
+void write_printable(std::ostream &out, std::string_view s, bool keep_lines = false);
+
 /** A JSON value as one short line of text: a string printable(), a number in
  *  decimal, true/false, "-" for null or a missing value, and "?" for an
  *  object or array. */

@@ -1075,6 +1075,7 @@ Output file_output(std::FILE *f) {
 
 std::string render_text(const Analysis &a, const TextOptions &o) {
   std::string s;
+  s.reserve(4096 + a.events.size() * 160);  // some 160 bytes an event line
   write_text(a, [&](std::string_view piece) { s.append(piece); return true; }, o);
   return s;
 }
