@@ -813,10 +813,13 @@ bool looks_compact(std::string_view bytes) noexcept {
   return bytes.starts_with(kStart);
 }
 
-Result<Analysis> analysis_of_compact(const json &doc) noexcept {
+namespace {
+
+/* f()'s result, the Loader's faults and bad_alloc as Errors. */
+template <typename T, typename F>
+Result<T> guarded(F &&f) noexcept {
   try {
-    if (!is_compact(doc)) return Error{Errc::kBadData, "not a compact document (schema_version 7)"};
-    return Loader().run(doc);
+    return f();
   } catch (const Bad &b) {
     return Error{Errc::kBadData, "compact document: " + b.what};
   } catch (const std::bad_alloc &) {
@@ -826,8 +829,17 @@ Result<Analysis> analysis_of_compact(const json &doc) noexcept {
   }
 }
 
+}  // namespace
+
+Result<Analysis> analysis_of_compact(const json &doc) noexcept {
+  return guarded<Analysis>([&]() -> Result<Analysis> {
+    if (!is_compact(doc)) return Error{Errc::kBadData, "not a compact document (schema_version 7)"};
+    return Loader().run(doc);
+  });
+}
+
 Result<CompactDocument> read_compact_document(std::string_view bytes) noexcept {
-  try {
+  return guarded<CompactDocument>([&]() -> Result<CompactDocument> {
     Loader loader;
     static constexpr std::string_view kStreamed[] = {key::events};
     auto tree = document::parse_streaming(bytes, kStreamed,
@@ -843,13 +855,7 @@ Result<CompactDocument> read_compact_document(std::string_view bytes) noexcept {
     if (tree->contains(key::events)) out.analysis = loader.finish(*tree);
     out.rest = std::move(*tree);
     return out;
-  } catch (const Bad &b) {
-    return Error{Errc::kBadData, "compact document: " + b.what};
-  } catch (const std::bad_alloc &) {
-    return Error{Errc::kNoMemory, "out of memory while reading the compact document"};
-  } catch (const std::exception &e) {
-    return Error{Errc::kBadData, std::string("compact document: ") + e.what()};
-  }
+  });
 }
 
 }  // namespace core_timeline::reader
