@@ -253,10 +253,10 @@ void Query::read_selected() {
     std::vector<std::size_t> to_read;  // the entries whose documents are needed
     for (std::size_t i : entries) {
       auto &row = entry_rows_[*todo_[i]->entry];
-      if (row) slots_[i].row = std::move(*row);
+      if (row) slots_[i].row = std::move(row);
       else to_read.push_back(i);
     }
-    std::vector<std::optional<Row>>().swap(entry_rows_);
+    std::vector<std::unique_ptr<Row>>().swap(entry_rows_);
     entries = std::move(to_read);
     constexpr std::size_t kChunk = 512;
     docs_.resize(todo_.size());
@@ -390,7 +390,7 @@ void Query::read_one(std::size_t i) {
       if (!summary.host.empty()) row.host = summary.host;
       if (row.boot_id.empty()) row.boot_id = summary.boot_id;
     }
-    slot.row = std::move(row);
+    slot.row = std::make_unique<Row>(std::move(row));
   } catch (const std::exception &e) {
     slot.error = Error{Errc::kIo, (c.entry ? entry_label(entries_[*c.entry])
                                                        : dirs_[c.dir].path + "/" + c.name) +

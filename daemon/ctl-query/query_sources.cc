@@ -319,10 +319,10 @@ std::optional<int> Query::scan_journal() {
     const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
     if (rows_now && !notice && !stale_last_event(e)) {
       /* Its row now; of the entry, only what show needs. */
-      entry_rows_.emplace_back(row_of_entry(e));
+      entry_rows_.push_back(std::make_unique<Row>(row_of_entry(e)));
       e.values = {};  // the row has the timeline path show needs
     } else {
-      entry_rows_.emplace_back();
+      entry_rows_.emplace_back(nullptr);
     }
     entries_.push_back(std::move(e));
   });
