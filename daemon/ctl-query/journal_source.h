@@ -173,8 +173,12 @@ class Journal {
    *  kTimelineMessageId that meets any of `terms` (alternatives; an empty
    *  vector means no further condition) that core-timelined sent or its
    *  crashed user did (user_vouched; unverified unless corroborated():
-   *  the caller leaves those out or marks them).  Returns how many
-   *  entries it left out as not core-timelined's at all (kNone). */
+   *  the caller leaves those out or marks them).  fn may move from the
+   *  entry: scan() reads the next one into the same object.  Returns how
+   *  many entries it left out as not core-timelined's at all (kNone).
+   *  Every 4096 entries, and at the end, it lets go of the journal pages
+   *  it touched (they stay in the page cache; resident set size counts
+   *  only those mapped since). */
   Result<std::size_t> scan(const std::vector<JournalTerm> &terms, const std::function<void(JournalEntry &&)> &fn);
 
   /** A crash of `uid` that systemd-coredump's own entry (MESSAGE_ID
