@@ -3,6 +3,8 @@
  * made a row, the rows matched and ordered (query_steps.h). */
 #include "query_steps.h"
 
+#include <unordered_map>
+
 #include "core_timeline/document/status.h"
 
 namespace core_timeline::ctl_query {
@@ -79,8 +81,7 @@ std::uint64_t entry_time(const JournalEntry &e) {
   return e.realtime_usec;
 }
 
-/* list's row of a timeline entry, from its summary fields alone. */
-Row row_of_entry(const JournalEntry &e) {
+Row row_of_entry(const JournalEntry &e, bool whole_group) {
   Row r;
   r.path = e.get(jf::kTimelinePath);
   r.time_usec = entry_time(e);
@@ -110,15 +111,27 @@ Row row_of_entry(const JournalEntry &e) {
   r.cut = e.get(jf::kDocumentCut) == "1";
   r.user_vouched = e.user_vouched;
   r.unverified = e.unverified;
-  r.group = group_facts_of(e);
+  if (whole_group) r.group = group_facts_of(e);
+  else r.group.id = e.get(jf::kGroup);
   return r;
 }
 
 namespace {
 
 /* The same crash, whichever source it came from: boot, pid, crash time;
- * and its machine (same_machine()). */
-std::string crash_key(const Row &r) { return r.boot_id + "/" + r.pid + "/" + std::to_string(r.time_usec); }
+ * and its machine (same_machine()).  Views of the row's strings. */
+struct CrashKey {
+  std::string_view boot_id, pid;
+  std::uint64_t time_usec;
+  bool operator==(const CrashKey &) const = default;
+};
+CrashKey crash_key(const Row &r) { return {r.boot_id, r.pid, r.time_usec}; }
+struct CrashKeyHash {
+  std::size_t operator()(const CrashKey &k) const {
+    const std::hash<std::string_view> h;
+    return h(k.boot_id) ^ (h(k.pid) * 31) ^ (std::hash<std::uint64_t>()(k.time_usec) * 131);
+  }
+};
 
 /* Two rows of one crash_key() are of one crash unless both name their
  * machine (_MACHINE_ID; else _HOSTNAME) and the two differ: containers of
@@ -219,7 +232,7 @@ bool Query::entry_needs_document() const {
 
 bool Query::stale_last_event(const JournalEntry &e) const {
   return o_.command == Command::kList && !o_.all && e.has_document &&
-         core_timeline::document::is_bookkeeping_event(json{{key::kind, e.get(jf::kLastEvent)}});
+         core_timeline::document::is_bookkeeping_kind(e.get(jf::kLastEvent));
 }
 
 void Query::parallel(const std::vector<std::size_t> &items, const std::function<void(std::size_t)> &fn) {
@@ -380,7 +393,7 @@ void Query::read_one(std::size_t i) {
     Row row = make_row(std::move(t), {});
     row.events = keep_host_matches(std::move(found), row, &row.bookkeeping_left_out);
     if (entry) {
-      const Row summary = row_of_entry(*entry);
+      const Row summary = row_of_entry(*entry, false);
       row.path = summary.path;
       row.from_journal = true;
       row.entry_cursor = summary.entry_cursor;
@@ -443,44 +456,56 @@ void Query::order_rows() {
   /* Files first, then entries in journal order: "later" is the reading
    * order. */
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return !slots_[i].row->from_journal; });
+  /* The rows of one crash: the first, the others (rarely any), and the
+   * group made before it with the same crash_key() (another machine's). */
+  constexpr std::size_t kNoGroup = SIZE_MAX;
   struct Group {
-    std::size_t kept;
-    std::vector<std::size_t> all;
+    std::size_t kept, first;
+    std::vector<std::size_t> more;
+    std::size_t same_key_before;
   };
   std::vector<Group> groups;
-  std::map<std::string, std::vector<std::size_t>> by_key;  /* crash_key -> groups */
-  std::map<std::string, std::size_t> by_file;              /* a file's path -> its group */
+  groups.reserve(order.size());
+  std::unordered_map<CrashKey, std::size_t, CrashKeyHash> by_key;  /* crash_key -> its last group */
+  by_key.reserve(order.size());
+  std::unordered_map<std::string_view, std::size_t> by_file;  /* a file's path -> its group */
   for (std::size_t i : order) {
     const Row &r = *slots_[i].row;
     std::optional<std::size_t> g;
-    for (std::size_t k : by_key[crash_key(r)])
+    const auto last = by_key.find(crash_key(r));
+    /* The groups of this key, the last made first: the last that is of
+     * the same machine. */
+    for (std::size_t k = last == by_key.end() ? kNoGroup : last->second; k != kNoGroup && !g;
+         k = groups[k].same_key_before)
       if (same_machine(*slots_[groups[k].kept].row, r)) g = k;
     if (!g && r.from_journal && !r.path.empty())
       if (const auto f = by_file.find(r.path); f != by_file.end()) g = f->second;
     if (!g) {
-      groups.push_back({i, {i}});
-      by_key[crash_key(r)].push_back(groups.size() - 1);
+      groups.push_back({i, i, {}, last == by_key.end() ? kNoGroup : last->second});
+      by_key[crash_key(r)] = groups.size() - 1;
       if (!r.from_journal) by_file[r.path] = groups.size() - 1;
       continue;
     }
     Group &grp = groups[*g];
-    grp.all.push_back(i);
+    grp.more.push_back(i);
     if (preferred(r, *slots_[grp.kept].row, true)) grp.kept = i;
   }
   order.clear();
   for (const Group &grp : groups) {
     order.push_back(grp.kept);
-    if (grp.all.size() < 2) continue;
+    if (grp.more.empty()) continue;
     Row &kept = *slots_[grp.kept].row;
     /* The reason given is against a core_missing one, if one was left
      * out (the reason that matters most), else against the first. */
+    std::vector<std::size_t> all{grp.first};
+    all.insert(all.end(), grp.more.begin(), grp.more.end());
     const Row *other = nullptr;
-    for (std::size_t i : grp.all) {
+    for (std::size_t i : all) {
       if (i == grp.kept) continue;
       const Row &r = *slots_[i].row;
       if (!other || (only_says_core_gone(r) && !only_says_core_gone(*other))) other = &r;
     }
-    kept.chosen = std::to_string(grp.all.size()) + " documents of this crash; this one (" + kept.status + ", " +
+    kept.chosen = std::to_string(all.size()) + " documents of this crash; this one (" + kept.status + ", " +
                   label_of(kept) + ") was chosen: " + why_kept(kept, *other);
   }
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {

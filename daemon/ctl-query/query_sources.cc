@@ -52,6 +52,22 @@ Result<BootSpec> parse_boot(const std::string &text) {
   return b;
 }
 
+/* Of a timeline entry, what Journal::document() needs to find its
+ * document, without the summary fields. */
+JournalEntry document_locator(JournalEntry &&e) {
+  JournalEntry out;
+  out.cursor = std::move(e.cursor);
+  out.realtime_usec = e.realtime_usec;
+  out.has_document = e.has_document;
+  out.document_id = std::move(e.document_id);
+  out.sender_pid = std::move(e.sender_pid);
+  out.sender_boot_id = std::move(e.sender_boot_id);
+  out.sender_uid = std::move(e.sender_uid);
+  out.user_vouched = e.user_vouched;
+  out.unverified = e.unverified;
+  return out;
+}
+
 }  // namespace
 
 /* The file `path` names, read as a timeline file is (read_timeline). */
@@ -318,19 +334,21 @@ std::optional<int> Query::scan_journal() {
      * file it names, so that its row says what the file says. */
     const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
     if (rows_now && !notice && !stale_last_event(e)) {
-      /* Its row now; of the entry, only what show needs. */
-      entry_rows_.push_back(std::make_unique<Row>(row_of_entry(e)));
-      e.values = {};  // the row has the timeline path show needs
+      /* Its row now; of the entry, only what finding its document needs
+       * (show: the row has the timeline path). */
+      entry_rows_.push_back(std::make_unique<Row>(row_of_entry(e, o_.command == Command::kGroup)));
+      entries_.push_back(document_locator(std::move(e)));
     } else {
       entry_rows_.emplace_back(nullptr);
+      entries_.push_back(std::move(e));
     }
-    entries_.push_back(std::move(e));
   });
   if (!scanned) {
     problems_.report(scanned.error().message, problem_name(Errc::kIo));
     return std::nullopt;
   }
   untrusted_ = *scanned;
+  candidates_.reserve(candidates_.size() + entries_.size());
   for (std::size_t i = 0; i < entries_.size(); ++i) candidates_.push_back(Candidate{0, {}, std::nullopt, i});
   return std::nullopt;
 }

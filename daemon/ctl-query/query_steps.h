@@ -27,6 +27,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -158,7 +159,10 @@ class Problems {
 std::optional<std::string> journal_field(const std::string &field);
 Result<Timeline> read_timeline_path(const std::string &path, const ReadRequest &req);
 std::uint64_t entry_time(const JournalEntry &e);
-Row row_of_entry(const JournalEntry &e);
+/* list's row of a timeline entry, from its summary fields alone; its
+ * group signature whole when `whole_group` (group prints it), else only
+ * the group's id (order_rows() weighs whether there is one). */
+Row row_of_entry(const JournalEntry &e, bool whole_group);
 std::optional<std::uint64_t> host_tid(const Row &r, std::uint64_t tid);
 
 /* One run of list, show or events, step by step. */
@@ -306,7 +310,9 @@ class Query {
   std::vector<Directory> dirs_;
   std::unique_ptr<Journal> journal_;
   bool journal_local_ = false;
-  std::vector<JournalEntry> entries_;
+  /* A deque: no copy of every entry as it grows, nor room for as many
+   * again. */
+  std::deque<JournalEntry> entries_;
   /* entries_'s rows, made while scanning for those whose documents are
    * not needed */
   std::vector<std::unique_ptr<Row>> entry_rows_;

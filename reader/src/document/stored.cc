@@ -187,8 +187,9 @@ bool is_bookkeeping_event(const Json &event) noexcept {
   if (!event.is_object()) return false;
   const auto kind = event.find(key::kind);
   if (kind == event.end() || !kind->is_string()) return false;
-  const std::string &k = kind->get_ref<const std::string &>();
-  return k == "LANE_CLAIM" || k == "STACK";
+  return is_bookkeeping_kind(kind->get_ref<const std::string &>());
 }
+
+bool is_bookkeeping_kind(std::string_view kind) noexcept { return kind == "LANE_CLAIM" || kind == "STACK"; }
 
 }  // namespace core_timeline::document

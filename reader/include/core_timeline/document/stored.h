@@ -92,6 +92,10 @@ reader::Result<Json> parse_stored_document(std::string_view bytes) noexcept;
  *  Pure; never throws. */
 bool is_bookkeeping_event(const Json &event) noexcept;
 
+/** Whether `kind`, an event's "kind", is one is_bookkeeping_event() names
+ *  (LANE_CLAIM, STACK).  Pure; never throws. */
+bool is_bookkeeping_kind(std::string_view kind) noexcept;
+
 /** The summary of a reader's document tree; kBadData names the member
  *  that is missing or of the wrong type. */
 reader::Result<ReaderSummary> summarize(const Json &reader_document);
