@@ -404,6 +404,29 @@ Result<std::vector<std::string>> Journal::boots() {
   return out;
 }
 
+namespace {
+
+/* Of an entry SummaryReader read: who vouches for it (sender_trust()),
+ * and unless nobody does, its user_vouched, unverified, document_id and
+ * sender. */
+jf::Trust vouch_for(JournalEntry *e, const std::string &machine_id) {
+  const jf::Trust trust = jf::sender_trust({present(e->get("_UID")), present(e->get("_TRANSPORT")),
+                                            present(e->get("COREDUMP_UID")), present(e->get("_SYSTEMD_CGROUP"))});
+  if (trust == jf::Trust::kNone) return trust;
+  e->user_vouched = trust == jf::Trust::kUser;
+  if (const std::string &id = e->get(jf::kDocumentId); jf::is_document_id(id)) {
+    e->document_id = id;
+    e->sender_pid = e->get("_PID");
+    e->sender_boot_id = e->get("_BOOT_ID");
+    e->sender_uid = e->get("_UID");
+    e->has_document = true;
+  }
+  e->unverified = e->user_vouched && !corroborated(*e, machine_id);
+  return trust;
+}
+
+}  // namespace
+
 Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
                                   const std::function<void(JournalEntry &&)> &fn) {
   const sigbus::Scope truncated;
@@ -441,21 +464,10 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
     if (r == 0) break;
     if (++read % kEntriesPerPageDrop == 0) drop_journal_pages();
     summary.read(j_, &e);
-    const jf::Trust trust = jf::sender_trust({present(e.get("_UID")), present(e.get("_TRANSPORT")),
-                                              present(e.get("COREDUMP_UID")), present(e.get("_SYSTEMD_CGROUP"))});
-    if (trust == jf::Trust::kNone) {
+    if (vouch_for(&e, machine_id) == jf::Trust::kNone) {
       ++untrusted;
       continue;
     }
-    e.user_vouched = trust == jf::Trust::kUser;
-    if (const std::string &id = e.get(jf::kDocumentId); jf::is_document_id(id)) {
-      e.document_id = id;
-      e.sender_pid = e.get("_PID");
-      e.sender_boot_id = e.get("_BOOT_ID");
-      e.sender_uid = e.get("_UID");
-      e.has_document = true;
-    }
-    e.unverified = e.user_vouched && !corroborated(e, machine_id);
     char *cursor = nullptr;
     if (sd_journal_get_cursor(j_, &cursor) >= 0 && cursor) {
       e.cursor = cursor;
@@ -607,9 +619,38 @@ Result<std::optional<std::string>> Journal::document_entry(const JournalEntry &e
 }
 
 Result<std::optional<std::string>> Journal::document_once(const std::string &cursor, std::uint64_t max_bytes) {
+  std::optional<Result<std::optional<std::string>>> out;
+  const int r = at_entry(cursor, [&](sd_journal *j) { out = document_here(j, cursor, max_bytes); });
+  if (out) return std::move(*out);
+  return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
+}
+
+Result<JournalEntry> Journal::entry_at(const std::string &cursor) {
+  const sigbus::Scope truncated;
+  JournalEntry e;
+  std::optional<jf::Trust> trust;
+  const int r = at_entry(cursor, [&](sd_journal *j) {
+    sd_journal_set_data_threshold(j, kScanThreshold);
+    SummaryReader().read(j, &e);
+    sd_journal_get_realtime_usec(j, &e.realtime_usec);
+    trust = vouch_for(&e, local_machine_id());
+    sd_journal_set_data_threshold(j, kSummaryValueMax);
+  });
+  if (truncated.moved()) return cut_short("journal entry " + cursor + " was read again");
+  if (!trust) return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
+  if (*trust == jf::Trust::kNone)
+    return Error{Errc::kBadData, "journal entry " + cursor + ": read again, it is not core-timelined's"};
+  e.cursor = cursor;
+  return e;
+}
+
+int Journal::at_entry(const std::string &cursor, const std::function<void(sd_journal *)> &fn) {
   sd_journal_flush_matches(j_);
   int r = seek_entry(j_, cursor);
-  if (r > 0) return document_here(j_, cursor, max_bytes);
+  if (r > 0) {
+    fn(j_);
+    return 1;
+  }
   /* Over several files (a central host's, -D A -D B), sd-journal's seek
    * interleaves the files by realtime when their seqnum ids and boots
    * differ, or by monotonic time when only the boot is the same: an entry
@@ -622,13 +663,13 @@ Result<std::optional<std::string>> Journal::document_once(const std::string &cur
     const char *paths[] = {file.c_str(), nullptr};
     if (sd_journal_open_files(&one, paths, 0) < 0) continue;
     if (seek_entry(one, cursor) > 0) {
-      auto out = document_here(one, cursor, max_bytes);
+      fn(one);
       sd_journal_close(one);
-      return out;
+      return 1;
     }
     sd_journal_close(one);
   }
-  return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
+  return r < 0 ? r : 0;
 }
 
 }  // namespace core_timeline::ctl_query

@@ -209,7 +209,19 @@ class Journal {
    *  in each file alone). */
   Result<std::optional<std::string>> document(const JournalEntry &e, std::uint64_t max_bytes);
 
+  /** The timeline entry at `cursor` (sd_journal_get_cursor(3)) read again,
+   *  as scan() gave it: for a caller that kept only the cursor of an entry
+   *  (ctl-query list keeps its rows, not the entries).  Found as
+   *  document() finds the entry at e.cursor.  An error when it cannot be
+   *  found, or when nobody vouches for it (sender_trust() kNone, which
+   *  scan() never hands on). */
+  Result<JournalEntry> entry_at(const std::string &cursor);
+
  private:
+  /* Calls fn with a journal at the entry `cursor` names: this one, or, when
+   * its merged view does not give that entry back, one of files_ alone
+   * (document()).  1: fn was called; 0: not found; < 0: an errno. */
+  int at_entry(const std::string &cursor, const std::function<void(sd_journal *)> &fn);
   explicit Journal(sd_journal *j) : j_(j) {}
   Result<std::optional<std::string>> document_once(const std::string &cursor, std::uint64_t max_bytes);
   Result<std::optional<std::string>> document_entry(const JournalEntry &e, std::uint64_t max_bytes);

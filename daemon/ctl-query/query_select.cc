@@ -277,7 +277,7 @@ void Query::read_selected() {
       std::vector<std::size_t> chunk(entries.begin() + static_cast<std::ptrdiff_t>(from),
                                      entries.begin() + static_cast<std::ptrdiff_t>(std::min(from + kChunk, entries.size())));
       for (std::size_t i : chunk) {
-        const JournalEntry &e = entries_[*todo_[i]->entry];
+        const JournalEntry &e = *entries_[*todo_[i]->entry];
         if (!e.has_document) continue;
         auto d = journal_->document(e, o_.max_bytes);
         if (!d) {
@@ -352,7 +352,7 @@ void Query::read_one(std::size_t i) {
   try {
     Found found;
     const ReadRequest req = request_for(found);
-    const JournalEntry *entry = c.entry ? &entries_[*c.entry] : nullptr;
+    const JournalEntry *entry = c.entry ? entries_[*c.entry].get() : nullptr;
     std::optional<Result<Timeline>> r;
     if (!entry) {
       r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
@@ -405,7 +405,7 @@ void Query::read_one(std::size_t i) {
     }
     slot.row = std::make_unique<Row>(std::move(row));
   } catch (const std::exception &e) {
-    slot.error = Error{Errc::kIo, (c.entry ? entry_label(entries_[*c.entry])
+    slot.error = Error{Errc::kIo, (c.entry ? entry_label(*entries_[*c.entry])
                                                        : dirs_[c.dir].path + "/" + c.name) +
                                                   ": " + e.what()};
   }
@@ -519,15 +519,21 @@ void Query::order_rows() {
   }
 }
 
+Result<std::optional<std::string>> Query::document_of(const Candidate &c, const Row &row) {
+  if (const auto &kept = entries_[*c.entry]) return journal_->document(*kept, o_.max_bytes);
+  auto e = journal_->entry_at(row.entry_cursor);
+  if (!e) return e.error();
+  return journal_->document(*e, o_.max_bytes);
+}
+
 DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string *whole) {
   if (!c.entry) {
     const Directory &dir = dirs_[c.dir];
     *whole = dir.path + "/" + c.name;
     return [&dir, name = c.name](const ReadRequest &req) { return read_timeline(dir.fd, dir.path, name, req); };
   }
-  const JournalEntry &e = entries_[*c.entry];
   *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
-  auto d = journal_->document(e, o_.max_bytes);
+  auto d = document_of(c, row);
   if (!d) {
     Error err{Errc::kIo, d.error().message};
     return [err](const ReadRequest &) -> Result<Timeline> { return err; };

@@ -52,22 +52,6 @@ Result<BootSpec> parse_boot(const std::string &text) {
   return b;
 }
 
-/* Of a timeline entry, what Journal::document() needs to find its
- * document, without the summary fields. */
-JournalEntry document_locator(JournalEntry &&e) {
-  JournalEntry out;
-  out.cursor = std::move(e.cursor);
-  out.realtime_usec = e.realtime_usec;
-  out.has_document = e.has_document;
-  out.document_id = std::move(e.document_id);
-  out.sender_pid = std::move(e.sender_pid);
-  out.sender_boot_id = std::move(e.sender_boot_id);
-  out.sender_uid = std::move(e.sender_uid);
-  out.user_vouched = e.user_vouched;
-  out.unverified = e.unverified;
-  return out;
-}
-
 }  // namespace
 
 /* The file `path` names, read as a timeline file is (read_timeline). */
@@ -334,13 +318,13 @@ std::optional<int> Query::scan_journal() {
      * file it names, so that its row says what the file says. */
     const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
     if (rows_now && !notice && !stale_last_event(e)) {
-      /* Its row now; of the entry, only what finding its document needs
-       * (show: the row has the timeline path). */
+      /* Its row now, and not the entry: show reads the newest row's
+       * entry again (document_of()). */
       entry_rows_.push_back(std::make_unique<Row>(row_of_entry(e, o_.command == Command::kGroup)));
-      entries_.push_back(document_locator(std::move(e)));
+      entries_.emplace_back(nullptr);  // the row has its cursor (document_of())
     } else {
       entry_rows_.emplace_back(nullptr);
-      entries_.push_back(std::move(e));
+      entries_.push_back(std::make_unique<JournalEntry>(std::move(e)));
     }
   });
   if (!scanned) {

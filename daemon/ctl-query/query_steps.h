@@ -27,7 +27,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -296,9 +295,18 @@ class Query {
    *    when there were several (Row::chosen, printed by show). */
   void order_rows();
 
+  /* The document of a journal candidate and its row: of the entry kept,
+   * or else of the entry at the row's cursor, read again. */
+  Result<std::optional<std::string>> document_of(const Candidate &c, const Row &row);
+
   /* The reader of the newest row's document (show, export), and where
    * the whole timeline is (the file beside the core). */
   DocumentReader reader_of(const Candidate &c, const Row &row, std::string *whole);
+
+  /* Before list or group prints at least one row: frees what print()
+   * does not read then (the entries, the candidates), so that the memory
+   * of its table is this. */
+  void release_unprinted();
 
   /* 6. What the command prints, and the exit status. */
   int print();
@@ -310,9 +318,9 @@ class Query {
   std::vector<Directory> dirs_;
   std::unique_ptr<Journal> journal_;
   bool journal_local_ = false;
-  /* A deque: no copy of every entry as it grows, nor room for as many
-   * again. */
-  std::deque<JournalEntry> entries_;
+  /* The entries whose rows are not made while scanning (null for those
+   * whose are: list keeps 100,000 rows, not their entries too). */
+  std::vector<std::unique_ptr<JournalEntry>> entries_;
   /* entries_'s rows, made while scanning for those whose documents are
    * not needed */
   std::vector<std::unique_ptr<Row>> entry_rows_;
