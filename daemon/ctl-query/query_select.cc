@@ -508,14 +508,26 @@ void Query::order_rows() {
     kept.chosen = std::to_string(all.size()) + " documents of this crash; this one (" + kept.status + ", " +
                   label_of(kept) + ") was chosen: " + why_kept(kept, *other);
   }
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Row &x = *slots_[a].row, &y = *slots_[b].row;
-    return std::tie(x.time_usec, x.realtime_usec, x.path, x.entry_cursor) <
-           std::tie(y.time_usec, y.realtime_usec, y.path, y.entry_cursor);
+  /* By crash time, the entry's time, the path and the cursor: the times
+   * beside the index, so that most comparisons do not reach the rows. */
+  struct Key {
+    std::uint64_t time_usec, realtime_usec;
+    std::size_t slot;
+  };
+  std::vector<Key> keys;
+  keys.reserve(order.size());
+  for (std::size_t i : order) keys.push_back({slots_[i].row->time_usec, slots_[i].row->realtime_usec, i});
+  std::sort(keys.begin(), keys.end(), [&](const Key &a, const Key &b) {
+    if (a.time_usec != b.time_usec) return a.time_usec < b.time_usec;
+    if (a.realtime_usec != b.realtime_usec) return a.realtime_usec < b.realtime_usec;
+    const Row &x = *slots_[a.slot].row, &y = *slots_[b.slot].row;
+    return std::tie(x.path, x.entry_cursor) < std::tie(y.path, y.entry_cursor);
   });
-  for (std::size_t i : order) {
-    rows_.push_back(&*slots_[i].row);
-    row_candidates_.push_back(todo_[i]);
+  rows_.reserve(keys.size());
+  row_candidates_.reserve(keys.size());
+  for (const Key &k : keys) {
+    rows_.push_back(&*slots_[k.slot].row);
+    row_candidates_.push_back(todo_[k.slot]);
   }
 }
 
