@@ -284,11 +284,17 @@ class SummaryReader {
 
 }  // namespace
 
-const std::string &JournalEntry::get(std::string_view name) const {
-  static const std::string empty;
+std::size_t summary_field(std::string_view name) {
   const std::size_t i = summary_index().find(name);
-  return i >= values.size() ? empty : values[i];
+  return i == SummaryIndex::kNone ? kSummaryFields.size() : i;
 }
+
+const std::string &JournalEntry::value(std::size_t field) const {
+  static const std::string empty;
+  return field >= values.size() ? empty : values[field];
+}
+
+const std::string &JournalEntry::get(std::string_view name) const { return value(summary_field(name)); }
 
 void JournalEntry::keep_only(std::initializer_list<std::string_view> names) {
   std::vector<std::string> kept(values.size());

@@ -94,6 +94,11 @@ std::vector<std::string> unreadable_journal_files(const JournalSpec &spec);
  *  only notes the presence of). */
 extern const std::vector<std::string> kSummaryFields;
 
+/** The index of `name` in kSummaryFields, or kSummaryFields.size() when
+ *  it is not one of them (for JournalEntry::value(), which needs no
+ *  look-up of the name). */
+std::size_t summary_field(std::string_view name);
+
 /** One trusted timeline entry, as far as scan() read it. */
 struct JournalEntry {
   std::string cursor;                 /**< sd_journal_get_cursor(3) */
@@ -120,6 +125,9 @@ struct JournalEntry {
   /** The value of the summary field `name` (one of kSummaryFields), or ""
    *  when absent or not a summary field. */
   const std::string &get(std::string_view name) const;
+  /** The value of the summary field of index `field` (summary_field()),
+   *  or "" when absent or past kSummaryFields. */
+  const std::string &value(std::size_t field) const;
   /** Drops every value but those named (to keep less of many entries). */
   void keep_only(std::initializer_list<std::string_view> names);
 };

@@ -320,7 +320,8 @@ std::optional<int> Query::scan_journal() {
     if (rows_now && !notice && !stale_last_event(e)) {
       /* Its row now, and not the entry: show reads the newest row's
        * entry again (document_of()). */
-      entry_rows_.push_back(std::make_unique<Row>(row_of_entry(e, o_.command == Command::kGroup)));
+      entry_rows_.push_back(std::make_unique<Row>());
+      fill_row_of_entry(e, o_.command == Command::kGroup, entry_rows_.back().get());
       entries_.emplace_back(nullptr);  // the row has its cursor (document_of())
     } else {
       entry_rows_.emplace_back(nullptr);

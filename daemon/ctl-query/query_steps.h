@@ -162,6 +162,8 @@ std::uint64_t entry_time(const JournalEntry &e);
  * group signature whole when `whole_group` (group prints it), else only
  * the group's id (order_rows() weighs whether there is one). */
 Row row_of_entry(const JournalEntry &e, bool whole_group);
+/* The same, into *row (a Row just made: its strings empty). */
+void fill_row_of_entry(const JournalEntry &e, bool whole_group, Row *row);
 std::optional<std::uint64_t> host_tid(const Row &r, std::uint64_t tid);
 
 /* One run of list, show or events, step by step. */
