@@ -3,6 +3,7 @@
  * made a row, the rows matched and ordered (query_steps.h). */
 #include "query_steps.h"
 
+#include <bit>
 #include <unordered_map>
 
 #include "core_timeline/document/status.h"
@@ -154,11 +155,29 @@ struct CrashKey {
   bool operator==(const CrashKey &) const = default;
 };
 CrashKey crash_key(const Row &r) { return {r.boot_id, r.pid, r.time_usec}; }
-struct CrashKeyHash {
-  std::size_t operator()(const CrashKey &k) const {
-    const std::hash<std::string_view> h;
-    return h(k.boot_id) ^ (h(k.pid) * 31) ^ (std::hash<std::uint64_t>()(k.time_usec) * 131);
+std::size_t hash_of(const CrashKey &k) {
+  const std::hash<std::string_view> h;
+  return h(k.boot_id) ^ (h(k.pid) * 31) ^ (std::hash<std::uint64_t>()(k.time_usec) * 131);
+}
+
+/* The last group made of each crash_key() (order_rows()): an
+ * open-addressing table of group numbers, sized once for all the rows
+ * (no node allocated for each). */
+class LastGroupOf {
+ public:
+  static constexpr std::size_t kNone = SIZE_MAX;
+  explicit LastGroupOf(std::size_t rows) : slots_(std::bit_ceil(std::max<std::size_t>(rows * 2, 16)), kNone) {}
+  /* The entry of `key`: its last group, or kNone.  key_of(g) is the key
+   * of group g. */
+  template <class KeyOf>
+  std::size_t &at(const CrashKey &key, const KeyOf &key_of) {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t h = hash_of(key) & mask;; h = (h + 1) & mask)
+      if (slots_[h] == kNone || key_of(slots_[h]) == key) return slots_[h];
   }
+
+ private:
+  std::vector<std::size_t> slots_;
 };
 
 /* Two rows of one crash_key() are of one crash unless both name their
@@ -486,7 +505,7 @@ void Query::order_rows() {
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return !slots_[i].row->from_journal; });
   /* The rows of one crash: the first, the others (rarely any), and the
    * group made before it with the same crash_key() (another machine's). */
-  constexpr std::size_t kNoGroup = SIZE_MAX;
+  constexpr std::size_t kNoGroup = LastGroupOf::kNone;
   struct Group {
     std::size_t kept, first;
     std::vector<std::size_t> more;
@@ -494,23 +513,22 @@ void Query::order_rows() {
   };
   std::vector<Group> groups;
   groups.reserve(order.size());
-  std::unordered_map<CrashKey, std::size_t, CrashKeyHash> by_key;  /* crash_key -> its last group */
-  by_key.reserve(order.size());
+  LastGroupOf by_key(order.size());
+  const auto key_of = [&](std::size_t g) { return crash_key(*slots_[groups[g].first].row); };
   std::unordered_map<std::string_view, std::size_t> by_file;  /* a file's path -> its group */
   for (std::size_t i : order) {
     const Row &r = *slots_[i].row;
     std::optional<std::size_t> g;
-    const auto last = by_key.find(crash_key(r));
+    std::size_t &last = by_key.at(crash_key(r), key_of);
     /* The groups of this key, the last made first: the last that is of
      * the same machine. */
-    for (std::size_t k = last == by_key.end() ? kNoGroup : last->second; k != kNoGroup && !g;
-         k = groups[k].same_key_before)
+    for (std::size_t k = last; k != kNoGroup && !g; k = groups[k].same_key_before)
       if (same_machine(*slots_[groups[k].kept].row, r)) g = k;
-    if (!g && r.from_journal && !r.path.empty())
+    if (!g && r.from_journal && !r.path.empty() && !by_file.empty())
       if (const auto f = by_file.find(r.path); f != by_file.end()) g = f->second;
     if (!g) {
-      groups.push_back({i, i, {}, last == by_key.end() ? kNoGroup : last->second});
-      by_key[crash_key(r)] = groups.size() - 1;
+      groups.push_back({i, i, {}, last});
+      last = groups.size() - 1;
       if (!r.from_journal) by_file[r.path] = groups.size() - 1;
       continue;
     }
