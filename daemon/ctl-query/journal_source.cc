@@ -416,15 +416,20 @@ namespace {
  * and unless nobody does, its user_vouched, unverified, document_id and
  * sender. */
 jf::Trust vouch_for(JournalEntry *e, const std::string &machine_id) {
-  const jf::Trust trust = jf::sender_trust({present(e->get("_UID")), present(e->get("_TRANSPORT")),
-                                            present(e->get("COREDUMP_UID")), present(e->get("_SYSTEMD_CGROUP"))});
+  /* The fields' indices, found once (this runs for every entry). */
+  static const std::size_t uid = summary_field("_UID"), transport = summary_field("_TRANSPORT"),
+                           coredump_uid = summary_field("COREDUMP_UID"), cgroup = summary_field("_SYSTEMD_CGROUP"),
+                           document_id = summary_field(jf::kDocumentId), pid = summary_field("_PID"),
+                           boot_id = summary_field("_BOOT_ID");
+  const jf::Trust trust = jf::sender_trust({present(e->value(uid)), present(e->value(transport)),
+                                            present(e->value(coredump_uid)), present(e->value(cgroup))});
   if (trust == jf::Trust::kNone) return trust;
   e->user_vouched = trust == jf::Trust::kUser;
-  if (const std::string &id = e->get(jf::kDocumentId); jf::is_document_id(id)) {
+  if (const std::string &id = e->value(document_id); jf::is_document_id(id)) {
     e->document_id = id;
-    e->sender_pid = e->get("_PID");
-    e->sender_boot_id = e->get("_BOOT_ID");
-    e->sender_uid = e->get("_UID");
+    e->sender_pid = e->value(pid);
+    e->sender_boot_id = e->value(boot_id);
+    e->sender_uid = e->value(uid);
     e->has_document = true;
   }
   e->unverified = e->user_vouched && !corroborated(*e, machine_id);

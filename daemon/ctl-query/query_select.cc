@@ -279,7 +279,7 @@ bool Query::entry_needs_document() const {
 
 bool Query::stale_last_event(const JournalEntry &e) const {
   return o_.command == Command::kList && !o_.all && e.has_document &&
-         core_timeline::document::is_bookkeeping_kind(e.get(jf::kLastEvent));
+         core_timeline::document::is_bookkeeping_kind(e.value(row_fields().last_event));
 }
 
 void Query::parallel(const std::vector<std::size_t> &items, const std::function<void(std::size_t)> &fn) {

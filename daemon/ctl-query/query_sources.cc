@@ -308,6 +308,7 @@ std::optional<int> Query::scan_journal() {
     }
   }
   const bool rows_now = !entry_needs_document();
+  static const std::size_t events = summary_field(jf::kEvents), timeline = summary_field(jf::kTimelinePath);
   auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
     if (!in_range(entry_time(e))) return;
     if (e.unverified) {
@@ -316,7 +317,7 @@ std::optional<int> Query::scan_journal() {
     }
     /* The older notice (no document, no summary) is read from the
      * file it names, so that its row says what the file says. */
-    const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
+    const bool notice = !e.has_document && e.value(events).empty() && !e.value(timeline).empty();
     if (rows_now && !notice && !stale_last_event(e)) {
       /* Its row now, and not the entry: show reads the newest row's
        * entry again (document_of()). */
