@@ -306,8 +306,8 @@ class Query {
   DocumentReader reader_of(const Candidate &c, const Row &row, std::string *whole);
 
   /* Before list or group prints at least one row: frees what print()
-   * does not read then (the entries, the candidates), so that the memory
-   * of its table is this. */
+   * does not read then (the entries, the candidates), so that they and
+   * the table print() makes are not in memory at once. */
   void release_unprinted();
 
   /* 6. What the command prints, and the exit status. */
