@@ -240,8 +240,9 @@ class SummaryReader {
     e->sender_pid.clear();
     e->sender_boot_id.clear();
     e->sender_uid.clear();
-    seen_.assign(kSummaryFields.size(), false);
+    seen_.assign(kSummaryFields.size(), 0);
     const std::string_view doc_prefix = jf::kDocument;
+    const SummaryIndex &index = summary_index();
     const void *data;
     size_t len;
     SD_JOURNAL_FOREACH_DATA(j, data, len) {
@@ -253,9 +254,9 @@ class SummaryReader {
         e->has_document = true;
         continue;
       }
-      const std::size_t w = summary_index().find(name);
+      const std::size_t w = index.find(name);
       if (w == SummaryIndex::kNone || seen_[w]) continue;  // a field twice: its first value
-      seen_[w] = true;
+      seen_[w] = 1;
       e->values[w].assign(d.substr(eq + 1));
       if (len >= kScanThreshold) cut_.push_back(w);
     }
@@ -278,7 +279,7 @@ class SummaryReader {
     cut_.clear();
   }
 
-  std::vector<bool> seen_;
+  std::vector<unsigned char> seen_;  // by index in kSummaryFields
   std::vector<std::size_t> cut_;
 };
 
