@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-journal.h>
@@ -10,7 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -71,6 +74,41 @@ Error cut_short(const std::string &during) {
   return reader::system_error(EIO, "a journal file was truncated while " + during +
                                        " (journald truncates a file when it archives it at rotation; what lay past "
                                        "its new end read as zeros): run the query again");
+}
+
+/* How many timeline entries scan() reads between two drop_journal_pages(). */
+constexpr std::size_t kEntriesPerPageDrop = 4096;
+
+/* Drops this process's page-table entries of the journal files sd-journal
+ * has mapped: its read-only shared mappings (r--s in /proc/self/maps) of
+ * files named *.journal or *.journal~ get madvise(2) MADV_DONTNEED, which
+ * for a shared file mapping only unmaps the pages from this process (a
+ * later read maps them again from the page cache; the mapping and every
+ * pointer into it stay valid).  sd-journal keeps its mmap windows of the
+ * files it reads (up to 64 of 8 MiB) and scanning 100,000 entries touches
+ * most pages of the journal: without this they all count in the
+ * process's resident size.  Nothing happens when /proc is not mounted. */
+void drop_journal_pages() {
+  FILE *maps = std::fopen("/proc/self/maps", "re");
+  if (!maps) return;
+  char *line = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = ::getline(&line, &cap, maps)) > 0) {
+    unsigned long from = 0, to = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    /* "FROM-TO PERMS OFFSET DEV INODE   PATH" */
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &from, &to, perms, &path_at) < 3 || path_at == 0) continue;
+    if (std::string_view(perms) != "r--s") continue;
+    std::string_view path(line + path_at, static_cast<std::size_t>(n) - static_cast<std::size_t>(path_at));
+    if (path.ends_with('\n')) path.remove_suffix(1);
+    if (path.ends_with(" (deleted)")) path.remove_suffix(std::string_view(" (deleted)").size());
+    if (to > from && is_journal_file_name(path))
+      ::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
+  }
+  std::free(line);
+  std::fclose(maps);
 }
 
 std::string_view field_value(const void *data, size_t len, std::string_view name) {
@@ -144,31 +182,125 @@ std::optional<std::string_view> present(const std::string &v) {
   return std::string_view(v);
 }
 
-/* kSummaryFields by name: their index. */
-const std::unordered_map<std::string_view, std::size_t> &summary_index() {
-  static const auto *index = [] {
-    auto *m = new std::unordered_map<std::string_view, std::size_t>;
-    for (std::size_t i = 0; i < kSummaryFields.size(); ++i) m->emplace(kSummaryFields[i], i);
-    return m;
-  }();
-  return *index;
+/* kSummaryFields by name: their index.  The scan looks up the name of
+ * every field of every entry (some 50 of each of 100,000 entries in
+ * bench_query), so this is an open-addressing table hashed on the name's
+ * length and last bytes (the names share their prefixes), not a
+ * std::unordered_map. */
+class SummaryIndex {
+ public:
+  static constexpr std::size_t kNone = SIZE_MAX;
+
+  SummaryIndex() {
+    slots_.fill(kNone);
+    for (std::size_t i = 0; i < kSummaryFields.size(); ++i) {
+      std::size_t h = hash(kSummaryFields[i]);
+      while (slots_[h] != kNone) h = (h + 1) % kSlots;
+      slots_[h] = i;
+    }
+  }
+
+  /* The index of `name` in kSummaryFields, or kNone. */
+  std::size_t find(std::string_view name) const {
+    for (std::size_t h = hash(name);; h = (h + 1) % kSlots) {
+      const std::size_t i = slots_[h];
+      if (i == kNone || kSummaryFields[i] == name) return i;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 256;  // a power of two, over 4 x the fields
+  static std::size_t hash(std::string_view n) {
+    std::uint64_t tail = 0;
+    const std::size_t k = std::min<std::size_t>(n.size(), 8);
+    std::memcpy(&tail, n.data() + n.size() - k, k);
+    return static_cast<std::size_t>(((tail ^ n.size()) * 0x9E3779B97F4A7C15ULL) >> 56) % kSlots;
+  }
+  std::array<std::size_t, kSlots> slots_;
+};
+
+const SummaryIndex &summary_index() {
+  static const SummaryIndex index;
+  return index;
 }
+
+/* Reads the summary fields of the entry sd-journal is at into an entry
+ * (scan()), in one sd_journal_enumerate_data(3) pass at kScanThreshold. */
+class SummaryReader {
+ public:
+  /* *e becomes the entry at j: its kSummaryFields (a field twice: its
+   * first value) and has_document; the rest of *e empty. */
+  void read(sd_journal *j, JournalEntry *e) {
+    e->values.resize(kSummaryFields.size());
+    for (auto &v : e->values) v.clear();
+    e->cursor.clear();
+    e->realtime_usec = 0;
+    e->has_document = e->user_vouched = e->unverified = false;
+    e->document_id.clear();
+    e->sender_pid.clear();
+    e->sender_boot_id.clear();
+    e->sender_uid.clear();
+    seen_.assign(kSummaryFields.size(), 0);
+    const std::string_view doc_prefix = jf::kDocument;
+    const SummaryIndex &index = summary_index();
+    const void *data;
+    size_t len;
+    SD_JOURNAL_FOREACH_DATA(j, data, len) {
+      std::string_view d(static_cast<const char *>(data), len);
+      const auto eq = d.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view name = d.substr(0, eq);
+      if (name == doc_prefix) {
+        e->has_document = true;
+        continue;
+      }
+      const std::size_t w = index.find(name);
+      if (w == SummaryIndex::kNone || seen_[w]) continue;  // a field twice: its first value
+      seen_[w] = 1;
+      e->values[w].assign(d.substr(eq + 1));
+      if (len >= kScanThreshold) cut_.push_back(w);
+    }
+    if (!cut_.empty()) read_whole(j, e);
+  }
+
+ private:
+  /* The values the scan's threshold may have cut: again, whole (up to
+   * kSummaryValueMax). */
+  void read_whole(sd_journal *j, JournalEntry *e) {
+    sd_journal_set_data_threshold(j, kSummaryValueMax);
+    for (const std::size_t i : cut_) {
+      const std::string &name = kSummaryFields[i];
+      const void *whole;
+      size_t whole_len;
+      if (sd_journal_get_data(j, name.c_str(), &whole, &whole_len) >= 0)
+        e->values[i] = std::string(field_value(whole, whole_len, name).substr(0, kSummaryValueMax));
+    }
+    sd_journal_set_data_threshold(j, kScanThreshold);
+    cut_.clear();
+  }
+
+  std::vector<unsigned char> seen_;  // by index in kSummaryFields
+  std::vector<std::size_t> cut_;
+};
 
 }  // namespace
 
-const std::string &JournalEntry::get(std::string_view name) const {
-  static const std::string empty;
-  const auto &index = summary_index();
-  const auto it = index.find(name);
-  return it == index.end() || it->second >= values.size() ? empty : values[it->second];
+std::size_t summary_field(std::string_view name) {
+  const std::size_t i = summary_index().find(name);
+  return i == SummaryIndex::kNone ? kSummaryFields.size() : i;
 }
+
+const std::string &JournalEntry::value(std::size_t field) const {
+  static const std::string empty;
+  return field >= values.size() ? empty : values[field];
+}
+
+const std::string &JournalEntry::get(std::string_view name) const { return value(summary_field(name)); }
 
 void JournalEntry::keep_only(std::initializer_list<std::string_view> names) {
   std::vector<std::string> kept(values.size());
-  const auto &index = summary_index();
   for (auto n : names)
-    if (auto it = index.find(n); it != index.end() && it->second < values.size())
-      kept[it->second] = std::move(values[it->second]);
+    if (const std::size_t i = summary_index().find(n); i < values.size()) kept[i] = std::move(values[i]);
   values = std::move(kept);
 }
 
@@ -279,6 +411,34 @@ Result<std::vector<std::string>> Journal::boots() {
   return out;
 }
 
+namespace {
+
+/* Of an entry SummaryReader read: who vouches for it (sender_trust()),
+ * and unless nobody does, its user_vouched, unverified, document_id and
+ * sender. */
+jf::Trust vouch_for(JournalEntry *e, const std::string &machine_id) {
+  /* The fields' indices, found once (this runs for every entry). */
+  static const std::size_t uid = summary_field("_UID"), transport = summary_field("_TRANSPORT"),
+                           coredump_uid = summary_field("COREDUMP_UID"), cgroup = summary_field("_SYSTEMD_CGROUP"),
+                           document_id = summary_field(jf::kDocumentId), pid = summary_field("_PID"),
+                           boot_id = summary_field("_BOOT_ID");
+  const jf::Trust trust = jf::sender_trust({present(e->value(uid)), present(e->value(transport)),
+                                            present(e->value(coredump_uid)), present(e->value(cgroup))});
+  if (trust == jf::Trust::kNone) return trust;
+  e->user_vouched = trust == jf::Trust::kUser;
+  if (const std::string &id = e->value(document_id); jf::is_document_id(id)) {
+    e->document_id = id;
+    e->sender_pid = e->value(pid);
+    e->sender_boot_id = e->value(boot_id);
+    e->sender_uid = e->value(uid);
+    e->has_document = true;
+  }
+  e->unverified = e->user_vouched && !corroborated(*e, machine_id);
+  return trust;
+}
+
+}  // namespace
+
 Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
                                   const std::function<void(JournalEntry &&)> &fn) {
   const sigbus::Scope truncated;
@@ -302,66 +462,24 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
   /* The document is the one big field of an entry: the scan decompresses
    * at most kScanThreshold bytes of any field. */
   sd_journal_set_data_threshold(j_, kScanThreshold);
-  std::vector<std::size_t> cut;
-  const auto &wanted = summary_index();
-  const std::string_view doc_prefix = jf::kDocument;
-  std::size_t untrusted = 0;
+  SummaryReader summary;
+  std::size_t untrusted = 0, read = 0;
   const std::string machine_id = local_machine_id();
   if ((r = sd_journal_seek_head(j_)) < 0) return journal_error(r, "seeking the journal");
+  /* One entry read into again and again: its strings keep their capacity
+   * (fn may move them out). */
+  JournalEntry e;
   for (;;) {
     r = sd_journal_next(j_);
     if (r < 0 && truncated.moved()) return cut_short("timeline entries were read");
     if (r < 0) return journal_error(r, "reading the journal");
     if (r == 0) break;
-    JournalEntry e;
-    e.values.resize(kSummaryFields.size());
-    std::vector<bool> seen(kSummaryFields.size());
-    const void *data;
-    size_t len;
-    SD_JOURNAL_FOREACH_DATA(j_, data, len) {
-      std::string_view d(static_cast<const char *>(data), len);
-      const auto eq = d.find('=');
-      if (eq == std::string_view::npos) continue;
-      const std::string_view name = d.substr(0, eq);
-      if (name == doc_prefix) {
-        e.has_document = true;
-        continue;
-      }
-      const auto w = wanted.find(name);
-      if (w == wanted.end() || seen[w->second]) continue;  // a field twice: its first value
-      seen[w->second] = true;
-      e.values[w->second].assign(d.substr(eq + 1));
-      if (len >= kScanThreshold) cut.push_back(w->second);
-    }
-    /* The values the scan's threshold may have cut: again, whole (up to
-     * kSummaryValueMax). */
-    if (!cut.empty()) {
-      sd_journal_set_data_threshold(j_, kSummaryValueMax);
-      for (const std::size_t i : cut) {
-        const std::string &name = kSummaryFields[i];
-        const void *whole;
-        size_t whole_len;
-        if (sd_journal_get_data(j_, name.c_str(), &whole, &whole_len) >= 0)
-          e.values[i] = std::string(field_value(whole, whole_len, name).substr(0, kSummaryValueMax));
-      }
-      sd_journal_set_data_threshold(j_, kScanThreshold);
-      cut.clear();
-    }
-    const jf::Trust trust = jf::sender_trust({present(e.get("_UID")), present(e.get("_TRANSPORT")),
-                                              present(e.get("COREDUMP_UID")), present(e.get("_SYSTEMD_CGROUP"))});
-    if (trust == jf::Trust::kNone) {
+    if (++read % kEntriesPerPageDrop == 0) drop_journal_pages();
+    summary.read(j_, &e);
+    if (vouch_for(&e, machine_id) == jf::Trust::kNone) {
       ++untrusted;
       continue;
     }
-    e.user_vouched = trust == jf::Trust::kUser;
-    if (const std::string &id = e.get(jf::kDocumentId); jf::is_document_id(id)) {
-      e.document_id = id;
-      e.sender_pid = e.get("_PID");
-      e.sender_boot_id = e.get("_BOOT_ID");
-      e.sender_uid = e.get("_UID");
-      e.has_document = true;
-    }
-    e.unverified = e.user_vouched && !corroborated(e, machine_id);
     char *cursor = nullptr;
     if (sd_journal_get_cursor(j_, &cursor) >= 0 && cursor) {
       e.cursor = cursor;
@@ -371,6 +489,7 @@ Result<std::size_t> Journal::scan(const std::vector<JournalTerm> &terms,
     if (truncated.moved()) return cut_short("timeline entries were read");  // e may be zeros
     fn(std::move(e));
   }
+  drop_journal_pages();
   sd_journal_flush_matches(j_);
   /* An error or the end, read from zeros, says nothing either. */
   if (truncated.moved()) return cut_short("timeline entries were read");
@@ -512,9 +631,38 @@ Result<std::optional<std::string>> Journal::document_entry(const JournalEntry &e
 }
 
 Result<std::optional<std::string>> Journal::document_once(const std::string &cursor, std::uint64_t max_bytes) {
+  std::optional<Result<std::optional<std::string>>> out;
+  const int r = at_entry(cursor, [&](sd_journal *j) { out = document_here(j, cursor, max_bytes); });
+  if (out) return std::move(*out);
+  return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
+}
+
+Result<JournalEntry> Journal::entry_at(const std::string &cursor) {
+  const sigbus::Scope truncated;
+  JournalEntry e;
+  std::optional<jf::Trust> trust;
+  const int r = at_entry(cursor, [&](sd_journal *j) {
+    sd_journal_set_data_threshold(j, kScanThreshold);
+    SummaryReader().read(j, &e);
+    sd_journal_get_realtime_usec(j, &e.realtime_usec);
+    trust = vouch_for(&e, local_machine_id());
+    sd_journal_set_data_threshold(j, kSummaryValueMax);
+  });
+  if (truncated.moved()) return cut_short("journal entry " + cursor + " was read again");
+  if (!trust) return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
+  if (*trust == jf::Trust::kNone)
+    return Error{Errc::kBadData, "journal entry " + cursor + ": read again, it is not core-timelined's"};
+  e.cursor = cursor;
+  return e;
+}
+
+int Journal::at_entry(const std::string &cursor, const std::function<void(sd_journal *)> &fn) {
   sd_journal_flush_matches(j_);
   int r = seek_entry(j_, cursor);
-  if (r > 0) return document_here(j_, cursor, max_bytes);
+  if (r > 0) {
+    fn(j_);
+    return 1;
+  }
   /* Over several files (a central host's, -D A -D B), sd-journal's seek
    * interleaves the files by realtime when their seqnum ids and boots
    * differ, or by monotonic time when only the boot is the same: an entry
@@ -527,13 +675,13 @@ Result<std::optional<std::string>> Journal::document_once(const std::string &cur
     const char *paths[] = {file.c_str(), nullptr};
     if (sd_journal_open_files(&one, paths, 0) < 0) continue;
     if (seek_entry(one, cursor) > 0) {
-      auto out = document_here(one, cursor, max_bytes);
+      fn(one);
       sd_journal_close(one);
-      return out;
+      return 1;
     }
     sd_journal_close(one);
   }
-  return journal_error(r < 0 ? r : -ENOENT, "journal entry " + cursor + ": cannot be found again");
+  return r < 0 ? r : 0;
 }
 
 }  // namespace core_timeline::ctl_query

@@ -94,6 +94,11 @@ std::vector<std::string> unreadable_journal_files(const JournalSpec &spec);
  *  only notes the presence of). */
 extern const std::vector<std::string> kSummaryFields;
 
+/** The index of `name` in kSummaryFields, or kSummaryFields.size() when
+ *  it is not one of them (for JournalEntry::value(), which needs no
+ *  look-up of the name). */
+std::size_t summary_field(std::string_view name);
+
 /** One trusted timeline entry, as far as scan() read it. */
 struct JournalEntry {
   std::string cursor;                 /**< sd_journal_get_cursor(3) */
@@ -120,6 +125,9 @@ struct JournalEntry {
   /** The value of the summary field `name` (one of kSummaryFields), or ""
    *  when absent or not a summary field. */
   const std::string &get(std::string_view name) const;
+  /** The value of the summary field of index `field` (summary_field()),
+   *  or "" when absent or past kSummaryFields. */
+  const std::string &value(std::size_t field) const;
   /** Drops every value but those named (to keep less of many entries). */
   void keep_only(std::initializer_list<std::string_view> names);
 };
@@ -173,8 +181,12 @@ class Journal {
    *  kTimelineMessageId that meets any of `terms` (alternatives; an empty
    *  vector means no further condition) that core-timelined sent or its
    *  crashed user did (user_vouched; unverified unless corroborated():
-   *  the caller leaves those out or marks them).  Returns how many
-   *  entries it left out as not core-timelined's at all (kNone). */
+   *  the caller leaves those out or marks them).  fn may move from the
+   *  entry: scan() reads the next one into the same object.  Returns how
+   *  many entries it left out as not core-timelined's at all (kNone).
+   *  Every 4096 entries, and at the end, it lets go of the journal pages
+   *  it touched (they stay in the page cache; resident set size counts
+   *  only those mapped since). */
   Result<std::size_t> scan(const std::vector<JournalTerm> &terms, const std::function<void(JournalEntry &&)> &fn);
 
   /** A crash of `uid` that systemd-coredump's own entry (MESSAGE_ID
@@ -205,7 +217,19 @@ class Journal {
    *  in each file alone). */
   Result<std::optional<std::string>> document(const JournalEntry &e, std::uint64_t max_bytes);
 
+  /** The timeline entry at `cursor` (sd_journal_get_cursor(3)) read again,
+   *  as scan() gave it: for a caller that kept only the cursor of an entry
+   *  (ctl-query list keeps its rows, not the entries).  Found as
+   *  document() finds the entry at e.cursor.  An error when it cannot be
+   *  found, or when nobody vouches for it (sender_trust() kNone, which
+   *  scan() never hands on). */
+  Result<JournalEntry> entry_at(const std::string &cursor);
+
  private:
+  /* Calls fn with a journal at the entry `cursor` names: this one, or, when
+   * its merged view does not give that entry back, one of files_ alone
+   * (document()).  1: fn was called; 0: not found; < 0: an errno. */
+  int at_entry(const std::string &cursor, const std::function<void(sd_journal *)> &fn);
   explicit Journal(sd_journal *j) : j_(j) {}
   Result<std::optional<std::string>> document_once(const std::string &cursor, std::uint64_t max_bytes);
   Result<std::optional<std::string>> document_entry(const JournalEntry &e, std::uint64_t max_bytes);

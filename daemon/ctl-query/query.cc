@@ -19,8 +19,7 @@ int Query::locate(LocatedTimeline *found) {
     found->name = c.name;
     return kExitFound;
   }
-  const JournalEntry &e = entries_[*c.entry];
-  auto d = journal_->document(e, o_.max_bytes);
+  auto d = document_of(c, *rows_.back());
   if (!d) {
     err_ << "ctl-query: " << printable(d.error().message) << '\n';
     return kExitIncomplete;
@@ -44,7 +43,17 @@ int Query::locate(LocatedTimeline *found) {
 
 int Query::run() {
   if (const auto rc = gather()) return *rc;
+  release_unprinted();
   return print();
+}
+
+void Query::release_unprinted() {
+  const bool rows_only = o_.command == Command::kList || o_.command == Command::kGroup;
+  if (!rows_only || rows_.empty() || (o_.max_entries && *o_.max_entries == 0)) return;
+  std::vector<std::unique_ptr<JournalEntry>>().swap(entries_);
+  std::vector<const Candidate *>().swap(row_candidates_);
+  std::vector<const Candidate *>().swap(todo_);
+  std::vector<Candidate>().swap(candidates_);
 }
 
 std::optional<int> Query::gather() {

@@ -4,6 +4,9 @@
 #include "compact_timeline.h"
 #include "query_steps.h"
 
+#include <bit>
+#include <unordered_map>
+
 #include "core_timeline/document/status.h"
 
 namespace core_timeline::ctl_query {
@@ -64,10 +67,32 @@ Row make_row(Timeline &&t, std::vector<json> &&events) {
   return r;
 }
 
-const std::string &first_of(const JournalEntry &e, std::initializer_list<std::string_view> names) {
-  for (const auto &n : names)
-    if (const std::string &v = e.get(n); !v.empty()) return v;
-  return e.get(*names.begin());
+/* The first of the two that is not empty, else "". */
+const std::string &first_of(const JournalEntry &e, std::size_t field, std::size_t otherwise) {
+  const std::string &v = e.value(field);
+  return v.empty() ? e.value(otherwise) : v;
+}
+
+/* The index in kSummaryFields of each field a row of an entry is made of,
+ * found once: row_of_entry() runs for each of 100,000 entries. */
+struct RowFields {
+  const std::size_t path = summary_field(jf::kTimelinePath), pid = summary_field("COREDUMP_PID"),
+                    notice_pid = summary_field("CORE_TIMELINE_PID"), uid = summary_field("COREDUMP_UID"),
+                    notice_uid = summary_field("CORE_TIMELINE_UID"), gid = summary_field("COREDUMP_GID"),
+                    signal = summary_field("COREDUMP_SIGNAL"), timeline_signal = summary_field(jf::kSignal),
+                    signal_name = summary_field("COREDUMP_SIGNAL_NAME"), exe = summary_field("COREDUMP_EXE"),
+                    notice_exe = summary_field("CORE_TIMELINE_EXE"), comm = summary_field("COREDUMP_COMM"),
+                    status = summary_field(jf::kStatus), namespace_pid = summary_field(jf::kNamespacePid),
+                    reason = summary_field("CORE_TIMELINE_REASON"), boot_id = summary_field(jf::kBootId),
+                    sender_boot_id = summary_field("_BOOT_ID"), events = summary_field(jf::kEvents),
+                    last_event = summary_field(jf::kLastEvent), host = summary_field("_HOSTNAME"),
+                    machine = summary_field("_MACHINE_ID"), cut = summary_field(jf::kDocumentCut),
+                    group = summary_field(jf::kGroup), timestamp = summary_field("COREDUMP_TIMESTAMP");
+};
+
+const RowFields &row_fields() {
+  static const RowFields fields;
+  return fields;
 }
 
 }  // namespace
@@ -76,50 +101,85 @@ const std::string &first_of(const JournalEntry &e, std::initializer_list<std::st
  * entry's own time (the notice core-timelined logged before the entry
  * carried the document has no COREDUMP_TIMESTAMP). */
 std::uint64_t entry_time(const JournalEntry &e) {
-  if (auto t = reader::parse_unsigned(e.get("COREDUMP_TIMESTAMP"))) return *t;
+  if (auto t = reader::parse_unsigned(e.value(row_fields().timestamp))) return *t;
   return e.realtime_usec;
 }
 
-/* list's row of a timeline entry, from its summary fields alone. */
-Row row_of_entry(const JournalEntry &e) {
+Row row_of_entry(const JournalEntry &e, bool whole_group) {
   Row r;
-  r.path = e.get(jf::kTimelinePath);
+  fill_row_of_entry(e, whole_group, &r);
+  return r;
+}
+
+void fill_row_of_entry(const JournalEntry &e, bool whole_group, Row *row) {
+  const RowFields &f = row_fields();
+  Row &r = *row;
+  r.path = e.value(f.path);
   r.time_usec = entry_time(e);
   r.realtime_usec = e.realtime_usec;
-  r.pid = first_of(e, {"COREDUMP_PID", "CORE_TIMELINE_PID"});
-  r.uid = first_of(e, {"COREDUMP_UID", "CORE_TIMELINE_UID"});
-  r.gid = e.get("COREDUMP_GID");
-  r.signal = first_of(e, {"COREDUMP_SIGNAL", jf::kSignal});
-  r.signal_name = e.get("COREDUMP_SIGNAL_NAME");
-  r.exe = first_of(e, {"COREDUMP_EXE", "CORE_TIMELINE_EXE"});
-  r.comm = e.get("COREDUMP_COMM");
-  r.status = e.get(jf::kStatus);
-  r.own_pid = e.get(jf::kNamespacePid);  // only when namespaced (journal_entry.h)
-  r.host_pid = e.get("COREDUMP_PID");
+  r.pid = first_of(e, f.pid, f.notice_pid);
+  r.uid = first_of(e, f.uid, f.notice_uid);
+  r.gid = e.value(f.gid);
+  r.signal = first_of(e, f.signal, f.timeline_signal);
+  r.signal_name = e.value(f.signal_name);
+  r.exe = first_of(e, f.exe, f.notice_exe);
+  r.comm = e.value(f.comm);
+  r.status = e.value(f.status);
+  r.own_pid = e.value(f.namespace_pid);  // only when namespaced (journal_entry.h)
+  r.host_pid = e.value(f.pid);
   if (!r.own_pid.empty()) r.namespaced = true;
-  r.reason = e.get("CORE_TIMELINE_REASON");
-  r.boot_id = first_of(e, {jf::kBootId, "_BOOT_ID"});
-  if (auto n = reader::parse_unsigned(e.get(jf::kEvents))) {
+  r.reason = e.value(f.reason);
+  r.boot_id = first_of(e, f.boot_id, f.sender_boot_id);
+  if (auto n = reader::parse_unsigned(e.value(f.events))) {
     r.has_events = true;
     r.event_count = static_cast<std::size_t>(*n);
   }
-  r.last_event_raw = e.get(jf::kLastEvent);
-  r.host = e.get("_HOSTNAME");
-  r.machine = e.get("_MACHINE_ID");
+  r.last_event_raw = e.value(f.last_event);
+  r.host = e.value(f.host);
+  r.machine = e.value(f.machine);
   r.from_journal = true;
   r.entry_cursor = e.cursor;
-  r.cut = e.get(jf::kDocumentCut) == "1";
+  r.cut = e.value(f.cut) == "1";
   r.user_vouched = e.user_vouched;
   r.unverified = e.unverified;
-  r.group = group_facts_of(e);
-  return r;
+  if (whole_group) r.group = group_facts_of(e);
+  else r.group.id = e.value(f.group);
 }
 
 namespace {
 
 /* The same crash, whichever source it came from: boot, pid, crash time;
- * and its machine (same_machine()). */
-std::string crash_key(const Row &r) { return r.boot_id + "/" + r.pid + "/" + std::to_string(r.time_usec); }
+ * and its machine (same_machine()).  Views of the row's strings. */
+struct CrashKey {
+  std::string_view boot_id, pid;
+  std::uint64_t time_usec;
+  bool operator==(const CrashKey &) const = default;
+};
+CrashKey crash_key(const Row &r) { return {r.boot_id, r.pid, r.time_usec}; }
+std::size_t hash_of(const CrashKey &k) {
+  const std::hash<std::string_view> h;
+  return h(k.boot_id) ^ (h(k.pid) * 31) ^ (std::hash<std::uint64_t>()(k.time_usec) * 131);
+}
+
+/* The last group made of each crash_key() (order_rows()): an
+ * open-addressing table of group numbers, sized once for all the rows
+ * (no node allocated for each). */
+class LastGroupOf {
+ public:
+  static constexpr std::size_t kNone = SIZE_MAX;
+  explicit LastGroupOf(std::size_t rows) : slots_(std::bit_ceil(std::max<std::size_t>(rows * 2, 16)), kNone) {}
+  /* The entry of `key`: its last group, or kNone.  key_of(g) is the key
+   * of group g. */
+  template <class KeyOf>
+  std::size_t &at(const CrashKey &key, const KeyOf &key_of) {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t h = hash_of(key) & mask;; h = (h + 1) & mask)
+      if (slots_[h] == kNone || key_of(slots_[h]) == key) return slots_[h];
+  }
+
+ private:
+  std::vector<std::size_t> slots_;
+};
 
 /* Two rows of one crash_key() are of one crash unless both name their
  * machine (_MACHINE_ID; else _HOSTNAME) and the two differ: containers of
@@ -220,7 +280,7 @@ bool Query::entry_needs_document() const {
 
 bool Query::stale_last_event(const JournalEntry &e) const {
   return o_.command == Command::kList && !o_.all && e.has_document &&
-         core_timeline::document::is_bookkeeping_event(json{{key::kind, e.get(jf::kLastEvent)}});
+         core_timeline::document::is_bookkeeping_kind(e.value(row_fields().last_event));
 }
 
 void Query::parallel(const std::vector<std::size_t> &items, const std::function<void(std::size_t)> &fn) {
@@ -254,10 +314,10 @@ void Query::read_selected() {
     std::vector<std::size_t> to_read;  // the entries whose documents are needed
     for (std::size_t i : entries) {
       auto &row = entry_rows_[*todo_[i]->entry];
-      if (row) slots_[i].row = std::move(*row);
+      if (row) slots_[i].row = std::move(row);
       else to_read.push_back(i);
     }
-    std::vector<std::optional<Row>>().swap(entry_rows_);
+    std::vector<std::unique_ptr<Row>>().swap(entry_rows_);
     entries = std::move(to_read);
     constexpr std::size_t kChunk = 512;
     docs_.resize(todo_.size());
@@ -265,7 +325,7 @@ void Query::read_selected() {
       std::vector<std::size_t> chunk(entries.begin() + static_cast<std::ptrdiff_t>(from),
                                      entries.begin() + static_cast<std::ptrdiff_t>(std::min(from + kChunk, entries.size())));
       for (std::size_t i : chunk) {
-        const JournalEntry &e = entries_[*todo_[i]->entry];
+        const JournalEntry &e = *entries_[*todo_[i]->entry];
         if (!e.has_document) continue;
         auto d = journal_->document(e, o_.max_bytes);
         if (!d) {
@@ -346,7 +406,7 @@ void Query::read_one(std::size_t i) {
   try {
     Found found;
     const ReadRequest req = request_for(found);
-    const JournalEntry *entry = c.entry ? &entries_[*c.entry] : nullptr;
+    const JournalEntry *entry = c.entry ? entries_[*c.entry].get() : nullptr;
     std::optional<Result<Timeline>> r;
     if (!entry) {
       r = read_timeline(dirs_[c.dir].fd, dirs_[c.dir].path, c.name, req);
@@ -387,7 +447,7 @@ void Query::read_one(std::size_t i) {
     Row row = make_row(std::move(t), {});
     row.events = keep_host_matches(std::move(found), row, &row.bookkeeping_left_out);
     if (entry) {
-      const Row summary = row_of_entry(*entry);
+      const Row summary = row_of_entry(*entry, false);
       row.path = summary.path;
       row.from_journal = true;
       row.entry_cursor = summary.entry_cursor;
@@ -397,9 +457,9 @@ void Query::read_one(std::size_t i) {
       if (!summary.host.empty()) row.host = summary.host;
       if (row.boot_id.empty()) row.boot_id = summary.boot_id;
     }
-    slot.row = std::move(row);
+    slot.row = std::make_unique<Row>(std::move(row));
   } catch (const std::exception &e) {
-    slot.error = Error{Errc::kIo, (c.entry ? entry_label(entries_[*c.entry])
+    slot.error = Error{Errc::kIo, (c.entry ? entry_label(*entries_[*c.entry])
                                                        : dirs_[c.dir].path + "/" + c.name) +
                                                   ": " + e.what()};
   }
@@ -450,55 +510,85 @@ void Query::order_rows() {
   /* Files first, then entries in journal order: "later" is the reading
    * order. */
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return !slots_[i].row->from_journal; });
+  /* The rows of one crash: the first, the others (rarely any), and the
+   * group made before it with the same crash_key() (another machine's). */
+  constexpr std::size_t kNoGroup = LastGroupOf::kNone;
   struct Group {
-    std::size_t kept;
-    std::vector<std::size_t> all;
+    std::size_t kept, first;
+    std::vector<std::size_t> more;
+    std::size_t same_key_before;
   };
   std::vector<Group> groups;
-  std::map<std::string, std::vector<std::size_t>> by_key;  /* crash_key -> groups */
-  std::map<std::string, std::size_t> by_file;              /* a file's path -> its group */
+  groups.reserve(order.size());
+  LastGroupOf by_key(order.size());
+  const auto key_of = [&](std::size_t g) { return crash_key(*slots_[groups[g].first].row); };
+  std::unordered_map<std::string_view, std::size_t> by_file;  /* a file's path -> its group */
   for (std::size_t i : order) {
     const Row &r = *slots_[i].row;
     std::optional<std::size_t> g;
-    for (std::size_t k : by_key[crash_key(r)])
+    std::size_t &last = by_key.at(crash_key(r), key_of);
+    /* The groups of this key, the last made first: the last that is of
+     * the same machine. */
+    for (std::size_t k = last; k != kNoGroup && !g; k = groups[k].same_key_before)
       if (same_machine(*slots_[groups[k].kept].row, r)) g = k;
-    if (!g && r.from_journal && !r.path.empty())
+    if (!g && r.from_journal && !r.path.empty() && !by_file.empty())
       if (const auto f = by_file.find(r.path); f != by_file.end()) g = f->second;
     if (!g) {
-      groups.push_back({i, {i}});
-      by_key[crash_key(r)].push_back(groups.size() - 1);
+      groups.push_back({i, i, {}, last});
+      last = groups.size() - 1;
       if (!r.from_journal) by_file[r.path] = groups.size() - 1;
       continue;
     }
     Group &grp = groups[*g];
-    grp.all.push_back(i);
+    grp.more.push_back(i);
     if (preferred(r, *slots_[grp.kept].row, true)) grp.kept = i;
   }
   order.clear();
   for (const Group &grp : groups) {
     order.push_back(grp.kept);
-    if (grp.all.size() < 2) continue;
+    if (grp.more.empty()) continue;
     Row &kept = *slots_[grp.kept].row;
     /* The reason given is against a core_missing one, if one was left
      * out (the reason that matters most), else against the first. */
+    std::vector<std::size_t> all{grp.first};
+    all.insert(all.end(), grp.more.begin(), grp.more.end());
     const Row *other = nullptr;
-    for (std::size_t i : grp.all) {
+    for (std::size_t i : all) {
       if (i == grp.kept) continue;
       const Row &r = *slots_[i].row;
       if (!other || (only_says_core_gone(r) && !only_says_core_gone(*other))) other = &r;
     }
-    kept.chosen = std::to_string(grp.all.size()) + " documents of this crash; this one (" + kept.status + ", " +
+    kept.chosen = std::to_string(all.size()) + " documents of this crash; this one (" + kept.status + ", " +
                   label_of(kept) + ") was chosen: " + why_kept(kept, *other);
   }
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Row &x = *slots_[a].row, &y = *slots_[b].row;
-    return std::tie(x.time_usec, x.realtime_usec, x.path, x.entry_cursor) <
-           std::tie(y.time_usec, y.realtime_usec, y.path, y.entry_cursor);
+  /* By crash time, the entry's time, the path and the cursor: the times
+   * beside the index, so that most comparisons do not reach the rows. */
+  struct Key {
+    std::uint64_t time_usec, realtime_usec;
+    std::size_t slot;
+  };
+  std::vector<Key> keys;
+  keys.reserve(order.size());
+  for (std::size_t i : order) keys.push_back({slots_[i].row->time_usec, slots_[i].row->realtime_usec, i});
+  std::sort(keys.begin(), keys.end(), [&](const Key &a, const Key &b) {
+    if (a.time_usec != b.time_usec) return a.time_usec < b.time_usec;
+    if (a.realtime_usec != b.realtime_usec) return a.realtime_usec < b.realtime_usec;
+    const Row &x = *slots_[a.slot].row, &y = *slots_[b.slot].row;
+    return std::tie(x.path, x.entry_cursor) < std::tie(y.path, y.entry_cursor);
   });
-  for (std::size_t i : order) {
-    rows_.push_back(&*slots_[i].row);
-    row_candidates_.push_back(todo_[i]);
+  rows_.reserve(keys.size());
+  row_candidates_.reserve(keys.size());
+  for (const Key &k : keys) {
+    rows_.push_back(&*slots_[k.slot].row);
+    row_candidates_.push_back(todo_[k.slot]);
   }
+}
+
+Result<std::optional<std::string>> Query::document_of(const Candidate &c, const Row &row) {
+  if (const auto &kept = entries_[*c.entry]) return journal_->document(*kept, o_.max_bytes);
+  auto e = journal_->entry_at(row.entry_cursor);
+  if (!e) return e.error();
+  return journal_->document(*e, o_.max_bytes);
 }
 
 DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string *whole) {
@@ -511,9 +601,8 @@ DocumentReader Query::reader_of(const Candidate &c, const Row &row, std::string 
       return read_timeline(dir.fd, dir.path, name, r);
     };
   }
-  const JournalEntry &e = entries_[*c.entry];
   *whole = row.path;  // the entry's CORE_TIMELINE_TIMELINE
-  auto d = journal_->document(e, o_.max_bytes);
+  auto d = document_of(c, row);
   if (!d) {
     Error err{Errc::kIo, d.error().message};
     return [err](const ReadRequest &) -> Result<Timeline> { return err; };

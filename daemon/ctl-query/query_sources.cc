@@ -308,6 +308,7 @@ std::optional<int> Query::scan_journal() {
     }
   }
   const bool rows_now = !entry_needs_document();
+  static const std::size_t events = summary_field(jf::kEvents), timeline = summary_field(jf::kTimelinePath);
   auto scanned = journal_->scan(terms, [&](JournalEntry &&e) {
     if (!in_range(entry_time(e))) return;
     if (e.unverified) {
@@ -316,21 +317,24 @@ std::optional<int> Query::scan_journal() {
     }
     /* The older notice (no document, no summary) is read from the
      * file it names, so that its row says what the file says. */
-    const bool notice = !e.has_document && e.get(jf::kEvents).empty() && !e.get(jf::kTimelinePath).empty();
+    const bool notice = !e.has_document && e.value(events).empty() && !e.value(timeline).empty();
     if (rows_now && !notice && !stale_last_event(e)) {
-      /* Its row now; of the entry, only what show needs. */
-      entry_rows_.emplace_back(row_of_entry(e));
-      e.values = {};  // the row has the timeline path show needs
+      /* Its row now, and not the entry: show reads the newest row's
+       * entry again (document_of()). */
+      entry_rows_.push_back(std::make_unique<Row>());
+      fill_row_of_entry(e, o_.command == Command::kGroup, entry_rows_.back().get());
+      entries_.emplace_back(nullptr);  // the row has its cursor (document_of())
     } else {
-      entry_rows_.emplace_back();
+      entry_rows_.emplace_back(nullptr);
+      entries_.push_back(std::make_unique<JournalEntry>(std::move(e)));
     }
-    entries_.push_back(std::move(e));
   });
   if (!scanned) {
     problems_.report(scanned.error().message, problem_name(Errc::kIo));
     return std::nullopt;
   }
   untrusted_ = *scanned;
+  candidates_.reserve(candidates_.size() + entries_.size());
   for (std::size_t i = 0; i < entries_.size(); ++i) candidates_.push_back(Candidate{0, {}, std::nullopt, i});
   return std::nullopt;
 }

@@ -112,9 +112,11 @@ struct Row {
   GroupFacts group;          /* its group signature (group_query.h) */
 };
 
-/* The result of reading one candidate. */
+/* The result of reading one candidate.  The row is on the heap: a Row is
+ * near 1 KiB, and list holds one for each of 100,000 crashes (moved, not
+ * copied, from the scan to its slot). */
 struct Slot {
-  std::optional<Row> row;
+  std::unique_ptr<Row> row;
   std::optional<Error> error;
 };
 
@@ -156,7 +158,12 @@ class Problems {
 std::optional<std::string> journal_field(const std::string &field);
 Result<Timeline> read_timeline_path(const std::string &path, const ReadRequest &req);
 std::uint64_t entry_time(const JournalEntry &e);
-Row row_of_entry(const JournalEntry &e);
+/* list's row of a timeline entry, from its summary fields alone; its
+ * group signature whole when `whole_group` (group prints it), else only
+ * the group's id (order_rows() weighs whether there is one). */
+Row row_of_entry(const JournalEntry &e, bool whole_group);
+/* The same, into *row (a Row just made: its strings empty). */
+void fill_row_of_entry(const JournalEntry &e, bool whole_group, Row *row);
 std::optional<std::uint64_t> host_tid(const Row &r, std::uint64_t tid);
 
 /* One run of list, show or events, step by step. */
@@ -290,9 +297,18 @@ class Query {
    *    when there were several (Row::chosen, printed by show). */
   void order_rows();
 
+  /* The document of a journal candidate and its row: of the entry kept,
+   * or else of the entry at the row's cursor, read again. */
+  Result<std::optional<std::string>> document_of(const Candidate &c, const Row &row);
+
   /* The reader of the newest row's document (show, export), and where
    * the whole timeline is (the file beside the core). */
   DocumentReader reader_of(const Candidate &c, const Row &row, std::string *whole);
+
+  /* Before list or group prints at least one row: frees what print()
+   * does not read then (the entries, the candidates), so that they and
+   * the table print() makes are not in memory at once. */
+  void release_unprinted();
 
   /* 6. What the command prints, and the exit status. */
   int print();
@@ -304,10 +320,12 @@ class Query {
   std::vector<Directory> dirs_;
   std::unique_ptr<Journal> journal_;
   bool journal_local_ = false;
-  std::vector<JournalEntry> entries_;
+  /* The entries whose rows are not made while scanning (null for those
+   * whose are: list keeps 100,000 rows, not their entries too). */
+  std::vector<std::unique_ptr<JournalEntry>> entries_;
   /* entries_'s rows, made while scanning for those whose documents are
    * not needed */
-  std::vector<std::optional<Row>> entry_rows_;
+  std::vector<std::unique_ptr<Row>> entry_rows_;
   std::size_t untrusted_ = 0;
   std::size_t unverified_ = 0;  /* entries of a user's own word alone, in range */
   std::optional<std::string> boot_id_;

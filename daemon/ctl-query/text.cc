@@ -170,8 +170,9 @@ void print_table(std::ostream &out, const std::vector<std::string> &header, cons
   for (std::size_t c = 0; c < columns; ++c) width[c] = header[c].size();
   for (const auto &r : cells)
     for (std::size_t c = 0; c < std::min(r.size(), columns); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string s;  // one line, its memory kept from line to line
   auto line = [&](const std::vector<std::string> &r) {
-    std::string s;
+    s.clear();
     const std::size_t n = std::min(r.size(), columns);
     for (std::size_t c = 0; c < n; ++c) {
       const bool last = c + 1 == n;

@@ -911,6 +911,10 @@ TEST(Document, TheLastEventIsNotBookkeepingUnlessAsked) {
   EXPECT_FALSE(ctdoc::is_bookkeeping_event(d["events"][3])) << "the CRASH is the crash, not bookkeeping";
   EXPECT_TRUE(ctdoc::is_bookkeeping_event(json{{"kind", "STACK"}}));
   EXPECT_FALSE(ctdoc::is_bookkeeping_event(json{{"name", "LANE_CLAIM"}})) << "a user's name is not a kind";
+  EXPECT_TRUE(ctdoc::is_bookkeeping_kind("LANE_CLAIM"));
+  EXPECT_TRUE(ctdoc::is_bookkeeping_kind("STACK"));
+  EXPECT_FALSE(ctdoc::is_bookkeeping_kind("USER"));
+  EXPECT_FALSE(ctdoc::is_bookkeeping_kind("STACKS")) << "a kind is the whole word";
   auto t = ctlq::parse_timeline(d.dump(), "x", request());
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->last_event, d["events"][1]);

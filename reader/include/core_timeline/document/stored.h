@@ -119,7 +119,8 @@ reader::Result<Json> parse_streaming(std::string_view bytes, std::span<const std
  *  Pure; never throws. */
 bool is_bookkeeping_event(const Json &event) noexcept;
 
-/** Whether an event of this "kind" is bookkeeping (is_bookkeeping_event()). */
+/** Whether `kind`, an event's "kind", is one is_bookkeeping_event() names
+ *  (LANE_CLAIM, STACK).  Pure; never throws. */
 bool is_bookkeeping_kind(std::string_view kind) noexcept;
 
 /** The summary of a reader's document tree; kBadData names the member
