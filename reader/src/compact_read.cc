@@ -132,9 +132,8 @@ class Loader {
 
  private:
   const json &doc() const { return *d_; }
-  /* The members an event refers to: head, rings, tables. */
+  /* The members an event refers to: rings, tables. */
   void prepare() {
-    head();
     rings();
     tables();
     prepared_ = true;
@@ -143,7 +142,6 @@ class Loader {
   void rings();
   void tables();
   void event(const json &r);
-  void cut();
   void end_events();
   void rest();
   void spans();
@@ -227,11 +225,6 @@ void Loader::head() {
     n.lanes_retried = u32(at(*s, key::lanes_retried, "snapshot"), "snapshot.lanes_retried");
     a_.snapshot = n;
   }
-}
-
-/* A journal copy's cut: the whole document's index of its first event
- * (read with the rest: the member may follow the events). */
-void Loader::cut() {
   if (const json *cut = opt(doc(), key::cut)) {
     const std::uint64_t total = u64(at(*cut, key::events_total, "cut"), "cut.events_total");
     const std::uint64_t kept = u64(at(*cut, key::events_kept, "cut"), "cut.events_kept");
@@ -762,12 +755,10 @@ Analysis Loader::run(const json &doc) {
 std::optional<std::string> Loader::row(const json &so_far, const json &r) {
   try {
     if (!prepared_) {
-      /* Tables first, as write_compact() writes them; else the row waits
-       * for the whole document. */
-      bool ready = is_compact(so_far);
-      for (const char *k : {key::status, key::core, key::process, key::rings, key::tables})
-        ready = ready && so_far.contains(k);
-      if (!ready) {
+      /* Rings and tables first, as write_compact() writes them; else the
+       * row waits for the whole document.  The rest (head() too) is read
+       * from the whole document: a member after the events counts. */
+      if (!is_compact(so_far) || !so_far.contains(key::rings) || !so_far.contains(key::tables)) {
         pending_.push_back(r);
         return std::nullopt;
       }
@@ -794,7 +785,7 @@ Analysis Loader::finish(const json &doc) {
 }
 
 void Loader::rest() {
-  cut();
+  head();
   end_events();
   spans();
   time();

@@ -189,6 +189,20 @@ TEST(Compact, ReadFromItsBytesGivesTheTreesAnalysis) {
   ASSERT_TRUE(late.ok()) << late.error().message;
   EXPECT_EQ(ctr::render_text(*late->analysis), text.out);
 
+  /* The head's members after the events (rings and tables before them):
+   * read from the whole document all the same. */
+  json head_last;
+  for (const auto &[k, v] : doc.items())
+    if (k != "source" && k != "reason") head_last[k] = v;
+  for (const char *k : {"source", "reason"}) head_last[k] = doc[k];
+  auto tail_head = ctr::read_compact_document(head_last.dump());
+  ASSERT_TRUE(tail_head.ok()) << tail_head.error().message;
+  const auto from_tree = ctr::analysis_of_compact(doc);
+  ASSERT_TRUE(from_tree.ok());
+  EXPECT_EQ(tail_head->analysis->source, from_tree->source);
+  EXPECT_EQ(tail_head->analysis->process.pid, from_tree->process.pid);
+  EXPECT_EQ(ctr::render_text(*tail_head->analysis), text.out);
+
   json none = doc;
   none.erase("events");
   auto undecoded = ctr::read_compact_document(none.dump());
