@@ -62,9 +62,7 @@ std::string printable(std::string_view s, bool keep_lines) {
 
 void write_printable(std::ostream &out, std::string_view s, bool keep_lines) {
   const reader::PrintableOptions o{.keep_lines = keep_lines};
-  bool plain = true;
-  for (const char c : s) plain = plain && reader::printable_as_is(static_cast<unsigned char>(c), o);
-  if (plain) out.write(s.data(), static_cast<std::streamsize>(s.size()));
+  if (reader::is_printable(s, o)) out.write(s.data(), static_cast<std::streamsize>(s.size()));
   else out << reader::printable(s, o);
 }
 

@@ -1455,6 +1455,14 @@ TEST(Printable, MaxLenCutsAfterWholeEscapes) {
   EXPECT_EQ(printable("abc", {.max_len = 0}), "...");
   EXPECT_EQ(printable("x\"y", {.max_len = 1, .quoted = true}), "x...");
   EXPECT_EQ(printable(std::string(100000, 'a') + "\n", {.keep_lines = true}), std::string(100000, 'a') + "\n");
+  /* is_printable(): printable() would give the bytes back unchanged. */
+  using core_timeline::reader::is_printable;
+  EXPECT_TRUE(is_printable(std::string(100000, 'a') + "\n", {.keep_lines = true}));
+  EXPECT_FALSE(is_printable(std::string(100000, 'a') + "\n"));
+  EXPECT_FALSE(is_printable(std::string(5000, 'a') + "\xff" + std::string(5000, 'a')));
+  EXPECT_FALSE(is_printable("abcd", {.max_len = 3}));
+  EXPECT_TRUE(is_printable("abc", {.max_len = 3}));
+  EXPECT_TRUE(is_printable(""));
 }
 
 // Guards against: a quoted string that a quote, a backslash or a control

@@ -55,6 +55,27 @@ constexpr bool printable_as_is(unsigned char c, const PrintableOptions &o) {
          (o.keep_lines && (c == '\n' || c == '\t'));
 }
 
+/** The bytes printable() writes as they are under given options; for a
+ *  long text, looked up in a table of the 256 answers. */
+class PrintableBytes {
+ public:
+  PrintableBytes(const PrintableOptions &o, std::size_t text_size) : o_(o), tabled_(text_size >= 1024) {
+    if (tabled_)
+      for (int c = 0; c < 256; ++c) table_[c] = printable_as_is(static_cast<unsigned char>(c), o);
+  }
+  /** Where the run of bytes kept as they are that begins at `from` ends. */
+  std::size_t run_end(std::string_view s, std::size_t from) const {
+    while (from < s.size() && as_is(static_cast<unsigned char>(s[from]))) ++from;
+    return from;
+  }
+
+ private:
+  bool as_is(unsigned char c) const { return tabled_ ? table_[c] : printable_as_is(c, o_); }
+  const PrintableOptions &o_;
+  bool tabled_;
+  bool table_[256];  // filled when tabled_
+};
+
 /** `s` with printable ASCII as is and every other byte as \xNN.  Runs of
  *  bytes kept as they are are copied whole (a 20 MB text of printable
  *  lines is one copy). */
@@ -62,18 +83,9 @@ inline std::string printable(std::string_view s, const PrintableOptions &o = {})
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size() < o.max_len ? s.size() : o.max_len);
-  /* A long text is scanned through a table of the 256 answers. */
-  bool table[256];
-  const bool tabled = s.size() >= 1024;
-  if (tabled)
-    for (int c = 0; c < 256; ++c) table[c] = printable_as_is(static_cast<unsigned char>(c), o);
-  const auto as_is = [&](char ch) {
-    const auto c = static_cast<unsigned char>(ch);
-    return tabled ? table[c] : printable_as_is(c, o);
-  };
+  const PrintableBytes kept(o, s.size());
   for (std::size_t i = 0; i < s.size();) {
-    std::size_t run = i;
-    while (run < s.size() && as_is(s[run])) ++run;
+    const std::size_t run = kept.run_end(s, i);
     const std::size_t room = o.max_len > out.size() ? o.max_len - out.size() : 0;
     out.append(s.substr(i, std::min(run - i, room)));
     if (run - i > room) {
@@ -104,6 +116,11 @@ inline std::string printable(std::string_view s, const PrintableOptions &o = {})
     out.push_back(kHex[c & 0xf]);
   }
   return out;
+}
+
+/** Whether printable(s, o) is `s` itself (nothing to escape or cut). */
+inline bool is_printable(std::string_view s, const PrintableOptions &o = {}) {
+  return s.size() <= o.max_len && PrintableBytes(o, s.size()).run_end(s, 0) == s.size();
 }
 
 /** A name from untrusted bytes as the timeline keeps thread names and the
