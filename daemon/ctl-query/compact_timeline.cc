@@ -64,9 +64,8 @@ json last_event_of(const json &doc, const Summary &sum, const ReadRequest &reque
     const std::string *kind = compact::event_kind(doc, *it);
     const std::string *name = compact::event_name(doc, *it);
     if (!kind || !name) continue;
-    const json e = {{key::kind, *kind}, {key::name, *name}};
-    if (!request.bookkeeping && core_timeline::document::is_bookkeeping_event(e)) continue;
-    if (*kind != "CRASH") return e;
+    if (!request.bookkeeping && core_timeline::document::is_bookkeeping_kind(*kind)) continue;
+    if (*kind != "CRASH") return {{key::kind, *kind}, {key::name, *name}};
   }
   return nullptr;
 }
@@ -143,10 +142,11 @@ std::optional<std::string> fill(json &&d, const std::optional<ctr::Analysis> &a,
     constexpr std::size_t kTail = 64;
     const std::size_t tail = request.last_event ? std::min<std::size_t>(a->events.size(), kTail) : 0;
     for (std::size_t back = 1; back <= tail; ++back) {
-      json e = ctr::full_event(*a, a->events[a->events.size() - back]);
-      if (!request.bookkeeping && core_timeline::document::is_bookkeeping_event(e)) continue;
-      if (e[key::kind] != "CRASH") {
-        t.last_event = std::move(e);
+      const ctr::Event &e = a->events[a->events.size() - back];
+      const std::string_view kind = a->kind_name_of(e);
+      if (!request.bookkeeping && core_timeline::document::is_bookkeeping_kind(kind)) continue;
+      if (kind != "CRASH") {
+        t.last_event = ctr::full_event(*a, e);
         break;
       }
     }
