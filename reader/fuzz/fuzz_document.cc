@@ -67,8 +67,8 @@ using Json = nlohmann::ordered_json;
 /* A compact document read from its bytes (read_compact_document(), what
  * show takes) and from its tree (parse_stored_document() then
  * analysis_of_compact()): one is accepted when the other is, with the
- * same text; only a document with "events" twice may be refused by the
- * bytes alone (the tree keeps the last). */
+ * same text; only a document that repeats a top-level member may be
+ * refused by the bytes alone (the tree keeps the last). */
 void compact_agrees(std::string_view in) {
   namespace ctr = core_timeline::reader;
   const auto streamed = ctr::read_compact_document(in);
